@@ -1,0 +1,246 @@
+"""JavaScript value semantics that Pi's output depends on.
+
+Pi is JavaScript, and its projection leaks JS semantics into the result:
+``new Date(x).getTime()`` for timestamps, truthiness (``[]`` is truthy, ``""`` is not),
+``.length`` counted in UTF-16 code units, and ``JSON.stringify`` formatting. Matching Pi
+byte for byte means reproducing those rules here, once.
+
+Missing keys play the part of JS ``undefined``: a projected message leaves a key out
+exactly where Pi's ``JSON.stringify`` would.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as _dt
+import json
+import math
+import re
+from typing import Any
+
+__all__ = ["date_ms", "js_stringify", "js_truthy", "js_whitespace_strip", "utf16_len"]
+
+# JS String.prototype.trim() removes WhiteSpace and LineTerminator code points.
+_JS_WS = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" + (
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
+def js_whitespace_strip(text: str, *, left: bool = True, right: bool = True) -> str:
+    """Strip the characters JavaScript's ``trim()`` strips (a BOM among them)."""
+    if left:
+        text = text.lstrip(_JS_WS)
+    if right:
+        text = text.rstrip(_JS_WS)
+    return text
+
+
+def js_truthy(value: Any) -> bool:
+    """JavaScript truthiness: ``""``, ``0``, ``NaN``, ``null``, ``false`` are falsy; ``[]``, ``{}`` truthy."""
+    if value is None or value is False:
+        return False
+    if value is True:
+        return True
+    if isinstance(value, (int, float)):
+        return not (value == 0 or (isinstance(value, float) and math.isnan(value)))
+    if isinstance(value, str):
+        return value != ""
+    return True
+
+
+def utf16_len(text: str) -> int:
+    """``text.length`` in JavaScript: the number of UTF-16 code units."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+# ---------------------------------------------------------------------------
+# new Date(value).getTime()
+# ---------------------------------------------------------------------------
+
+# ECMAScript date-time string format (and V8's acceptance of a few relaxations).
+_ISO = re.compile(
+    r"""^(?P<year>[+-]\d{6}|\d{4})
+        (?:-(?P<month>\d{2})(?:-(?P<day>\d{2}))?)?
+        (?:T(?P<hour>\d{2}):(?P<minute>\d{2})
+           (?::(?P<second>\d{2})(?:\.(?P<frac>\d+))?)?
+           (?P<tz>Z|[+-]\d{2}:\d{2})?)?$""",
+    re.VERBOSE,
+)
+_MAX_MS = 8.64e15
+
+
+def _iso_ms(text: str) -> float | None:
+    m = _ISO.match(text)
+    if m is None:
+        return None
+    year_s = m.group("year")
+    if year_s == "-000000":
+        return None
+    year = int(year_s)
+    month = int(m.group("month") or 1)
+    day = int(m.group("day") or 1)
+    hour = int(m.group("hour") or 0)
+    minute = int(m.group("minute") or 0)
+    second = int(m.group("second") or 0)
+    frac = m.group("frac") or ""
+    millis = int((frac + "000")[:3]) if frac else 0
+    if not (1 <= month <= 12) or hour > 24 or minute > 59 or second > 59:
+        return None
+    if hour == 24 and (minute or second or millis):
+        return None
+    if not (1 <= day <= _days_in_month(year, month)):
+        return None
+    days = _days_from_civil(year, month, day)
+    ms = ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis
+    tz = m.group("tz")
+    if tz is None and m.group("hour") is not None:
+        # A date-time without an offset is local time in JavaScript.
+        ms = _local_to_utc_ms(ms)
+    elif tz and tz != "Z":
+        sign = 1 if tz[0] == "+" else -1
+        ms -= sign * (int(tz[1:3]) * 60 + int(tz[4:6])) * 60_000
+    if abs(ms) > _MAX_MS:
+        return None
+    return float(ms)
+
+
+def _days_in_month(year: int, month: int) -> int:
+    if month == 2:
+        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+        return 29 if leap else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    # Howard Hinnant's algorithm: days since 1970-01-01 for any proleptic Gregorian date.
+    y -= m <= 2
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def _local_to_utc_ms(local_ms: int) -> int:
+    try:
+        naive = _dt.datetime(1970, 1, 1) + _dt.timedelta(milliseconds=local_ms)
+        return int(naive.astimezone(_dt.UTC).timestamp() * 1000)
+    except (OverflowError, ValueError, OSError):  # pragma: no cover - far outside real timestamps
+        return local_ms
+
+
+def _fallback_ms(text: str) -> float | None:
+    # V8 also accepts RFC 2822-like strings ("Mon, 01 Jun 2025 10:00:00 GMT").
+    from email.utils import parsedate_tz
+
+    parsed = parsedate_tz(text)
+    if parsed is None:
+        return None
+    offset = parsed[9] or 0
+    try:
+        secs = calendar.timegm(parsed[:6]) - offset  # type: ignore[arg-type]
+    except (OverflowError, ValueError):  # pragma: no cover
+        return None
+    return float(secs * 1000)
+
+
+def date_ms(value: Any) -> int | float | None:
+    """``new Date(value).getTime()``, with ``NaN`` returned as ``None`` (JSON ``null``).
+
+    A missing value (JS ``undefined``) is passed as the sentinel ``MISSING``, not ``None``:
+    ``new Date(null)`` is 0 but ``new Date(undefined)`` is NaN.
+    """
+    if value is MISSING:
+        return None
+    if value is None:
+        return 0
+    if value is True or value is False:
+        return int(value)
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+            return None
+        if abs(value) > _MAX_MS:
+            return None
+        return int(math.trunc(value))
+    text = value if isinstance(value, str) else _js_to_string(value)
+    if text is None:
+        return None
+    text = js_whitespace_strip(text)
+    ms = _iso_ms(text)
+    if ms is None:
+        ms = _fallback_ms(text)
+    if ms is None:
+        return None
+    return int(ms)
+
+
+def _js_to_string(value: Any) -> str | None:
+    if isinstance(value, list):
+        return ",".join("" if v is None else (_js_to_string(v) or "") for v in value)
+    if isinstance(value, dict):
+        return "[object Object]"
+    if isinstance(value, str):
+        return value
+    return None
+
+
+class _Missing:
+    """JS ``undefined``: a key that is not there."""
+
+    _instance: _Missing | None = None
+
+    def __new__(cls) -> _Missing:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Any = _Missing()
+"""Sentinel for JavaScript ``undefined`` (a key that is absent)."""
+
+
+def _js_number(value: float) -> str:
+    if math.isnan(value) or math.isinf(value):
+        return "null"
+    if value == int(value) and abs(value) < 1e21:
+        return str(int(value))
+    r = repr(value)
+    # Python writes 1e+21 as 1e+21 and 1e-07 as 1e-07; JavaScript writes 1e-7.
+    if "e" in r:
+        mant, exp = r.split("e")
+        sign = exp[0] if exp[0] in "+-" else "+"
+        digits = exp.lstrip("+-").lstrip("0") or "0"
+        r = f"{mant}e{sign}{digits}"
+    return r
+
+
+def js_stringify(value: Any) -> str:
+    """``JSON.stringify(value)`` for JSON-shaped data: compact, key order kept, JS numbers."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value) if abs(value) < 1e21 else _js_number(float(value))
+    if isinstance(value, float):
+        return _js_number(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ",".join("null" if v is MISSING else js_stringify(v) for v in value) + "]"
+    if isinstance(value, dict):
+        parts = [
+            json.dumps(str(k), ensure_ascii=False) + ":" + js_stringify(v) for k, v in value.items() if v is not MISSING
+        ]
+        return "{" + ",".join(parts) + "}"
+    return json.dumps(value, ensure_ascii=False)

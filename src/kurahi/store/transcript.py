@@ -1,0 +1,537 @@
+"""A read-only view of one transcript: Pi's tree over a JSONL file, indexed lazily.
+
+:class:`Transcript` reads a file as Pi 0.73.1 reads it (see ``scan``), migrates v1 and
+v2 files in memory, and never writes. Only ``type``, ``id`` and ``parentId`` are decoded
+up front; an entry's full JSON is decoded when someone asks for it (the projected path,
+labels, a tree view). Raw lines stay byte-identical for copying.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from kurahi.errors import EntryNotFoundError, NotASessionError, ParentCycleError, TranscriptReadError
+from kurahi.jsvalues import MISSING, date_ms, js_truthy, js_whitespace_strip
+from kurahi.store.scan import ScanResult, ScanWarning, Skeleton, bytes_reader, decode_line, file_reader, id_key, scan
+
+__all__ = ["Entry", "Transcript", "TreeNode"]
+
+LEAF_MARKER_TYPE = "kurahi.leaf"
+"""``customType`` of the ``custom`` entry Kurahi appends to persist a leaf move."""
+
+
+def _u(value: Any) -> Any:
+    """Map msgspec's ``UNSET`` to the ``MISSING`` sentinel used everywhere else."""
+    return MISSING if value is msgspec.UNSET else value
+
+
+class Entry:
+    """One entry of a transcript, its JSON decoded on first use.
+
+    Attributes:
+        index: position among the non-header entries, in file order.
+        line: 1-based line number in the file.
+        type: the entry's ``type`` (``MISSING`` when absent).
+        id: the entry's ``id`` (``MISSING`` when absent).
+        parent_id: the entry's ``parentId`` (``None`` for a root, ``MISSING`` when absent).
+    """
+
+    __slots__ = ("__dict__", "_t", "id", "index", "line", "parent_id", "type")
+
+    def __init__(self, transcript: Transcript, index: int) -> None:
+        sk = transcript._skeletons[index]
+        self._t = transcript
+        self.index = index
+        self.line = transcript._scan.lines[index]
+        self.type: Any = _u(sk.type)
+        self.id: Any = _u(sk.id)
+        self.parent_id: Any = _u(sk.parentId)
+
+    @cached_property
+    def data(self) -> dict[str, Any]:
+        """The entry as Pi holds it in memory (after in-memory migration)."""
+        return self._t._materialize(self.index)
+
+    @property
+    def raw(self) -> bytes:
+        """The entry's line exactly as stored, without its newline."""
+        return self._t.raw_line(self.index)
+
+    def __repr__(self) -> str:
+        return f"Entry(line={self.line}, type={self.type!r}, id={self.id!r}, parent_id={self.parent_id!r})"
+
+
+@dataclass(slots=True)
+class TreeNode:
+    """A node of :meth:`Transcript.tree`: an entry, its label and its children (oldest first)."""
+
+    entry: Entry
+    children: list[TreeNode]
+    label: str | None = None
+
+
+class Transcript:
+    """A transcript file opened for reading, as Pi would open it, without changing it.
+
+    Use :meth:`open` for a file and :meth:`from_bytes` for bytes in memory. A transcript
+    opened from a file keeps its descriptor until :meth:`close` (or ``with``), so raw
+    lines can be read back without holding the whole file in memory.
+    """
+
+    def __init__(self, read: Any, size: int, *, name: str, fd: int | None = None) -> None:
+        self.name = name
+        self._fd = fd
+        self._read = read
+        try:
+            result = scan(read, size)
+        except BaseException:
+            self.close()
+            raise
+        self._scan: ScanResult = result
+        if result.header is None:
+            self.close()
+            if size == 0 or not result.skeletons and result.first_parseable is msgspec.UNSET:
+                what = "the file is empty" if size == 0 else "no line of the file is JSON"
+                raise NotASessionError(f"not a session: {what} (Pi would overwrite it with a new header)", path=name)
+            raise NotASessionError(
+                "not a session: the first JSON line is not a session header "
+                '(an object with "type": "session" and a string "id"); Pi would overwrite the file',
+                path=name,
+            )
+        self.header: dict[str, Any] = result.header
+        self._skeletons: list[Skeleton] = result.skeletons
+        self._overrides: dict[int, dict[str, Any]] = {}
+        self._rename_hook = False
+        self.migrated_from: int | None = None
+        self._migrate()
+
+    # -- construction -------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> Transcript:
+        """Open a transcript file for reading.
+
+        Raises:
+            TranscriptReadError: the path is missing, a directory, or unreadable.
+            NotASessionError: the file is empty or does not start with a session header.
+        """
+        p = Path(path)
+        try:
+            fd = os.open(p, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError as exc:
+            raise TranscriptReadError("no such file", path=p) from exc
+        except IsADirectoryError as exc:
+            raise TranscriptReadError("is a directory, not a transcript file", path=p) from exc
+        except PermissionError as exc:
+            raise TranscriptReadError("permission denied", path=p) from exc
+        except OSError as exc:
+            raise TranscriptReadError(f"cannot open: {exc.strerror}", path=p) from exc
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise TranscriptReadError("is a directory, not a transcript file", path=p)
+            if not stat.S_ISREG(st.st_mode):
+                raise TranscriptReadError("is not a regular file", path=p)
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            return cls(file_reader(fd), st.st_size, name=str(p), fd=fd)
+        except OSError as exc:
+            raise TranscriptReadError(f"read failed: {exc.strerror}", path=p) from exc
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, name: str = "<bytes>") -> Transcript:
+        """Read a transcript from bytes in memory."""
+        return cls(bytes_reader(data), len(data), name=name)
+
+    def close(self) -> None:
+        """Release the file descriptor (entries already decoded stay usable)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __enter__(self) -> Transcript:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+    # -- header and file facts -------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        """The header's ``id``."""
+        return str(self.header["id"])
+
+    @property
+    def version(self) -> Any:
+        """The header's ``version`` as stored (``MISSING`` when absent: a v1 file)."""
+        return self.header.get("version", MISSING)
+
+    @property
+    def warnings(self) -> list[ScanWarning]:
+        """Lines skipped or read leniently, each with its line number."""
+        return self._scan.warnings
+
+    @property
+    def size(self) -> int:
+        """Bytes scanned."""
+        return self._scan.size
+
+    @property
+    def ends_with_newline(self) -> bool:
+        """Whether the file's last byte is a newline (an appender must add one if not)."""
+        return self._scan.ends_with_newline
+
+    @property
+    def torn_tail(self) -> tuple[int, int] | None:
+        """``(line, offset)`` of a torn last line, if the file has one."""
+        return self._scan.torn_tail
+
+    def __len__(self) -> int:
+        return len(self._skeletons)
+
+    # -- raw access -----------------------------------------------------------------
+
+    def raw_line(self, index: int) -> bytes:
+        """The stored bytes of entry ``index`` (without the newline)."""
+        start, end = self._scan.starts[index], self._scan.ends[index]
+        if self._read is None:  # pragma: no cover - closed transcripts keep no reader
+            raise TranscriptReadError("transcript is closed", path=self.name)
+        try:
+            return bytes(self._read(start, end - start))
+        except OSError as exc:
+            raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
+
+    def _materialize(self, index: int) -> dict[str, Any]:
+        override = self._overrides.get(index)
+        if override is not None:
+            return override
+        raw = self.raw_line(index)
+        try:
+            value, _ = decode_line(raw)
+        except ValueError:
+            # The scanner accepted this line only after trimming (a BOM, trailing spaces).
+            value, _ = decode_line(js_whitespace_strip(raw.decode("utf-8", "replace")).encode("utf-8"))
+        if not isinstance(value, dict):
+            return {}
+        if self._rename_hook and value.get("type") == "message":
+            msg = value.get("message")
+            if isinstance(msg, dict) and msg.get("role") == "hookMessage":
+                value["message"] = {**msg, "role": "custom"}
+        return value
+
+    # -- migration ------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        version = self.header.get("version", MISSING)
+        if version is MISSING or version is None:
+            version = 1
+        num = _js_number(version)
+        if num is not None and num >= 3:
+            return
+        self.migrated_from = int(num) if num is not None and num == int(num) else None
+        if num is not None and num < 2:
+            self._migrate_v1()
+        if num is not None and num < 3:
+            self._rename_hook = True
+
+    def _migrate_v1(self) -> None:
+        # Pi's migrateV1ToV2, in memory: every entry gets a fresh id and the previous
+        # entry as parent (one linear chain). Pi draws random ids; Kurahi derives them
+        # from the session id and the line so that two reads agree.
+        scan_res = self._scan
+        extra = sorted(scan_res.extra_header_lines)
+        # Pi's array of parsed values: the header at 0, ignored headers where they sit.
+        parsed: list[Any] = [self.header]
+        positions: list[int] = []
+        e = 0
+        for i in range(len(self._skeletons)):
+            while e < len(extra) and extra[e] < scan_res.lines[i]:
+                parsed.append({"type": "session"})
+                e += 1
+            positions.append(len(parsed))
+            parsed.append(self._materialize(i))
+        used: set[str] = set()
+        prev: Any = None
+        for i, pos in enumerate(positions):
+            entry = dict(parsed[pos])
+            parsed[pos] = entry
+            new_id = self._v1_id(scan_res.lines[i], used)
+            entry.pop("id", None)
+            entry.pop("parentId", None)
+            entry["id"] = new_id
+            entry["parentId"] = prev
+            prev = new_id
+            if entry.get("type") == "compaction":
+                idx = entry.get("firstKeptEntryIndex")
+                if isinstance(idx, (int, float)) and not isinstance(idx, bool):
+                    target = parsed[int(idx)] if idx == int(idx) and 0 <= idx < len(parsed) else None
+                    if isinstance(target, dict) and target.get("type") != "session":
+                        tid = target.get("id", MISSING)
+                        if tid is not MISSING:
+                            entry["firstKeptEntryId"] = tid
+                    del entry["firstKeptEntryIndex"]
+            self._overrides[i] = entry
+        self._skeletons = [
+            Skeleton(type=d.get("type", msgspec.UNSET), id=d["id"], parentId=d["parentId"])
+            for d in (self._overrides[i] for i in range(len(positions)))
+        ]
+        self._scan.by_id = {sk.id: i for i, sk in enumerate(self._skeletons)}
+
+    def _v1_id(self, line: int, used: set[str]) -> str:
+        n = 0
+        while True:
+            digest = hashlib.sha256(f"{self.session_id}:{line}:{n}".encode()).hexdigest()[:8]
+            if digest not in used:
+                used.add(digest)
+                return digest
+            n += 1
+
+    # -- tree API -------------------------------------------------------------------
+
+    @property
+    def leaf_id(self) -> Any:
+        """The leaf Pi selects on open: the id of the last entry line (``None`` if none).
+
+        ``MISSING`` when that entry has no id (Pi's ``undefined``).
+        """
+        if not self._skeletons:
+            return None
+        return _u(self._skeletons[-1].id)
+
+    def entry_at(self, index: int) -> Entry:
+        """The entry at position ``index`` (file order, header excluded)."""
+        return Entry(self, index)
+
+    def index_of(self, entry_id: Any) -> int | None:
+        """Position of the entry Pi finds for ``entry_id`` (the later line wins), or ``None``."""
+        key = entry_id if type(entry_id) is str else id_key(msgspec.UNSET if entry_id is MISSING else entry_id)
+        return self._scan.by_id.get(key)
+
+    def entry(self, entry_id: Any) -> Entry:
+        """The entry with ``entry_id``.
+
+        Raises:
+            EntryNotFoundError: no entry has that id.
+        """
+        idx = self.index_of(entry_id)
+        if idx is None:
+            raise EntryNotFoundError(str(entry_id), path=self.name)
+        return Entry(self, idx)
+
+    def __contains__(self, entry_id: object) -> bool:
+        return self.index_of(entry_id) is not None
+
+    def entries(self) -> Iterator[Entry]:
+        """Every non-header entry in file order."""
+        for i in range(len(self._skeletons)):
+            yield Entry(self, i)
+
+    def children(self, entry_id: Any) -> list[Entry]:
+        """Direct children of ``entry_id`` (``None`` for the roots), in Pi's order."""
+        want = id_key(entry_id) if entry_id is not None else ("null",)
+        out: list[Entry] = []
+        seen: set[int] = set()
+        for idx in self._scan.by_id.values():
+            sk = self._skeletons[idx]
+            pid = sk.parentId
+            if pid is msgspec.UNSET:
+                continue
+            if (pid if type(pid) is str else id_key(pid)) == want and idx not in seen:
+                seen.add(idx)
+                out.append(Entry(self, idx))
+        return out
+
+    def path_indices(self, leaf_index: int) -> list[int]:
+        """Indices from the root to ``leaf_index``, following ``parentId`` as Pi does.
+
+        Raises:
+            ParentCycleError: the parent chain loops (Pi would hang here).
+        """
+        by_id = self._scan.by_id
+        skeletons = self._skeletons
+        out = [leaf_index]
+        seen = {leaf_index}
+        current = skeletons[leaf_index]
+        while True:
+            pid = current.parentId
+            if pid is msgspec.UNSET or not (pid if type(pid) is str else js_truthy(pid)):
+                break
+            nxt = by_id.get(pid if type(pid) is str else id_key(pid))
+            if nxt is None:
+                break
+            if nxt in seen:
+                loop = [_u(skeletons[i].id) for i in out[out.index(nxt) :]]
+                lines = [self._scan.lines[i] for i in out[out.index(nxt) :]]
+                raise ParentCycleError(
+                    f"parentId cycle through entries {loop} (lines {lines}); Pi would hang here",
+                    cycle=[str(x) for x in loop],
+                    path=self.name,
+                )
+            seen.add(nxt)
+            out.append(nxt)
+            current = skeletons[nxt]
+        out.reverse()
+        return out
+
+    def path(self, entry_id: Any = None) -> list[Entry]:
+        """Entries from the root to ``entry_id`` (default: the leaf), every type included."""
+        if entry_id is None:
+            entry_id = self.leaf_id
+            if entry_id is None:
+                return []
+        idx = self.index_of(entry_id)
+        if idx is None:
+            raise EntryNotFoundError(str(entry_id), path=self.name)
+        return [Entry(self, i) for i in self.path_indices(idx)]
+
+    def find_cycles(self) -> list[list[str]]:
+        """Every parent cycle in the file (each reported once), for diagnostics."""
+        by_id = self._scan.by_id
+        state: dict[int, int] = {}
+        cycles: list[list[str]] = []
+        for start in by_id.values():
+            if start in state:
+                continue
+            trail: list[int] = []
+            pos: dict[int, int] = {}
+            cur: int | None = start
+            while cur is not None and cur not in state:
+                pos[cur] = len(trail)
+                state[cur] = 1
+                trail.append(cur)
+                pid = self._skeletons[cur].parentId
+                if pid is msgspec.UNSET or not (pid if type(pid) is str else js_truthy(pid)):
+                    cur = None
+                    break
+                cur = by_id.get(pid if type(pid) is str else id_key(pid))
+                if cur is not None and cur in pos:
+                    cycles.append([str(_u(self._skeletons[i].id)) for i in trail[pos[cur] :]])
+                    cur = None
+            for i in trail:
+                state[i] = 2
+        return cycles
+
+    def labels(self) -> dict[Any, str]:
+        """Current label per target id, from ``label`` entries in file order (any branch)."""
+        out: dict[Any, str] = {}
+        for i, sk in enumerate(self._skeletons):
+            if sk.type != "label":
+                continue
+            data = self._materialize(i)
+            target = data.get("targetId", MISSING)
+            label = data.get("label", MISSING)
+            key = target if type(target) is str else id_key(msgspec.UNSET if target is MISSING else target)
+            if js_truthy(label) and label is not MISSING:
+                out[key] = label  # like Map.set: an existing key keeps its place
+            else:
+                out.pop(key, None)
+        return out
+
+    def label_for(self, entry_id: Any) -> str | None:
+        """The label currently on ``entry_id``, if any."""
+        return self.labels().get(entry_id)
+
+    @property
+    def session_name(self) -> str | None:
+        """The trimmed name of the last ``session_info`` entry in file order (``None`` if empty)."""
+        for i in range(len(self._skeletons) - 1, -1, -1):
+            if self._skeletons[i].type == "session_info":
+                name = self._materialize(i).get("name")
+                if isinstance(name, str):
+                    name = js_whitespace_strip(name)
+                    return name or None
+                return None
+        return None
+
+    def tree(self) -> list[TreeNode]:
+        """The whole tree as Pi's ``getTree()``: roots in file order, children oldest first."""
+        labels = self.labels()
+        nodes: dict[Any, TreeNode] = {}
+        order: list[tuple[Any, Skeleton]] = []
+        for i, sk in enumerate(self._skeletons):
+            key = sk.id if type(sk.id) is str else id_key(sk.id)
+            node = TreeNode(Entry(self, i), [], labels.get(key) if type(key) is str else None)
+            nodes[key] = node
+            order.append((key, sk))
+        roots: list[TreeNode] = []
+        for key, sk in order:
+            node = nodes[key]
+            pid = sk.parentId
+            pkey = pid if type(pid) is str else id_key(pid)
+            if pid is None or pkey == key:
+                roots.append(node)
+                continue
+            parent = nodes.get(pkey) if pid is not msgspec.UNSET else None
+            if parent is None:
+                roots.append(node)
+            else:
+                parent.children.append(node)
+        stack = list(roots)
+        visited: set[int] = set()
+        while stack:
+            node = stack.pop()
+            if id(node) in visited:
+                continue
+            visited.add(id(node))
+            if len(node.children) > 1:
+                node.children.sort(key=_SortKey.of)
+            stack.extend(node.children)
+        return roots
+
+    def timestamp_ms(self, index: int) -> int | float | None:
+        """``new Date(entry.timestamp).getTime()`` for entry ``index`` (``None`` for NaN)."""
+        return date_ms(self._materialize(index).get("timestamp", MISSING))
+
+    def path_entries(self, indices: Sequence[int]) -> list[Entry]:
+        """Entries for a list of indices."""
+        return [Entry(self, i) for i in indices]
+
+
+class _SortKey:
+    """Stable sort by timestamp where NaN compares equal to everything, as V8's sort does."""
+
+    __slots__ = ("ms",)
+
+    def __init__(self, ms: int | float | None) -> None:
+        self.ms = ms
+
+    @classmethod
+    def of(cls, node: TreeNode) -> _SortKey:
+        return cls(node.entry._t.timestamp_ms(node.entry.index))
+
+    def __lt__(self, other: _SortKey) -> bool:
+        if self.ms is None or other.ms is None:
+            return False
+        return self.ms < other.ms
+
+
+def _js_number(value: Any) -> float | None:
+    """``Number(value)`` for comparisons; ``None`` for NaN."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        text = js_whitespace_strip(value)
+        if text == "":
+            return 0.0
+        try:
+            return float(text)
+        except ValueError:
+            return None
+    return None

@@ -8,14 +8,14 @@ window, the last settings change), so a 200k-entry path costs little more than a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kurahi.jsvalues import MISSING, date_ms, js_truthy
 from kurahi.store.scan import id_key
 
-__all__ = ["PathEntry", "ProjectionWarning", "SessionContext", "build_context"]
+__all__ = ["PathEntry", "ProjectionWarning", "SessionContext", "build_context", "entry_message", "project_from_leaf"]
 
 
 class PathEntry(Protocol):
@@ -60,8 +60,8 @@ class SessionContext:
     """``{provider, modelId}`` from the last model change or assistant message, or ``None``."""
     compaction_id: Any = None
     """Id of the compaction whose summary opens the messages, if any."""
-    first_kept_index: int | None = None
-    """Position on the path of the first entry kept raw before the compaction, if any."""
+    first_kept_id: Any = None
+    """Id of the first entry kept raw from before the compaction, if any."""
     warnings: list[ProjectionWarning] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -123,18 +123,34 @@ def build_context(path: Sequence[PathEntry], leaf_id: Any = MISSING) -> SessionC
         path: the entries from the root to the leaf, every type included.
         leaf_id: the leaf id to report; ``None`` means Pi's explicit empty leaf.
     """
+    return project_from_leaf(reversed(path), leaf_id)
+
+
+def project_from_leaf(back: Iterable[PathEntry], leaf_id: Any = MISSING) -> SessionContext:
+    """Project a path given leaf first, reading only as far towards the root as Pi's result needs.
+
+    Pi's projection depends on the whole path only through three things: the last
+    thinking level, the last model, and the last compaction with the entries it keeps.
+    Once all three are found walking up from the leaf, nothing nearer the root can change
+    the result, so the walk stops there. Without a compaction every entry is emitted and
+    the walk goes to the root.
+
+    Args:
+        back: the path from the leaf up to the root (consumed lazily).
+        leaf_id: the leaf id to report; ``None`` means Pi's explicit empty leaf.
+    """
     if leaf_id is None:
         return SessionContext(leaf_id=None, messages=[])
     ctx = SessionContext(leaf_id=leaf_id, messages=[])
-    if not path:
-        return ctx
     warnings = ctx.warnings
-
-    # Settings: Pi takes the last value along the path; walk backwards and stop early.
+    up: list[PathEntry] = []  # leaf first
     thinking_found = model_found = False
-    compaction_pos = -1
-    for pos in range(len(path) - 1, -1, -1):
-        entry = path[pos]
+    comp_at = -1
+    kept_at = -1
+    kept_key: Any = MISSING
+    exact_walk = False  # a compaction without an id: Pi matches the first such one, so see all
+    for entry in back:
+        up.append(entry)
         t = entry.type
         if t == "thinking_level_change":
             if not thinking_found:
@@ -151,9 +167,16 @@ def build_context(path: Sequence[PathEntry], leaf_id: Any = MISSING) -> SessionC
                 if isinstance(msg, dict) and msg.get("role") == "assistant":
                     ctx.model = _present(provider=msg.get("provider", MISSING), modelId=msg.get("model", MISSING))
                     model_found = True
-        elif t == "compaction" and compaction_pos < 0:
-            compaction_pos = pos
-        if thinking_found and model_found and compaction_pos >= 0:
+        elif t == "compaction" and comp_at < 0:
+            comp_at = len(up) - 1
+            if entry.id is MISSING:
+                exact_walk = True
+            first_kept = entry.data.get("firstKeptEntryId", MISSING)
+            kept_key = id_key(first_kept) if first_kept is not MISSING else _NEVER
+        if comp_at >= 0 and kept_at < 0 and len(up) - 1 > comp_at and entry.id is not MISSING:
+            if id_key(entry.id) == kept_key:
+                kept_at = len(up) - 1
+        if thinking_found and model_found and comp_at >= 0 and kept_at >= 0 and not exact_walk:
             break
 
     messages = ctx.messages
@@ -163,13 +186,23 @@ def build_context(path: Sequence[PathEntry], leaf_id: Any = MISSING) -> SessionC
         if msg is not MISSING:
             messages.append(msg)
 
-    if compaction_pos < 0:
-        for entry in path:
-            emit(entry)
+    if comp_at < 0:
+        for i in range(len(up) - 1, -1, -1):
+            emit(up[i])
         return ctx
 
-    comp = path[compaction_pos]
-    cd = comp.data
+    if exact_walk:
+        # Pi looks the compaction up again by type and id from the root; with no id the
+        # first id-less compaction on the path is the one whose position counts.
+        comp_at = max(i for i, e in enumerate(up) if e.type == "compaction" and e.id is MISSING)
+        kept_at = -1
+        for i in range(len(up) - 1, comp_at, -1):
+            eid = up[i].id
+            if eid is not MISSING and id_key(eid) == kept_key:
+                kept_at = i
+                break
+    last_comp = next(e for e in up if e.type == "compaction")
+    cd = last_comp.data
     messages.append(
         _present(
             role="compactionSummary",
@@ -178,25 +211,14 @@ def build_context(path: Sequence[PathEntry], leaf_id: Any = MISSING) -> SessionC
             timestamp=date_ms(cd.get("timestamp", MISSING)),
         )
     )
-    ctx.compaction_id = comp.id
-    # Pi finds the compaction again by type and id: the first such entry on the path.
-    comp_key = id_key(comp.id)
-    ci = next(
-        (i for i, e in enumerate(path) if e.type == "compaction" and id_key(e.id) == comp_key),
-        compaction_pos,
-    )
-    first_kept = cd.get("firstKeptEntryId", MISSING)
-    kept_key = id_key(first_kept) if first_kept is not MISSING else MISSING
-    start = -1
-    for i in range(ci):
-        eid = path[i].id
-        if (eid is MISSING and kept_key is MISSING) or (eid is not MISSING and id_key(eid) == kept_key):
-            start = i
-            break
-    if start >= 0:
-        ctx.first_kept_index = start
-        for i in range(start, ci):
-            emit(path[i])
-    for i in range(ci + 1, len(path)):
-        emit(path[i])
+    ctx.compaction_id = last_comp.id
+    if kept_at >= 0:
+        ctx.first_kept_id = up[kept_at].id
+        for i in range(kept_at, comp_at, -1):
+            emit(up[i])
+    for i in range(comp_at - 1, -1, -1):
+        emit(up[i])
     return ctx
+
+
+_NEVER = object()

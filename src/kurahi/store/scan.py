@@ -1,9 +1,9 @@
 """Scanning transcript bytes into a skeleton index, as Pi's loader reads them.
 
 Pi parses every line in full; Kurahi decodes only what the tree needs (``type``, ``id``,
-``parentId``) and remembers where each line sits, so entries off the projected path are
-never materialised. A 110 MB, 200k-entry file scans in a fraction of a second and a
-small, fixed amount of memory per entry.
+``parentId``) and remembers where each chunk of lines sits, so entries off the projected
+path are never materialised. A 110 MB, 200k-entry file scans in a fraction of a second
+with a small, fixed amount of memory per entry.
 
 Reading rules (Pi 0.73.1, ``loadEntriesFromFile``): lines are split on ``\\n``; blank
 lines are skipped; a line that is not JSON is dropped (Kurahi also warns, naming the
@@ -17,21 +17,37 @@ from __future__ import annotations
 import gc
 import json
 import os
-from array import array
-from collections.abc import Iterator
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 import msgspec
 
 from kurahi.jsvalues import MISSING, js_whitespace_strip
 
-__all__ = ["MAX_LINE_BYTES", "ScanResult", "ScanWarning", "Skeleton", "decode_line", "id_key", "scan"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "Reader",
+    "ScanResult",
+    "ScanWarning",
+    "Skeleton",
+    "bytes_reader",
+    "decode_line",
+    "file_reader",
+    "id_key",
+    "scan",
+]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """Longest line Kurahi will decode. Longer lines are skipped with a warning, never loaded."""
 
-_CHUNK = 8 * 1024 * 1024
+_CHUNK = 64 * 1024
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
+
+Reader = Callable[[int, int], bytes]
+"""``read(offset, length) -> bytes``: how the scanner and the index reach the file."""
 
 
 class Skeleton(msgspec.Struct, gc=False):
@@ -44,12 +60,43 @@ class Skeleton(msgspec.Struct, gc=False):
     """Entry type (``message``, ``compaction``, ...); any JSON value as stored."""
     id: Any = msgspec.UNSET
     """Entry id: Pi writes 8 hex characters, OpenClaw UUIDs."""
-    parentId: Any = msgspec.UNSET  # noqa: N815 - the on-disk key
+    parentId: Any = msgspec.UNSET
     """Parent entry id, ``None`` for a root."""
+
+
+class _PlainSkeleton(msgspec.Struct, gc=False):
+    """The common case, decoded with strict types so that odd ids fall to the careful path.
+
+    A string-or-absent ``id`` means plain dict keys work (no :func:`id_key` needed).
+    """
+
+    type: Any = msgspec.UNSET
+    id: str | msgspec.UnsetType = msgspec.UNSET
+    parentId: str | None | msgspec.UnsetType = msgspec.UNSET  # noqa: N815 - the on-disk key
 
 
 _BOGUS = Skeleton()
 _skeleton_decode = msgspec.json.Decoder(Skeleton).decode
+_dense_decode = msgspec.json.Decoder(_PlainSkeleton).decode
+_get_id = attrgetter("id")
+
+
+def decode_dense(data: bytes) -> list[Any] | None:
+    """Decode a chunk of whole lines in one go when every line is a plain entry.
+
+    Returns ``None`` when anything needs the careful path: a blank or damaged line, a
+    header, a non-string id. The skeletons share :class:`Skeleton`'s attributes.
+    """
+    if b'"session"' in data:
+        return None
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    decode = _dense_decode
+    try:
+        return [decode(line) for line in lines]
+    except _DECODE_ERRORS:
+        return None
 _any_decode = msgspec.json.Decoder().decode
 
 
@@ -68,7 +115,7 @@ def decode_line(raw: bytes) -> tuple[Any, str | None]:
     """
     try:
         return _any_decode(raw), None
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except _DECODE_ERRORS:
         pass
     note = None
     try:
@@ -78,6 +125,8 @@ def decode_line(raw: bytes) -> tuple[Any, str | None]:
         note = "invalid UTF-8 (read as U+FFFD, as Node does)"
     try:
         value = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{exc.msg} at byte {exc.pos}") from None
     except (ValueError, RecursionError) as exc:
         raise ValueError(str(exc)) from None
     return value, note
@@ -111,6 +160,24 @@ class ScanWarning:
     message: str
 
 
+class Chunk(NamedTuple):
+    """A run of lines read together.
+
+    In a *dense* chunk every line is an entry, so entry ``first + k`` is line ``k`` of the
+    chunk and no per-entry offsets need storing.
+    """
+
+    first: int
+    """Index of the first entry in the chunk."""
+    offset: int
+    """Byte offset of the chunk's first line."""
+    nbytes: int
+    """Bytes of whole lines in the chunk, newlines included."""
+    line: int
+    """Line number of the chunk's first line."""
+    dense: bool
+
+
 @dataclass(slots=True)
 class ScanResult:
     """What a scan found: the header and one skeleton per non-header entry, in file order."""
@@ -118,102 +185,128 @@ class ScanResult:
     header: dict[str, Any] | None = None
     header_line: int = 0
     skeletons: list[Skeleton] = field(default_factory=list)
-    starts: array[int] = field(default_factory=lambda: array("q"))
-    ends: array[int] = field(default_factory=lambda: array("q"))
-    lines: array[int] = field(default_factory=lambda: array("q"))
     by_id: dict[Any, int] = field(default_factory=dict)
+    """Entry index by id key (see :func:`id_key`); a later line wins, as in Pi."""
+    chunks: list[Chunk] = field(default_factory=list)
+    spans: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    """``(offset, length, line)`` of entries outside dense chunks."""
     warnings: list[ScanWarning] = field(default_factory=list)
+    extra_header_lines: list[int] = field(default_factory=list)
+    """Line numbers of further ``type: "session"`` lines (ignored, but counted by v1 migration)."""
     first_parseable: Any = msgspec.UNSET
     """The first parseable value when it is not a valid header (for the error message)."""
     size: int = 0
     ends_with_newline: bool = True
-    extra_header_lines: list[int] = field(default_factory=list)
-    """Line numbers of further ``type: "session"`` lines (ignored, but counted by v1 migration)."""
     torn_tail: tuple[int, int] | None = None
-    """``(line, start offset)`` of a last line that has no newline and does not parse."""
+    """``(line, offset)`` of a last line that has no newline and does not parse."""
+    line_count: int = 0
+    """Lines seen (blank and bad ones included)."""
+
+    def locate(self, index: int) -> tuple[int, int, int]:
+        """``(chunk offset, chunk bytes, position in chunk)`` or ``(offset, length, -1)``."""
+        span = self.spans.get(index)
+        if span is not None:
+            return span[0], span[1], -1
+        k = bisect_right(self.chunks, index, key=lambda c: c.first) - 1
+        c = self.chunks[k]
+        return c.offset, c.nbytes, index - c.first
+
+    def line_of(self, index: int, read: Reader) -> int:
+        """1-based line number of entry ``index``."""
+        span = self.spans.get(index)
+        if span is not None:
+            return span[2]
+        k = bisect_right(self.chunks, index, key=lambda c: c.first) - 1
+        return self.chunks[k].line + index - self.chunks[k].first
 
 
-def _iter_lines(read: Any, size: int) -> Iterator[tuple[int, list[bytes]]]:
-    """Yield ``(offset_of_first_line, lines)`` per chunk; the last line may lack a newline."""
+def _iter_chunks(read: Reader, size: int, start: int = 0) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(offset, data)``: whole lines (newline-terminated), the final piece may lack one.
+
+    Chunks are small on purpose: splitting 110 MB at once spends most of its time on page
+    faults for fresh memory, while 64 KB chunks keep reusing the same warm pages.
+    """
     carry = b""
-    offset = 0
-    pos = 0
+    offset = start
+    pos = start
     while pos < size:
         chunk = read(pos, min(_CHUNK, size - pos))
         if not chunk:
             break
         pos += len(chunk)
-        data = carry + chunk if carry else chunk
-        cut = data.rfind(b"\n")
+        cut = chunk.rfind(b"\n")
         if cut < 0:
-            carry = data
+            carry += chunk
             if len(carry) > MAX_LINE_BYTES + _CHUNK:
-                # An enormous line: hand it over whole so the scanner can refuse it.
-                yield offset, [carry]
+                yield offset, carry  # an enormous line: the scanner refuses it
                 offset += len(carry)
                 carry = b""
             continue
-        lines = data[:cut].split(b"\n")
-        carry = data[cut + 1 :]
-        yield offset, lines
-        offset += cut + 1
-    yield offset, [carry] if carry else []
+        data = carry + chunk[: cut + 1] if carry else chunk[: cut + 1]
+        carry = chunk[cut + 1 :]
+        yield offset, data
+        offset += len(data)
+    if carry:
+        yield offset, carry
 
 
-def scan(read: Any, size: int) -> ScanResult:
-    """Scan ``size`` bytes obtained through ``read(offset, length)`` into a skeleton index."""
+class _State:
+    """Scanner state shared by the dense (whole chunk) and careful (line by line) paths."""
+
+    __slots__ = ("header_done", "idx", "line_no", "tail")
+
+    def __init__(self) -> None:
+        self.header_done = False
+        self.idx = 0
+        self.line_no = 0
+        # A line that parses only once trailing Unicode spaces are trimmed counts only if
+        # it turns out to be the last non-blank line (Pi trims the whole file, not lines).
+        self.tail: tuple[Skeleton, int, int, int] | None = None
+
+
+def scan(read: Reader, size: int, *, start: int = 0, segment: bool = False) -> ScanResult:
+    """Scan ``size`` bytes obtained through ``read(offset, length)`` into a skeleton index.
+
+    Args:
+        read: how to reach the bytes.
+        size: where the bytes end.
+        start: where to begin (a line start).
+        segment: scan a part after the header (entry indices and line numbers then count
+            from the start of the part; see :func:`scan_file`).
+    """
     res = ScanResult(size=size)
+    st = _State()
+    st.header_done = segment
     skeletons = res.skeletons
-    starts, ends, lines_no = res.starts, res.ends, res.lines
     by_id = res.by_id
-    decode = _skeleton_decode
-    header_done = False
-    line_no = 0
-    # A line that parses only once trailing Unicode spaces are trimmed counts only if it
-    # turns out to be the last non-blank line (Pi trims the whole file, not each line).
-    tail_candidate: tuple[Skeleton, int, int, int] | None = None
+    chunks = res.chunks
     gc_was_enabled = gc.isenabled()
     gc.disable()  # 200k small allocations: generational GC passes would cost more than the decode
     try:
-        for offset, chunk_lines in _iter_lines(read, size):
-            pos = offset
-            for line in chunk_lines:
-                line_no += 1
-                start = pos
-                end = pos + len(line)
-                pos = end + 1
-                try:
-                    sk = decode(line)
-                except (msgspec.DecodeError, msgspec.ValidationError):
-                    got = _slow_line(res, line, line_no, first=not header_done, torn=end == size)
-                    if got is _BLANK:
-                        continue
-                    if tail_candidate is not None:
-                        tail_candidate = None
-                    if got is None:
-                        continue
-                    if isinstance(got, tuple):
-                        tail_candidate = (got[0], start, end, line_no)
-                        continue
-                    sk = got
-                else:
-                    tail_candidate = None
-                if not header_done:
-                    header_done = True
-                    if not _accept_header(res, line, sk, line_no):
-                        return res
+        for offset, data in _iter_chunks(read, size, start):
+            if st.header_done and st.tail is None:
+                sks = decode_dense(data)
+                if sks is not None:
+                    n = len(sks)
+                    chunks.append(Chunk(st.idx, offset, len(data), st.line_no + 1, True))
+                    skeletons.extend(sks)
+                    by_id.update(zip(map(_get_id, sks), range(st.idx, st.idx + n)))
+                    st.idx += n
+                    st.line_no += n
                     continue
-                if sk.type == "session":
-                    res.warnings.append(ScanWarning(line_no, "a second session header; ignored, as Pi does"))
-                    res.extra_header_lines.append(line_no)
-                    continue
-                _add(res, sk, start, end, line_no)
-        if tail_candidate is not None and header_done and res.header is not None:
-            sk, start, end, ln = tail_candidate
+            lines = data.split(b"\n")
+            if lines[-1] == b"":
+                lines.pop()
+            chunks.append(Chunk(st.idx, offset, len(data), st.line_no + 1, False))
+            if not _careful_chunk(res, st, lines, offset, size):
+                return res
+        res.line_count = st.line_no
+        if st.tail is not None and (res.header is not None or segment):
+            sk, start, length, ln = st.tail
             res.warnings = [w for w in res.warnings if w.line != ln]
             res.warnings.append(ScanWarning(ln, "trailing Unicode whitespace trimmed, as Pi trims the file"))
             if sk.type != "session":
-                _add(res, sk, start, end, ln)
+                _add(res, st, sk, start, length, ln)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -222,14 +315,48 @@ def scan(read: Any, size: int) -> ScanResult:
     return res
 
 
-def _add(res: ScanResult, sk: Skeleton, start: int, end: int, line_no: int) -> None:
-    idx = len(res.skeletons)
+def _careful_chunk(res: ScanResult, st: _State, lines: list[bytes], offset: int, size: int) -> bool:
+    """Line by line, with every rule; ``False`` when the file turns out not to be a session."""
+    decode = _skeleton_decode
+    pos = offset
+    for line in lines:
+        st.line_no += 1
+        start = pos
+        pos += len(line) + 1
+        try:
+            sk = decode(line)
+        except _DECODE_ERRORS:
+            got = _slow_line(res, line, st.line_no, first=not st.header_done, torn=pos > size)
+            if got is _BLANK:
+                continue
+            st.tail = None
+            if got is None:
+                continue
+            if isinstance(got, tuple):
+                st.tail = (got[0], start, len(line), st.line_no)
+                continue
+            sk = got
+        else:
+            st.tail = None
+        if not st.header_done:
+            st.header_done = True
+            if not _accept_header(res, line, sk, st.line_no):
+                return False
+            continue
+        if sk.type == "session":
+            res.warnings.append(ScanWarning(st.line_no, "a second session header; ignored, as Pi does"))
+            res.extra_header_lines.append(st.line_no)
+            continue
+        _add(res, st, sk, start, len(line), st.line_no)
+    return True
+
+
+def _add(res: ScanResult, st: _State, sk: Skeleton, start: int, length: int, line_no: int) -> None:
     res.skeletons.append(sk)
-    res.starts.append(start)
-    res.ends.append(end)
-    res.lines.append(line_no)
+    res.spans[st.idx] = (start, length, line_no)
     key = sk.id
-    res.by_id[key if type(key) is str else id_key(key)] = idx
+    res.by_id[key if type(key) is str else id_key(key)] = st.idx
+    st.idx += 1
 
 
 def _accept_header(res: ScanResult, line: bytes, sk: Skeleton, line_no: int) -> bool:
@@ -326,7 +453,7 @@ def _retry(line: bytes, *, left: bool, right: bool) -> tuple[Any, str | None]:
         return msgspec.UNSET, None
 
 
-def file_reader(fd: int) -> Any:
+def file_reader(fd: int) -> Reader:
     """A ``read(offset, length)`` function over a file descriptor."""
 
     def read(offset: int, length: int) -> bytes:
@@ -335,11 +462,10 @@ def file_reader(fd: int) -> Any:
     return read
 
 
-def bytes_reader(data: bytes) -> Any:
+def bytes_reader(data: bytes) -> Reader:
     """A ``read(offset, length)`` function over bytes in memory."""
-    view = memoryview(data)
 
     def read(offset: int, length: int) -> bytes:
-        return bytes(view[offset : offset + length])
+        return data[offset : offset + length]
 
     return read

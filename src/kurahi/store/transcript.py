@@ -21,7 +21,16 @@ import msgspec
 
 from kurahi.errors import EntryNotFoundError, NotASessionError, ParentCycleError, TranscriptReadError
 from kurahi.jsvalues import MISSING, date_ms, js_truthy, js_whitespace_strip
-from kurahi.store.scan import ScanResult, ScanWarning, Skeleton, bytes_reader, decode_line, file_reader, id_key, scan
+from kurahi.store.scan import (
+    ScanResult,
+    ScanWarning,
+    Skeleton,
+    bytes_reader,
+    decode_line,
+    file_reader,
+    id_key,
+    scan,
+)
 
 __all__ = ["Entry", "Transcript", "TreeNode"]
 
@@ -45,16 +54,20 @@ class Entry:
         parent_id: the entry's ``parentId`` (``None`` for a root, ``MISSING`` when absent).
     """
 
-    __slots__ = ("__dict__", "_t", "id", "index", "line", "parent_id", "type")
+    __slots__ = ("__dict__", "_t", "id", "index", "parent_id", "type")
 
     def __init__(self, transcript: Transcript, index: int) -> None:
         sk = transcript._skeletons[index]
         self._t = transcript
         self.index = index
-        self.line = transcript._scan.lines[index]
         self.type: Any = _u(sk.type)
         self.id: Any = _u(sk.id)
         self.parent_id: Any = _u(sk.parentId)
+
+    @cached_property
+    def line(self) -> int:
+        """1-based line number in the file."""
+        return self._t.line_of(self.index)
 
     @cached_property
     def data(self) -> dict[str, Any]:
@@ -99,7 +112,7 @@ class Transcript:
         self._scan: ScanResult = result
         if result.header is None:
             self.close()
-            if size == 0 or not result.skeletons and result.first_parseable is msgspec.UNSET:
+            if size == 0 or (not result.skeletons and result.first_parseable is msgspec.UNSET):
                 what = "the file is empty" if size == 0 else "no line of the file is JSON"
                 raise NotASessionError(f"not a session: {what} (Pi would overwrite it with a new header)", path=name)
             raise NotASessionError(
@@ -110,6 +123,7 @@ class Transcript:
         self.header: dict[str, Any] = result.header
         self._skeletons: list[Skeleton] = result.skeletons
         self._overrides: dict[int, dict[str, Any]] = {}
+        self._chunk_cache: dict[int, list[bytes]] = {}
         self._rename_hook = False
         self.migrated_from: int | None = None
         self._migrate()
@@ -208,13 +222,23 @@ class Transcript:
 
     def raw_line(self, index: int) -> bytes:
         """The stored bytes of entry ``index`` (without the newline)."""
-        start, end = self._scan.starts[index], self._scan.ends[index]
-        if self._read is None:  # pragma: no cover - closed transcripts keep no reader
-            raise TranscriptReadError("transcript is closed", path=self.name)
+        offset, length, pos = self._scan.locate(index)
         try:
-            return bytes(self._read(start, end - start))
+            if pos < 0:
+                return self._read(offset, length)
+            lines = self._chunk_cache.get(offset)
+            if lines is None:
+                lines = self._read(offset, length).split(b"\n")
+                if len(self._chunk_cache) >= 16:
+                    self._chunk_cache.pop(next(iter(self._chunk_cache)))
+                self._chunk_cache[offset] = lines
+            return lines[pos]
         except OSError as exc:
             raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
+
+    def line_of(self, index: int) -> int:
+        """1-based line number of entry ``index``."""
+        return self._scan.line_of(index, self._read)
 
     def _materialize(self, index: int) -> dict[str, Any]:
         override = self._overrides.get(index)
@@ -260,7 +284,7 @@ class Transcript:
         positions: list[int] = []
         e = 0
         for i in range(len(self._skeletons)):
-            while e < len(extra) and extra[e] < scan_res.lines[i]:
+            while e < len(extra) and extra[e] < self.line_of(i):
                 parsed.append({"type": "session"})
                 e += 1
             positions.append(len(parsed))
@@ -270,7 +294,7 @@ class Transcript:
         for i, pos in enumerate(positions):
             entry = dict(parsed[pos])
             parsed[pos] = entry
-            new_id = self._v1_id(scan_res.lines[i], used)
+            new_id = self._v1_id(self.line_of(i), used)
             entry.pop("id", None)
             entry.pop("parentId", None)
             entry["id"] = new_id
@@ -376,7 +400,7 @@ class Transcript:
                 break
             if nxt in seen:
                 loop = [_u(skeletons[i].id) for i in out[out.index(nxt) :]]
-                lines = [self._scan.lines[i] for i in out[out.index(nxt) :]]
+                lines = [self.line_of(i) for i in out[out.index(nxt) :]]
                 raise ParentCycleError(
                     f"parentId cycle through entries {loop} (lines {lines}); Pi would hang here",
                     cycle=[str(x) for x in loop],

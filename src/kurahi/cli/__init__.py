@@ -1,0 +1,41 @@
+"""The ``kurahi`` command: a thin shell over the library, one sub-app per room."""
+
+from __future__ import annotations
+
+import typer
+
+from kurahi import __version__
+from kurahi.cli import demo as demo_cmd
+from kurahi.cli import session as session_cmd
+from kurahi.cli import sessions as sessions_cmd
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="kurahi",
+    help="Keep a long-lived AI agent the same agent across resets, restarts, moves and model swaps.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(session_cmd.app, name="session")
+app.add_typer(sessions_cmd.app, name="sessions")
+app.command("demo")(demo_cmd.demo)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kurahi {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """Kurahi: sessions as lineage, continuity tools, and a resident gateway."""
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

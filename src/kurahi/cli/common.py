@@ -1,0 +1,72 @@
+"""Shared CLI plumbing: one place that turns library errors into a message and an exit code."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from kurahi.errors import (
+    CatalogCorruptError,
+    KurahiError,
+    LockHeldError,
+    NotASessionError,
+    TranscriptReadError,
+    UsageError,
+)
+
+__all__ = ["EXIT", "console", "err_console", "fail", "print_json", "translate_errors"]
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+class EXIT:
+    """Exit codes with one meaning each, the same in every command."""
+
+    OK = 0
+    FAILED = 1
+    """The check or operation ran and its answer is "no" (or it failed part-way)."""
+    USAGE = 2
+    """Bad options or arguments (Click's own code)."""
+    NOT_FOUND = 3
+    """A file, entry or key that does not exist or cannot be read."""
+    INVALID = 4
+    """Input that exists but is not what it should be (not a session, corrupt catalog)."""
+    BUSY = 5
+    """Someone else holds the lock."""
+
+
+def fail(message: str, code: int = EXIT.FAILED) -> NoReturn:
+    """Print ``message`` to stderr and exit with ``code``."""
+    err_console.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def translate_errors() -> Iterator[None]:
+    """Turn Kurahi errors into a one-line message and a meaningful exit code."""
+    try:
+        yield
+    except (NotASessionError, CatalogCorruptError) as exc:
+        fail(str(exc), EXIT.INVALID)
+    except TranscriptReadError as exc:
+        fail(str(exc), EXIT.NOT_FOUND)
+    except LockHeldError as exc:
+        fail(str(exc), EXIT.BUSY)
+    except UsageError as exc:
+        fail(str(exc), EXIT.USAGE)
+    except KurahiError as exc:
+        fail(str(exc), EXIT.FAILED)
+
+
+def print_json(value: Any) -> None:
+    """Write ``value`` as JSON on stdout (UTF-8, no ASCII escaping)."""
+    sys.stdout.write(json.dumps(value, ensure_ascii=False))
+    sys.stdout.write("\n")
+    sys.stdout.flush()

@@ -1,0 +1,115 @@
+"""Projecting a transcript file: the library call behind ``kurahi session context``."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from kurahi.context.project import SessionContext, project_from_leaf
+from kurahi.errors import EntryNotFoundError, TranscriptReadError
+from kurahi.jsvalues import MISSING
+from kurahi.store.backward import BackwardIndex, read_header
+from kurahi.store.scan import ScanWarning, file_reader
+from kurahi.store.transcript import Transcript
+
+__all__ = ["FileContext", "project_file"]
+
+
+class FileContext:
+    """A projection plus what reading the file noticed on the way."""
+
+    def __init__(self, context: SessionContext, warnings: list[ScanWarning], lines_read: int, session_id: str) -> None:
+        self.context = context
+        self.warnings = warnings
+        self.entries_read = lines_read
+        """How many entries were decoded to answer (the rest of the file was never parsed)."""
+        self.session_id = session_id
+
+
+def _js_version(value: Any) -> float | None:
+    if value is MISSING or value is None:
+        return 1.0
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip() or 0)
+        except ValueError:
+            return None
+    return None
+
+
+def project_file(path: str | os.PathLike[str], leaf_id: str | None = None) -> FileContext:
+    """Project a transcript file as Pi's ``SessionManager.open(path).buildSessionContext()``.
+
+    Reads from the end and stops once the result is settled, so the cost follows the
+    live context, not the history. Version 1 files (which Pi renumbers from the top) are
+    read in full.
+
+    Args:
+        path: the transcript.
+        leaf_id: project from this entry instead of Pi's leaf (the last entry line).
+
+    Raises:
+        TranscriptReadError: missing, a directory, unreadable.
+        NotASessionError: not a session file.
+        EntryNotFoundError: ``leaf_id`` is not in the file.
+        ParentCycleError: the path loops.
+    """
+    p = Path(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError as exc:
+        raise TranscriptReadError("no such file", path=p) from exc
+    except IsADirectoryError as exc:
+        raise TranscriptReadError("is a directory, not a transcript file", path=p) from exc
+    except OSError as exc:
+        raise TranscriptReadError(f"cannot open: {exc.strerror}", path=p) from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise TranscriptReadError("is not a regular file", path=p)
+        read = file_reader(fd)
+        header, stop, _, head_warnings = read_header(read, st.st_size, name=str(p))
+        version = _js_version(header.get("version", MISSING))
+        if version is not None and version < 2:
+            return _project_full(p, leaf_id)
+        index = BackwardIndex(read, st.st_size, stop=stop, rename_hook=version is not None and version < 3)
+        if leaf_id is not None:
+            leaf = index.lookup(leaf_id)
+            if leaf is None:
+                raise EntryNotFoundError(leaf_id, path=p)
+        else:
+            leaf = index.last_entry()
+        if leaf is None:
+            ctx = project_from_leaf([], None)
+        else:
+            try:
+                ctx = project_from_leaf(index.walk_up(leaf), leaf.id)
+            except Exception as exc:  # name the file on errors raised while walking
+                if getattr(exc, "path", "") is None:
+                    exc.path = str(p)  # type: ignore[attr-defined]
+                raise
+        return FileContext(ctx, head_warnings + index.warnings(), index.count, str(header["id"]))
+    finally:
+        os.close(fd)
+
+
+def _project_full(path: Path, leaf_id: str | None) -> FileContext:
+    with Transcript.open(path) as t:
+        if leaf_id is not None:
+            idx = t.index_of(leaf_id)
+            if idx is None:
+                raise EntryNotFoundError(leaf_id, path=path)
+            leaf = leaf_id
+        else:
+            leaf = t.leaf_id
+            if leaf is None:
+                return FileContext(project_from_leaf([], None), t.warnings, len(t), t.session_id)
+            idx = len(t) - 1
+        up = reversed(t.path_entries(t.path_indices(idx)))
+        return FileContext(project_from_leaf(up, leaf), t.warnings, len(t), t.session_id)

@@ -1,0 +1,89 @@
+"""Durable file-system primitives: whole-file atomic replace, directory fsync, fsync policy.
+
+Everything that must survive a crash goes through here, so there is one place that
+knows the order: write a temporary file, fsync it, rename it over the target, fsync
+the directory. Tests inject faults by replacing the functions of :data:`ops`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+__all__ = ["FsyncPolicy", "Ops", "atomic_write", "fsync_dir", "ops"]
+
+
+class FsyncPolicy(StrEnum):
+    """When appended entries are forced to stable storage.
+
+    ``always``: after every entry. ``turn``: when the caller ends a turn (``sync()``) and on
+    close. ``never``: left to the OS. Each write reaches the kernel before an append returns
+    whatever the policy, so a killed process loses nothing; the policy is about power loss.
+    """
+
+    ALWAYS = "always"
+    TURN = "turn"
+    NEVER = "never"
+
+
+@dataclass
+class Ops:
+    """The system calls durable code uses, replaceable for fault injection in tests."""
+
+    write: Callable[[int, bytes], int] = os.write
+    fsync: Callable[[int], None] = os.fsync
+    fdatasync: Callable[[int], None] = getattr(os, "fdatasync", os.fsync)
+    rename: Callable[[str, str], None] = os.replace
+    ftruncate: Callable[[int, int], None] = os.ftruncate
+
+
+ops = Ops()
+"""The live operations. Tests swap attributes to raise ENOSPC, EIO or short writes."""
+
+
+def fsync_dir(directory: str | os.PathLike[str]) -> None:
+    """Fsync a directory so that a rename or a new file in it survives a power loss."""
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        ops.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte: a short write is continued, an error raised."""
+    view = memoryview(data)
+    while view:
+        n = ops.write(fd, view)  # type: ignore[arg-type]
+        if n <= 0:  # pragma: no cover - write(2) returns >0 or raises for regular files
+            raise OSError(5, "write returned 0")
+        view = view[n:]
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600) -> None:
+    """Replace ``path`` with ``data`` atomically: temp file, fsync, rename, directory fsync.
+
+    The temporary file sits in the same directory (so the rename is atomic) and is removed
+    if anything fails; the old content stays in place until the rename.
+    """
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), mode)
+    try:
+        try:
+            write_all(fd, data)
+            ops.fsync(fd)
+        finally:
+            os.close(fd)
+        ops.rename(str(tmp), str(target))
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    fsync_dir(target.parent)

@@ -1,0 +1,27 @@
+"""Shared fixtures: the Pi peer (skipped loudly when absent)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from peer import PI_MISSING, PI_PKG, PiPeer
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    if PI_MISSING:
+        return [f"!!! {PI_MISSING} !!!"]
+    return [f"Pi peer: {PI_PKG}"]
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if PI_MISSING:
+        terminalreporter.write_line(f"!!! {PI_MISSING} !!!", red=True, bold=True)
+
+
+@pytest.fixture
+def pi() -> PiPeer:
+    """The reference implementation, run on real files; skips loudly when absent."""
+    if PI_MISSING:
+        pytest.skip(PI_MISSING)
+    return PiPeer()

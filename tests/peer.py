@@ -1,0 +1,71 @@
+"""Where the peer (Pi) lives and how tests run it on real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("KURAHI_SHARED", ROOT.parent / "shared")).resolve()
+PEERS = SHARED / "peers"
+FIXTURES = PEERS / "fixtures"
+PI_PKG = Path(os.environ.get("PI_PKG", ROOT / ".peer" / "node_modules" / "@mariozechner" / "pi-coding-agent"))
+NODE = shutil.which("node")
+
+_PI_MISSING = None
+if NODE is None:
+    _PI_MISSING = "node is not installed: Pi conformance tests are SKIPPED"
+elif not (PI_PKG / "package.json").exists():
+    _PI_MISSING = f"Pi is not installed at {PI_PKG} (run `make peer`): Pi conformance tests are SKIPPED"
+
+
+class PiPeer:
+    """Runs Pi's own code (through the shared harness scripts) on files."""
+
+    env = {**os.environ, "PI_PKG": str(PI_PKG)}
+
+    def context(self, path: Path, *extra: str) -> dict[str, Any]:
+        """``pi_context.mjs``: what Pi's SessionManager.open + buildSessionContext give."""
+        out = subprocess.run(
+            [str(NODE), str(PEERS / "pi_context.mjs"), *extra, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=self.env,
+            check=True,
+        )
+        return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+    def contexts(self, paths: list[Path]) -> list[dict[str, Any]]:
+        """Pi's context for many files in one node process (see tests/conformance/pi_batch.mjs)."""
+        script = Path(__file__).parent / "conformance" / "pi_batch.mjs"
+        out = subprocess.run(
+            [str(NODE), str(script)],
+            input="\n".join(str(p) for p in paths),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=self.env,
+            check=True,
+        )
+        return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+    def write(self, out: Path, script: Any) -> dict[str, Any]:
+        """``pi_write.mjs --json``: let Pi's SessionManager write a file from a script of operations."""
+        res = subprocess.run(
+            [str(NODE), str(PEERS / "pi_write.mjs"), "--json", str(out), "-"],
+            input=json.dumps(script),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=self.env,
+            check=True,
+        )
+        return json.loads(res.stdout)  # type: ignore[no-any-return]
+
+PI_MISSING = _PI_MISSING

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from peer import PI_MISSING, PI_PKG, PiPeer
 
 

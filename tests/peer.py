@@ -6,9 +6,8 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("KURAHI_SHARED", ROOT.parent / "shared")).resolve()
@@ -27,7 +26,7 @@ elif not (PI_PKG / "package.json").exists():
 class PiPeer:
     """Runs Pi's own code (through the shared harness scripts) on files."""
 
-    env = {**os.environ, "PI_PKG": str(PI_PKG)}
+    env: ClassVar[dict[str, str]] = {**os.environ, "PI_PKG": str(PI_PKG)}
 
     def context(self, path: Path, *extra: str) -> dict[str, Any]:
         """``pi_context.mjs``: what Pi's SessionManager.open + buildSessionContext give."""
@@ -67,5 +66,6 @@ class PiPeer:
             check=True,
         )
         return json.loads(res.stdout)  # type: ignore[no-any-return]
+
 
 PI_MISSING = _PI_MISSING

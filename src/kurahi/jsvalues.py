@@ -140,7 +140,7 @@ def _fallback_ms(text: str) -> float | None:
         return None
     offset = parsed[9] or 0
     try:
-        secs = calendar.timegm(parsed[:6]) - offset  # type: ignore[arg-type]
+        secs = calendar.timegm(parsed[:6]) - offset
     except (OverflowError, ValueError):  # pragma: no cover
         return None
     return float(secs * 1000)
@@ -163,7 +163,7 @@ def date_ms(value: Any) -> int | float | None:
             return None
         if abs(value) > _MAX_MS:
             return None
-        return int(math.trunc(value))
+        return math.trunc(value)
     text = value if isinstance(value, str) else _js_to_string(value)
     if text is None:
         return None

@@ -17,7 +17,6 @@ from kurahi.context.files import project_file
 from kurahi.errors import NotASessionError
 from kurahi.jsvalues import MISSING
 from kurahi.store import Transcript
-
 from peer import FIXTURES, PiPeer
 
 FIXTURE_FILES = sorted(FIXTURES.glob("*.jsonl"))
@@ -79,7 +78,10 @@ def test_fixture_tree_and_labels_match_pi(path: Path) -> None:
             def tree(nodes: list[Any]) -> list[dict[str, Any]]:
                 out = []
                 for n in nodes:
-                    d: dict[str, Any] = {"id": n.entry.id if n.entry.id is not MISSING else None, "type": n.entry.type}
+                    d: dict[str, Any] = {
+                        "id": n.entry.id if n.entry.id is not MISSING else None,
+                        "type": n.entry.type,
+                    }
                     if n.label is not None:
                         d["label"] = n.label
                     d["children"] = tree(n.children)

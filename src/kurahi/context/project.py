@@ -15,7 +15,14 @@ from typing import Any, Protocol
 from kurahi.jsvalues import MISSING, date_ms, js_truthy
 from kurahi.store.scan import id_key
 
-__all__ = ["PathEntry", "ProjectionWarning", "SessionContext", "build_context", "entry_message", "project_from_leaf"]
+__all__ = [
+    "PathEntry",
+    "ProjectionWarning",
+    "SessionContext",
+    "build_context",
+    "entry_message",
+    "project_from_leaf",
+]
 
 
 class PathEntry(Protocol):
@@ -173,9 +180,14 @@ def project_from_leaf(back: Iterable[PathEntry], leaf_id: Any = MISSING) -> Sess
                 exact_walk = True
             first_kept = entry.data.get("firstKeptEntryId", MISSING)
             kept_key = id_key(first_kept) if first_kept is not MISSING else _NEVER
-        if comp_at >= 0 and kept_at < 0 and len(up) - 1 > comp_at and entry.id is not MISSING:
-            if id_key(entry.id) == kept_key:
-                kept_at = len(up) - 1
+        if (
+            comp_at >= 0
+            and kept_at < 0
+            and len(up) - 1 > comp_at
+            and entry.id is not MISSING
+            and id_key(entry.id) == kept_key
+        ):
+            kept_at = len(up) - 1
         if thinking_found and model_found and comp_at >= 0 and kept_at >= 0 and not exact_walk:
             break
 

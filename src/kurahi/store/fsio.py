@@ -7,6 +7,7 @@ the directory. Tests inject faults by replacing the functions of :data:`ops`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from collections.abc import Callable
@@ -30,13 +31,16 @@ class FsyncPolicy(StrEnum):
     NEVER = "never"
 
 
+_FDATASYNC: Callable[[int], None] = getattr(os, "fdatasync", os.fsync)
+
+
 @dataclass
 class Ops:
     """The system calls durable code uses, replaceable for fault injection in tests."""
 
     write: Callable[[int, bytes], int] = os.write
     fsync: Callable[[int], None] = os.fsync
-    fdatasync: Callable[[int], None] = getattr(os, "fdatasync", os.fsync)
+    fdatasync: Callable[[int], None] = _FDATASYNC
     rename: Callable[[str, str], None] = os.replace
     ftruncate: Callable[[int, int], None] = os.ftruncate
 
@@ -81,9 +85,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600
             os.close(fd)
         ops.rename(str(tmp), str(target))
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
     fsync_dir(target.parent)

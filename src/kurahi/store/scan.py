@@ -1,4 +1,4 @@
-"""Scanning transcript bytes into a skeleton index, as Pi's loader reads them.
+r"""Scanning transcript bytes into a skeleton index, as Pi's loader reads them.
 
 Pi parses every line in full; Kurahi decodes only what the tree needs (``type``, ``id``,
 ``parentId``) and remembers where each chunk of lines sits, so entries off the projected
@@ -72,7 +72,7 @@ class _PlainSkeleton(msgspec.Struct, gc=False):
 
     type: Any = msgspec.UNSET
     id: str | msgspec.UnsetType = msgspec.UNSET
-    parentId: str | None | msgspec.UnsetType = msgspec.UNSET  # noqa: N815 - the on-disk key
+    parentId: str | msgspec.UnsetType | None = msgspec.UNSET
 
 
 _BOGUS = Skeleton()
@@ -97,6 +97,8 @@ def decode_dense(data: bytes) -> list[Any] | None:
         return [decode(line) for line in lines]
     except _DECODE_ERRORS:
         return None
+
+
 _any_decode = msgspec.json.Decoder().decode
 
 
@@ -290,7 +292,7 @@ def scan(read: Reader, size: int, *, start: int = 0, segment: bool = False) -> S
                     n = len(sks)
                     chunks.append(Chunk(st.idx, offset, len(data), st.line_no + 1, True))
                     skeletons.extend(sks)
-                    by_id.update(zip(map(_get_id, sks), range(st.idx, st.idx + n)))
+                    by_id.update(zip(map(_get_id, sks), range(st.idx, st.idx + n), strict=True))
                     st.idx += n
                     st.line_no += n
                     continue
@@ -408,7 +410,9 @@ def _slow_line(res: ScanResult, line: bytes, line_no: int, *, first: bool, torn:
         if value is msgspec.UNSET:
             tail, _ = _retry(line, left=first, right=True)
             if tail is not msgspec.UNSET:
-                res.warnings.append(ScanWarning(line_no, "not JSON unless trailing Unicode spaces are trimmed; skipped"))
+                res.warnings.append(
+                    ScanWarning(line_no, "not JSON unless trailing Unicode spaces are trimmed; skipped")
+                )
                 return (_to_skeleton(res, tail, line_no),)
             if torn:
                 res.torn_tail = (line_no, res.size - len(line))
@@ -436,7 +440,9 @@ def _to_skeleton(res: ScanResult, value: Any, line_no: int) -> Skeleton:
     if value is None:
         res.warnings.append(ScanWarning(line_no, "a JSON null line (Pi crashes on it); kept as an empty entry"))
     else:
-        res.warnings.append(ScanWarning(line_no, "a JSON value that is not an object; kept as an empty entry, as Pi does"))
+        res.warnings.append(
+            ScanWarning(line_no, "a JSON value that is not an object; kept as an empty entry, as Pi does")
+        )
     return _BOGUS
 
 

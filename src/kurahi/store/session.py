@@ -18,6 +18,7 @@ better on purpose:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import threading
@@ -233,10 +234,8 @@ class Session:
             fsio.ops.ftruncate(self._fd, size)
         except OSError:
             self._needs_newline = True
-            try:
+            with contextlib.suppress(OSError):
                 self._size = os.fstat(self._fd).st_size
-            except OSError:  # pragma: no cover
-                pass
 
     def append_entry(self, entry: Mapping[str, Any]) -> str:
         """Append an entry of any type; ``id``, ``parentId`` and ``timestamp`` are filled in.
@@ -386,7 +385,13 @@ class Session:
         """Name the session (Pi trims the name)."""
         trimmed = js_whitespace_strip(name)
         return self._append(
-            lambda i, p, ts: {"type": "session_info", "id": i, "parentId": p, "timestamp": ts, "name": trimmed}
+            lambda i, p, ts: {
+                "type": "session_info",
+                "id": i,
+                "parentId": p,
+                "timestamp": ts,
+                "name": trimmed,
+            }
         )
 
     def branch(self, entry_id_: str | None) -> str:

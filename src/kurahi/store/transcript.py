@@ -22,6 +22,7 @@ import msgspec
 from kurahi.errors import EntryNotFoundError, NotASessionError, ParentCycleError, TranscriptReadError
 from kurahi.jsvalues import MISSING, date_ms, js_truthy, js_whitespace_strip
 from kurahi.store.scan import (
+    Reader,
     ScanResult,
     ScanWarning,
     Skeleton,
@@ -100,7 +101,7 @@ class Transcript:
     lines can be read back without holding the whole file in memory.
     """
 
-    def __init__(self, read: Any, size: int, *, name: str, fd: int | None = None) -> None:
+    def __init__(self, read: Reader, size: int, *, name: str, fd: int | None = None) -> None:
         self.name = name
         self._fd = fd
         self._read = read

@@ -1,0 +1,320 @@
+"""``kurahi session``: one transcript file: its context, tree, stats and repair."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+from rich.tree import Tree
+
+from kurahi.cli.common import console, err_console, print_json, translate_errors
+from kurahi.context.budget import DEFAULT_RESERVE_TOKENS, route
+from kurahi.context.files import project_file
+from kurahi.context.llm import convert_to_llm
+from kurahi.context.tokens import estimate_context_tokens, estimate_tokens
+from kurahi.errors import KurahiError
+from kurahi.jsvalues import MISSING
+from kurahi.store.repair import repair_torn_tail
+from kurahi.store.stats import transcript_stats
+from kurahi.store.transcript import LEAF_MARKER_TYPE, Entry, Transcript, TreeNode
+
+__all__ = ["app"]
+
+app = typer.Typer(help="Work with one transcript file (Pi session format).", no_args_is_help=True)
+
+FileArg = typer.Argument(..., help="A transcript (.jsonl) in Pi's session format.", show_default=False)
+
+
+def _warn(warnings: list[Any], name: str) -> None:
+    for w in warnings[:20]:
+        err_console.print(f"[yellow]warning:[/] {escape(name)}:{w.line}: {escape(w.message)}")
+    if len(warnings) > 20:
+        err_console.print(f"[yellow]warning:[/] … and {len(warnings) - 20} more")
+
+
+def _text_of(message: Any) -> str:
+    if not isinstance(message, dict):
+        return repr(message)
+    role = message.get("role")
+    if role in ("compactionSummary", "branchSummary"):
+        return str(message.get("summary", ""))
+    if role == "bashExecution":
+        return f"$ {message.get('command', '')}"
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    if isinstance(content, list):
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                parts.append(str(block.get("text", "")))
+            elif kind == "toolCall":
+                parts.append(f"→ {block.get('name')}(…)")
+            elif kind == "image":
+                parts.append("[image]")
+    return " ".join(parts)
+
+
+@app.command("context")
+def context(
+    file: Path = FileArg,
+    leaf: str | None = typer.Option(None, "--leaf", help="Project from this entry id instead of Pi's leaf."),
+    as_json: bool = typer.Option(False, "--json", help="Print {leafId, thinkingLevel, model, messages} as JSON."),
+    llm: bool = typer.Option(False, "--llm", help="With --json: also give the model messages (Pi's convertToLlm)."),
+    window: int = typer.Option(200_000, "--context-window", help="Model context window, for the budget route.", min=1),
+    reserve: int = typer.Option(DEFAULT_RESERVE_TOKENS, "--reserve", help="Tokens kept free for the reply.", min=0),
+) -> None:
+    """Show the context Pi would send to the model for a transcript (identical to Pi)."""
+    with translate_errors():
+        result = project_file(file, leaf)
+    _warn(result.warnings + result.context.warnings, str(file))
+    ctx = result.context
+    if as_json:
+        out = ctx.to_dict()
+        if llm:
+            out["llmMessages"] = convert_to_llm(ctx.messages)
+        print_json(out)
+        return
+    try:
+        tokens = estimate_context_tokens(ctx.messages)
+        budget = route(tokens.tokens, window, reserve)
+    except KurahiError as exc:
+        tokens = None
+        budget = None
+        err_console.print(f"[yellow]warning:[/] token estimate unavailable: {escape(str(exc))}")
+    leaf_id = ctx.leaf_id if ctx.leaf_id is not MISSING else "(entry without id)"
+    model = ctx.model or {}
+    console.print(
+        f"[bold]{escape(str(file))}[/]  leaf [cyan]{escape(str(leaf_id))}[/]  "
+        f"model [cyan]{escape(str(model.get('provider', '-')))}/{escape(str(model.get('modelId', '-')))}[/]  "
+        f"thinking [cyan]{escape(str(ctx.thinking_level))}[/]"
+    )
+    table = Table(show_lines=False, header_style="bold")
+    table.add_column("#", justify="right")
+    table.add_column("role")
+    table.add_column("tokens", justify="right")
+    table.add_column("content", overflow="ellipsis", no_wrap=True, max_width=100)
+    for i, msg in enumerate(ctx.messages):
+        try:
+            n = str(estimate_tokens(msg))
+        except KurahiError:
+            n = "?"
+        role = msg.get("role") if isinstance(msg, dict) else "?"
+        table.add_row(str(i), escape(str(role)), n, escape(_text_of(msg).replace("\n", " ")[:200]))
+    console.print(table)
+    summary = f"{len(ctx.messages)} messages, read {result.entries_read} entries"
+    if tokens is not None and budget is not None:
+        summary += f", ~{tokens.tokens} tokens: [bold]{budget.route}[/] (window {window}, reserve {reserve})"
+    console.print(summary)
+
+
+@app.command("stats")
+def stats(
+    file: Path = FileArg,
+    as_json: bool = typer.Option(False, "--json", help="Print the stats as JSON."),
+) -> None:
+    """Facts about a transcript. Exits 0 exactly when the file opens as a session."""
+    with translate_errors(), _status(file), Transcript.open(file) as t:
+        facts = transcript_stats(t)
+    if as_json:
+        print_json(facts)
+        return
+    _warn(t.warnings, str(file))
+    table = Table(show_header=False, box=None)
+    table.add_column(style="bold")
+    table.add_column()
+    for key in (
+        "sessionId",
+        "name",
+        "version",
+        "cwd",
+        "created",
+        "bytes",
+        "entries",
+        "roots",
+        "branchPoints",
+        "leaves",
+        "leafId",
+        "pathLength",
+        "compactions",
+        "labels",
+        "firstEntryAt",
+        "lastEntryAt",
+    ):
+        table.add_row(key, escape(str(facts[key])))
+    table.add_row("types", escape(", ".join(f"{k} {v}" for k, v in facts["types"].items())))
+    table.add_row("roles", escape(", ".join(f"{k} {v}" for k, v in facts["roles"].items())))
+    problems = []
+    if facts["tornTail"]:
+        problems.append("torn last line (run `kurahi session repair`)")
+    if facts["duplicateIds"]:
+        problems.append(f"{facts['duplicateIds']} duplicate ids (the later line wins, as in Pi)")
+    if facts["orphans"]:
+        problems.append(f"{facts['orphans']} entries whose parent is missing")
+    if facts["cycles"]:
+        problems.append(f"parent cycles: {facts['cycles']}")
+    table.add_row("problems", escape("; ".join(problems) or "none"))
+    console.print(table)
+
+
+@app.command("repair")
+def repair(
+    file: Path = FileArg,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be done; change nothing."),
+    as_json: bool = typer.Option(False, "--json", help="Print the repair report as JSON."),
+) -> None:
+    """Move a torn last line (a crash mid-write) into a sidecar file, explicitly and durably."""
+    with translate_errors():
+        report = repair_torn_tail(file, dry_run=dry_run)
+    if as_json:
+        print_json(report.to_dict())
+    elif report.repaired:
+        console.print(
+            f"moved the torn line {report.line} ({report.bytes_moved} bytes) to {escape(str(report.sidecar))}"
+        )
+    elif dry_run and report.line is not None:
+        console.print(f"would move the torn line {report.line} ({report.bytes_moved} bytes) to {report.sidecar}")
+    else:
+        console.print("nothing to repair: the last line is whole")
+    if report.other_bad_lines and not as_json:
+        err_console.print(
+            f"[yellow]note:[/] damaged lines {list(report.other_bad_lines)} are skipped by every reader "
+            "and left in place"
+        )
+
+
+@app.command("tree")
+def tree(
+    file: Path = FileArg,
+    full: bool = typer.Option(False, "--full", help="Show every entry instead of collapsing linear runs."),
+    as_json: bool = typer.Option(False, "--json", help="Print Pi's getTree() shape (id, type, label, children)."),
+) -> None:
+    """Draw the entry tree: branch points, the leaf's path, compactions, labels."""
+    with translate_errors(), _status(file), Transcript.open(file) as t:
+        roots = t.tree()
+        on_path: set[int] = set()
+        if t.leaf_id is not None:
+            on_path = set(t.path_indices(len(t) - 1))
+        if as_json:
+            print_json([_node_json(n) for n in roots])
+            return
+        view = Tree(f"[bold]{escape(str(file))}[/] ({len(t)} entries)")
+        _draw(view, roots, on_path, full)
+    console.print(view)
+
+
+def _node_json(root: TreeNode) -> dict[str, Any]:
+    # Iterative: a 200k-entry linear chain would overflow Python's recursion limit.
+    def shell(n: TreeNode) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": n.entry.id if n.entry.id is not MISSING else None, "type": n.entry.type}
+        if n.label is not None:
+            d["label"] = n.label
+        d["children"] = []
+        return d
+
+    out = shell(root)
+    stack = [(root, out)]
+    while stack:
+        node, d = stack.pop()
+        for child in node.children:
+            cd = shell(child)
+            d["children"].append(cd)
+            stack.append((child, cd))
+    return out
+
+
+def _describe(e: Entry, label: str | None, is_leaf: bool) -> str:
+    kind = str(e.type)
+    extra = ""
+    if e.type == "message":
+        msg = e.data.get("message")
+        kind = f"{msg.get('role')}" if isinstance(msg, dict) else "message"
+        text = _text_of(msg).replace("\n", " ")
+        extra = f" {escape(text[:60])}" if text else ""
+    elif e.type == "compaction":
+        kind = "[magenta]compaction[/]"
+    elif e.type == "branch_summary":
+        kind = "[blue]branch summary[/]"
+    elif e.type == "custom" and e.data.get("customType") == LEAF_MARKER_TYPE:
+        kind = "[cyan]leaf marker[/]"
+    text = f"[dim]{escape(str(e.id))}[/] {kind}{extra}"
+    if label:
+        text += f" [yellow]🏷 {escape(label)}[/]"
+    if is_leaf:
+        text += " [bold green]← leaf[/]"
+    return text
+
+
+def _interesting(n: TreeNode, on_path: set[int]) -> bool:
+    return bool(n.label) or n.entry.type in ("compaction", "branch_summary") or len(n.children) != 1
+
+
+def _draw(view: Tree, roots: list[TreeNode], on_path: set[int], full: bool) -> None:
+    leaf_index = max(on_path) if on_path else -1
+    # Each chain is drawn flat; only a branch point opens a nested level, and the child on
+    # the leaf's path continues at the same level so the live history reads top to bottom.
+    stack: list[tuple[Tree, TreeNode]] = [(view, r) for r in reversed(roots)]
+    while stack:
+        parent, node = stack.pop()
+        run: Counter[str] = Counter()
+        cur: TreeNode | None = node
+        while cur is not None:
+            e = cur.entry
+            is_leaf = e.index == leaf_index
+            if full or _interesting(cur, on_path) or is_leaf or e.index == node.entry.index:
+                if run:
+                    parent.add(
+                        f"[dim]… {sum(run.values())} entries ({', '.join(f'{v} {k}' for k, v in run.items())})[/]"
+                    )
+                    run.clear()
+                style = "" if e.index in on_path else "dim "
+                parent.add(f"{'[' + style.strip() + ']' if style else ''}{_describe(e, cur.label, is_leaf)}")
+            else:
+                kind = e.type
+                if e.type == "message":
+                    msg = e.data.get("message")
+                    kind = msg.get("role") if isinstance(msg, dict) else "message"
+                run[str(kind)] += 1
+            kids = cur.children
+            if len(kids) == 1:
+                cur = kids[0]
+                continue
+            if run:
+                parent.add(f"[dim]… {sum(run.values())} entries ({', '.join(f'{v} {k}' for k, v in run.items())})[/]")
+                run.clear()
+            main = next((k for k in kids if k.entry.index in on_path), None)
+            for k in reversed(kids):
+                if k is main:
+                    continue
+                branch = parent.add(f"[dim]branch at {escape(str(cur.entry.id))}[/]")
+                stack.append((branch, k))
+            cur = main
+
+
+class _status:
+    """A spinner on stderr while a large file is read (only on a terminal)."""
+
+    def __init__(self, file: Path) -> None:
+        self._big = sys.stderr.isatty() and file.is_file() and file.stat().st_size > 16 * 1024 * 1024
+        self._status: Any = None
+
+    def __enter__(self) -> None:
+        if self._big:
+            self._status = err_console.status(f"reading {self._file_name}…")
+            self._status.__enter__()
+
+    @property
+    def _file_name(self) -> str:
+        return "transcript"
+
+    def __exit__(self, *exc: object) -> None:
+        if self._status is not None:
+            self._status.__exit__(*exc)

@@ -1,0 +1,86 @@
+"""Facts about a transcript: sizes, shape of the tree, what kinds of entries it holds."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kurahi.jsvalues import MISSING
+from kurahi.store.transcript import LEAF_MARKER_TYPE, Transcript
+
+__all__ = ["transcript_stats"]
+
+
+def transcript_stats(t: Transcript) -> dict[str, Any]:
+    """Summarise a transcript in one JSON-ready dict (one pass over the skeletons).
+
+    Message roles, labels and the session name need the entries themselves; those few are
+    decoded, the rest of the file is not.
+    """
+    skeletons = t._skeletons
+    n = len(skeletons)
+    types: Counter[str] = Counter()
+    children: Counter[Any] = Counter()
+    roots = 0
+    orphans = 0
+    by_id = t._scan.by_id
+    for sk in skeletons:
+        types[sk.type if isinstance(sk.type, str) else "(none)"] += 1
+        pid = sk.parentId
+        if pid is None:
+            roots += 1
+        elif isinstance(pid, str) and pid:
+            if pid in by_id:
+                children[pid] += 1
+            else:
+                orphans += 1
+    duplicate_ids = n - len(by_id)
+    branch_points = sum(1 for c in children.values() if c > 1)
+    leaves = sum(1 for sk in skeletons if isinstance(sk.id, str) and children.get(sk.id, 0) == 0)
+    roles: Counter[str] = Counter()
+    markers = 0
+    for i, sk in enumerate(skeletons):
+        if sk.type == "message":
+            msg = t.entry_at(i).data.get("message")
+            role = msg.get("role") if isinstance(msg, dict) else None
+            roles[role if isinstance(role, str) else "(none)"] += 1
+        elif sk.type == "custom" and t.entry_at(i).data.get("customType") == LEAF_MARKER_TYPE:
+            markers += 1
+    leaf = t.leaf_id
+    path_len = 0
+    cycles = t.find_cycles()
+    if leaf is not None and not cycles:
+        path_len = len(t.path_indices(n - 1))
+    first_ts = t.entry_at(0).data.get("timestamp") if n else None
+    last_ts = t.entry_at(n - 1).data.get("timestamp") if n else None
+    labels = {k: v for k, v in t.labels().items() if isinstance(k, str)}
+    return {
+        "file": t.name,
+        "sessionId": t.session_id,
+        "version": t.version if t.version is not MISSING else None,
+        "migratedFrom": t.migrated_from,
+        "cwd": t.header.get("cwd"),
+        "parentSession": t.header.get("parentSession"),
+        "created": t.header.get("timestamp"),
+        "name": t.session_name,
+        "bytes": t.size,
+        "entries": n,
+        "types": dict(sorted(types.items())),
+        "roles": dict(sorted(roles.items())),
+        "roots": roots,
+        "orphans": orphans,
+        "branchPoints": branch_points,
+        "leaves": leaves,
+        "leafId": None if leaf is MISSING else leaf,
+        "pathLength": path_len,
+        "compactions": types.get("compaction", 0),
+        "labels": len(labels),
+        "leafMarkers": markers,
+        "duplicateIds": duplicate_ids,
+        "cycles": cycles,
+        "firstEntryAt": first_ts,
+        "lastEntryAt": last_ts,
+        "tornTail": t.torn_tail is not None,
+        "endsWithNewline": t.ends_with_newline,
+        "warnings": [{"line": w.line, "message": w.message} for w in t.warnings],
+    }

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as _dt
+import decimal
 import json
 import math
 import re
@@ -208,18 +209,25 @@ MISSING: Any = _Missing()
 
 
 def _js_number(value: float) -> str:
+    """``Number.prototype.toString()``: shortest round-trip digits, JS's notation rules."""
     if math.isnan(value) or math.isinf(value):
-        return "null"
-    if value == int(value) and abs(value) < 1e21:
-        return str(int(value))
-    r = repr(value)
-    # Python writes 1e+21 as 1e+21 and 1e-07 as 1e-07; JavaScript writes 1e-7.
-    if "e" in r:
-        mant, exp = r.split("e")
-        sign = exp[0] if exp[0] in "+-" else "+"
-        digits = exp.lstrip("+-").lstrip("0") or "0"
-        r = f"{mant}e{sign}{digits}"
-    return r
+        return "null"  # JSON.stringify writes NaN and Infinity as null
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    digits_t = decimal.Decimal(repr(abs(value))).normalize().as_tuple()
+    digits = "".join(map(str, digits_t.digits))
+    k = len(digits)
+    n = int(digits_t.exponent) + k  # value = 0.digits * 10**n
+    if k <= n <= 21:
+        return sign + digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * (-n) + digits
+    exp = n - 1
+    mant = digits[0] + ("." + digits[1:] if k > 1 else "")
+    return f"{sign}{mant}e{'+' if exp >= 0 else '-'}{abs(exp)}"
 
 
 def js_stringify(value: Any) -> str:

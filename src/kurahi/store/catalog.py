@@ -1,0 +1,369 @@
+"""The session catalog: OpenClaw's ``sessions.json``, a JSON object from session key to entry.
+
+An entry names the session a key currently points at (``sessionId``, ``sessionFile``) and
+carries its clocks (``updatedAt``, ``sessionStartedAt``, ``lastInteractionAt``, epoch ms) and
+whatever else OpenClaw keeps there. Fields we do not know are kept verbatim, in their order.
+
+Reads take no lock: the file is only ever replaced whole, by rename, so a reader sees one
+version or the next. Every change takes ``sessions.json.lock``, re-reads the file under it,
+applies the change and writes the result atomically with mode 0600; a change that leaves the
+bytes as they were writes nothing. A catalog that exists but does not parse is never
+overwritten: every call on it raises :class:`CatalogCorruptError` until :meth:`Catalog.repair`
+moves it aside, because writing ``{}`` over it is exactly how OpenClaw users lose sessions.
+
+The bytes (parsing, OpenClaw's layout, validation of keys and fields) live in
+:mod:`kurahi.store.catalog_format`; this module does the file work.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import stat
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from kurahi.errors import CatalogCorruptError, CatalogEntryError, CatalogError, UsageError
+from kurahi.store.catalog_format import (
+    MAX_KEY_LENGTH,
+    Entry,
+    Store,
+    normalise_entry,
+    parse_catalog,
+    same_json,
+    serialize_catalog,
+    validate_agent_id,
+    validate_key,
+)
+from kurahi.store.fsio import atomic_write, fsync_dir, ops
+from kurahi.store.locks import FileLock
+
+__all__ = [
+    "CATALOG_NAME",
+    "DEFAULT_LOCK_TIMEOUT",
+    "MAX_KEY_LENGTH",
+    "Catalog",
+    "Entry",
+    "SessionCatalog",
+    "find_catalogs",
+    "parse_catalog",
+    "serialize_catalog",
+    "validate_agent_id",
+    "validate_key",
+]
+
+CATALOG_NAME = "sessions.json"
+"""The catalog's file name inside ``agents/<agentId>/sessions/``."""
+DEFAULT_LOCK_TIMEOUT = 10.0
+"""Seconds a change waits for another writer before giving up with ``LockHeldError``."""
+
+T = TypeVar("T")
+
+
+class SessionCatalog(Protocol):
+    """What any catalog backend offers: the file one here, a database one later."""
+
+    def get(self, key: str) -> Entry | None:
+        """Return the entry for ``key`` (a copy), or ``None``."""
+
+    def items(self) -> list[tuple[str, Entry]]:
+        """Every ``(key, entry)`` pair of one consistent version, in catalog order."""
+
+    def keys(self) -> list[str]:
+        """Every key of one consistent version, in catalog order."""
+
+    def upsert(self, key: str, fields: Mapping[str, Any], *, touch: bool = False) -> Entry:
+        """Merge ``fields`` into the entry for ``key`` (creating it) and return the result."""
+
+    def update(self, key: str, fn: Callable[[Entry | None], Mapping[str, Any] | None]) -> Entry | None:
+        """Replace the entry for ``key`` by ``fn(current)`` atomically; ``None`` deletes it."""
+
+    def delete(self, key: str) -> bool:
+        """Remove ``key``; whether it was there."""
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Catalog:
+    """A ``sessions.json`` file, read without a lock and changed under one.
+
+    Example::
+
+        catalog = Catalog(home / "agents" / "main" / "sessions" / "sessions.json")
+        catalog.upsert("agent:main:main", {"sessionId": sid, "sessionFile": f"{sid}.jsonl"})
+        catalog.upsert("agent:main:main", {"compactionCount": 3})  # clocks untouched
+        catalog.upsert("agent:main:main", {}, touch=True)  # updatedAt = now
+
+    Args:
+        path: the catalog file; its directory must exist before the first change.
+        lock_timeout: seconds a change waits for another writer.
+        clock: epoch milliseconds, for ``touch`` and new entries (tests pass a fixed one).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        clock: Callable[[], int] = _now_ms,
+    ) -> None:
+        self.path = Path(path)
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.lock_timeout = lock_timeout
+        self._clock = clock
+        # The bytes this object last wrote or read under the lock and their parse: when the
+        # file still holds exactly those bytes, a change need not parse it again.
+        self._cached: tuple[bytes, Store] | None = None
+
+    def __repr__(self) -> str:
+        return f"Catalog({str(self.path)!r})"
+
+    # Reads -----------------------------------------------------------------------------
+
+    def get(self, key: str) -> Entry | None:
+        """Return the entry for ``key`` (a copy the caller may change), or ``None``."""
+        validate_key(key)
+        return self._load().get(key)
+
+    def items(self) -> list[tuple[str, Entry]]:
+        """Every ``(key, entry)`` of one version of the file, in file order."""
+        return list(self._load().items())
+
+    def keys(self) -> list[str]:
+        """Every key of one version of the file, in file order."""
+        return list(self._load())
+
+    # Changes ---------------------------------------------------------------------------
+
+    def upsert(self, key: str, fields: Mapping[str, Any], *, touch: bool = False) -> Entry:
+        """Merge ``fields`` into the entry for ``key``, creating the entry if needed.
+
+        Existing fields keep their place, new ones go last. Without ``touch`` the activity
+        clocks (``updatedAt``, ``lastInteractionAt``) change only if ``fields`` names them,
+        so bookkeeping never makes a session look recently used. A new entry needs a
+        ``sessionId`` and gets ``updatedAt`` = now unless ``fields`` gives one.
+
+        Args:
+            key: the session key, e.g. ``agent:main:main``.
+            fields: the fields to set (JSON values).
+            touch: set ``updatedAt`` to now, after merging ``fields``.
+
+        Returns:
+            The entry as stored.
+
+        Raises:
+            CatalogEntryError: a bad key, field or value.
+            CatalogCorruptError: the file does not parse (it is left as it is).
+            LockHeldError: another writer held the lock for ``lock_timeout`` seconds.
+            CatalogError: the directory is missing or the file cannot be read or written.
+        """
+        validate_key(key)
+        patch = normalise_entry(fields, key)
+
+        def change(store: Store) -> tuple[Entry, bool]:
+            current = store.get(key)
+            if current is None and "sessionId" not in patch:
+                raise CatalogEntryError("a new entry needs a sessionId", path=self.path, key=key)
+            entry = dict(current) if current is not None else {}
+            entry.update(patch)
+            if touch or (current is None and "updatedAt" not in entry):
+                entry["updatedAt"] = self._clock()
+            changed = current is None or not same_json(entry, current)
+            store[key] = entry
+            return copy.deepcopy(entry), changed
+
+        return self._transaction(change)
+
+    def update(self, key: str, fn: Callable[[Entry | None], Mapping[str, Any] | None]) -> Entry | None:
+        """Read-modify-write one entry under the lock.
+
+        ``fn`` gets a copy of the current entry (``None`` when absent) and returns the whole
+        new entry, or ``None`` to delete it. Nothing is written if ``fn`` raises. No clock
+        is set for the caller.
+
+        Returns:
+            The entry as stored, or ``None`` when there is none afterwards.
+
+        Raises:
+            CatalogEntryError: a bad key, or ``fn`` returned something that is not an entry.
+            CatalogCorruptError, LockHeldError, CatalogError: as for :meth:`upsert`.
+        """
+        validate_key(key)
+
+        def change(store: Store) -> tuple[Entry | None, bool]:
+            current = store.get(key)
+            result = fn(copy.deepcopy(current) if current is not None else None)
+            if result is None:
+                return None, store.pop(key, None) is not None
+            entry = normalise_entry(result, key)
+            changed = current is None or not same_json(entry, current)
+            store[key] = entry
+            return copy.deepcopy(entry), changed
+
+        return self._transaction(change)
+
+    def delete(self, key: str) -> bool:
+        """Remove the entry for ``key``; whether there was one. The transcript is left alone."""
+        validate_key(key)
+
+        def change(store: Store) -> tuple[bool, bool]:
+            found = store.pop(key, None) is not None
+            return found, found
+
+        return self._transaction(change)
+
+    def repair(self) -> Path | None:
+        """Move a corrupt catalog aside to ``sessions.json.corrupt.<UTC time>``, under the lock.
+
+        The move is one rename plus a directory fsync, so the bytes are never copied or
+        lost; the next change starts a fresh catalog.
+
+        Returns:
+            Where the file went, or ``None`` when there is no file.
+
+        Raises:
+            CatalogError: the catalog parses, so there is nothing to repair.
+            LockHeldError: another writer holds the lock.
+        """
+        with self._lock():
+            raw = self._read_raw()
+            if raw is None:
+                return None
+            try:
+                count = len(parse_catalog(raw, path=self.path))
+            except CatalogCorruptError:
+                pass
+            else:
+                raise CatalogError(
+                    f"parses as a catalog with {count} entries; nothing to repair "
+                    "(repair only moves a catalog that does not parse aside)",
+                    path=self.path,
+                )
+            target = self._aside_path()
+            try:
+                ops.rename(str(self.path), str(target))
+                fsync_dir(self.path.parent)
+            except OSError as exc:
+                raise CatalogError(f"cannot move aside to {target}: {exc.strerror}", path=self.path) from exc
+            return target
+
+    # Machinery -------------------------------------------------------------------------
+
+    def _aside_path(self) -> Path:
+        now = datetime.now(UTC)
+        stamp = now.strftime("%Y-%m-%dT%H-%M-%S") + f".{now.microsecond // 1000:03d}Z"
+        target = self.path.with_name(f"{self.path.name}.corrupt.{stamp}")
+        n = 1
+        while target.exists() or target.is_symlink():
+            target = self.path.with_name(f"{self.path.name}.corrupt.{stamp}-{n}")
+            n += 1
+        return target
+
+    def _read_raw(self) -> bytes | None:
+        """Read the file's bytes; ``None`` if it does not exist."""
+        try:
+            # O_NONBLOCK: a FIFO planted at the path must not hang us.
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            return None
+        except IsADirectoryError as exc:
+            raise CatalogError("is a directory, expected a sessions.json file", path=self.path) from exc
+        except OSError as exc:
+            raise CatalogError(f"cannot open: {exc.strerror}", path=self.path) from exc
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise CatalogError("is a directory, expected a sessions.json file", path=self.path)
+            if not stat.S_ISREG(st.st_mode):
+                raise CatalogError("is not a regular file", path=self.path)
+            with os.fdopen(fd, "rb", closefd=False) as fh:
+                return fh.read()
+        except OSError as exc:
+            raise CatalogError(f"cannot read: {exc.strerror}", path=self.path) from exc
+        finally:
+            os.close(fd)
+
+    def _load(self) -> Store:
+        raw = self._read_raw()
+        return {} if raw is None else parse_catalog(raw, path=self.path)
+
+    def _lock(self) -> FileLock:
+        if not self.path.parent.is_dir():
+            raise CatalogError(
+                f"the sessions directory {self.path.parent} does not exist (create the agent first)",
+                path=self.path,
+            )
+        return FileLock(self.lock_path, purpose=f"session catalog {self.path}").acquire(timeout=self.lock_timeout)
+
+    def _transaction(self, change: Callable[[Store], tuple[T, bool]]) -> T:
+        """Lock, re-read, apply ``change``; write when it changed something and the bytes differ.
+
+        ``change`` mutates the store in place and returns its result and whether it changed
+        anything, so a no-op never rewrites the file (not even to normalise its layout).
+        """
+        with self._lock():
+            raw = self._read_raw()
+            cached, self._cached = self._cached, None  # dropped unless this change completes
+            if raw is None:
+                store: Store = {}
+            elif cached is not None and cached[0] == raw:
+                store = cached[1]
+            else:
+                store = parse_catalog(raw, path=self.path)
+            result, changed = change(store)
+            if not changed:
+                if raw is not None:
+                    self._cached = (raw, store)
+                return result
+            data = serialize_catalog(store)
+            if data != raw:
+                try:
+                    atomic_write(self.path, data, mode=0o600)
+                except OSError as exc:
+                    raise CatalogError(f"cannot write: {exc.strerror or exc}", path=self.path) from exc
+            self._cached = (data, store)
+            return result
+
+
+def find_catalogs(home: str | os.PathLike[str], agent: str | None = None) -> list[tuple[str, Path]]:
+    """List the catalogs of a state directory as ``(agentId, path)``, sorted by agent id.
+
+    An agent counts when ``agents/<agentId>/sessions/`` exists; its ``sessions.json`` may
+    not (yet), which reads as an empty catalog. Directory names that are not valid agent
+    ids are skipped.
+
+    Args:
+        home: the state directory (``KOLO_HOME`` or an OpenClaw state dir).
+        agent: only this agent; it must have a sessions directory.
+
+    Raises:
+        UsageError: ``agent`` is not a valid agent id (``..``, a separator, empty, ...).
+        CatalogError: ``home`` is not a directory, or the named agent has no sessions directory.
+    """
+    root = Path(home)
+    if agent is not None:
+        validate_agent_id(agent)
+    if not root.is_dir():
+        raise CatalogError("is not a directory (expected a state directory)", path=root)
+    agents = root / "agents"
+    if agent is not None:
+        sessions = agents / agent / "sessions"
+        if not sessions.is_dir():
+            raise CatalogError(f"agent {agent!r} has no sessions directory", path=sessions)
+        return [(agent, sessions / CATALOG_NAME)]
+    if not agents.is_dir():
+        return []
+    found: list[tuple[str, Path]] = []
+    for child in sorted(agents.iterdir()):
+        try:
+            validate_agent_id(child.name)
+        except UsageError:
+            continue
+        if (child / "sessions").is_dir():
+            found.append((child.name, child / "sessions" / CATALOG_NAME))
+    return found

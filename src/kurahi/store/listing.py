@@ -1,0 +1,115 @@
+"""What sessions a state directory holds: every key of every agent's catalog, and its transcript.
+
+Behind ``kurahi sessions ls``. A state directory may have been moved since OpenClaw wrote an
+absolute ``sessionFile``, so a transcript is looked for where the entry says, then by that
+file's name in the catalog's own directory, then as ``<sessionId>.jsonl`` there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path, PurePath
+from typing import Any
+
+import msgspec
+
+from kurahi.store.catalog import Catalog, find_catalogs
+
+__all__ = ["SessionListing", "list_sessions", "locate_transcript"]
+
+
+class SessionListing(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One catalog key as ``sessions ls`` shows it (JSON names are camelCase)."""
+
+    agent: str
+    """The agent id, i.e. the ``agents/<agentId>`` directory the catalog is in."""
+    key: str
+    """The session key, e.g. ``agent:main:main``."""
+    session_id: str | None
+    """The entry's ``sessionId``, or ``None`` when it has none (or not a string)."""
+    updated_at: int | None
+    """The entry's ``updatedAt`` in epoch milliseconds, or ``None`` when absent or not an integer."""
+    status: str | None
+    """The entry's ``status`` (``running``, ``done``, ...), or ``None``."""
+    transcript: str | None
+    """The transcript file found, else where it was expected; ``None`` if nothing names one."""
+    transcript_exists: bool
+    """Whether ``transcript`` is an existing file."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the listing as a JSON-ready dict with camelCase names."""
+        result: dict[str, Any] = msgspec.to_builtins(self)
+        return result
+
+
+def _plain_name(name: str) -> bool:
+    return bool(name) and name not in (".", "..") and "/" not in name and "\0" not in name
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name too long, or otherwise unusable, is not there
+        return False
+
+
+def locate_transcript(sessions_dir: str | os.PathLike[str], entry: Mapping[str, Any]) -> tuple[Path | None, bool]:
+    """Find the transcript of a catalog entry.
+
+    Tries, in order: ``sessionFile`` as written; when it is absolute, its file name inside
+    ``sessions_dir`` (the state directory may have moved); when it is relative, that path
+    inside ``sessions_dir``; then ``<sessionId>.jsonl`` inside ``sessions_dir``. Relative
+    paths that climb out (``..``) and ids that are not plain file names are ignored.
+
+    Returns:
+        ``(path, True)`` for the first candidate that is a file, else ``(first candidate,
+        False)``, or ``(None, False)`` when the entry names no usable file.
+    """
+    folder = Path(sessions_dir)
+    candidates: list[Path] = []
+    session_file = entry.get("sessionFile")
+    if isinstance(session_file, str) and session_file and "\0" not in session_file:
+        written = PurePath(session_file)
+        if written.is_absolute():
+            candidates.append(Path(written))
+            if _plain_name(written.name):
+                candidates.append(folder / written.name)
+        elif ".." not in written.parts:
+            candidates.append(folder / written)
+    session_id = entry.get("sessionId")
+    if isinstance(session_id, str) and _plain_name(session_id):
+        candidates.append(folder / f"{session_id}.jsonl")
+    for candidate in candidates:
+        if _is_file(candidate):
+            return candidate, True
+    return (candidates[0] if candidates else None), False
+
+
+def list_sessions(home: str | os.PathLike[str], agent: str | None = None) -> list[SessionListing]:
+    """List every key of every catalog under ``home`` (or of one agent), in catalog order.
+
+    Raises:
+        UsageError: ``agent`` is not a valid agent id.
+        CatalogCorruptError: a catalog does not parse (nothing is listed then).
+        CatalogError: ``home`` is not a directory, or the agent has no sessions directory.
+    """
+    listings: list[SessionListing] = []
+    for agent_id, path in find_catalogs(home, agent):
+        for key, entry in Catalog(path).items():
+            transcript, exists = locate_transcript(path.parent, entry)
+            session_id = entry.get("sessionId")
+            updated_at = entry.get("updatedAt")
+            status = entry.get("status")
+            listings.append(
+                SessionListing(
+                    agent=agent_id,
+                    key=key,
+                    session_id=session_id if isinstance(session_id, str) else None,
+                    updated_at=updated_at if isinstance(updated_at, int) and not isinstance(updated_at, bool) else None,
+                    status=status if isinstance(status, str) else None,
+                    transcript=str(transcript) if transcript is not None else None,
+                    transcript_exists=exists,
+                )
+            )
+    return listings

@@ -32,7 +32,7 @@ FileArg = typer.Argument(..., help="A transcript (.jsonl) in Pi's session format
 
 def _warn(warnings: list[Any], name: str) -> None:
     for w in warnings[:20]:
-        err_console.print(f"[yellow]warning:[/] {escape(name)}:{w.line}: {escape(w.message)}")
+        err_console.print(f"[yellow]warning:[/] {escape(name)}:{w.line}: {escape(w.message)}", soft_wrap=True)
     if len(warnings) > 20:
         err_console.print(f"[yellow]warning:[/] … and {len(warnings) - 20} more")
 

@@ -78,22 +78,14 @@ def project_file(path: str | os.PathLike[str], leaf_id: str | None = None) -> Fi
         version = _js_version(header.get("version", MISSING))
         if version is not None and version < 2:
             return _project_full(p, leaf_id)
-        index = BackwardIndex(read, st.st_size, stop=stop, rename_hook=version is not None and version < 3)
+        index = BackwardIndex(read, st.st_size, stop=stop, rename_hook=version is not None and version < 3, name=str(p))
         if leaf_id is not None:
             leaf = index.lookup(leaf_id)
             if leaf is None:
                 raise EntryNotFoundError(leaf_id, path=p)
         else:
             leaf = index.last_entry()
-        if leaf is None:
-            ctx = project_from_leaf([], None)
-        else:
-            try:
-                ctx = project_from_leaf(index.walk_up(leaf), leaf.id)
-            except Exception as exc:  # name the file on errors raised while walking
-                if getattr(exc, "path", "") is None:
-                    exc.path = str(p)  # type: ignore[attr-defined]
-                raise
+        ctx = project_from_leaf(index.walk_up(leaf), leaf.id) if leaf is not None else project_from_leaf([], None)
         return FileContext(ctx, head_warnings + index.warnings(), index.count, str(header["id"]))
     finally:
         os.close(fd)

@@ -150,10 +150,12 @@ class BackwardIndex:
         size: file size.
         stop: offset just after the header line; nothing above it is read.
         rename_hook: apply the v2 -> v3 ``hookMessage`` rename when decoding (files below v3).
+        name: the file's name, for error messages.
     """
 
-    def __init__(self, read: Reader, size: int, *, stop: int, rename_hook: bool = False) -> None:
+    def __init__(self, read: Reader, size: int, *, stop: int, rename_hook: bool = False, name: str = "") -> None:
         self.read = read
+        self.name = name
         self.size = size
         self.rename_hook = rename_hook
         self._stop = stop
@@ -224,6 +226,7 @@ class BackwardIndex:
                     f"parentId cycle through entries {[e.id for e in loop]} (lines {[e.line for e in loop]}); "
                     "Pi would hang here",
                     cycle=[str(e.id) for e in loop],
+                    path=self.name or None,
                 )
             seen.add(id(cur))
             chain.append(cur)
@@ -258,7 +261,9 @@ class BackwardIndex:
             if start == self._stop:
                 body_start = start
                 break
-            cut = data.find(b"\n")
+            # The byte before ``end`` ends the line we stopped at; a newline there is no
+            # progress, so look for one strictly before it.
+            cut = data.find(b"\n", 0, len(data) - 1)
             if cut >= 0:
                 body_start = start + cut + 1
                 data = data[cut + 1 :]

@@ -226,9 +226,11 @@ def _iter_chunks(read: Reader, size: int, start: int = 0) -> Iterator[tuple[int,
     """Yield ``(offset, data)``: whole lines (newline-terminated), the final piece may lack one.
 
     Chunks are small on purpose: splitting 110 MB at once spends most of its time on page
-    faults for fresh memory, while 64 KB chunks keep reusing the same warm pages.
+    faults for fresh memory, while 64 KB chunks keep reusing the same warm pages. A line
+    longer than a chunk is gathered in pieces and joined once (never re-copied per chunk).
     """
-    carry = b""
+    pending: list[bytes] = []
+    pending_len = 0
     offset = start
     pos = start
     while pos < size:
@@ -238,18 +240,26 @@ def _iter_chunks(read: Reader, size: int, start: int = 0) -> Iterator[tuple[int,
         pos += len(chunk)
         cut = chunk.rfind(b"\n")
         if cut < 0:
-            carry += chunk
-            if len(carry) > MAX_LINE_BYTES + _CHUNK:
-                yield offset, carry  # an enormous line: the scanner refuses it
-                offset += len(carry)
-                carry = b""
+            pending.append(chunk)
+            pending_len += len(chunk)
+            if pending_len > MAX_LINE_BYTES + _CHUNK:
+                data = b"".join(pending)  # an enormous line: the scanner refuses it
+                pending, pending_len = [], 0
+                yield offset, data
+                offset += len(data)
             continue
-        data = carry + chunk[: cut + 1] if carry else chunk[: cut + 1]
-        carry = chunk[cut + 1 :]
+        head = chunk[: cut + 1]
+        if pending:
+            pending.append(head)
+            data = b"".join(pending)
+        else:
+            data = head
+        rest = chunk[cut + 1 :]
+        pending, pending_len = ([rest], len(rest)) if rest else ([], 0)
         yield offset, data
         offset += len(data)
-    if carry:
-        yield offset, carry
+    if pending:
+        yield offset, b"".join(pending)
 
 
 class _State:

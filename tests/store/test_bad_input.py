@@ -1,0 +1,210 @@
+"""Bad input: each case gives a clear error or a warning naming file and line; nothing on disk changes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kurahi.cli import app
+from kurahi.cli.common import EXIT
+from kurahi.context.files import project_file
+from kurahi.errors import NotASessionError, ParentCycleError, TranscriptReadError
+from kurahi.store import Transcript
+from kurahi.store.session import Session
+
+HEADER = '{"type":"session","version":3,"id":"s-1","timestamp":"2026-11-30T08:00:00.000Z","cwd":"/w"}'
+
+
+def entry(i: str, parent: str | None, text: str = "hi", role: str = "user") -> str:
+    msg = {"role": role, "content": text, "timestamp": 1}
+    return json.dumps(
+        {"type": "message", "id": i, "parentId": parent, "timestamp": "2026-11-30T08:00:01.000Z", "message": msg},
+        ensure_ascii=False,
+    )
+
+
+def write(tmp_path: Path, name: str, data: bytes) -> Path:
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
+def fingerprint(p: Path) -> tuple[str, int]:
+    st = p.stat()
+    return hashlib.sha256(p.read_bytes()).hexdigest(), st.st_mtime_ns
+
+
+def lines(*rows: str) -> bytes:
+    return ("\n".join(rows) + "\n").encode()
+
+
+def run(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(app, list(args))
+    return res.exit_code, res.output
+
+
+def test_non_json_line_is_skipped_with_a_warning_naming_the_line(tmp_path: Path) -> None:
+    p = write(tmp_path, "a.jsonl", lines(HEADER, entry("a", None), "not json {", entry("b", "a")))
+    before = fingerprint(p)
+    with Transcript.open(p) as t:
+        assert [e.id for e in t.path()] == ["a", "b"]
+        assert [w.line for w in t.warnings] == [3]
+        assert "not JSON" in t.warnings[0].message
+    fc = project_file(p)
+    assert [w.line for w in fc.warnings] == [3]
+    assert len(fc.context.messages) == 2
+    code, out = run("session", "stats", str(p))
+    assert code == 0
+    assert "a.jsonl:3" in out and "not JSON" in out
+    assert fingerprint(p) == before
+
+
+def test_invalid_utf8_is_read_as_node_reads_it(tmp_path: Path) -> None:
+    bad = entry("b", "a", text="caf\u00e9").encode().replace("caf\u00e9".encode(), b"caf\xff")
+    p = write(tmp_path, "u.jsonl", lines(HEADER, entry("a", None)) + bad + b"\n")
+    before = fingerprint(p)
+    fc = project_file(p)
+    assert fc.context.messages[-1]["content"] == "caf\ufffd"
+    assert any("invalid UTF-8" in w.message and w.line == 3 for w in fc.warnings)
+    with Transcript.open(p) as t:
+        assert t.entry("b").data["message"]["content"] == "caf\ufffd"
+        assert t.entry("b").raw == bad  # the stored bytes are kept as they are
+    assert fingerprint(p) == before
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"\n\n  \n", b"garbage\nmore garbage\n", lines('{"type":"message","id":"x"}', HEADER), b"[1,2]\n"],
+    ids=["empty", "blank", "garbage", "header-not-first", "not-an-object"],
+)
+def test_not_a_session_is_refused_and_never_overwritten(tmp_path: Path, data: bytes) -> None:
+    p = write(tmp_path, "n.jsonl", data)
+    before = fingerprint(p)
+    with pytest.raises(NotASessionError) as err:
+        Transcript.open(p)
+    assert str(p) in str(err.value) and "not a session" in str(err.value)
+    with pytest.raises(NotASessionError):
+        project_file(p)
+    with pytest.raises(NotASessionError):
+        Session.open(p)
+    code, out = run("session", "stats", str(p))
+    assert code == EXIT.INVALID and "not a session" in out
+    code, _ = run("session", "context", str(p), "--json")
+    assert code == EXIT.INVALID
+    assert fingerprint(p) == before
+
+
+def test_second_header_is_ignored_with_a_warning(tmp_path: Path) -> None:
+    other = HEADER.replace("s-1", "s-2")
+    p = write(tmp_path, "h.jsonl", lines(HEADER, entry("a", None), other, entry("b", "a")))
+    with Transcript.open(p) as t:
+        assert t.session_id == "s-1"
+        assert len(t) == 2
+        assert [w.line for w in t.warnings] == [3]
+    assert [w.line for w in project_file(p).warnings] == [3]
+
+
+def test_duplicate_ids_later_line_wins(tmp_path: Path) -> None:
+    p = write(tmp_path, "d.jsonl", lines(HEADER, entry("a", None, "first"), entry("a", None, "second")))
+    assert project_file(p).context.messages == [{"role": "user", "content": "second", "timestamp": 1}]
+    code, out = run("session", "stats", str(p), "--json")
+    assert code == 0 and json.loads(out)["duplicateIds"] == 1
+
+
+def test_missing_parent_cuts_the_path(tmp_path: Path) -> None:
+    p = write(tmp_path, "o.jsonl", lines(HEADER, entry("a", None), entry("b", "nowhere")))
+    assert [m["content"] for m in project_file(p).context.messages] == ["hi"]
+    code, out = run("session", "stats", str(p), "--json")
+    assert json.loads(out)["orphans"] == 1
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [entry("a", "a")],
+        [entry("a", "c"), entry("b", "a"), entry("c", "b")],
+        [entry("x", None), entry("a", "b"), entry("b", "a"), entry("leaf", "a")],
+    ],
+    ids=["self", "three", "below-leaf"],
+)
+def test_parent_cycle_is_reported_never_loops(tmp_path: Path, rows: list[str]) -> None:
+    p = write(tmp_path, "c.jsonl", lines(HEADER, *rows))
+    before = fingerprint(p)
+    with pytest.raises(ParentCycleError) as err:
+        project_file(p)
+    assert str(p) in str(err.value) and "cycle" in str(err.value)
+    with Transcript.open(p) as t, pytest.raises(ParentCycleError):
+        t.path()
+    code, out = run("session", "context", str(p))
+    assert code == EXIT.FAILED and "cycle" in out
+    code, out = run("session", "stats", str(p), "--json")
+    assert code == 0 and json.loads(out)["cycles"]
+    assert fingerprint(p) == before
+
+
+def test_fifty_megabyte_line_is_read_without_hanging(tmp_path: Path) -> None:
+    big = "x" * (50 * 1024 * 1024)
+    p = write(tmp_path, "big.jsonl", lines(HEADER, entry("a", None), entry("b", "a", big), entry("c", "b", "after")))
+    fc = project_file(p)
+    assert [len(m["content"]) for m in fc.context.messages] == [2, len(big), 5]
+    with Transcript.open(p) as t:
+        assert len(t) == 3 and t.entry("b").raw.endswith(b"}")
+
+
+def test_torn_fifty_megabyte_tail_is_skipped(tmp_path: Path) -> None:
+    torn = entry("b", "a", "y" * (50 * 1024 * 1024))[:-10].encode()
+    p = write(tmp_path, "tb.jsonl", lines(HEADER, entry("a", None)) + torn)
+    with Transcript.open(p) as t:
+        assert len(t) == 1 and t.torn_tail is not None and t.torn_tail[0] == 3
+    assert [m["content"] for m in project_file(p).context.messages] == ["hi"]
+
+
+def test_directory_and_missing_file_are_clear_errors(tmp_path: Path) -> None:
+    d = tmp_path / "dir.jsonl"
+    d.mkdir()
+    for target, words in ((d, "directory"), (tmp_path / "absent.jsonl", "no such file")):
+        with pytest.raises(TranscriptReadError) as err:
+            Transcript.open(target)
+        assert words in str(err.value) and str(target) in str(err.value)
+        with pytest.raises(TranscriptReadError):
+            project_file(target)
+        code, out = run("session", "stats", str(target))
+        assert code == EXIT.NOT_FOUND and words in out
+
+
+def test_unknown_leaf_is_an_error_not_a_silent_fallback(tmp_path: Path) -> None:
+    p = write(tmp_path, "l.jsonl", lines(HEADER, entry("a", None)))
+    code, out = run("session", "context", str(p), "--leaf", "zzzzzzzz", "--json")
+    assert code == EXIT.FAILED and "zzzzzzzz" in out
+
+
+def test_unknown_types_and_fields_are_kept_byte_for_byte(tmp_path: Path) -> None:
+    odd = '{"type":"reset","id":"r","parentId":"a","timestamp":"t","reason":"new","x":{"y":[1,2.50,"\\u00e9"]}}'
+    p = write(tmp_path, "k.jsonl", lines(HEADER, entry("a", None), odd))
+    with Transcript.open(p) as t:
+        e = t.entry("r")
+        assert e.raw == odd.encode()
+        assert e.data["x"] == {"y": [1, 2.5, "\u00e9"]}
+    assert project_file(p).context.messages[0]["content"] == "hi"
+
+
+def test_crlf_and_bom_are_read_as_pi_reads_them(tmp_path: Path) -> None:
+    data = b"\xef\xbb\xbf" + lines(HEADER, entry("a", None)).replace(b"\n", b"\r\n")
+    p = write(tmp_path, "w.jsonl", data)
+    assert [m["content"] for m in project_file(p).context.messages] == ["hi"]
+    with Transcript.open(p) as t:
+        assert t.session_id == "s-1" and len(t) == 1
+
+
+def test_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root reads files whatever their mode")
+    p = write(tmp_path, "r.jsonl", lines(HEADER))
+    p.chmod(0)
+    with pytest.raises(TranscriptReadError, match="permission"):
+        Transcript.open(p)

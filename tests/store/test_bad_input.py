@@ -120,7 +120,7 @@ def test_missing_parent_cuts_the_path(tmp_path: Path) -> None:
     p = write(tmp_path, "o.jsonl", lines(HEADER, entry("a", None), entry("b", "nowhere")))
     assert [m["content"] for m in project_file(p).context.messages] == ["hi"]
     code, out = run("session", "stats", str(p), "--json")
-    assert json.loads(out)["orphans"] == 1
+    assert code == 0 and json.loads(out)["orphans"] == 1
 
 
 @pytest.mark.parametrize(

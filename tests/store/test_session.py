@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import itertools
 import json
 import re
 import subprocess
@@ -88,7 +89,7 @@ def test_every_entry_type_in_pis_key_order(session: Session, session_path: Path)
     ids = [r["id"] for r in rows[1:]]
     assert all(re.fullmatch(r"[0-9a-f]{8}", i) for i in ids) and len(set(ids)) == len(ids)
     # Each entry's parent is the entry before it, except where a branch summary moved the leaf.
-    for prev, row in zip(rows[1:-1], rows[2:], strict=True):
+    for prev, row in itertools.pairwise(rows[1:]):
         if row["type"] != "branch_summary":
             assert row["parentId"] == prev["id"]
 

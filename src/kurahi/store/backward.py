@@ -111,9 +111,12 @@ class TailEntry:
         """The entry as Pi holds it in memory."""
         raw = self.raw
         try:
-            value, _ = decode_line(raw)
+            value, note = decode_line(raw)
         except ValueError:
-            value, _ = decode_line(js_whitespace_strip(raw.decode("utf-8", "replace")).encode("utf-8"))
+            value, note = decode_line(js_whitespace_strip(raw.decode("utf-8", "replace")).encode("utf-8"))
+        if note and (self.start, note) not in self._index._warnings:
+            # The skeleton decode skips most of a line, so some leniency shows only now.
+            self._index._warnings.append((self.start, note))
         if not isinstance(value, dict):
             return {}
         if self._index.rename_hook and value.get("type") == "message":

@@ -247,10 +247,15 @@ class Transcript:
             return override
         raw = self.raw_line(index)
         try:
-            value, _ = decode_line(raw)
+            value, note = decode_line(raw)
         except ValueError:
             # The scanner accepted this line only after trimming (a BOM, trailing spaces).
-            value, _ = decode_line(js_whitespace_strip(raw.decode("utf-8", "replace")).encode("utf-8"))
+            value, note = decode_line(js_whitespace_strip(raw.decode("utf-8", "replace")).encode("utf-8"))
+        if note:
+            # The skeleton decode skips most of a line, so some leniency shows only now.
+            warning = ScanWarning(self.line_of(index), note)
+            if warning not in self._scan.warnings:
+                self._scan.warnings.append(warning)
         if not isinstance(value, dict):
             return {}
         if self._rename_hook and value.get("type") == "message":

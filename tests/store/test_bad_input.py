@@ -201,10 +201,18 @@ def test_crlf_and_bom_are_read_as_pi_reads_them(tmp_path: Path) -> None:
         assert t.session_id == "s-1" and len(t) == 1
 
 
-def test_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root reads files whatever their mode")
+def test_unreadable_file_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     p = write(tmp_path, "r.jsonl", lines(HEADER))
-    p.chmod(0)
-    with pytest.raises(TranscriptReadError, match="permission"):
+    real_open = os.open
+
+    def deny(path: object, *args: object, **kwargs: object) -> int:
+        if Path(str(path)) == p:
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    # Tests run as root here, where a chmod 000 file is still readable: deny at the system call.
+    monkeypatch.setattr(os, "open", deny)
+    with pytest.raises(TranscriptReadError, match="permission denied"):
         Transcript.open(p)
+    with pytest.raises(TranscriptReadError, match="cannot open"):
+        project_file(p)

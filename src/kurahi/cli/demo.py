@@ -89,7 +89,7 @@ def demo(
             console.rule("[bold]4. Stats")
             stats_cmd(path, as_json=False)
             console.rule("[bold]5. Tree (linear runs collapsed)")
-            tree_cmd(path, full=False, as_json=False)
+            tree_cmd(path, full=False, expand=False, as_json=False)
             console.rule("[bold]6. Projection")
             started = time.perf_counter()
             result = project_file(path)

@@ -195,6 +195,7 @@ def repair(
 def tree(
     file: Path = FileArg,
     full: bool = typer.Option(False, "--full", help="Show every entry instead of collapsing linear runs."),
+    expand: bool = typer.Option(False, "--all", help="Expand side branches too (by default one line each)."),
     as_json: bool = typer.Option(False, "--json", help="Print Pi's getTree() shape (id, type, label, children)."),
 ) -> None:
     """Draw the entry tree: branch points, the leaf's path, compactions, labels."""
@@ -207,7 +208,7 @@ def tree(
             print_json([_node_json(n) for n in roots])
             return
         view = Tree(f"[bold]{escape(str(file))}[/] ({len(t)} entries)")
-        _draw(view, roots, on_path, full)
+        _draw(view, roots, on_path, full, expand)
     console.print(view)
 
 
@@ -253,14 +254,35 @@ def _describe(e: Entry, label: str | None, is_leaf: bool) -> str:
     return text
 
 
-def _interesting(n: TreeNode, on_path: set[int]) -> bool:
+def _interesting(n: TreeNode) -> bool:
     return bool(n.label) or n.entry.type in ("compaction", "branch_summary") or len(n.children) != 1
 
 
-def _draw(view: Tree, roots: list[TreeNode], on_path: set[int], full: bool) -> None:
+def _run_text(run: Counter[str]) -> str:
+    return f"[dim]… {sum(run.values())} entries ({', '.join(f'{v} {k}' for k, v in run.most_common())})[/]"
+
+
+def _subtree_sizes(roots: list[TreeNode]) -> dict[int, int]:
+    sizes: dict[int, int] = {}
+    order: list[TreeNode] = []
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(node.children)
+    for node in reversed(order):
+        sizes[node.entry.index] = 1 + sum(sizes[c.entry.index] for c in node.children)
+    return sizes
+
+
+def _draw(view: Tree, roots: list[TreeNode], on_path: set[int], full: bool, expand: bool) -> None:
+    """Draw chains flat; branch points open a nested level.
+
+    The child on the leaf's path continues at the same level, so the live history reads
+    top to bottom. Side branches are one summary line each unless ``expand``.
+    """
     leaf_index = max(on_path) if on_path else -1
-    # Each chain is drawn flat; only a branch point opens a nested level, and the child on
-    # the leaf's path continues at the same level so the live history reads top to bottom.
+    sizes = _subtree_sizes(roots) if not expand else {}
     stack: list[tuple[Tree, TreeNode]] = [(view, r) for r in reversed(roots)]
     while stack:
         parent, node = stack.pop()
@@ -269,14 +291,12 @@ def _draw(view: Tree, roots: list[TreeNode], on_path: set[int], full: bool) -> N
         while cur is not None:
             e = cur.entry
             is_leaf = e.index == leaf_index
-            if full or _interesting(cur, on_path) or is_leaf or e.index == node.entry.index:
+            if full or _interesting(cur) or is_leaf or cur is node:
                 if run:
-                    parent.add(
-                        f"[dim]… {sum(run.values())} entries ({', '.join(f'{v} {k}' for k, v in run.items())})[/]"
-                    )
+                    parent.add(_run_text(run))
                     run.clear()
-                style = "" if e.index in on_path else "dim "
-                parent.add(f"{'[' + style.strip() + ']' if style else ''}{_describe(e, cur.label, is_leaf)}")
+                text = _describe(e, cur.label, is_leaf)
+                parent.add(text if e.index in on_path else f"[dim]{text}[/]")
             else:
                 kind = e.type
                 if e.type == "message":
@@ -288,14 +308,19 @@ def _draw(view: Tree, roots: list[TreeNode], on_path: set[int], full: bool) -> N
                 cur = kids[0]
                 continue
             if run:
-                parent.add(f"[dim]… {sum(run.values())} entries ({', '.join(f'{v} {k}' for k, v in run.items())})[/]")
+                parent.add(_run_text(run))
                 run.clear()
             main = next((k for k in kids if k.entry.index in on_path), None)
-            for k in reversed(kids):
+            for k in kids:
                 if k is main:
                     continue
-                branch = parent.add(f"[dim]branch at {escape(str(cur.entry.id))}[/]")
-                stack.append((branch, k))
+                if expand:
+                    stack.append((parent.add(f"[dim]branch at {escape(str(cur.entry.id))}[/]"), k))
+                else:
+                    parent.add(
+                        f"[dim]⎇ side branch at {escape(str(cur.entry.id))}: {sizes[k.entry.index]} entries "
+                        f"from {escape(str(k.entry.id))}[/]"
+                    )
             cur = main
 
 

@@ -5,10 +5,36 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import msgspec
+
 from kurahi.jsvalues import MISSING
 from kurahi.store.transcript import LEAF_MARKER_TYPE, Transcript
 
 __all__ = ["transcript_stats"]
+
+
+class _RoleOnly(msgspec.Struct):
+    message: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _Role(msgspec.Struct):
+    role: Any = None
+
+
+_role_decode = msgspec.json.Decoder(_RoleOnly).decode
+_inner_decode = msgspec.json.Decoder(_Role).decode
+
+
+def _role_of(t: Transcript, index: int) -> str:
+    # Decoding just the role skips building the message's content (most of the bytes).
+    try:
+        role = _inner_decode(_role_decode(t.raw_line(index)).message).role
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        msg = t.entry_at(index).data.get("message")
+        role = msg.get("role") if isinstance(msg, dict) else None
+    if role == "hookMessage" and t.migrated_from is not None:
+        role = "custom"
+    return role if isinstance(role, str) else "(none)"
 
 
 def transcript_stats(t: Transcript) -> dict[str, Any]:
@@ -41,9 +67,7 @@ def transcript_stats(t: Transcript) -> dict[str, Any]:
     markers = 0
     for i, sk in enumerate(skeletons):
         if sk.type == "message":
-            msg = t.entry_at(i).data.get("message")
-            role = msg.get("role") if isinstance(msg, dict) else None
-            roles[role if isinstance(role, str) else "(none)"] += 1
+            roles[_role_of(t, i)] += 1
         elif sk.type == "custom" and t.entry_at(i).data.get("customType") == LEAF_MARKER_TYPE:
             markers += 1
     leaf = t.leaf_id

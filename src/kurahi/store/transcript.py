@@ -8,6 +8,7 @@ labels, a tree view). Raw lines stay byte-identical for copying.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import stat
@@ -230,7 +231,7 @@ class Transcript:
             lines = self._chunk_cache.get(offset)
             if lines is None:
                 lines = self._read(offset, length).split(b"\n")
-                if len(self._chunk_cache) >= 16:
+                if len(self._chunk_cache) >= 64:
                     self._chunk_cache.pop(next(iter(self._chunk_cache)))
                 self._chunk_cache[offset] = lines
             return lines[pos]
@@ -490,6 +491,15 @@ class Transcript:
 
     def tree(self) -> list[TreeNode]:
         """The whole tree as Pi's ``getTree()``: roots in file order, children oldest first."""
+        gc_was_enabled = gc.isenabled()
+        gc.disable()  # hundreds of thousands of nodes, no cycles among them
+        try:
+            return self._tree()
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def _tree(self) -> list[TreeNode]:
         labels = self.labels()
         nodes: dict[Any, TreeNode] = {}
         order: list[tuple[Any, Skeleton]] = []
@@ -525,11 +535,24 @@ class Transcript:
 
     def timestamp_ms(self, index: int) -> int | float | None:
         """``new Date(entry.timestamp).getTime()`` for entry ``index`` (``None`` for NaN)."""
+        if index not in self._overrides:
+            try:
+                stamp = _timestamp_decode(self.raw_line(index)).timestamp
+                return date_ms(MISSING if stamp is msgspec.UNSET else stamp)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                pass
         return date_ms(self._materialize(index).get("timestamp", MISSING))
 
     def path_entries(self, indices: Sequence[int]) -> list[Entry]:
         """Entries for a list of indices."""
         return [Entry(self, i) for i in indices]
+
+
+class _Stamp(msgspec.Struct):
+    timestamp: Any = msgspec.UNSET
+
+
+_timestamp_decode = msgspec.json.Decoder(_Stamp).decode
 
 
 class _SortKey:

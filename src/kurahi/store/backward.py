@@ -167,6 +167,7 @@ class BackwardIndex:
         self._chunks: list[_Chunk] = []
         self._by_id: dict[Any, int] = {}
         self._entries: dict[int, TailEntry] = {}
+        self._duplicates = False  # once an id repeats, insert line by line (nearest the end wins)
         self.count = 0
         self._warnings: list[tuple[int, str]] = []
 
@@ -294,13 +295,25 @@ class BackwardIndex:
         ids = [sk.id if type(sk.id) is str else id_key(sk.id) for sk in chunk.sks]
         ordinals = range(chunk.base + n - 1, chunk.base - 1, -1)
         by_id = self._by_id
-        if by_id.keys().isdisjoint(ids):
-            # Within the chunk a later line overrides an earlier one, as Pi's byId does.
-            by_id.update(zip(ids, ordinals, strict=True))
-        else:
-            for key, ordinal in zip(reversed(ids), reversed(ordinals), strict=True):
-                by_id.setdefault(key, ordinal)
         self.count += n
+        if not self._duplicates:
+            # Fast path: insert the whole chunk (within it a later line overrides an earlier
+            # one, as in Pi's byId). If the size did not grow by n, some id was seen before:
+            # then the line nearer the end of the file must win, so rebuild once, carefully.
+            before = len(by_id)
+            by_id.update(zip(ids, ordinals, strict=True))
+            if len(by_id) == before + n:
+                return
+            self._duplicates = True
+            by_id.clear()
+            for c in self._chunks:
+                c_ids = [sk.id if type(sk.id) is str else id_key(sk.id) for sk in c.sks]
+                c_ord = range(c.base + len(c.sks) - 1, c.base - 1, -1)
+                for key, ordinal in zip(reversed(c_ids), reversed(c_ord), strict=True):
+                    by_id.setdefault(key, ordinal)
+            return
+        for key, ordinal in zip(reversed(ids), reversed(ordinals), strict=True):
+            by_id.setdefault(key, ordinal)
 
     def _careful_chunk(self, data: bytes, body_start: int) -> None:
         lines = data.split(b"\n")

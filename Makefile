@@ -34,6 +34,8 @@ demo: install
 
 bench: install peer
 	$(BIN)/python benchmarks/open_project.py
+	$(BIN)/python benchmarks/append_rate.py
+	$(BIN)/python benchmarks/crash_append.py --rounds 200
 
 clean:
 	rm -rf $(VENV) .peer .pytest_cache .mypy_cache .ruff_cache

@@ -166,7 +166,8 @@ class Chunk(NamedTuple):
     """A run of lines read together.
 
     In a *dense* chunk every line is an entry, so entry ``first + k`` is line ``k`` of the
-    chunk and no per-entry offsets need storing.
+    chunk and no per-entry offsets need storing; entries of other chunks have exact spans
+    in :attr:`ScanResult.spans`.
     """
 
     first: int
@@ -177,7 +178,6 @@ class Chunk(NamedTuple):
     """Bytes of whole lines in the chunk, newlines included."""
     line: int
     """Line number of the chunk's first line."""
-    dense: bool
 
 
 @dataclass(slots=True)
@@ -201,8 +201,6 @@ class ScanResult:
     ends_with_newline: bool = True
     torn_tail: tuple[int, int] | None = None
     """``(line, offset)`` of a last line that has no newline and does not parse."""
-    line_count: int = 0
-    """Lines seen (blank and bad ones included)."""
 
     def locate(self, index: int) -> tuple[int, int, int]:
         """``(chunk offset, chunk bytes, position in chunk)`` or ``(offset, length, -1)``."""
@@ -222,7 +220,7 @@ class ScanResult:
         return self.chunks[k].line + index - self.chunks[k].first
 
 
-def _iter_chunks(read: Reader, size: int, start: int = 0) -> Iterator[tuple[int, bytes]]:
+def _iter_chunks(read: Reader, size: int) -> Iterator[tuple[int, bytes]]:
     """Yield ``(offset, data)``: whole lines (newline-terminated), the final piece may lack one.
 
     Chunks are small on purpose: splitting 110 MB at once spends most of its time on page
@@ -231,8 +229,8 @@ def _iter_chunks(read: Reader, size: int, start: int = 0) -> Iterator[tuple[int,
     """
     pending: list[bytes] = []
     pending_len = 0
-    offset = start
-    pos = start
+    offset = 0
+    pos = 0
     while pos < size:
         chunk = read(pos, min(_CHUNK, size - pos))
         if not chunk:
@@ -276,31 +274,22 @@ class _State:
         self.tail: tuple[Skeleton, int, int, int] | None = None
 
 
-def scan(read: Reader, size: int, *, start: int = 0, segment: bool = False) -> ScanResult:
-    """Scan ``size`` bytes obtained through ``read(offset, length)`` into a skeleton index.
-
-    Args:
-        read: how to reach the bytes.
-        size: where the bytes end.
-        start: where to begin (a line start).
-        segment: scan a part after the header (entry indices and line numbers then count
-            from the start of the part; see :func:`scan_file`).
-    """
+def scan(read: Reader, size: int) -> ScanResult:
+    """Scan ``size`` bytes obtained through ``read(offset, length)`` into a skeleton index."""
     res = ScanResult(size=size)
     st = _State()
-    st.header_done = segment
     skeletons = res.skeletons
     by_id = res.by_id
     chunks = res.chunks
     gc_was_enabled = gc.isenabled()
     gc.disable()  # 200k small allocations: generational GC passes would cost more than the decode
     try:
-        for offset, data in _iter_chunks(read, size, start):
+        for offset, data in _iter_chunks(read, size):
             if st.header_done and st.tail is None:
                 sks = decode_dense(data)
                 if sks is not None:
                     n = len(sks)
-                    chunks.append(Chunk(st.idx, offset, len(data), st.line_no + 1, True))
+                    chunks.append(Chunk(st.idx, offset, len(data), st.line_no + 1))
                     skeletons.extend(sks)
                     by_id.update(zip(map(_get_id, sks), range(st.idx, st.idx + n), strict=True))
                     st.idx += n
@@ -309,11 +298,10 @@ def scan(read: Reader, size: int, *, start: int = 0, segment: bool = False) -> S
             lines = data.split(b"\n")
             if lines[-1] == b"":
                 lines.pop()
-            chunks.append(Chunk(st.idx, offset, len(data), st.line_no + 1, False))
+            chunks.append(Chunk(st.idx, offset, len(data), st.line_no + 1))
             if not _careful_chunk(res, st, lines, offset, size):
                 return res
-        res.line_count = st.line_no
-        if st.tail is not None and (res.header is not None or segment):
+        if st.tail is not None and res.header is not None:
             sk, start, length, ln = st.tail
             res.warnings = [w for w in res.warnings if w.line != ln]
             res.warnings.append(ScanWarning(ln, "trailing Unicode whitespace trimmed, as Pi trims the file"))

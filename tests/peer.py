@@ -52,7 +52,8 @@ class PiPeer:
             env=self.env,
             check=True,
         )
-        return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+        # Split on "\n" only: JSON.stringify leaves U+2028/U+2029/U+0085 raw, and splitlines() splits on them.
+        return [json.loads(line) for line in out.stdout.split("\n") if line.strip()]
 
     def write(self, out: Path, script: Any) -> dict[str, Any]:
         """``pi_write.mjs --json``: let Pi's SessionManager write a file from a script of operations."""

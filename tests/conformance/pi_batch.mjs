@@ -2,14 +2,19 @@
 // Reads one file path per line on stdin; prints one JSON line per file:
 // {"file", "leafId", "leafIdUndefined"?, "messages", "thinkingLevel", "model"} or {"file", "error"}.
 // Each file is opened through a private copy (Pi may rewrite what it opens).
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
 const pkg = resolve(process.env.PI_PKG ?? ".peer/node_modules/@mariozechner/pi-coding-agent");
-const { SessionManager } = await import(pathToFileURL(join(pkg, "dist", "index.js")).href);
-const files = readFileSync(0, "utf8").split("\n").filter((l) => l.trim());
+// session-manager.js is where index.js takes SessionManager from, without the rest (3-4 s).
+const { SessionManager } = await import(pathToFileURL(join(pkg, "dist", "core", "session-manager.js")).href);
+// Read stdin as a stream: readFileSync(0) fails with EAGAIN on a large non-blocking pipe.
+let input = "";
+process.stdin.setEncoding("utf8");
+for await (const chunk of process.stdin) input += chunk;
+const files = input.split("\n").filter((l) => l.trim());
 const work = mkdtempSync(join(tmpdir(), "pi-batch-"));
 try {
 	for (const [i, file] of files.entries()) {

@@ -21,7 +21,7 @@ from kurahi.errors import KurahiError
 from kurahi.jsvalues import MISSING
 from kurahi.store.repair import repair_torn_tail
 from kurahi.store.stats import transcript_stats
-from kurahi.store.transcript import LEAF_MARKER_TYPE, Entry, Transcript, TreeNode
+from kurahi.store.transcript import Entry, Transcript, TreeNode, is_leaf_marker
 
 __all__ = ["app"]
 
@@ -244,7 +244,7 @@ def _describe(e: Entry, label: str | None, is_leaf: bool) -> str:
         kind = "[magenta]compaction[/]"
     elif e.type == "branch_summary":
         kind = "[blue]branch summary[/]"
-    elif e.type == "custom" and e.data.get("customType") == LEAF_MARKER_TYPE:
+    elif is_leaf_marker(e.type, e.data, e.parent_id):
         kind = "[cyan]leaf marker[/]"
     text = f"[dim]{escape(str(e.id))}[/] {kind}{extra}"
     if label:

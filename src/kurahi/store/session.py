@@ -34,7 +34,7 @@ from kurahi.store import fsio
 from kurahi.store.fsio import FsyncPolicy
 from kurahi.store.ids import entry_id, iso_now, session_id
 from kurahi.store.locks import FileLock
-from kurahi.store.transcript import LEAF_MARKER_TYPE, Transcript
+from kurahi.store.transcript import LEAF_MARKER_TYPE, Transcript, is_leaf_marker
 
 __all__ = ["CURRENT_VERSION", "Session"]
 
@@ -335,6 +335,8 @@ class Session:
 
     def append_custom(self, custom_type: str, data: Any = MISSING) -> str:
         """Append a ``custom`` entry (extension state; never sent to the model)."""
+        if custom_type == LEAF_MARKER_TYPE:
+            raise UsageError(f"customType {LEAF_MARKER_TYPE!r} is reserved for leaf moves; use Session.branch()")
         return self._append(
             lambda i, p, ts: _present(
                 [
@@ -464,7 +466,7 @@ def _append_position(t: Transcript) -> str | None:
     if not len(t):
         return None
     last = t.entry_at(len(t) - 1)
-    if last.type == "custom" and last.data.get("customType") == LEAF_MARKER_TYPE:
+    if is_leaf_marker(last.type, last.data, last.parent_id):
         target = last.parent_id
         return target if isinstance(target, str) else None
     leaf = last.id

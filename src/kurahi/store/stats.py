@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from kurahi.jsvalues import MISSING
-from kurahi.store.transcript import LEAF_MARKER_TYPE, Transcript
+from kurahi.store.transcript import Transcript, is_leaf_marker
 
 __all__ = ["transcript_stats"]
 
@@ -68,7 +68,7 @@ def transcript_stats(t: Transcript) -> dict[str, Any]:
     for i, sk in enumerate(skeletons):
         if sk.type == "message":
             roles[_role_of(t, i)] += 1
-        elif sk.type == "custom" and t.entry_at(i).data.get("customType") == LEAF_MARKER_TYPE:
+        elif sk.type == "custom" and is_leaf_marker(sk.type, t.entry_at(i).data, t.entry_at(i).parent_id):
             markers += 1
     leaf = t.leaf_id
     path_len = 0

@@ -34,10 +34,18 @@ from kurahi.store.scan import (
     scan,
 )
 
-__all__ = ["Entry", "Transcript", "TreeNode"]
+__all__ = ["LEAF_MARKER_TYPE", "Entry", "Transcript", "TreeNode", "is_leaf_marker"]
 
 LEAF_MARKER_TYPE = "kurahi.leaf"
 """``customType`` of the ``custom`` entry Kurahi appends to persist a leaf move."""
+
+
+def is_leaf_marker(entry_type: Any, data: dict[str, Any], parent_id: Any) -> bool:
+    """Whether an entry is a durable leaf move written by :meth:`Session.branch`."""
+    if entry_type != "custom" or data.get("customType") != LEAF_MARKER_TYPE:
+        return False
+    payload = data.get("data")
+    return isinstance(payload, dict) and list(payload) == ["leafId"] and payload["leafId"] == parent_id
 
 
 def _u(value: Any) -> Any:

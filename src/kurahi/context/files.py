@@ -10,11 +10,11 @@ from typing import Any
 from kurahi.context.project import SessionContext, project_from_leaf
 from kurahi.errors import EntryNotFoundError, TranscriptReadError
 from kurahi.jsvalues import MISSING
-from kurahi.store.backward import BackwardIndex, read_header
+from kurahi.store.backward import BackwardIndex, OverBudget, read_header
 from kurahi.store.scan import ScanWarning, file_reader
 from kurahi.store.transcript import Transcript
 
-__all__ = ["FileContext", "project_file"]
+__all__ = ["BACKWARD_BUDGET", "FileContext", "project_file"]
 
 
 class FileContext:
@@ -78,17 +78,33 @@ def project_file(path: str | os.PathLike[str], leaf_id: str | None = None) -> Fi
         version = _js_version(header.get("version", MISSING))
         if version is not None and version < 2:
             return _project_full(p, leaf_id)
-        index = BackwardIndex(read, st.st_size, stop=stop, rename_hook=version is not None and version < 3, name=str(p))
-        if leaf_id is not None:
-            leaf = index.lookup(leaf_id)
-            if leaf is None:
-                raise EntryNotFoundError(leaf_id, path=p)
-        else:
-            leaf = index.last_entry()
-        ctx = project_from_leaf(index.walk_up(leaf), leaf.id) if leaf is not None else project_from_leaf([], None)
+        index = BackwardIndex(
+            read,
+            st.st_size,
+            stop=stop,
+            rename_hook=version is not None and version < 3,
+            name=str(p),
+            budget=max(BACKWARD_BUDGET, st.st_size // 50),
+        )
+        try:
+            if leaf_id is not None:
+                leaf = index.lookup(leaf_id)
+                if leaf is None:
+                    raise EntryNotFoundError(leaf_id, path=p)
+            else:
+                leaf = index.last_entry()
+            ctx = project_from_leaf(index.walk_up(leaf), leaf.id) if leaf else project_from_leaf([], None)
+        except OverBudget:
+            # The path reaches far up the file (a thinking level set at the root, a
+            # compaction long ago): one full scan on every core beats reading backwards.
+            return _project_full(p, leaf_id)
         return FileContext(ctx, head_warnings + index.warnings(), index.count, str(header["id"]))
     finally:
         os.close(fd)
+
+
+BACKWARD_BUDGET = 4 * 1024 * 1024
+"""Bytes the backward reader may read (or 2% of the file, if more) before a full scan takes over."""
 
 
 def _project_full(path: Path, leaf_id: str | None) -> FileContext:

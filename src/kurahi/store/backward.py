@@ -37,7 +37,7 @@ from kurahi.store.scan import (
     id_key,
 )
 
-__all__ = ["BackwardIndex", "TailEntry", "read_header"]
+__all__ = ["BackwardIndex", "OverBudget", "TailEntry", "read_header"]
 
 _BACK_CHUNK = 64 * 1024
 
@@ -86,6 +86,10 @@ def read_header(read: Reader, size: int, *, name: str) -> tuple[dict[str, Any], 
         '(an object with "type": "session" and a string "id"); Pi would overwrite the file',
         path=name,
     )
+
+
+class OverBudget(Exception):
+    """The backward reader went past its budget: the answer lies far from the end."""
 
 
 class TailEntry:
@@ -154,11 +158,23 @@ class BackwardIndex:
         stop: offset just after the header line; nothing above it is read.
         rename_hook: apply the v2 -> v3 ``hookMessage`` rename when decoding (files below v3).
         name: the file's name, for error messages.
+        budget: bytes to read at most; beyond it :class:`OverBudget` is raised (a caller
+            that would read the whole file anyway does better with a full index).
     """
 
-    def __init__(self, read: Reader, size: int, *, stop: int, rename_hook: bool = False, name: str = "") -> None:
+    def __init__(
+        self,
+        read: Reader,
+        size: int,
+        *,
+        stop: int,
+        rename_hook: bool = False,
+        name: str = "",
+        budget: int | None = None,
+    ) -> None:
         self.read = read
         self.name = name
+        self._budget = budget
         self.size = size
         self.rename_hook = rename_hook
         self._stop = stop
@@ -258,6 +274,8 @@ class BackwardIndex:
 
     def _read_back(self) -> None:
         end = self._pos
+        if self._budget is not None and self.size - end > self._budget:
+            raise OverBudget(self.size - end)
         span = _BACK_CHUNK
         while True:
             start = max(self._stop, end - span)

@@ -79,6 +79,7 @@ _BOGUS = Skeleton()
 _skeleton_decode = msgspec.json.Decoder(Skeleton).decode
 _dense_decode = msgspec.json.Decoder(_PlainSkeleton).decode
 _get_id = attrgetter("id")
+_get_type = attrgetter("type")
 
 
 def decode_dense(data: bytes) -> list[Any] | None:
@@ -87,16 +88,16 @@ def decode_dense(data: bytes) -> list[Any] | None:
     Returns ``None`` when anything needs the careful path: a blank or damaged line, a
     header, a non-string id. The skeletons share :class:`Skeleton`'s attributes.
     """
-    if b'"session"' in data:
-        return None
     lines = data.split(b"\n")
     if lines[-1] == b"":
         lines.pop()
     decode = _dense_decode
     try:
-        return [decode(line) for line in lines]
+        sks = [decode(line) for line in lines]
     except _DECODE_ERRORS:
         return None
+    # A header in the middle of a file is ignored with a warning: the careful path does that.
+    return None if "session" in map(_get_type, sks) else sks
 
 
 _any_decode = msgspec.json.Decoder().decode
@@ -187,8 +188,6 @@ class ScanResult:
     header: dict[str, Any] | None = None
     header_line: int = 0
     skeletons: list[Skeleton] = field(default_factory=list)
-    by_id: dict[Any, int] = field(default_factory=dict)
-    """Entry index by id key (see :func:`id_key`); a later line wins, as in Pi."""
     chunks: list[Chunk] = field(default_factory=list)
     spans: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     """``(offset, length, line)`` of entries outside dense chunks."""
@@ -201,6 +200,8 @@ class ScanResult:
     ends_with_newline: bool = True
     torn_tail: tuple[int, int] | None = None
     """``(line, offset)`` of a last line that has no newline and does not parse."""
+    line_count: int = 0
+    """Lines seen, blank and damaged ones included."""
 
     def locate(self, index: int) -> tuple[int, int, int]:
         """``(chunk offset, chunk bytes, position in chunk)`` or ``(offset, length, -1)``."""
@@ -220,7 +221,7 @@ class ScanResult:
         return self.chunks[k].line + index - self.chunks[k].first
 
 
-def _iter_chunks(read: Reader, size: int) -> Iterator[tuple[int, bytes]]:
+def _iter_chunks(read: Reader, size: int, start: int = 0) -> Iterator[tuple[int, bytes]]:
     """Yield ``(offset, data)``: whole lines (newline-terminated), the final piece may lack one.
 
     Chunks are small on purpose: splitting 110 MB at once spends most of its time on page
@@ -229,8 +230,8 @@ def _iter_chunks(read: Reader, size: int) -> Iterator[tuple[int, bytes]]:
     """
     pending: list[bytes] = []
     pending_len = 0
-    offset = 0
-    pos = 0
+    offset = start
+    pos = start
     while pos < size:
         chunk = read(pos, min(_CHUNK, size - pos))
         if not chunk:
@@ -274,24 +275,31 @@ class _State:
         self.tail: tuple[Skeleton, int, int, int] | None = None
 
 
-def scan(read: Reader, size: int) -> ScanResult:
-    """Scan ``size`` bytes obtained through ``read(offset, length)`` into a skeleton index."""
+def scan(read: Reader, size: int, *, start: int = 0, segment: bool = False) -> ScanResult:
+    """Scan ``size`` bytes obtained through ``read(offset, length)`` into a skeleton index.
+
+    Args:
+        read: how to reach the bytes.
+        size: where the bytes end.
+        start: where to begin (a line start).
+        segment: the bytes are a part after the header: entry indices and line numbers
+            count from the start of the part (see :mod:`kurahi.store.parallel`).
+    """
     res = ScanResult(size=size)
     st = _State()
+    st.header_done = segment
     skeletons = res.skeletons
-    by_id = res.by_id
     chunks = res.chunks
     gc_was_enabled = gc.isenabled()
     gc.disable()  # 200k small allocations: generational GC passes would cost more than the decode
     try:
-        for offset, data in _iter_chunks(read, size):
+        for offset, data in _iter_chunks(read, size, start):
             if st.header_done and st.tail is None:
                 sks = decode_dense(data)
                 if sks is not None:
                     n = len(sks)
                     chunks.append(Chunk(st.idx, offset, len(data), st.line_no + 1))
                     skeletons.extend(sks)
-                    by_id.update(zip(map(_get_id, sks), range(st.idx, st.idx + n), strict=True))
                     st.idx += n
                     st.line_no += n
                     continue
@@ -301,7 +309,8 @@ def scan(read: Reader, size: int) -> ScanResult:
             chunks.append(Chunk(st.idx, offset, len(data), st.line_no + 1))
             if not _careful_chunk(res, st, lines, offset, size):
                 return res
-        if st.tail is not None and res.header is not None:
+        res.line_count = st.line_no
+        if st.tail is not None and (res.header is not None or segment):
             sk, start, length, ln = st.tail
             res.warnings = [w for w in res.warnings if w.line != ln]
             res.warnings.append(ScanWarning(ln, "trailing Unicode whitespace trimmed, as Pi trims the file"))
@@ -354,8 +363,6 @@ def _careful_chunk(res: ScanResult, st: _State, lines: list[bytes], offset: int,
 def _add(res: ScanResult, st: _State, sk: Skeleton, start: int, length: int, line_no: int) -> None:
     res.skeletons.append(sk)
     res.spans[st.idx] = (start, length, line_no)
-    key = sk.id
-    res.by_id[key if type(key) is str else id_key(key)] = st.idx
     st.idx += 1
 
 

@@ -49,7 +49,7 @@ def transcript_stats(t: Transcript) -> dict[str, Any]:
     children: Counter[Any] = Counter()
     roots = 0
     orphans = 0
-    by_id = t._scan.by_id
+    by_id = t._ids.as_dict()
     for sk in skeletons:
         types[sk.type if isinstance(sk.type, str) else "(none)"] += 1
         pid = sk.parentId

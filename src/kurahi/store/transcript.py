@@ -22,6 +22,8 @@ import msgspec
 
 from kurahi.errors import EntryNotFoundError, NotASessionError, ParentCycleError, TranscriptReadError
 from kurahi.jsvalues import MISSING, date_ms, js_truthy, js_whitespace_strip
+from kurahi.store.idindex import IdIndex
+from kurahi.store.parallel import scan_file
 from kurahi.store.scan import (
     Reader,
     ScanResult,
@@ -115,7 +117,7 @@ class Transcript:
         self._fd = fd
         self._read = read
         try:
-            result = scan(read, size)
+            result = scan_file(fd, size) if fd is not None else scan(read, size)
         except BaseException:
             self.close()
             raise
@@ -132,6 +134,7 @@ class Transcript:
             )
         self.header: dict[str, Any] = result.header
         self._skeletons: list[Skeleton] = result.skeletons
+        self._ids = IdIndex(self._skeletons)
         self._overrides: dict[int, dict[str, Any]] = {}
         self._chunk_cache: dict[int, list[bytes]] = {}
         self._rename_hook = False
@@ -329,7 +332,7 @@ class Transcript:
             Skeleton(type=d.get("type", msgspec.UNSET), id=d["id"], parentId=d["parentId"])
             for d in (self._overrides[i] for i in range(len(positions)))
         ]
-        self._scan.by_id = {sk.id: i for i, sk in enumerate(self._skeletons)}
+        self._ids = IdIndex(self._skeletons)
 
     def _v1_id(self, line: int, used: set[str]) -> str:
         n = 0
@@ -358,8 +361,7 @@ class Transcript:
 
     def index_of(self, entry_id: Any) -> int | None:
         """Position of the entry Pi finds for ``entry_id`` (the later line wins), or ``None``."""
-        key = entry_id if type(entry_id) is str else id_key(msgspec.UNSET if entry_id is MISSING else entry_id)
-        return self._scan.by_id.get(key)
+        return self._ids.get(msgspec.UNSET if entry_id is MISSING else entry_id)
 
     def entry(self, entry_id: Any) -> Entry:
         """The entry with ``entry_id``.
@@ -385,7 +387,7 @@ class Transcript:
         want = id_key(entry_id) if entry_id is not None else ("null",)
         out: list[Entry] = []
         seen: set[int] = set()
-        for idx in self._scan.by_id.values():
+        for idx in self._ids.values():
             sk = self._skeletons[idx]
             pid = sk.parentId
             if pid is msgspec.UNSET:
@@ -401,7 +403,14 @@ class Transcript:
         Raises:
             ParentCycleError: the parent chain loops (Pi would hang here).
         """
-        by_id = self._scan.by_id
+        out = self._walk(leaf_index)
+        found = {sk.id for sk in map(self._skeletons.__getitem__, out[:-1]) if type(sk.id) is str}
+        if not self._ids.confirm_unique(found):
+            out = self._walk(leaf_index)  # an id on the path repeats: walk again by the dict
+        return out
+
+    def _walk(self, leaf_index: int) -> list[int]:
+        ids = self._ids
         skeletons = self._skeletons
         out = [leaf_index]
         seen = {leaf_index}
@@ -410,7 +419,7 @@ class Transcript:
             pid = current.parentId
             if pid is msgspec.UNSET or not (pid if type(pid) is str else js_truthy(pid)):
                 break
-            nxt = by_id.get(pid if type(pid) is str else id_key(pid))
+            nxt = ids.get(pid, near=out[-1])
             if nxt is None:
                 break
             if nxt in seen:
@@ -440,7 +449,7 @@ class Transcript:
 
     def find_cycles(self) -> list[list[str]]:
         """Every parent cycle in the file (each reported once), for diagnostics."""
-        by_id = self._scan.by_id
+        by_id = self._ids.as_dict()
         state: dict[int, int] = {}
         cycles: list[list[str]] = []
         for start in by_id.values():

@@ -1,0 +1,145 @@
+"""Pi's ``byId``: the index of the *last* entry line carrying each id, built lazily.
+
+A dict of 200k fresh strings costs as much as a third of the whole scan, and a path walk
+needs only a few hundred lookups, nearly all of them for the entry just before the one
+asking. So when every id is a string of one length, the ids are joined into one string
+and a walk searches it backwards from where it stands; afterwards it confirms that the
+ids it found occur once (then the nearest occurrence is the last one, Pi's answer). A
+caller doing many unrelated lookups, a file with odd ids, or a repeated id on the path
+gets a real dict instead. Both answer the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from operator import attrgetter
+from typing import Any
+
+from kurahi.store.scan import id_key
+
+__all__ = ["IdIndex"]
+
+_SEP = "\x00"
+_get_id = attrgetter("id")
+_DICT_AFTER = 64
+"""Lookups without a position hint after which a dict pays for itself."""
+
+
+class IdIndex:
+    """Map ids to entry positions as Pi's ``byId`` does (a later line wins).
+
+    Args:
+        skeletons: the entries in file order (anything with an ``id`` attribute;
+            ``msgspec.UNSET`` for an entry without one).
+    """
+
+    def __init__(self, skeletons: Sequence[Any]) -> None:
+        self._sks = skeletons
+        self._dict: dict[Any, int] | None = None
+        self._blob: str | None = None
+        self._ids: list[str] | None = None
+        self._width = 0
+        self._far_lookups = 0
+        self._tried_blob = False
+
+    # -- building -----------------------------------------------------------------------
+
+    def as_dict(self) -> dict[Any, int]:
+        """The full mapping (id key -> position), built on first use."""
+        if self._dict is None:
+            ids = list(map(_get_id, self._sks))
+            if all(type(k) is str for k in ids):
+                self._dict = dict(zip(ids, range(len(ids)), strict=True))
+            else:
+                self._dict = {k if type(k) is str else id_key(k): i for i, k in enumerate(ids)}
+            self._blob = None
+            self._ids = None
+        return self._dict
+
+    def _try_blob(self) -> bool:
+        self._tried_blob = True
+        ids = list(map(_get_id, self._sks))
+        if not ids or set(map(type, ids)) != {str}:
+            return False
+        width = len(ids[0])
+        if width == 0 or min(map(len, ids)) != width or max(map(len, ids)) != width:
+            return False
+        blob = _SEP + _SEP.join(ids) + _SEP
+        if blob.count(_SEP) != len(ids) + 1:  # an id holding the separator itself
+            return False
+        self._ids, self._blob, self._width = ids, blob, width
+        return True
+
+    def confirm_unique(self, found: set[str]) -> bool:
+        """Whether each of ``found`` occurs once; if not, switch to the dict for good.
+
+        The blob search answers with the occurrence nearest the asker. That is Pi's answer
+        (the last one in the file) exactly when the id occurs once: checking the few ids a
+        walk found is much cheaper than proving every id unique up front.
+        """
+        if self._blob is None or self._ids is None:
+            return True
+        hits = sum(1 for _ in filter(found.__contains__, self._ids))
+        if hits == len(found):
+            return True
+        self.as_dict()
+        return False
+
+    def invalidate(self) -> None:
+        """Forget what was built (after the entries changed)."""
+        self._dict = None
+        self._blob = None
+        self._ids = None
+        self._tried_blob = False
+        self._far_lookups = 0
+
+    # -- lookups ------------------------------------------------------------------------
+
+    def get(self, entry_id: Any, near: int | None = None) -> int | None:
+        """Position of the last entry with ``entry_id``, or ``None``.
+
+        Args:
+            entry_id: the id (``MISSING``/``UNSET`` for entries without one).
+            near: a position the answer is probably just before (a child's), to search from.
+        """
+        if self._dict is None and type(entry_id) is str:
+            if not self._tried_blob:
+                self._try_blob()
+            if self._blob is not None and (near is not None or self._far_lookups < _DICT_AFTER):
+                return self._blob_get(entry_id, near)
+        key = entry_id if type(entry_id) is str else id_key(entry_id)
+        return self.as_dict().get(key)
+
+    def _blob_get(self, entry_id: str, near: int | None) -> int | None:
+        blob = self._blob
+        assert blob is not None
+        if len(entry_id) != self._width or _SEP in entry_id:
+            return None
+        token = _SEP + entry_id + _SEP
+        step = self._width + 1
+        if near is None:
+            # From the end: the last occurrence, Pi's answer, whatever repeats.
+            self._far_lookups += 1
+            pos = blob.rfind(token)
+        else:
+            # Nearest the asker first; a walk confirms afterwards that what it found is
+            # unique (confirm_unique), which makes this Pi's answer too.
+            split = min(near, len(self._sks)) * step + 1
+            pos = blob.rfind(token, 0, split + self._width)
+            if pos < 0:
+                pos = blob.find(token, split - 1)
+        return None if pos < 0 else pos // step
+
+    def __contains__(self, entry_id: object) -> bool:
+        return self.get(entry_id) is not None
+
+    def __len__(self) -> int:
+        return len(self.as_dict())
+
+    def values(self) -> Iterator[int]:
+        """Positions, in the order each id first appeared (as a JS ``Map`` iterates)."""
+        return iter(self.as_dict().values())
+
+    def keys(self) -> Iterator[Any]:
+        """Id keys (see :func:`kurahi.store.scan.id_key`), first appearance order."""
+        return iter(self.as_dict().keys())

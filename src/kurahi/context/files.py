@@ -103,7 +103,7 @@ def project_file(path: str | os.PathLike[str], leaf_id: str | None = None) -> Fi
         os.close(fd)
 
 
-BACKWARD_BUDGET = 4 * 1024 * 1024
+BACKWARD_BUDGET = 1024 * 1024
 """Bytes the backward reader may read (or 2% of the file, if more) before a full scan takes over."""
 
 

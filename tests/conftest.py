@@ -18,6 +18,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if PI_MISSING:
         terminalreporter.write_line(f"!!! {PI_MISSING} !!!", red=True, bold=True)
+    else:
+        terminalreporter.write_line(f"Pi conformance checked against {PI_PKG}")
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import typer
 
 from kurahi import __version__
 from kurahi.cli import demo as demo_cmd
+from kurahi.cli import lineage as lineage_cmd
 from kurahi.cli import session as session_cmd
 from kurahi.cli import sessions as sessions_cmd
 
@@ -20,6 +21,7 @@ app = typer.Typer(
 )
 app.add_typer(session_cmd.app, name="session")
 app.add_typer(sessions_cmd.app, name="sessions")
+app.add_typer(lineage_cmd.app, name="lineage")
 app.command("demo")(demo_cmd.demo)
 
 

@@ -1,0 +1,168 @@
+"""What would really be projected from a transcript: two projections, markers, token pressure.
+
+``check`` projects a file twice (the store's fast projection and the plain reference walk
+in :mod:`kurahi.lineage.reference`), requires the same message count and content hash,
+and reports the operative compaction, where each marker sits, and how much room the
+context leaves for each reserve and each synthetic system-prompt load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kurahi.context.budget import DEFAULT_RESERVE_TOKENS, route
+from kurahi.context.files import project_file
+from kurahi.context.tokens import estimate_context_tokens
+from kurahi.errors import KurahiError
+from kurahi.lineage.reference import reference_projection
+
+__all__ = ["CheckReport", "MarkerHit", "check", "messages_sha256"]
+
+
+def messages_sha256(messages: list[Any]) -> str:
+    """The content hash both projections must agree on: sha256 of canonical JSON."""
+    data = json.dumps(messages, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerHit:
+    """Where a marker was found in the effective context."""
+
+    marker: str
+    index: int | None
+    """Message index, ``None`` when missing."""
+    part: str | None
+    """``summary``, ``retained`` or ``later``."""
+    runtime_index: int | None = None
+    """Index in OpenClaw's runtime view (after the last ``reset`` entry), when there is one."""
+
+
+@dataclass
+class CheckReport:
+    """The answer to "what would the runtime send, and does it hold what it should"."""
+
+    file: str
+    messages: int
+    fast_sha256: str
+    reference_sha256: str
+    reference_messages: int
+    compaction_id: str | None
+    summary: int
+    retained: int
+    later: int
+    tokens: int | float
+    window: int
+    markers: list[MarkerHit] = field(default_factory=list)
+    routes: list[dict[str, Any]] = field(default_factory=list)
+    runtime_messages: int | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def projections_agree(self) -> bool:
+        """Both projections gave the same messages."""
+        return self.messages == self.reference_messages and self.fast_sha256 == self.reference_sha256
+
+    @property
+    def ok(self) -> bool:
+        """Projections agree and every marker is in the effective context."""
+        return self.projections_agree and all(m.index is not None for m in self.markers)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "file": self.file,
+            "ok": self.ok,
+            "projectionsAgree": self.projections_agree,
+            "messages": self.messages,
+            "referenceMessages": self.reference_messages,
+            "sha256": self.fast_sha256,
+            "referenceSha256": self.reference_sha256,
+            "compaction": {
+                "id": self.compaction_id,
+                "summary": self.summary,
+                "retained": self.retained,
+                "later": self.later,
+            },
+            "tokens": self.tokens,
+            "window": self.window,
+            "markers": [
+                {
+                    "marker": m.marker,
+                    "found": m.index is not None,
+                    "index": m.index,
+                    "part": m.part,
+                    "runtimeIndex": m.runtime_index,
+                }
+                for m in self.markers
+            ],
+            "routes": self.routes,
+            "runtimeMessages": self.runtime_messages,
+            "warnings": self.warnings,
+        }
+
+
+def _find(messages: list[Any], marker: str) -> int | None:
+    for i, m in enumerate(messages):
+        if marker in json.dumps(m, ensure_ascii=False):
+            return i
+    return None
+
+
+def check(
+    path: str | os.PathLike[str],
+    *,
+    markers: Sequence[str] = (),
+    window: int = 200_000,
+    reserves: Sequence[int] = (DEFAULT_RESERVE_TOKENS,),
+    system_prompt_tokens: Sequence[int] = (0,),
+) -> CheckReport:
+    """Check what a transcript projects; see the module docstring.
+
+    Raises:
+        NotASessionError, TranscriptReadError, ParentCycleError: the file cannot be projected.
+    """
+    p = Path(path)
+    fast = project_file(p)
+    ref = reference_projection(p)
+    msgs = fast.context.messages
+    summary = 1 if fast.context.compaction_id is not None else 0
+    report = CheckReport(
+        file=str(p),
+        messages=len(msgs),
+        fast_sha256=messages_sha256(msgs),
+        reference_sha256=messages_sha256(ref.messages),
+        reference_messages=len(ref.messages),
+        compaction_id=fast.context.compaction_id,
+        summary=summary,
+        retained=ref.retained_count,
+        later=ref.later_count,
+        tokens=0,
+        window=window,
+        runtime_messages=len(ref.runtime_messages) if ref.runtime_messages is not None else None,
+    )
+    report.warnings = [f"line {w.line}: {w.message}" for w in fast.warnings]
+    for marker in markers:
+        idx = _find(msgs, marker)
+        part = None
+        if idx is not None:
+            part = "summary" if idx < summary else "retained" if idx < summary + ref.retained_count else "later"
+        runtime = _find(ref.runtime_messages, marker) if ref.runtime_messages is not None else None
+        report.markers.append(MarkerHit(marker, idx, part, runtime))
+    try:
+        tokens = estimate_context_tokens(msgs).tokens
+    except KurahiError as exc:
+        report.warnings.append(f"token estimate unavailable: {exc}")
+        return report
+    report.tokens = tokens
+    for load in system_prompt_tokens:
+        for reserve in reserves:
+            r = route(tokens + load, window, reserve)
+            report.routes.append({"systemPromptTokens": load, **r.to_dict()})
+    return report

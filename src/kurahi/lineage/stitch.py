@@ -1,0 +1,363 @@
+"""Stitching A + B → C: one history from the pieces of a session reset, nothing rewritten.
+
+C gets a new header (new session id, ``parentSession`` naming the last source, and a
+``lineage`` field listing every source and every stitch edge), then A's canonical path
+copied line for line, then each later source's whole tree copied line for line. The one
+change is the stitch edge: the root of each later source's path is re-parented onto the
+previous source's reset-time leaf, and only its ``parentId`` changes. The report proves it
+line by line with hashes, so anyone can re-check C against its sources.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from kurahi import __version__
+from kurahi.errors import UsageError
+from kurahi.jsvalues import MISSING, date_ms
+from kurahi.lineage.canonical import canonical_path
+from kurahi.store import fsio
+from kurahi.store.ids import entry_id, iso_now, session_id
+from kurahi.store.scan import decode_line
+from kurahi.store.transcript import Transcript
+
+__all__ = ["StitchError", "StitchReport", "stitch"]
+
+_encode = msgspec.json.Encoder().encode
+
+
+class StitchError(UsageError):
+    """The sources cannot be stitched as asked (collisions, order, already parented)."""
+
+
+@dataclass
+class SourceReport:
+    """What was taken from one source."""
+
+    path: str
+    sha256: str
+    session_id: str
+    role: str
+    """``before`` (only its canonical path is copied) or ``after`` (its whole tree)."""
+    leaf_id: str | None
+    """The reset-time leaf (the next source attaches here)."""
+    entries: int
+    copied: int
+    not_copied: int
+    first_entry_at: Any = None
+    last_entry_at: Any = None
+    lines: list[list[Any]] = field(default_factory=list)
+    """``[output line, source line, sha256 of the source line, change]`` per copied line."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "path": self.path,
+            "sha256": self.sha256,
+            "sessionId": self.session_id,
+            "role": self.role,
+            "leafId": self.leaf_id,
+            "entries": self.entries,
+            "copied": self.copied,
+            "notCopied": self.not_copied,
+            "firstEntryAt": self.first_entry_at,
+            "lastEntryAt": self.last_entry_at,
+            "lines": self.lines,
+        }
+
+
+@dataclass
+class StitchReport:
+    """Everything needed to re-verify a stitch."""
+
+    out: str
+    out_sha256: str = ""
+    header: dict[str, Any] = field(default_factory=dict)
+    sources: list[SourceReport] = field(default_factory=list)
+    edges: list[dict[str, Any]] = field(default_factory=list)
+    renamed: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def identical_lines(self) -> int:
+        """Copied lines that are byte-identical to their source line."""
+        return sum(1 for s in self.sources for row in s.lines if row[3] is None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the ``--report`` file)."""
+        return {
+            "tool": f"kurahi {__version__}",
+            "out": self.out,
+            "outSha256": self.out_sha256,
+            "header": self.header,
+            "sources": [s.to_dict() for s in self.sources],
+            "edges": self.edges,
+            "renamed": self.renamed,
+            "identicalLines": self.identical_lines,
+            "changedLines": sum(len(s.lines) for s in self.sources) - self.identical_lines,
+            "warnings": self.warnings,
+        }
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _file_sha(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _reparent(raw: bytes, parent: str) -> tuple[bytes, str]:
+    """Give a root line a parent, changing nothing else in its bytes when possible."""
+    value, _ = decode_line(raw)
+    want = {**value, "parentId": parent}
+    needle = b'"parentId":null'
+    if raw.count(needle) == 1:
+        candidate = raw.replace(needle, b'"parentId":' + json.dumps(parent).encode())
+        got, _ = decode_line(candidate)
+        if got == want:
+            return candidate, "parentId"
+    return _encode(want), "parentId (re-encoded)"
+
+
+def _rename(data: dict[str, Any], mapping: dict[str, str]) -> dict[str, Any]:
+    out = dict(data)
+    for key in ("id", "parentId", "targetId", "firstKeptEntryId", "fromId"):
+        v = out.get(key)
+        if isinstance(v, str) and v in mapping:
+            out[key] = mapping[v]
+    payload = out.get("data")
+    if isinstance(payload, dict) and isinstance(payload.get("leafId"), str) and payload["leafId"] in mapping:
+        out["data"] = {**payload, "leafId": mapping[payload["leafId"]]}
+    return out
+
+
+def _check_sources(paths: Sequence[Path], out: Path) -> None:
+    if len(paths) < 2:
+        raise StitchError("stitch needs a BEFORE and at least one AFTER transcript")
+    for i, a in enumerate(paths):
+        for b in paths[i + 1 :]:
+            with contextlib.suppress(OSError):
+                if a.resolve() == b.resolve() or os.path.samefile(a, b):
+                    raise StitchError(f"{a} and {b} are the same file")
+    if out.exists() or out.is_symlink():
+        raise StitchError(f"{out}: already exists; stitch never overwrites a file")
+    if not out.parent.is_dir():
+        raise StitchError(f"{out.parent}: no such directory")
+    for p in paths:
+        with contextlib.suppress(OSError):
+            if out.resolve() == p.resolve():
+                raise StitchError(f"{out} is one of the sources")
+
+
+def stitch(
+    sources: Sequence[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    *,
+    leaf_id: str | None = None,
+    rename_colliding: bool = False,
+    force: bool = False,
+) -> StitchReport:
+    """Write C from BEFORE and one or more AFTER transcripts; see the module docstring.
+
+    Args:
+        sources: BEFORE first, then each AFTER in time order.
+        out: the new transcript (must not exist; written atomically).
+        leaf_id: BEFORE's reset-time leaf (default: the leaf Pi would open, or a leaf marker's target).
+        rename_colliding: give colliding ids in later sources new ids (consistently) instead of failing.
+        force: proceed when a later source starts before the previous one ends (a warning remains).
+
+    Raises:
+        StitchError: same file twice, output exists, id collisions, a later source whose
+            root already has a parent, a later source older than the one before it.
+        NotASessionError, TranscriptReadError, ParentCycleError: a source cannot be read.
+    """
+    paths = [Path(p) for p in sources]
+    out_path = Path(out)
+    _check_sources(paths, out_path)
+    report = StitchReport(out=str(out_path))
+    transcripts = [Transcript.open(p) for p in paths]
+    try:
+        for p, t in zip(paths, transcripts, strict=True):
+            if t.migrated_from is not None or t.version is MISSING:
+                raise StitchError(
+                    f"{p}: a version-1/2 session; stitch copies lines verbatim, so it must be v3 or later"
+                )
+        return _stitch(paths, transcripts, out_path, report, leaf_id, rename_colliding, force)
+    finally:
+        for t in transcripts:
+            t.close()
+
+
+@dataclass
+class _Piece:
+    """One source's share of C, planned before anything is written."""
+
+    k: int
+    indices: list[int]
+    """Entry positions to copy, in output order."""
+    reparent: dict[int, str] = field(default_factory=dict)
+    """Entry position -> new parent id (the stitch edge)."""
+    mapping: dict[str, str] = field(default_factory=dict)
+    """Renamed ids (``--rename-colliding``)."""
+    leaf: str | None = None
+    """Where the next source attaches (after renaming)."""
+
+
+def _stitch(
+    paths: list[Path],
+    ts: list[Transcript],
+    out: Path,
+    report: StitchReport,
+    leaf_id: str | None,
+    rename_colliding: bool,
+    force: bool,
+) -> StitchReport:
+    used: set[str] = set()
+    pieces: list[_Piece] = []
+    prev_last_ms: Any = None
+    for k, (p, t) in enumerate(zip(paths, ts, strict=True)):
+        if k == 0:
+            cp = canonical_path(t, leaf_id)
+            if not cp.entries:
+                raise StitchError(f"{p}: BEFORE has no entries to continue from")
+            piece = _Piece(k, [e.index for e in cp.entries], leaf=cp.leaf_id)
+        else:
+            if not len(t):
+                raise StitchError(f"{p}: AFTER has no entries")
+            cp = canonical_path(t)
+            root = cp.entries[0] if cp.entries else t.entry_at(0)
+            if root.parent_id is not None:
+                raise StitchError(
+                    f"{p}: the root of its path ({root.id}, line {root.line}) already has a parent "
+                    f"({root.parent_id!r}); was it stitched before?"
+                )
+            attach = pieces[-1].leaf
+            assert attach is not None
+            piece = _Piece(k, list(range(len(t))), {root.index: attach}, leaf=cp.leaf_id)
+            first_ms = date_ms(t.entry_at(0).data.get("timestamp", MISSING))
+            if isinstance(first_ms, int) and isinstance(prev_last_ms, int) and first_ms < prev_last_ms:
+                msg = f"{p} starts ({t.entry_at(0).data.get('timestamp')}) before {paths[k - 1]} ends"
+                if not force:
+                    raise StitchError(msg + "; is the order right? --force to stitch anyway")
+                report.warnings.append(msg)
+        ids_here = [str(t.entry_at(i).id) for i in piece.indices]
+        collide = sorted({i for i in ids_here if i in used})
+        if collide:
+            if not rename_colliding:
+                raise StitchError(
+                    f"{p}: {len(collide)} entry ids also occur in earlier sources ({', '.join(collide[:5])}); "
+                    "--rename-colliding gives them new ids and records the mapping"
+                )
+            taken = used | set(ids_here)
+            for old in collide:
+                piece.mapping[old] = new = entry_id(taken)
+                taken.add(new)
+            report.renamed.update(piece.mapping)
+        used.update(piece.mapping.get(i, i) for i in ids_here)
+        if piece.leaf is not None:
+            piece.leaf = piece.mapping.get(piece.leaf, piece.leaf)
+        for index, parent in piece.reparent.items():
+            child = str(t.entry_at(index).id)
+            report.edges.append({"child": piece.mapping.get(child, child), "parent": parent, "source": str(p)})
+        pieces.append(piece)
+        prev_last_ms = date_ms(t.entry_at(len(t) - 1).data.get("timestamp", MISSING))
+    _write(paths, ts, out, report, pieces)
+    return report
+
+
+def _header(paths: list[Path], ts: list[Transcript], report: StitchReport) -> dict[str, Any]:
+    versions = [t.version for t in ts if isinstance(t.version, int) and not isinstance(t.version, bool)]
+    return {
+        "type": "session",
+        "version": max([3, *versions]),
+        "id": session_id(),
+        "timestamp": iso_now(),
+        "cwd": ts[-1].header.get("cwd", ts[0].header.get("cwd", "")),
+        "parentSession": str(paths[-1]),
+        "lineage": {
+            "tool": f"kurahi {__version__}",
+            "sources": [{"path": str(p), "sessionId": t.session_id} for p, t in zip(paths, ts, strict=True)],
+            "edges": report.edges,
+        },
+    }
+
+
+def _write(paths: list[Path], ts: list[Transcript], out: Path, report: StitchReport, pieces: list[_Piece]) -> None:
+    header = _header(paths, ts, report)
+    report.header = header
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.stitch.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    out_hash = hashlib.sha256()
+    buf: list[bytes] = []
+
+    def flush() -> None:
+        data = b"".join(buf)
+        out_hash.update(data)
+        fsio.write_all(fd, data)
+        buf.clear()
+
+    try:
+        buf += (_encode(header), b"\n")
+        out_line = 1
+        for piece in pieces:
+            t = ts[piece.k]
+            src = SourceReport(
+                path=str(paths[piece.k]),
+                sha256=_file_sha(paths[piece.k]),
+                session_id=t.session_id,
+                role="before" if piece.k == 0 else "after",
+                leaf_id=piece.leaf,
+                entries=len(t),
+                copied=len(piece.indices),
+                not_copied=len(t) - len(piece.indices),
+                first_entry_at=t.entry_at(piece.indices[0]).data.get("timestamp"),
+                last_entry_at=t.entry_at(piece.indices[-1]).data.get("timestamp"),
+            )
+            for i in piece.indices:
+                raw = t.raw_line(i)
+                line, change = raw, None
+                if piece.mapping:
+                    e = t.entry_at(i)
+                    renamed = _rename(e.data, piece.mapping)
+                    if renamed != e.data:
+                        line, change = _encode(renamed), "renamed"
+                if i in piece.reparent:
+                    line, how = _reparent(line, piece.reparent[i])
+                    change = how if change is None else f"{change}+{how}"
+                out_line += 1
+                src.lines.append([out_line, t.line_of(i), _sha(raw), change])
+                buf += (line, b"\n")
+                if len(buf) > 4096:
+                    flush()
+            report.sources.append(src)
+        flush()
+        fsio.ops.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.close(fd)
+    try:
+        os.link(tmp, out)  # atomic, and refuses to replace a file that appeared meanwhile
+    except FileExistsError as exc:
+        raise StitchError(f"{out}: already exists; stitch never overwrites a file") from exc
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    fsio.fsync_dir(out.parent)
+    report.out_sha256 = out_hash.hexdigest()

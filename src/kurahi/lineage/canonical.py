@@ -117,8 +117,10 @@ def _subtree_size(kids: dict[int, list[int]], root: int) -> int:
     return size
 
 
-def canonical_path(t: Transcript, leaf_id: str | None = None) -> CanonicalPath:
+def canonical_path(t: Transcript, leaf_id: str | None = None, *, branches: bool = True) -> CanonicalPath:
     """Trace the canonical path of ``t`` from ``leaf_id`` (default: Pi's leaf, past a leaf marker).
+
+    ``branches=False`` skips the branch points and side branches (they need the whole tree).
 
     Raises:
         EntryNotFoundError: ``leaf_id`` is not in the transcript.
@@ -148,6 +150,8 @@ def canonical_path(t: Transcript, leaf_id: str | None = None) -> CanonicalPath:
     out.entries = t.path_entries(indices)
     leaf = out.entries[-1].id
     out.leaf_id = leaf if isinstance(leaf, str) else None
+    if not branches:
+        return out
     kids = children_index(t)
     on_path = set(indices)
     for pos, i in enumerate(indices):

@@ -231,14 +231,14 @@ def _stitch(
     prev_last_ms: Any = None
     for k, (p, t) in enumerate(zip(paths, ts, strict=True)):
         if k == 0:
-            cp = canonical_path(t, leaf_id)
+            cp = canonical_path(t, leaf_id, branches=False)
             if not cp.entries:
                 raise StitchError(f"{p}: BEFORE has no entries to continue from")
             piece = _Piece(k, [e.index for e in cp.entries], leaf=cp.leaf_id)
         else:
             if not len(t):
                 raise StitchError(f"{p}: AFTER has no entries")
-            cp = canonical_path(t)
+            cp = canonical_path(t, branches=False)
             root = cp.entries[0] if cp.entries else t.entry_at(0)
             if root.parent_id is not None:
                 raise StitchError(

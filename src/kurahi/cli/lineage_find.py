@@ -1,0 +1,125 @@
+"""``kurahi lineage find``: every transcript in a session key's lineage, in time order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich import box
+from rich.table import Table
+
+from kurahi.cli.common import console, print_json, translate_errors
+from kurahi.errors import UsageError
+from kurahi.lineage.find import Lineage, export_piece, find_lineage, iso
+
+__all__ = ["find_cmd"]
+
+
+def _short(source: str, state_dir: Path) -> str:
+    """A source relative to the state directory, so the table stays readable."""
+    if source.startswith("sqlite:"):
+        db, _, sid = source[len("sqlite:") :].partition("#")
+        return f"sqlite:{_short(db, state_dir)}#{sid}"
+    try:
+        return str(Path(source).relative_to(state_dir))
+    except ValueError:
+        return source
+
+
+def _export(lineage: Lineage, state_dir: Path, folder: Path) -> list[str]:
+    if folder.absolute().resolve().is_relative_to(state_dir.absolute().resolve()):
+        raise UsageError(f"{folder}: --export must not be inside the state directory {state_dir}")
+    try:
+        folder.mkdir(parents=True, exist_ok=False)
+    except FileExistsError as exc:
+        raise UsageError(f"{folder}: already exists; --export needs a new directory") from exc
+    except OSError as exc:
+        raise UsageError(f"{folder}: cannot create: {exc.strerror}") from exc
+    return [
+        str(export_piece(piece, folder / f"{piece.session_id}.jsonl"))
+        for piece in lineage.pieces
+        if piece.db_path is not None
+    ]
+
+
+def _time(ms: int | None) -> str:
+    text = iso(ms)
+    return text.replace("T", " ").removesuffix("Z") if text else "-"
+
+
+def _name(source: str) -> str:
+    """The file name, or ``<db name>#<session id>`` for a SQLite piece."""
+    if source.startswith("sqlite:"):
+        db, _, sid = source.partition("#")
+        return f"{Path(db).name}#{sid}"
+    return Path(source).name
+
+
+def _print_table(lineage: Lineage, state_dir: Path, exported: list[str]) -> None:
+    folders = sorted({_short(str(Path(p.db_path or p.source).parent), state_dir) for p in lineage.pieces})
+    console.print(f"[bold]{lineage.key}[/] (agent {lineage.agent}, {lineage.layout} layout)", markup=True)
+    console.print(f"in {', '.join(folders) or state_dir}", markup=False, soft_wrap=True)
+    pieces = Table(box=box.SIMPLE_HEAD, title="Pieces, oldest first", title_justify="left")
+    pieces.add_column("#", justify="right", no_wrap=True)
+    pieces.add_column("transcript", overflow="fold", ratio=1, min_width=16)
+    pieces.add_column("kind", no_wrap=True)
+    pieces.add_column("first / last entry (UTC)", no_wrap=True)
+    pieces.add_column("entries", justify="right", no_wrap=True)
+    pieces.add_column("comp.", justify="right", no_wrap=True)
+    for n, p in enumerate(lineage.pieces, 1):
+        times = f"{_time(p.first_ms)}\n{_time(p.last_ms)}"
+        pieces.add_row(str(n), _name(p.source), p.kind, times, str(p.entry_count), str(p.compaction_count))
+    console.print(pieces)
+    for n, p in enumerate(lineage.pieces, 1):
+        console.print(f"  #{n} found by: {'; '.join(p.found_by)}", markup=False, soft_wrap=True)
+    number = {p.source: f"#{n}" for n, p in enumerate(lineage.pieces, 1)}
+    if not lineage.boundaries:
+        console.print("No reset boundaries: one piece without reset entries.")
+    bounds = Table(box=box.SIMPLE_HEAD, title="Candidate reset boundaries", title_justify="left")
+    bounds.add_column("kind", no_wrap=True)
+    bounds.add_column("where", overflow="fold", ratio=1, min_width=12)
+    bounds.add_column("from / to (UTC)", no_wrap=True)
+    bounds.add_column("gap (s)", justify="right", no_wrap=True)
+    for b in lineage.boundaries:
+        gap = "-" if b.gap_seconds is None else f"{b.gap_seconds:g}"
+        if b.kind == "reset-entry":
+            where = f"in {number[b.before]}: entry {b.entry_id} ({b.reason or 'reset'})"
+        else:
+            where = f"{number[b.before]} → {number[b.after]}"
+        bounds.add_row(b.kind, where, f"{_time(b.from_ms)}\n{_time(b.to_ms)}", gap)
+    if lineage.boundaries:
+        console.print(bounds)
+    for line in [*(f"unlinked: {u}" for u in lineage.unlinked), *(f"note: {n}" for n in lineage.notes)]:
+        console.print(line, markup=False, soft_wrap=True)
+    for path in exported:
+        console.print(f"exported: {path}", markup=False, soft_wrap=True)
+
+
+def find_cmd(
+    state_dir: Path = typer.Option(
+        ..., "--state-dir", help="A Kurahi home or an OpenClaw state directory (JSON or SQLite era)."
+    ),
+    agent: str | None = typer.Option(None, "--agent", help="Agent id (default: the only agent present)."),
+    key: str | None = typer.Option(
+        None, "--key", help="Session key (default: agent:<agent>:main when present, else the only key)."
+    ),
+    export: Path | None = typer.Option(
+        None, "--export", help="Write every SQLite piece as JSONL into this new directory"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the lineage as one JSON object."),
+) -> None:
+    """List every transcript in a session key's lineage, oldest first, and the candidate reset boundaries.
+
+    Pieces are the live transcript, reset and deleted archives, sessions named by
+    previousSessionId or a header's parentSession, SQLite sessions (OpenClaw 2026.8+), and
+    reset archives matched by time (each piece says which rule linked it). Boundaries are
+    each piece's last entry to the next piece's first, and in-transcript reset entries.
+    Reads only: nothing is written into the state directory.
+    """
+    with translate_errors():
+        lineage = find_lineage(state_dir, agent=agent, key=key)
+        exported = _export(lineage, state_dir, export) if export is not None else []
+    if as_json:
+        print_json({**lineage.to_dict(), "exported": exported})
+    else:
+        _print_table(lineage, state_dir, exported)

@@ -1,0 +1,303 @@
+"""Read an OpenClaw 2026.8+ agent store (``agents/<id>/agent/openclaw-agent.sqlite``) without changing it.
+
+From 2026.8 OpenClaw keeps sessions in one SQLite file per agent instead of ``sessions.json``
+and ``*.jsonl`` files. The tables used here:
+
+- ``session_nodes``: one row per session key; ``current_session_id`` and ``entry_json`` (the
+  catalog entry as ``sessions.json`` held it).
+- ``session_windows``: one row per session id; ``previous_session_id`` links an idle or daily
+  rollover to the session it replaced.
+- ``transcript_events``: ``(session_id, seq, event_json)``, one Pi-style entry per row, seq 0
+  the session header. Exporting a session writes each ``event_json`` text as it is stored,
+  one per line, so the result is a JSONL transcript the store can open.
+
+The file is opened with ``mode=ro`` and every query runs in one read transaction, so the
+listing and the export see one consistent version even while a gateway writes. A store whose
+writer holds the lock past a short busy timeout gives a clear error instead of a hang.
+
+Read-only is not enough on its own in WAL mode: when no ``-wal`` file exists (no process has
+the database open), SQLite creates ``-wal`` and ``-shm`` next to the file for a ``mode=ro``
+reader and leaves them there. In that one case the file is opened ``immutable=1``, which is
+safe because nobody is writing it, and no file appears in the state directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from kurahi.errors import TranscriptReadError, UsageError
+
+__all__ = [
+    "DEFAULT_BUSY_TIMEOUT",
+    "SQLITE_STORE_NAME",
+    "SqliteNode",
+    "SqliteSession",
+    "export_session_jsonl",
+    "list_sqlite_nodes",
+    "list_sqlite_sessions",
+    "sqlite_key_sessions",
+    "sqlite_source",
+]
+
+SQLITE_STORE_NAME = "openclaw-agent.sqlite"
+"""The store's file name inside ``agents/<agentId>/agent/``."""
+DEFAULT_BUSY_TIMEOUT = 2.0
+"""Seconds to wait for a writer (the gateway) to release its lock before giving up."""
+
+_MAGIC = b"SQLite format 3\x00"
+_REQUIRED_TABLES = ("session_nodes", "session_windows", "transcript_events")
+
+
+@dataclass(frozen=True, slots=True)
+class SqliteSession:
+    """One session id of the store (a ``session_windows`` row, or events without one)."""
+
+    session_id: str
+    """The session id (the transcript header's ``id``)."""
+    session_key: str | None
+    """The key the session belongs to; ``None`` when events exist without a window row."""
+    previous_session_id: str | None
+    """The session this one replaced on an idle or daily rollover (``session_windows``)."""
+    reason: str | None
+    """Why the window was opened (``initial``, ``reset``, ``rollover``, ...), when recorded."""
+    created_at: int | None
+    """Epoch milliseconds the window was created."""
+    updated_at: int | None
+    """Epoch milliseconds the window was last updated."""
+    event_count: int
+    """Rows in ``transcript_events``, the header (seq 0) included."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the session as a JSON-ready dict (camelCase names)."""
+        return _camel(asdict(self))
+
+
+@dataclass(frozen=True, slots=True)
+class SqliteNode:
+    """One session key of the store (a ``session_nodes`` row)."""
+
+    session_key: str
+    """The key, e.g. ``agent:main:main``."""
+    current_session_id: str
+    """The session the key points at now."""
+    entry: dict[str, Any]
+    """``entry_json`` decoded (``{}`` when it is not a JSON object)."""
+
+
+def sqlite_source(db_path: str | os.PathLike[str], session_id: str) -> str:
+    """Name a session of a store the way lineage reports do: ``sqlite:<db>#<session id>``."""
+    return f"sqlite:{Path(db_path)}#{session_id}"
+
+
+def _camel(value: dict[str, Any]) -> dict[str, Any]:
+    def name(key: str) -> str:
+        head, *rest = key.split("_")
+        return head + "".join(part.title() for part in rest)
+
+    return {name(k): v for k, v in value.items()}
+
+
+def _check_file(path: Path) -> bool:
+    """Check that ``path`` is a readable SQLite file; return whether it is in WAL mode."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError as exc:
+        raise TranscriptReadError("no such file (expected an OpenClaw SQLite store)", path=path) from exc
+    except IsADirectoryError as exc:
+        raise TranscriptReadError("is a directory, expected an OpenClaw SQLite store", path=path) from exc
+    except OSError as exc:
+        raise TranscriptReadError(f"cannot open: {exc.strerror}", path=path) from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise TranscriptReadError("is not a regular file", path=path)
+        head = os.read(fd, 100)
+    except OSError as exc:
+        raise TranscriptReadError(f"cannot read: {exc.strerror}", path=path) from exc
+    finally:
+        os.close(fd)
+    if not head.startswith(_MAGIC) or len(head) < 100:
+        raise TranscriptReadError("not an SQLite database (the file does not start with the SQLite header)", path=path)
+    # Bytes 18 and 19 are the file format's write and read versions: 2 means WAL.
+    return head[18] == 2 or head[19] == 2
+
+
+def _translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> TranscriptReadError:
+    name = getattr(exc, "sqlite_errorname", "")
+    if name.startswith("SQLITE_BUSY") or "locked" in str(exc):
+        return TranscriptReadError(
+            f"database is locked by another process (waited {busy_timeout:g} s); "
+            "try again when the gateway is idle, or read a copy",
+            path=path,
+        )
+    if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):
+        return TranscriptReadError(f"corrupt SQLite database: {exc}", path=path)
+    return TranscriptReadError(f"cannot read the SQLite store: {exc}", path=path)
+
+
+@contextmanager
+def _reading(db_path: str | os.PathLike[str], busy_timeout: float) -> Iterator[sqlite3.Connection]:
+    """Open the store read-only inside one read transaction; SQLite errors become ours."""
+    path = Path(db_path)
+    wal = _check_file(path)
+    query = "mode=ro"
+    if wal and not path.with_name(path.name + "-wal").exists():
+        query += "&immutable=1"  # see the module docstring: avoids leaving -wal/-shm behind
+    uri = f"file:{quote(str(path.absolute()))}?{query}"
+    try:
+        with closing(sqlite3.connect(uri, uri=True, timeout=busy_timeout, isolation_level=None)) as conn:
+            conn.execute("PRAGMA query_only = ON")
+            conn.execute("BEGIN")
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            missing = [t for t in _REQUIRED_TABLES if t not in tables]
+            if missing:
+                raise TranscriptReadError(
+                    f"not an OpenClaw agent store: no table {', '.join(missing)} "
+                    f"(expected {', '.join(_REQUIRED_TABLES)})",
+                    path=path,
+                )
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        raise _translate(exc, path, busy_timeout) from exc
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def list_sqlite_sessions(
+    db_path: str | os.PathLike[str], *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+) -> list[SqliteSession]:
+    """List every session id of a store, oldest window first.
+
+    Sessions with events but no ``session_windows`` row are listed too (with no key), after
+    the others, so nothing stored is hidden.
+
+    Raises:
+        TranscriptReadError: the file is missing, not SQLite, corrupt, not an OpenClaw store,
+            or locked by a writer for longer than ``busy_timeout`` seconds.
+    """
+    with _reading(db_path, busy_timeout) as conn:
+        counts = dict(conn.execute("SELECT session_id, count(*) FROM transcript_events GROUP BY session_id"))
+        rows = conn.execute(
+            "SELECT session_id, session_key, previous_session_id, reason, created_at, updated_at "
+            "FROM session_windows ORDER BY created_at, session_id"
+        ).fetchall()
+    sessions = [
+        SqliteSession(
+            session_id=str(sid),
+            session_key=str(key),
+            previous_session_id=str(prev) if prev is not None else None,
+            reason=str(reason) if reason is not None else None,
+            created_at=_int_or_none(created),
+            updated_at=_int_or_none(updated),
+            event_count=int(counts.pop(sid, 0)),
+        )
+        for sid, key, prev, reason, created, updated in rows
+    ]
+    for sid, count in sorted(counts.items()):
+        sessions.append(SqliteSession(str(sid), None, None, None, None, None, int(count)))
+    return sessions
+
+
+def list_sqlite_nodes(
+    db_path: str | os.PathLike[str], *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+) -> list[SqliteNode]:
+    """List every session key of a store with its current session and catalog entry, by key.
+
+    Raises:
+        TranscriptReadError: as for :func:`list_sqlite_sessions`.
+    """
+    with _reading(db_path, busy_timeout) as conn:
+        rows = conn.execute(
+            "SELECT session_key, current_session_id, entry_json FROM session_nodes ORDER BY session_key"
+        ).fetchall()
+    nodes: list[SqliteNode] = []
+    for key, current, entry_json in rows:
+        try:
+            entry = json.loads(entry_json) if isinstance(entry_json, str) else None
+        except ValueError:
+            entry = None
+        nodes.append(SqliteNode(str(key), str(current), entry if isinstance(entry, dict) else {}))
+    return nodes
+
+
+def export_session_jsonl(
+    db_path: str | os.PathLike[str], session_id: str, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+) -> bytes:
+    """Return one session's ``transcript_events`` as a JSONL transcript, ordered by ``seq``.
+
+    Each line is the stored ``event_json`` text, byte for byte, followed by a newline; seq 0
+    is the header, so the result opens with ``Transcript.from_bytes``.
+
+    Raises:
+        UsageError: the store has no events for ``session_id``.
+        TranscriptReadError: as for :func:`list_sqlite_sessions`; also when an event is stored
+            zstd-compressed (not supported here) or its JSON text spans several lines.
+    """
+    path = Path(db_path)
+    with _reading(path, busy_timeout) as conn:
+        conn.text_factory = bytes  # the stored bytes exactly, not a decode/encode round trip
+        rows = conn.execute(
+            "SELECT seq, event_json, event_zstd IS NOT NULL FROM transcript_events WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        ).fetchall()
+    if not rows:
+        raise UsageError(f"{path}: no transcript events for session {session_id!r}")
+    out = bytearray()
+    for seq, text, compressed in rows:
+        if not isinstance(text, bytes):
+            what = "is stored zstd-compressed (not supported)" if compressed else "has no event_json"
+            raise TranscriptReadError(f"session {session_id}: event seq {seq} {what}", path=path)
+        if b"\n" in text:
+            raise TranscriptReadError(
+                f"session {session_id}: event seq {seq} spans several lines; it cannot be one JSONL line as stored",
+                path=path,
+            )
+        out += text
+        out += b"\n"
+    return bytes(out)
+
+
+def sqlite_key_sessions(
+    node: SqliteNode | None, sessions: list[SqliteSession], key: str
+) -> tuple[dict[str, list[str]], list[str]]:
+    """Which sessions of a store belong to ``key``, and by which rules.
+
+    Starts from the key's current session and every window of the key, then follows
+    ``previousSessionId`` (catalog entry) and ``previous_session_id`` (windows) links, across
+    keys too. Header ``parentSession`` links need the transcripts: the caller follows them.
+
+    Returns:
+        ``{session id: rules}`` in discovery order, and the ids of sessions that have events
+        but no window row (no key owns them).
+    """
+    by_id = {s.session_id: s for s in sessions}
+    queue: list[tuple[str, str]] = []
+    if node is not None:
+        queue.append((node.current_session_id, "session_nodes current_session_id"))
+        prev = node.entry.get("previousSessionId")
+        if isinstance(prev, str):
+            queue.append((prev, "catalog previousSessionId"))
+    queue += [(s.session_id, "session_windows session_key") for s in sessions if s.session_key == key]
+    found: dict[str, list[str]] = {}
+    while queue:
+        sid, rule = queue.pop(0)
+        if rule not in found.setdefault(sid, []):
+            found[sid].append(rule)
+        info = by_id.get(sid)
+        if len(found[sid]) == 1 and info is not None and info.previous_session_id:
+            queue.append((info.previous_session_id, "session_windows previous_session_id"))
+    orphans = [s.session_id for s in sessions if s.session_key is None and s.session_id not in found]
+    return found, orphans

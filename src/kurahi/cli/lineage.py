@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kurahi.cli.common import EXIT, console, err_console, print_json, translate_errors
+from kurahi.cli.lineage_draw import draw_cmd
 from kurahi.cli.lineage_find import find_cmd
 from kurahi.context.budget import DEFAULT_RESERVE_TOKENS
 from kurahi.lineage.canonical import canonical_path
@@ -23,6 +24,7 @@ __all__ = ["app"]
 
 app = typer.Typer(help="Find, trace, stitch and check the pieces of one history.", no_args_is_help=True)
 app.command("find")(find_cmd)
+app.command("draw")(draw_cmd)
 
 
 @app.command("path")

@@ -214,5 +214,5 @@ def test_unreadable_file_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(os, "open", deny)
     with pytest.raises(TranscriptReadError, match="permission denied"):
         Transcript.open(p)
-    with pytest.raises(TranscriptReadError, match="cannot open"):
+    with pytest.raises(TranscriptReadError, match="permission denied"):
         project_file(p)

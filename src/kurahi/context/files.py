@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
 from kurahi.context.project import SessionContext, project_from_leaf
-from kurahi.errors import EntryNotFoundError, TranscriptReadError
+from kurahi.errors import EntryNotFoundError
 from kurahi.jsvalues import MISSING
 from kurahi.store.backward import BackwardIndex, OverBudget, read_header
 from kurahi.store.scan import ScanWarning, file_reader
-from kurahi.store.transcript import Transcript
+from kurahi.store.transcript import Transcript, open_for_reading
 
 __all__ = ["BACKWARD_BUDGET", "FileContext", "project_file"]
 
@@ -61,30 +60,20 @@ def project_file(path: str | os.PathLike[str], leaf_id: str | None = None) -> Fi
         ParentCycleError: the path loops.
     """
     p = Path(path)
+    fd, size = open_for_reading(p)
     try:
-        fd = os.open(p, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError as exc:
-        raise TranscriptReadError("no such file", path=p) from exc
-    except IsADirectoryError as exc:
-        raise TranscriptReadError("is a directory, not a transcript file", path=p) from exc
-    except OSError as exc:
-        raise TranscriptReadError(f"cannot open: {exc.strerror}", path=p) from exc
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise TranscriptReadError("is not a regular file", path=p)
         read = file_reader(fd)
-        header, stop, _, head_warnings = read_header(read, st.st_size, name=str(p))
+        header, stop, _, head_warnings = read_header(read, size, name=str(p))
         version = _js_version(header.get("version", MISSING))
         if version is not None and version < 2:
             return _project_full(p, leaf_id)
         index = BackwardIndex(
             read,
-            st.st_size,
+            size,
             stop=stop,
             rename_hook=version is not None and version < 3,
             name=str(p),
-            budget=max(BACKWARD_BUDGET, st.st_size // 50),
+            budget=max(BACKWARD_BUDGET, size // 50),
         )
         try:
             if leaf_id is not None:

@@ -36,7 +36,7 @@ from kurahi.store.scan import (
     scan,
 )
 
-__all__ = ["LEAF_MARKER_TYPE", "Entry", "Transcript", "TreeNode", "is_leaf_marker"]
+__all__ = ["LEAF_MARKER_TYPE", "Entry", "Transcript", "TreeNode", "is_leaf_marker", "open_for_reading"]
 
 LEAF_MARKER_TYPE = "kurahi.leaf"
 """``customType`` of the ``custom`` entry Kurahi appends to persist a leaf move."""
@@ -53,6 +53,34 @@ def is_leaf_marker(entry_type: Any, data: dict[str, Any], parent_id: Any) -> boo
 def _u(value: Any) -> Any:
     """Map msgspec's ``UNSET`` to the ``MISSING`` sentinel used everywhere else."""
     return MISSING if value is msgspec.UNSET else value
+
+
+def open_for_reading(path: Path) -> tuple[int, int]:
+    """Open a transcript file read-only: ``(descriptor, size)``, with clear errors.
+
+    Raises:
+        TranscriptReadError: missing, a directory, not a regular file, or unreadable.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError as exc:
+        raise TranscriptReadError("no such file", path=path) from exc
+    except IsADirectoryError as exc:
+        raise TranscriptReadError("is a directory, not a transcript file", path=path) from exc
+    except PermissionError as exc:
+        raise TranscriptReadError("permission denied", path=path) from exc
+    except OSError as exc:
+        raise TranscriptReadError(f"cannot open: {exc.strerror}", path=path) from exc
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise TranscriptReadError("is a directory, not a transcript file", path=path)
+        if not stat.S_ISREG(st.st_mode):
+            raise TranscriptReadError("is not a regular file", path=path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st.st_size
 
 
 class Entry:
@@ -152,27 +180,9 @@ class Transcript:
             NotASessionError: the file is empty or does not start with a session header.
         """
         p = Path(path)
+        fd, size = open_for_reading(p)
         try:
-            fd = os.open(p, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except FileNotFoundError as exc:
-            raise TranscriptReadError("no such file", path=p) from exc
-        except IsADirectoryError as exc:
-            raise TranscriptReadError("is a directory, not a transcript file", path=p) from exc
-        except PermissionError as exc:
-            raise TranscriptReadError("permission denied", path=p) from exc
-        except OSError as exc:
-            raise TranscriptReadError(f"cannot open: {exc.strerror}", path=p) from exc
-        try:
-            st = os.fstat(fd)
-            if stat.S_ISDIR(st.st_mode):
-                raise TranscriptReadError("is a directory, not a transcript file", path=p)
-            if not stat.S_ISREG(st.st_mode):
-                raise TranscriptReadError("is not a regular file", path=p)
-        except BaseException:
-            os.close(fd)
-            raise
-        try:
-            return cls(file_reader(fd), st.st_size, name=str(p), fd=fd)
+            return cls(file_reader(fd), size, name=str(p), fd=fd)
         except OSError as exc:
             raise TranscriptReadError(f"read failed: {exc.strerror}", path=p) from exc
 

@@ -8,7 +8,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -250,9 +249,7 @@ def test_sync_policy_turn_defers_fsync_until_sync(session_path: Path, monkeypatc
 
 def test_build_session_makes_a_realistic_tree(tmp_path: Path) -> None:
     p = tmp_path / "b.jsonl"
-    started = time.perf_counter()
     report = build_session(p, entries=600, seed=3, markers=["PLANTED-1"])
-    assert time.perf_counter() - started < 60
     with Transcript.open(p) as t:
         assert len(t) >= 600
         kinds = {e.type for e in t.entries()}

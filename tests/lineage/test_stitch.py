@@ -211,3 +211,25 @@ def test_path_command_reports_the_side_branch(a_and_b: tuple[Path, Path]) -> Non
     assert [s["size"] for s in data["sideBranches"]] == [2] and data["abandonedEntries"] == 2
     assert len(data["compactions"]) == 1
     assert project_file(a).context.to_dict()["leafId"] == data["path"][-1]["id"]
+
+
+@pytest.mark.pi
+def test_pi_agrees_with_check_on_many_random_stitches(tmp_path: Path, pi: PiPeer) -> None:
+    """Random A (branches, compactions, leaf moves) + random B (and sometimes a third piece)."""
+    from kurahi.testing import build_session
+
+    outs: list[Path] = []
+    reports = []
+    for seed in range(40):
+        pieces = []
+        for k in range(2 + seed % 2):
+            p = tmp_path / f"s{seed}-{k}.jsonl"
+            build_session(p, entries=60 + (seed * 37) % 400, seed=seed * 10 + k, compact_every=40 + seed % 50)
+            pieces.append(p)
+        c = tmp_path / f"c{seed}.jsonl"
+        stitch(pieces, c, rename_colliding=True, force=True)
+        outs.append(c)
+        reports.append(check(c))
+    for c, rep, live in zip(outs, reports, pi.contexts(outs), strict=True):
+        assert rep.projections_agree, c
+        assert len(live["messages"]) == rep.messages and messages_sha256(live["messages"]) == rep.fast_sha256, c

@@ -12,18 +12,16 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kurahi.cli.common import console, translate_errors
-from kurahi.context.files import project_file
-from kurahi.store.repair import repair_torn_tail
-from kurahi.store.session import Session
-from kurahi.store.stats import transcript_stats
-from kurahi.store.transcript import Transcript
-from kurahi.testing import build_session, user_message
+
+if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
+    pass
 
 __all__ = ["demo"]
 
@@ -36,6 +34,12 @@ def demo(
     """Generate a realistic session, crash a writer mid-line, repair, project, show tree and stats."""
     from kurahi.cli.session import stats as stats_cmd
     from kurahi.cli.session import tree as tree_cmd
+    from kurahi.context.files import project_file
+    from kurahi.store.repair import repair_torn_tail
+    from kurahi.store.session import Session
+    from kurahi.store.stats import transcript_stats
+    from kurahi.store.transcript import Transcript
+    from kurahi.testing import build_session, user_message
 
     with translate_errors():
         if keep is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -12,13 +13,9 @@ from rich.table import Table
 from kurahi.cli.common import EXIT, console, err_console, print_json, translate_errors
 from kurahi.cli.lineage_draw import draw_cmd
 from kurahi.cli.lineage_find import find_cmd
-from kurahi.context.budget import DEFAULT_RESERVE_TOKENS
-from kurahi.lineage.canonical import canonical_path
-from kurahi.lineage.check import check
-from kurahi.lineage.evidence import write_evidence
-from kurahi.lineage.stitch import stitch
-from kurahi.store.fsio import atomic_write
-from kurahi.store.transcript import Transcript
+
+if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
+    pass
 
 __all__ = ["app"]
 
@@ -34,6 +31,9 @@ def path_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the path as JSON."),
 ) -> None:
     """The canonical path from a leaf, its branch points, and the side branches it leaves out."""
+    from kurahi.lineage.canonical import canonical_path
+    from kurahi.store.transcript import Transcript
+
     with translate_errors(), Transcript.open(file) as t:
         cp = canonical_path(t, leaf)
         if as_json:
@@ -66,6 +66,10 @@ def stitch_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print a summary as JSON."),
 ) -> None:
     """Stitch A + B → C: A's canonical path, then B's whole tree re-parented onto A's leaf."""
+    from kurahi.lineage.evidence import write_evidence
+    from kurahi.lineage.stitch import stitch
+    from kurahi.store.fsio import atomic_write
+
     sources = [before, *after]
     with translate_errors():
         rep = stitch(sources, out, leaf_id=leaf, rename_colliding=rename_colliding, force=force)
@@ -116,6 +120,10 @@ def check_cmd(
 
     Exits 1 when a marker is missing or the two projections disagree.
     """
+    from kurahi.context.budget import DEFAULT_RESERVE_TOKENS
+    from kurahi.lineage.check import check
+    from kurahi.lineage.evidence import write_evidence
+
     with translate_errors():
         rep = check(
             file,

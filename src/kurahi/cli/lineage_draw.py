@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from kurahi.cli.common import console, translate_errors
 from kurahi.errors import UsageError
-from kurahi.lineage.draw import draw_lineage
-from kurahi.store.fsio import atomic_write
+
+if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
+    pass
 
 __all__ = ["draw_cmd"]
 
@@ -31,6 +33,9 @@ def draw_cmd(
     the path. The format follows --out's suffix: .svg, or .html (the SVG inline with a legend,
     a summary table per file and hover details; no scripts, no network). Sources are only read.
     """
+    from kurahi.lineage.draw import draw_lineage
+    from kurahi.store.fsio import atomic_write
+
     with translate_errors():
         suffix = out.suffix.lower()
         if suffix not in _FORMATS:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich import box
@@ -10,7 +11,9 @@ from rich.table import Table
 
 from kurahi.cli.common import console, print_json, translate_errors
 from kurahi.errors import UsageError
-from kurahi.lineage.find import Lineage, export_piece, find_lineage, iso
+
+if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
+    from kurahi.lineage.find import Lineage
 
 __all__ = ["find_cmd"]
 
@@ -27,6 +30,8 @@ def _short(source: str, state_dir: Path) -> str:
 
 
 def _export(lineage: Lineage, state_dir: Path, folder: Path) -> list[str]:
+    from kurahi.lineage.find import export_piece
+
     if folder.absolute().resolve().is_relative_to(state_dir.absolute().resolve()):
         raise UsageError(f"{folder}: --export must not be inside the state directory {state_dir}")
     try:
@@ -43,6 +48,8 @@ def _export(lineage: Lineage, state_dir: Path, folder: Path) -> list[str]:
 
 
 def _time(ms: int | None) -> str:
+    from kurahi.lineage.find import iso
+
     text = iso(ms)
     return text.replace("T", " ").removesuffix("Z") if text else "-"
 
@@ -116,6 +123,8 @@ def find_cmd(
     each piece's last entry to the next piece's first, and in-transcript reset entries.
     Reads only: nothing is written into the state directory.
     """
+    from kurahi.lineage.find import find_lineage
+
     with translate_errors():
         lineage = find_lineage(state_dir, agent=agent, key=key)
         exported = _export(lineage, state_dir, export) if export is not None else []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
@@ -13,15 +13,11 @@ from rich.table import Table
 from rich.tree import Tree
 
 from kurahi.cli.common import console, err_console, print_json, translate_errors
-from kurahi.context.budget import DEFAULT_RESERVE_TOKENS, route
-from kurahi.context.files import project_file
-from kurahi.context.llm import convert_to_llm
-from kurahi.context.tokens import estimate_context_tokens, estimate_tokens
+from kurahi.context.budget import DEFAULT_RESERVE_TOKENS
+
+if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
+    from kurahi.store.transcript import Entry, TreeNode
 from kurahi.errors import KurahiError
-from kurahi.jsvalues import MISSING
-from kurahi.store.repair import repair_torn_tail
-from kurahi.store.stats import transcript_stats
-from kurahi.store.transcript import Entry, Transcript, TreeNode, is_leaf_marker
 
 __all__ = ["app"]
 
@@ -73,6 +69,12 @@ def context(
     reserve: int = typer.Option(DEFAULT_RESERVE_TOKENS, "--reserve", help="Tokens kept free for the reply.", min=0),
 ) -> None:
     """Show the context Pi would send to the model for a transcript (identical to Pi)."""
+    from kurahi.context.budget import route
+    from kurahi.context.files import project_file
+    from kurahi.context.llm import convert_to_llm
+    from kurahi.context.tokens import estimate_context_tokens, estimate_tokens
+    from kurahi.jsvalues import MISSING
+
     with translate_errors():
         result = project_file(file, leaf)
     _warn(result.warnings + result.context.warnings, str(file))
@@ -122,6 +124,9 @@ def stats(
     as_json: bool = typer.Option(False, "--json", help="Print the stats as JSON."),
 ) -> None:
     """Facts about a transcript. Exits 0 exactly when the file opens as a session."""
+    from kurahi.store.stats import transcript_stats
+    from kurahi.store.transcript import Transcript
+
     with translate_errors(), _status(file), Transcript.open(file) as t:
         facts = transcript_stats(t)
     if as_json:
@@ -172,6 +177,8 @@ def repair(
     as_json: bool = typer.Option(False, "--json", help="Print the repair report as JSON."),
 ) -> None:
     """Move a torn last line (a crash mid-write) into a sidecar file, explicitly and durably."""
+    from kurahi.store.repair import repair_torn_tail
+
     with translate_errors():
         report = repair_torn_tail(file, dry_run=dry_run)
     if as_json:
@@ -199,6 +206,8 @@ def tree(
     as_json: bool = typer.Option(False, "--json", help="Print Pi's getTree() shape (id, type, label, children)."),
 ) -> None:
     """Draw the entry tree: branch points, the leaf's path, compactions, labels."""
+    from kurahi.store.transcript import Transcript
+
     with translate_errors(), _status(file), Transcript.open(file) as t:
         roots = t.tree()
         on_path: set[int] = set()
@@ -214,6 +223,8 @@ def tree(
 
 def _node_json(root: TreeNode) -> dict[str, Any]:
     # Iterative: a 200k-entry linear chain would overflow Python's recursion limit.
+    from kurahi.jsvalues import MISSING
+
     def shell(n: TreeNode) -> dict[str, Any]:
         d: dict[str, Any] = {"id": n.entry.id if n.entry.id is not MISSING else None, "type": n.entry.type}
         if n.label is not None:
@@ -233,6 +244,8 @@ def _node_json(root: TreeNode) -> dict[str, Any]:
 
 
 def _describe(e: Entry, label: str | None, is_leaf: bool) -> str:
+    from kurahi.store.transcript import is_leaf_marker
+
     kind = str(e.type)
     extra = ""
     if e.type == "message":

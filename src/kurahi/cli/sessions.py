@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
@@ -12,8 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from kurahi.cli.common import EXIT, console, fail, print_json, translate_errors
-from kurahi.store.catalog import Catalog
-from kurahi.store.listing import list_sessions
+
+if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
+    pass
 
 __all__ = ["app", "default_home", "list_command", "repair_command"]
 
@@ -58,6 +59,8 @@ def list_command(
     ] = False,
 ) -> None:
     """List every session key of every agent's catalog, with its transcript's presence."""
+    from kurahi.store.listing import list_sessions
+
     root = home if home is not None else default_home()
     with translate_errors():
         listings = list_sessions(root, agent)
@@ -94,6 +97,8 @@ def repair_command(
     ],
 ) -> None:
     """Move a catalog that does not parse aside to sessions.json.corrupt.<time>; leave a healthy one."""
+    from kurahi.store.catalog import Catalog
+
     with translate_errors():
         moved = Catalog(file).repair()
     if moved is None:

@@ -2,11 +2,33 @@
 
 from __future__ import annotations
 
-from kurahi.context.budget import BudgetRoute, find_cut_point, route, should_compact
-from kurahi.context.files import FileContext, project_file
-from kurahi.context.llm import convert_to_llm
-from kurahi.context.project import ProjectionWarning, SessionContext, build_context, project_from_leaf
-from kurahi.context.tokens import ContextTokens, estimate_context_tokens, estimate_tokens
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kurahi.context.budget import BudgetRoute, find_cut_point, route, should_compact
+    from kurahi.context.files import FileContext, project_file
+    from kurahi.context.llm import convert_to_llm
+    from kurahi.context.project import ProjectionWarning, SessionContext, build_context, project_from_leaf
+    from kurahi.context.tokens import ContextTokens, estimate_context_tokens, estimate_tokens
+
+# Names load on first use (PEP 562), so `kurahi --help` does not import every room.
+_WHERE = {
+    "BudgetRoute": "kurahi.context.budget",
+    "ContextTokens": "kurahi.context.tokens",
+    "FileContext": "kurahi.context.files",
+    "ProjectionWarning": "kurahi.context.project",
+    "SessionContext": "kurahi.context.project",
+    "build_context": "kurahi.context.project",
+    "convert_to_llm": "kurahi.context.llm",
+    "estimate_context_tokens": "kurahi.context.tokens",
+    "estimate_tokens": "kurahi.context.tokens",
+    "find_cut_point": "kurahi.context.budget",
+    "project_file": "kurahi.context.files",
+    "project_from_leaf": "kurahi.context.project",
+    "route": "kurahi.context.budget",
+    "should_compact": "kurahi.context.budget",
+}
 
 __all__ = [
     "BudgetRoute",
@@ -24,3 +46,12 @@ __all__ = [
     "route",
     "should_compact",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value

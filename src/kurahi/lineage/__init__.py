@@ -2,6 +2,41 @@
 
 from __future__ import annotations
 
-from kurahi.lineage.canonical import BranchPoint, CanonicalPath, SideBranch, canonical_path
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["BranchPoint", "CanonicalPath", "SideBranch", "canonical_path"]
+if TYPE_CHECKING:
+    from kurahi.lineage.canonical import BranchPoint, CanonicalPath, SideBranch, canonical_path
+    from kurahi.lineage.check import check
+    from kurahi.lineage.find import find_lineage
+    from kurahi.lineage.stitch import stitch
+
+# Names load on first use (PEP 562), so `kurahi --help` does not import every room.
+_WHERE = {
+    "BranchPoint": "kurahi.lineage.canonical",
+    "CanonicalPath": "kurahi.lineage.canonical",
+    "SideBranch": "kurahi.lineage.canonical",
+    "canonical_path": "kurahi.lineage.canonical",
+    "check": "kurahi.lineage.check",
+    "find_lineage": "kurahi.lineage.find",
+    "stitch": "kurahi.lineage.stitch",
+}
+
+__all__ = [
+    "BranchPoint",
+    "CanonicalPath",
+    "SideBranch",
+    "canonical_path",
+    "check",
+    "find_lineage",
+    "stitch",
+]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value

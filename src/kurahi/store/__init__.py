@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
-from kurahi.store.catalog import Catalog, find_catalogs
-from kurahi.store.fsio import FsyncPolicy
-from kurahi.store.locks import FileLock
-from kurahi.store.repair import RepairReport, repair_torn_tail
-from kurahi.store.scan import ScanWarning
-from kurahi.store.session import Session
-from kurahi.store.stats import transcript_stats
-from kurahi.store.transcript import LEAF_MARKER_TYPE, Entry, Transcript, TreeNode
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kurahi.store.catalog import Catalog, find_catalogs
+    from kurahi.store.fsio import FsyncPolicy
+    from kurahi.store.locks import FileLock
+    from kurahi.store.repair import RepairReport, repair_torn_tail
+    from kurahi.store.scan import ScanWarning
+    from kurahi.store.session import Session
+    from kurahi.store.stats import transcript_stats
+    from kurahi.store.transcript import LEAF_MARKER_TYPE, Entry, Transcript, TreeNode
+
+# Names load on first use (PEP 562), so `kurahi --help` does not import every room.
+_WHERE = {
+    "Catalog": "kurahi.store.catalog",
+    "Entry": "kurahi.store.transcript",
+    "FileLock": "kurahi.store.locks",
+    "FsyncPolicy": "kurahi.store.fsio",
+    "LEAF_MARKER_TYPE": "kurahi.store.transcript",
+    "RepairReport": "kurahi.store.repair",
+    "ScanWarning": "kurahi.store.scan",
+    "Session": "kurahi.store.session",
+    "Transcript": "kurahi.store.transcript",
+    "TreeNode": "kurahi.store.transcript",
+    "find_catalogs": "kurahi.store.catalog",
+    "repair_torn_tail": "kurahi.store.repair",
+    "transcript_stats": "kurahi.store.stats",
+}
 
 __all__ = [
     "LEAF_MARKER_TYPE",
@@ -26,3 +47,12 @@ __all__ = [
     "repair_torn_tail",
     "transcript_stats",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value

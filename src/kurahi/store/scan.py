@@ -202,23 +202,29 @@ class ScanResult:
     """``(line, offset)`` of a last line that has no newline and does not parse."""
     line_count: int = 0
     """Lines seen, blank and damaged ones included."""
+    _firsts: list[int] = field(default_factory=list)
 
     def locate(self, index: int) -> tuple[int, int, int]:
         """``(chunk offset, chunk bytes, position in chunk)`` or ``(offset, length, -1)``."""
         span = self.spans.get(index)
         if span is not None:
             return span[0], span[1], -1
-        k = bisect_right(self.chunks, index, key=lambda c: c.first) - 1
-        c = self.chunks[k]
+        c = self.chunks[self._chunk_of(index)]
         return c.offset, c.nbytes, index - c.first
+
+    def _chunk_of(self, index: int) -> int:
+        # Chunks are complete once the scan is done; index their first entries once.
+        if len(self._firsts) != len(self.chunks):
+            self._firsts = [c.first for c in self.chunks]
+        return bisect_right(self._firsts, index) - 1
 
     def line_of(self, index: int, read: Reader) -> int:
         """1-based line number of entry ``index``."""
         span = self.spans.get(index)
         if span is not None:
             return span[2]
-        k = bisect_right(self.chunks, index, key=lambda c: c.first) - 1
-        return self.chunks[k].line + index - self.chunks[k].first
+        c = self.chunks[self._chunk_of(index)]
+        return c.line + index - c.first
 
 
 def _iter_chunks(read: Reader, size: int, start: int = 0) -> Iterator[tuple[int, bytes]]:

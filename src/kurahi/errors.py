@@ -21,6 +21,8 @@ Hierarchy::
     │   └── CatalogError              sessions.json
     │       ├── CatalogCorruptError   exists but does not parse: never overwritten
     │       └── CatalogEntryError     an entry or key is not acceptable
+    ├── LineageError                  the `lineage` room
+    │   └── StitchError               sources that cannot be stitched as asked
     └── UsageError                    a caller passed something that cannot work
 """
 
@@ -35,10 +37,12 @@ __all__ = [
     "CatalogError",
     "EntryNotFoundError",
     "KurahiError",
+    "LineageError",
     "LockError",
     "LockHeldError",
     "NotASessionError",
     "ParentCycleError",
+    "StitchError",
     "StoreError",
     "TranscriptError",
     "TranscriptReadError",
@@ -154,3 +158,15 @@ class CatalogCorruptError(CatalogError):
 
 class CatalogEntryError(CatalogError):
     """A catalog key or entry is not acceptable."""
+
+
+class LineageError(KurahiError):
+    """Something about rebuilding one history from several transcripts."""
+
+
+class StitchError(LineageError):
+    """The sources cannot be stitched as asked; nothing was written.
+
+    The same file twice, an output that exists, colliding ids, a later source whose root
+    already has a parent, or one older than the source before it (without ``--force``).
+    """

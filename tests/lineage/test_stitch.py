@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 from kurahi.cli import app
 from kurahi.cli.common import EXIT
 from kurahi.context.files import project_file
-from kurahi.errors import ParentCycleError
+from kurahi.errors import ParentCycleError, StitchError
 from kurahi.lineage.check import check, messages_sha256
-from kurahi.lineage.stitch import StitchError, stitch
+from kurahi.lineage.stitch import stitch
 from kurahi.store.session import Session
 from kurahi.testing import assistant_message, user_message
 from peer import PEERS, PiPeer

@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 from kurahi import __version__
-from kurahi.errors import UsageError
+from kurahi.errors import StitchError
 from kurahi.jsvalues import MISSING, date_ms
 from kurahi.lineage.canonical import canonical_path
 from kurahi.store import fsio
@@ -30,13 +30,9 @@ from kurahi.store.ids import entry_id, iso_now, session_id
 from kurahi.store.scan import decode_line
 from kurahi.store.transcript import Transcript
 
-__all__ = ["StitchError", "StitchReport", "stitch"]
+__all__ = ["StitchReport", "stitch"]
 
 _encode = msgspec.json.Encoder().encode
-
-
-class StitchError(UsageError):
-    """The sources cannot be stitched as asked (collisions, order, already parented)."""
 
 
 @dataclass

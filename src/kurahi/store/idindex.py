@@ -47,7 +47,8 @@ class IdIndex:
     def as_dict(self) -> dict[Any, int]:
         """The full mapping (id key -> position), built on first use."""
         if self._dict is None:
-            ids = list(map(_get_id, self._sks))
+            id_list = getattr(self._sks, "id_list", None)
+            ids = id_list() if id_list is not None else list(map(_get_id, self._sks))
             if all(type(k) is str for k in ids):
                 self._dict = dict(zip(ids, range(len(ids)), strict=True))
             else:
@@ -58,13 +59,20 @@ class IdIndex:
 
     def _try_blob(self) -> bool:
         self._tried_blob = True
-        ids = list(map(_get_id, self._sks))
+        id_list = getattr(self._sks, "id_list", None)
+        ids = id_list() if id_list is not None else list(map(_get_id, self._sks))
         if not ids or set(map(type, ids)) != {str}:
             return False
         width = len(ids[0])
         if width == 0 or min(map(len, ids)) != width or max(map(len, ids)) != width:
             return False
-        blob = _SEP + _SEP.join(ids) + _SEP
+        tail = getattr(self._sks, "tail_ids_joined", "")
+        if tail:
+            # The scan's other half arrived already joined: join only the head.
+            head = ids[: len(ids) - tail.count(_SEP) - 1]
+            blob = _SEP + _SEP.join(head) + _SEP + tail + _SEP
+        else:
+            blob = _SEP + _SEP.join(ids) + _SEP
         if blob.count(_SEP) != len(ids) + 1:  # an id holding the separator itself
             return False
         self._ids, self._blob, self._width = ids, blob, width

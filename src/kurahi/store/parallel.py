@@ -14,6 +14,7 @@ import threading
 
 import msgspec
 
+from kurahi.store.columns import ColumnSkeletons, join_columns
 from kurahi.store.scan import Chunk, Reader, ScanResult, ScanWarning, Skeleton, file_reader, scan
 
 __all__ = ["PARALLEL_MIN_BYTES", "scan_file"]
@@ -26,6 +27,9 @@ class _Part(msgspec.Struct, array_like=True):
     """The child's half of a :class:`ScanResult`, in a form msgpack carries quickly."""
 
     skeletons: list[Skeleton]
+    """Empty when ``columns`` carries them."""
+    columns: tuple[str, str, str] | None
+    """Types, ids and parent ids joined (see :mod:`kurahi.store.columns`), when all are plain."""
     chunks: list[tuple[int, int, int, int]]
     spans: dict[int, tuple[int, int, int]]
     warnings: list[tuple[int, str]]
@@ -62,9 +66,11 @@ def scan_file(fd: int, size: int) -> ScanResult:
         try:
             os.close(rfd)
             part = scan(read, size, start=mid, segment=True)
+            columns = join_columns(part.skeletons)
             payload = msgspec.msgpack.encode(
                 _Part(
-                    part.skeletons,
+                    [] if columns is not None else part.skeletons,
+                    columns,
                     [(c.first, c.offset, c.nbytes, c.line) for c in part.chunks],
                     part.spans,
                     [(w.line, w.message) for w in part.warnings],
@@ -102,7 +108,10 @@ def _merge(res: ScanResult, part: _Part, size: int, read: Reader) -> ScanResult:
     base = len(res.skeletons)
     lines = res.line_count
     res.size = size
-    res.skeletons.extend(part.skeletons)
+    if part.columns is not None:
+        res.skeletons = ColumnSkeletons(res.skeletons, *part.columns)
+    else:
+        res.skeletons.extend(part.skeletons)
     res.chunks.extend(Chunk(c[0] + base, c[1], c[2], c[3] + lines) for c in part.chunks)
     for idx, (off, length, line) in part.spans.items():
         res.spans[idx + base] = (off, length, line + lines)

@@ -187,7 +187,8 @@ class ScanResult:
 
     header: dict[str, Any] | None = None
     header_line: int = 0
-    skeletons: list[Skeleton] = field(default_factory=list)
+    skeletons: Any = field(default_factory=list)
+    """One skeleton per entry: a list, or :class:`kurahi.store.columns.ColumnSkeletons`."""
     chunks: list[Chunk] = field(default_factory=list)
     spans: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     """``(offset, length, line)`` of entries outside dense chunks."""

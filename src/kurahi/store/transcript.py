@@ -161,7 +161,7 @@ class Transcript:
                 path=name,
             )
         self.header: dict[str, Any] = result.header
-        self._skeletons: list[Skeleton] = result.skeletons
+        self._skeletons: Sequence[Skeleton] = result.skeletons
         self._ids = IdIndex(self._skeletons)
         self._overrides: dict[int, dict[str, Any]] = {}
         self._chunk_cache: dict[int, list[bytes]] = {}

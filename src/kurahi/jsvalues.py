@@ -19,7 +19,7 @@ import math
 import re
 from typing import Any
 
-__all__ = ["date_ms", "js_stringify", "js_truthy", "js_whitespace_strip", "utf16_len"]
+__all__ = ["MISSING", "date_ms", "js_number", "js_stringify", "js_truthy", "js_whitespace_strip", "utf16_len"]
 
 # JS String.prototype.trim() removes WhiteSpace and LineTerminator code points.
 _JS_WS = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" + (
@@ -252,3 +252,20 @@ def js_stringify(value: Any) -> str:
         ]
         return "{" + ",".join(parts) + "}"
     return json.dumps(value, ensure_ascii=False)
+
+
+def js_number(value: Any) -> float | None:
+    """``Number(value)``, as JavaScript's ``<`` and ``>=`` see it; ``None`` for NaN."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        text = js_whitespace_strip(value)
+        if text == "":
+            return 0.0
+        try:
+            return float(text)
+        except ValueError:
+            return None
+    return None

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from kurahi.context.project import SessionContext, project_from_leaf
 from kurahi.errors import EntryNotFoundError
-from kurahi.jsvalues import MISSING
 from kurahi.store.backward import BackwardIndex, OverBudget, read_header
+from kurahi.store.migrate import header_version
 from kurahi.store.scan import ScanWarning, file_reader
 from kurahi.store.transcript import Transcript, open_for_reading
 
@@ -25,21 +24,6 @@ class FileContext:
         self.entries_read = lines_read
         """How many entries were decoded to answer (the rest of the file was never parsed)."""
         self.session_id = session_id
-
-
-def _js_version(value: Any) -> float | None:
-    if value is MISSING or value is None:
-        return 1.0
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip() or 0)
-        except ValueError:
-            return None
-    return None
 
 
 def project_file(path: str | os.PathLike[str], leaf_id: str | None = None) -> FileContext:
@@ -64,7 +48,7 @@ def project_file(path: str | os.PathLike[str], leaf_id: str | None = None) -> Fi
     try:
         read = file_reader(fd)
         header, stop, _, head_warnings = read_header(read, size, name=str(p))
-        version = _js_version(header.get("version", MISSING))
+        version = header_version(header)
         if version is not None and version < 2:
             return _project_full(p, leaf_id)
         index = BackwardIndex(

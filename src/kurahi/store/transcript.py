@@ -9,7 +9,6 @@ labels, a tree view). Raw lines stay byte-identical for copying.
 from __future__ import annotations
 
 import gc
-import hashlib
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -23,6 +22,7 @@ import msgspec
 from kurahi.errors import EntryNotFoundError, NotASessionError, ParentCycleError, TranscriptReadError
 from kurahi.jsvalues import MISSING, date_ms, js_truthy, js_whitespace_strip
 from kurahi.store.idindex import IdIndex
+from kurahi.store.migrate import header_version, migrate_v1
 from kurahi.store.parallel import scan_file
 from kurahi.store.scan import (
     Reader,
@@ -289,69 +289,25 @@ class Transcript:
     # -- migration ------------------------------------------------------------------
 
     def _migrate(self) -> None:
-        version = self.header.get("version", MISSING)
-        if version is MISSING or version is None:
-            version = 1
-        num = _js_number(version)
+        num = header_version(self.header)
         if num is not None and num >= 3:
             return
         self.migrated_from = int(num) if num is not None and num == int(num) else None
         if num is not None and num < 2:
-            self._migrate_v1()
+            n = len(self._skeletons)
+            migrated = migrate_v1(
+                self.header,
+                [self._materialize(i) for i in range(n)],
+                [self.line_of(i) for i in range(n)],
+                self._scan.extra_header_lines,
+            )
+            self._overrides = dict(enumerate(migrated))
+            self._skeletons = [
+                Skeleton(type=d.get("type", msgspec.UNSET), id=d["id"], parentId=d["parentId"]) for d in migrated
+            ]
+            self._ids = IdIndex(self._skeletons)
         if num is not None and num < 3:
             self._rename_hook = True
-
-    def _migrate_v1(self) -> None:
-        # Pi's migrateV1ToV2, in memory: every entry gets a fresh id and the previous
-        # entry as parent (one linear chain). Pi draws random ids; Kurahi derives them
-        # from the session id and the line so that two reads agree.
-        scan_res = self._scan
-        extra = sorted(scan_res.extra_header_lines)
-        # Pi's array of parsed values: the header at 0, ignored headers where they sit.
-        parsed: list[Any] = [self.header]
-        positions: list[int] = []
-        e = 0
-        for i in range(len(self._skeletons)):
-            while e < len(extra) and extra[e] < self.line_of(i):
-                parsed.append({"type": "session"})
-                e += 1
-            positions.append(len(parsed))
-            parsed.append(self._materialize(i))
-        used: set[str] = set()
-        prev: Any = None
-        for i, pos in enumerate(positions):
-            entry = dict(parsed[pos])
-            parsed[pos] = entry
-            new_id = self._v1_id(self.line_of(i), used)
-            entry.pop("id", None)
-            entry.pop("parentId", None)
-            entry["id"] = new_id
-            entry["parentId"] = prev
-            prev = new_id
-            if entry.get("type") == "compaction":
-                idx = entry.get("firstKeptEntryIndex")
-                if isinstance(idx, (int, float)) and not isinstance(idx, bool):
-                    target = parsed[int(idx)] if idx == int(idx) and 0 <= idx < len(parsed) else None
-                    if isinstance(target, dict) and target.get("type") != "session":
-                        tid = target.get("id", MISSING)
-                        if tid is not MISSING:
-                            entry["firstKeptEntryId"] = tid
-                    del entry["firstKeptEntryIndex"]
-            self._overrides[i] = entry
-        self._skeletons = [
-            Skeleton(type=d.get("type", msgspec.UNSET), id=d["id"], parentId=d["parentId"])
-            for d in (self._overrides[i] for i in range(len(positions)))
-        ]
-        self._ids = IdIndex(self._skeletons)
-
-    def _v1_id(self, line: int, used: set[str]) -> str:
-        n = 0
-        while True:
-            digest = hashlib.sha256(f"{self.session_id}:{line}:{n}".encode()).hexdigest()[:8]
-            if digest not in used:
-                used.add(digest)
-                return digest
-            n += 1
 
     # -- tree API -------------------------------------------------------------------
 
@@ -598,20 +554,3 @@ class _SortKey:
         if self.ms is None or other.ms is None:
             return False
         return self.ms < other.ms
-
-
-def _js_number(value: Any) -> float | None:
-    """``Number(value)`` for comparisons; ``None`` for NaN."""
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        text = js_whitespace_strip(value)
-        if text == "":
-            return 0.0
-        try:
-            return float(text)
-        except ValueError:
-            return None
-    return None

@@ -1,0 +1,86 @@
+"""Pi's version migrations (v1 -> v2 -> v3), done in memory and never written back.
+
+Pi rewrites v1 and v2 files in place when it opens them; Kurahi reads them as Pi would
+see them after that rewrite, and leaves the file alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from kurahi.jsvalues import MISSING, js_number
+
+__all__ = ["header_version", "migrate_v1"]
+
+
+def header_version(header: dict[str, Any]) -> float | None:
+    """The header's version as Pi compares it (``version ?? 1``; ``None`` when it is NaN)."""
+    version = header.get("version", MISSING)
+    if version is MISSING or version is None:
+        return 1.0
+    return js_number(version)
+
+
+def _v1_id(session_id: str, line: int, used: set[str]) -> str:
+    n = 0
+    while True:
+        digest = hashlib.sha256(f"{session_id}:{line}:{n}".encode()).hexdigest()[:8]
+        if digest not in used:
+            used.add(digest)
+            return digest
+        n += 1
+
+
+def migrate_v1(
+    header: dict[str, Any], entries: list[dict[str, Any]], lines: list[int], extra_header_lines: list[int]
+) -> list[dict[str, Any]]:
+    """Pi's ``migrateV1ToV2``: every entry gets a fresh id and the previous entry as parent.
+
+    Pi draws random ids; Kurahi derives them from the session id and the line, so two reads
+    agree. ``firstKeptEntryIndex`` indexes Pi's array of parsed values (the header at 0,
+    ignored headers where they sit); a forward index finds the target's old id, as in Pi.
+
+    Args:
+        header: the session header.
+        entries: the non-header entries in file order (not changed).
+        lines: each entry's line number.
+        extra_header_lines: line numbers of ignored further headers.
+
+    Returns:
+        The migrated entries, in the same order.
+    """
+    extra = sorted(extra_header_lines)
+    parsed: list[Any] = [header]
+    positions: list[int] = []
+    e = 0
+    for entry, line in zip(entries, lines, strict=True):
+        while e < len(extra) and extra[e] < line:
+            parsed.append({"type": "session"})
+            e += 1
+        positions.append(len(parsed))
+        parsed.append(entry)
+    used: set[str] = set()
+    prev: Any = None
+    out: list[dict[str, Any]] = []
+    session_id = str(header.get("id"))
+    for pos, line in zip(positions, lines, strict=True):
+        entry = dict(parsed[pos])
+        parsed[pos] = entry
+        new_id = _v1_id(session_id, line, used)
+        entry.pop("id", None)
+        entry.pop("parentId", None)
+        entry["id"] = new_id
+        entry["parentId"] = prev
+        prev = new_id
+        if entry.get("type") == "compaction":
+            idx = entry.get("firstKeptEntryIndex")
+            if isinstance(idx, (int, float)) and not isinstance(idx, bool):
+                target = parsed[int(idx)] if idx == int(idx) and 0 <= idx < len(parsed) else None
+                if isinstance(target, dict) and target.get("type") != "session":
+                    tid = target.get("id", MISSING)
+                    if tid is not MISSING:
+                        entry["firstKeptEntryId"] = tid
+                del entry["firstKeptEntryIndex"]
+        out.append(entry)
+    return out

@@ -12,7 +12,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.panel import Panel
@@ -110,9 +110,42 @@ def demo(
                     title="context",
                 )
             )
+            console.rule("[bold]7. An unplanned reset, rebuilt: A + B → C")
+            _reset_and_rebuild(workdir, path)
             if keep is not None:
                 console.print(f"kept in {workdir}")
         finally:
             if cleanup is not None:
                 cleanup.cleanup()
     os.environ.pop("KURAHI_DEMO", None)
+
+
+def _reset_and_rebuild(workdir: Path, before: Path) -> None:
+    """Continue in a new session (a reset), then stitch the two and check both sides are live."""
+    from kurahi.lineage.check import check
+    from kurahi.lineage.stitch import stitch
+    from kurahi.store.session import Session
+    from kurahi.testing import assistant_message, user_message
+
+    with Session.open(before) as s:
+        s.append_message(user_message("Before the reset: the lantern code is HARBOUR-LANTERN-42.", 1))
+        s.append_message(assistant_message([{"type": "text", "text": "Noted: HARBOUR-LANTERN-42."}], 2))
+    after = workdir / "after-reset.jsonl"
+    with Session.create(after, cwd="/home/resident") as s:
+        s.append_message(user_message("After the reset: the tide word is ORCHARD-TIDE-7.", 3))
+        s.append_message(assistant_message([{"type": "text", "text": "Carrying on with ORCHARD-TIDE-7."}], 4))
+    markers = ["HARBOUR-LANTERN-42", "ORCHARD-TIDE-7"]
+    alone = check(after, markers=markers)
+    console.print(f"B alone: {alone.messages} messages; {_hits(alone.markers)}")
+    stitched = workdir / "stitched.jsonl"
+    report = stitch([before, after], stitched)
+    result = check(stitched, markers=markers)
+    console.print(
+        f"C = A + B: {report.to_dict()['identicalLines']} lines copied byte for byte, "
+        f"{len(report.edges)} re-parented root; {result.messages} messages, fast and reference projections "
+        f"{'agree' if result.projections_agree else '[red]DISAGREE[/]'}; {_hits(result.markers)}"
+    )
+
+
+def _hits(markers: list[Any]) -> str:
+    return ", ".join(f"{m.marker} {'[green]present[/]' if m.index is not None else '[red]missing[/]'}" for m in markers)

@@ -8,7 +8,6 @@ labels, a tree view). Raw lines stay byte-identical for copying.
 
 from __future__ import annotations
 
-import gc
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -20,7 +19,7 @@ from typing import Any
 import msgspec
 
 from kurahi.errors import EntryNotFoundError, NotASessionError, ParentCycleError, TranscriptReadError
-from kurahi.jsvalues import MISSING, date_ms, js_truthy, js_whitespace_strip
+from kurahi.jsvalues import MISSING, js_truthy, js_whitespace_strip
 from kurahi.store.idindex import IdIndex
 from kurahi.store.migrate import header_version, migrate_v1
 from kurahi.store.parallel import scan_file
@@ -415,30 +414,9 @@ class Transcript:
 
     def find_cycles(self) -> list[list[str]]:
         """Every parent cycle in the file (each reported once), for diagnostics."""
-        by_id = self._ids.as_dict()
-        state: dict[int, int] = {}
-        cycles: list[list[str]] = []
-        for start in by_id.values():
-            if start in state:
-                continue
-            trail: list[int] = []
-            pos: dict[int, int] = {}
-            cur: int | None = start
-            while cur is not None and cur not in state:
-                pos[cur] = len(trail)
-                state[cur] = 1
-                trail.append(cur)
-                pid = self._skeletons[cur].parentId
-                if pid is msgspec.UNSET or not (pid if type(pid) is str else js_truthy(pid)):
-                    cur = None
-                    break
-                cur = by_id.get(pid if type(pid) is str else id_key(pid))
-                if cur is not None and cur in pos:
-                    cycles.append([str(_u(self._skeletons[i].id)) for i in trail[pos[cur] :]])
-                    cur = None
-            for i in trail:
-                state[i] = 2
-        return cycles
+        from kurahi.store.tree import find_cycles
+
+        return find_cycles(self)
 
     def labels(self) -> dict[Any, str]:
         """Current label per target id, from ``label`` entries in file order (any branch)."""
@@ -474,83 +452,16 @@ class Transcript:
 
     def tree(self) -> list[TreeNode]:
         """The whole tree as Pi's ``getTree()``: roots in file order, children oldest first."""
-        gc_was_enabled = gc.isenabled()
-        gc.disable()  # hundreds of thousands of nodes, no cycles among them
-        try:
-            return self._tree()
-        finally:
-            if gc_was_enabled:
-                gc.enable()
+        from kurahi.store.tree import build_tree
 
-    def _tree(self) -> list[TreeNode]:
-        labels = self.labels()
-        nodes: dict[Any, TreeNode] = {}
-        order: list[tuple[Any, Skeleton]] = []
-        for i, sk in enumerate(self._skeletons):
-            key = sk.id if type(sk.id) is str else id_key(sk.id)
-            node = TreeNode(Entry(self, i), [], labels.get(key) if type(key) is str else None)
-            nodes[key] = node
-            order.append((key, sk))
-        roots: list[TreeNode] = []
-        for key, sk in order:
-            node = nodes[key]
-            pid = sk.parentId
-            pkey = pid if type(pid) is str else id_key(pid)
-            if pid is None or pkey == key:
-                roots.append(node)
-                continue
-            parent = nodes.get(pkey) if pid is not msgspec.UNSET else None
-            if parent is None:
-                roots.append(node)
-            else:
-                parent.children.append(node)
-        stack = list(roots)
-        visited: set[int] = set()
-        while stack:
-            node = stack.pop()
-            if id(node) in visited:
-                continue
-            visited.add(id(node))
-            if len(node.children) > 1:
-                node.children.sort(key=_SortKey.of)
-            stack.extend(node.children)
-        return roots
+        return build_tree(self)
 
     def timestamp_ms(self, index: int) -> int | float | None:
         """``new Date(entry.timestamp).getTime()`` for entry ``index`` (``None`` for NaN)."""
-        if index not in self._overrides:
-            try:
-                stamp = _timestamp_decode(self.raw_line(index)).timestamp
-                return date_ms(MISSING if stamp is msgspec.UNSET else stamp)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                pass
-        return date_ms(self._materialize(index).get("timestamp", MISSING))
+        from kurahi.store.tree import timestamp_ms
+
+        return timestamp_ms(self, index)
 
     def path_entries(self, indices: Sequence[int]) -> list[Entry]:
         """Entries for a list of indices."""
         return [Entry(self, i) for i in indices]
-
-
-class _Stamp(msgspec.Struct):
-    timestamp: Any = msgspec.UNSET
-
-
-_timestamp_decode = msgspec.json.Decoder(_Stamp).decode
-
-
-class _SortKey:
-    """Stable sort by timestamp where NaN compares equal to everything, as V8's sort does."""
-
-    __slots__ = ("ms",)
-
-    def __init__(self, ms: int | float | None) -> None:
-        self.ms = ms
-
-    @classmethod
-    def of(cls, node: TreeNode) -> _SortKey:
-        return cls(node.entry._t.timestamp_ms(node.entry.index))
-
-    def __lt__(self, other: _SortKey) -> bool:
-        if self.ms is None or other.ms is None:
-            return False
-        return self.ms < other.ms

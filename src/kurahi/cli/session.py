@@ -16,7 +16,7 @@ from kurahi.cli.common import console, err_console, print_json, translate_errors
 from kurahi.context.budget import DEFAULT_RESERVE_TOKENS
 
 if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
-    from kurahi.store.transcript import Entry, TreeNode
+    from kurahi.store.transcript import Entry, Transcript, TreeNode
 from kurahi.errors import KurahiError
 
 __all__ = ["app"]
@@ -209,15 +209,14 @@ def tree(
     from kurahi.store.transcript import Transcript
 
     with translate_errors(), _status(file), Transcript.open(file) as t:
-        roots = t.tree()
+        if as_json:
+            print_json([_node_json(n) for n in t.tree()])
+            return
         on_path: set[int] = set()
         if t.leaf_id is not None:
             on_path = set(t.path_indices(len(t) - 1))
-        if as_json:
-            print_json([_node_json(n) for n in roots])
-            return
         view = Tree(f"[bold]{escape(str(file))}[/] ({len(t)} entries)")
-        _draw(view, roots, on_path, full, expand)
+        _draw(view, _Shape(t), on_path, full, expand)
     console.print(view)
 
 
@@ -267,72 +266,95 @@ def _describe(e: Entry, label: str | None, is_leaf: bool) -> str:
     return text
 
 
-def _interesting(n: TreeNode) -> bool:
-    return bool(n.label) or n.entry.type in ("compaction", "branch_summary") or len(n.children) != 1
+class _Shape:
+    """Just enough of the tree to draw it: child positions, roots, labels (no node objects)."""
+
+    def __init__(self, t: Transcript) -> None:
+        from kurahi.lineage.canonical import children_index
+        from kurahi.store.tree import timestamp_ms
+
+        self.t = t
+        self.kids = children_index(t)
+        for i, kids in self.kids.items():
+            if len(kids) > 1:  # Pi orders siblings by timestamp (stable; NaN sorts as equal)
+                self.kids[i] = _stable_by_time(kids, lambda k: timestamp_ms(t, k))
+        has_parent = {k for kids in self.kids.values() for k in kids}
+        self.roots = [i for i in range(len(t)) if i not in has_parent]
+        labels = t.labels()
+        self.labels = (
+            {i: labels[t._skeletons[i].id] for i in range(len(t)) if t._skeletons[i].id in labels} if labels else {}
+        )
+
+    def size(self, root: int) -> int:
+        n, stack, seen = 0, [root], set()
+        while stack:
+            i = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            n += 1
+            stack.extend(self.kids.get(i, ()))
+        return n
+
+
+def _stable_by_time(items: list[int], ms: Any) -> list[int]:
+    keyed = [(ms(i), i) for i in items]
+    if any(k is None for k, _ in keyed):
+        return items  # an unparsable time compares equal to everything: keep file order
+    return [i for _, i in sorted(keyed, key=lambda p: p[0])]
 
 
 def _run_text(run: Counter[str]) -> str:
     return f"[dim]… {sum(run.values())} entries ({', '.join(f'{v} {k}' for k, v in run.most_common())})[/]"
 
 
-def _subtree_sizes(roots: list[TreeNode]) -> dict[int, int]:
-    sizes: dict[int, int] = {}
-    order: list[TreeNode] = []
-    stack = list(roots)
-    while stack:
-        node = stack.pop()
-        order.append(node)
-        stack.extend(node.children)
-    for node in reversed(order):
-        sizes[node.entry.index] = 1 + sum(sizes[c.entry.index] for c in node.children)
-    return sizes
-
-
-def _draw(view: Tree, roots: list[TreeNode], on_path: set[int], full: bool, expand: bool) -> None:
+def _draw(view: Tree, shape: _Shape, on_path: set[int], full: bool, expand: bool) -> None:
     """Draw chains flat; branch points open a nested level.
 
     The child on the leaf's path continues at the same level, so the live history reads
     top to bottom. Side branches are one summary line each unless ``expand``.
     """
+    t = shape.t
     leaf_index = max(on_path) if on_path else -1
-    sizes = _subtree_sizes(roots) if not expand else {}
-    stack: list[tuple[Tree, TreeNode]] = [(view, r) for r in reversed(roots)]
+    stack: list[tuple[Tree, int]] = [(view, r) for r in reversed(shape.roots)]
     while stack:
-        parent, node = stack.pop()
+        parent, start = stack.pop()
         run: Counter[str] = Counter()
-        cur: TreeNode | None = node
+        cur: int | None = start
         while cur is not None:
-            e = cur.entry
-            is_leaf = e.index == leaf_index
-            if full or _interesting(cur) or is_leaf or cur is node:
+            e = t.entry_at(cur)
+            kids = shape.kids.get(cur, [])
+            label = shape.labels.get(cur)
+            is_leaf = cur == leaf_index
+            interesting = bool(label) or e.type in ("compaction", "branch_summary") or len(kids) != 1
+            if full or interesting or is_leaf or cur == start:
                 if run:
                     parent.add(_run_text(run))
                     run.clear()
-                text = _describe(e, cur.label, is_leaf)
-                parent.add(text if e.index in on_path else f"[dim]{text}[/]")
+                text = _describe(e, label, is_leaf)
+                parent.add(text if cur in on_path else f"[dim]{text}[/]")
             else:
                 kind = e.type
                 if e.type == "message":
                     msg = e.data.get("message")
                     kind = msg.get("role") if isinstance(msg, dict) else "message"
                 run[str(kind)] += 1
-            kids = cur.children
             if len(kids) == 1:
                 cur = kids[0]
                 continue
             if run:
                 parent.add(_run_text(run))
                 run.clear()
-            main = next((k for k in kids if k.entry.index in on_path), None)
+            main = next((k for k in kids if k in on_path), None)
             for k in kids:
-                if k is main:
+                if k == main:
                     continue
                 if expand:
-                    stack.append((parent.add(f"[dim]branch at {escape(str(cur.entry.id))}[/]"), k))
+                    stack.append((parent.add(f"[dim]branch at {escape(str(e.id))}[/]"), k))
                 else:
                     parent.add(
-                        f"[dim]⎇ side branch at {escape(str(cur.entry.id))}: {sizes[k.entry.index]} entries "
-                        f"from {escape(str(k.entry.id))}[/]"
+                        f"[dim]⎇ side branch at {escape(str(e.id))}: {shape.size(k)} entries "
+                        f"from {escape(str(t.entry_at(k).id))}[/]"
                     )
             cur = main
 

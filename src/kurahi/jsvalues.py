@@ -19,7 +19,16 @@ import math
 import re
 from typing import Any
 
-__all__ = ["MISSING", "date_ms", "js_number", "js_stringify", "js_truthy", "js_whitespace_strip", "utf16_len"]
+__all__ = [
+    "MISSING",
+    "date_ms",
+    "js_number",
+    "js_string",
+    "js_stringify",
+    "js_truthy",
+    "js_whitespace_strip",
+    "utf16_len",
+]
 
 # JS String.prototype.trim() removes WhiteSpace and LineTerminator code points.
 _JS_WS = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" + (
@@ -165,9 +174,7 @@ def date_ms(value: Any) -> int | float | None:
         if abs(value) > _MAX_MS:
             return None
         return math.trunc(value)
-    text = value if isinstance(value, str) else _js_to_string(value)
-    if text is None:
-        return None
+    text = js_string(value)
     text = js_whitespace_strip(text)
     ms = _iso_ms(text)
     if ms is None:
@@ -177,14 +184,27 @@ def date_ms(value: Any) -> int | float | None:
     return int(ms)
 
 
-def _js_to_string(value: Any) -> str | None:
-    if isinstance(value, list):
-        return ",".join("" if v is None else (_js_to_string(v) or "") for v in value)
-    if isinstance(value, dict):
-        return "[object Object]"
+def js_string(value: Any) -> str:
+    """``String(value)``, as a template literal or ``+`` with a string computes it."""
     if isinstance(value, str):
         return value
-    return None
+    if value is MISSING:
+        return "undefined"
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        if math.isnan(value):
+            return "NaN"
+        return "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, (int, float)):
+        return js_stringify(value)
+    if isinstance(value, list):
+        return ",".join("" if v is None or v is MISSING else js_string(v) for v in value)
+    return "[object Object]"
 
 
 class _Missing:

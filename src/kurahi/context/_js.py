@@ -9,11 +9,10 @@ silently compute ``NaN``, these helpers raise :class:`~kurahi.errors.UsageError`
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from kurahi.errors import UsageError
-from kurahi.jsvalues import MISSING, js_stringify, js_truthy, utf16_len
+from kurahi.jsvalues import MISSING, js_string, js_truthy, utf16_len
 
 __all__ = ["is_js_zero", "js_length", "js_string", "prop", "truthy"]
 
@@ -69,26 +68,3 @@ def js_length(value: Any, what: str) -> int:
     if isinstance(length, int) and not isinstance(length, bool):
         return length
     raise UsageError(f"{what} is a {type(value).__name__} without a length; Pi would count NaN characters")
-
-
-def js_string(value: Any) -> str:
-    """``String(value)``, as a template literal or ``+`` with a string computes it."""
-    if isinstance(value, str):
-        return value
-    if value is MISSING:
-        return "undefined"
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, float) and not math.isfinite(value):
-        if math.isnan(value):
-            return "NaN"
-        return "Infinity" if value > 0 else "-Infinity"
-    if isinstance(value, (int, float)):
-        return js_stringify(value)
-    if isinstance(value, list):
-        return ",".join("" if v is None or v is MISSING else js_string(v) for v in value)
-    return "[object Object]"

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -15,6 +16,7 @@ PEERS = SHARED / "peers"
 FIXTURES = PEERS / "fixtures"
 PI_PKG = Path(os.environ.get("PI_PKG", ROOT / ".peer" / "node_modules" / "@mariozechner" / "pi-coding-agent"))
 NODE = shutil.which("node")
+BATCH_JS = ROOT / "tests" / "conformance" / "pi_write_batch.mjs"
 
 _PI_MISSING = None
 if NODE is None:
@@ -40,33 +42,24 @@ class PiPeer:
         )
         return json.loads(out.stdout)  # type: ignore[no-any-return]
 
-    def contexts(self, paths: list[Path]) -> list[dict[str, Any]]:
-        """Pi's context for many files in one node process (see tests/conformance/pi_batch.mjs)."""
-        script = Path(__file__).parent / "conformance" / "pi_batch.mjs"
-        out = subprocess.run(
-            [str(NODE), str(script)],
-            input="\n".join(str(p) for p in paths),
+    def batch(self, mode: str, stdin: str) -> list[dict[str, Any]]:
+        """Run ``tests/conformance/pi_write_batch.mjs MODE`` (many files, one node process)."""
+        proc = subprocess.run(
+            [str(NODE), str(BATCH_JS), mode],
+            input=stdin,
             capture_output=True,
             text=True,
             timeout=600,
             env=self.env,
-            check=True,
+            check=False,
         )
+        assert proc.returncode == 0, f"pi_write_batch.mjs {mode} failed:\n{proc.stderr}"
         # Split on "\n" only: JSON.stringify leaves U+2028/U+2029/U+0085 raw, and splitlines() splits on them.
-        return [json.loads(line) for line in out.stdout.split("\n") if line.strip()]
+        return [json.loads(line) for line in proc.stdout.split("\n") if line.strip()]
 
-    def write(self, out: Path, script: Any) -> dict[str, Any]:
-        """``pi_write.mjs --json``: let Pi's SessionManager write a file from a script of operations."""
-        res = subprocess.run(
-            [str(NODE), str(PEERS / "pi_write.mjs"), "--json", str(out), "-"],
-            input=json.dumps(script),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=self.env,
-            check=True,
-        )
-        return json.loads(res.stdout)  # type: ignore[no-any-return]
+    def contexts(self, paths: Sequence[Path]) -> list[dict[str, Any]]:
+        """Pi's ``SessionManager.open`` + ``buildSessionContext`` for many files in one node process."""
+        return self.batch("read", "\n".join(str(p) for p in paths))
 
 
 PI_MISSING = _PI_MISSING

@@ -11,7 +11,7 @@
 // session ended up (createBranchedSession switches files); `exists` is false when Pi never wrote
 // it (its first write waits for an assistant message).
 //
-// read: exactly what tests/conformance/pi_batch.mjs prints, one JSON line per file.
+// read: {file, leafId, leafIdUndefined?, messages, thinkingLevel, model} per file (Pi's open + build).
 // at: the same, but after moving Pi's leaf in memory (branch(leafId), or resetLeaf() for null)
 // before building the context: Pi's projection of the file at that entry.
 //

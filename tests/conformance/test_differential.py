@@ -10,12 +10,9 @@
 * A durable ``Session.branch(x)`` reads, in Pi, as Pi's own in-memory ``branch(x)``.
 
 Scripts are drawn with hypothesis (which likes empty strings, astral characters and odd
-numbers) and run in batches: one node process writes or reads a whole batch. Pi reads through
-``pi_write_batch.mjs read``, which does what ``pi_batch.mjs`` (``pi.contexts``) does but imports
-only Pi's session module (the full ``dist/index.js`` takes 3-4 s to import) and splits its
-output on ``\n`` only (``pi.contexts`` uses ``str.splitlines()``, which also splits on the
-U+2028, U+2029 and U+0085 that ``JSON.stringify`` leaves raw, so it cannot read these files
-back). The durable-branch test checks that both readers agree.
+numbers) and run in batches: one node process writes or reads a whole batch
+(``pi_write_batch.mjs``, which imports only Pi's session module: the full ``dist/index.js``
+takes 3-4 s to import).
 
 When a file disagrees, its script is shrunk (delta debugging, Pi rerun at each step) and the
 failure shows the smallest script, the file, and what Pi and Kurahi each projected.
@@ -26,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -34,15 +30,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from drawing import draw_batch
 from kurahi.context import build_context
 from kurahi.context.files import project_file
 from kurahi.jsvalues import MISSING
 from kurahi.store import LEAF_MARKER_TYPE, Transcript
 from kurahi.store.session import Session
-from peer import NODE, PiPeer
+from peer import PiPeer
 
 pytestmark = pytest.mark.pi
 
@@ -52,7 +48,6 @@ GROUP = 4
 """Scripts per hypothesis draw (drawing is the slow part, so a draw's material is shared)."""
 PI_BATCH = 1000
 """Files per node process reading them back."""
-BATCH_JS = Path(__file__).parent / "pi_write_batch.mjs"
 
 Script = list[dict[str, Any]]
 
@@ -584,54 +579,19 @@ def _pi_script(g: _Gen) -> Script:
 # -- running ----------------------------------------------------------------------------------
 
 
-def _collect(strategy: st.SearchStrategy[Any], n: int) -> list[Any]:
-    """Draw ``n`` examples with hypothesis, to run in batches."""
-    drawn: list[Any] = []
-
-    @settings(
-        max_examples=n,
-        deadline=None,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
-    )
-    @given(strategy)
-    def draw(value: Any) -> None:
-        drawn.append(value)
-
-    while len(drawn) < n:  # hypothesis may stop a little short of max_examples
-        draw()
-    return drawn[:n]
-
-
-def _node(mode: str, stdin: str) -> list[dict[str, Any]]:
-    proc = subprocess.run(
-        [str(NODE), str(BATCH_JS), mode],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=PiPeer.env,
-        check=False,
-    )
-    assert proc.returncode == 0, f"pi_write_batch.mjs {mode} failed:\n{proc.stderr}"
-    # Split on "\n" only: JSON.stringify leaves U+2028, U+2029 and U+0085 raw, and str.splitlines()
-    # would cut lines there.
-    return [json.loads(line) for line in proc.stdout.split("\n") if line.strip()]
-
-
 def pi_write(items: Sequence[tuple[Path, Script]]) -> list[dict[str, Any]]:
     """Let Pi's SessionManager run each script into its path (one node process)."""
-    return _node("write", json.dumps([{"out": str(p), "script": s} for p, s in items]))
+    return PiPeer().batch("write", json.dumps([{"out": str(p), "script": s} for p, s in items]))
 
 
 def pi_read_fast(paths: Sequence[Path]) -> list[dict[str, Any]]:
-    """Pi's context for each file, as ``pi.contexts`` (one quick node process; for shrinking)."""
-    return _node("read", "\n".join(str(p) for p in paths))
+    """Pi's context for each file (one quick node process; for shrinking)."""
+    return PiPeer().contexts(paths)
 
 
 def pi_at(items: Sequence[tuple[Path, str | None]]) -> list[dict[str, Any]]:
     """Pi's context for each file after moving its leaf in memory to the given entry."""
-    return _node("at", json.dumps([{"file": str(p), "leafId": leaf} for p, leaf in items]))
+    return PiPeer().batch("at", json.dumps([{"file": str(p), "leafId": leaf} for p, leaf in items]))
 
 
 def pi_read_batched(paths: Sequence[Path]) -> list[dict[str, Any]]:
@@ -773,7 +733,7 @@ def work(tmp_path: Path) -> Iterator[Path]:
 
 def test_kurahi_writes_pi_reads(pi: PiPeer, work: Path, record_property: Callable[[str, Any], None]) -> None:
     started = time.monotonic()
-    scripts = [s for group in _collect(script_groups(_kurahi_script, GROUP), TREES // GROUP) for s in group]
+    scripts = [s for group in draw_batch(script_groups(_kurahi_script, GROUP), TREES // GROUP) for s in group]
     files = []
     for i, script in enumerate(scripts):
         path = work / f"k{i:05}.jsonl"
@@ -825,7 +785,7 @@ def _pi_files(results: list[dict[str, Any]]) -> list[Path]:
 
 def test_pi_writes_kurahi_reads(pi: PiPeer, work: Path, record_property: Callable[[str, Any], None]) -> None:
     started = time.monotonic()
-    scripts = [s for group in _collect(script_groups(_pi_script, GROUP), TREES // GROUP) for s in group]
+    scripts = [s for group in draw_batch(script_groups(_pi_script, GROUP), TREES // GROUP) for s in group]
     items = [(work / f"p{i:05}" / "s.jsonl", s) for i, s in enumerate(scripts)]
     for path, _ in items:
         path.parent.mkdir()
@@ -934,7 +894,6 @@ def test_durable_branch_is_read_by_pi_as_the_target(pi: PiPeer, tmp_path: Path) 
         assert t.entry(new).data["parentId"] == ids["a1"]
 
     *after, after_continued = pi.contexts([*files, continued])  # Pi opens each file: its leaf is the last line
-    assert pi_read_fast([*files, continued]) == [*after, after_continued], "pi_write_batch.mjs reads unlike pi.contexts"
     at_target = pi_at([(base, t) for t in targets])  # Pi's own branch(target) / resetLeaf() on the original
     for path, target, got, want in zip(files, targets, after, at_target, strict=True):
         assert "error" not in got and "error" not in want, (got, want)

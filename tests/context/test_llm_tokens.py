@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from drawing import draw_batch
 from kurahi.context.budget import (
     DEFAULT_KEEP_RECENT_TOKENS,
     DEFAULT_RESERVE_TOKENS,
@@ -37,12 +35,7 @@ from kurahi.context.tokens import (
     estimate_tokens,
 )
 from kurahi.errors import UsageError
-
-REPO = Path(__file__).resolve().parents[2]
-# The same locations (and environment overrides) as tests/conftest.py.
-SHARED = Path(os.environ.get("KURAHI_SHARED", REPO.parent / "shared")).resolve()
-FIXTURE_DIR = SHARED / "peers" / "fixtures"
-PI_PACKAGE = Path(os.environ.get("PI_PKG", REPO / ".peer/node_modules/@mariozechner/pi-coding-agent"))
+from peer import FIXTURES, NODE, PI_MISSING, PI_PKG
 
 
 def _pretty(value: Any) -> str:
@@ -60,15 +53,13 @@ def check(label: str, actual: Any, expected: Any) -> None:
 
 
 def _expected_files() -> list[Path]:
-    return sorted(FIXTURE_DIR.glob("*.expected.json"))
+    return sorted(FIXTURES.glob("*.expected.json"))
 
 
 @pytest.mark.parametrize("expected_file", _expected_files(), ids=lambda p: p.name.removesuffix(".expected.json"))
 def test_fixture_matches_pi(expected_file: Path) -> None:
     expected = json.loads(expected_file.read_text(encoding="utf-8"))
-    messages = expected.get("messages")
-    if messages is None:
-        pytest.skip(f"{expected_file.name} has no messages")
+    messages = expected["messages"]
     if "llmMessages" in expected:
         check(f"{expected_file.name} llmMessages", convert_to_llm(messages), expected["llmMessages"])
     if "tokensPerMessage" in expected:
@@ -83,12 +74,6 @@ def test_fixture_matches_pi(expected_file: Path) -> None:
             estimate_context_tokens(messages).to_dict(),
             expected["contextTokens"],
         )
-
-
-def test_fixtures_were_found() -> None:
-    if not FIXTURE_DIR.is_dir():
-        pytest.skip(f"!!! no Pi fixtures at {FIXTURE_DIR} (set KURAHI_SHARED): conformance NOT checked !!!")
-    assert len(_expected_files()) >= 10
 
 
 # ---------------------------------------------------------------------------
@@ -629,18 +614,15 @@ process.stdout.write(JSON.stringify(out));
 
 
 def _run_pi(cuts: list[dict[str, Any]], msgs: list[list[Any]]) -> dict[str, Any]:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("!!! node not found: differential tests against Pi were NOT run !!!")
-    if not (PI_PACKAGE / "package.json").is_file():
-        pytest.skip(f"!!! Pi package not installed at {PI_PACKAGE} (run `make peer`): differential tests NOT run !!!")
-    core = PI_PACKAGE / "dist" / "core"
+    if PI_MISSING or NODE is None:
+        pytest.skip(PI_MISSING)
+    core = PI_PKG / "dist" / "core"
     script = _NODE_SCRIPT % {
         "compaction": json.dumps((core / "compaction" / "index.js").as_uri()),
         "messages": json.dumps((core / "messages.js").as_uri()),
     }
     proc = subprocess.run(
-        [node, "--input-type=module", "-e", script],
+        [NODE, "--input-type=module", "-e", script],
         input=json.dumps({"cuts": cuts, "msgs": msgs}),
         capture_output=True,
         text=True,
@@ -650,24 +632,6 @@ def _run_pi(cuts: list[dict[str, Any]], msgs: list[list[Any]]) -> dict[str, Any]
     assert proc.returncode == 0, f"node failed:\n{proc.stderr}"
     result: dict[str, Any] = json.loads(proc.stdout)
     return result
-
-
-def _collect(strategy: st.SearchStrategy[Any], n: int) -> list[Any]:
-    """Draw ``n`` examples with hypothesis, to send to node in one batch."""
-    drawn: list[Any] = []
-
-    @settings(
-        max_examples=n,
-        deadline=None,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
-    )
-    @given(strategy)
-    def draw(value: Any) -> None:
-        drawn.append(value)
-
-    draw()
-    return drawn
 
 
 _chars = st.sampled_from(list('abc xyz\n\tä€😀𝔘"\\'))
@@ -840,7 +804,7 @@ def _summarise(failures: list[str]) -> str:
 
 @pytest.mark.pi
 def test_find_cut_point_matches_pi() -> None:
-    cases = _collect(_cut_case(), 250)
+    cases = draw_batch(_cut_case(), 250)
     pi = _run_pi(cases, [])["cuts"]
     failures: list[str] = []
     for case, expected in zip(cases, pi, strict=True):
@@ -870,7 +834,7 @@ def _same(expected: dict[str, Any], actual: dict[str, Any]) -> bool:
 
 @pytest.mark.pi
 def test_messages_match_pi() -> None:
-    lists = _collect(_message_list(), 250)
+    lists = draw_batch(_message_list(), 250)
     pi = _run_pi([], lists)["msgs"]
     failures: list[str] = []
     for msgs, expected in zip(lists, pi, strict=True):

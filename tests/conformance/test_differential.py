@@ -748,25 +748,41 @@ def test_kurahi_writes_pi_reads(pi: PiPeer, work: Path, record_property: Callabl
     record_property("trees", len(files))
     record_property("seconds", round(time.monotonic() - started, 1))
 
+    def write_kurahi(candidate: Script, folder: Path) -> list[Path]:
+        p = folder / "s.jsonl"
+        apply_kurahi(p, candidate)
+        return [p]
+
+    shrink = _shrinker(work, write_kurahi)
+    assert not failing, _report("Kurahi writes -> Pi reads", failing, len(files), shrink)
+    assert len(files) >= TREES
+
+
+def _shrinker(
+    work: Path, write: Callable[[Script, Path], list[Path]]
+) -> Callable[[Script, Path, list[str]], tuple[Script, Path, list[str]]]:
+    """Shrink a failing script by delta debugging; ``write`` makes a candidate's files in a new folder."""
+    shrink_dir = work / "shrink"
+    shrink_dir.mkdir(exist_ok=True)
+    counter = iter(range(10**6))
+
     def shrink(script: Script, path: Path, diffs: list[str]) -> tuple[Script, Path, list[str]]:
-        shrink_dir = work / "shrink"
-        shrink_dir.mkdir(exist_ok=True)
-        counter = iter(range(10**6))
         last: dict[str, Any] = {}
 
         def fails(candidate: Script) -> bool:
-            p = shrink_dir / f"s{next(counter)}.jsonl"
-            apply_kurahi(p, candidate)
-            d = mismatches(p, pi_read_fast([p])[0])
-            if d:
-                last.update(path=p, diffs=d)
-            return bool(d)
+            folder = shrink_dir / f"s{next(counter)}"
+            folder.mkdir()
+            for p in write(candidate, folder):
+                found = mismatches(p, pi_read_fast([p])[0])
+                if found:
+                    last.update(path=p, diffs=found)
+                    return True
+            return False
 
         small = ddmin(script, fails)
         return (small, last["path"], last["diffs"]) if last and fails(small) else (script, path, diffs)
 
-    assert not failing, _report("Kurahi writes -> Pi reads", failing, len(files), shrink)
-    assert len(files) >= TREES
+    return shrink
 
 
 # -- Pi writes -> Kurahi reads -----------------------------------------------------------------
@@ -805,31 +821,14 @@ def test_pi_writes_kurahi_reads(pi: PiPeer, work: Path, record_property: Callabl
     record_property("trees", len(files))
     record_property("seconds", round(time.monotonic() - started, 1))
 
-    def shrink(script: Script, path: Path, diffs: list[str]) -> tuple[Script, Path, list[str]]:
-        shrink_dir = work / "shrink"
-        shrink_dir.mkdir(exist_ok=True)
-        counter = iter(range(10**6))
-        last: dict[str, Any] = {}
+    def write_pi(candidate: Script, folder: Path) -> list[Path]:
+        try:
+            res = pi_write([(folder / "s.jsonl", candidate)])
+        except AssertionError:
+            return []
+        return [] if "error" in res[0] else _pi_files(res)  # removing ops may break a reference
 
-        def fails(candidate: Script) -> bool:
-            d = shrink_dir / f"s{next(counter)}"
-            d.mkdir()
-            try:
-                res = pi_write([(d / "s.jsonl", candidate)])
-            except AssertionError:
-                return False
-            if "error" in res[0]:
-                return False  # removing ops broke a reference
-            for p in _pi_files(res):
-                found = mismatches(p, pi_read_fast([p])[0])
-                if found:
-                    last.update(path=p, diffs=found)
-                    return True
-            return False
-
-        small = ddmin(script, fails)
-        return (small, last["path"], last["diffs"]) if last and fails(small) else (script, path, diffs)
-
+    shrink = _shrinker(work, write_pi)
     assert not failing, _report("Pi writes -> Kurahi reads", failing, len(files), shrink)
     assert len(files) >= TREES
 

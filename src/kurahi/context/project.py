@@ -67,8 +67,6 @@ class SessionContext:
     """``{provider, modelId}`` from the last model change or assistant message, or ``None``."""
     compaction_id: Any = None
     """Id of the compaction whose summary opens the messages, if any."""
-    first_kept_id: Any = None
-    """Id of the first entry kept raw from before the compaction, if any."""
     warnings: list[ProjectionWarning] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -225,7 +223,6 @@ def project_from_leaf(back: Iterable[PathEntry], leaf_id: Any = MISSING) -> Sess
     )
     ctx.compaction_id = last_comp.id
     if kept_at >= 0:
-        ctx.first_kept_id = up[kept_at].id
         for i in range(kept_at, comp_at, -1):
             emit(up[i])
     for i in range(comp_at - 1, -1, -1):

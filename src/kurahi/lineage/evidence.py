@@ -7,7 +7,6 @@ file in the folder, in the format ``sha256sum -c`` reads.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -17,20 +16,16 @@ from typing import Any
 
 from kurahi import __version__
 from kurahi.errors import UsageError
-from kurahi.store.fsio import atomic_write
+from kurahi.store.fsio import atomic_write, file_sha256
 
 __all__ = ["file_facts", "write_evidence"]
 
 
 def file_facts(path: Path) -> dict[str, Any]:
     """sha256, size and modification time of a file."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
     st = path.stat()
     mtime = datetime.fromtimestamp(st.st_mtime, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    return {"path": str(path), "sha256": h.hexdigest(), "bytes": st.st_size, "modifiedAt": mtime}
+    return {"path": str(path), "sha256": file_sha256(path), "bytes": st.st_size, "modifiedAt": mtime}
 
 
 def write_evidence(

@@ -108,14 +108,6 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _file_sha(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _reparent(raw: bytes, parent: str) -> tuple[bytes, str]:
     """Give a root line a parent, changing nothing else in its bytes when possible."""
     value, _ = decode_line(raw)
@@ -313,7 +305,7 @@ def _write(paths: list[Path], ts: list[Transcript], out: Path, report: StitchRep
             t = ts[piece.k]
             src = SourceReport(
                 path=str(paths[piece.k]),
-                sha256=_file_sha(paths[piece.k]),
+                sha256=fsio.file_sha256(paths[piece.k]),
                 session_id=t.session_id,
                 role="before" if piece.k == 0 else "after",
                 leaf_id=piece.leaf,

@@ -8,6 +8,7 @@ the directory. Tests inject faults by replacing the functions of :data:`ops`.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import secrets
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-__all__ = ["FsyncPolicy", "Ops", "atomic_write", "fsync_dir", "ops"]
+__all__ = ["FsyncPolicy", "Ops", "atomic_write", "file_sha256", "fsync_dir", "ops"]
 
 
 class FsyncPolicy(StrEnum):
@@ -89,3 +90,12 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600
             os.unlink(tmp)
         raise
     fsync_dir(target.parent)
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The lowercase hex SHA-256 of a file's bytes, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

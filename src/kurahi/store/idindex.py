@@ -11,7 +11,7 @@ gets a real dict instead. Both answer the same.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -93,14 +93,6 @@ class IdIndex:
         self.as_dict()
         return False
 
-    def invalidate(self) -> None:
-        """Forget what was built (after the entries changed)."""
-        self._dict = None
-        self._blob = None
-        self._ids = None
-        self._tried_blob = False
-        self._far_lookups = 0
-
     # -- lookups ------------------------------------------------------------------------
 
     def get(self, entry_id: Any, near: int | None = None) -> int | None:
@@ -137,17 +129,3 @@ class IdIndex:
             if pos < 0:
                 pos = blob.find(token, split - 1)
         return None if pos < 0 else pos // step
-
-    def __contains__(self, entry_id: object) -> bool:
-        return self.get(entry_id) is not None
-
-    def __len__(self) -> int:
-        return len(self.as_dict())
-
-    def values(self) -> Iterator[int]:
-        """Positions, in the order each id first appeared (as a JS ``Map`` iterates)."""
-        return iter(self.as_dict().values())
-
-    def keys(self) -> Iterator[Any]:
-        """Id keys (see :func:`kurahi.store.scan.id_key`), first appearance order."""
-        return iter(self.as_dict().keys())

@@ -186,7 +186,6 @@ class ScanResult:
     """What a scan found: the header and one skeleton per non-header entry, in file order."""
 
     header: dict[str, Any] | None = None
-    header_line: int = 0
     skeletons: Any = field(default_factory=list)
     """One skeleton per entry: a list, or :class:`kurahi.store.columns.ColumnSkeletons`."""
     chunks: list[Chunk] = field(default_factory=list)
@@ -383,7 +382,6 @@ def _accept_header(res: ScanResult, line: bytes, sk: Skeleton, line_no: int) -> 
         value, _ = _retry(line, left=True, right=False)
     if isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str):
         res.header = value
-        res.header_line = line_no
         return True
     res.first_parseable = value
     return False

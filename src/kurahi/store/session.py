@@ -158,7 +158,7 @@ class Session:
                         f"{p}: session format version {t.version if t.version is not MISSING else 1} is older "
                         f"than {CURRENT_VERSION}; appending would break its migration. Stitch or copy it first."
                     )
-                ids = {sk.id for sk in t._skeletons if type(sk.id) is str}
+                ids = t.entry_ids()
                 leaf = _append_position(t)
                 needs_newline = t.size > 0 and not t.ends_with_newline
                 header = t.header

@@ -342,6 +342,12 @@ class Transcript:
     def __contains__(self, entry_id: object) -> bool:
         return self.index_of(entry_id) is not None
 
+    def entry_ids(self) -> set[str]:
+        """Every string id in the file (what a new id must not collide with)."""
+        id_list = getattr(self._skeletons, "id_list", None)
+        ids = id_list() if id_list is not None else [sk.id for sk in self._skeletons]
+        return {i for i in ids if type(i) is str}
+
     def entries(self) -> Iterator[Entry]:
         """Every non-header entry in file order."""
         for i in range(len(self._skeletons)):
@@ -352,7 +358,7 @@ class Transcript:
         want = id_key(entry_id) if entry_id is not None else ("null",)
         out: list[Entry] = []
         seen: set[int] = set()
-        for idx in self._ids.values():
+        for idx in self._ids.as_dict().values():
             sk = self._skeletons[idx]
             pid = sk.parentId
             if pid is msgspec.UNSET:
@@ -433,10 +439,6 @@ class Transcript:
             else:
                 out.pop(key, None)
         return out
-
-    def label_for(self, entry_id: Any) -> str | None:
-        """The label currently on ``entry_id``, if any."""
-        return self.labels().get(entry_id)
 
     @property
     def session_name(self) -> str | None:

@@ -255,3 +255,37 @@ def test_build_session_makes_a_realistic_tree(tmp_path: Path) -> None:
         kinds = {e.type for e in t.entries()}
     assert {"message", "model_change", "thinking_level_change"} <= kinds
     assert report.markers == ["PLANTED-1"] and "PLANTED-1" in p.read_text()
+
+
+def test_each_entry_is_one_write_and_always_syncs_each(session_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writes: list[int] = []
+    syncs: list[int] = []
+    real_write, real_sync = fsio.ops.write, fsio.ops.fdatasync
+    monkeypatch.setattr(fsio.ops, "write", lambda fd, data: (writes.append(len(data)), real_write(fd, data))[1])
+    monkeypatch.setattr(fsio.ops, "fdatasync", lambda fd: (syncs.append(fd), real_sync(fd))[1])
+    with Session.create(session_path, cwd="/w", fsync="always") as s:
+        writes.clear()
+        syncs.clear()
+        for i in range(5):
+            s.append_message(user_message(f"message {i}", i))
+        assert len(writes) == 5 and len(syncs) == 5
+    lines = session_path.read_bytes().split(b"\n")[1:-1]
+    assert [len(x) + 1 for x in lines] == writes  # each write was one whole line, newline included
+
+
+def test_projection_stops_reading_once_settled(tmp_path: Path) -> None:
+    p = tmp_path / "long.jsonl"
+    with Session.create(p, cwd="/w", fsync="never") as s:
+        first = s.append_message(user_message("old history", 0))
+        for i in range(3000):
+            s.append_message(user_message(f"turn {i}", i))
+        s.append_thinking_level_change("low")
+        kept = s.append_message(user_message("kept", 1))
+        s.append_compaction("everything before", kept, 5000)
+        s.append_message(assistant_message([{"type": "text", "text": "latest"}], 2))
+    fc = project_file(p)
+    assert fc.entries_read < 1000 < 3000  # thinking level, model and the compaction window sit at the end
+    assert [m.get("summary", m.get("content")) for m in fc.context.messages][:2] == ["everything before", "kept"]
+    assert fc.context.thinking_level == "low"
+    with Transcript.open(p) as t:
+        assert first in t and len(t) == 3005

@@ -23,6 +23,17 @@ Hierarchy::
     │       └── CatalogEntryError     an entry or key is not acceptable
     ├── LineageError                  the `lineage` room
     │   └── StitchError               sources that cannot be stitched as asked
+    ├── AgentError                    the `agent` room
+    │   ├── ProviderError             a model call failed (network, status, malformed reply)
+    │   │   └── ProviderTimeoutError  no answer in time
+    │   ├── ToolError                 a tool call that cannot run as asked
+    │   │   ├── ToolDeniedError       the agent's tool policy denies it
+    │   │   ├── UnknownToolError      no tool by that name
+    │   │   └── PathRefusedError      a path that leaves the workspace
+    │   ├── PairingRefusedError       an unsettled tool call and policy `refuse`
+    │   ├── QueueFullError            the session's queue is at its cap (policy `reject`)
+    │   ├── UnknownAgentError         no agent by that id
+    │   └── ConfigError               a config file or value that cannot be used
     └── UsageError                    a caller passed something that cannot work
 """
 
@@ -31,22 +42,33 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = [
+    "AgentError",
     "AppendError",
     "CatalogCorruptError",
     "CatalogEntryError",
     "CatalogError",
+    "ConfigError",
     "EntryNotFoundError",
     "KurahiError",
     "LineageError",
     "LockError",
     "LockHeldError",
     "NotASessionError",
+    "PairingRefusedError",
     "ParentCycleError",
+    "PathRefusedError",
+    "ProviderError",
+    "ProviderTimeoutError",
+    "QueueFullError",
     "StitchError",
     "StoreError",
+    "ToolDeniedError",
+    "ToolError",
     "TranscriptError",
     "TranscriptReadError",
     "TreeError",
+    "UnknownAgentError",
+    "UnknownToolError",
     "UsageError",
 ]
 
@@ -170,3 +192,85 @@ class StitchError(LineageError):
     The same file twice, an output that exists, colliding ids, a later source whose root
     already has a parent, or one older than the source before it (without ``--force``).
     """
+
+
+class AgentError(KurahiError):
+    """Something about running a resident's turns."""
+
+
+class ProviderError(AgentError):
+    """A model call failed: unreachable, an error status, or a reply that is not well-formed.
+
+    Attributes:
+        provider: the provider kind (``openai``, ``anthropic``, ``deterministic``).
+        status: the HTTP status, when there was one.
+    """
+
+    def __init__(self, message: str, *, provider: str = "", status: int | None = None) -> None:
+        self.provider = provider
+        self.status = status
+        super().__init__(f"{provider}: {message}" if provider else message)
+
+
+class ProviderTimeoutError(ProviderError):
+    """The provider did not answer in time."""
+
+
+class ToolError(AgentError):
+    """A tool call that cannot run as asked (its result says so; the turn goes on).
+
+    Attributes:
+        tool: the tool's name.
+    """
+
+    def __init__(self, message: str, *, tool: str = "") -> None:
+        self.tool = tool
+        super().__init__(f"{tool}: {message}" if tool else message)
+
+
+class ToolDeniedError(ToolError):
+    """The agent's tool policy denies this tool."""
+
+
+class UnknownToolError(ToolError):
+    """No tool by that name is registered."""
+
+
+class PathRefusedError(ToolError):
+    """A path argument that is absolute, leaves the workspace, or goes through a symlink out of it."""
+
+
+class PairingRefusedError(AgentError):
+    """A tool call on the path has no result, nothing can settle it, and the policy is ``refuse``.
+
+    Attributes:
+        tool_call_ids: the unsettled calls.
+    """
+
+    def __init__(self, message: str, *, tool_call_ids: list[str]) -> None:
+        self.tool_call_ids = tool_call_ids
+        super().__init__(message)
+
+
+class QueueFullError(AgentError):
+    """The session's queue is at its cap and the drop policy is ``reject``."""
+
+
+class UnknownAgentError(AgentError):
+    """No agent by that id in this home."""
+
+
+class ConfigError(AgentError):
+    """A config file or value that cannot be used.
+
+    Attributes:
+        path: the config file, when known.
+        field: the dotted field, when known.
+    """
+
+    def __init__(self, message: str, *, path: str | Path | None = None, field: str | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        self.field = field
+        where = f"{self.path}: " if self.path else ""
+        what = f"{field}: " if field else ""
+        super().__init__(where + what + message)

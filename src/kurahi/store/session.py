@@ -251,13 +251,20 @@ class Session:
 
         return self._append(build)
 
-    def append_message(self, message: Mapping[str, Any]) -> str:
-        """Append a ``message`` entry (any role: user, assistant, toolResult, bashExecution, custom)."""
+    def append_message(self, message: Mapping[str, Any], *, extra: Mapping[str, Any] | None = None) -> str:
+        """Append a ``message`` entry (any role: user, assistant, toolResult, bashExecution, custom).
+
+        Args:
+            message: the message.
+            extra: fields stored on the entry after ``message`` (Pi keeps and ignores them;
+                the runtime records a queued message's id there, for exactly-once delivery).
+        """
         if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
             raise UsageError('a message needs a string "role"')
         msg = dict(message)
+        more = {k: v for k, v in (extra or {}).items() if k not in ("type", "id", "parentId", "timestamp", "message")}
         return self._append(
-            lambda i, p, ts: {"type": "message", "id": i, "parentId": p, "timestamp": ts, "message": msg}
+            lambda i, p, ts: {"type": "message", "id": i, "parentId": p, "timestamp": ts, "message": msg, **more}
         )
 
     def append_thinking_level_change(self, thinking_level: str) -> str:

@@ -1,0 +1,173 @@
+"""Model profiles and per-agent settings, read from ``<home>/config.json``.
+
+Loose input, strict state: the file is decoded once into typed structs with defaults, and
+every unknown or mistyped field is an error that names the field. Profiles ``alpha`` and
+``beta`` (both deterministic) always exist unless the file redefines them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from kurahi.errors import ConfigError
+
+__all__ = [
+    "AgentSettings",
+    "CompactionSettings",
+    "Config",
+    "ModelProfile",
+    "QueueSettings",
+    "ToolPolicy",
+    "load_config",
+]
+
+QueueMode = Literal["steer", "followup", "collect", "interrupt"]
+DropPolicy = Literal["reject", "drop-oldest"]
+PairingPolicy = Literal["synthesize", "refuse"]
+
+
+class ModelProfile(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    """A model a resident can run on."""
+
+    provider: Literal["deterministic", "openai", "anthropic"] = "deterministic"
+    """Which provider speaks to it."""
+    model: str = ""
+    """The provider's model id (deterministic: defaults to the profile name)."""
+    base_url: str | None = None
+    """Endpoint for ``openai``/``anthropic`` (an OpenAI-compatible server, say)."""
+    api_key_env: str | None = None
+    """Environment variable that holds the API key; the key is never stored in config."""
+    timeout_s: float = 60.0
+    """Seconds before a model call fails as timed out."""
+    delay_ms: int = 0
+    """Deterministic only: how long each call takes."""
+    context_window: int = 128_000
+    """The model's context window, in tokens."""
+    max_tokens: int = 4096
+    """Upper bound on a reply."""
+
+
+class ToolPolicy(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """Which tools an agent may use: allowed by ``allow`` (``*``: all) and not by ``deny``."""
+
+    allow: list[str] = msgspec.field(default_factory=lambda: ["*"])
+    deny: list[str] = msgspec.field(default_factory=list)
+
+    def permits(self, name: str) -> bool:
+        """Whether the tool ``name`` may run."""
+        return ("*" in self.allow or name in self.allow) and name not in self.deny and "*" not in self.deny
+
+
+class QueueSettings(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    """How messages that arrive while a session is busy are handled."""
+
+    mode: QueueMode = "followup"
+    """Default mode for messages that do not name one."""
+    cap: int = 20
+    """Most messages waiting per session."""
+    drop: DropPolicy = "reject"
+    """At the cap: refuse the new message, or drop the oldest waiting one."""
+    debounce_ms: int = 300
+    """``collect``: quiet time before the batch runs."""
+
+
+class CompactionSettings(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    """When and how much to compact (Pi's defaults)."""
+
+    enabled: bool = True
+    reserve_tokens: int = 16384
+    keep_recent_tokens: int = 20000
+
+
+class AgentSettings(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    """One agent's role in the runtime."""
+
+    model: str = "alpha"
+    """Name of its model profile."""
+    tools: ToolPolicy = msgspec.field(default_factory=ToolPolicy)
+    pairing: PairingPolicy = "synthesize"
+    """An unsettled tool call: append an explicit unknown-outcome result, or refuse to go on."""
+    queue: QueueSettings = msgspec.field(default_factory=QueueSettings)
+    compaction: CompactionSettings = msgspec.field(default_factory=CompactionSettings)
+    fsync: Literal["always", "turn", "never"] = "turn"
+    """Transcript durability (see :class:`kurahi.store.FsyncPolicy`)."""
+    max_message_bytes: int = 256 * 1024
+    """Largest user message accepted."""
+    max_steps: int = 32
+    """Most model calls in one turn (a loop guard)."""
+
+
+def _default_models() -> dict[str, ModelProfile]:
+    return {"alpha": ModelProfile(model="alpha"), "beta": ModelProfile(model="beta")}
+
+
+class Config(msgspec.Struct, forbid_unknown_fields=True):
+    """The whole config file."""
+
+    models: dict[str, ModelProfile] = msgspec.field(default_factory=_default_models)
+    defaults: dict[str, Any] = msgspec.field(default_factory=dict)
+    """Settings every agent starts from (same fields as an agent)."""
+    agents: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    """Per-agent overrides of ``defaults``."""
+
+    def agent(self, agent_id: str) -> AgentSettings:
+        """The merged settings of one agent (defaults, then its own overrides).
+
+        Raises:
+            ConfigError: a field that is unknown or of the wrong type.
+        """
+        merged = _merge(self.defaults, self.agents.get(agent_id, {}))
+        try:
+            settings = msgspec.convert(merged, AgentSettings)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(str(exc), field=f"agents.{agent_id}") from exc
+        if settings.model not in self.models:
+            raise ConfigError(f"unknown model profile {settings.model!r}", field=f"agents.{agent_id}.model")
+        return settings
+
+    def profile(self, name: str) -> ModelProfile:
+        """A model profile by name.
+
+        Raises:
+            ConfigError: no such profile.
+        """
+        try:
+            return self.models[name]
+        except KeyError:
+            raise ConfigError(f"unknown model profile {name!r}; known: {', '.join(sorted(self.models))}") from None
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def load_config(home: str | os.PathLike[str]) -> Config:
+    """Read ``<home>/config.json`` (a missing file gives the defaults).
+
+    Raises:
+        ConfigError: the file does not parse, or a field is unknown or mistyped.
+    """
+    path = Path(home) / "config.json"
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Config()
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", path=path) from exc
+    try:
+        config = msgspec.json.decode(raw, type=Config)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(str(exc), path=path) from exc
+    except msgspec.DecodeError as exc:
+        raise ConfigError(f"not valid JSON: {exc}", path=path) from exc
+    models = _default_models()
+    models.update(config.models)
+    config.models = models
+    return config

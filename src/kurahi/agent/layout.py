@@ -1,0 +1,110 @@
+"""Where an agent's files live in a Kurahi home, and which names are safe to use there.
+
+Sessions follow OpenClaw's layout so tools work on both homes::
+
+    <home>/agents/<agentId>/
+        workspace/          IDENTITY.md SOUL.md AGENTS.md USER.md TOOLS.md MEMORY.md memory/*.md
+        sessions/           sessions.json  <sessionId>.jsonl
+        actions/ledger.jsonl    the action-outcome ledger
+        jobs/jobs.jsonl         job events
+        queue/queue.jsonl       messages waiting for a busy session
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from kurahi.errors import UnknownAgentError, UsageError
+
+__all__ = ["AgentPaths", "check_agent_id", "check_session_key"]
+
+_AGENT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+def check_agent_id(agent_id: str) -> str:
+    """Return ``agent_id`` if it is a safe directory name (lowercase, digits, ``-``/``_``, ≤64).
+
+    Raises:
+        UsageError: anything else, path separators and ``..`` included.
+    """
+    if not isinstance(agent_id, str) or not _AGENT_ID.match(agent_id):
+        raise UsageError(f"agent id {agent_id!r} is not allowed: use 1-64 of a-z, 0-9, '-', '_'")
+    return agent_id
+
+
+def check_session_key(key: str) -> str:
+    """Return ``key`` if it is an acceptable session key (printable, no NUL, ≤ 512 characters).
+
+    Session keys are never used as file names, so ``/`` and ``:`` are fine in them.
+
+    Raises:
+        UsageError: empty, too long, or holding control characters.
+    """
+    if not isinstance(key, str) or not key or len(key) > 512 or any(ord(c) < 32 or ord(c) == 127 for c in key):
+        raise UsageError(f"session key {key!r} is not allowed: 1-512 printable characters")
+    return key
+
+
+@dataclass(frozen=True)
+class AgentPaths:
+    """The files of one agent under a home."""
+
+    home: Path
+    agent_id: str
+
+    @classmethod
+    def of(cls, home: str | os.PathLike[str], agent_id: str, *, must_exist: bool = False) -> AgentPaths:
+        """Paths for ``agent_id`` under ``home``.
+
+        Raises:
+            UsageError: an unsafe agent id.
+            UnknownAgentError: ``must_exist`` and the agent has no directory.
+        """
+        paths = cls(Path(home), check_agent_id(agent_id))
+        if must_exist and not paths.root.is_dir():
+            raise UnknownAgentError(f"no agent {agent_id!r} in {home}")
+        return paths
+
+    @property
+    def root(self) -> Path:
+        """``agents/<id>``."""
+        return self.home / "agents" / self.agent_id
+
+    @property
+    def workspace(self) -> Path:
+        """The identity and memory files."""
+        return self.root / "workspace"
+
+    @property
+    def sessions(self) -> Path:
+        """Transcripts and ``sessions.json``."""
+        return self.root / "sessions"
+
+    @property
+    def catalog(self) -> Path:
+        """``sessions/sessions.json``."""
+        return self.sessions / "sessions.json"
+
+    @property
+    def ledger(self) -> Path:
+        """The action-outcome ledger."""
+        return self.root / "actions" / "ledger.jsonl"
+
+    @property
+    def jobs(self) -> Path:
+        """Job events."""
+        return self.root / "jobs" / "jobs.jsonl"
+
+    @property
+    def queue(self) -> Path:
+        """Persisted queued messages."""
+        return self.root / "queue" / "queue.jsonl"
+
+    def ensure(self) -> AgentPaths:
+        """Create the directories (0700) if they are missing."""
+        for d in (self.workspace, self.sessions, self.ledger.parent, self.jobs.parent, self.queue.parent):
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return self

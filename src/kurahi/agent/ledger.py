@@ -1,0 +1,202 @@
+"""The action-outcome ledger: what a side-effecting tool call meant to do, and what happened.
+
+A transcript records a conversation; it cannot prove that a side effect happened. The
+ledger can. Before a side-effecting tool runs, its *intent* (action id, tool, arguments
+and their hash) is appended and flushed; after it returns, its *outcome*. An intent with no
+outcome is an action whose result is unknown until a lookup settles it.
+
+The action id is ``<sessionId>:<toolCallId>``: stable across restarts, so it doubles as an
+idempotency key. One JSON object per line, appended with one ``write(2)`` on an
+``O_APPEND`` descriptor; a torn last line (a crash mid-write) is skipped on reading.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from kurahi.store import fsio
+
+__all__ = ["Action", "Ledger", "action_id"]
+
+Status = Literal["pending", "ok", "error", "unknown"]
+
+_encode = msgspec.json.Encoder().encode
+
+
+def action_id(session_id: str, tool_call_id: str) -> str:
+    """The stable idempotency key of a tool call."""
+    return f"{session_id}:{tool_call_id}"
+
+
+def args_hash(args: Any) -> str:
+    """SHA-256 of the arguments' JSON with sorted keys."""
+    return hashlib.sha256(msgspec.json.encode(args, order="sorted")).hexdigest()
+
+
+@dataclass
+class Action:
+    """An action as the ledger knows it (the fold of its records)."""
+
+    action_id: str
+    tool: str
+    args: Any
+    session_id: str
+    tool_call_id: str
+    intent_at: int
+    status: Status = "pending"
+    """``pending`` (intent only: running, or cut off), ``ok``, ``error``, or ``unknown``."""
+    result: str | None = None
+    settled_by: str | None = None
+    """``run``, ``lookup``, ``pairing`` or ``interrupt``."""
+    outcome_at: int | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape for ``kurahi actions --json``."""
+        return {
+            "actionId": self.action_id,
+            "tool": self.tool,
+            "args": self.args,
+            "argsSha256": args_hash(self.args),
+            "sessionId": self.session_id,
+            "toolCallId": self.tool_call_id,
+            "status": self.status,
+            "result": self.result,
+            "settledBy": self.settled_by,
+            "intentAt": self.intent_at,
+            "outcomeAt": self.outcome_at,
+        }
+
+
+class Ledger:
+    """One agent's ledger file (see the module docstring).
+
+    Args:
+        path: the ledger file (created on first write).
+        durable: flush each intent and outcome with ``fdatasync`` (on unless fsync is ``never``).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, durable: bool = True) -> None:
+        self.path = Path(path)
+        self.durable = durable
+        self._actions: dict[str, Action] | None = None
+        self._fd: int | None = None
+        self._mutex = threading.Lock()
+
+    # -- reading --------------------------------------------------------------------
+
+    def actions(self) -> dict[str, Action]:
+        """Every action, by id, in the order of their intents (read once, then kept current)."""
+        if self._actions is None:
+            self._actions = _fold(self.path)
+        return self._actions
+
+    def get(self, action_id_: str) -> Action | None:
+        """One action, or ``None``."""
+        return self.actions().get(action_id_)
+
+    # -- writing --------------------------------------------------------------------
+
+    def intent(self, session_id: str, tool_call_id: str, tool: str, args: Any) -> Action:
+        """Record what is about to run; on disk (and flushed) when this returns."""
+        aid = action_id(session_id, tool_call_id)
+        now = _now()
+        rec = {
+            "kind": "intent",
+            "actionId": aid,
+            "sessionId": session_id,
+            "toolCallId": tool_call_id,
+            "tool": tool,
+            "args": args,
+            "argsSha256": args_hash(args),
+            "ts": now,
+        }
+        self._write(rec)
+        action = Action(aid, tool, args, session_id, tool_call_id, now, history=[rec])
+        self.actions()[aid] = action
+        return action
+
+    def outcome(self, aid: str, *, status: Status, result: str, settled_by: str) -> None:
+        """Record how an action ended (``ok``/``error``) or that it cannot be known (``unknown``)."""
+        now = _now()
+        rec = {"kind": "outcome", "actionId": aid, "status": status, "result": result, "via": settled_by, "ts": now}
+        self._write(rec)
+        action = self.actions().get(aid)
+        if action is not None:
+            _apply(action, rec)
+
+    def _write(self, rec: dict[str, Any]) -> None:
+        line = _encode(rec) + b"\n"
+        with self._mutex:
+            if self._fd is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fsio.write_all(self._fd, line)
+            if self.durable:
+                fsio.ops.fdatasync(self._fd)
+
+    def close(self) -> None:
+        """Close the file."""
+        with self._mutex:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+def _apply(action: Action, rec: dict[str, Any]) -> None:
+    action.history.append(rec)
+    status = rec.get("status")
+    # A later definite outcome (a lookup after an "unknown") wins; "unknown" never hides one.
+    if status in ("ok", "error") or action.status == "pending":
+        action.status = status if status in ("ok", "error", "unknown") else action.status
+        action.result = rec.get("result") if isinstance(rec.get("result"), str) else action.result
+        action.settled_by = rec.get("via") if isinstance(rec.get("via"), str) else None
+        action.outcome_at = rec.get("ts") if isinstance(rec.get("ts"), int) else None
+
+
+def _fold(path: Path) -> dict[str, Action]:
+    out: dict[str, Action] = {}
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return out
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            rec = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            continue  # a torn last line from a crash mid-write
+        if not isinstance(rec, dict) or not isinstance(rec.get("actionId"), str):
+            continue
+        aid = rec["actionId"]
+        if rec.get("kind") == "intent":
+            if aid not in out:
+                out[aid] = Action(
+                    aid,
+                    str(rec.get("tool", "")),
+                    rec.get("args"),
+                    str(rec.get("sessionId", "")),
+                    str(rec.get("toolCallId", "")),
+                    _int(rec.get("ts")),
+                    history=[rec],
+                )
+        elif rec.get("kind") == "outcome" and aid in out:
+            _apply(out[aid], rec)
+    return out

@@ -1,0 +1,229 @@
+"""Per-session lanes: one run at a time per session key, and what happens to messages that wait.
+
+Modes for a message that arrives while its session is busy:
+
+* ``steer``: handed to the running turn, which appends it at its next tool boundary so the
+  model's next call in that same turn sees it ("don't change it yet" reaches the agent
+  before it writes);
+* ``followup``: waits and runs as its own turn afterwards;
+* ``collect``: waits; once no new ``collect`` message has come for the debounce time, all of
+  them run as one turn;
+* ``interrupt``: stops the running turn (the abort is recorded in the transcript) and runs
+  next.
+
+A lane holds at most ``cap`` waiting messages; beyond that the drop policy refuses the new
+one (``reject``) or drops the oldest waiting one (``drop-oldest``), and either way the
+sender is told. Waiting messages are written to the agent's queue journal first, and each
+one's entry in the transcript carries its queue id, so after a restart every message is
+delivered exactly once: re-queued if its entry is missing, marked done if it is there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kurahi.agent.config import QueueMode
+from kurahi.agent.journal import Journal
+from kurahi.agent.turn import TurnControl, TurnResult
+from kurahi.errors import QueueFullError
+
+if TYPE_CHECKING:
+    from kurahi.agent.runtime import Runtime
+
+__all__ = ["Lane", "Pending", "queue_extra"]
+
+
+def queue_extra(qid: str) -> dict[str, Any]:
+    """The entry-level field that ties a transcript entry to its queued message."""
+    return {"kurahi": {"queueId": qid}}
+
+
+@dataclass
+class Pending:
+    """A message on its way into a turn."""
+
+    qid: str
+    message: dict[str, Any]
+    mode: QueueMode
+    future: asyncio.Future[TurnResult]
+    at: float = field(default_factory=time.monotonic)
+    persisted: bool = False
+
+
+class Lane:
+    """The queue and the running turn of one session key."""
+
+    def __init__(self, runtime: Runtime, key: str, journal: Journal) -> None:
+        self.rt = runtime
+        self.key = key
+        self.journal = journal
+        self.waiting: deque[Pending] = deque()
+        self.control: TurnControl | None = None
+        self.turn_task: asyncio.Task[TurnResult] | None = None
+        self._pump_task: asyncio.Task[None] | None = None
+        self._steered: list[Pending] = []
+
+    @property
+    def busy(self) -> bool:
+        """A turn is running or messages are waiting."""
+        return self._pump_task is not None and not self._pump_task.done()
+
+    def submit(self, message: dict[str, Any], mode: QueueMode, *, qid: str | None = None) -> asyncio.Future[TurnResult]:
+        """Hand a user message to the lane; the future resolves with the turn that took it.
+
+        Raises:
+            QueueFullError: the lane is at its cap and the drop policy is ``reject``.
+        """
+        loop = asyncio.get_running_loop()
+        p = Pending(qid or "q_" + secrets.token_hex(8), message, mode, loop.create_future(), persisted=qid is not None)
+        if not self.busy:
+            self.waiting.append(p)
+            self._start()
+            return p.future
+        settings = self.rt.settings.queue
+        c = self.control
+        if mode == "steer" and c is not None and c.phase != "idle":
+            self._persist(p)
+            c.steer.append({"message": p.message, "extra": queue_extra(p.qid), "pending": p})
+            return p.future
+        if len(self.waiting) >= settings.cap:
+            if settings.drop == "reject":
+                raise QueueFullError(f"session {self.key!r} has {settings.cap} messages waiting (the cap)")
+            dropped = self.waiting.popleft()
+            self.journal.append({"op": "dropped", "qid": dropped.qid, "ts": _now()})
+            if not dropped.future.done():
+                dropped.future.set_result(TurnResult("error", error="dropped: the session's queue was full"))
+        self._persist(p)
+        if mode == "interrupt":
+            self.waiting.appendleft(p)
+            self.interrupt()
+        else:
+            self.waiting.append(p)
+        return p.future
+
+    def interrupt(self) -> bool:
+        """Stop the running turn: at once during a model call, after the tool during a tool call."""
+        c, task = self.control, self.turn_task
+        if c is None or task is None or task.done():
+            return False
+        if c.phase == "model":
+            task.cancel()
+        else:
+            c.stop_requested = True
+        return True
+
+    def _persist(self, p: Pending) -> None:
+        if not p.persisted:
+            self.journal.append(
+                {"op": "put", "qid": p.qid, "key": self.key, "mode": p.mode, "message": p.message, "ts": _now()}
+            )
+            p.persisted = True
+
+    def _start(self) -> None:
+        self._pump_task = asyncio.get_running_loop().create_task(self._pump(), name=f"lane {self.key}")
+
+    async def _pump(self) -> None:
+        debounce = self.rt.settings.queue.debounce_ms / 1000
+        while self.waiting:
+            head = self.waiting[0]
+            if head.mode == "collect":
+                while True:
+                    latest = max(p.at for p in self.waiting if p.mode == "collect")
+                    delay = latest + debounce - time.monotonic()
+                    if delay <= 0:
+                        break
+                    await asyncio.sleep(delay)
+                batch = [p for p in self.waiting if p.mode == "collect"]
+                self.waiting = deque(p for p in self.waiting if p.mode != "collect")
+            else:
+                batch = [self.waiting.popleft()]
+            await self._run(batch)
+
+    async def _run(self, batch: list[Pending]) -> None:
+        steered: list[Pending] = []
+
+        def taken(items: list[dict[str, Any]]) -> None:
+            steered.extend(i["pending"] for i in items if "pending" in i)
+
+        control = TurnControl(on_steer_taken=taken)
+        self.control = control
+        inputs = [{"message": p.message, "extra": queue_extra(p.qid)} for p in batch]
+        try:
+            self.turn_task = asyncio.get_running_loop().create_task(self.rt.run_turn(self.key, inputs, control))
+            try:
+                result = await asyncio.shield(self.turn_task)
+            except asyncio.CancelledError:
+                # The lane itself is being shut down: let the turn record its abort, then go.
+                if not self.turn_task.done():
+                    self.interrupt()
+                    result = await self.turn_task
+                else:
+                    result = self.turn_task.result()
+                self._finish(batch + steered, result)
+                raise
+        except Exception as exc:  # an error outside the turn's own handling: tell every sender
+            result = TurnResult("error", error=f"{type(exc).__name__}: {exc}")
+        finally:
+            self.control = None
+            self.turn_task = None
+        # Steered messages the turn never reached run next, in order, as follow-ups.
+        for item in reversed(control.steer):
+            pending = item["pending"]
+            pending.mode = "followup"
+            self.waiting.appendleft(pending)
+        self._finish(batch + steered, result)
+
+    def _finish(self, done: list[Pending], result: TurnResult) -> None:
+        persisted = [p.qid for p in done if p.persisted]
+        if persisted:
+            self.journal.append({"op": "done", "qids": persisted, "ts": _now()})
+        for p in done:
+            if not p.future.done():
+                p.future.set_result(result)
+
+    async def wait_idle(self) -> None:
+        """Return once no turn runs and nothing waits."""
+        while self._pump_task is not None and not self._pump_task.done():
+            await asyncio.shield(self._pump_task)
+
+    async def close(self) -> None:
+        """Interrupt the running turn (its abort is recorded) and stop; waiting messages stay queued."""
+        task = self._pump_task
+        if task is None or task.done():
+            return
+        self.waiting.clear()  # they stay in the journal and run after the next start
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def pending_from_journal(journal: Journal) -> dict[str, list[dict[str, Any]]]:
+    """Messages put in the journal and neither done nor dropped, by session key, in order."""
+    puts: dict[str, dict[str, Any]] = {}
+    for rec in journal.records():
+        op = rec.get("op")
+        if op == "put" and isinstance(rec.get("qid"), str):
+            puts[rec["qid"]] = rec
+        elif op == "done":
+            for q in rec.get("qids") or []:
+                puts.pop(q, None)
+        elif op == "dropped":
+            puts.pop(rec.get("qid"), None)  # type: ignore[arg-type]
+    out: dict[str, list[dict[str, Any]]] = {}
+    for rec in puts.values():
+        out.setdefault(str(rec.get("key")), []).append(rec)
+    return out
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+OnEvent = Callable[[str, dict[str, Any]], None]

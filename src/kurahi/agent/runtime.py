@@ -1,0 +1,296 @@
+"""The runtime of one agent: its sessions, lanes, ledger, jobs and model, in one event loop.
+
+Usage::
+
+    rt = Runtime(home, "alice")
+    await rt.start()                 # settles what the last stop left: jobs, queue, tool calls
+    result = await rt.send("agent:alice:main", "hello")
+    job_id = rt.start_job("agent:alice:main", "summarize my notes")
+    await rt.close()
+
+Sessions are found through the agent's ``sessions.json`` by key and created on first use.
+The catalog's activity clocks are written after turns, at most once a second per key (and
+at close), so a busy session does not pay for a catalog rewrite on every turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from kurahi.agent.config import Config, ModelProfile, QueueMode, load_config
+from kurahi.agent.conversation import Conversation
+from kurahi.agent.jobs import JobStore
+from kurahi.agent.journal import Journal
+from kurahi.agent.layout import AgentPaths, check_session_key
+from kurahi.agent.ledger import Ledger
+from kurahi.agent.pairing import Settlement, settle
+from kurahi.agent.providers.base import Provider
+from kurahi.agent.queue import Lane, pending_from_journal
+from kurahi.agent.tools import BUILTIN_TOOLS, Tool
+from kurahi.agent.turn import Listener, TurnControl, TurnResult, run_turn, user_message
+from kurahi.errors import ConfigError
+from kurahi.store.catalog import Catalog
+from kurahi.store.ids import session_id as new_session_id
+
+__all__ = ["Runtime", "make_provider"]
+
+
+def make_provider(name: str, profile: ModelProfile) -> Provider:
+    """The provider for a model profile."""
+    if profile.provider == "deterministic":
+        from kurahi.agent.providers.deterministic import DeterministicProvider
+
+        return DeterministicProvider(name, profile.model or name, delay_ms=profile.delay_ms)
+    if profile.provider == "openai":
+        from kurahi.agent.providers.openai_chat import OpenAIProvider
+
+        return OpenAIProvider(
+            profile.model,
+            base_url=profile.base_url,
+            api_key_env=profile.api_key_env or "OPENAI_API_KEY",
+            timeout=profile.timeout_s,
+        )
+    if profile.provider == "anthropic":
+        from kurahi.agent.providers.anthropic_messages import AnthropicProvider
+
+        return AnthropicProvider(
+            profile.model,
+            base_url=profile.base_url,
+            api_key_env=profile.api_key_env or "ANTHROPIC_API_KEY",
+            timeout=profile.timeout_s,
+        )
+    raise ConfigError(f"unknown provider {profile.provider!r}")  # pragma: no cover - the struct forbids it
+
+
+class Runtime:
+    """One agent's turns (see the module docstring).
+
+    Args:
+        home: the Kurahi home.
+        agent_id: the agent.
+        config: settings (default: read ``<home>/config.json``).
+        tools: the tools (default: the built-in ones).
+        providers: providers by profile name, overriding what the config would build (tests).
+        listener: told about every entry and streamed piece of text, with the session key.
+    """
+
+    def __init__(
+        self,
+        home: str | os.PathLike[str],
+        agent_id: str,
+        *,
+        config: Config | None = None,
+        tools: Iterable[Tool] | None = None,
+        providers: dict[str, Provider] | None = None,
+        listener: Listener | None = None,
+    ) -> None:
+        self.paths = AgentPaths.of(home, agent_id).ensure()
+        self.config = config if config is not None else load_config(home)
+        self.settings = self.config.agent(agent_id)
+        self.model_name = self.settings.model
+        durable = self.settings.fsync != "never"
+        self.ledger = Ledger(self.paths.ledger, durable=durable)
+        self.jobs = JobStore(self.paths.jobs, durable=durable)
+        self.queue_journal = Journal(self.paths.queue, durable=durable)
+        self.catalog = Catalog(self.paths.catalog)
+        self.tools: dict[str, Tool] = {
+            t.name: t for t in (tools if tools is not None else [c() for c in BUILTIN_TOOLS])
+        }
+        self._providers: dict[str, Provider] = dict(providers or {})
+        self.listener = listener
+        self._convs: dict[str, Conversation] = {}
+        self._lanes: dict[str, Lane] = {}
+        self._job_tasks: dict[str, asyncio.Task[None]] = {}
+        self._touched: dict[str, float] = {}
+        self.settlements: list[Settlement] = []
+        """Every repair the pairing guard made when sessions were opened."""
+
+    # -- start and stop ----------------------------------------------------------------------
+
+    async def start(self) -> dict[str, Any]:
+        """Settle what the last stop left behind; returns what was done.
+
+        Jobs left ``queued``/``running`` become ``interrupted``; queued messages whose entry
+        is already in their transcript are marked done and the others are queued again.
+        """
+        interrupted = self.jobs.recover()
+        requeued = 0
+        for key, recs in pending_from_journal(self.queue_journal).items():
+            conv = self.conversation(key)
+            seen = {
+                (p.data.get("kurahi") or {}).get("queueId") for p in conv.path if isinstance(p.data.get("kurahi"), dict)
+            }
+            done = [r["qid"] for r in recs if r["qid"] in seen]
+            if done:
+                self.queue_journal.append({"op": "done", "qids": done, "ts": int(time.time() * 1000)})
+            for r in recs:
+                if r["qid"] not in seen and isinstance(r.get("message"), dict):
+                    self.lane(key).submit(r["message"], "followup", qid=r["qid"])
+                    requeued += 1
+        return {"interruptedJobs": interrupted, "requeuedMessages": requeued}
+
+    async def close(self, *, grace: float = 5.0) -> None:
+        """Let running turns finish for ``grace`` seconds, then interrupt them; close every file."""
+        lanes = list(self._lanes.values())
+        if lanes:
+            _, pending = await asyncio.wait([asyncio.ensure_future(lane.wait_idle()) for lane in lanes], timeout=grace)
+            for f in pending:
+                f.cancel()
+            for lane in lanes:
+                await lane.close()
+        for t in self._job_tasks.values():
+            t.cancel()
+        for key, conv in self._convs.items():
+            self._touch(key, force=True)
+            conv.close()
+        self._convs.clear()
+        for p in self._providers.values():
+            await p.aclose()
+        self.ledger.close()
+        self.jobs.close()
+        self.queue_journal.close()
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    def conversation(self, key: str) -> Conversation:
+        """The open session for ``key``, opening or creating it (the pairing guard runs on open)."""
+        conv = self._convs.get(key)
+        if conv is not None:
+            return conv
+        check_session_key(key)
+        entry = self.catalog.get(key)
+        now = int(time.time() * 1000)
+        fsync = self.settings.fsync
+        file = None
+        if entry is not None and isinstance(entry.get("sessionId"), str):
+            name = entry.get("sessionFile") or f"{entry['sessionId']}.jsonl"
+            file = self.paths.sessions / os.path.basename(str(name))
+        if file is not None and file.exists():
+            conv = Conversation.open(file, fsync=fsync)
+        else:
+            sid = new_session_id()
+            file = self.paths.sessions / f"{sid}.jsonl"
+            conv = Conversation.create(file, fsync=fsync, cwd=str(self.paths.workspace), session_id=sid)
+            self.catalog.upsert(
+                key,
+                {
+                    "sessionId": sid,
+                    "sessionFile": file.name,
+                    "sessionStartedAt": now,
+                    "lastInteractionAt": now,
+                    "updatedAt": now,
+                },
+            )
+        self._convs[key] = conv
+        self.settlements.extend(settle(conv, self.ledger, self.tools, self.paths.workspace, policy="synthesize"))
+        conv.sync()
+        return conv
+
+    def lane(self, key: str) -> Lane:
+        """The lane of a session key."""
+        lane = self._lanes.get(key)
+        if lane is None:
+            lane = self._lanes[key] = Lane(self, check_session_key(key), self.queue_journal)
+        return lane
+
+    def provider(self) -> tuple[Provider, ModelProfile]:
+        """The current model's provider and profile."""
+        profile = self.config.profile(self.model_name)
+        p = self._providers.get(self.model_name)
+        if p is None:
+            p = self._providers[self.model_name] = make_provider(self.model_name, profile)
+        return p, profile
+
+    def set_model(self, name: str) -> None:
+        """Swap the model for the turns that follow.
+
+        Raises:
+            ConfigError: no such profile.
+        """
+        self.config.profile(name)
+        self.model_name = name
+
+    # -- turns ---------------------------------------------------------------------------------
+
+    def submit(self, key: str, text: str, *, mode: QueueMode | None = None) -> asyncio.Future[TurnResult]:
+        """Queue a message for ``key``; the future resolves with the turn that took it.
+
+        Raises:
+            UsageError: an empty or oversized message, or a bad session key.
+            QueueFullError: see :class:`Lane`.
+        """
+        msg = user_message(text, max_bytes=self.settings.max_message_bytes)
+        return self.lane(key).submit(msg, mode or self.settings.queue.mode)
+
+    async def send(self, key: str, text: str, *, mode: QueueMode | None = None) -> TurnResult:
+        """Queue a message and wait for the turn that answers it."""
+        return await self.submit(key, text, mode=mode)
+
+    async def run_turn(self, key: str, inputs: list[dict[str, Any]], control: TurnControl) -> TurnResult:
+        """Run one turn on ``key`` now (lanes call this; one at a time per key)."""
+        conv = self.conversation(key)
+        provider, profile = self.provider()
+
+        def listen(kind: str, payload: dict[str, Any]) -> None:
+            if self.listener is not None:
+                self.listener(kind, {"sessionKey": key, **payload})
+
+        result = await run_turn(
+            conv,
+            inputs,
+            provider=provider,
+            profile=profile,
+            settings=self.settings,
+            tools=self.tools,
+            ledger=self.ledger,
+            workspace=self.paths.workspace,
+            listener=listen if self.listener is not None else None,
+            control=control,
+        )
+        self._touch(key)
+        return result
+
+    def _touch(self, key: str, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._touched.get(key, 0.0) < 1.0:
+            return
+        self._touched[key] = now
+        ms = int(time.time() * 1000)
+        self.catalog.upsert(key, {"lastInteractionAt": ms, "updatedAt": ms})
+
+    # -- jobs ----------------------------------------------------------------------------------
+
+    def start_job(self, key: str, text: str) -> str:
+        """Run a turn in the background as a job; returns the job id at once."""
+        msg = user_message(text, max_bytes=self.settings.max_message_bytes)
+        jid = self.jobs.create(key)
+
+        async def run() -> None:
+            self.jobs.mark(jid, "running")
+            try:
+                result = await self.lane(key).submit(msg, "followup")
+            except asyncio.CancelledError:
+                self.jobs.mark(jid, "interrupted", error="the runtime stopped while the job was running")
+                raise
+            except Exception as exc:
+                self.jobs.mark(jid, "failed", error=f"{type(exc).__name__}: {exc}")
+                return
+            if result.status == "ok":
+                self.jobs.mark(jid, "succeeded", reply_entry_id=result.reply_entry_id)
+            elif result.status == "aborted":
+                self.jobs.mark(jid, "interrupted", error=result.error)
+            else:
+                self.jobs.mark(jid, "failed", error=result.error)
+
+        self._job_tasks[jid] = asyncio.get_running_loop().create_task(run(), name=f"job {jid}")
+        return jid
+
+    async def wait_job(self, job_id: str) -> None:
+        """Wait for a background job's task to end."""
+        task = self._job_tasks.get(job_id)
+        if task is not None:
+            await asyncio.shield(task)

@@ -1,0 +1,251 @@
+"""Built-in tools, the path fence around the workspace, and the tool registry.
+
+A tool is a name, a JSON Schema, a ``run`` and, for side effects, an optional ``lookup``
+that inspects the world to tell whether an earlier call took effect. ``write`` answers
+that by comparing the file's hash with the intended content; ``memory_append`` tags each
+appended block with its action id, so it can both tell and refuse to append twice.
+
+Every path argument goes through :func:`resolve_in_workspace`: relative, no ``..``, no
+NUL, and its real path (symlinks resolved) inside the workspace's real path.
+"""
+
+from __future__ import annotations
+
+import abc
+import datetime as dt
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kurahi.agent.types import ToolOutput, ToolSpec
+from kurahi.errors import PathRefusedError, ToolError
+from kurahi.store import fsio
+
+__all__ = [
+    "BUILTIN_TOOLS",
+    "ListTool",
+    "MemoryAppendTool",
+    "ReadTool",
+    "Tool",
+    "ToolContext",
+    "WriteTool",
+    "resolve_in_workspace",
+]
+
+_MAX_READ = 256 * 1024
+_MAX_WRITE = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool call may use."""
+
+    workspace: Path
+    action_id: str
+    """``<sessionId>:<toolCallId>``: the idempotency key."""
+
+
+class Tool(abc.ABC):
+    """A tool the model can call.
+
+    Attributes:
+        name: the name the model uses.
+        description: for the model.
+        parameters: JSON Schema of the arguments.
+        side_effecting: whether it changes the world (then the ledger records it).
+    """
+
+    name: str = ""
+    description: str = ""
+    parameters: dict[str, Any] = {}  # noqa: RUF012 - class-level constant, never mutated
+    side_effecting: bool = False
+
+    def spec(self) -> ToolSpec:
+        """How the model is told about this tool."""
+        return ToolSpec(self.name, self.description, self.parameters)
+
+    @abc.abstractmethod
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """Do the call. Raise :class:`ToolError` for a failure the model should read."""
+
+    def lookup(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput | None:
+        """Tell from the world whether the call with ``ctx.action_id`` took effect.
+
+        Returns:
+            The result to record, or ``None`` when the world cannot tell (the default).
+        """
+        return None
+
+
+def resolve_in_workspace(workspace: Path, rel: Any, *, tool: str = "") -> Path:
+    """The real path of ``rel`` inside ``workspace``.
+
+    Raises:
+        PathRefusedError: not a string, empty, absolute, with ``..`` or NUL, or (after
+            symlinks are resolved) outside the workspace.
+    """
+    if not isinstance(rel, str) or not rel.strip():
+        raise PathRefusedError("path must be a non-empty string", tool=tool)
+    if "\x00" in rel or os.path.isabs(rel) or rel.startswith("~"):
+        raise PathRefusedError(f"path {rel!r} must be relative to the workspace", tool=tool)
+    if ".." in Path(rel).parts:
+        raise PathRefusedError(f"path {rel!r} may not contain '..'", tool=tool)
+    root = workspace.resolve()
+    target = (root / rel).resolve()
+    if target != root and root not in target.parents:
+        raise PathRefusedError(f"path {rel!r} leaves the workspace", tool=tool)
+    return target
+
+
+def _str_arg(args: dict[str, Any], key: str, tool: str, default: str | None = None) -> str:
+    value = args.get(key, default)
+    if not isinstance(value, str):
+        raise ToolError(f"argument {key!r} must be a string", tool=tool)
+    return value
+
+
+class ReadTool(Tool):
+    """Read a UTF-8 text file of the workspace."""
+
+    name = "read"
+    description = "Read a text file in the workspace. Argument: path (relative)."
+    parameters = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}  # noqa: RUF012
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """Return the file's text (at most 256 KiB)."""
+        p = resolve_in_workspace(ctx.workspace, args.get("path"), tool=self.name)
+        try:
+            with p.open("rb") as f:
+                data = f.read(_MAX_READ + 1)
+        except FileNotFoundError:
+            raise ToolError(f"{args['path']}: no such file", tool=self.name) from None
+        except IsADirectoryError:
+            raise ToolError(f"{args['path']}: is a directory; use list", tool=self.name) from None
+        if len(data) > _MAX_READ:
+            raise ToolError(f"{args['path']}: larger than {_MAX_READ} bytes", tool=self.name)
+        return ToolOutput(data.decode("utf-8", "replace"))
+
+
+class ListTool(Tool):
+    """List a workspace directory."""
+
+    name = "list"
+    description = "List a directory in the workspace. Argument: path (relative, default '.')."
+    parameters = {"type": "object", "properties": {"path": {"type": "string"}}}  # noqa: RUF012
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """Names one per line, directories with a trailing ``/``."""
+        p = resolve_in_workspace(ctx.workspace, args.get("path", "."), tool=self.name)
+        if not p.is_dir():
+            raise ToolError(f"{args.get('path', '.')}: not a directory", tool=self.name)
+        names = sorted(c.name + ("/" if c.is_dir() else "") for c in p.iterdir())
+        return ToolOutput("\n".join(names) if names else "(empty)")
+
+
+class WriteTool(Tool):
+    """Write a whole file in the workspace, atomically."""
+
+    name = "write"
+    description = "Write a text file in the workspace (replaces it). Arguments: path, content."
+    parameters = {  # noqa: RUF012
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        "required": ["path", "content"],
+    }
+    side_effecting = True
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """Replace the file with ``content`` (temp file, fsync, rename)."""
+        content = _str_arg(args, "content", self.name).encode()
+        if len(content) > _MAX_WRITE:
+            raise ToolError(f"content larger than {_MAX_WRITE} bytes", tool=self.name)
+        p = resolve_in_workspace(ctx.workspace, args.get("path"), tool=self.name)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fsio.atomic_write(p, content, mode=0o644)
+        digest = hashlib.sha256(content).hexdigest()
+        return ToolOutput(f"wrote {len(content)} bytes to {args['path']} (sha256 {digest[:16]})")
+
+    def lookup(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput | None:
+        """The file holds the intended bytes: written. It does not: not written (safe to retry)."""
+        try:
+            content = _str_arg(args, "content", self.name).encode()
+            p = resolve_in_workspace(ctx.workspace, args.get("path"), tool=self.name)
+        except ToolError:
+            return None
+        try:
+            actual = hashlib.sha256(p.read_bytes()).hexdigest()
+        except FileNotFoundError:
+            actual = None
+        except OSError:
+            return None
+        intended = hashlib.sha256(content).hexdigest()
+        if actual == intended:
+            return ToolOutput(
+                f"wrote {len(content)} bytes to {args['path']} (sha256 {intended[:16]}; "
+                "verified after a restart: the file holds the intended content)"
+            )
+        return ToolOutput(
+            f"not written: after a restart {args['path']} does not hold the intended content "
+            f"({'missing' if actual is None else 'sha256 ' + actual[:16]}); the write did not take effect",
+            is_error=True,
+        )
+
+
+class MemoryAppendTool(Tool):
+    """Append a note to a memory file (``memory/*.md``), once per action."""
+
+    name = "memory_append"
+    description = "Append a note to memory. Arguments: text, file (optional, e.g. 'notes.md'; default today's date)."
+    parameters = {  # noqa: RUF012
+        "type": "object",
+        "properties": {"text": {"type": "string"}, "file": {"type": "string"}},
+        "required": ["text"],
+    }
+    side_effecting = True
+
+    def _target(self, args: dict[str, Any], ctx: ToolContext) -> Path:
+        name = _str_arg(args, "file", self.name, dt.date.today().isoformat() + ".md")
+        if "/" in name or "\\" in name or not name.endswith(".md"):
+            raise PathRefusedError(f"file {name!r} must be a plain name ending in .md", tool=self.name)
+        return resolve_in_workspace(ctx.workspace, "memory/" + name, tool=self.name)
+
+    def _tag(self, ctx: ToolContext) -> bytes:
+        return f"<!-- kurahi:action {ctx.action_id} -->".encode()
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """Append ``text`` and a tag naming the action; a second call with the same action id is a no-op."""
+        text = _str_arg(args, "text", self.name)
+        p = self._target(args, ctx)
+        if p.exists() and self._tag(ctx) in p.read_bytes():
+            return ToolOutput(f"already appended to memory/{p.name} by this action")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        block = text.rstrip("\n").encode() + b"\n" + self._tag(ctx) + b"\n"
+        fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fsio.write_all(fd, block)
+            fsio.ops.fdatasync(fd)
+        finally:
+            os.close(fd)
+        return ToolOutput(f"appended {len(text)} characters to memory/{p.name}")
+
+    def lookup(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput | None:
+        """The tag is in the file: appended. It is not: not appended (safe to retry)."""
+        try:
+            p = self._target(args, ctx)
+        except ToolError:
+            return None
+        try:
+            present = self._tag(ctx) in p.read_bytes()
+        except FileNotFoundError:
+            present = False
+        except OSError:
+            return None
+        if present:
+            return ToolOutput(f"appended to memory/{p.name} (verified after a restart)")
+        return ToolOutput(f"not appended: memory/{p.name} has no block from this action", is_error=True)
+
+
+BUILTIN_TOOLS: tuple[type[Tool], ...] = (ReadTool, WriteTool, ListTool, MemoryAppendTool)
+"""The tools every agent has (subject to its tool policy)."""

@@ -32,7 +32,7 @@ from kurahi.agent.providers.base import Provider
 from kurahi.agent.queue import Lane, pending_from_journal
 from kurahi.agent.tools import BUILTIN_TOOLS, Tool
 from kurahi.agent.turn import Listener, TurnControl, TurnResult, run_turn, user_message
-from kurahi.errors import ConfigError
+from kurahi.errors import ConfigError, PairingRefusedError
 from kurahi.store.catalog import Catalog
 from kurahi.store.ids import session_id as new_session_id
 
@@ -186,7 +186,12 @@ class Runtime:
                 },
             )
         self._convs[key] = conv
-        self.settlements.extend(settle(conv, self.ledger, self.tools, self.paths.workspace, policy="synthesize"))
+        try:
+            self.settlements.extend(
+                settle(conv, self.ledger, self.tools, self.paths.workspace, policy=self.settings.pairing)
+            )
+        except PairingRefusedError:
+            pass  # policy "refuse": left as it is; every turn on this session says why it will not run
         conv.sync()
         return conv
 

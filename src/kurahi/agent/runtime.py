@@ -106,6 +106,8 @@ class Runtime:
         self._lanes: dict[str, Lane] = {}
         self._job_tasks: dict[str, asyncio.Task[None]] = {}
         self._touched: dict[str, float] = {}
+        self.recovered: dict[str, Any] | None = None
+        """What :meth:`start` found and did (``None`` before it ran)."""
         self.settlements: list[Settlement] = []
         """Every repair the pairing guard made when sessions were opened."""
 
@@ -117,6 +119,8 @@ class Runtime:
         Jobs left ``queued``/``running`` become ``interrupted``; queued messages whose entry
         is already in their transcript are marked done and the others are queued again.
         """
+        if self.recovered is not None:
+            return self.recovered  # started already: recovering twice would queue messages twice
         interrupted = self.jobs.recover()
         requeued = 0
         for key, recs in pending_from_journal(self.queue_journal).items():
@@ -131,7 +135,8 @@ class Runtime:
                 if r["qid"] not in seen and isinstance(r.get("message"), dict):
                     self.lane(key).submit(r["message"], "followup", qid=r["qid"])
                     requeued += 1
-        return {"interruptedJobs": interrupted, "requeuedMessages": requeued}
+        self.recovered = {"interruptedJobs": interrupted, "requeuedMessages": requeued}
+        return self.recovered
 
     async def close(self, *, grace: float = 5.0) -> None:
         """Let running turns finish for ``grace`` seconds, then interrupt them; close every file."""

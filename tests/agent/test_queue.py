@@ -1,0 +1,208 @@
+"""Per-session lanes: steer, followup, collect, interrupt, caps, and queued messages across a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kurahi.agent.providers.deterministic import DeterministicProvider, message_text
+from kurahi.agent.runtime import Runtime
+from kurahi.agent.tools import BUILTIN_TOOLS, Tool, ToolContext
+from kurahi.agent.types import ModelRequest, ToolOutput
+from kurahi.context.files import project_file
+from kurahi.errors import QueueFullError
+from peer import PiPeer
+from residents import config, make_home, run, with_runtime
+
+KEY = "agent:alice:main"
+
+
+class SlowTool(Tool):
+    name = "slow"
+    description = "sleeps"
+
+    def __init__(self, seconds: float = 0.4) -> None:
+        self.seconds = seconds
+        self.started = threading.Event()
+        self.finished = 0
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        self.started.set()
+        time.sleep(self.seconds)
+        self.finished += 1
+        return ToolOutput("slept")
+
+
+class Recording(DeterministicProvider):
+    def __init__(self) -> None:
+        super().__init__("alpha")
+        self.calls: list[list[str]] = []
+
+    def stream(self, request: ModelRequest) -> Any:
+        self.calls.append([message_text(m) for m in request.messages])
+        return super().stream(request)
+
+
+def _tools(slow: SlowTool) -> list[Tool]:
+    return [slow, *(c() for c in BUILTIN_TOOLS)]
+
+
+async def _when(event: threading.Event) -> None:
+    while not event.is_set():
+        await asyncio.sleep(0.005)
+
+
+def test_steer_reaches_the_next_model_call_of_the_same_turn(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    slow, rec = SlowTool(), Recording()
+
+    async def go(rt: Runtime) -> Any:
+        first = rt.submit(KEY, 'refine the list [[tool:slow {}]] [[tool:write {"path": "todo.md", "content": "v2"}]]')
+        await _when(slow.started)
+        steer = rt.submit(KEY, "don't change it yet", mode="steer")
+        return await first, await steer
+
+    a, b = run(with_runtime(home, go, tools=_tools(slow), providers={"alpha": rec}))
+    assert a is b and a.status == "ok"
+    assert "don't change it yet" not in rec.calls[0]
+    assert rec.calls[1][-1] == "don't change it yet"  # in context at the very next model call
+    assert rec.calls[1][-2] == "slept"  # after the tool result, never before it
+    # The deterministic model follows the latest user message: told to wait, it does not write.
+    assert len(rec.calls) == 2 and "don't change it yet" in a.reply
+    assert not (home / "agents/alice/workspace/todo.md").exists()
+
+
+def test_followup_runs_after_as_its_own_turn(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    slow = SlowTool()
+
+    async def go(rt: Runtime) -> Any:
+        a = rt.submit(KEY, "first [[tool:slow {}]]")
+        await _when(slow.started)
+        b = rt.submit(KEY, "second", mode="followup")
+        return await a, await b, rt.conversation(KEY).file
+
+    a, b, file = run(with_runtime(home, go, tools=_tools(slow)))
+    assert a is not b and a.status == b.status == "ok"
+    users = [json.loads(x)["message"] for x in file.read_text().splitlines()[1:]]
+    texts = [message_text(m) for m in users if m["role"] in ("user", "assistant")]
+    assert texts.index("second") > texts.index(a.reply)
+
+
+def test_collect_batches_waiting_messages_into_one_turn(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    slow, rec = SlowTool(), Recording()
+
+    async def go(rt: Runtime) -> Any:
+        a = rt.submit(KEY, "busy [[tool:slow {}]]")
+        await _when(slow.started)
+        parts = [rt.submit(KEY, f"part {i}", mode="collect") for i in range(3)]
+        return await a, [await p for p in parts]
+
+    cfg = config(queue={"debounceMs": 100})
+    a, parts = run(with_runtime(home, go, tools=_tools(slow), providers={"alpha": rec}, config=cfg))
+    assert parts[0] is parts[1] is parts[2] and parts[0].steps == 1
+    assert rec.calls[-1][-3:] == ["part 0", "part 1", "part 2"]
+
+
+def test_interrupt_during_a_model_call_records_the_abort(tmp_path: Path, pi: PiPeer) -> None:
+    home = make_home(tmp_path)
+
+    async def go(rt: Runtime) -> Any:
+        a = rt.submit(KEY, "think long [[slow:3000]]")
+        await asyncio.sleep(0.3)
+        t0 = time.monotonic()
+        b = rt.submit(KEY, "stop, new plan", mode="interrupt")
+        ra = await a
+        waited = time.monotonic() - t0
+        return ra, await b, waited, rt.conversation(KEY).file
+
+    a, b, waited, file = run(with_runtime(home, go))
+    assert a.status == "aborted" and b.status == "ok" and "stop, new plan" in b.reply
+    assert waited < 2.5  # the 3 s call was cut short, not waited out
+    msgs = [json.loads(x)["message"] for x in file.read_text().splitlines()[1:]]
+    aborted = [m for m in msgs if m["role"] == "assistant" and m["stopReason"] == "aborted"]
+    assert len(aborted) == 1 and aborted[0]["errorMessage"] == "interrupted by a newer message"
+    assert pi.context(file)["messages"] == project_file(file).context.to_dict()["messages"]
+
+
+def test_interrupt_during_a_tool_lets_the_tool_finish_and_runs_no_more_calls(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    slow = SlowTool()
+
+    async def go(rt: Runtime) -> Any:
+        a = rt.submit(KEY, '[[tool:slow {}]] [[tool:write {"path": "x.md", "content": "x"}]]')
+        await _when(slow.started)
+        b = rt.submit(KEY, "halt", mode="interrupt")
+        return await a, await b
+
+    a, b = run(with_runtime(home, go, tools=_tools(slow)))
+    assert a.status == "aborted" and b.status == "ok"
+    assert slow.finished == 1
+    assert not (home / "agents/alice/workspace/x.md").exists()  # the second call never ran
+
+
+@pytest.mark.parametrize("drop", ["reject", "drop-oldest"])
+def test_cap_and_drop_policy(tmp_path: Path, drop: str) -> None:
+    home = make_home(tmp_path)
+    slow = SlowTool()
+
+    async def go(rt: Runtime) -> Any:
+        a = rt.submit(KEY, "[[tool:slow {}]]")
+        await _when(slow.started)
+        w1 = rt.submit(KEY, "w1")
+        w2 = rt.submit(KEY, "w2")
+        if drop == "reject":
+            with pytest.raises(QueueFullError, match="cap"):
+                rt.submit(KEY, "w3")
+            return [await a, await w1, await w2]
+        w3 = rt.submit(KEY, "w3")
+        return [await a, await w1, await w2, await w3]
+
+    results = run(with_runtime(home, go, tools=_tools(slow), config=config(queue={"cap": 2, "drop": drop})))
+    if drop == "drop-oldest":
+        assert results[1].status == "error" and "dropped" in (results[1].error or "")
+        assert [r.status for r in results[2:]] == ["ok", "ok"]
+    else:
+        assert all(r.status == "ok" for r in results)
+
+
+def test_queued_messages_survive_a_restart_exactly_once(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    journal = home / "agents/alice/queue/queue.jsonl"
+
+    async def first(rt: Runtime) -> Path:
+        await rt.send(KEY, "hello")
+        return rt.conversation(KEY).file
+
+    file = run(with_runtime(home, first))
+    # What a crash can leave: one message queued and never taken, one taken (its entry is in
+    # the transcript) whose "done" record never reached the journal.
+    taken_qid = json.loads(file.read_text().splitlines()[1])["kurahi"]["queueId"]
+    msg = {"role": "user", "content": [{"type": "text", "text": "waiting one"}], "timestamp": 1}
+    with journal.open("a") as f:
+        f.write(json.dumps({"op": "put", "qid": "q_waiting", "key": KEY, "mode": "followup", "message": msg}) + "\n")
+        f.write(json.dumps({"op": "put", "qid": taken_qid, "key": KEY, "mode": "followup", "message": msg}) + "\n")
+        f.write('{"op": "put", "qid": "torn')
+
+    async def second(rt: Runtime) -> Any:
+        recovered = await rt.start()
+        await rt.lane(KEY).wait_idle()
+        return recovered
+
+    async def noop(rt: Runtime) -> None:
+        return None
+
+    rt_result = run(with_runtime(home, second))
+    assert rt_result["requeuedMessages"] == 1
+    texts = [message_text(json.loads(x).get("message", {})) for x in file.read_text().splitlines()[1:]]
+    assert texts.count("waiting one") == 1
+    run(with_runtime(home, noop))  # a third start runs nothing again
+    texts = [message_text(json.loads(x).get("message", {})) for x in file.read_text().splitlines()[1:]]
+    assert texts.count("waiting one") == 1

@@ -16,6 +16,7 @@ at close), so a busy session does not pay for a catalog rewrite on every turn.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Iterable
@@ -32,7 +33,7 @@ from kurahi.agent.providers.base import Provider
 from kurahi.agent.queue import Lane, pending_from_journal
 from kurahi.agent.tools import BUILTIN_TOOLS, Tool
 from kurahi.agent.turn import Listener, TurnControl, TurnResult, run_turn, user_message
-from kurahi.errors import ConfigError, PairingRefusedError
+from kurahi.errors import ConfigError, KurahiError, PairingRefusedError
 from kurahi.store.catalog import Catalog
 from kurahi.store.ids import session_id as new_session_id
 
@@ -106,6 +107,8 @@ class Runtime:
         self._lanes: dict[str, Lane] = {}
         self._job_tasks: dict[str, asyncio.Task[None]] = {}
         self._touched: dict[str, float] = {}
+        self.open_errors: dict[str, str] = {}
+        """Sessions :meth:`start` could not open, with the reason."""
         self.recovered: dict[str, Any] | None = None
         """What :meth:`start` found and did (``None`` before it ran)."""
         self.settlements: list[Settlement] = []
@@ -116,12 +119,21 @@ class Runtime:
     async def start(self) -> dict[str, Any]:
         """Settle what the last stop left behind; returns what was done.
 
-        Jobs left ``queued``/``running`` become ``interrupted``; queued messages whose entry
-        is already in their transcript are marked done and the others are queued again.
+        Jobs left ``queued``/``running`` become ``interrupted``; every session in the catalog
+        is opened, so the pairing guard answers its unanswered tool calls; queued messages
+        whose entry is already in their transcript are marked done and the others are queued
+        again. A session that cannot be opened is reported in ``openErrors`` and left as it is.
         """
         if self.recovered is not None:
             return self.recovered  # started already: recovering twice would queue messages twice
         interrupted = self.jobs.recover()
+        # Open every session now, not on its first message: the pairing guard runs on open,
+        # so no transcript is left with an unanswered tool call while it waits for a message.
+        for key, _ in self.catalog.items():
+            try:
+                self.conversation(key)
+            except KurahiError as exc:
+                self.open_errors[key] = str(exc)
         requeued = 0
         for key, recs in pending_from_journal(self.queue_journal).items():
             conv = self.conversation(key)
@@ -135,7 +147,12 @@ class Runtime:
                 if r["qid"] not in seen and isinstance(r.get("message"), dict):
                     self.lane(key).submit(r["message"], "followup", qid=r["qid"])
                     requeued += 1
-        self.recovered = {"interruptedJobs": interrupted, "requeuedMessages": requeued}
+        self.recovered = {
+            "interruptedJobs": interrupted,
+            "requeuedMessages": requeued,
+            "settled": [s.tool_call_id for s in self.settlements],
+            "openErrors": dict(self.open_errors),
+        }
         return self.recovered
 
     async def close(self, *, grace: float = 5.0) -> None:
@@ -191,12 +208,11 @@ class Runtime:
                 },
             )
         self._convs[key] = conv
-        try:
+        # Policy "refuse" leaves the calls as they are; every turn on the session then says why it will not run.
+        with contextlib.suppress(PairingRefusedError):
             self.settlements.extend(
                 settle(conv, self.ledger, self.tools, self.paths.workspace, policy=self.settings.pairing)
             )
-        except PairingRefusedError:
-            pass  # policy "refuse": left as it is; every turn on this session says why it will not run
         conv.sync()
         return conv
 

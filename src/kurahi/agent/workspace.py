@@ -3,10 +3,15 @@
 Files are read in a fixed order and joined under their names, so the prompt is the same
 bytes for the same files; a file that is missing is left out, one that is not UTF-8 is
 read with replacement characters rather than failing the turn.
+
+Every turn checks the files (one ``stat`` each) and reads them again only when one has
+changed, so an edit to IDENTITY.md is seen by the next turn without paying for five reads
+on every turn.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 __all__ = ["PROMPT_FILES", "system_prompt"]
@@ -17,8 +22,35 @@ PROMPT_FILES = ("IDENTITY.md", "SOUL.md", "AGENTS.md", "USER.md", "TOOLS.md")
 _MAX_FILE = 256 * 1024
 
 
+_Stamp = tuple[tuple[int, int, int, int] | None, ...]
+_cache: dict[Path, tuple[_Stamp, str]] = {}
+
+
+def _stamp(workspace: Path) -> _Stamp:
+    out: list[tuple[int, int, int, int] | None] = []
+    base = str(workspace)
+    for name in PROMPT_FILES:
+        try:
+            st = os.stat(os.path.join(base, name))
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(out)
+
+
 def system_prompt(workspace: Path) -> str:
     """The system prompt for a workspace: each present file under a ``# NAME`` heading."""
+    stamp = _stamp(workspace)
+    hit = _cache.get(workspace)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    text = _read(workspace)
+    _cache[workspace] = (stamp, text)
+    return text
+
+
+def _read(workspace: Path) -> str:
     parts = []
     for name in PROMPT_FILES:
         p = workspace / name

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from kurahi import __version__
+from kurahi.cli import agent as agent_cmd
 from kurahi.cli import demo as demo_cmd
 from kurahi.cli import lineage as lineage_cmd
 from kurahi.cli import session as session_cmd
@@ -22,6 +23,8 @@ app = typer.Typer(
 app.add_typer(session_cmd.app, name="session")
 app.add_typer(sessions_cmd.app, name="sessions")
 app.add_typer(lineage_cmd.app, name="lineage")
+app.add_typer(agent_cmd.agent_app, name="agent")
+app.add_typer(agent_cmd.actions_app, name="actions")
 app.command("demo")(demo_cmd.demo)
 
 

@@ -13,10 +13,12 @@ from rich.console import Console
 
 from kurahi.errors import (
     CatalogCorruptError,
+    ConfigError,
     KurahiError,
     LockHeldError,
     NotASessionError,
     TranscriptReadError,
+    UnknownAgentError,
     UsageError,
 )
 
@@ -53,9 +55,9 @@ def translate_errors() -> Iterator[None]:
     """Turn Kurahi errors into a one-line message and a meaningful exit code."""
     try:
         yield
-    except (NotASessionError, CatalogCorruptError) as exc:
+    except (NotASessionError, CatalogCorruptError, ConfigError) as exc:
         fail(str(exc), EXIT.INVALID)
-    except TranscriptReadError as exc:
+    except (TranscriptReadError, UnknownAgentError) as exc:
         fail(str(exc), EXIT.NOT_FOUND)
     except LockHeldError as exc:
         fail(str(exc), EXIT.BUSY)

@@ -1,0 +1,155 @@
+"""``kurahi agent`` and ``kurahi actions``: run a turn locally, list jobs, read the ledger."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich import box
+from rich.table import Table
+
+from kurahi.cli.common import EXIT, console, fail, print_json, translate_errors
+from kurahi.cli.sessions import default_home
+
+if TYPE_CHECKING:
+    from kurahi.agent.ledger import Action
+
+__all__ = ["actions_app", "agent_app"]
+
+agent_app = typer.Typer(
+    help="Run a resident's turns locally (without a gateway) and list its jobs.", no_args_is_help=True
+)
+actions_app = typer.Typer(
+    help="The action-outcome ledger: every side-effecting tool call, its intent and its outcome.",
+    no_args_is_help=True,
+)
+
+HomeOpt = Annotated[
+    Path | None,
+    typer.Option("--home", envvar="KOLO_HOME", show_default="$KOLO_HOME, else ~/.kolo", help="State directory."),
+]
+AgentOpt = Annotated[str, typer.Option("--agent", help="Agent id.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _when(ms: int | None) -> str:
+    if not ms:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@agent_app.command("send")
+def send_command(
+    text: Annotated[str, typer.Argument(help="The message.")],
+    home: HomeOpt = None,
+    agent: AgentOpt = "main",
+    key: Annotated[str | None, typer.Option("--key", help="Session key (default agent:<id>:main).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run one turn in this process and print the reply (exit 0 once it is durable, 1 if the turn failed).
+
+    The session's transcript is locked while the turn runs: with a gateway running on the
+    same home this exits 5 (busy); send through the gateway instead.
+    """
+    from kurahi.agent.layout import AgentPaths
+    from kurahi.agent.runtime import Runtime
+
+    async def go() -> Any:
+        with translate_errors():
+            AgentPaths.of(home or default_home(), agent, must_exist=True)
+            rt = Runtime(home or default_home(), agent)
+        try:
+            await rt.start()
+            with translate_errors():
+                return await rt.send(key or f"agent:{agent}:main", text)
+        finally:
+            await rt.close()
+
+    result = asyncio.run(go())
+    if as_json:
+        print_json(result.to_dict())
+    elif result.status == "ok":
+        console.print(result.reply)
+    if result.status != "ok":
+        fail(f"turn {result.status}: {result.error}", EXIT.FAILED)
+
+
+@agent_app.command("jobs")
+def jobs_command(home: HomeOpt = None, agent: AgentOpt = "main", as_json: JsonOpt = False) -> None:
+    """List the agent's jobs and their status."""
+    from kurahi.agent.jobs import JobStore
+    from kurahi.agent.layout import AgentPaths
+
+    with translate_errors():
+        paths = AgentPaths.of(home or default_home(), agent, must_exist=True)
+    jobs = list(JobStore(paths.jobs).jobs().values())
+    if as_json:
+        print_json([j.to_dict() for j in jobs])
+        return
+    table = Table(box=box.SIMPLE_HEAD, title=f"jobs of {agent}")
+    for col in ("id", "status", "session", "created", "ended", "error"):
+        table.add_column(col)
+    for j in jobs:
+        table.add_row(j.id, j.status, j.session_key, _when(j.created_at), _when(j.ended_at), j.error or "")
+    console.print(table)
+
+
+def _ledger(home: Path | None, agent: str) -> dict[str, Action]:
+    from kurahi.agent.layout import AgentPaths
+    from kurahi.agent.ledger import Ledger
+
+    with translate_errors():
+        paths = AgentPaths.of(home or default_home(), agent, must_exist=True)
+    return Ledger(paths.ledger).actions()
+
+
+_STYLE = {"ok": "green", "error": "red", "unknown": "bold yellow", "pending": "yellow"}
+
+
+@actions_app.command("ls")
+def actions_ls(
+    home: HomeOpt = None,
+    agent: AgentOpt = "main",
+    status: Annotated[
+        str | None, typer.Option("--status", help="Only this status: pending, ok, error, unknown.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List side-effecting tool calls, oldest first. ``pending`` means no outcome is recorded yet."""
+    actions = [a for a in _ledger(home, agent).values() if status is None or a.status == status]
+    if as_json:
+        print_json([a.to_dict() for a in actions])
+        return
+    table = Table(box=box.SIMPLE_HEAD, title=f"actions of {agent}")
+    for col in ("action id", "tool", "status", "settled by", "intent", "result"):
+        table.add_column(col, overflow="fold")
+    for a in actions:
+        style = _STYLE.get(a.status, "")
+        result = (a.result or "").splitlines()[0][:80] if a.result else ""
+        table.add_row(a.action_id, a.tool, f"[{style}]{a.status}[/]", a.settled_by or "-", _when(a.intent_at), result)
+    console.print(table)
+
+
+@actions_app.command("show")
+def actions_show(
+    action_id: Annotated[str, typer.Argument(help="The action id (<sessionId>:<toolCallId>).")],
+    home: HomeOpt = None,
+    agent: AgentOpt = "main",
+    as_json: JsonOpt = False,
+) -> None:
+    """Show one action: its arguments, status, result and every ledger record about it."""
+    action = _ledger(home, agent).get(action_id)
+    if action is None:
+        fail(f"no action {action_id!r} in the ledger of {agent!r}", EXIT.NOT_FOUND)
+    if as_json:
+        print_json({**action.to_dict(), "records": action.history})
+        return
+    d = action.to_dict()
+    for k in ("actionId", "tool", "status", "settledBy", "sessionId", "toolCallId", "argsSha256"):
+        console.print(f"[bold]{k}[/]: {d[k]}")
+    console.print(f"[bold]intentAt[/]: {_when(action.intent_at)}  [bold]outcomeAt[/]: {_when(action.outcome_at)}")
+    console.print("[bold]args[/]:", d["args"])
+    console.print("[bold]result[/]:", d["result"] or "-")

@@ -62,7 +62,7 @@ async def compact(
         model=profile.model,
         max_tokens=min(profile.max_tokens, 8192),
         purpose="compaction",
-        estimated_input_tokens=conv.context_tokens(),
+        estimated_input_tokens=conv.size_tokens,
     )
     parts: list[str] = []
     finished = False

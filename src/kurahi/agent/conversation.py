@@ -16,7 +16,8 @@ from typing import Any
 
 from kurahi.context.llm import convert_to_llm
 from kurahi.context.project import SessionContext, build_context
-from kurahi.context.tokens import estimate_context_tokens
+from kurahi.context.tokens import estimate_context_tokens, estimate_tokens
+from kurahi.errors import UsageError
 from kurahi.store.fsio import FsyncPolicy
 from kurahi.store.session import Session
 
@@ -55,6 +56,8 @@ class Conversation:
         self.paired_upto = 0
         self.context: SessionContext = build_context(path, session.leaf_id)
         self.llm: list[Any] = convert_to_llm(self.context.messages)
+        self.size_tokens = sum(_estimate(m) for m in self.context.messages)
+        """The heuristic size of the live context (sum of Pi's per-message estimates), kept current."""
 
     @classmethod
     def create(
@@ -109,6 +112,7 @@ class Conversation:
         self.path.append(PathItem(eid, "message", data))
         msg = data["message"]
         self.context.messages.append(msg)
+        self.size_tokens += _estimate(msg)
         self.llm.extend(convert_to_llm([msg]))
         if msg.get("role") == "assistant":
             self.context.model = {"provider": msg.get("provider"), "modelId": msg.get("model")}
@@ -145,6 +149,7 @@ class Conversation:
     def _reproject(self) -> None:
         self.context = build_context(self.path, self.session.leaf_id)
         self.llm = convert_to_llm(self.context.messages)
+        self.size_tokens = sum(_estimate(m) for m in self.context.messages)
 
     def _parent(self) -> Any:
         return self.path[-1].id if self.path else None
@@ -156,3 +161,10 @@ class Conversation:
     def close(self) -> None:
         """Sync, close, release the writer lock."""
         self.session.close()
+
+
+def _estimate(message: Any) -> int:
+    try:
+        return int(estimate_tokens(message))
+    except UsageError:
+        return 0  # a message Pi could not size either; projection already warned about it

@@ -168,7 +168,7 @@ class _Turn:
             self.control.on_steer_taken(taken)
         return True
 
-    async def model_call(self, tokens: int) -> tuple[list[dict[str, Any]], list[ToolCallReady], str] | None:
+    async def model_call(self) -> tuple[list[dict[str, Any]], list[ToolCallReady], str] | None:
         """One streamed model call; ``None`` when it failed or was aborted (already recorded)."""
         self.result.steps += 1
         tools = [t.spec() for t in self.tools.values() if self.settings.tools.permits(t.name)]
@@ -178,7 +178,7 @@ class _Turn:
             model=self.profile.model,
             tools=tools,
             max_tokens=self.profile.max_tokens,
-            estimated_input_tokens=tokens,
+            estimated_input_tokens=self.conv.size_tokens,
         )
         text: list[str] = []
         content: list[dict[str, Any]]
@@ -320,15 +320,10 @@ async def _drive(t: _Turn, inputs: list[dict[str, Any]]) -> None:
         if t.result.steps >= settings.max_steps:
             t.result.status, t.result.error = "error", f"stopped after {settings.max_steps} model calls in one turn"
             return
-        tokens = conv.context_tokens()
-        over = should_compact(tokens, profile.context_window, settings.compaction.reserve_tokens)
-        if (
-            over
-            and settings.compaction.enabled
-            and await maybe_compact(conv, t.provider, profile, settings, t.listener)
-        ):
-            tokens = conv.context_tokens()
-        step = await t.model_call(tokens)
+        over = should_compact(conv.context_tokens(), profile.context_window, settings.compaction.reserve_tokens)
+        if over and settings.compaction.enabled:
+            await maybe_compact(conv, t.provider, profile, settings, t.listener)
+        step = await t.model_call()
         if step is None:
             return
         _, calls, _ = step

@@ -53,7 +53,7 @@ class ModelRequest(msgspec.Struct):
     purpose: Purpose = "turn"
     """``turn`` for a conversation step, ``compaction`` for a summary of older context."""
     estimated_input_tokens: int = 0
-    """The runtime's estimate of the context size (Pi's ``estimateContextTokens``)."""
+    """The runtime's heuristic size of ``messages`` (the sum of Pi's per-message estimates)."""
 
 
 class Usage(msgspec.Struct):

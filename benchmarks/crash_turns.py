@@ -23,8 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "crash")]
 
-from residents import make_home  # noqa: E402
 from turn_campaign import run_campaign  # noqa: E402
+
+from residents import make_home  # noqa: E402
 
 
 def main() -> int:

@@ -113,7 +113,9 @@ def main() -> int:
     if args.json:
         print(json.dumps(out))
     else:
-        print(f"turns on one session, fsync 'turn', deterministic provider ({args.turns} turns, median of {args.trials})")
+        print(
+            f"turns on one session, fsync 'turn', deterministic provider ({args.turns} turns, median of {args.trials})"
+        )
         print(f"  kurahi          {out['turnsPerSecond']:>7} turns/s")
         print(f"  raw I/O floor   {out['rawFloorTurnsPerSecond']:>7} turns/s (2 writes + 1 fdatasync)")
         print(f"  ratio           {out['ratioToFloor']:>7}")

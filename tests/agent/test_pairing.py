@@ -88,7 +88,9 @@ def test_unknown_outcome_is_explicit_and_says_verify_before_retry(tmp_path: Path
 
 
 def test_a_call_never_started_is_known_to_be_safe_to_retry(tmp_path: Path) -> None:
-    conv, ledger, ws = _setup(tmp_path, [_call("c1", "write", {"path": "a", "content": "x"}), _call("c2", "read", {"path": "a"})])
+    conv, ledger, ws = _setup(
+        tmp_path, [_call("c1", "write", {"path": "a", "content": "x"}), _call("c2", "read", {"path": "a"})]
+    )
     done = settle(conv, ledger, TOOLS, ws)
     assert [s.settled_by for s in done] == ["not-started", "not-started"]
     texts = [r["content"][0]["text"] for r in _results(conv.file)]

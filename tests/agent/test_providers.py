@@ -99,7 +99,12 @@ def test_a_full_turn_with_a_tool_call_through_a_real_provider(tmp_path: Path, ki
     with serve() as (url, script):
         if kind == "openai":
             script.replies += [openai_tool_call("call_1", "write", args), openai_text("Saved the checklist.")]
-            profile = {"provider": "openai", "model": "gpt-test", "baseUrl": url + "/v1", "apiKeyEnv": "KURAHI_TEST_KEY"}
+            profile = {
+                "provider": "openai",
+                "model": "gpt-test",
+                "baseUrl": url + "/v1",
+                "apiKeyEnv": "KURAHI_TEST_KEY",
+            }
         else:
             script.replies += [anthropic_tool_call("toolu_1", "write", args), anthropic_text("Saved the checklist.")]
             profile = {"provider": "anthropic", "model": "claude-test", "baseUrl": url, "apiKeyEnv": "KURAHI_TEST_KEY"}
@@ -134,7 +139,13 @@ def test_wire_conversion_pairs_results_and_merges_user_turns() -> None:
             "content": [{"type": "toolCall", "id": "a", "name": "read", "arguments": {"path": "x"}}],
             "stopReason": "toolUse",
         },
-        {"role": "toolResult", "toolCallId": "a", "toolName": "read", "content": [{"type": "text", "text": "X"}], "isError": False},
+        {
+            "role": "toolResult",
+            "toolCallId": "a",
+            "toolName": "read",
+            "content": [{"type": "text", "text": "X"}],
+            "isError": False,
+        },
         {"role": "user", "content": [{"type": "text", "text": "and?"}]},
         {"role": "assistant", "content": [], "stopReason": "error", "errorMessage": "boom"},
     ]

@@ -106,7 +106,8 @@ def test_collect_batches_waiting_messages_into_one_turn(tmp_path: Path) -> None:
         return await a, [await p for p in parts]
 
     cfg = config(queue={"debounceMs": 100})
-    a, parts = run(with_runtime(home, go, tools=_tools(slow), providers={"alpha": rec}, config=cfg))
+    first, parts = run(with_runtime(home, go, tools=_tools(slow), providers={"alpha": rec}, config=cfg))
+    assert first.status == "ok" and first is not parts[0]
     assert parts[0] is parts[1] is parts[2] and parts[0].steps == 1
     assert rec.calls[-1][-3:] == ["part 0", "part 1", "part 2"]
 

@@ -17,7 +17,16 @@ runner = CliRunner()
 def test_send_then_actions_ls_and_show(tmp_path: Path) -> None:
     home = make_home(tmp_path)
     r = runner.invoke(
-        app, ["agent", "send", "--home", str(home), "--agent", "alice", 'save [[tool:write {"path": "a.md", "content": "A"}]]']
+        app,
+        [
+            "agent",
+            "send",
+            "--home",
+            str(home),
+            "--agent",
+            "alice",
+            'save [[tool:write {"path": "a.md", "content": "A"}]]',
+        ],
     )
     assert r.exit_code == 0, r.output
     assert MARKER in r.output and "write ok" in r.output

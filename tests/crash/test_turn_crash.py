@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from residents import make_home
 from turn_campaign import run_campaign
+
+from residents import make_home
 
 
 def test_turns_survive_sigkill_at_random_moments(tmp_path: Path) -> None:

@@ -77,7 +77,13 @@ def check(home: Path, report: CampaignReport) -> None:
     for i in sorted(report.acked):
         if f"turn {i}" not in texts:
             report.failures.append(f"acknowledged turn {i} is missing from the transcript")
-    calls = {b["id"] for m in msgs if m.get("role") == "assistant" for b in m.get("content") or [] if b.get("type") == "toolCall"}
+    calls = {
+        b["id"]
+        for m in msgs
+        if m.get("role") == "assistant"
+        for b in m.get("content") or []
+        if b.get("type") == "toolCall"
+    }
     results = {m.get("toolCallId"): m for m in msgs if m.get("role") == "toolResult"}
     report.tool_calls = len(calls)
     for c in calls - set(results):
@@ -135,7 +141,7 @@ def run_campaign(home: Path, turns: int, *, seed: int = 1, max_kill_after: float
         proc.stdin.write("go\n")
         proc.stdin.flush()
         lines: list[str] = []
-        reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)  # type: ignore[arg-type]
+        reader = threading.Thread(target=lines.extend, args=(proc.stdout,), daemon=True)
         reader.start()
         try:
             proc.wait(timeout=rng.uniform(0.02, max_kill_after))

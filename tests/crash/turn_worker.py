@@ -3,10 +3,11 @@
 Usage: python turn_worker.py HOME FIRST LAST
 
 Sends ``turn <i>`` for i in FIRST..LAST-1 on one session; every turn calls the counting
-write tool, every 3rd a notify tool that has no lookup, every 5th appends to memory, every 10th runs as a job. After a turn's
-reply is back (durable) it prints ``ACK <i>`` and flushes, so the parent knows what the
-runtime acknowledged. After start-up (recovery and the pairing guard) it prints ``START``
-and waits for a line on stdin, so the parent can check the files while nothing moves.
+write tool, every 3rd a notify tool that has no lookup, every 5th appends to memory, every
+10th runs as a job. After a turn's reply is back (durable) it prints ``ACK <i>`` and
+flushes, so the parent knows what the runtime acknowledged. After start-up (recovery and
+the pairing guard) it prints ``START`` and waits for a line on stdin, so the parent can
+check the files while nothing moves.
 """
 
 from __future__ import annotations

@@ -219,3 +219,24 @@ def test_a_reopened_session_continues_where_it_was(tmp_path: Path, pi: PiPeer) -
     assert "recall PURPLE: " in r.reply and "PURPLE-GIRAFFE" in r.reply.split("recall PURPLE: ")[1]
     assert file == next((home / "agents/alice/sessions").glob("*.jsonl"))
     assert pi.context(file)["messages"] == project_file(file).context.to_dict()["messages"]
+
+
+def test_a_model_swap_is_recorded_on_the_path_and_the_new_model_answers(tmp_path: Path, pi: PiPeer) -> None:
+    from kurahi.errors import ConfigError
+
+    home = make_home(tmp_path)
+
+    async def go(rt: Runtime) -> Any:
+        before = await rt.send(KEY, "on alpha")
+        with pytest.raises(ConfigError, match="unknown model profile 'gamma'"):
+            rt.set_model("gamma")
+        rt.set_model("beta")
+        after = await rt.send(KEY, "on beta")
+        again = await rt.send(KEY, "still beta")
+        return before, after, again, rt.conversation(KEY).file
+
+    before, after, again, file = run(with_runtime(home, go))
+    assert "(alpha)" in before.reply and "(beta)" in after.reply and "(beta)" in again.reply
+    changes = [json.loads(x) for x in file.read_text().splitlines() if '"model_change"' in x]
+    assert [(c["provider"], c["modelId"]) for c in changes] == [("deterministic", "beta")]  # once, not per turn
+    assert pi.context(file)["model"] == {"provider": "deterministic", "modelId": "beta"}

@@ -260,6 +260,10 @@ class Runtime:
         """Run one turn on ``key`` now (lanes call this; one at a time per key)."""
         conv = self.conversation(key)
         provider, profile = self.provider()
+        current = {"provider": provider.provider_name, "modelId": profile.model}
+        if conv.context.model is not None and conv.context.model != current:
+            # A swapped model is recorded on the path, as Pi records a switch, before it answers.
+            conv.append_model_change(provider.provider_name, profile.model)
 
         def listen(kind: str, payload: dict[str, Any]) -> None:
             if self.listener is not None:

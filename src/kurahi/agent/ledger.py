@@ -6,29 +6,27 @@ and their hash) is appended and flushed; after it returns, its *outcome*. An int
 outcome is an action whose result is unknown until a lookup settles it.
 
 The action id is ``<sessionId>:<toolCallId>``: stable across restarts, so it doubles as an
-idempotency key. One JSON object per line, appended with one ``write(2)`` on an
-``O_APPEND`` descriptor; a torn last line (a crash mid-write) is skipped on reading.
+idempotency key. The file is a :class:`~kurahi.agent.journal.Journal`: one JSON object per
+line, one ``write(2)`` each, a torn last line (a crash mid-write) skipped on reading.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
-from kurahi.store import fsio
+from kurahi.agent.journal import Journal
 
 __all__ = ["Action", "Ledger", "action_id"]
 
 Status = Literal["pending", "ok", "error", "unknown"]
-
-_encode = msgspec.json.Encoder().encode
 
 
 def action_id(session_id: str, tool_call_id: str) -> str:
@@ -86,17 +84,15 @@ class Ledger:
 
     def __init__(self, path: str | os.PathLike[str], *, durable: bool = True) -> None:
         self.path = Path(path)
-        self.durable = durable
+        self._journal = Journal(self.path, durable=durable)
         self._actions: dict[str, Action] | None = None
-        self._fd: int | None = None
-        self._mutex = threading.Lock()
 
     # -- reading --------------------------------------------------------------------
 
     def actions(self) -> dict[str, Action]:
         """Every action, by id, in the order of their intents (read once, then kept current)."""
         if self._actions is None:
-            self._actions = _fold(self.path)
+            self._actions = _fold(self._journal.records())
         return self._actions
 
     def get(self, action_id_: str) -> Action | None:
@@ -134,21 +130,11 @@ class Ledger:
             _apply(action, rec)
 
     def _write(self, rec: dict[str, Any]) -> None:
-        line = _encode(rec) + b"\n"
-        with self._mutex:
-            if self._fd is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            fsio.write_all(self._fd, line)
-            if self.durable:
-                fsio.ops.fdatasync(self._fd)
+        self._journal.append(rec)
 
     def close(self) -> None:
         """Close the file."""
-        with self._mutex:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+        self._journal.close()
 
 
 def _int(value: Any) -> int:
@@ -170,22 +156,12 @@ def _apply(action: Action, rec: dict[str, Any]) -> None:
         action.outcome_at = rec.get("ts") if isinstance(rec.get("ts"), int) else None
 
 
-def _fold(path: Path) -> dict[str, Action]:
+def _fold(records: Iterable[dict[str, Any]]) -> dict[str, Action]:
     out: dict[str, Action] = {}
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return out
-    for raw in data.split(b"\n"):
-        if not raw.strip():
+    for rec in records:
+        aid = rec.get("actionId")
+        if not isinstance(aid, str):
             continue
-        try:
-            rec = msgspec.json.decode(raw)
-        except msgspec.DecodeError:
-            continue  # a torn last line from a crash mid-write
-        if not isinstance(rec, dict) or not isinstance(rec.get("actionId"), str):
-            continue
-        aid = rec["actionId"]
         if rec.get("kind") == "intent":
             if aid not in out:
                 out[aid] = Action(

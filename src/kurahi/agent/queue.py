@@ -25,7 +25,6 @@ import contextlib
 import secrets
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -224,6 +223,3 @@ def pending_from_journal(journal: Journal) -> dict[str, list[dict[str, Any]]]:
 
 def _now() -> int:
     return int(time.time() * 1000)
-
-
-OnEvent = Callable[[str, dict[str, Any]], None]

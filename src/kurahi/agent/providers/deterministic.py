@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -165,12 +164,3 @@ def _int(value: str) -> int:
         return max(0, int(value))
     except ValueError:
         return 0
-
-
-def parse_arguments(raw: str) -> dict[str, Any] | None:
-    """Tool-call arguments as a dict, or ``None`` when the text is not a JSON object."""
-    try:
-        value = json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None

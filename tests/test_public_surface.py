@@ -12,7 +12,16 @@ from typer.testing import CliRunner
 
 from kurahi.cli import app
 
-ROOMS = ["kurahi", "kurahi.errors", "kurahi.store", "kurahi.context", "kurahi.jsvalues", "kurahi.testing"]
+ROOMS = [
+    "kurahi",
+    "kurahi.errors",
+    "kurahi.store",
+    "kurahi.context",
+    "kurahi.lineage",
+    "kurahi.agent",
+    "kurahi.jsvalues",
+    "kurahi.testing",
+]
 
 
 @pytest.mark.parametrize("name", ROOMS)
@@ -46,6 +55,7 @@ COMMANDS = _commands(typer.main.get_group(app))
 def test_there_are_commands() -> None:
     names = {" ".join(p) for p, _ in COMMANDS}
     assert {"session context", "session tree", "session stats", "session repair", "sessions ls", "demo"} <= names
+    assert {"agent send", "agent jobs", "actions ls", "actions show"} <= names
 
 
 @pytest.mark.parametrize("path,cmd", COMMANDS, ids=lambda x: " ".join(x) if isinstance(x, tuple) else "")

@@ -72,18 +72,3 @@ def test_jobs_lists_status(tmp_path: Path) -> None:
     assert r.exit_code == 0
     assert json.loads(r.output)[0]["status"] == "failed" and json.loads(r.output)[0]["error"] == "boom"
 
-
-def test_every_agent_and_actions_command_and_option_has_help() -> None:
-    import typer
-
-    from kurahi.cli import agent as agent_cli
-
-    for app_, names in ((agent_cli.agent_app, ["jobs", "send"]), (agent_cli.actions_app, ["ls", "show"])):
-        group = typer.main.get_command(app_)
-        assert isinstance(group, typer.core.TyperGroup) and group.help
-        assert sorted(group.commands) == names
-        for name, command in group.commands.items():
-            assert command.help, f"command {name} has no help"
-            for param in command.params:
-                if param.name != "help":
-                    assert getattr(param, "help", None), f"{name}: {param.name} has no help"

@@ -61,10 +61,17 @@ class Conversation:
 
     @classmethod
     def create(
-        cls, file: str | os.PathLike[str], *, fsync: FsyncPolicy | str, cwd: str, session_id: str | None = None
+        cls,
+        file: str | os.PathLike[str],
+        *,
+        fsync: FsyncPolicy | str,
+        cwd: str,
+        session_id: str | None = None,
+        parent_session: str | None = None,
     ) -> Conversation:
         """Start a new transcript (its header is on disk when this returns)."""
-        return cls(Session.create(file, cwd=cwd, session_id_=session_id, fsync=fsync), [])
+        session = Session.create(file, cwd=cwd, session_id_=session_id, fsync=fsync, parent_session=parent_session)
+        return cls(session, [])
 
     @classmethod
     def open(cls, file: str | os.PathLike[str], *, fsync: FsyncPolicy | str) -> Conversation:

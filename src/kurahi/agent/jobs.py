@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -55,8 +56,15 @@ class Job:
 class JobStore:
     """One agent's jobs."""
 
-    def __init__(self, path: str | os.PathLike[str], *, durable: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        durable: bool = True,
+        on_mark: Callable[[str, str, dict[str, Any]], None] | None = None,
+    ) -> None:
         self._journal = Journal(path, durable=durable)
+        self._on_mark = on_mark
 
     def jobs(self) -> dict[str, Job]:
         """Every job by id, oldest first."""
@@ -89,6 +97,8 @@ class JobStore:
         """A new ``queued`` job; returns its id."""
         jid = "job_" + secrets.token_hex(6)
         self._journal.append({"id": jid, "event": "created", "kind": kind, "sessionKey": session_key, "ts": _now()})
+        if self._on_mark is not None:
+            self._on_mark(jid, "queued", {"sessionKey": session_key, "kind": kind})
         return jid
 
     def mark(
@@ -101,6 +111,8 @@ class JobStore:
         if reply_entry_id is not None:
             rec["replyEntryId"] = reply_entry_id
         self._journal.append(rec)
+        if self._on_mark is not None:
+            self._on_mark(job_id, event, {k: v for k, v in rec.items() if k in ("error", "replyEntryId")})
 
     def recover(self) -> list[str]:
         """Mark every job left ``queued`` or ``running`` as ``interrupted``; returns their ids."""

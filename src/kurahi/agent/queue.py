@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from kurahi.agent.config import QueueMode
 from kurahi.agent.journal import Journal
-from kurahi.agent.turn import TurnControl, TurnResult
+from kurahi.agent.turn import Listener, TurnControl, TurnResult
 from kurahi.errors import QueueFullError
 
 if TYPE_CHECKING:
@@ -54,6 +54,8 @@ class Pending:
     future: asyncio.Future[TurnResult]
     at: float = field(default_factory=time.monotonic)
     persisted: bool = False
+    listener: Listener | None = None
+    """Told about the entries and streamed text of the turn that takes this message."""
 
 
 class Lane:
@@ -74,14 +76,23 @@ class Lane:
         """A turn is running or messages are waiting."""
         return self._pump_task is not None and not self._pump_task.done()
 
-    def submit(self, message: dict[str, Any], mode: QueueMode, *, qid: str | None = None) -> asyncio.Future[TurnResult]:
+    def submit(
+        self, message: dict[str, Any], mode: QueueMode, *, qid: str | None = None, listener: Listener | None = None
+    ) -> asyncio.Future[TurnResult]:
         """Hand a user message to the lane; the future resolves with the turn that took it.
 
         Raises:
             QueueFullError: the lane is at its cap and the drop policy is ``reject``.
         """
         loop = asyncio.get_running_loop()
-        p = Pending(qid or "q_" + secrets.token_hex(8), message, mode, loop.create_future(), persisted=qid is not None)
+        p = Pending(
+            qid or "q_" + secrets.token_hex(8),
+            message,
+            mode,
+            loop.create_future(),
+            persisted=qid is not None,
+            listener=listener,
+        )
         if not self.busy:
             self.waiting.append(p)
             self._start()
@@ -154,8 +165,19 @@ class Lane:
         control = TurnControl(on_steer_taken=taken)
         self.control = control
         inputs = [{"message": p.message, "extra": queue_extra(p.qid)} for p in batch]
+
+        def fan_out(kind: str, payload: dict[str, Any]) -> None:
+            for p in (*batch, *steered):
+                if p.listener is not None:
+                    p.listener(kind, payload)
+
+        wanted = any(p.listener is not None for p in batch) or any(
+            isinstance(i.get("pending"), Pending) and i["pending"].listener is not None for i in control.steer
+        )
         try:
-            self.turn_task = asyncio.get_running_loop().create_task(self.rt.run_turn(self.key, inputs, control))
+            self.turn_task = asyncio.get_running_loop().create_task(
+                self.rt.run_turn(self.key, inputs, control, listener=fan_out if wanted else None)
+            )
             try:
                 result = await asyncio.shield(self.turn_task)
             except asyncio.CancelledError:

@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kurahi.agent.config import Config, ModelProfile, QueueMode, load_config
@@ -35,6 +35,7 @@ from kurahi.agent.tools import BUILTIN_TOOLS, Tool
 from kurahi.agent.turn import Listener, TurnControl, TurnResult, run_turn, user_message
 from kurahi.errors import ConfigError, KurahiError, PairingRefusedError
 from kurahi.store.catalog import Catalog
+from kurahi.store.fsio import FsyncPolicy
 from kurahi.store.ids import session_id as new_session_id
 
 __all__ = ["Runtime", "make_provider"]
@@ -77,6 +78,7 @@ class Runtime:
         tools: the tools (default: the built-in ones).
         providers: providers by profile name, overriding what the config would build (tests).
         listener: told about every entry and streamed piece of text, with the session key.
+        on_event: told about job state changes (``job.<status>``) for an audit log.
     """
 
     def __init__(
@@ -88,14 +90,16 @@ class Runtime:
         tools: Iterable[Tool] | None = None,
         providers: dict[str, Provider] | None = None,
         listener: Listener | None = None,
+        on_event: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> None:
         self.paths = AgentPaths.of(home, agent_id).ensure()
+        self.on_event = on_event
         self.config = config if config is not None else load_config(home)
         self.settings = self.config.agent(agent_id)
         self.model_name = self.settings.model
         durable = self.settings.fsync != "never"
         self.ledger = Ledger(self.paths.ledger, durable=durable)
-        self.jobs = JobStore(self.paths.jobs, durable=durable)
+        self.jobs = JobStore(self.paths.jobs, durable=durable, on_mark=self._job_event)
         self.queue_journal = Journal(self.paths.queue, durable=durable)
         self.catalog = Catalog(self.paths.catalog)
         self.tools: dict[str, Tool] = {
@@ -240,9 +244,73 @@ class Runtime:
         self.config.profile(name)
         self.model_name = name
 
+    async def reconfigure(self, config: Config) -> None:
+        """Take a new config without losing sessions, lanes or jobs.
+
+        Settings and the model change for the turns that follow; providers are rebuilt from
+        the new profiles.
+
+        Raises:
+            ConfigError: the new config does not work for this agent (nothing changes then).
+        """
+        settings = config.agent(self.paths.agent_id)
+        config.profile(settings.model)
+        old = self._providers
+        self.config, self.settings, self.model_name = config, settings, settings.model
+        self._providers = {}
+        for p in old.values():
+            await p.aclose()
+        for conv in self._convs.values():
+            conv.session.fsync = FsyncPolicy(settings.fsync)
+
+    async def reset_session(self, key: str) -> tuple[str | None, str]:
+        """Close ``key``'s session and start a new one; the old transcript is kept and linked.
+
+        The new header's ``parentSession`` names the old file and the catalog entry gets
+        ``previousSessionId``, so ``kurahi lineage find`` follows the history across it. Waits
+        for the session's running turn to finish first.
+
+        Returns:
+            ``(old session id or None, new session id)``.
+        """
+        check_session_key(key)
+        lane = self._lanes.get(key)
+        if lane is not None:
+            await lane.wait_idle()
+        old_entry = self.catalog.get(key)
+        conv = self._convs.pop(key, None)
+        old_file: str | None = None
+        if conv is not None:
+            old_file = str(conv.file)
+            conv.close()
+        elif old_entry is not None and isinstance(old_entry.get("sessionId"), str):
+            name = old_entry.get("sessionFile") or f"{old_entry['sessionId']}.jsonl"
+            old_file = str(self.paths.sessions / os.path.basename(str(name)))
+        old_id = old_entry.get("sessionId") if old_entry is not None else None
+        sid = new_session_id()
+        file = self.paths.sessions / f"{sid}.jsonl"
+        now = int(time.time() * 1000)
+        conv = Conversation.create(
+            file, fsync=self.settings.fsync, cwd=str(self.paths.workspace), session_id=sid, parent_session=old_file
+        )
+        fields: dict[str, Any] = {
+            "sessionId": sid,
+            "sessionFile": file.name,
+            "sessionStartedAt": now,
+            "updatedAt": now,
+            "lastInteractionAt": now,
+        }
+        if isinstance(old_id, str):
+            fields["previousSessionId"] = old_id
+        self.catalog.upsert(key, fields)
+        self._convs[key] = conv
+        return (old_id if isinstance(old_id, str) else None), sid
+
     # -- turns ---------------------------------------------------------------------------------
 
-    def submit(self, key: str, text: str, *, mode: QueueMode | None = None) -> asyncio.Future[TurnResult]:
+    def submit(
+        self, key: str, text: str, *, mode: QueueMode | None = None, listener: Listener | None = None
+    ) -> asyncio.Future[TurnResult]:
         """Queue a message for ``key``; the future resolves with the turn that took it.
 
         Raises:
@@ -250,13 +318,17 @@ class Runtime:
             QueueFullError: see :class:`Lane`.
         """
         msg = user_message(text, max_bytes=self.settings.max_message_bytes)
-        return self.lane(key).submit(msg, mode or self.settings.queue.mode)
+        return self.lane(key).submit(msg, mode or self.settings.queue.mode, listener=listener)
 
-    async def send(self, key: str, text: str, *, mode: QueueMode | None = None) -> TurnResult:
+    async def send(
+        self, key: str, text: str, *, mode: QueueMode | None = None, listener: Listener | None = None
+    ) -> TurnResult:
         """Queue a message and wait for the turn that answers it."""
-        return await self.submit(key, text, mode=mode)
+        return await self.submit(key, text, mode=mode, listener=listener)
 
-    async def run_turn(self, key: str, inputs: list[dict[str, Any]], control: TurnControl) -> TurnResult:
+    async def run_turn(
+        self, key: str, inputs: list[dict[str, Any]], control: TurnControl, *, listener: Listener | None = None
+    ) -> TurnResult:
         """Run one turn on ``key`` now (lanes call this; one at a time per key)."""
         conv = self.conversation(key)
         provider, profile = self.provider()
@@ -268,6 +340,8 @@ class Runtime:
         def listen(kind: str, payload: dict[str, Any]) -> None:
             if self.listener is not None:
                 self.listener(kind, {"sessionKey": key, **payload})
+            if listener is not None:
+                listener(kind, payload)
 
         result = await run_turn(
             conv,
@@ -278,7 +352,7 @@ class Runtime:
             tools=self.tools,
             ledger=self.ledger,
             workspace=self.paths.workspace,
-            listener=listen if self.listener is not None else None,
+            listener=listen if self.listener is not None or listener is not None else None,
             control=control,
         )
         self._touch(key)
@@ -293,6 +367,10 @@ class Runtime:
         self.catalog.upsert(key, {"lastInteractionAt": ms, "updatedAt": ms})
 
     # -- jobs ----------------------------------------------------------------------------------
+
+    def _job_event(self, job_id: str, event: str, details: dict[str, Any]) -> None:
+        if self.on_event is not None:
+            self.on_event(f"job.{event}", {"agent": self.paths.agent_id, "jobId": job_id, **details})
 
     def start_job(self, key: str, text: str) -> str:
         """Run a turn in the background as a job; returns the job id at once."""

@@ -131,6 +131,22 @@ class FileLock:
         except OSError:  # pragma: no cover - the lock is held either way; the info is a courtesy
             pass
 
+    def write_info(self, info: dict[str, Any]) -> None:
+        """Replace the lock file's JSON (what other processes read with :func:`read_lock_info`).
+
+        Raises:
+            LockError: not held, or the file cannot be written.
+        """
+        if self._fd is None:
+            raise LockError(f"{self.purpose} lock is not held", path=self.path)
+        data = json.dumps(info).encode()
+        try:
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, data, 0)
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise LockError(f"cannot write lock info: {exc.strerror}", path=self.path) from exc
+
     def release(self) -> None:
         """Release the lock and remove the lock file (no-op when not held)."""
         fd, self._fd = self._fd, None

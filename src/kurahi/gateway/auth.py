@@ -1,0 +1,89 @@
+"""Authentication as plain ASGI middleware, and per-route scopes.
+
+Every request but ``GET /api/health``, ``/openapi.json`` and the docs carries
+``Authorization: Bearer <token>``. The owner token (``secrets/gateway.token`` or
+``KOLO_GATEWAY_TOKEN``) holds every scope; a device token holds the scopes it was paired
+with. Tokens are compared in constant time and never logged or echoed. No or unknown
+credentials: 401; a credential without the route's scope: 403 (checked by
+:func:`require`).
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from kurahi.gateway.http import HTTPError, error_response
+from kurahi.resident.devices import SCOPES, DeviceRegistry
+
+__all__ = ["PUBLIC_PATHS", "AuthMiddleware", "Principal", "require"]
+
+PUBLIC_PATHS = frozenset({"/api/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+"""Paths that need no credential."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling."""
+
+    actor: str
+    """``owner`` or ``device:<id>`` (what the audit chain records)."""
+    scopes: frozenset[str]
+
+
+class AuthMiddleware:
+    """Resolve the bearer token to a :class:`Principal` (in ``scope["state"]["principal"]``) or answer 401."""
+
+    def __init__(self, app: ASGIApp, owner_token: Callable[[], str], devices: DeviceRegistry) -> None:
+        self.app = app
+        self.owner_token = owner_token
+        self.devices = devices
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Handle one ASGI call."""
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        token = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                raw = value.decode("latin-1")
+                if raw[:7].lower() == "bearer ":
+                    token = raw[7:].strip()
+                break
+        principal = self._resolve(token) if token else None
+        if principal is None:
+            what = "a valid bearer token is required" if token else "missing bearer token"
+            response = error_response(401, "unauthorized", what, {"WWW-Authenticate": "Bearer"})
+            await response(scope, receive, send)
+            return
+        scope.setdefault("state", {})["principal"] = principal
+        await self.app(scope, receive, send)
+
+    def _resolve(self, token: str) -> Principal | None:
+        owner = self.owner_token()
+        if owner and hmac.compare_digest(token.encode("utf-8", "surrogatepass"), owner.encode()):
+            return Principal("owner", frozenset(SCOPES))
+        device = self.devices.authenticate(token)
+        if device is not None:
+            return Principal(f"device:{device.id}", frozenset(device.scopes))
+        return None
+
+
+def require(scope_name: str) -> Callable[[Request], Principal]:
+    """A FastAPI dependency: the caller's principal, which must hold ``scope_name`` (else 403)."""
+
+    def check(request: Request) -> Principal:
+        principal: Any = request.scope.get("state", {}).get("principal")
+        if not isinstance(principal, Principal):  # pragma: no cover - the middleware always sets it
+            raise HTTPError(401, "unauthorized", "missing bearer token")
+        if scope_name not in principal.scopes:
+            raise HTTPError(403, "forbidden", f"this credential lacks the {scope_name!r} scope")
+        return principal
+
+    return check

@@ -1,0 +1,62 @@
+"""HTTP errors as small values, and the one place Kurahi errors become HTTP responses.
+
+Every error body has one shape: ``{"error": {"status": 401, "code": "unauthorized",
+"message": "..."}}``. Messages name what is wrong and never echo a credential.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.responses import JSONResponse
+
+from kurahi.errors import (
+    ConfigError,
+    KurahiError,
+    LockHeldError,
+    QueueFullError,
+    UnknownAgentError,
+    UsageError,
+)
+
+__all__ = ["HTTPError", "error_body", "error_response", "from_kurahi"]
+
+
+@dataclass
+class HTTPError(Exception):
+    """An error with its status, machine code and message."""
+
+    status: int
+    code: str
+    message: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def response(self) -> JSONResponse:
+        """The JSON response for it."""
+        return error_response(self.status, self.code, self.message, self.headers)
+
+
+def error_body(status: int, code: str, message: str) -> dict[str, Any]:
+    """The error JSON."""
+    return {"error": {"status": status, "code": code, "message": message}}
+
+
+def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """A JSON error response."""
+    return JSONResponse(error_body(status, code, message), status_code=status, headers=headers)
+
+
+def from_kurahi(exc: KurahiError) -> HTTPError:
+    """The HTTP error for a library error."""
+    if isinstance(exc, UnknownAgentError):
+        return HTTPError(404, "unknown_agent", str(exc))
+    if isinstance(exc, QueueFullError):
+        return HTTPError(429, "queue_full", str(exc))
+    if isinstance(exc, ConfigError):
+        return HTTPError(422, "invalid_config", str(exc))
+    if isinstance(exc, LockHeldError):
+        return HTTPError(409, "busy", str(exc))
+    if isinstance(exc, UsageError):
+        return HTTPError(400, "bad_request", str(exc))
+    return HTTPError(500, "internal", f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,123 @@
+"""``kurahi init``: a new home with a seeded resident, never overwriting what is there.
+
+Creates the directories (0700 for ``secrets/``, ``identity/`` and ``run/``), ``config.json``
+with the default model profiles, the owner token (random, 0600) and the resident's
+workspace: IDENTITY.md with an identity marker, SOUL.md, AGENTS.md, MEMORY.md and
+``memory/``. Running it again creates only what is missing and reports what it kept.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from kurahi.resident.home import Home
+from kurahi.store import fsio
+
+__all__ = ["InitReport", "init_home", "new_marker"]
+
+
+@dataclass
+class InitReport:
+    """What :func:`init_home` did."""
+
+    home: Path
+    agent: str
+    marker: str | None
+    created: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape (never the token)."""
+        return {
+            "home": str(self.home),
+            "agent": self.agent,
+            "marker": self.marker,
+            "created": self.created,
+            "kept": self.kept,
+        }
+
+
+def new_marker(agent_id: str) -> str:
+    """A fresh identity marker, e.g. ``ALICE-7F3A9C``."""
+    return f"{agent_id.upper().replace('_', '-')}-{secrets.token_hex(3).upper()}"
+
+
+_DEFAULT_CONFIG = {
+    "models": {
+        "alpha": {"provider": "deterministic", "model": "alpha"},
+        "beta": {"provider": "deterministic", "model": "beta"},
+    },
+    "defaults": {"model": "alpha"},
+    "agents": {},
+}
+
+
+def _seed(agent: str, marker: str) -> dict[str, str]:
+    return {
+        "IDENTITY.md": (
+            f"# Identity\n\nname: {agent}\nmarker: {marker}\n\nI am {agent}, a resident agent kept by Kurahi.\n"
+        ),
+        "SOUL.md": "# Soul\n\nCalm, careful and candid. I check what happened before I act again.\n",
+        "AGENTS.md": (
+            "# Operating rules\n\n- Verify the outcome of an action before retrying it.\n"
+            "- Write notes to memory/ when something should outlive this session.\n"
+        ),
+        "MEMORY.md": "# Memory\n\n",
+    }
+
+
+def init_home(
+    root: str | os.PathLike[str] | None = None, agent: str = "main", *, marker: str | None = None
+) -> InitReport:
+    """Create (or complete) a home; see the module docstring.
+
+    Raises:
+        UsageError: an unsafe agent id.
+    """
+    home = Home.at(root)
+    paths = home.agent(agent)
+    report = InitReport(home.root, agent, None)
+
+    def note(path: Path, made: bool) -> None:
+        (report.created if made else report.kept).append(str(path.relative_to(home.root)))
+
+    home.root.mkdir(parents=True, exist_ok=True)
+    for d in (home.secrets, home.signing_key.parent, home.lock.parent, home.audit.parent):
+        d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(d, 0o700)
+    paths.ensure()
+    (paths.workspace / "memory").mkdir(exist_ok=True)
+
+    if home.config.exists():
+        note(home.config, False)
+    else:
+        fsio.atomic_write(home.config, msgspec.json.format(msgspec.json.encode(_DEFAULT_CONFIG)) + b"\n", mode=0o600)
+        note(home.config, True)
+
+    if home.token_file.exists():
+        os.chmod(home.token_file, 0o600)
+        note(home.token_file, False)
+    else:
+        fsio.atomic_write(home.token_file, secrets.token_urlsafe(32).encode() + b"\n", mode=0o600)
+        note(home.token_file, True)
+
+    identity = paths.workspace / "IDENTITY.md"
+    fresh_marker = marker or new_marker(agent)
+    for name, text in _seed(agent, fresh_marker).items():
+        p = paths.workspace / name
+        if p.exists():
+            note(p, False)
+        else:
+            fsio.atomic_write(p, text.encode(), mode=0o644)
+            note(p, True)
+    from kurahi.agent.providers.deterministic import identity_marker
+
+    found = identity_marker(identity.read_text(errors="replace"))
+    report.marker = None if found == "no-marker" else found
+    return report

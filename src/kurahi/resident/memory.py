@@ -1,0 +1,143 @@
+"""Memory files and deterministic keyword recall over them.
+
+A resident's memory is ``MEMORY.md`` and ``memory/*.md`` in its workspace. Recall splits the
+query into words, scores each line by how many distinct query words it holds (case- and
+accent-insensitive, whole words or word prefixes of 4+ letters), and returns the best lines
+in a stable order: the same files and query give the same answer, always. Markup-only lines
+and the runtime's action tags (``<!-- kurahi:action ... -->``) are never returned.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["RecallHit", "memory_files", "recall"]
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "that",
+        "the",
+        "their",
+        "them",
+        "there",
+        "these",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
+)
+_MAX_FILE = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    """One recalled line."""
+
+    file: str
+    """Relative to the workspace (``MEMORY.md``, ``memory/facts.md``)."""
+    line: int
+    """1-based."""
+    text: str
+    score: int
+    """Distinct query words found."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {"file": self.file, "line": self.line, "text": self.text, "score": self.score}
+
+
+def memory_files(workspace: Path) -> list[Path]:
+    """``MEMORY.md`` (if present) then ``memory/*.md`` sorted by name; symlinks out of the workspace skipped."""
+    out = []
+    root = workspace.resolve()
+    main = workspace / "MEMORY.md"
+    if main.is_file():
+        out.append(main)
+    mem = workspace / "memory"
+    if mem.is_dir():
+        out.extend(sorted(p for p in mem.glob("*.md") if p.is_file()))
+    return [p for p in out if root in p.resolve().parents]
+
+
+def _fold(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(_fold(text))
+
+
+def recall(workspace: Path, query: str, limit: int = 5) -> list[RecallHit]:
+    """The memory lines that best match ``query`` (at most ``limit``, best first).
+
+    Ties keep file order then line order. A query with no usable words finds nothing.
+    """
+    terms = sorted({w for w in _words(query) if w not in _STOP and len(w) > 1})
+    if not terms or limit <= 0:
+        return []
+    hits: list[RecallHit] = []
+    for path in memory_files(workspace):
+        try:
+            with path.open("rb") as f:
+                text = f.read(_MAX_FILE).decode("utf-8", "replace")
+        except OSError:
+            continue
+        rel = path.relative_to(workspace).as_posix()
+        for n, line in enumerate(text.splitlines(), 1):
+            stripped = line.strip()
+            if not stripped or stripped.startswith("<!--"):
+                continue
+            words = set(_words(stripped))
+            if not words:
+                continue
+            score = sum(1 for t in terms if t in words or (len(t) >= 4 and any(w.startswith(t) for w in words)))
+            if score:
+                hits.append(RecallHit(rel, n, stripped, score))
+    hits.sort(key=lambda h: -h.score)  # stable: file and line order kept within a score
+    return hits[:limit]

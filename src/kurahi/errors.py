@@ -34,6 +34,9 @@ Hierarchy::
     │   ├── QueueFullError            the session's queue is at its cap (policy `reject`)
     │   ├── UnknownAgentError         no agent by that id
     │   └── ConfigError               a config file or value that cannot be used
+    ├── GatewayError                  talking to a gateway
+    │   ├── GatewayUnavailableError   none runs for this home, or it cannot be reached
+    │   └── GatewayRequestError       it answered with an error (status, code)
     └── UsageError                    a caller passed something that cannot work
 """
 
@@ -49,6 +52,9 @@ __all__ = [
     "CatalogError",
     "ConfigError",
     "EntryNotFoundError",
+    "GatewayError",
+    "GatewayRequestError",
+    "GatewayUnavailableError",
     "KurahiError",
     "LineageError",
     "LockError",
@@ -274,3 +280,25 @@ class ConfigError(AgentError):
         where = f"{self.path}: " if self.path else ""
         what = f"{field}: " if field else ""
         super().__init__(where + what + message)
+
+
+class GatewayError(KurahiError):
+    """Something about talking to a running gateway."""
+
+
+class GatewayUnavailableError(GatewayError):
+    """No gateway runs for this home, or it cannot be reached, or there is no owner token."""
+
+
+class GatewayRequestError(GatewayError):
+    """The gateway answered with an error.
+
+    Attributes:
+        status: the HTTP status.
+        code: the error code of the JSON body (``unauthorized``, ``forbidden``, ...).
+    """
+
+    def __init__(self, message: str, *, status: int, code: str) -> None:
+        self.status = status
+        self.code = code
+        super().__init__(f"{status} {code}: {message}")

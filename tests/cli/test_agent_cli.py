@@ -71,4 +71,3 @@ def test_jobs_lists_status(tmp_path: Path) -> None:
     r = runner.invoke(app, ["agent", "jobs", "--home", str(home), "--agent", "alice", "--json"])
     assert r.exit_code == 0
     assert json.loads(r.output)[0]["status"] == "failed" and json.loads(r.output)[0]["error"] == "boom"
-

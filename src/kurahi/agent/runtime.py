@@ -110,7 +110,8 @@ class Runtime:
         self._convs: dict[str, Conversation] = {}
         self._lanes: dict[str, Lane] = {}
         self._job_tasks: dict[str, asyncio.Task[None]] = {}
-        self._touched: dict[str, float] = {}
+        self._dirty: dict[str, int] = {}
+        self._flusher: asyncio.Task[None] | None = None
         self.open_errors: dict[str, str] = {}
         """Sessions :meth:`start` could not open, with the reason."""
         self.recovered: dict[str, Any] | None = None
@@ -170,8 +171,10 @@ class Runtime:
                 await lane.close()
         for t in self._job_tasks.values():
             t.cancel()
-        for key, conv in self._convs.items():
-            self._touch(key, force=True)
+        if self._flusher is not None and not self._flusher.done():
+            self._flusher.cancel()
+        self._flush()
+        for conv in self._convs.values():
             conv.close()
         self._convs.clear()
         for p in self._providers.values():
@@ -354,17 +357,35 @@ class Runtime:
             workspace=self.paths.workspace,
             listener=listen if self.listener is not None or listener is not None else None,
             control=control,
+            offload_sync=self._others_busy,
         )
         self._touch(key)
         return result
 
-    def _touch(self, key: str, *, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self._touched.get(key, 0.0) < 1.0:
-            return
-        self._touched[key] = now
-        ms = int(time.time() * 1000)
-        self.catalog.upsert(key, {"lastInteractionAt": ms, "updatedAt": ms})
+    def _others_busy(self) -> bool:
+        # With one busy session a blocking fdatasync costs nobody anything and a thread hop
+        # costs the turn; with several, the others' turns go on while the disk flushes.
+        busy = 0
+        for lane in self._lanes.values():
+            busy += lane.busy
+            if busy > 1:
+                return True
+        return False
+
+    def _touch(self, key: str) -> None:
+        # Activity clocks go to the catalog at most once a second, all busy keys in one write.
+        self._dirty[key] = int(time.time() * 1000)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        await asyncio.sleep(1.0)
+        await asyncio.to_thread(self._flush)
+
+    def _flush(self) -> None:
+        dirty, self._dirty = self._dirty, {}
+        if dirty:
+            self.catalog.upsert_many({k: {"lastInteractionAt": ms, "updatedAt": ms} for k, ms in dirty.items()})
 
     # -- jobs ----------------------------------------------------------------------------------
 

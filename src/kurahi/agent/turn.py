@@ -273,6 +273,7 @@ async def run_turn(
     workspace: Path,
     listener: Listener | None = None,
     control: TurnControl | None = None,
+    offload_sync: Callable[[], bool] | None = None,
 ) -> TurnResult:
     """Run one turn (see the module docstring).
 
@@ -287,6 +288,8 @@ async def run_turn(
         workspace: the agent's workspace (system prompt, tool root).
         listener: told about entries and streamed text.
         control: steering and stopping from outside.
+        offload_sync: asked at the end of the turn; when it says yes, the final ``fdatasync``
+            runs in a worker thread so other sessions' turns go on meanwhile.
 
     Returns:
         How the turn ended. Errors of the model or of tools are recorded in the transcript
@@ -298,7 +301,10 @@ async def run_turn(
     finally:
         t.control.phase = "idle"
         try:
-            conv.sync()
+            if offload_sync is not None and offload_sync():
+                await asyncio.shield(asyncio.to_thread(conv.sync))
+            else:
+                conv.sync()
         except KurahiError as exc:
             t.result.status, t.result.error = "error", f"the transcript could not be synced: {exc}"
     return t.result

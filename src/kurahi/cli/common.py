@@ -14,6 +14,7 @@ from rich.console import Console
 from kurahi.errors import (
     CatalogCorruptError,
     ConfigError,
+    GatewayUnavailableError,
     KurahiError,
     LockHeldError,
     NotASessionError,
@@ -57,7 +58,7 @@ def translate_errors() -> Iterator[None]:
         yield
     except (NotASessionError, CatalogCorruptError, ConfigError) as exc:
         fail(str(exc), EXIT.INVALID)
-    except (TranscriptReadError, UnknownAgentError) as exc:
+    except (TranscriptReadError, UnknownAgentError, GatewayUnavailableError) as exc:
         fail(str(exc), EXIT.NOT_FOUND)
     except LockHeldError as exc:
         fail(str(exc), EXIT.BUSY)

@@ -11,7 +11,7 @@ credentials: 401; a credential without the route's scope: 403 (checked by
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,10 +75,11 @@ class AuthMiddleware:
         return None
 
 
-def require(scope_name: str) -> Callable[[Request], Principal]:
+def require(scope_name: str) -> Callable[[Request], Awaitable[Principal]]:
     """A FastAPI dependency: the caller's principal, which must hold ``scope_name`` (else 403)."""
 
-    def check(request: Request) -> Principal:
+    # async on purpose: FastAPI runs a plain function dependency in a worker thread.
+    async def check(request: Request) -> Principal:
         principal: Any = request.scope.get("state", {}).get("principal")
         if not isinstance(principal, Principal):  # pragma: no cover - the middleware always sets it
             raise HTTPError(401, "unauthorized", "missing bearer token")

@@ -1,0 +1,176 @@
+"""The gateway's state: one runtime per agent, the devices, the audit chain, config apply.
+
+Routes call into a :class:`Gateway`; it knows nothing of HTTP. Lifecycle events and every
+mutating call (config apply, session reset, model swap, pairing, revocation, job state
+changes, start and stop) are appended to the audit chain. Chat turns are recorded in their
+transcripts, which are their own durable log, not in the chain.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from kurahi import __version__
+from kurahi.agent.config import Config, load_config
+from kurahi.agent.runtime import Runtime
+from kurahi.errors import ConfigError, UnknownAgentError
+from kurahi.gateway.audit import AuditChain
+from kurahi.resident.devices import DeviceRegistry
+from kurahi.resident.home import TOKEN_ENV, Home
+from kurahi.store import fsio
+
+__all__ = ["Gateway", "merge_patch"]
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7396 JSON merge patch: ``null`` deletes, objects merge, anything else replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+class Gateway:
+    """Everything a running gateway holds (see the module docstring)."""
+
+    def __init__(self, home: Home, *, runtime_options: dict[str, Any] | None = None) -> None:
+        self.home = home
+        self.devices = DeviceRegistry(home.devices)
+        self.audit = AuditChain(home.audit)
+        self.config: Config = load_config(home.root)
+        self.runtimes: dict[str, Runtime] = {}
+        self._runtime_options = runtime_options or {}
+        self._token_cache: tuple[tuple[int, int], str] | None = None
+        self._lock = asyncio.Lock()
+        self.stop_grace = 5.0
+        """Seconds running turns get to finish when the gateway stops."""
+        self.on_started: Callable[[], None] | None = None
+        """Called once every runtime has started (the server publishes its port then)."""
+
+    # -- credentials ------------------------------------------------------------------------
+
+    def owner_token(self) -> str:
+        """The owner token: ``KOLO_GATEWAY_TOKEN``, else ``secrets/gateway.token`` (re-read when it changes)."""
+        env = os.environ.get(TOKEN_ENV)
+        if env:
+            return env.strip()
+        try:
+            st = os.stat(self.home.token_file)
+        except OSError:
+            return ""
+        stamp = (st.st_ino, st.st_mtime_ns)
+        if self._token_cache is None or self._token_cache[0] != stamp:
+            self._token_cache = (stamp, self.home.token_file.read_text().strip())
+        return self._token_cache[1]
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start a runtime for every agent of the home and record the start."""
+        for agent in self.home.agents():
+            await self.runtime(agent)
+        self.record("gateway", "gateway.start", {"version": __version__, "agents": sorted(self.runtimes)})
+        if self.on_started is not None:
+            self.on_started()
+
+    async def stop(self, *, grace: float | None = None) -> None:
+        """Let running turns finish (``grace`` seconds), interrupt the rest, record the stop."""
+        for rt in list(self.runtimes.values()):
+            await rt.close(grace=self.stop_grace if grace is None else grace)
+        self.runtimes.clear()
+        self.record("gateway", "gateway.stop", {})
+
+    def record(self, actor: str, action: str, details: dict[str, Any]) -> None:
+        """Append to the audit chain."""
+        self.audit.append(actor, action, details)
+
+    async def runtime(self, agent: str) -> Runtime:
+        """The started runtime of ``agent``.
+
+        Raises:
+            UsageError: an unsafe agent id.
+            UnknownAgentError: no such agent in this home.
+        """
+        rt = self.runtimes.get(agent)
+        if rt is not None:
+            return rt
+        self.home.agent(agent, must_exist=True)
+        async with self._lock:
+            rt = self.runtimes.get(agent)
+            if rt is None:
+                rt = Runtime(
+                    self.home.root,
+                    agent,
+                    config=self.config,
+                    on_event=lambda action, details: self.record("gateway", action, details),
+                    **self._runtime_options,
+                )
+                await rt.start()
+                self.runtimes[agent] = rt
+        return rt
+
+    # -- config -----------------------------------------------------------------------------
+
+    def config_json(self) -> dict[str, Any]:
+        """The config as stored (defaults filled in)."""
+        out: dict[str, Any] = msgspec.to_builtins(self.config)
+        return out
+
+    async def apply_config(self, patch: dict[str, Any], actor: str) -> dict[str, Any]:
+        """Validate a merge patch, write the config atomically, and reload every runtime.
+
+        Nothing is written, and nothing changes, unless the patched config loads and works
+        for every agent of the home (each agent's settings, its model profile).
+
+        Raises:
+            ConfigError: the patched config would not work (the message says where).
+        """
+        try:
+            current = msgspec.json.decode(self.home.config.read_bytes())
+        except FileNotFoundError:
+            current = {}
+        except msgspec.DecodeError as exc:
+            raise ConfigError(f"the stored config does not parse: {exc}", path=self.home.config) from exc
+        merged = merge_patch(current, patch)
+        if not isinstance(merged, dict):
+            raise ConfigError("the patched config is not a JSON object")
+        try:
+            candidate = msgspec.convert(merged, Config)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(str(exc)) from exc
+        base = Config()
+        base.models.update(candidate.models)
+        candidate.models = base.models
+        for agent in self.home.agents():
+            settings = candidate.agent(agent)
+            candidate.profile(settings.model)
+        fsio.atomic_write(self.home.config, msgspec.json.format(msgspec.json.encode(merged)) + b"\n", mode=0o600)
+        self.config = candidate
+        for rt in self.runtimes.values():
+            await rt.reconfigure(candidate)
+        self.record(actor, "config.apply", {"keys": sorted(patch)})
+        return self.config_json()
+
+    async def swap_model(self, agent: str, profile: str, actor: str) -> str:
+        """Put ``agent`` on another model profile for the turns that follow (recorded in the chain)."""
+        rt = await self.runtime(agent)
+        before = rt.model_name
+        rt.set_model(profile)
+        self.record(actor, "agent.model", {"agent": agent, "from": before, "to": profile})
+        return profile
+
+    @staticmethod
+    def check_agent_exists(home: Home, agent: str) -> None:
+        """Raise :class:`UnknownAgentError` unless ``agent`` has a directory."""
+        if agent not in home.agents():
+            raise UnknownAgentError(f"no agent {agent!r} in this home")

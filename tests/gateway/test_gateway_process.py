@@ -1,0 +1,112 @@
+"""`kurahi gateway run|status|stop` and `kurahi chat` as real processes: one gateway per home, graceful stops."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gateways import LeakWatch, make_gateway_home
+from kurahi.gateway.lock import gateway_info
+from kurahi.resident.home import Home
+
+KURAHI = [sys.executable, "-m", "kurahi.cli"]
+
+
+def _run(*args: str, home: Home, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KOLO_HOME": str(home.root)}
+    env.pop("KOLO_GATEWAY_TOKEN", None)
+    return subprocess.run([*KURAHI, *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def _start(home: Home) -> subprocess.Popen[str]:
+    env = {**os.environ, "KOLO_HOME": str(home.root)}
+    log = (home.root / "gateway.log").open("w")
+    proc = subprocess.Popen(
+        [*KURAHI, "gateway", "run", "--port", "0", "--grace", "2"], stdout=log, stderr=log, text=True, env=env
+    )
+    log.close()
+    deadline = time.monotonic() + 30
+    while gateway_info(home.lock) is None or gateway_info(home.lock).pid != proc.pid:  # type: ignore[union-attr]
+        assert proc.poll() is None, (home.root / "gateway.log").read_text()
+        assert time.monotonic() < deadline, "the gateway did not publish its port"
+        time.sleep(0.02)
+    return proc
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Home]:
+    h = make_gateway_home(tmp_path)
+    yield h
+    watch = LeakWatch()
+    watch.add(h.token_file.read_text().strip())
+    watch.check(h.root)
+
+
+def test_one_gateway_per_home_chat_cli_and_graceful_stop(home: Home) -> None:
+    proc = _start(home)
+    try:
+        info = json.loads(home.lock.read_text())
+        assert set(info) == {"pid", "port", "startedAt"} and info["pid"] == proc.pid
+        second = _run("gateway", "run", "--port", "0", home=home)
+        assert second.returncode == 5 and "already running" in second.stderr and str(proc.pid) in second.stderr
+        status = _run("gateway", "status", "--json", home=home)
+        assert status.returncode == 0 and json.loads(status.stdout)["healthy"] is True
+        chat = _run("chat", "--agent", "alice", "hello through the gateway", home=home)
+        assert chat.returncode == 0, chat.stderr
+        assert "[ALICE-7F3A] (alpha) You said: hello through the gateway" in chat.stdout
+        as_json = _run("chat", "--agent", "alice", "--json", "again", home=home)
+        assert json.loads(as_json.stdout)["status"] == "ok"
+        bad = _run("chat", "--agent", "ghost", "hi", home=home)
+        assert bad.returncode != 0 and "no agent 'ghost'" in bad.stderr
+        stop = _run("gateway", "stop", home=home)
+        assert stop.returncode == 0, stop.stderr
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    actions = [json.loads(x)["action"] for x in home.audit.read_text().splitlines()]
+    assert actions[0] == "gateway.start" and actions[-1] == "gateway.stop"
+    assert _run("gateway", "status", home=home).returncode == 1
+    assert _run("chat", "hi", home=home).returncode == 3  # no gateway: clear error, not a traceback
+
+
+def test_a_lock_left_by_a_killed_gateway_is_reclaimed(home: Home) -> None:
+    proc = _start(home)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert home.lock.exists() and gateway_info(home.lock) is None  # stale file, nobody holds it
+    again = _start(home)
+    try:
+        assert gateway_info(home.lock) is not None and gateway_info(home.lock).pid == again.pid  # type: ignore[union-attr]
+    finally:
+        again.send_signal(signal.SIGTERM)
+        assert again.wait(timeout=30) == 0
+
+
+def test_sigterm_interrupts_a_long_turn_and_records_it(home: Home) -> None:
+    from kurahi.gateway.client import GatewayClient
+
+    proc = _start(home)
+    try:
+        with GatewayClient.for_home(home, timeout=30) as c:
+            job = c.start_job("alice", "long [[slow:20000]]")
+            time.sleep(0.5)
+            proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    lines = [json.loads(x) for x in home.audit.read_text().splitlines()]
+    assert ("job.interrupted", job["id"]) in [(r["action"], r["details"].get("jobId")) for r in lines]
+    session = next(home.agent("alice").sessions.glob("*.jsonl"))
+    last = json.loads(session.read_text().splitlines()[-1])
+    assert last["message"]["stopReason"] == "aborted"

@@ -34,6 +34,11 @@ Hierarchy::
     │   ├── QueueFullError            the session's queue is at its cap (policy `reject`)
     │   ├── UnknownAgentError         no agent by that id
     │   └── ConfigError               a config file or value that cannot be used
+    ├── CanonicalJSONError            a value with no RFC 8785 form (NaN, Infinity, unsafe integer, ...)
+    ├── AuditError                    the audit chain (`gateway` room)
+    │   ├── AuditChainError           a record or line that breaks the chain (path, line, seq)
+    │   ├── AuditNotFoundError        no chain file where one is expected
+    │   └── AuditWriteError           a record could not be appended durably
     └── UsageError                    a caller passed something that cannot work
 """
 
@@ -44,6 +49,11 @@ from pathlib import Path
 __all__ = [
     "AgentError",
     "AppendError",
+    "AuditChainError",
+    "AuditError",
+    "AuditNotFoundError",
+    "AuditWriteError",
+    "CanonicalJSONError",
     "CatalogCorruptError",
     "CatalogEntryError",
     "CatalogError",
@@ -274,3 +284,57 @@ class ConfigError(AgentError):
         where = f"{self.path}: " if self.path else ""
         what = f"{field}: " if field else ""
         super().__init__(where + what + message)
+
+
+class CanonicalJSONError(KurahiError):
+    """A value that has no canonical JSON form (RFC 8785).
+
+    NaN and Infinity, integers beyond ±(2**53 - 1) (I-JSON), object keys that are not
+    strings, strings that are not valid Unicode (lone surrogates) and types that are not
+    JSON all land here.
+
+    Attributes:
+        field: where in the value the problem is, as a JSON path (``$.details.ratio``).
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        self.field = field
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+class AuditError(KurahiError):
+    """Something about the hash-chained audit log."""
+
+    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        self.detail = message
+        super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+class AuditChainError(AuditError):
+    """A record or line that breaks the chain; nothing is chained onto it.
+
+    Attributes:
+        line: the 1-based line number in the chain file, when known.
+        seq: the seq of the record concerned (for a line that does not parse: the seq expected there).
+    """
+
+    def __init__(
+        self, message: str, *, path: str | Path | None = None, line: int | None = None, seq: int | None = None
+    ) -> None:
+        self.line = line
+        self.seq = seq
+        self.path = str(path) if path is not None else None
+        self.detail = message
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}:{line}: " if line is not None else f"{self.path}: "
+        KurahiError.__init__(self, where + message)
+
+
+class AuditNotFoundError(AuditError):
+    """There is no chain file at the path (an empty file is an empty chain, not a missing one)."""
+
+
+class AuditWriteError(AuditError):
+    """A record could not be appended durably; the file holds exactly the records before it."""

@@ -303,33 +303,35 @@ class CanonicalJSONError(KurahiError):
 
 
 class AuditError(KurahiError):
-    """Something about the hash-chained audit log."""
+    """Something about the hash-chained audit log.
 
-    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+    Attributes:
+        path: the chain file, when known.
+        line: the 1-based line number in that file, when the problem has one.
+    """
+
+    def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None) -> None:
         self.path = str(path) if path is not None else None
+        self.line = line
         self.detail = message
-        super().__init__(f"{self.path}: {message}" if self.path else message)
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}:{line}: " if line is not None else f"{self.path}: "
+        super().__init__(where + message)
 
 
 class AuditChainError(AuditError):
     """A record or line that breaks the chain; nothing is chained onto it.
 
     Attributes:
-        line: the 1-based line number in the chain file, when known.
-        seq: the seq of the record concerned (for a line that does not parse: the seq expected there).
+        seq: the seq of the record concerned, when known.
     """
 
     def __init__(
         self, message: str, *, path: str | Path | None = None, line: int | None = None, seq: int | None = None
     ) -> None:
-        self.line = line
         self.seq = seq
-        self.path = str(path) if path is not None else None
-        self.detail = message
-        where = ""
-        if self.path is not None:
-            where = f"{self.path}:{line}: " if line is not None else f"{self.path}: "
-        KurahiError.__init__(self, where + message)
+        super().__init__(message, path=path, line=line)
 
 
 class AuditNotFoundError(AuditError):

@@ -37,6 +37,11 @@ Hierarchy::
     ├── GatewayError                  talking to a gateway
     │   ├── GatewayUnavailableError   none runs for this home, or it cannot be reached
     │   └── GatewayRequestError       it answered with an error (status, code)
+    ├── CanonicalJSONError            a value with no RFC 8785 form (NaN, Infinity, unsafe integer, ...)
+    ├── AuditError                    the audit chain (`gateway` room)
+    │   ├── AuditChainError           a record or line that breaks the chain (path, line, seq)
+    │   ├── AuditNotFoundError        no chain file where one is expected
+    │   └── AuditWriteError           a record could not be appended durably
     └── UsageError                    a caller passed something that cannot work
 """
 
@@ -47,6 +52,11 @@ from pathlib import Path
 __all__ = [
     "AgentError",
     "AppendError",
+    "AuditChainError",
+    "AuditError",
+    "AuditNotFoundError",
+    "AuditWriteError",
+    "CanonicalJSONError",
     "CatalogCorruptError",
     "CatalogEntryError",
     "CatalogError",
@@ -302,3 +312,59 @@ class GatewayRequestError(GatewayError):
         self.status = status
         self.code = code
         super().__init__(f"{status} {code}: {message}")
+
+
+class CanonicalJSONError(KurahiError):
+    """A value that has no canonical JSON form (RFC 8785).
+
+    NaN and Infinity, integers beyond ±(2**53 - 1) (I-JSON), object keys that are not
+    strings, strings that are not valid Unicode (lone surrogates) and types that are not
+    JSON all land here.
+
+    Attributes:
+        field: where in the value the problem is, as a JSON path (``$.details.ratio``).
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        self.field = field
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+class AuditError(KurahiError):
+    """Something about the hash-chained audit log.
+
+    Attributes:
+        path: the chain file, when known.
+        line: the 1-based line number in that file, when the problem has one.
+    """
+
+    def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.detail = message
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}:{line}: " if line is not None else f"{self.path}: "
+        super().__init__(where + message)
+
+
+class AuditChainError(AuditError):
+    """A record or line that breaks the chain; nothing is chained onto it.
+
+    Attributes:
+        seq: the seq of the record concerned, when known.
+    """
+
+    def __init__(
+        self, message: str, *, path: str | Path | None = None, line: int | None = None, seq: int | None = None
+    ) -> None:
+        self.seq = seq
+        super().__init__(message, path=path, line=line)
+
+
+class AuditNotFoundError(AuditError):
+    """There is no chain file at the path (an empty file is an empty chain, not a missing one)."""
+
+
+class AuditWriteError(AuditError):
+    """A record could not be appended durably; the file holds exactly the records before it."""

@@ -210,17 +210,14 @@ def test_malformed_json_and_oversized_requests(served: Any) -> None:
         r = c.post("/api/agents/alice/chat", json={"message": "x" * (2 * 1024 * 1024)})
         assert r.status_code == 413
     host, port = served.url.removeprefix("http://").split(":")
-    for head, expect in [
-        (f"Content-Length: {100 * 1024 * 1024}\r\nContent-Type: application/json\r\n", b" 413 "),
-        ("X-Big: " + "a" * 20_000 + "\r\n", b" 431 "),
+    for head, body, expect in [
+        (f"Content-Length: {100 * 1024 * 1024}\r\nContent-Type: application/json\r\n", b"{", b" 413 "),
+        ("X-Big: " + "a" * 20_000 + "\r\n", b"", b" 431 "),
     ]:
         with socket.create_connection((host, int(port)), timeout=10) as s:
-            s.sendall(
-                (
-                    f"POST /api/agents/alice/chat HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {served.token}\r\n{head}\r\n"
-                ).encode()
-                + b"{"
-            )
-            status_line = s.recv(200).split(b"\r\n")[0]
-        assert expect in status_line, status_line
+            auth = f"Authorization: Bearer {served.token}\r\n"
+            s.sendall(f"POST /api/agents/alice/chat HTTP/1.1\r\nHost: x\r\n{auth}{head}\r\n".encode() + body)
+            reply = s.recv(400)
+        assert expect in reply.split(b"\r\n")[0], reply
+        assert b'"error"' in reply  # a JSON error body, not a bare status
     assert not list(served.home.agent("alice").sessions.glob("*.jsonl"))  # nothing was stored

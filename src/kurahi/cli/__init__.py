@@ -6,6 +6,7 @@ import typer
 
 from kurahi import __version__
 from kurahi.cli import agent as agent_cmd
+from kurahi.cli import audit as audit_cmd
 from kurahi.cli import demo as demo_cmd
 from kurahi.cli import gateway as gateway_cmd
 from kurahi.cli import lineage as lineage_cmd
@@ -28,6 +29,7 @@ app.add_typer(agent_cmd.agent_app, name="agent")
 app.add_typer(agent_cmd.actions_app, name="actions")
 app.add_typer(gateway_cmd.gateway_app, name="gateway")
 app.add_typer(gateway_cmd.devices_app, name="devices")
+app.add_typer(audit_cmd.app, name="audit")
 app.command("init")(gateway_cmd.init_command)
 app.command("chat")(gateway_cmd.chat_command)
 app.command("demo")(demo_cmd.demo)

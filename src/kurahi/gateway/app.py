@@ -15,11 +15,11 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kurahi import __version__
-from kurahi.errors import KurahiError
+from kurahi.errors import AuditNotFoundError, KurahiError
 from kurahi.gateway import models as m
 from kurahi.gateway.auth import AuthMiddleware, Principal, require
 from kurahi.gateway.http import HTTPError, error_response, from_kurahi
@@ -144,18 +144,21 @@ def create_app(gateway: Gateway, *, max_body: int = 1024 * 1024, manage_lifespan
 
     @app.get(
         "/api/agents/{agent}/session/transcript",
-        response_class=PlainTextResponse,
         tags=["sessions"],
-        responses={200: {"content": {"application/x-ndjson": {}}}},
+        response_class=Response,
+        responses={
+            200: {"content": {"application/x-ndjson": {"schema": {"type": "string"}}}, "description": "JSON lines"},
+            **{c: {"model": m.ErrorOut, "content": {"application/json": {}}} for c in (400, 401, 403, 404, 422)},
+        },
     )
-    async def transcript(agent: AgentId, key: KeyQuery = None, p: Principal = read) -> PlainTextResponse:
+    async def transcript(agent: AgentId, key: KeyQuery = None, p: Principal = read) -> Response:
         """The session's transcript file, byte for byte (JSON lines)."""
         rt = await gateway.runtime(agent)
         k = _key(agent, key)
         if rt.catalog.get(k) is None:
             raise HTTPError(404, "unknown_session", f"no session with key {k!r}")
         data = rt.conversation(k).file.read_bytes()
-        return PlainTextResponse(data, media_type="application/x-ndjson")
+        return Response(data, media_type="application/x-ndjson")
 
     @app.post("/api/agents/{agent}/sessions/reset", response_model=m.ResetOut, tags=["sessions"])
     async def reset(agent: AgentId, body: m.ResetIn, p: Principal = chat) -> dict[str, Any]:
@@ -308,8 +311,11 @@ def create_app(gateway: Gateway, *, max_body: int = 1024 * 1024, manage_lifespan
         seq: Annotated[int | None, Query(ge=1, le=2**53)] = None, p: Principal = read
     ) -> dict[str, Any]:
         """Verify the audit chain; with ``seq``, whether that record is an ancestor of the head."""
-        v = gateway.audit.verify()
-        out = {
+        try:
+            v = gateway.audit.verify()
+        except AuditNotFoundError:
+            return {"verified": False, "entries": 0, "headSeq": None, "headHash": None, "reason": "no audit chain"}
+        out: dict[str, Any] = {
             "verified": v.ok,
             "entries": v.entries,
             "headSeq": v.head_seq,
@@ -319,7 +325,7 @@ def create_app(gateway: Gateway, *, max_body: int = 1024 * 1024, manage_lifespan
         }
         if seq is not None:
             out["seq"] = seq
-            out["isAncestor"] = bool(v.ok and v.head_seq is not None and seq <= v.head_seq)
+            out["isAncestor"] = gateway.audit.is_ancestor(seq)
         return out
 
     return app

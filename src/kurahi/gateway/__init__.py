@@ -1,0 +1,55 @@
+"""The `gateway` room: HTTP API, owner token and device scopes, single-instance lock, audit chain, config apply."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kurahi._lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from kurahi.gateway.app import create_app
+    from kurahi.gateway.audit import AuditChain, chain_path
+    from kurahi.gateway.audit_record import AuditRecord, ChainVerification
+    from kurahi.gateway.client import GatewayClient
+    from kurahi.gateway.lock import GatewayInfo, GatewayLock, gateway_info
+    from kurahi.gateway.redact import REDACTED, looks_secret, redact
+    from kurahi.gateway.server import serve
+    from kurahi.gateway.service import Gateway
+
+# Names load on first use (PEP 562), so `kurahi --help` does not import every room.
+_WHERE = {
+    "REDACTED": "kurahi.gateway.redact",
+    "AuditChain": "kurahi.gateway.audit",
+    "AuditRecord": "kurahi.gateway.audit_record",
+    "ChainVerification": "kurahi.gateway.audit_record",
+    "chain_path": "kurahi.gateway.audit",
+    "create_app": "kurahi.gateway.app",
+    "Gateway": "kurahi.gateway.service",
+    "GatewayClient": "kurahi.gateway.client",
+    "GatewayInfo": "kurahi.gateway.lock",
+    "GatewayLock": "kurahi.gateway.lock",
+    "gateway_info": "kurahi.gateway.lock",
+    "serve": "kurahi.gateway.server",
+    "looks_secret": "kurahi.gateway.redact",
+    "redact": "kurahi.gateway.redact",
+}
+
+__all__ = [
+    "REDACTED",
+    "AuditChain",
+    "AuditRecord",
+    "ChainVerification",
+    "Gateway",
+    "GatewayClient",
+    "GatewayInfo",
+    "GatewayLock",
+    "chain_path",
+    "create_app",
+    "gateway_info",
+    "looks_secret",
+    "redact",
+    "serve",
+]
+
+
+__getattr__ = lazy_getattr(__name__, _WHERE)

@@ -2,10 +2,12 @@
 
 Starts ``kurahi gateway run`` as a subprocess on a fresh home (``kurahi init``) under
 ``bench-data/``, then drives it from this process with one asyncio loop and a minimal
-keep-alive HTTP/1.1 client (one connection per session): ``--sessions`` session keys, each sending ``--turns`` chat turns one after another
-(a turn is a whole ``POST /api/agents/<id>/chat``: the reply is durable when it returns).
-Reports turns per second over the whole run and the latency percentiles of a turn.
-Every reply is checked to carry the resident's identity marker.
+keep-alive HTTP/1.1 client (one connection per session): ``--sessions`` session keys, each
+sending ``--turns`` chat turns one after another (a turn is a whole ``POST
+/api/agents/<id>/chat``: the reply is durable when it returns). One warm-up turn per
+session creates its transcript first; it is reported apart. Reports turns per second over
+the measured phase and the latency percentiles of a turn. Every reply is checked to carry
+the resident's identity marker.
 
 Bar (issue 5): at least 300 turns/s with p99 at most 250 ms on this 2-core machine.
 

@@ -53,7 +53,7 @@ def test_every_operation_against_the_schema(served: Any) -> None:
 
         from hypothesis import given
 
-        given(strategy)(check)()
+        given(case=strategy)(check)()
         ran += 1
     assert ran >= 15
     assert failures == [], "\n".join(failures[:10])

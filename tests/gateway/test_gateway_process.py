@@ -110,3 +110,41 @@ def test_sigterm_interrupts_a_long_turn_and_records_it(home: Home) -> None:
     session = next(home.agent("alice").sessions.glob("*.jsonl"))
     last = json.loads(session.read_text().splitlines()[-1])
     assert last["message"]["stopReason"] == "aborted"
+
+
+def test_devices_cli_and_interactive_chat(home: Home) -> None:
+    pair = _run("devices", "pair", "--name", "laptop", "--scopes", "read,chat", "--json", home=home)
+    assert pair.returncode == 0, pair.stderr
+    paired = json.loads(pair.stdout)
+    token = paired["token"]
+    assert paired["device"]["scopes"] == ["read", "chat"] and token not in home.devices.read_text()
+    bad = _run("devices", "pair", "--name", "x", "--scopes", "root", home=home)
+    assert bad.returncode == 2 and "scopes must be some of" in bad.stderr
+    listed = json.loads(_run("devices", "ls", "--json", home=home).stdout)
+    assert [d["name"] for d in listed] == ["laptop"] and "tokenSha256" not in json.dumps(listed)
+    proc = _start(home)
+    try:
+        env = {**os.environ, "KOLO_HOME": str(home.root), "KOLO_GATEWAY_TOKEN": token}
+        chat = subprocess.run(
+            [*KURAHI, "chat", "--agent", "alice"],
+            input="first line\nsecond line\n",
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+        assert chat.returncode == 0, chat.stderr
+        assert "You said: first line" in chat.stdout and "You said: second line" in chat.stdout
+        revoke = _run("devices", "revoke", paired["device"]["id"], home=home)
+        assert revoke.returncode == 0
+        denied = subprocess.run([*KURAHI, "chat", "--agent", "alice", "hi"], capture_output=True, text=True, env=env)
+        assert denied.returncode == 1 and "401 unauthorized" in denied.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    actions = [json.loads(x)["action"] for x in home.audit.read_text().splitlines()]
+    assert "device.pair" in actions and "device.revoke" in actions
+    watch = LeakWatch()
+    watch.add(token)
+    watch.saw("chat output", chat.stdout + chat.stderr)
+    watch.check(home.root)

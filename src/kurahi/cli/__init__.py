@@ -9,6 +9,7 @@ from kurahi.cli import agent as agent_cmd
 from kurahi.cli import audit as audit_cmd
 from kurahi.cli import demo as demo_cmd
 from kurahi.cli import gateway as gateway_cmd
+from kurahi.cli import lifecycle as lifecycle_cmd
 from kurahi.cli import lineage as lineage_cmd
 from kurahi.cli import session as session_cmd
 from kurahi.cli import sessions as sessions_cmd
@@ -30,6 +31,7 @@ app.add_typer(agent_cmd.actions_app, name="actions")
 app.add_typer(gateway_cmd.gateway_app, name="gateway")
 app.add_typer(gateway_cmd.devices_app, name="devices")
 app.add_typer(audit_cmd.app, name="audit")
+app.add_typer(lifecycle_cmd.app, name="lifecycle")
 app.command("init")(gateway_cmd.init_command)
 app.command("chat")(gateway_cmd.chat_command)
 app.command("demo")(demo_cmd.demo)

@@ -190,13 +190,15 @@ class Session:
 
     # -- appending ----------------------------------------------------------------------
 
-    def _append(self, build: Any, *, move_leaf_to: Any = MISSING, parent: Any = MISSING) -> str:
+    def _append(
+        self, build: Any, *, move_leaf_to: Any = MISSING, parent: Any = MISSING, timestamp: str | None = None
+    ) -> str:
         with self._mutex:
             if self._fd is None:
                 raise AppendError("session is closed", path=self.path)
             new_id = entry_id(self._ids)
             parent_id = self._leaf if parent is MISSING else parent
-            entry = build(new_id, parent_id, iso_now())
+            entry = build(new_id, parent_id, timestamp if timestamp is not None else iso_now())
             line = _encode(entry) + b"\n"
             self._write_line(line, durable=self.fsync is FsyncPolicy.ALWAYS)
             self._ids.add(new_id)
@@ -237,10 +239,15 @@ class Session:
             with contextlib.suppress(OSError):
                 self._size = os.fstat(self._fd).st_size
 
-    def append_entry(self, entry: Mapping[str, Any]) -> str:
+    def append_entry(self, entry: Mapping[str, Any], *, keep_timestamp: bool = False) -> str:
         """Append an entry of any type; ``id``, ``parentId`` and ``timestamp`` are filled in.
 
         Keys come out in Pi's order (``type, id, parentId, timestamp``, then the rest).
+
+        Args:
+            entry: the entry (its own ``id`` and ``parentId`` are ignored).
+            keep_timestamp: keep the entry's string ``timestamp`` instead of now; entries
+                carried from another transcript keep theirs, so they project the same.
         """
         if not isinstance(entry.get("type"), str) or entry.get("type") == "session":
             raise UsageError('an entry needs a string "type" other than "session"')
@@ -249,7 +256,8 @@ class Session:
         def build(i: str, p: str | None, ts: str) -> dict[str, Any]:
             return {"type": entry["type"], "id": i, "parentId": p, "timestamp": ts, **rest}
 
-        return self._append(build)
+        kept = entry.get("timestamp") if keep_timestamp and isinstance(entry.get("timestamp"), str) else None
+        return self._append(build, timestamp=kept)
 
     def append_message(self, message: Mapping[str, Any], *, extra: Mapping[str, Any] | None = None) -> str:
         """Append a ``message`` entry (any role: user, assistant, toolResult, bashExecution, custom).
@@ -299,8 +307,12 @@ class Session:
         tokens_before: int,
         details: Any = MISSING,
         from_hook: Any = MISSING,
+        timestamp: str | None = None,
     ) -> str:
-        """Append a ``compaction``: the summary replaces what lies before ``first_kept_entry_id``."""
+        """Append a ``compaction``: the summary replaces what lies before ``first_kept_entry_id``.
+
+        ``timestamp`` (ISO) replaces now, for a compaction carried from another transcript.
+        """
         if first_kept_entry_id is not None and first_kept_entry_id not in self._ids:
             raise EntryNotFoundError(first_kept_entry_id, path=self.path)
         return self._append(
@@ -316,7 +328,8 @@ class Session:
                     ("details", details),
                     ("fromHook", from_hook),
                 ]
-            )
+            ),
+            timestamp=timestamp,
         )
 
     def append_branch_summary(

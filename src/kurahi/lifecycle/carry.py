@@ -1,0 +1,194 @@
+"""Continuity-preserving rollover: a new session that starts with the old one's operative state.
+
+A rollover that drops the live past is what a session reset does to a resident. With
+``carry: lineage`` the new transcript instead begins with the old session's recent
+interaction, copied entry by entry (content and timestamps unchanged), followed by a
+``compaction`` entry whose summary is the old session's latest compaction summary (plus a
+note on what was left behind and where it is). Its projection is that summary followed by
+exactly the old effective context's tail; when the old context fits in
+``keep_recent_tokens`` the tail is all of it. ``carry: summary`` keeps only the summary and
+a digest of the recent interaction; ``none`` keeps nothing. Either way the new header's
+``parentSession`` names the old file, which is kept.
+
+:func:`check_carry` re-projects both transcripts and says whether the new one reproduces
+the old context as promised.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from kurahi.context.budget import DEFAULT_KEEP_RECENT_TOKENS, find_cut_point
+from kurahi.context.files import project_file
+from kurahi.context.project import PathEntry, build_context, entry_message
+from kurahi.context.tokens import estimate_context_tokens
+from kurahi.jsvalues import MISSING
+from kurahi.store.session import Session
+from kurahi.store.transcript import LEAF_MARKER_TYPE
+
+__all__ = ["CarryCheck", "CarryReport", "carry_into", "check_carry"]
+
+Carry = Literal["lineage", "summary", "none"]
+
+
+@dataclass(frozen=True)
+class CarryReport:
+    """What a rollover carried into the new session."""
+
+    carry: Carry
+    copied_entries: int
+    dropped_messages: int
+    """Messages of the old context not carried raw (represented by the summary)."""
+    compaction_id: str | None
+    summary: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {
+            "carry": self.carry,
+            "copiedEntries": self.copied_entries,
+            "droppedMessages": self.dropped_messages,
+            "compactionId": self.compaction_id,
+        }
+
+
+def _text(message: Any) -> str:
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    if isinstance(message, dict) and isinstance(message.get("summary"), str):
+        return str(message["summary"])
+    return ""
+
+
+def carry_into(
+    old_path: Sequence[PathEntry],
+    new: Session,
+    carry: Carry,
+    *,
+    old_session_id: str,
+    old_file: str | os.PathLike[str],
+    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
+) -> CarryReport:
+    """Write what ``carry`` asks for from ``old_path`` (root to leaf) into the fresh ``new`` session."""
+    if carry == "none" or not old_path:
+        return CarryReport(carry, 0, 0, None, None)
+    old_ctx = build_context(old_path)
+    entries = [e.data for e in old_path]
+    comp_at = max((i for i, e in enumerate(old_path) if e.type == "compaction"), default=-1)
+    old_summary = old_path[comp_at].data.get("summary") if comp_at >= 0 else None
+    # The old context's raw part starts at the last compaction's first kept entry.
+    start = comp_at + 1
+    if comp_at >= 0:
+        kept_id = old_path[comp_at].data.get("firstKeptEntryId")
+        start = next((i for i in range(comp_at) if old_path[i].id == kept_id), comp_at + 1)
+    cut = (
+        find_cut_point(entries, start, len(entries), keep_recent_tokens).first_kept_entry_index
+        if start < len(entries)
+        else len(entries)
+    )
+    cut = max(cut, start)
+    raw = [e for i, e in enumerate(old_path) if i >= cut and e.type != "compaction" and i != comp_at]
+    raw = [e for e in raw if not (e.type == "custom" and e.data.get("customType") == LEAF_MARKER_TYPE)]
+    dropped = sum(
+        1
+        for i, e in enumerate(old_path)
+        if start <= i < cut and e.type != "compaction" and entry_message(e) is not MISSING
+    )
+    note = f"[Continued from session {old_session_id} ({Path(old_file).name}). " + (
+        f"{dropped} earlier messages are summarized here or kept in that transcript.]"
+        if dropped
+        else "Its recent context follows unchanged.]"
+    )
+    tokens_before = int(estimate_context_tokens(old_ctx.messages).tokens)
+    details = {"kurahi": {"carry": carry, "from": old_session_id, "parentSession": str(old_file)}}
+    if carry == "summary":
+        recent = [f"- {m.get('role')}: {' '.join(_text(m).split())[:200]}" for m in old_ctx.messages[-10:] if _text(m)]
+        summary = "\n\n".join(
+            x
+            for x in (
+                old_summary if isinstance(old_summary, str) else None,
+                note,
+                "Recent interaction:\n" + "\n".join(recent),
+            )
+            if x
+        )
+        cid = new.append_compaction(summary, None, tokens_before, details=details)
+        return CarryReport(carry, 0, len(old_ctx.messages), cid, summary)
+    # lineage: settings first (they shape the projection), then the tail, then the summary.
+    for kind in ("thinking_level_change", "model_change"):
+        last = next((e for e in reversed(old_path[:cut]) if e.type == kind), None)
+        if last is not None:
+            new.append_entry({k: v for k, v in last.data.items() if k not in ("id", "parentId")}, keep_timestamp=True)
+    mapping: dict[Any, str] = {}
+    first_copy: str | None = None
+    for e in raw:
+        data = {k: v for k, v in e.data.items() if k not in ("id", "parentId")}
+        if isinstance(data.get("targetId"), str) and data["targetId"] in mapping:
+            data["targetId"] = mapping[data["targetId"]]
+        elif e.type == "label":
+            continue  # a label on an entry that was not carried
+        eid = new.append_entry(data, keep_timestamp=True)
+        mapping[e.id] = eid
+        if first_copy is None and entry_message(e) is not MISSING:
+            first_copy = eid
+    if first_copy is None:
+        return CarryReport(carry, len(mapping), dropped, None, None)
+    summary = f"{old_summary}\n\n{note}" if isinstance(old_summary, str) and old_summary else note
+    comp_ts = old_path[comp_at].data.get("timestamp") if comp_at >= 0 and not dropped else None
+    cid = new.append_compaction(
+        summary, first_copy, tokens_before, details=details, timestamp=comp_ts if isinstance(comp_ts, str) else None
+    )
+    return CarryReport(carry, len(mapping), dropped, cid, summary)
+
+
+@dataclass(frozen=True)
+class CarryCheck:
+    """Whether a carried session reproduces the old effective context."""
+
+    ok: bool
+    old_messages: int
+    new_messages: int
+    tail_messages: int
+    """Messages of the new context after its summary; all equal to the old context's last ones."""
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {
+            "ok": self.ok,
+            "oldMessages": self.old_messages,
+            "newMessages": self.new_messages,
+            "tailMessages": self.tail_messages,
+            "detail": self.detail,
+        }
+
+
+def check_carry(old_file: str | os.PathLike[str], new_file: str | os.PathLike[str]) -> CarryCheck:
+    """Project both transcripts: the new context must be one summary and then exactly the old context's tail.
+
+    The summary must contain the old context's summary, if it had one.
+    """
+    old = project_file(old_file).context.messages
+    new = project_file(new_file).context.messages
+    if not new:
+        return CarryCheck(not old, len(old), 0, 0, "nothing was carried" if old else "both are empty")
+    head, tail = new[0], new[1:]
+    if not isinstance(head, dict) or head.get("role") != "compactionSummary":
+        return CarryCheck(False, len(old), len(new), 0, "the new context does not open with the carried summary")
+    old_summary = (
+        old[0].get("summary")
+        if old and isinstance(old[0], dict) and old[0].get("role") == "compactionSummary"
+        else None
+    )
+    if old_summary is not None and str(old_summary) not in str(head.get("summary")):
+        return CarryCheck(False, len(old), len(new), len(tail), "the old summary is not in the carried one")
+    if len(tail) > len(old) or (tail and old[len(old) - len(tail) :] != tail):
+        return CarryCheck(False, len(old), len(new), len(tail), "the carried messages are not the old context's tail")
+    return CarryCheck(True, len(old), len(new), len(tail), f"summary + the old context's last {len(tail)} messages")

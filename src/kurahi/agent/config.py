@@ -14,6 +14,7 @@ from typing import Any, Literal
 import msgspec
 
 from kurahi.errors import ConfigError
+from kurahi.lifecycle.policy import FreshnessConfig
 
 __all__ = [
     "AgentSettings",
@@ -99,6 +100,8 @@ class AgentSettings(msgspec.Struct, rename="camel", forbid_unknown_fields=True, 
     """Largest user message accepted."""
     max_steps: int = 32
     """Most model calls in one turn (a loop guard)."""
+    lifecycle: FreshnessConfig = msgspec.field(default_factory=FreshnessConfig)
+    """When sessions expire, the rollover guard, and what a rollover carries."""
 
 
 def _default_models() -> dict[str, ModelProfile]:

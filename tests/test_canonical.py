@@ -187,6 +187,23 @@ def test_canonical_json_equals_rfc8785_on_any_value(value: Any) -> None:
     assert canonical_json(value) == rfc8785.dumps(value)
 
 
+@settings(max_examples=300, deadline=None)
+@given(json_values(ASCII_KEYS, NO_FLOAT_SCALARS | FINITE))
+def test_floats_printed_by_rfc8785_inside_msgspec_output(value: Any) -> None:
+    # With ASCII keys, floats are the only obstacle: each is printed by rfc8785 alone and
+    # placed verbatim (msgspec.Raw) in msgspec's sorted output. The whole must still be JCS.
+    reference = rfc8785.dumps(value)
+    real_dumps = rfc8785.dumps
+
+    def floats_only(v: Any) -> bytes:
+        assert type(v) is float, f"general path used for {v!r}"
+        return real_dumps(v)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(canonical_mod.rfc8785, "dumps", floats_only)
+        assert canonical_json(value) == reference
+
+
 def test_fast_path_is_refused_where_msgspec_differs() -> None:
     assert not fast_path_applies({"a": 1.0})  # msgspec writes 1.0, JCS 1
     assert not fast_path_applies([float("nan")])  # msgspec writes null, JCS has no form

@@ -17,7 +17,8 @@ key ASCII:
   between astral characters and U+E000–U+FFFF, which ASCII keys cannot contain;
 - floats: JCS prints them as ECMAScript does (``1e+30``, ``1``, ``0`` for -0.0) where msgspec
   writes ``1e30``, ``1.0``, ``-0.0``, and msgspec writes NaN as ``null`` where JCS has no form
-  at all; hence no float on the fast path;
+  at all; hence no float on the fast path. A value whose only obstacle is floats still goes
+  through msgspec, with each float replaced by ``rfc8785``'s text for it as ``msgspec.Raw``;
 - integers beyond 2**53 are not I-JSON: ``rfc8785`` refuses them, so the fast path must too;
 - lone surrogates: msgspec raises ``UnicodeEncodeError``; the general path then refuses them.
 """
@@ -67,8 +68,10 @@ def canonical_json(value: Any) -> bytes:
     try:
         if fast_path_applies(value):
             return _encode_sorted(value)
-    except (UnicodeEncodeError, RecursionError):
-        pass  # a lone surrogate or very deep nesting: the general path decides (and explains)
+        # Floats are all that keeps many values off the fast path: print just them the JCS way.
+        return _encode_sorted(_floats_as_raw(value))
+    except (_NotFast, UnicodeEncodeError, RecursionError):
+        pass  # non-ASCII keys, a lone surrogate, very deep nesting: the general path decides (and explains)
     try:
         return rfc8785.dumps(value)
     except (rfc8785.CanonicalizationError, RecursionError) as exc:
@@ -131,6 +134,40 @@ def fast_path_applies(value: Any) -> bool:
                 return False
         return True
     return False
+
+
+class _NotFast(Exception):
+    """Raised inside :func:`_floats_as_raw` when something besides floats needs the general path."""
+
+
+def _floats_as_raw(value: Any) -> Any:
+    """A copy of ``value`` with each finite float replaced by its RFC 8785 text as ``msgspec.Raw``.
+
+    msgspec writes a ``Raw`` verbatim, so with every other part meeting the fast path's terms
+    (ASCII keys, safe integers, exact JSON types) the sorted encoding is exactly RFC 8785.
+
+    Raises:
+        _NotFast: anything else stands in the way (NaN, a non-ASCII key, another type).
+    """
+    t = type(value)
+    if t is float:
+        if math.isfinite(value):
+            return msgspec.Raw(rfc8785.dumps(value))
+        raise _NotFast
+    if t is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str or not key.isascii():
+                raise _NotFast
+            out[key] = _floats_as_raw(item)
+        return out
+    if t is list or t is tuple:
+        return [_floats_as_raw(item) for item in value]
+    if t is str or t is bool or value is None:
+        return value
+    if t is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        return value
+    raise _NotFast
 
 
 def _key_path(path: str, key: str) -> str:

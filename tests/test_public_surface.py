@@ -19,6 +19,10 @@ ROOMS = [
     "kurahi.context",
     "kurahi.lineage",
     "kurahi.agent",
+    "kurahi.lifecycle",
+    "kurahi.resident",
+    "kurahi.gateway",
+    "kurahi.canonical",
     "kurahi.jsvalues",
     "kurahi.testing",
 ]

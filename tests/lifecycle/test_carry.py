@@ -35,7 +35,8 @@ def test_lineage_carry_reproduces_the_old_context_and_pi_agrees(tmp_path: Path, 
     report = check_carry(old, new)
     assert report.ok, report
     old_msgs = project_file(old).context.messages
-    assert report.tail_messages == len(old_msgs) - (1 if old_msgs and old_msgs[0].get("role") == "compactionSummary" else 0)
+    summaries = 1 if old_msgs and old_msgs[0].get("role") == "compactionSummary" else 0
+    assert report.tail_messages == len(old_msgs) - summaries
     assert pi.context(new)["messages"] == project_file(new).context.to_dict()["messages"]
     header = json.loads(new.read_text().splitlines()[0])
     assert header["parentSession"] == str(old)
@@ -51,16 +52,16 @@ def test_lineage_carry_with_a_small_budget_keeps_the_recent_tail(tmp_path: Path)
 
 
 def test_summary_and_none(tmp_path: Path) -> None:
-    old, new = _carry(tmp_path, 300, 4, "summary", keep=2000)
+    _, new = _carry(tmp_path, 300, 4, "summary", keep=2000)
     msgs = project_file(new).context.messages
     assert len(msgs) == 1 and msgs[0]["role"] == "compactionSummary" and "Recent interaction:" in msgs[0]["summary"]
     (tmp_path / "b").mkdir()
-    old, new = _carry(tmp_path / "b", 300, 4, "none", keep=2000)
+    _, new = _carry(tmp_path / "b", 300, 4, "none", keep=2000)
     assert project_file(new).context.messages == []
 
 
 def test_check_carry_notices_a_wrong_tail(tmp_path: Path) -> None:
-    old, new = _carry(tmp_path, 200, 3, "lineage", keep=10**9)
+    _, new = _carry(tmp_path, 200, 3, "lineage", keep=10**9)
     other = tmp_path / "other.jsonl"
     build_session(other, entries=200, seed=11)
     assert not check_carry(other, new).ok

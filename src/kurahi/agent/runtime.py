@@ -308,8 +308,7 @@ class Runtime:
                 path = None
         facts = session_facts(entry, file, path, header_id=header, session_type=_session_type(key))
         now = int(time.time() * 1000)
-        offset = dt.datetime.now().astimezone().utcoffset()
-        msg = Inbound(text, now, int(offset.total_seconds() // 60) if offset is not None else 0)
+        msg = Inbound(text, now, _local_offset_minutes(now))
         decision = decide(facts, msg, self.settings.lifecycle)
         if decision.action != "reuse" and entry is not None:
             self._rollover(key, decision)
@@ -516,3 +515,16 @@ def _session_type(key: str) -> str:
     """``main`` for ``agent:<id>:main`` keys, else the key's third part (``group``, ``thread``, ...)."""
     parts = key.split(":")
     return parts[2] if len(parts) >= 3 and parts[0] == "agent" and parts[2] else "main"
+
+
+_offset_cache: tuple[int, int] = (-1, 0)
+
+
+def _local_offset_minutes(now_ms: int) -> int:
+    """The gateway's UTC offset in minutes (looked up at most once a minute)."""
+    global _offset_cache
+    minute = now_ms // 60_000
+    if _offset_cache[0] != minute:
+        offset = dt.datetime.now().astimezone().utcoffset()
+        _offset_cache = (minute, int(offset.total_seconds() // 60) if offset is not None else 0)
+    return _offset_cache[1]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from kurahi.context.project import PathEntry
@@ -68,7 +67,7 @@ def session_facts(
     mtime: int | None = None
     if transcript is not None:
         try:
-            mtime = os.stat(Path(transcript)).st_mtime_ns // 1_000_000
+            mtime = os.stat(transcript).st_mtime_ns // 1_000_000
         except OSError:
             mtime = None
     ok = mtime is not None and path is not None and header_id is not None

@@ -26,6 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+import msgspec
+
 from kurahi.errors import CatalogCorruptError, CatalogEntryError, CatalogError, UsageError
 from kurahi.store.catalog_format import (
     MAX_KEY_LENGTH,
@@ -122,6 +124,7 @@ class Catalog:
         # The bytes this object last wrote or read under the lock and their parse: when the
         # file still holds exactly those bytes, a change need not parse it again.
         self._cached: tuple[bytes, Store] | None = None
+        self._read_cache: tuple[tuple[int, int, int], Store] | None = None
 
     def __repr__(self) -> str:
         return f"Catalog({str(self.path)!r})"
@@ -131,11 +134,12 @@ class Catalog:
     def get(self, key: str) -> Entry | None:
         """Return the entry for ``key`` (a copy the caller may change), or ``None``."""
         validate_key(key)
-        return self._load().get(key)
+        entry = self._load().get(key)
+        return _copy(entry) if entry is not None else None
 
     def items(self) -> list[tuple[str, Entry]]:
         """Every ``(key, entry)`` of one version of the file, in file order."""
-        return list(self._load().items())
+        return [(k, _copy(v)) for k, v in self._load().items()]
 
     def keys(self) -> list[str]:
         """Every key of one version of the file, in file order."""
@@ -319,8 +323,20 @@ class Catalog:
             os.close(fd)
 
     def _load(self) -> Store:
+        # Reads are served from the last parse while the file is the same file with the same
+        # size and mtime: every write replaces it (a new inode), so a change is always seen.
+        try:
+            st = os.stat(self.path)
+            stamp: tuple[int, int, int] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            stamp = None
+        if stamp is not None and self._read_cache is not None and self._read_cache[0] == stamp:
+            return self._read_cache[1]  # shared: the public readers hand out copies
         raw = self._read_raw()
-        return {} if raw is None else parse_catalog(raw, path=self.path)
+        store = {} if raw is None else parse_catalog(raw, path=self.path)
+        if stamp is not None:
+            self._read_cache = (stamp, store)
+        return store
 
     def _lock(self) -> FileLock:
         if not self.path.parent.is_dir():
@@ -397,3 +413,16 @@ def find_catalogs(home: str | os.PathLike[str], agent: str | None = None) -> lis
         if (child / "sessions").is_dir():
             found.append((child.name, child / "sessions" / CATALOG_NAME))
     return found
+
+
+def _copy(entry: Entry) -> Entry:
+    """A deep copy of a JSON value: a round trip through msgspec, many times faster than deepcopy.
+
+    Values only the lenient parser accepts (an unpaired surrogate, an overflowing number)
+    do not survive the round trip; they are copied the slow way.
+    """
+    try:
+        out: Entry = msgspec.json.decode(msgspec.json.encode(entry))
+    except (msgspec.EncodeError, msgspec.DecodeError, UnicodeError, OverflowError, ValueError):
+        return copy.deepcopy(entry)
+    return out

@@ -22,6 +22,7 @@ from kurahi.errors import EntryNotFoundError, NotASessionError, ParentCycleError
 from kurahi.jsvalues import MISSING, js_truthy, js_whitespace_strip
 from kurahi.store.idindex import IdIndex
 from kurahi.store.migrate import header_version, migrate_v1
+from kurahi.store.native import scan_native
 from kurahi.store.parallel import scan_file
 from kurahi.store.scan import (
     Reader,
@@ -139,12 +140,15 @@ class Transcript:
     lines can be read back without holding the whole file in memory.
     """
 
-    def __init__(self, read: Reader, size: int, *, name: str, fd: int | None = None) -> None:
+    def __init__(self, read: Reader, size: int, *, name: str, fd: int | None = None, data: bytes | None = None) -> None:
         self.name = name
         self._fd = fd
         self._read = read
         try:
-            result = scan_file(fd, size) if fd is not None else scan(read, size)
+            source = fd if fd is not None else data
+            result = scan_native(source, read, size) if source is not None else None
+            if result is None:
+                result = scan_file(fd, size) if fd is not None else scan(read, size)
         except BaseException:
             self.close()
             raise
@@ -188,7 +192,7 @@ class Transcript:
     @classmethod
     def from_bytes(cls, data: bytes, *, name: str = "<bytes>") -> Transcript:
         """Read a transcript from bytes in memory."""
-        return cls(bytes_reader(data), len(data), name=name)
+        return cls(bytes_reader(data), len(data), name=name, data=data)
 
     def close(self) -> None:
         """Release the file descriptor (entries already decoded stay usable)."""

@@ -101,11 +101,17 @@ def _describe(t: Transcript) -> dict[str, Any]:
     n = len(t)
     ids = {sk.id for sk in t._skeletons}
     ctx = build_context(t.path_entries(t.path_indices(n - 1)), t.leaf_id).to_dict() if n else None
+    raws = [t.raw_line(i) for i in range(n)]
+    lines = [t.line_of(i) for i in range(n)]
+    # The batch readers the stitch uses agree with the one-entry ones, in any order.
+    for idx in (list(range(n)), list(range(n))[::-3], list(range(0, n, max(1, n // 5)))):
+        assert t.raw_lines(idx) == [(lines[i], raws[i]) for i in idx]
+        assert t.ids_of(idx) == [t.entry_at(i).id for i in idx]
     return {
         "header": t.header,
         "skeletons": [(sk.type, sk.id, sk.parentId) for sk in t._skeletons],
-        "raws": [t.raw_line(i) for i in range(n)],
-        "lines": [t.line_of(i) for i in range(n)],
+        "raws": raws,
+        "lines": lines,
         "warnings": [(w.line, w.message) for w in t.warnings],
         "lookups": {repr(i): t.index_of(i) for i in [*ids, "absent", "", 5, None]},
         "torn_tail": t.torn_tail,

@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -177,17 +178,54 @@ def stitch(
     out_path = Path(out)
     _check_sources(paths, out_path)
     report = StitchReport(out=str(out_path))
-    transcripts = [Transcript.open(p) for p in paths]
+    # The sources' sha256 (for the report) is computed on a second thread while this one
+    # scans them: hashing and scanning both run outside the GIL.
+    hashes = _Hashes(paths)
+    transcripts: list[Transcript] = []
     try:
+        transcripts.extend(Transcript.open(p) for p in paths)
         for p, t in zip(paths, transcripts, strict=True):
             if t.migrated_from is not None or t.version is MISSING:
                 raise StitchError(
                     f"{p}: a version-1/2 session; stitch copies lines verbatim, so it must be v3 or later"
                 )
-        return _stitch(paths, transcripts, out_path, report, leaf_id, rename_colliding, force)
+        return _stitch(paths, transcripts, out_path, report, leaf_id, rename_colliding, force, hashes)
     finally:
+        hashes.wait()
         for t in transcripts:
             t.close()
+
+
+class _Hashes:
+    """``fsio.file_sha256`` of each source, on a thread started at once."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self._results: list[str | OSError] = []
+        self._thread = threading.Thread(target=self._run, args=(paths,), name="kurahi-stitch-sha256", daemon=True)
+        self._thread.start()
+
+    def _run(self, paths: list[Path]) -> None:
+        for p in paths:
+            try:
+                self._results.append(fsio.file_sha256(p))
+            except OSError as exc:  # the main thread reports an unreadable source itself
+                self._results.append(exc)
+
+    def wait(self) -> None:
+        """Let the thread finish (it only reads)."""
+        self._thread.join()
+
+    def get(self, k: int) -> str:
+        """The sha256 of source ``k``.
+
+        Raises:
+            OSError: the source could not be read.
+        """
+        self._thread.join()
+        got = self._results[k]
+        if isinstance(got, OSError):
+            raise got
+        return got
 
 
 @dataclass
@@ -213,6 +251,7 @@ def _stitch(
     leaf_id: str | None,
     rename_colliding: bool,
     force: bool,
+    hashes: _Hashes,
 ) -> StitchReport:
     used: set[str] = set()
     pieces: list[_Piece] = []
@@ -242,7 +281,7 @@ def _stitch(
                 if not force:
                     raise StitchError(msg + "; is the order right? --force to stitch anyway")
                 report.warnings.append(msg)
-        ids_here = [str(t.entry_at(i).id) for i in piece.indices]
+        ids_here = [str(i) for i in t.ids_of(piece.indices)]
         collide = sorted({i for i in ids_here if i in used})
         if collide:
             if not rename_colliding:
@@ -263,7 +302,7 @@ def _stitch(
             report.edges.append({"child": piece.mapping.get(child, child), "parent": parent, "source": str(p)})
         pieces.append(piece)
         prev_last_ms = date_ms(t.entry_at(len(t) - 1).data.get("timestamp", MISSING))
-    _write(paths, ts, out, report, pieces)
+    _write(paths, ts, out, report, pieces, hashes)
     return report
 
 
@@ -284,7 +323,9 @@ def _header(paths: list[Path], ts: list[Transcript], report: StitchReport) -> di
     }
 
 
-def _write(paths: list[Path], ts: list[Transcript], out: Path, report: StitchReport, pieces: list[_Piece]) -> None:
+def _write(
+    paths: list[Path], ts: list[Transcript], out: Path, report: StitchReport, pieces: list[_Piece], hashes: _Hashes
+) -> None:
     header = _header(paths, ts, report)
     report.header = header
     tmp = out.with_name(f".{out.name}.{os.getpid()}.stitch.tmp")
@@ -305,7 +346,7 @@ def _write(paths: list[Path], ts: list[Transcript], out: Path, report: StitchRep
             t = ts[piece.k]
             src = SourceReport(
                 path=str(paths[piece.k]),
-                sha256=fsio.file_sha256(paths[piece.k]),
+                sha256=hashes.get(piece.k),
                 session_id=t.session_id,
                 role="before" if piece.k == 0 else "after",
                 leaf_id=piece.leaf,
@@ -315,8 +356,7 @@ def _write(paths: list[Path], ts: list[Transcript], out: Path, report: StitchRep
                 first_entry_at=t.entry_at(piece.indices[0]).data.get("timestamp"),
                 last_entry_at=t.entry_at(piece.indices[-1]).data.get("timestamp"),
             )
-            for i in piece.indices:
-                raw = t.raw_line(i)
+            for i, (line_no, raw) in zip(piece.indices, t.raw_lines(piece.indices), strict=True):
                 line, change = raw, None
                 if piece.mapping:
                     e = t.entry_at(i)
@@ -327,7 +367,7 @@ def _write(paths: list[Path], ts: list[Transcript], out: Path, report: StitchRep
                     line, how = _reparent(line, piece.reparent[i])
                     change = how if change is None else f"{change}+{how}"
                 out_line += 1
-                src.lines.append([out_line, t.line_of(i), _sha(raw), change])
+                src.lines.append([out_line, line_no, _sha(raw), change])
                 buf += (line, b"\n")
                 if len(buf) > 4096:
                     flush()

@@ -18,7 +18,7 @@ import gc
 import json
 import os
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, NamedTuple
@@ -220,6 +220,28 @@ class ScanResult:
         if len(self._firsts) != len(self.chunks):
             self._firsts = [c.first for c in self.chunks]
         return bisect_right(self._firsts, index) - 1
+
+    def lines_at(self, indices: Iterable[int], read: Reader) -> Iterator[tuple[int, bytes]]:
+        """``(line number, stored bytes)`` of many entries; each chunk is read once per run.
+
+        Cheaper than :meth:`locate` per entry when copying thousands of entries in order.
+        """
+        spans = self.spans
+        chunks = self.chunks
+        cur: Chunk | None = None
+        lines: list[bytes] = []
+        for index in indices:
+            span = spans.get(index)
+            if span is not None:
+                yield span[2], read(span[0], span[1])
+                continue
+            if cur is None or not cur.first <= index < cur.first + len(lines):
+                cur = chunks[self._chunk_of(index)]
+                lines = read(cur.offset, cur.nbytes).split(b"\n")
+                if lines[-1] == b"":
+                    lines.pop()
+            k = index - cur.first
+            yield cur.line + k, lines[k]
 
     def line_of(self, index: int, read: Reader) -> int:
         """1-based line number of entry ``index``."""

@@ -262,6 +262,21 @@ class Transcript:
         except OSError as exc:
             raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
 
+    def raw_lines(self, indices: Sequence[int]) -> list[tuple[int, bytes]]:
+        """``(line number, stored bytes)`` of many entries, reading each chunk once per run."""
+        try:
+            return list(self._scan.lines_at(indices, self._read))
+        except OSError as exc:
+            raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
+
+    def ids_of(self, indices: Sequence[int]) -> list[Any]:
+        """The ids of many entries (``MISSING`` where an entry has none)."""
+        if len(indices) * 8 < len(self._skeletons):
+            return [Entry(self, i).id for i in indices]
+        id_list = getattr(self._skeletons, "id_list", None)
+        ids = id_list() if id_list is not None else [sk.id for sk in self._skeletons]
+        return [_u(ids[i]) for i in indices]
+
     def line_of(self, index: int) -> int:
         """1-based line number of entry ``index``."""
         return self._scan.line_of(index, self._read)

@@ -55,7 +55,7 @@ def demo(
             console.rule("[bold]1. Write a session through the store")
             started = time.perf_counter()
             with Progress(
-                TextColumn("writing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+                TextColumn("writing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console.get()
             ) as bar:
                 task = bar.add_task("write", total=entries)
                 report = build_session(

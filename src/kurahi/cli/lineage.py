@@ -7,8 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from kurahi.cli.common import EXIT, console, err_console, print_json, translate_errors
 from kurahi.cli.lineage_draw import draw_cmd
@@ -31,6 +29,9 @@ def path_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the path as JSON."),
 ) -> None:
     """The canonical path from a leaf, its branch points, and the side branches it leaves out."""
+    from rich.markup import escape
+    from rich.table import Table
+
     from kurahi.lineage.canonical import canonical_path
     from kurahi.store.transcript import Transcript
 
@@ -85,6 +86,8 @@ def stitch_cmd(
                 outputs={"stitched": out},
                 reports={"stitch": data},
             )
+    from rich.markup import escape  # rich only once there is something to print for people
+
     for w in rep.warnings:
         err_console.print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True)
     summary = {k: v for k, v in data.items() if k != "sources"}
@@ -92,6 +95,8 @@ def stitch_cmd(
     if as_json:
         print_json(summary)
         return
+    from rich.table import Table
+
     table = Table(header_style="bold")
     for col in ("source", "role", "entries", "copied", "left out", "reset-time leaf"):
         table.add_column(col)
@@ -137,6 +142,9 @@ def check_cmd(
     if as_json:
         print_json(rep.to_dict())
     else:
+        from rich.markup import escape
+        from rich.table import Table
+
         agree = "[green]agree[/]" if rep.projections_agree else "[bold red]DISAGREE[/]"
         console.print(
             f"[bold]{escape(str(file))}[/]: {rep.messages} messages; fast and reference projections {agree} "

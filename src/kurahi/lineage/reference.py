@@ -68,7 +68,7 @@ def _decode(line: str) -> Any:
         return json.loads(line, parse_constant=_not_json)
 
 
-class _Keys(msgspec.Struct):
+class _Keys(msgspec.Struct, gc=False):
     """What the walk follows; ``None`` when absent, as ``dict.get`` gives."""
 
     type: Any = None
@@ -77,49 +77,54 @@ class _Keys(msgspec.Struct):
 
 
 _read_keys = msgspec.json.Decoder(_Keys).decode
+_NOT_AN_OBJECT = _Keys()
+"""Stands for a line whose JSON value is not an object (it reads as ``{}``)."""
 
 
-@dataclass(slots=True)
-class _Line:
-    """One parsed line: the keys now, the whole value when the walk asks for it."""
+@dataclass
+class _Lines:
+    """The parsed lines, in file order: the keys of each now, whole values on request.
 
-    is_object: bool
-    type: Any
-    id: Any
-    parent: Any
-    text: str | None = None
-    full: Any = None
+    Parallel lists rather than one object per line: 20k small objects cost more than
+    parsing the lines they describe.
+    """
 
-    def value(self) -> dict[str, Any]:
-        """The line as a dict (``{}`` for a JSON value that is not an object)."""
-        if not self.is_object:
+    keys: list[_Keys] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    full: dict[int, Any] = field(default_factory=dict)
+    """Lines already decoded in full (those msgspec could not read keys-only)."""
+
+    def value(self, k: int) -> dict[str, Any]:
+        """Line ``k`` as a dict (``{}`` for a JSON value that is not an object)."""
+        if self.keys[k] is _NOT_AN_OBJECT:
             return {}
-        if self.full is None:
-            self.full = _decode(self.text or "")
-        return self.full  # type: ignore[no-any-return]
+        if k not in self.full:
+            self.full[k] = _decode(self.texts[k])
+        return self.full[k]  # type: ignore[no-any-return]
 
 
-def _parse(path: Path) -> list[_Line]:
+def _parse(path: Path) -> _Lines:
     # Every line in full, the file decoded as Node decodes it.
     text = path.read_bytes().decode("utf-8", "replace").strip()
-    lines: list[_Line] = []
+    out = _Lines()
+    keys, texts = out.keys, out.texts
     for line in text.split("\n"):
-        if not line.strip():
+        if not line or line.isspace():
             continue
         try:
-            k = _read_keys(line)  # checks the whole line, builds three values
+            keys.append(_read_keys(line))  # checks the whole line, builds three values
         except (msgspec.DecodeError, msgspec.ValidationError):
             try:
                 value = _decode(line)  # not an object, or a line msgspec refuses
             except ValueError:
                 continue
             if isinstance(value, dict):
-                lines.append(_Line(True, value.get("type"), value.get("id"), value.get("parentId"), full=value))
+                keys.append(_Keys(value.get("type"), value.get("id"), value.get("parentId")))
+                out.full[len(texts)] = value
             else:
-                lines.append(_Line(False, None, None, None, full=value))
-            continue
-        lines.append(_Line(True, k.type, k.id, k.parentId, text=line))
-    return lines
+                keys.append(_NOT_AN_OBJECT)
+        texts.append(line)
+    return out
 
 
 def _message(entry: dict[str, Any]) -> Any:
@@ -150,28 +155,29 @@ def _emit(entries: list[dict[str, Any]]) -> list[Any]:
 def reference_projection(path: str | Path) -> ReferenceProjection:
     """Project ``path`` the plain way (whole file parsed, leaf = last entry line)."""
     p = Path(path)
-    values = _parse(p)
-    if not values or not values[0].is_object or values[0].type != "session":
+    lines = _parse(p)
+    keys = lines.keys
+    if not keys or keys[0] is _NOT_AN_OBJECT or keys[0].type != "session":
         raise NotASessionError("not a session", path=p)
-    entries = [v for v in values[1:] if not (v.is_object and v.type == "session")]
+    entries = [k for k in range(1, len(keys)) if keys[k] is _NOT_AN_OBJECT or keys[k].type != "session"]
     out = ReferenceProjection()
     if not entries:
         return out
-    by_id: dict[Any, _Line] = {}
-    for line in entries:
-        if isinstance(line.id, str):
-            by_id[line.id] = line
-    walked: list[_Line] = []
+    by_id: dict[Any, int] = {}
+    for k in entries:
+        if isinstance(keys[k].id, str):
+            by_id[keys[k].id] = k
+    walked: list[int] = []
     seen: set[int] = set()
-    current: _Line | None = entries[-1]
+    current: int | None = entries[-1]
     while current is not None:
-        if id(current) in seen:
-            raise ParentCycleError("parentId cycle", cycle=[str(current.id)], path=p)
-        seen.add(id(current))
+        if current in seen:
+            raise ParentCycleError("parentId cycle", cycle=[str(keys[current].id)], path=p)
+        seen.add(current)
         walked.append(current)
-        parent = current.parent
+        parent = keys[current].parentId
         current = by_id.get(parent) if isinstance(parent, str) and parent else None
-    chain = [line.value() for line in reversed(walked)]
+    chain = [lines.value(k) for k in reversed(walked)]
 
     compaction: dict[str, Any] | None = None
     for e in chain:

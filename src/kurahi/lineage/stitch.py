@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,10 +103,6 @@ class StitchReport:
             "changedLines": sum(len(s.lines) for s in self.sources) - self.identical_lines,
             "warnings": self.warnings,
         }
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _reparent(raw: bytes, parent: str) -> tuple[bytes, str]:
@@ -323,6 +319,42 @@ def _header(paths: list[Path], ts: list[Transcript], report: StitchReport) -> di
     }
 
 
+_BATCH = 4096
+"""Lines copied per write (and per read of the source's chunks)."""
+
+
+def _copied(t: Transcript, piece: _Piece, out_line: int) -> Iterator[tuple[list[bytes], list[list[Any]]]]:
+    """The output lines of one piece and their report rows, a batch at a time.
+
+    A row is ``[output line, source line, sha256 of the source line, change]``; ``out_line``
+    is the output line before the piece.
+    """
+    sha256 = hashlib.sha256
+    for start in range(0, len(piece.indices), _BATCH):
+        indices = piece.indices[start : start + _BATCH]
+        pairs = t.raw_lines(indices)
+        lines = [raw for _, raw in pairs]
+        changes: list[str | None] = [None] * len(lines)
+        if piece.mapping:
+            for k, i in enumerate(indices):
+                e = t.entry_at(i)
+                renamed = _rename(e.data, piece.mapping)
+                if renamed != e.data:
+                    lines[k], changes[k] = _encode(renamed), "renamed"
+        where = dict(zip(indices, range(len(indices)), strict=True)) if piece.reparent else {}
+        for i, parent in piece.reparent.items():
+            at = where.get(i)
+            if at is not None:
+                lines[at], how = _reparent(lines[at], parent)
+                changes[at] = how if changes[at] is None else f"{changes[at]}+{how}"
+        first = out_line + start + 1
+        rows = [
+            [first + k, line_no, sha256(raw).hexdigest(), change]
+            for k, ((line_no, raw), change) in enumerate(zip(pairs, changes, strict=True))
+        ]
+        yield lines, rows
+
+
 def _write(
     paths: list[Path], ts: list[Transcript], out: Path, report: StitchReport, pieces: list[_Piece], hashes: _Hashes
 ) -> None:
@@ -341,7 +373,7 @@ def _write(
 
     try:
         buf += (_encode(header), b"\n")
-        out_line = 1
+        out_line = 1  # the header
         for piece in pieces:
             t = ts[piece.k]
             src = SourceReport(
@@ -356,21 +388,11 @@ def _write(
                 first_entry_at=t.entry_at(piece.indices[0]).data.get("timestamp"),
                 last_entry_at=t.entry_at(piece.indices[-1]).data.get("timestamp"),
             )
-            for i, (line_no, raw) in zip(piece.indices, t.raw_lines(piece.indices), strict=True):
-                line, change = raw, None
-                if piece.mapping:
-                    e = t.entry_at(i)
-                    renamed = _rename(e.data, piece.mapping)
-                    if renamed != e.data:
-                        line, change = _encode(renamed), "renamed"
-                if i in piece.reparent:
-                    line, how = _reparent(line, piece.reparent[i])
-                    change = how if change is None else f"{change}+{how}"
-                out_line += 1
-                src.lines.append([out_line, line_no, _sha(raw), change])
-                buf += (line, b"\n")
-                if len(buf) > 4096:
-                    flush()
+            for lines, rows in _copied(t, piece, out_line):
+                src.lines += rows
+                out_line += len(rows)
+                buf += (b"\n".join(lines), b"\n")
+                flush()
             report.sources.append(src)
         flush()
         fsio.ops.fsync(fd)

@@ -18,7 +18,7 @@ import gc
 import json
 import os
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, NamedTuple
@@ -221,27 +221,40 @@ class ScanResult:
             self._firsts = [c.first for c in self.chunks]
         return bisect_right(self._firsts, index) - 1
 
-    def lines_at(self, indices: Iterable[int], read: Reader) -> Iterator[tuple[int, bytes]]:
-        """``(line number, stored bytes)`` of many entries; each chunk is read once per run.
+    def lines_at(self, indices: Sequence[int], read: Reader) -> list[tuple[int, bytes]]:
+        """``(line number, stored bytes)`` of many entries, reading each chunk once per run.
 
-        Cheaper than :meth:`locate` per entry when copying thousands of entries in order.
+        Cheaper than :meth:`locate` per entry when copying thousands of entries: a run of
+        consecutive entries inside one chunk is taken as one slice.
         """
+        out: list[tuple[int, bytes]] = []
         spans = self.spans
-        chunks = self.chunks
         cur: Chunk | None = None
         lines: list[bytes] = []
-        for index in indices:
+        n = len(indices)
+        i = 0
+        while i < n:
+            index = indices[i]
             span = spans.get(index)
             if span is not None:
-                yield span[2], read(span[0], span[1])
+                out.append((span[2], read(span[0], span[1])))
+                i += 1
                 continue
             if cur is None or not cur.first <= index < cur.first + len(lines):
-                cur = chunks[self._chunk_of(index)]
+                cur = self.chunks[self._chunk_of(index)]
                 lines = read(cur.offset, cur.nbytes).split(b"\n")
                 if lines[-1] == b"":
                     lines.pop()
             k = index - cur.first
-            yield cur.line + k, lines[k]
+            m = min(len(lines) - k, n - i)  # entries of a chunk are never in spans
+            run = m > 1 and indices[i + m - 1] == index + m - 1
+            if run and list(indices[i : i + m]) == list(range(index, index + m)):
+                out.extend(zip(range(cur.line + k, cur.line + k + m), lines[k : k + m], strict=True))
+                i += m
+            else:
+                out.append((cur.line + k, lines[k]))
+                i += 1
+        return out
 
     def line_of(self, index: int, read: Reader) -> int:
         """1-based line number of entry ``index``."""

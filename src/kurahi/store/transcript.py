@@ -265,7 +265,7 @@ class Transcript:
     def raw_lines(self, indices: Sequence[int]) -> list[tuple[int, bytes]]:
         """``(line number, stored bytes)`` of many entries, reading each chunk once per run."""
         try:
-            return list(self._scan.lines_at(indices, self._read))
+            return self._scan.lines_at(indices, self._read)
         except OSError as exc:
             raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
 

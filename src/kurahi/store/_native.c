@@ -99,7 +99,7 @@ static inline int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 /* From just after an opening quote to its closing quote; NULL if the string is not valid.
  * *escaped is set when a backslash occurs. Bytes >= 0x80 are accepted whatever they are:
  * Node decodes the file with replacement, so no byte sequence there breaks JSON.parse. */
-static const char *scan_string(const char *p, const char *pe, int *escaped)
+static inline __attribute__((always_inline)) const char *scan_string(const char *p, const char *pe, int *escaped)
 {
     for (;;) {
 #if defined(__SSE2__)

@@ -19,14 +19,19 @@ Each round, in this order, every command a fresh process timed from spawn to exi
 3. ``kurahi lineage check C``.
 
 The ratio per round is (stitch + check) / cat; the median over ``--rounds`` is the
-figure. Correctness is checked in the same run, untimed, and the script exits 1 if any
-check fails: C's lines after its header are A's canonical-path lines and then B's lines,
-byte for byte, except the one re-parented root; the report's per-line sha256 match C;
+figure. Kurahi's bytecode is compiled first (``compileall``), as any normal install or
+first run does: an environment with ``PYTHONDONTWRITEBYTECODE`` set would otherwise
+compile every module of Kurahi on every start. ``--json-output`` times both commands
+with ``--json`` (what scripts call: no table is drawn, so rich is never imported).
+
+Correctness is checked in the same run, untimed, and the script exits 1 if any check
+fails: C's lines after its header are A's canonical-path lines and then B's lines, byte
+for byte, except the one re-parented root; the report's per-line sha256 match C;
 ``kurahi lineage check C --json`` says both projections agree.
 
 Usage::
 
-    .venv/bin/python benchmarks/stitch_check.py [--rounds 5] [--json] [--no-report]
+    .venv/bin/python benchmarks/stitch_check.py [--rounds 5] [--json] [--no-report] [--json-output]
 """
 
 from __future__ import annotations
@@ -110,12 +115,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5, help="rounds of cat, stitch, check (default 5)")
     ap.add_argument("--data-dir", type=Path, default=ROOT / "bench-data", help="cache of generated files")
     ap.add_argument("--no-report", action="store_true", help="stitch without --report")
+    ap.add_argument("--json-output", action="store_true", help="time both commands with --json")
     ap.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     args = ap.parse_args(argv)
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
+    pkg = subprocess.run(
+        [sys.executable, "-c", "import kurahi, os; print(os.path.dirname(kurahi.__file__))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    subprocess.run([sys.executable, "-m", "compileall", "-q", pkg], check=True)
     a = ensure_file(args.data_dir, "tree-e200000-s7.jsonl", ["--entries", "200000", "--seed", "7"], log)
     b = ensure_file(args.data_dir, "session-e20000-s11.jsonl", ["--entries", "20000", "--seed", "11"], log)
     work = Path(tempfile.mkdtemp(prefix="stitch-bench-", dir=args.data_dir))
@@ -129,8 +142,12 @@ def main(argv: list[str] | None = None) -> int:
             stitch_cmd = [str(KURAHI), "lineage", "stitch", str(a), str(b), "--out", str(c), "--force"]
             if not args.no_report:
                 stitch_cmd += ["--report", str(rep)]
+            check_cmd = [str(KURAHI), "lineage", "check", str(c)]
+            if args.json_output:
+                stitch_cmd.append("--json")
+                check_cmd.append("--json")
             t_stitch = timed(stitch_cmd)
-            t_check = timed([str(KURAHI), "lineage", "check", str(c)])
+            t_check = timed(check_cmd)
             rows.append({"cat_s": t_cat, "stitch_s": t_stitch, "check_s": t_check})
             log(f"round {k + 1}: cat {t_cat:.3f} s, stitch {t_stitch:.3f} s, check {t_check:.3f} s")
             if k == 0:
@@ -152,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         "median_stitch_s": statistics.median(r["stitch_s"] for r in rows),
         "median_check_s": statistics.median(r["check_s"] for r in rows),
         "median_ratio": statistics.median(ratios),
+        "json_output": args.json_output,
         "ratios": ratios,
         "verified": facts,
     }

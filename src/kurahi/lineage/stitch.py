@@ -99,8 +99,8 @@ class StitchReport:
             "sources": [s.to_dict() for s in self.sources],
             "edges": self.edges,
             "renamed": self.renamed,
-            "identicalLines": self.identical_lines,
-            "changedLines": sum(len(s.lines) for s in self.sources) - self.identical_lines,
+            "identicalLines": (same := self.identical_lines),
+            "changedLines": sum(len(s.lines) for s in self.sources) - same,
             "warnings": self.warnings,
         }
 

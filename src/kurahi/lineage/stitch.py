@@ -277,8 +277,8 @@ def _stitch(
                 if not force:
                     raise StitchError(msg + "; is the order right? --force to stitch anyway")
                 report.warnings.append(msg)
-        ids_here = [str(i) for i in t.ids_of(piece.indices)]
-        collide = sorted({i for i in ids_here if i in used})
+        ids_here = [i if type(i) is str else str(i) for i in t.ids_of(piece.indices)]
+        collide = sorted(used.intersection(ids_here))
         if collide:
             if not rename_colliding:
                 raise StitchError(
@@ -290,7 +290,7 @@ def _stitch(
                 piece.mapping[old] = new = entry_id(taken)
                 taken.add(new)
             report.renamed.update(piece.mapping)
-        used.update(piece.mapping.get(i, i) for i in ids_here)
+        used.update(ids_here if not piece.mapping else (piece.mapping.get(i, i) for i in ids_here))
         if piece.leaf is not None:
             piece.leaf = piece.mapping.get(piece.leaf, piece.leaf)
         for index, parent in piece.reparent.items():

@@ -20,6 +20,7 @@ import msgspec
 
 from kurahi.errors import EntryNotFoundError, NotASessionError, ParentCycleError, TranscriptReadError
 from kurahi.jsvalues import MISSING, js_truthy, js_whitespace_strip
+from kurahi.store.columns import TableSkeletons
 from kurahi.store.idindex import IdIndex
 from kurahi.store.migrate import header_version, migrate_v1
 from kurahi.store.native import scan_native
@@ -275,6 +276,8 @@ class Transcript:
             return [Entry(self, i).id for i in indices]
         id_list = getattr(self._skeletons, "id_list", None)
         ids = id_list() if id_list is not None else [sk.id for sk in self._skeletons]
+        if isinstance(self._skeletons, TableSkeletons):  # every id a string: nothing to map
+            return [ids[i] for i in indices]
         return [_u(ids[i]) for i in indices]
 
     def line_of(self, index: int) -> int:

@@ -89,6 +89,10 @@ AWKWARD: dict[str, bytes] = {
     + b"\n",
     "twenty_megabyte_line": b"\n".join([HEADER, *_chain(2), _entry(5, "e1", pad="y" * (20 << 20)), _entry(6, "e5")])
     + b"\n",
+    "parent_cycle": b"\n".join([HEADER, _entry(0, None), _entry(1, "e3"), _entry(2, "e1"), _entry(3, "e2")]) + b"\n",
+    "self_parent": b"\n".join([HEADER, _entry(0, None), _entry(1, "e1")]) + b"\n",
+    "cycle_off_the_path": b"\n".join([HEADER, _entry(1, "e2"), _entry(2, "e1"), _entry(3, None)]) + b"\n",
+    "empty_parent": b"\n".join([HEADER, _entry(0, None), _entry(1, "e0"), _entry(2, "")]) + b"\n",
     "header_only": HEADER + b"\n",
     "header_no_newline": HEADER,
     "empty": b"",

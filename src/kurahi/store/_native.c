@@ -717,6 +717,56 @@ static PyObject *table_get(PyObject *self, PyObject *arg)
     return PyLong_FromSsize_t(probe(t, PyUnicode_DATA(arg), (size_t)PyUnicode_GET_LENGTH(arg), -1));
 }
 
+/* Positions from entry k up its parent chain (k first), as Transcript._walk follows it:
+ * a null or empty parentId, or a parent that is not there, ends the chain. None when the
+ * chain loops: the Python walk then names the cycle in its error. */
+static PyObject *table_walk(PyObject *self, PyObject *arg)
+{
+    Table *t = (Table *)self;
+    Py_ssize_t k = PyNumber_AsSsize_t(arg, PyExc_IndexError);
+    if (k == -1 && PyErr_Occurred())
+        return NULL;
+    if (k < 0 || k >= t->n) {
+        PyErr_SetString(PyExc_IndexError, "table index out of range");
+        return NULL;
+    }
+    if (t->slots == NULL && build_index(t) < 0)
+        return NULL;
+    unsigned char *seen = calloc((size_t)t->n / 8 + 1, 1);
+    PyObject *out = PyList_New(0);
+    if (seen == NULL || out == NULL) {
+        free(seen);
+        Py_XDECREF(out);
+        return PyErr_NoMemory();
+    }
+    for (;;) {
+        if (seen[k >> 3] & (1u << (k & 7))) {
+            Py_DECREF(out);
+            out = Py_None;
+            Py_INCREF(out);
+            break;
+        }
+        seen[k >> 3] |= (unsigned char)(1u << (k & 7));
+        PyObject *pos = PyLong_FromSsize_t(k);
+        if (pos == NULL || PyList_Append(out, pos) < 0) {
+            Py_XDECREF(pos);
+            Py_CLEAR(out);
+            break;
+        }
+        Py_DECREF(pos);
+        const Ent *e = &t->ents[k];
+        if (e->plen <= 0)
+            break; /* null, or "" (falsy in JavaScript) */
+        const char *p = t->arena + e->arena + e->tlen + e->ilen;
+        Py_ssize_t next = probe(t, p, (size_t)e->plen, -1);
+        if (next < 0)
+            break;
+        k = next;
+    }
+    free(seen);
+    return out;
+}
+
 static PyObject *column(Table *t, int c)
 {
     PyObject *list = PyList_New(t->n);
@@ -765,6 +815,7 @@ static void table_dealloc(PyObject *self)
 static PyMethodDef table_methods[] = {
     {"row", table_row, METH_O, "row(k) -> (type, id, parent): entry k (parent None for null)"},
     {"get", table_get, METH_O, "get(id) -> position of the last entry with that id, or -1"},
+    {"walk", table_walk, METH_O, "walk(k) -> positions from k up its parents (k first), None on a loop"},
     {"types", table_types, METH_NOARGS, "types() -> list of every entry's type"},
     {"ids", table_ids, METH_NOARGS, "ids() -> list of every entry's id"},
     {"parents", table_parents, METH_NOARGS, "parents() -> list of every entry's parent (None for null)"},

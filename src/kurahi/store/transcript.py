@@ -397,12 +397,21 @@ class Transcript:
             ParentCycleError: the parent chain loops (Pi would hang here).
         """
         out = self._walk(leaf_index)
+        if isinstance(self._skeletons, TableSkeletons):
+            return out  # the C table's index is exact: nothing to confirm
         found = {sk.id for sk in map(self._skeletons.__getitem__, out[:-1]) if type(sk.id) is str}
         if not self._ids.confirm_unique(found):
             out = self._walk(leaf_index)  # an id on the path repeats: walk again by the dict
         return out
 
     def _walk(self, leaf_index: int) -> list[int]:
+        if isinstance(self._skeletons, TableSkeletons):
+            # Every id and parent a string: the C table follows the chain (a loop gives None,
+            # and the walk below names it).
+            chain: list[int] | None = self._skeletons.table.walk(leaf_index)
+            if chain is not None:
+                chain.reverse()
+                return chain
         ids = self._ids
         skeletons = self._skeletons
         out = [leaf_index]

@@ -11,6 +11,7 @@ setup(
         Extension(
             "kurahi.store._native",
             sources=["src/kurahi/store/_native.c"],
+            depends=["src/kurahi/store/_native_json.h"],
             extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra", "-Werror=implicit-function-declaration"],
             optional=True,
         )

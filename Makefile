@@ -34,10 +34,11 @@ demo: install
 
 bench: install peer
 	$(BIN)/python benchmarks/open_project.py
+	$(BIN)/python benchmarks/stitch_check.py
 	$(BIN)/python benchmarks/append_rate.py
 	$(BIN)/python benchmarks/crash_append.py --rounds 200
 	$(BIN)/python benchmarks/turn_rate.py
 	$(BIN)/python benchmarks/crash_turns.py --turns 1000
 
 clean:
-	rm -rf $(VENV) .peer .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .peer .pytest_cache .mypy_cache .ruff_cache build src/kurahi/store/_native*.so

@@ -54,12 +54,21 @@ def a_and_b(tmp_path: Path) -> tuple[Path, Path]:
     return a, b
 
 
+@pytest.fixture(params=[1, 3, 4096])
+def batch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Lines copied per write: tiny batches put the re-parented root and renamed ids on edges."""
+    import kurahi.lineage.stitch as stitch_module
+
+    monkeypatch.setattr(stitch_module, "_BATCH", request.param)
+    return int(request.param)
+
+
 def _lines(p: Path) -> list[bytes]:
     with open(p, "rb") as fh:  # read independently of kurahi's readers
         return fh.read().split(b"\n")[:-1]
 
 
-def test_every_copied_line_is_byte_identical(a_and_b: tuple[Path, Path], tmp_path: Path) -> None:
+def test_every_copied_line_is_byte_identical(a_and_b: tuple[Path, Path], tmp_path: Path, batch: int) -> None:
     a, b = a_and_b
     before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (a, b)}
     c = tmp_path / "C.jsonl"
@@ -171,7 +180,7 @@ def test_bad_inputs_are_refused_and_sources_untouched(a_and_b: tuple[Path, Path]
     assert not list(tmp_path.glob(".*.tmp"))
 
 
-def test_colliding_ids_are_refused_or_renamed(a_and_b: tuple[Path, Path], tmp_path: Path) -> None:
+def test_colliding_ids_are_refused_or_renamed(a_and_b: tuple[Path, Path], tmp_path: Path, batch: int) -> None:
     a, _ = a_and_b
     twin = tmp_path / "twin.jsonl"
     rows = _lines(a)
@@ -186,8 +195,12 @@ def test_colliding_ids_are_refused_or_renamed(a_and_b: tuple[Path, Path], tmp_pa
     rep = stitch([a, twin], tmp_path / "c2.jsonl", rename_colliding=True, force=True)
     assert rep.renamed and all(len(v) == 8 for v in rep.renamed.values())
     assert check(tmp_path / "c2.jsonl").projections_agree
-    ids = [json.loads(x).get("id") for x in _lines(tmp_path / "c2.jsonl")[1:]]
+    out = _lines(tmp_path / "c2.jsonl")
+    ids = [json.loads(x).get("id") for x in out[1:]]
     assert len(ids) == len(set(ids))
+    rows = [row for src in rep.sources for row in src.lines]
+    assert [row[0] for row in rows] == list(range(2, len(out) + 1))
+    assert [row[3] for row in rep.sources[1].lines] == ["renamed+parentId", "renamed"]
 
 
 def test_evidence_folder_verifies_with_sha256sum(a_and_b: tuple[Path, Path], tmp_path: Path) -> None:

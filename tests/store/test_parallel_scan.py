@@ -1,4 +1,7 @@
-"""The two-process scan gives exactly what the one-process scan gives, on awkward files too."""
+"""The two-process scan gives exactly what the one-process scan gives, on awkward files too.
+
+The two-process scan is the Python scanner's; these tests switch the C scanner off.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import pytest
 
 from kurahi.context import build_context
 from kurahi.context.files import project_file
-from kurahi.store import Transcript, parallel
+from kurahi.store import Transcript, native, parallel
 from kurahi.store.scan import file_reader, scan
 from kurahi.testing import build_session
 
@@ -36,6 +39,11 @@ def _sequential(p: Path) -> tuple[object, ...]:
     return tuple((sk.type, sk.id, sk.parentId) for sk in res.skeletons), tuple(
         (w.line, w.message) for w in res.warnings
     )
+
+
+@pytest.fixture(autouse=True)
+def python_scanner(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native, "ENABLED", False)
 
 
 @pytest.fixture

@@ -1,40 +1,47 @@
-"""The ``kurahi`` command: a thin shell over the library, one sub-app per room."""
+"""The ``kurahi`` command: a thin shell over the library, one sub-app per room.
+
+A run imports only the group it names: ``kurahi lineage check C.jsonl`` never loads the
+session, gateway or demo commands (their modules and what they import cost about a
+tenth of a second per run, as much as some commands' whole work). ``kurahi --help``,
+an unknown name, and :data:`app` (for tests) have every group.
+"""
 
 from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
 
 import typer
 
 from kurahi import __version__
-from kurahi.cli import agent as agent_cmd
-from kurahi.cli import audit as audit_cmd
-from kurahi.cli import demo as demo_cmd
-from kurahi.cli import gateway as gateway_cmd
-from kurahi.cli import lifecycle as lifecycle_cmd
-from kurahi.cli import lineage as lineage_cmd
-from kurahi.cli import session as session_cmd
-from kurahi.cli import sessions as sessions_cmd
 
-__all__ = ["app", "main"]
+__all__ = ["COMMANDS", "GROUPS", "app", "build_app", "main"]
 
-app = typer.Typer(
-    name="kurahi",
-    help="Keep a long-lived AI agent the same agent across resets, restarts, moves and model swaps.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-app.add_typer(session_cmd.app, name="session")
-app.add_typer(sessions_cmd.app, name="sessions")
-app.add_typer(lineage_cmd.app, name="lineage")
-app.add_typer(agent_cmd.agent_app, name="agent")
-app.add_typer(agent_cmd.actions_app, name="actions")
-app.add_typer(gateway_cmd.gateway_app, name="gateway")
-app.add_typer(gateway_cmd.devices_app, name="devices")
-app.add_typer(audit_cmd.app, name="audit")
-app.add_typer(lifecycle_cmd.app, name="lifecycle")
-app.command("init")(gateway_cmd.init_command)
-app.command("chat")(gateway_cmd.chat_command)
-app.command("demo")(demo_cmd.demo)
+GROUPS = {
+    "session": "kurahi.cli.session:app",
+    "sessions": "kurahi.cli.sessions:app",
+    "lineage": "kurahi.cli.lineage:app",
+    "lifecycle": "kurahi.cli.lifecycle:app",
+    "agent": "kurahi.cli.agent:agent_app",
+    "actions": "kurahi.cli.agent:actions_app",
+    "gateway": "kurahi.cli.gateway:gateway_app",
+    "devices": "kurahi.cli.gateway:devices_app",
+    "audit": "kurahi.cli.audit:app",
+}
+"""Sub-app name -> ``module:attribute`` of its Typer app."""
+
+COMMANDS = {
+    "init": "kurahi.cli.gateway:init_command",
+    "chat": "kurahi.cli.gateway:chat_command",
+    "demo": "kurahi.cli.demo:demo",
+}
+"""Top-level command name -> ``module:function``."""
+
+
+def _load(spec: str) -> Any:
+    module, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def _version(value: bool) -> None:
@@ -43,13 +50,41 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
     """Kurahi: sessions as lineage, continuity tools, and a resident gateway."""
 
 
+def build_app(only: str | None = None) -> typer.Typer:
+    """The command tree: every group and command, or just ``only`` (a name in :data:`GROUPS` or :data:`COMMANDS`)."""
+    root = typer.Typer(
+        name="kurahi",
+        help="Keep a long-lived AI agent the same agent across resets, restarts, moves and model swaps.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    root.callback()(_root)
+    for name, spec in GROUPS.items():
+        if only in (None, name):
+            root.add_typer(_load(spec), name=name)
+    for name, spec in COMMANDS.items():
+        if only in (None, name):
+            root.command(name)(_load(spec))
+    return root
+
+
+def __getattr__(name: str) -> Any:
+    # ``app`` is built on first use, so the console script's import stays small.
+    if name != "app":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    full = build_app()
+    globals()["app"] = full
+    return full
+
+
 def main() -> None:
     """Console-script entry point."""
-    app()
+    first = sys.argv[1] if len(sys.argv) > 1 else None
+    build_app(first if first in GROUPS or first in COMMANDS else None)()

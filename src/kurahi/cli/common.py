@@ -6,10 +6,9 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
-from rich.console import Console
 
 from kurahi.errors import (
     CatalogCorruptError,
@@ -23,10 +22,42 @@ from kurahi.errors import (
     UsageError,
 )
 
-__all__ = ["EXIT", "console", "err_console", "fail", "print_json", "translate_errors"]
+__all__ = ["EXIT", "LazyConsole", "console", "err_console", "fail", "print_json", "translate_errors"]
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+class LazyConsole:
+    """A rich ``Console`` made on first use.
+
+    Importing rich takes about 60 ms, a tenth of some commands' whole run, and a command
+    that prints JSON (or fails before printing) never needs it.
+    """
+
+    def __init__(self, *, stderr: bool = False) -> None:
+        self._stderr = stderr
+        self._real: Console | None = None
+
+    def get(self) -> Console:
+        """The real console."""
+        if self._real is None:
+            from rich.console import Console
+
+            self._real = Console(stderr=self._stderr, highlight=False)
+        return self._real
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        """``Console.print``."""
+        self.get().print(*objects, **options)
+
+    def rule(self, *args: Any, **options: Any) -> None:
+        """``Console.rule``."""
+        self.get().rule(*args, **options)
+
+
+console = LazyConsole()
+err_console = LazyConsole(stderr=True)
 
 
 class EXIT:

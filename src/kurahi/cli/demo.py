@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.panel import Panel
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kurahi.cli.common import console, translate_errors
 
@@ -32,6 +30,9 @@ def demo(
     seed: int = typer.Option(7, "--seed", help="Random seed for the generated conversation."),
 ) -> None:
     """Generate a realistic session, crash a writer mid-line, repair, project, show tree and stats."""
+    from rich.panel import Panel
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from kurahi.cli.session import stats as stats_cmd
     from kurahi.cli.session import tree as tree_cmd
     from kurahi.context.files import project_file
@@ -54,7 +55,7 @@ def demo(
             console.rule("[bold]1. Write a session through the store")
             started = time.perf_counter()
             with Progress(
-                TextColumn("writing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+                TextColumn("writing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console.get()
             ) as bar:
                 task = bar.add_task("write", total=entries)
                 report = build_session(

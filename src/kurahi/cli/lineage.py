@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from kurahi.cli.common import EXIT, console, err_console, print_json, translate_errors
 from kurahi.cli.lineage_draw import draw_cmd
@@ -31,6 +28,9 @@ def path_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the path as JSON."),
 ) -> None:
     """The canonical path from a leaf, its branch points, and the side branches it leaves out."""
+    from rich.markup import escape
+    from rich.table import Table
+
     from kurahi.lineage.canonical import canonical_path
     from kurahi.store.transcript import Transcript
 
@@ -66,6 +66,8 @@ def stitch_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print a summary as JSON."),
 ) -> None:
     """Stitch A + B → C: A's canonical path, then B's whole tree re-parented onto A's leaf."""
+    import msgspec
+
     from kurahi.lineage.evidence import write_evidence
     from kurahi.lineage.stitch import stitch
     from kurahi.store.fsio import atomic_write
@@ -77,7 +79,8 @@ def stitch_cmd(
         if report is not None:
             if report.exists():
                 raise typer.BadParameter(f"{report} exists", param_hint="--report")
-            atomic_write(report, json.dumps(data, ensure_ascii=False).encode(), mode=0o644)
+            # msgspec writes the same JSON (compact, UTF-8) several times faster than json.dumps.
+            atomic_write(report, msgspec.json.encode(data), mode=0o644)
         if evidence is not None:
             write_evidence(
                 evidence,
@@ -85,6 +88,8 @@ def stitch_cmd(
                 outputs={"stitched": out},
                 reports={"stitch": data},
             )
+    from rich.markup import escape  # rich only once there is something to print for people
+
     for w in rep.warnings:
         err_console.print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True)
     summary = {k: v for k, v in data.items() if k != "sources"}
@@ -92,6 +97,8 @@ def stitch_cmd(
     if as_json:
         print_json(summary)
         return
+    from rich.table import Table
+
     table = Table(header_style="bold")
     for col in ("source", "role", "entries", "copied", "left out", "reset-time leaf"):
         table.add_column(col)
@@ -137,6 +144,9 @@ def check_cmd(
     if as_json:
         print_json(rep.to_dict())
     else:
+        from rich.markup import escape
+        from rich.table import Table
+
         agree = "[green]agree[/]" if rep.projections_agree else "[bold red]DISAGREE[/]"
         console.print(
             f"[bold]{escape(str(file))}[/]: {rep.messages} messages; fast and reference projections {agree} "

@@ -6,8 +6,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich import box
-from rich.table import Table
 
 from kurahi.cli.common import console, print_json, translate_errors
 from kurahi.errors import UsageError
@@ -63,6 +61,9 @@ def _name(source: str) -> str:
 
 
 def _print_table(lineage: Lineage, state_dir: Path, exported: list[str]) -> None:
+    from rich import box
+    from rich.table import Table
+
     folders = sorted({_short(str(Path(p.db_path or p.source).parent), state_dir) for p in lineage.pieces})
     console.print(f"[bold]{lineage.key}[/] (agent {lineage.agent}, {lineage.layout} layout)", markup=True)
     console.print(f"in {', '.join(folders) or state_dir}", markup=False, soft_wrap=True)

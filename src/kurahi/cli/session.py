@@ -368,7 +368,7 @@ class _status:
 
     def __enter__(self) -> None:
         if self._big:
-            self._status = err_console.status(f"reading {self._file_name}…")
+            self._status = err_console.get().status(f"reading {self._file_name}…")
             self._status.__enter__()
 
     @property

@@ -14,7 +14,8 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,14 +99,10 @@ class StitchReport:
             "sources": [s.to_dict() for s in self.sources],
             "edges": self.edges,
             "renamed": self.renamed,
-            "identicalLines": self.identical_lines,
-            "changedLines": sum(len(s.lines) for s in self.sources) - self.identical_lines,
+            "identicalLines": (same := self.identical_lines),
+            "changedLines": sum(len(s.lines) for s in self.sources) - same,
             "warnings": self.warnings,
         }
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _reparent(raw: bytes, parent: str) -> tuple[bytes, str]:
@@ -177,17 +174,54 @@ def stitch(
     out_path = Path(out)
     _check_sources(paths, out_path)
     report = StitchReport(out=str(out_path))
-    transcripts = [Transcript.open(p) for p in paths]
+    # The sources' sha256 (for the report) is computed on a second thread while this one
+    # scans them: hashing and scanning both run outside the GIL.
+    hashes = _Hashes(paths)
+    transcripts: list[Transcript] = []
     try:
+        transcripts.extend(Transcript.open(p) for p in paths)
         for p, t in zip(paths, transcripts, strict=True):
             if t.migrated_from is not None or t.version is MISSING:
                 raise StitchError(
                     f"{p}: a version-1/2 session; stitch copies lines verbatim, so it must be v3 or later"
                 )
-        return _stitch(paths, transcripts, out_path, report, leaf_id, rename_colliding, force)
+        return _stitch(paths, transcripts, out_path, report, leaf_id, rename_colliding, force, hashes)
     finally:
+        hashes.wait()
         for t in transcripts:
             t.close()
+
+
+class _Hashes:
+    """``fsio.file_sha256`` of each source, on a thread started at once."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self._results: list[str | OSError] = []
+        self._thread = threading.Thread(target=self._run, args=(paths,), name="kurahi-stitch-sha256", daemon=True)
+        self._thread.start()
+
+    def _run(self, paths: list[Path]) -> None:
+        for p in paths:
+            try:
+                self._results.append(fsio.file_sha256(p))
+            except OSError as exc:  # the main thread reports an unreadable source itself
+                self._results.append(exc)
+
+    def wait(self) -> None:
+        """Let the thread finish (it only reads)."""
+        self._thread.join()
+
+    def get(self, k: int) -> str:
+        """The sha256 of source ``k``.
+
+        Raises:
+            OSError: the source could not be read.
+        """
+        self._thread.join()
+        got = self._results[k]
+        if isinstance(got, OSError):
+            raise got
+        return got
 
 
 @dataclass
@@ -213,6 +247,7 @@ def _stitch(
     leaf_id: str | None,
     rename_colliding: bool,
     force: bool,
+    hashes: _Hashes,
 ) -> StitchReport:
     used: set[str] = set()
     pieces: list[_Piece] = []
@@ -242,8 +277,8 @@ def _stitch(
                 if not force:
                     raise StitchError(msg + "; is the order right? --force to stitch anyway")
                 report.warnings.append(msg)
-        ids_here = [str(t.entry_at(i).id) for i in piece.indices]
-        collide = sorted({i for i in ids_here if i in used})
+        ids_here = [i if type(i) is str else str(i) for i in t.ids_of(piece.indices)]
+        collide = sorted(used.intersection(ids_here))
         if collide:
             if not rename_colliding:
                 raise StitchError(
@@ -255,7 +290,7 @@ def _stitch(
                 piece.mapping[old] = new = entry_id(taken)
                 taken.add(new)
             report.renamed.update(piece.mapping)
-        used.update(piece.mapping.get(i, i) for i in ids_here)
+        used.update(ids_here if not piece.mapping else (piece.mapping.get(i, i) for i in ids_here))
         if piece.leaf is not None:
             piece.leaf = piece.mapping.get(piece.leaf, piece.leaf)
         for index, parent in piece.reparent.items():
@@ -263,7 +298,7 @@ def _stitch(
             report.edges.append({"child": piece.mapping.get(child, child), "parent": parent, "source": str(p)})
         pieces.append(piece)
         prev_last_ms = date_ms(t.entry_at(len(t) - 1).data.get("timestamp", MISSING))
-    _write(paths, ts, out, report, pieces)
+    _write(paths, ts, out, report, pieces, hashes)
     return report
 
 
@@ -284,7 +319,45 @@ def _header(paths: list[Path], ts: list[Transcript], report: StitchReport) -> di
     }
 
 
-def _write(paths: list[Path], ts: list[Transcript], out: Path, report: StitchReport, pieces: list[_Piece]) -> None:
+_BATCH = 4096
+"""Lines copied per write (and per read of the source's chunks)."""
+
+
+def _copied(t: Transcript, piece: _Piece, out_line: int) -> Iterator[tuple[list[bytes], list[list[Any]]]]:
+    """The output lines of one piece and their report rows, a batch at a time.
+
+    A row is ``[output line, source line, sha256 of the source line, change]``; ``out_line``
+    is the output line before the piece.
+    """
+    sha256 = hashlib.sha256
+    for start in range(0, len(piece.indices), _BATCH):
+        indices = piece.indices[start : start + _BATCH]
+        pairs = t.raw_lines(indices)
+        lines = [raw for _, raw in pairs]
+        changes: list[str | None] = [None] * len(lines)
+        if piece.mapping:
+            for k, i in enumerate(indices):
+                e = t.entry_at(i)
+                renamed = _rename(e.data, piece.mapping)
+                if renamed != e.data:
+                    lines[k], changes[k] = _encode(renamed), "renamed"
+        where = dict(zip(indices, range(len(indices)), strict=True)) if piece.reparent else {}
+        for i, parent in piece.reparent.items():
+            at = where.get(i)
+            if at is not None:
+                lines[at], how = _reparent(lines[at], parent)
+                changes[at] = how if changes[at] is None else f"{changes[at]}+{how}"
+        first = out_line + start + 1
+        rows = [
+            [first + k, line_no, sha256(raw).hexdigest(), change]
+            for k, ((line_no, raw), change) in enumerate(zip(pairs, changes, strict=True))
+        ]
+        yield lines, rows
+
+
+def _write(
+    paths: list[Path], ts: list[Transcript], out: Path, report: StitchReport, pieces: list[_Piece], hashes: _Hashes
+) -> None:
     header = _header(paths, ts, report)
     report.header = header
     tmp = out.with_name(f".{out.name}.{os.getpid()}.stitch.tmp")
@@ -300,12 +373,12 @@ def _write(paths: list[Path], ts: list[Transcript], out: Path, report: StitchRep
 
     try:
         buf += (_encode(header), b"\n")
-        out_line = 1
+        out_line = 1  # the header
         for piece in pieces:
             t = ts[piece.k]
             src = SourceReport(
                 path=str(paths[piece.k]),
-                sha256=fsio.file_sha256(paths[piece.k]),
+                sha256=hashes.get(piece.k),
                 session_id=t.session_id,
                 role="before" if piece.k == 0 else "after",
                 leaf_id=piece.leaf,
@@ -315,22 +388,11 @@ def _write(paths: list[Path], ts: list[Transcript], out: Path, report: StitchRep
                 first_entry_at=t.entry_at(piece.indices[0]).data.get("timestamp"),
                 last_entry_at=t.entry_at(piece.indices[-1]).data.get("timestamp"),
             )
-            for i in piece.indices:
-                raw = t.raw_line(i)
-                line, change = raw, None
-                if piece.mapping:
-                    e = t.entry_at(i)
-                    renamed = _rename(e.data, piece.mapping)
-                    if renamed != e.data:
-                        line, change = _encode(renamed), "renamed"
-                if i in piece.reparent:
-                    line, how = _reparent(line, piece.reparent[i])
-                    change = how if change is None else f"{change}+{how}"
-                out_line += 1
-                src.lines.append([out_line, t.line_of(i), _sha(raw), change])
-                buf += (line, b"\n")
-                if len(buf) > 4096:
-                    flush()
+            for lines, rows in _copied(t, piece, out_line):
+                src.lines += rows
+                out_line += len(rows)
+                buf += (b"\n".join(lines), b"\n")
+                flush()
             report.sources.append(src)
         flush()
         fsio.ops.fsync(fd)

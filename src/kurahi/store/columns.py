@@ -1,9 +1,9 @@
-"""Skeletons kept as columns: three lists of strings instead of one object per entry.
+"""Skeletons kept as columns instead of one object per entry, served on demand.
 
 The two-process scan sends its half back as three joined strings (types, ids, parent ids)
-when every value is a plain string, which costs a fraction of sending 100k objects. The
-entries are then served from those columns on demand, and the joined ids go straight into
-the id index.
+when every value is a plain string, which costs a fraction of sending 100k objects; the
+joined ids go straight into the id index. The C scanner keeps its columns in C
+(:class:`TableSkeletons`), with its own id index.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, overload
 
 from kurahi.store.scan import Skeleton
 
-__all__ = ["NONE_MARK", "SEP", "ColumnSkeletons", "join_columns"]
+__all__ = ["NONE_MARK", "SEP", "ColumnSkeletons", "TableSkeletons", "join_columns"]
 
 SEP = "\x00"
 """Separates values in a joined column (a character no plain id or type contains)."""
@@ -87,3 +87,39 @@ class ColumnSkeletons(Sequence[Any]):
     def id_list(self) -> list[Any]:
         """Every id in order, without building the tail's objects."""
         return [*map(_get_id, self.head), *self._ids]
+
+
+class TableSkeletons(Sequence[Any]):
+    """Every entry of a file from a table of the C scanner (:mod:`kurahi.store.native`).
+
+    Args:
+        table: ``len()``, ``row(k) -> (type, id, parent)``, ``types()``, ``ids()``,
+            ``parents()`` and ``get(id) -> position | -1`` (the last entry with that id).
+    """
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self.table)
+        return Skeleton(*self.table.row(index))
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(Skeleton, self.table.types(), self.table.ids(), self.table.parents())
+
+    def id_list(self) -> list[Any]:
+        """Every id in order."""
+        ids: list[Any] = self.table.ids()
+        return ids

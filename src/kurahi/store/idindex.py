@@ -7,6 +7,9 @@ and a walk searches it backwards from where it stands; afterwards it confirms th
 ids it found occur once (then the nearest occurrence is the last one, Pi's answer). A
 caller doing many unrelated lookups, a file with odd ids, or a repeated id on the path
 gets a real dict instead. Both answer the same.
+
+Skeletons from the C scanner bring their own index (a hash table in C, the last line
+winning), which answers string lookups directly.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ class IdIndex:
         self._width = 0
         self._far_lookups = 0
         self._tried_blob = False
+        # Only when every entry came from the C scanner: then every id is a string.
+        self._table: Any = getattr(skeletons, "table", None)
 
     # -- building -----------------------------------------------------------------------
 
@@ -102,6 +107,11 @@ class IdIndex:
             entry_id: the id (``MISSING``/``UNSET`` for entries without one).
             near: a position the answer is probably just before (a child's), to search from.
         """
+        if self._table is not None and self._dict is None:
+            if type(entry_id) is not str:
+                return None  # every id is a string, and a Map never matches a string to anything else
+            pos: int = self._table.get(entry_id)
+            return None if pos < 0 else pos
         if self._dict is None and type(entry_id) is str:
             if not self._tried_blob:
                 self._try_blob()

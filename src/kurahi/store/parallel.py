@@ -4,7 +4,8 @@ Decoding every line is the cost of opening a big file (Pi's semantics need every
 parent resolves to the *last* line with its id). On two cores the file is split at a line
 boundary; a forked child scans the second part and sends back its skeletons while the
 parent scans the first. The result is exactly what :func:`kurahi.store.scan.scan` gives;
-the child only reads.
+the child only reads. This is the Python scanner's way; when the C scanner
+(:mod:`kurahi.store.native`) is built it does the work instead, on two threads.
 """
 
 from __future__ import annotations

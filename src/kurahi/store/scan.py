@@ -18,7 +18,7 @@ import gc
 import json
 import os
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, NamedTuple
@@ -31,11 +31,14 @@ __all__ = [
     "MAX_LINE_BYTES",
     "Reader",
     "ScanResult",
+    "ScanState",
     "ScanWarning",
     "Skeleton",
     "bytes_reader",
+    "careful_lines",
     "decode_line",
     "file_reader",
+    "finish_scan",
     "id_key",
     "scan",
 ]
@@ -218,6 +221,41 @@ class ScanResult:
             self._firsts = [c.first for c in self.chunks]
         return bisect_right(self._firsts, index) - 1
 
+    def lines_at(self, indices: Sequence[int], read: Reader) -> list[tuple[int, bytes]]:
+        """``(line number, stored bytes)`` of many entries, reading each chunk once per run.
+
+        Cheaper than :meth:`locate` per entry when copying thousands of entries: a run of
+        consecutive entries inside one chunk is taken as one slice.
+        """
+        out: list[tuple[int, bytes]] = []
+        spans = self.spans
+        cur: Chunk | None = None
+        lines: list[bytes] = []
+        n = len(indices)
+        i = 0
+        while i < n:
+            index = indices[i]
+            span = spans.get(index)
+            if span is not None:
+                out.append((span[2], read(span[0], span[1])))
+                i += 1
+                continue
+            if cur is None or not cur.first <= index < cur.first + len(lines):
+                cur = self.chunks[self._chunk_of(index)]
+                lines = read(cur.offset, cur.nbytes).split(b"\n")
+                if lines[-1] == b"":
+                    lines.pop()
+            k = index - cur.first
+            m = min(len(lines) - k, n - i)  # entries of a chunk are never in spans
+            run = m > 1 and indices[i + m - 1] == index + m - 1
+            if run and list(indices[i : i + m]) == list(range(index, index + m)):
+                out.extend(zip(range(cur.line + k, cur.line + k + m), lines[k : k + m], strict=True))
+                i += m
+            else:
+                out.append((cur.line + k, lines[k]))
+                i += 1
+        return out
+
     def line_of(self, index: int, read: Reader) -> int:
         """1-based line number of entry ``index``."""
         span = self.spans.get(index)
@@ -267,8 +305,11 @@ def _iter_chunks(read: Reader, size: int, start: int = 0) -> Iterator[tuple[int,
         yield offset, b"".join(pending)
 
 
-class _State:
-    """Scanner state shared by the dense (whole chunk) and careful (line by line) paths."""
+class ScanState:
+    """Scanner state shared by the dense (whole chunk) and careful (line by line) paths.
+
+    The C scanner (:mod:`kurahi.store.native`) drives the careful path with it too.
+    """
 
     __slots__ = ("header_done", "idx", "line_no", "tail")
 
@@ -292,7 +333,7 @@ def scan(read: Reader, size: int, *, start: int = 0, segment: bool = False) -> S
             count from the start of the part (see :mod:`kurahi.store.parallel`).
     """
     res = ScanResult(size=size)
-    st = _State()
+    st = ScanState()
     st.header_done = segment
     skeletons = res.skeletons
     chunks = res.chunks
@@ -313,25 +354,33 @@ def scan(read: Reader, size: int, *, start: int = 0, segment: bool = False) -> S
             if lines[-1] == b"":
                 lines.pop()
             chunks.append(Chunk(st.idx, offset, len(data), st.line_no + 1))
-            if not _careful_chunk(res, st, lines, offset, size):
+            if not careful_lines(res, st, lines, offset, size):
                 return res
-        res.line_count = st.line_no
-        if st.tail is not None and (res.header is not None or segment):
-            sk, start, length, ln = st.tail
-            res.warnings = [w for w in res.warnings if w.line != ln]
-            res.warnings.append(ScanWarning(ln, "trailing Unicode whitespace trimmed, as Pi trims the file"))
-            if sk.type != "session":
-                _add(res, st, sk, start, length, ln)
+        finish_scan(res, st, read, segment=segment)
     finally:
         if gc_was_enabled:
             gc.enable()
-    if size:
-        res.ends_with_newline = read(size - 1, 1) == b"\n"
     return res
 
 
-def _careful_chunk(res: ScanResult, st: _State, lines: list[bytes], offset: int, size: int) -> bool:
-    """Line by line, with every rule; ``False`` when the file turns out not to be a session."""
+def finish_scan(res: ScanResult, st: ScanState, read: Reader, *, segment: bool = False) -> None:
+    """Settle what only the end of the file decides: the last line's trimming, the final newline."""
+    res.line_count = st.line_no
+    if st.tail is not None and (res.header is not None or segment):
+        sk, start, length, ln = st.tail
+        res.warnings = [w for w in res.warnings if w.line != ln]
+        res.warnings.append(ScanWarning(ln, "trailing Unicode whitespace trimmed, as Pi trims the file"))
+        if sk.type != "session":
+            _add(res, st, sk, start, length, ln)
+    if res.size:
+        res.ends_with_newline = read(res.size - 1, 1) == b"\n"
+
+
+def careful_lines(res: ScanResult, st: ScanState, lines: list[bytes], offset: int, size: int) -> bool:
+    """Lines starting at ``offset``, one by one, with every rule.
+
+    Returns ``False`` when the file turns out not to be a session.
+    """
     decode = _skeleton_decode
     pos = offset
     for line in lines:
@@ -366,7 +415,7 @@ def _careful_chunk(res: ScanResult, st: _State, lines: list[bytes], offset: int,
     return True
 
 
-def _add(res: ScanResult, st: _State, sk: Skeleton, start: int, length: int, line_no: int) -> None:
+def _add(res: ScanResult, st: ScanState, sk: Skeleton, start: int, length: int, line_no: int) -> None:
     res.skeletons.append(sk)
     res.spans[st.idx] = (start, length, line_no)
     st.idx += 1

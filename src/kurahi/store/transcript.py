@@ -20,8 +20,10 @@ import msgspec
 
 from kurahi.errors import EntryNotFoundError, NotASessionError, ParentCycleError, TranscriptReadError
 from kurahi.jsvalues import MISSING, js_truthy, js_whitespace_strip
+from kurahi.store.columns import TableSkeletons
 from kurahi.store.idindex import IdIndex
 from kurahi.store.migrate import header_version, migrate_v1
+from kurahi.store.native import scan_native
 from kurahi.store.parallel import scan_file
 from kurahi.store.scan import (
     Reader,
@@ -139,12 +141,15 @@ class Transcript:
     lines can be read back without holding the whole file in memory.
     """
 
-    def __init__(self, read: Reader, size: int, *, name: str, fd: int | None = None) -> None:
+    def __init__(self, read: Reader, size: int, *, name: str, fd: int | None = None, data: bytes | None = None) -> None:
         self.name = name
         self._fd = fd
         self._read = read
         try:
-            result = scan_file(fd, size) if fd is not None else scan(read, size)
+            source = fd if fd is not None else data
+            result = scan_native(source, read, size) if source is not None else None
+            if result is None:
+                result = scan_file(fd, size) if fd is not None else scan(read, size)
         except BaseException:
             self.close()
             raise
@@ -188,7 +193,7 @@ class Transcript:
     @classmethod
     def from_bytes(cls, data: bytes, *, name: str = "<bytes>") -> Transcript:
         """Read a transcript from bytes in memory."""
-        return cls(bytes_reader(data), len(data), name=name)
+        return cls(bytes_reader(data), len(data), name=name, data=data)
 
     def close(self) -> None:
         """Release the file descriptor (entries already decoded stay usable)."""
@@ -257,6 +262,23 @@ class Transcript:
             return lines[pos]
         except OSError as exc:
             raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
+
+    def raw_lines(self, indices: Sequence[int]) -> list[tuple[int, bytes]]:
+        """``(line number, stored bytes)`` of many entries, reading each chunk once per run."""
+        try:
+            return self._scan.lines_at(indices, self._read)
+        except OSError as exc:
+            raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
+
+    def ids_of(self, indices: Sequence[int]) -> list[Any]:
+        """The ids of many entries (``MISSING`` where an entry has none)."""
+        if len(indices) * 8 < len(self._skeletons):
+            return [Entry(self, i).id for i in indices]
+        id_list = getattr(self._skeletons, "id_list", None)
+        ids = id_list() if id_list is not None else [sk.id for sk in self._skeletons]
+        if isinstance(self._skeletons, TableSkeletons):  # every id a string: nothing to map
+            return [ids[i] for i in indices]
+        return [_u(ids[i]) for i in indices]
 
     def line_of(self, index: int) -> int:
         """1-based line number of entry ``index``."""
@@ -375,12 +397,21 @@ class Transcript:
             ParentCycleError: the parent chain loops (Pi would hang here).
         """
         out = self._walk(leaf_index)
+        if isinstance(self._skeletons, TableSkeletons):
+            return out  # the C table's index is exact: nothing to confirm
         found = {sk.id for sk in map(self._skeletons.__getitem__, out[:-1]) if type(sk.id) is str}
         if not self._ids.confirm_unique(found):
             out = self._walk(leaf_index)  # an id on the path repeats: walk again by the dict
         return out
 
     def _walk(self, leaf_index: int) -> list[int]:
+        if isinstance(self._skeletons, TableSkeletons):
+            # Every id and parent a string: the C table follows the chain (a loop gives None,
+            # and the walk below names it).
+            chain: list[int] | None = self._skeletons.table.walk(leaf_index)
+            if chain is not None:
+                chain.reverse()
+                return chain
         ids = self._ids
         skeletons = self._skeletons
         out = [leaf_index]

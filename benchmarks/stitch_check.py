@@ -1,0 +1,196 @@
+"""``kurahi lineage stitch`` + ``kurahi lineage check`` against ``cat A B > C``, same run.
+
+Issue 3's bar: with A a 200k-entry tree with branches and compactions and B a 20k-entry
+session, stitch + check (both whole commands, Python start-up included) take at most
+10× the time of ``cat A B > C`` on the same files.
+
+Files (generated once with ../shared/tools/gen_session.py, cached under ``bench-data/``):
+
+* A: ``tree-e200000-s7.jsonl`` (the open + project benchmark's tree, ~111 MB);
+* B: ``session-e20000-s11.jsonl`` (``--entries 20000 --seed 11``, ~11 MB).
+
+The generator starts every file at the same moment, so B "starts before A ends" and
+stitch needs ``--force`` (which only skips that order check; a warning remains).
+
+Each round, in this order, every command a fresh process timed from spawn to exit:
+
+1. ``cat A B > C.cat`` (into a new file in the same directory as C);
+2. ``kurahi lineage stitch A B --out C --force --report R`` (C and R new files);
+3. ``kurahi lineage check C``.
+
+The ratio per round is (stitch + check) / cat; the median over ``--rounds`` is the
+figure. Kurahi's bytecode is compiled first (``compileall``), as any normal install or
+first run does: an environment with ``PYTHONDONTWRITEBYTECODE`` set would otherwise
+compile every module of Kurahi on every start. ``--json-output`` times both commands
+with ``--json`` (what scripts call: no table is drawn, so rich is never imported).
+
+Correctness is checked in the same run, untimed, and the script exits 1 if any check
+fails: C's lines after its header are A's canonical-path lines and then B's lines, byte
+for byte, except the one re-parented root; the report's per-line sha256 match C;
+``kurahi lineage check C --json`` says both projections agree.
+
+Usage::
+
+    .venv/bin/python benchmarks/stitch_check.py [--rounds 5] [--json] [--no-report] [--json-output]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("KURAHI_SHARED", ROOT.parent / "shared")).resolve()
+GEN = SHARED / "tools" / "gen_session.py"
+KURAHI = Path(sys.executable).with_name("kurahi")
+
+
+class BenchError(RuntimeError):
+    """A check failed: the figures are not comparable."""
+
+
+def ensure_file(data_dir: Path, name: str, args: list[str], log: Any) -> Path:
+    """The cached transcript, generated (atomically, via a ``.part`` file) if missing."""
+    out = data_dir / name
+    if out.exists():
+        return out
+    data_dir.mkdir(parents=True, exist_ok=True)
+    part = out.with_name(out.name + ".part")
+    log(f"generating {out} ...")
+    subprocess.run([sys.executable, str(GEN), *args, str(part)], check=True)
+    os.replace(part, out)
+    return out
+
+
+def timed(cmd: list[str], stdout: Any = subprocess.DEVNULL) -> float:
+    t0 = time.perf_counter()
+    res = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE)
+    took = time.perf_counter() - t0
+    if res.returncode != 0:
+        raise BenchError(f"{' '.join(cmd)} failed (exit {res.returncode}):\n{res.stderr.decode()[-2000:]}")
+    return took
+
+
+def verify(a: Path, b: Path, c: Path, report: Path | None) -> dict[str, Any]:
+    """C is A's path then B, byte for byte but one line; the report and check agree."""
+    a_lines = set(a.read_bytes().split(b"\n"))
+    b_lines = b.read_bytes().rstrip(b"\n").split(b"\n")[1:]
+    c_lines = c.read_bytes().rstrip(b"\n").split(b"\n")
+    header = json.loads(c_lines[0])
+    if header.get("type") != "session" or "lineage" not in header:
+        raise BenchError("C does not start with a stitched session header")
+    from_a, from_b = c_lines[1 : len(c_lines) - len(b_lines)], c_lines[len(c_lines) - len(b_lines) :]
+    if not from_a or any(line not in a_lines for line in from_a):
+        raise BenchError("C's first part is not made of A's lines")
+    changed = [i for i, (x, y) in enumerate(zip(from_b, b_lines, strict=True)) if x != y]
+    if len(changed) != 1:
+        raise BenchError(f"{len(changed)} of B's lines differ in C (expected exactly the re-parented root)")
+    if report is not None:
+        rep = json.loads(report.read_text())
+        rows = [row for s in rep["sources"] for row in s["lines"]]
+        for out_line, _, sha, change in rows:
+            if change is None and hashlib.sha256(c_lines[out_line - 1]).hexdigest() != sha:
+                raise BenchError(f"report: line {out_line} of C does not have the sha256 the report gives")
+        if rep["outSha256"] != hashlib.sha256(c.read_bytes()).hexdigest():
+            raise BenchError("report: outSha256 is not C's sha256")
+    out = subprocess.run([str(KURAHI), "lineage", "check", str(c), "--json"], capture_output=True, check=False)
+    check = json.loads(out.stdout)
+    if out.returncode != 0 or not check["projectionsAgree"] or not check["messages"]:
+        raise BenchError(f"check does not pass on C: exit {out.returncode}, {check.get('projectionsAgree')}")
+    return {"c_lines": len(c_lines), "from_a": len(from_a), "from_b": len(from_b), "messages": check["messages"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5, help="rounds of cat, stitch, check (default 5)")
+    ap.add_argument("--data-dir", type=Path, default=ROOT / "bench-data", help="cache of generated files")
+    ap.add_argument("--no-report", action="store_true", help="stitch without --report")
+    ap.add_argument("--json-output", action="store_true", help="time both commands with --json")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    args = ap.parse_args(argv)
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    pkg = subprocess.run(
+        [sys.executable, "-c", "import kurahi, os; print(os.path.dirname(kurahi.__file__))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    subprocess.run([sys.executable, "-m", "compileall", "-q", pkg], check=True)
+    a = ensure_file(args.data_dir, "tree-e200000-s7.jsonl", ["--entries", "200000", "--seed", "7"], log)
+    b = ensure_file(args.data_dir, "session-e20000-s11.jsonl", ["--entries", "20000", "--seed", "11"], log)
+    work = Path(tempfile.mkdtemp(prefix="stitch-bench-", dir=args.data_dir))
+    rows: list[dict[str, float]] = []
+    try:
+        facts: dict[str, Any] = {}
+        for k in range(args.rounds):
+            c, cat_out, rep = work / f"C{k}.jsonl", work / f"cat{k}.jsonl", work / f"r{k}.json"
+            with cat_out.open("wb") as f:
+                t_cat = timed(["cat", str(a), str(b)], stdout=f)
+            stitch_cmd = [str(KURAHI), "lineage", "stitch", str(a), str(b), "--out", str(c), "--force"]
+            if not args.no_report:
+                stitch_cmd += ["--report", str(rep)]
+            check_cmd = [str(KURAHI), "lineage", "check", str(c)]
+            if args.json_output:
+                stitch_cmd.append("--json")
+                check_cmd.append("--json")
+            t_stitch = timed(stitch_cmd)
+            t_check = timed(check_cmd)
+            rows.append({"cat_s": t_cat, "stitch_s": t_stitch, "check_s": t_check})
+            log(f"round {k + 1}: cat {t_cat:.3f} s, stitch {t_stitch:.3f} s, check {t_check:.3f} s")
+            if k == 0:
+                facts = verify(a, b, c, None if args.no_report else rep)
+            for p in (c, cat_out, rep):
+                p.unlink(missing_ok=True)
+    except BenchError as exc:
+        log(f"!!! {exc}")
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    ratios = [(r["stitch_s"] + r["check_s"]) / r["cat_s"] for r in rows]
+    result = {
+        "a": {"path": str(a), "mb": a.stat().st_size / 1e6},
+        "b": {"path": str(b), "mb": b.stat().st_size / 1e6},
+        "rounds": rows,
+        "median_cat_s": statistics.median(r["cat_s"] for r in rows),
+        "median_stitch_s": statistics.median(r["stitch_s"] for r in rows),
+        "median_check_s": statistics.median(r["check_s"] for r in rows),
+        "median_ratio": statistics.median(ratios),
+        "json_output": args.json_output,
+        "ratios": ratios,
+        "verified": facts,
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(
+            f"A {result['a']['mb']:.0f} MB + B {result['b']['mb']:.0f} MB -> C: {facts['c_lines']} lines "
+            f"({facts['from_a']} from A's path, {facts['from_b']} from B), {facts['messages']} messages, verified"
+        )
+        print(
+            f"median over {len(rows)} rounds: cat {result['median_cat_s']:.3f} s | stitch "
+            f"{result['median_stitch_s']:.3f} s + check {result['median_check_s']:.3f} s"
+        )
+        ok = result["median_ratio"] <= 10
+        print(
+            f"{'PASS' if ok else 'FAIL'} stitch + check <= 10x cat: median ratio {result['median_ratio']:.1f}x "
+            f"(rounds: {', '.join(f'{r:.1f}' for r in ratios)})"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,781 @@
+/*
+ * kurahi.store._native: the line scanner of kurahi.store.scan, in C (optional).
+ *
+ * Opening a transcript means reading the id, parentId and type of every line (Pi's rule
+ * that a parent id means the *last* line with that id needs all of them), and deciding
+ * for every line whether JSON.parse would accept it (Pi drops the lines it refuses). In
+ * Python that decode is most of the cost of opening a large file; here it is a single
+ * pass at memory speed, on two threads for large files.
+ *
+ * The scanner is deliberately narrow. A line is "plain" when it is one JSON object that
+ * JSON.parse accepts (RFC 8259 grammar; bytes that are not valid UTF-8 are fine inside
+ * strings because Node reads them as U+FFFD; lone surrogate escapes are fine) whose
+ * top-level "type", "id" and "parentId" each occur once, hold printable ASCII strings
+ * without escapes (parentId may be null), and whose type is not "session". Every other
+ * line (a header, a blank or damaged line, an escaped or non-string id, a duplicate
+ * top-level key we read, deep nesting) is *flagged*, and kurahi.store.native hands it to
+ * the careful Python path, which knows every rule. Being wrong in the direction of
+ * flagging costs only time; being wrong the other way would change what a file means,
+ * so when in doubt this code flags.
+ *
+ * scan(source, start, end, max_line, threads) -> (table, runs, lines) or None
+ *   source:  a file descriptor (read with pread) or a bytes-like object.
+ *   table:   a Table of the plain lines in file order: row(k) -> (type, id, parent), and
+ *            get(id) -> the position of the last plain line with that id (Pi's byId).
+ *   runs:    (offset, nbytes, nlines, flagged) in file order: a run of plain lines
+ *            (nbytes counts their newlines) or one flagged line (nbytes without newline).
+ *   lines:   how many lines there were.
+ *   None:    a line is longer than max_line; the caller scans in Python.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "_native_json.h"
+
+#define READ_BYTES (1u << 20)       /* pread size; a line longer than the buffer grows it */
+#define MAX_BUFFERED (16u << 20)    /* longer lines are flagged unread and read by Python */
+#define RUN_BYTES (64u * 1024u)     /* plain lines per run: the unit Transcript.raw_line reads */
+
+typedef struct {
+    uint64_t off;     /* byte offset of the line */
+    uint64_t len;     /* its bytes, newline excluded */
+    uint64_t arena;   /* where its type, id and parent bytes start in the arena */
+    uint32_t tlen;
+    uint32_t ilen;
+    int32_t plen;     /* -1: parentId is null */
+    uint8_t flagged;
+    uint8_t newline;  /* the line ends with a newline (all but possibly the last) */
+} Rec;
+
+typedef struct {
+    int fd;                 /* -1 when scanning memory */
+    const char *mem;
+    uint64_t start, end;    /* line-aligned range */
+    uint64_t max_line;
+    Rec *recs;
+    size_t nrecs, caprecs;
+    char *arena;
+    size_t narena, caparena;
+    int err;                /* errno of a failed read, or ENOMEM */
+    int too_long;           /* a line is longer than max_line */
+} Seg;
+
+/* -- one thread's share of the file --------------------------------------------------- */
+
+static int grow(void **ptr, size_t *cap, size_t need, size_t item)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap : 1024;
+    while (ncap < need)
+        ncap *= 2;
+    void *np = realloc(*ptr, ncap * item);
+    if (np == NULL)
+        return -1;
+    *ptr = np;
+    *cap = ncap;
+    return 0;
+}
+
+static int add_line(Seg *s, const char *p, uint64_t off, uint64_t len, int newline, int readable)
+{
+    if (grow((void **)&s->recs, &s->caprecs, s->nrecs + 1, sizeof(Rec)) < 0)
+        return -1;
+    Rec *r = &s->recs[s->nrecs++];
+    Field f[3];
+    r->off = off;
+    r->len = len;
+    r->newline = (uint8_t)newline;
+    r->flagged = 1;
+    if (!readable || !classify(p, p + len, f))
+        return 0;
+    size_t need = f[F_TYPE].n + f[F_ID].n + f[F_PARENT].n;
+    if (grow((void **)&s->arena, &s->caparena, s->narena + need, 1) < 0)
+        return -1;
+    r->arena = s->narena;
+    memcpy(s->arena + s->narena, f[F_TYPE].p, f[F_TYPE].n);
+    s->narena += f[F_TYPE].n;
+    memcpy(s->arena + s->narena, f[F_ID].p, f[F_ID].n);
+    s->narena += f[F_ID].n;
+    r->tlen = (uint32_t)f[F_TYPE].n;
+    r->ilen = (uint32_t)f[F_ID].n;
+    if (f[F_PARENT].null) {
+        r->plen = -1;
+    } else {
+        memcpy(s->arena + s->narena, f[F_PARENT].p, f[F_PARENT].n);
+        s->narena += f[F_PARENT].n;
+        r->plen = (int32_t)f[F_PARENT].n;
+    }
+    r->flagged = 0;
+    return 0;
+}
+
+/* Whole lines of [data, data + n) that start at file offset base; returns bytes consumed. */
+static size_t take_lines(Seg *s, const char *data, size_t n, uint64_t base, int at_end)
+{
+    size_t pos = 0;
+    while (pos < n) {
+        const char *nl = memchr(data + pos, '\n', n - pos);
+        size_t len;
+        if (nl == NULL) {
+            if (!at_end)
+                break;
+            len = n - pos;
+        } else {
+            len = (size_t)(nl - (data + pos));
+        }
+        if (len > s->max_line) {
+            s->too_long = 1;
+            return n;
+        }
+        if (add_line(s, data + pos, base + pos, len, nl != NULL, 1) < 0) {
+            s->err = ENOMEM;
+            return n;
+        }
+        pos += len + (nl != NULL);
+    }
+    return pos;
+}
+
+static int read_full(int fd, char *dst, size_t n, uint64_t off, size_t *got)
+{
+    *got = 0;
+    while (*got < n) {
+        ssize_t r = pread(fd, dst + *got, n - *got, (off_t)(off + *got));
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        if (r == 0)
+            break; /* the file got shorter: scan what is there */
+        *got += (size_t)r;
+    }
+    return 0;
+}
+
+/* A line too long to buffer: find where it ends without keeping it (Python reads it). */
+static void skip_long_line(Seg *s, char *buf, size_t cap, uint64_t off, uint64_t *next)
+{
+    uint64_t pos = off;
+    while (pos < s->end) {
+        size_t want = (size_t)((s->end - pos) < cap ? (s->end - pos) : cap), got;
+        int e = read_full(s->fd, buf, want, pos, &got);
+        if (e) {
+            s->err = e;
+            return;
+        }
+        if (got == 0)
+            break;
+        const char *nl = memchr(buf, '\n', got);
+        if (nl != NULL) {
+            pos += (uint64_t)(nl - buf);
+            if (pos - off > s->max_line) {
+                s->too_long = 1;
+                return;
+            }
+            if (add_line(s, NULL, off, pos - off, 1, 0) < 0)
+                s->err = ENOMEM;
+            *next = pos + 1;
+            return;
+        }
+        pos += got;
+    }
+    if (pos - off > s->max_line) {
+        s->too_long = 1;
+        return;
+    }
+    if (add_line(s, NULL, off, pos - off, 0, 0) < 0)
+        s->err = ENOMEM;
+    *next = s->end;
+}
+
+static void *scan_segment(void *arg)
+{
+    Seg *s = (Seg *)arg;
+    if (s->fd < 0) {
+        take_lines(s, s->mem + s->start, (size_t)(s->end - s->start), s->start, 1);
+        return NULL;
+    }
+    size_t cap = READ_BYTES;
+    char *buf = malloc(cap);
+    if (buf == NULL) {
+        s->err = ENOMEM;
+        return NULL;
+    }
+    uint64_t pos = s->start; /* file offset of buf[0] */
+    size_t have = 0;
+    uint64_t read_at = s->start;
+    while (!s->err && !s->too_long) {
+        size_t want = cap - have, got;
+        if ((uint64_t)want > s->end - read_at)
+            want = (size_t)(s->end - read_at);
+        int e = read_full(s->fd, buf + have, want, read_at, &got);
+        if (e) {
+            s->err = e;
+            break;
+        }
+        read_at += got;
+        have += got;
+        int at_end = read_at >= s->end || got < want;
+        size_t used = take_lines(s, buf, have, pos, at_end);
+        if (at_end || s->err || s->too_long)
+            break;
+        memmove(buf, buf + used, have - used);
+        have -= used;
+        pos += used;
+        if (have == cap) { /* one line fills the buffer */
+            if (cap < MAX_BUFFERED) {
+                char *nb = realloc(buf, cap * 2);
+                if (nb == NULL) {
+                    s->err = ENOMEM;
+                    break;
+                }
+                buf = nb;
+                cap *= 2;
+            } else {
+                uint64_t next = s->end;
+                skip_long_line(s, buf, cap, pos, &next);
+                pos = read_at = next;
+                have = 0;
+                if (pos >= s->end)
+                    break;
+            }
+        }
+    }
+    free(buf);
+    return NULL;
+}
+
+
+/* -- the table: what the plain lines hold, kept compact ---------------------------------- */
+
+/* Python objects for 200k lines cost more than scanning them (every fresh object is fresh
+ * memory), so the plain lines stay here as bytes and become str only when asked for: the
+ * few hundred entries of a path, or every one for a whole-tree view. */
+
+typedef struct {
+    uint64_t arena; /* type bytes, then id bytes, then parent bytes */
+    uint32_t tlen;
+    uint32_t ilen;
+    int32_t plen;   /* -1: null */
+} Ent;
+
+#define TYPE_CACHE 16
+
+typedef struct {
+    PyObject_HEAD
+    Ent *ents;
+    Py_ssize_t n;
+    char *arena;
+    uint64_t *slots; /* id hash table: (hash >> 32) << 32 | (position + 1); 0 is empty */
+    uint64_t mask;
+    PyObject *types[TYPE_CACHE]; /* the few entry types, one object each */
+    int ntypes;
+} Table;
+
+static PyTypeObject TableType;
+
+static uint64_t hash_bytes(const char *p, size_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n, w;
+    while (n >= 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+        p += 8;
+        n -= 8;
+    }
+    w = 0;
+    memcpy(&w, p, n);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 29;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+    return h;
+}
+
+static inline const char *ent_id(const Table *t, const Ent *e) { return t->arena + e->arena + e->tlen; }
+
+/* Position of the last plain line whose id is p[0:n], or -1. With insert set, position
+ * `insert` becomes the answer for that id (a later line replaces an earlier one). */
+static Py_ssize_t probe(Table *t, const char *p, size_t n, Py_ssize_t insert)
+{
+    uint64_t h = hash_bytes(p, n), tag = h >> 32;
+    for (uint64_t i = h & t->mask;; i = (i + 1) & t->mask) {
+        uint64_t slot = t->slots[i];
+        if (slot == 0) {
+            if (insert >= 0)
+                t->slots[i] = (tag << 32) | (uint64_t)(insert + 1);
+            return -1;
+        }
+        if ((slot >> 32) == tag) {
+            Py_ssize_t pos = (Py_ssize_t)(slot & 0xffffffffu) - 1;
+            const Ent *e = &t->ents[pos];
+            if (e->ilen == n && memcmp(ent_id(t, e), p, n) == 0) {
+                if (insert >= 0)
+                    t->slots[i] = (tag << 32) | (uint64_t)(insert + 1);
+                return pos;
+            }
+        }
+    }
+}
+
+static int build_index(Table *t)
+{
+    uint64_t cap = 16;
+    if ((uint64_t)t->n >= 0xffffffffu) {
+        PyErr_SetString(PyExc_OverflowError, "more than 2**32 - 2 entries");
+        return -1;
+    }
+    while (cap < (uint64_t)t->n * 2)
+        cap *= 2;
+    t->slots = calloc(cap, sizeof(uint64_t));
+    if (t->slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    t->mask = cap - 1;
+    for (Py_ssize_t k = 0; k < t->n; k++)
+        probe(t, ent_id(t, &t->ents[k]), t->ents[k].ilen, k);
+    return 0;
+}
+
+static PyObject *type_str(Table *t, const char *p, size_t n)
+{
+    for (int i = 0; i < t->ntypes; i++) {
+        PyObject *c = t->types[i];
+        if ((size_t)PyUnicode_GET_LENGTH(c) == n && memcmp(PyUnicode_DATA(c), p, n) == 0) {
+            Py_INCREF(c);
+            return c;
+        }
+    }
+    PyObject *s = PyUnicode_New((Py_ssize_t)n, 127);
+    if (s == NULL)
+        return NULL;
+    memcpy(PyUnicode_DATA(s), p, n);
+    if (t->ntypes < TYPE_CACHE) {
+        Py_INCREF(s);
+        t->types[t->ntypes++] = s;
+    }
+    return s;
+}
+
+static PyObject *ascii_str(const char *p, size_t n)
+{
+    PyObject *s = PyUnicode_New((Py_ssize_t)n, 127);
+    if (s != NULL)
+        memcpy(PyUnicode_DATA(s), p, n);
+    return s;
+}
+
+/* Column c (0 type, 1 id, 2 parent) of entry k, as a new reference. */
+static PyObject *cell(Table *t, Py_ssize_t k, int c)
+{
+    const Ent *e = &t->ents[k];
+    const char *a = t->arena + e->arena;
+    if (c == 0)
+        return type_str(t, a, e->tlen);
+    if (c == 1)
+        return ascii_str(a + e->tlen, e->ilen);
+    if (e->plen < 0)
+        Py_RETURN_NONE;
+    return ascii_str(a + e->tlen + e->ilen, (size_t)e->plen);
+}
+
+static Py_ssize_t table_len(PyObject *self) { return ((Table *)self)->n; }
+
+static PyObject *table_row(PyObject *self, PyObject *arg)
+{
+    Table *t = (Table *)self;
+    Py_ssize_t k = PyNumber_AsSsize_t(arg, PyExc_IndexError);
+    if (k == -1 && PyErr_Occurred())
+        return NULL;
+    if (k < 0 || k >= t->n) {
+        PyErr_SetString(PyExc_IndexError, "table index out of range");
+        return NULL;
+    }
+    PyObject *a = cell(t, k, 0), *b = a ? cell(t, k, 1) : NULL, *c = b ? cell(t, k, 2) : NULL;
+    if (c == NULL) {
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return NULL;
+    }
+    return Py_BuildValue("(NNN)", a, b, c);
+}
+
+static PyObject *table_get(PyObject *self, PyObject *arg)
+{
+    Table *t = (Table *)self;
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "ids are str");
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(arg))
+        return PyLong_FromLong(-1); /* plain ids are ASCII */
+    if (t->slots == NULL && build_index(t) < 0)
+        return NULL;
+    return PyLong_FromSsize_t(probe(t, PyUnicode_DATA(arg), (size_t)PyUnicode_GET_LENGTH(arg), -1));
+}
+
+/* Positions from entry k up its parent chain (k first), as Transcript._walk follows it:
+ * a null or empty parentId, or a parent that is not there, ends the chain. None when the
+ * chain loops: the Python walk then names the cycle in its error. */
+static PyObject *table_walk(PyObject *self, PyObject *arg)
+{
+    Table *t = (Table *)self;
+    Py_ssize_t k = PyNumber_AsSsize_t(arg, PyExc_IndexError);
+    if (k == -1 && PyErr_Occurred())
+        return NULL;
+    if (k < 0 || k >= t->n) {
+        PyErr_SetString(PyExc_IndexError, "table index out of range");
+        return NULL;
+    }
+    if (t->slots == NULL && build_index(t) < 0)
+        return NULL;
+    unsigned char *seen = calloc((size_t)t->n / 8 + 1, 1);
+    PyObject *out = PyList_New(0);
+    if (seen == NULL || out == NULL) {
+        free(seen);
+        Py_XDECREF(out);
+        return PyErr_NoMemory();
+    }
+    for (;;) {
+        if (seen[k >> 3] & (1u << (k & 7))) {
+            Py_DECREF(out);
+            out = Py_None;
+            Py_INCREF(out);
+            break;
+        }
+        seen[k >> 3] |= (unsigned char)(1u << (k & 7));
+        PyObject *pos = PyLong_FromSsize_t(k);
+        if (pos == NULL || PyList_Append(out, pos) < 0) {
+            Py_XDECREF(pos);
+            Py_CLEAR(out);
+            break;
+        }
+        Py_DECREF(pos);
+        const Ent *e = &t->ents[k];
+        if (e->plen <= 0)
+            break; /* null, or "" (falsy in JavaScript) */
+        const char *p = t->arena + e->arena + e->tlen + e->ilen;
+        Py_ssize_t next = probe(t, p, (size_t)e->plen, -1);
+        if (next < 0)
+            break;
+        k = next;
+    }
+    free(seen);
+    return out;
+}
+
+static PyObject *column(Table *t, int c)
+{
+    PyObject *list = PyList_New(t->n);
+    if (list == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < t->n; k++) {
+        PyObject *v = cell(t, k, c);
+        if (v == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, k, v);
+    }
+    return list;
+}
+
+static PyObject *table_types(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return column((Table *)self, 0);
+}
+
+static PyObject *table_ids(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return column((Table *)self, 1);
+}
+
+static PyObject *table_parents(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return column((Table *)self, 2);
+}
+
+static void table_dealloc(PyObject *self)
+{
+    Table *t = (Table *)self;
+    free(t->ents);
+    free(t->arena);
+    free(t->slots);
+    for (int i = 0; i < t->ntypes; i++)
+        Py_DECREF(t->types[i]);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyMethodDef table_methods[] = {
+    {"row", table_row, METH_O, "row(k) -> (type, id, parent): entry k (parent None for null)"},
+    {"get", table_get, METH_O, "get(id) -> position of the last entry with that id, or -1"},
+    {"walk", table_walk, METH_O, "walk(k) -> positions from k up its parents (k first), None on a loop"},
+    {"types", table_types, METH_NOARGS, "types() -> list of every entry's type"},
+    {"ids", table_ids, METH_NOARGS, "ids() -> list of every entry's id"},
+    {"parents", table_parents, METH_NOARGS, "parents() -> list of every entry's parent (None for null)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods table_as_sequence = {.sq_length = table_len};
+
+static PyTypeObject TableType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kurahi.store._native.Table",
+    .tp_doc = "The plain lines of a scan: type, id and parent per entry, and an id index.",
+    .tp_basicsize = sizeof(Table),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = table_dealloc,
+    .tp_methods = table_methods,
+    .tp_as_sequence = &table_as_sequence,
+};
+
+/* -- the module function ------------------------------------------------------------------ */
+
+typedef struct {
+    PyObject *list;
+    uint64_t off, end;
+    Py_ssize_t lines;
+} Runs;
+
+static int add_run(Runs *r, uint64_t off, uint64_t nbytes, Py_ssize_t nlines, int flagged)
+{
+    PyObject *t = Py_BuildValue("(KKni)", (unsigned long long)off, (unsigned long long)nbytes, nlines, flagged);
+    if (t == NULL)
+        return -1;
+    int rc = PyList_Append(r->list, t);
+    Py_DECREF(t);
+    return rc;
+}
+
+static int end_run(Runs *r)
+{
+    if (r->lines == 0)
+        return 0;
+    int rc = add_run(r, r->off, r->end - r->off, r->lines, 0);
+    r->lines = 0;
+    return rc;
+}
+
+/* Join the segments' plain lines into t and describe every line in runs. */
+static int assemble(Table *t, Runs *runs, Seg *segs, int nseg)
+{
+    size_t n = 0, bytes = 0;
+    for (int i = 0; i < nseg; i++) {
+        for (size_t k = 0; k < segs[i].nrecs; k++)
+            n += !segs[i].recs[k].flagged;
+        bytes += segs[i].narena;
+    }
+    t->ents = malloc((n ? n : 1) * sizeof(Ent));
+    t->arena = malloc(bytes ? bytes : 1);
+    if (t->ents == NULL || t->arena == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    size_t base = 0;
+    for (int i = 0; i < nseg; i++) {
+        const Seg *s = &segs[i];
+        memcpy(t->arena + base, s->arena, s->narena);
+        for (size_t k = 0; k < s->nrecs; k++) {
+            const Rec *r = &s->recs[k];
+            if (r->flagged) {
+                if (end_run(runs) < 0 || add_run(runs, r->off, r->len, 1, 1) < 0)
+                    return -1;
+                continue;
+            }
+            Ent *e = &t->ents[t->n++];
+            e->arena = base + r->arena;
+            e->tlen = r->tlen;
+            e->ilen = r->ilen;
+            e->plen = r->plen;
+            if (runs->lines == 0)
+                runs->off = r->off;
+            runs->end = r->off + r->len + r->newline;
+            runs->lines++;
+            if (runs->end - runs->off >= RUN_BYTES && end_run(runs) < 0)
+                return -1;
+        }
+        base += s->narena;
+    }
+    return end_run(runs);
+}
+
+static uint64_t split_point(const Seg *whole, uint64_t mid)
+{
+    /* The first line start at or after mid (the end when there is none). */
+    char buf[65536];
+    uint64_t pos = mid;
+    while (pos < whole->end) {
+        size_t want = (size_t)((whole->end - pos) < sizeof buf ? (whole->end - pos) : sizeof buf), got;
+        const char *p;
+        if (whole->fd < 0) {
+            p = whole->mem + pos;
+            got = want;
+        } else {
+            if (read_full(whole->fd, buf, want, pos, &got) != 0 || got == 0)
+                return whole->end;
+            p = buf;
+        }
+        const char *nl = memchr(p, '\n', got);
+        if (nl != NULL)
+            return pos + (uint64_t)(nl - p) + 1;
+        pos += got;
+    }
+    return whole->end;
+}
+
+static PyObject *native_scan(PyObject *self, PyObject *args)
+{
+    PyObject *source;
+    unsigned long long start, end, max_line;
+    int threads;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OKKKi", &source, &start, &end, &max_line, &threads))
+        return NULL;
+    Py_buffer view = {0};
+    int fd = -1;
+    if (PyLong_Check(source)) {
+        fd = (int)PyLong_AsLong(source);
+        if (fd < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "a negative file descriptor");
+            return NULL;
+        }
+    } else {
+        if (PyObject_GetBuffer(source, &view, PyBUF_SIMPLE) < 0)
+            return NULL;
+        if ((unsigned long long)view.len < end)
+            end = (unsigned long long)view.len;
+    }
+    if (start > end)
+        start = end;
+
+    Seg segs[2];
+    memset(segs, 0, sizeof segs);
+    for (int i = 0; i < 2; i++) {
+        segs[i].fd = fd;
+        segs[i].mem = (const char *)view.buf;
+        segs[i].max_line = max_line;
+    }
+    segs[0].start = start;
+    segs[0].end = end;
+    int nseg = 1;
+    PyObject *result = NULL;
+
+    Py_BEGIN_ALLOW_THREADS
+    if (threads >= 2) {
+        uint64_t cut = split_point(&segs[0], start + (end - start) / 2);
+        if (cut > start && cut < end) {
+            segs[0].end = cut;
+            segs[1].start = cut;
+            segs[1].end = end;
+            nseg = 2;
+        }
+    }
+    pthread_t tid;
+    int threaded = nseg == 2 && pthread_create(&tid, NULL, scan_segment, &segs[1]) == 0;
+    if (nseg == 2 && !threaded)
+        scan_segment(&segs[1]); /* no thread to be had: both halves here */
+    scan_segment(&segs[0]);
+    if (threaded)
+        pthread_join(tid, NULL);
+    Py_END_ALLOW_THREADS
+
+    for (int i = 0; i < nseg && result == NULL; i++) {
+        if (segs[i].err == ENOMEM) {
+            PyErr_NoMemory();
+            goto out;
+        }
+        if (segs[i].err) {
+            errno = segs[i].err;
+            PyErr_SetFromErrno(PyExc_OSError);
+            goto out;
+        }
+        if (segs[i].too_long) {
+            result = Py_None;
+            Py_INCREF(result);
+        }
+    }
+    if (result == NULL) {
+        Table *t = PyObject_New(Table, &TableType);
+        Runs runs = {PyList_New(0), 0, 0, 0};
+        if (t != NULL) {
+            t->ents = NULL;
+            t->n = 0;
+            t->arena = NULL;
+            t->slots = NULL;
+            t->mask = 0;
+            t->ntypes = 0;
+        }
+        if (t != NULL && runs.list != NULL && assemble(t, &runs, segs, nseg) == 0) {
+            Py_ssize_t lines = (Py_ssize_t)(segs[0].nrecs + (nseg == 2 ? segs[1].nrecs : 0));
+            result = Py_BuildValue("(OOn)", (PyObject *)t, runs.list, lines);
+        }
+        Py_XDECREF(t);
+        Py_XDECREF(runs.list);
+    }
+out:
+    for (int i = 0; i < 2; i++) {
+        free(segs[i].recs);
+        free(segs[i].arena);
+    }
+    if (view.obj != NULL)
+        PyBuffer_Release(&view);
+    return result;
+}
+
+static PyObject *native_classify(PyObject *self, PyObject *arg)
+{
+    /* One line's verdict, for tests: (type, id, parent) when plain, else None. */
+    Py_buffer view;
+    Field f[3];
+    (void)self;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const char *p = (const char *)view.buf;
+    int plain = memchr(p, '\n', (size_t)view.len) == NULL && classify(p, p + view.len, f);
+    PyObject *result;
+    if (!plain) {
+        result = Py_None;
+        Py_INCREF(result);
+    } else if (f[F_PARENT].null) {
+        result = Py_BuildValue("(s#s#O)", f[F_TYPE].p, (Py_ssize_t)f[F_TYPE].n, f[F_ID].p, (Py_ssize_t)f[F_ID].n,
+                               Py_None);
+    } else {
+        result = Py_BuildValue("(s#s#s#)", f[F_TYPE].p, (Py_ssize_t)f[F_TYPE].n, f[F_ID].p, (Py_ssize_t)f[F_ID].n,
+                               f[F_PARENT].p, (Py_ssize_t)f[F_PARENT].n);
+    }
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", native_scan, METH_VARARGS,
+     "scan(source, start, end, max_line, threads) -> (table, runs, lines) | None"},
+    {"classify", native_classify, METH_O, "classify(line) -> (type, id, parent) | None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "kurahi.store._native", "The line scanner of kurahi.store.scan, in C.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__native(void)
+{
+    if (PyType_Ready(&TableType) < 0)
+        return NULL;
+    return PyModule_Create(&module);
+}

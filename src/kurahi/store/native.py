@@ -1,0 +1,100 @@
+"""Scanning with the C line scanner (``kurahi.store._native``) when it is built.
+
+The C scanner reads every line of the file on two threads, checks it as ``JSON.parse``
+would and takes ``type``, ``id`` and ``parentId`` of the plain ones (see the comment at
+the top of ``_native.c`` for what "plain" means). Every line it is not sure about (the
+header, blank, damaged or odd lines) comes back flagged and goes through the same careful
+path as in :func:`kurahi.store.scan.scan`, in file order, with the same state; so the
+result is the :class:`~kurahi.store.scan.ScanResult` the Python scanner gives (the tests
+compare the two on damaged files and on generated trees).
+
+The extension is optional: without a compiler the package installs without it, and
+:func:`scan_native` answers ``None`` so the caller scans in Python. ``KURAHI_NATIVE=0``
+turns it off too.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from itertools import islice
+from typing import Any
+
+from kurahi.store.columns import TableSkeletons
+from kurahi.store.scan import (
+    MAX_LINE_BYTES,
+    Chunk,
+    Reader,
+    ScanResult,
+    ScanState,
+    Skeleton,
+    careful_lines,
+    finish_scan,
+)
+
+__all__ = ["ENABLED", "THREADS_MIN_BYTES", "available", "scan_native"]
+
+_native: Any
+try:
+    _native = importlib.import_module("kurahi.store._native")
+except ImportError:  # pragma: no cover - depends on the build
+    _native = None
+
+ENABLED = os.environ.get("KURAHI_NATIVE", "1") != "0"
+"""Whether :func:`scan_native` may use the extension (tests switch it off to compare)."""
+
+THREADS_MIN_BYTES = 4 * 1024 * 1024
+"""Files at least this large are scanned on two threads (when there are two cores)."""
+
+
+def available() -> bool:
+    """Whether the C scanner is built and enabled."""
+    return ENABLED and _native is not None
+
+
+def scan_native(source: int | bytes, read: Reader, size: int) -> ScanResult | None:
+    """Scan a whole file (a descriptor) or bytes; ``None`` when the Python scanner must.
+
+    That is: the extension is missing or off, a line is longer than
+    :data:`~kurahi.store.scan.MAX_LINE_BYTES`, or an entry comes before any header (the
+    file is no session; the Python scanner says why).
+    """
+    if not available():
+        return None
+    threads = 2 if size >= THREADS_MIN_BYTES and (os.cpu_count() or 1) > 1 else 1
+    out = _native.scan(source, 0, size, MAX_LINE_BYTES, threads)
+    if out is None:
+        return None
+    table, runs, _ = out
+    res = ScanResult(size=size)
+    st = ScanState()
+    for offset, nbytes, nlines, flagged in runs:
+        if flagged:
+            if not careful_lines(res, st, [read(offset, nbytes)], offset, size):
+                return res  # not a session: the caller reports it
+            continue
+        if not st.header_done:
+            return None
+        st.tail = None  # a plain line follows: an earlier line was not the last one
+        res.chunks.append(Chunk(st.idx, offset, nbytes, st.line_no + 1))
+        st.idx += nlines
+        st.line_no += nlines
+    finish_scan(res, st, read)
+    careful: list[Skeleton] = res.skeletons  # entries from flagged lines (positions in res.spans)
+    if careful:
+        # One list in file order, as the Python scanner has (and ids that may not be strings).
+        res.skeletons = _merge(table, careful, list(res.spans))
+    else:
+        res.skeletons = TableSkeletons(table)
+    return res
+
+
+def _merge(table: Any, careful: list[Skeleton], positions: list[int]) -> list[Skeleton]:
+    """The table's entries with the careful ones put back at their positions."""
+    plain = map(Skeleton, table.types(), table.ids(), table.parents())
+    out: list[Skeleton] = []
+    for pos, sk in zip(positions, careful, strict=True):
+        out.extend(islice(plain, pos - len(out)))
+        out.append(sk)
+    out.extend(plain)
+    return out

@@ -118,11 +118,12 @@ class Lane:
             self.waiting.append(p)
         return p.future
 
-    def interrupt(self) -> bool:
+    def interrupt(self, reason: str = "interrupted by a newer message") -> bool:
         """Stop the running turn: at once during a model call, after the tool during a tool call."""
         c, task = self.control, self.turn_task
         if c is None or task is None or task.done():
             return False
+        c.stop_reason = reason
         if c.phase == "model":
             task.cancel()
         else:
@@ -183,7 +184,7 @@ class Lane:
             except asyncio.CancelledError:
                 # The lane itself is being shut down: let the turn record its abort, then go.
                 if not self.turn_task.done():
-                    self.interrupt()
+                    self.interrupt("the runtime stopped (gateway shutdown) while the turn was running")
                     result = await self.turn_task
                 else:
                     result = self.turn_task.result()

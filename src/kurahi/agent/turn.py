@@ -86,6 +86,8 @@ class TurnControl:
     """User messages to inject at the next tool boundary."""
     stop_requested: bool = False
     """Stop at the next boundary (set by an interrupt while a tool runs)."""
+    stop_reason: str = "interrupted by a newer message"
+    """Why the turn was stopped, recorded with the abort."""
     phase: Literal["idle", "model", "tool", "write"] = "idle"
     on_steer_taken: Callable[[list[dict[str, Any]]], None] | None = None
     """Told which steered messages were appended (the queue marks them delivered)."""
@@ -200,8 +202,9 @@ class _Turn:
             if task is not None:
                 task.uncancel()
             partial: list[dict[str, Any]] = [{"type": "text", "text": "".join(text)}] if text else []
-            self.append(self.assistant(partial, "aborted", Usage(), "interrupted by a newer message"))
-            self.result.status, self.result.error = "aborted", "interrupted by a newer message"
+            why = self.control.stop_reason
+            self.append(self.assistant(partial, "aborted", Usage(), why))
+            self.result.status, self.result.error = "aborted", why
             return None
         except (TimeoutError, ProviderError) as exc:
             error = (
@@ -321,7 +324,7 @@ async def _drive(t: _Turn, inputs: list[dict[str, Any]]) -> None:
         t.append(item["message"], item.get("extra"))
     while True:
         if t.control.stop_requested:
-            t.result.status, t.result.error = "aborted", "interrupted by a newer message"
+            t.result.status, t.result.error = "aborted", t.control.stop_reason
             return
         if t.result.steps >= settings.max_steps:
             t.result.status, t.result.error = "error", f"stopped after {settings.max_steps} model calls in one turn"
@@ -340,7 +343,7 @@ async def _drive(t: _Turn, inputs: list[dict[str, Any]]) -> None:
         for i, call in enumerate(calls):
             if t.control.stop_requested:
                 for rest in calls[i:]:
-                    out = ToolOutput("not run: the turn was interrupted by a newer message before this call", True)
+                    out = ToolOutput(f"not run: the turn was stopped before this call ({t.control.stop_reason})", True)
                     t.append(tool_result_message(rest.id, rest.name, out))
                 break
             out = await t.run_tool(call)

@@ -42,6 +42,7 @@ Hierarchy::
     │   ├── AuditChainError           a record or line that breaks the chain (path, line, seq)
     │   ├── AuditNotFoundError        no chain file where one is expected
     │   └── AuditWriteError           a record could not be appended durably
+    ├── ContinuityError               the continuity suite: a report or a run that cannot be used
     └── UsageError                    a caller passed something that cannot work
 """
 
@@ -61,6 +62,7 @@ __all__ = [
     "CatalogEntryError",
     "CatalogError",
     "ConfigError",
+    "ContinuityError",
     "EntryNotFoundError",
     "GatewayError",
     "GatewayRequestError",
@@ -368,3 +370,7 @@ class AuditNotFoundError(AuditError):
 
 class AuditWriteError(AuditError):
     """A record could not be appended durably; the file holds exactly the records before it."""
+
+
+class ContinuityError(KurahiError):
+    """A continuity report or run that cannot be used (wrong suite version, truncated, edited)."""

@@ -28,6 +28,7 @@ GROUPS = {
     "gateway": "kurahi.cli.gateway:gateway_app",
     "devices": "kurahi.cli.gateway:devices_app",
     "audit": "kurahi.cli.audit:app",
+    "continuity": "kurahi.cli.continuity:app",
 }
 """Sub-app name -> ``module:attribute`` of its Typer app."""
 

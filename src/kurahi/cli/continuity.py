@@ -1,0 +1,131 @@
+"""``kurahi continuity run|verify|badge``: prove a resident survives four disruptions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from kurahi.cli.common import EXIT, console, err_console, fail, print_json, translate_errors
+
+__all__ = ["app"]
+
+app = typer.Typer(help="The continuity suite: disruptions, invariants C0-C9, signed reports.", no_args_is_help=True)
+
+
+def _checker() -> Any:
+    from kurahi.continuity.manifest import verify_manifest
+
+    def check(manifest: dict[str, Any]) -> tuple[bool, str]:
+        try:
+            result = verify_manifest(manifest)
+        except Exception as exc:
+            return False, str(exc)
+        return bool(result.ok), str(result.reason or "verifies")
+
+    return check
+
+
+@app.command("run")
+def run_command(
+    throwaway: Annotated[
+        bool, typer.Option("--throwaway", help="A fresh gateway in a temporary home (KOLO_SMOKE_HOME if set).")
+    ] = False,
+    resident: Annotated[str, typer.Option("--resident", help="The resident (agent id).")] = "alice",
+    disruption: Annotated[str, typer.Option("--disruption", help="model-swap,restart,move,close or all.")] = "all",
+    swap_to: Annotated[str | None, typer.Option("--swap-to", help="The model profile to swap to.")] = None,
+    facts: Annotated[
+        Path | None, typer.Option("--facts", help="JSON array of {query, expect} for the recall probe.")
+    ] = None,
+    chat: Annotated[bool, typer.Option("--chat", help="Probe with a chat turn (always on in throwaway mode).")] = False,
+    out: Annotated[Path, typer.Option("--out", help="Where the reports go.")] = Path("continuity-out"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Run the suite and write continuity-report.json, continuity-report.md and continuity-badge.txt.
+
+    Exit 0 when the verdict is PASS, 1 when an invariant failed. Attached mode (without
+    --throwaway) uses the gateway running on KOLO_HOME and its owner token; never a flag.
+    """
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from kurahi.continuity.report import write_report
+    from kurahi.continuity.signing import report_signer
+    from kurahi.continuity.suite import DISRUPTIONS, SuiteOptions, run_suite
+
+    chosen = list(DISRUPTIONS) if disruption == "all" else [d.strip() for d in disruption.split(",") if d.strip()]
+    fact_list = None
+    if facts is not None:
+        try:
+            fact_list = json.loads(facts.read_text())
+        except (OSError, ValueError) as exc:
+            fail(f"{facts}: cannot read the facts: {exc}", EXIT.INVALID)
+        if not isinstance(fact_list, list) or not all(
+            isinstance(f, dict) and isinstance(f.get("query"), str) and isinstance(f.get("expect"), str)
+            for f in fact_list
+        ):
+            fail(f'{facts}: must be a JSON array of {{"query": ..., "expect": ...}}', EXIT.INVALID)
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err_console) as bar:
+        task = bar.add_task("continuity suite", total=None)
+        opts = SuiteOptions(
+            throwaway=throwaway,
+            resident=resident,
+            disruptions=chosen,
+            swap_to=swap_to,
+            facts=fact_list,
+            chat=chat or throwaway,
+            progress=lambda text: bar.update(task, description=text),
+        )
+        with translate_errors():
+            report = run_suite(opts, check_manifest=_checker(), signer_for=report_signer)
+    paths = write_report(report, out)
+    body = report["body"]
+    if as_json:
+        print_json({"summary": body["summary"], "badge": body["badge"], "report": str(paths["json"])})
+    else:
+        for run in body["runs"]:
+            marks = " ".join(f"{r['id']}:{r['status']}" for r in run["invariants"])
+            console.print(f"[bold]{run['disruption']:<10}[/] {marks}")
+        console.print(body["badge"])
+        console.print(f"reports in {out}")
+    if body["summary"]["verdict"] != "PASS":
+        raise typer.Exit(EXIT.FAILED)
+
+
+@app.command("verify")
+def verify_command(
+    report: Annotated[Path, typer.Argument(help="continuity-report.json")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Recompute every hash, root, signature and score in a report; name the first mismatch (exit 1)."""
+    from kurahi.continuity.report import read_report, verify_report
+
+    with translate_errors():
+        data = read_report(report)
+    result = verify_report(data, check_manifest=_checker())
+    if as_json:
+        print_json(result.to_dict())
+    elif result.ok:
+        console.print(f"[green]verified[/]: {data['body']['badge']}")
+    else:
+        err_console.print(f"[bold red]does not verify[/]: {result.problems[0]}")
+    if not result.ok:
+        raise typer.Exit(EXIT.FAILED)
+
+
+@app.command("badge")
+def badge_command(report: Annotated[Path, typer.Argument(help="continuity-report.json")]) -> None:
+    """Print the badge; UNVERIFIED is appended when the report does not recompute."""
+    from kurahi.continuity.report import read_report, verify_report
+
+    try:
+        data = read_report(report)
+    except Exception as exc:
+        console.print(f"continuity FAIL | unreadable report | UNVERIFIED ({exc})")
+        raise typer.Exit(EXIT.FAILED) from None
+    result = verify_report(data, check_manifest=_checker())
+    line = data["body"]["badge"] + ("" if result.ok else " UNVERIFIED")
+    console.print(line, soft_wrap=True)
+    if not result.ok:
+        raise typer.Exit(EXIT.FAILED)

@@ -1,0 +1,234 @@
+"""Reports: ``continuity-report.json`` (the evidence), ``continuity-report.md`` and the badge.
+
+The JSON report is written as canonical JSON (RFC 8785), so any edit to its bytes either
+breaks the JSON, changes its canonical form, or changes its content; ``verify`` catches all
+three. Its ``body`` holds, per disruption, the manifests, probes, outcome, leak scan and
+invariant results; ``digest`` is the SHA-256 of the body's canonical bytes, ``signature``
+the Ed25519 signature of the digest by the resident's continuity key (the key that signs
+its manifests), ``publicKey`` that key.
+
+:func:`verify_report` recomputes every manifest (entry hashes, roots, signatures), re-scores
+every run from its stored evidence, recomputes the summary and the badge, checks the digest
+and the signature, and names the first mismatch.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kurahi.canonical import canonical_json
+from kurahi.continuity.invariants import INVARIANTS, ManifestCheck, score
+from kurahi.errors import ContinuityError
+
+__all__ = [
+    "SUITE",
+    "VERSION",
+    "ReportCheck",
+    "badge_line",
+    "finish_report",
+    "markdown",
+    "read_report",
+    "summarize",
+    "verify_report",
+    "write_report",
+]
+
+SUITE = "kurahi-continuity"
+VERSION = 1
+
+Signer = Callable[[bytes], tuple[str, str]]
+"""Signs 32 bytes; returns ``(signature base64, raw public key base64)``."""
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counts over every run's invariants, and the verdict (PASS only when nothing failed)."""
+    counts = {"pass": 0, "fail": 0, "skip": 0}
+    for run in runs:
+        for r in run["invariants"]:
+            counts[r["status"]] += 1
+    return {**counts, "verdict": "PASS" if counts["fail"] == 0 and runs else "FAIL"}
+
+
+def badge_line(body: dict[str, Any]) -> str:
+    """The one-line badge of the seed's form."""
+    s = body["summary"]
+    roots = " ".join(
+        f"{run['before']['manifest'].get('root', '')[:8]}>{run['after']['manifest'].get('root', '')[:8]}"
+        for run in body["runs"]
+    )
+    disruptions = ",".join(run["disruption"] for run in body["runs"])
+    return (
+        f"continuity {s['verdict']} | resident={body['resident']} | {disruptions} | "
+        f"pass={s['pass']} fail={s['fail']} skip={s['skip']} | {roots} | {body['createdAt']}"
+    )
+
+
+def finish_report(body: dict[str, Any], signer: Signer) -> dict[str, Any]:
+    """Add the summary, the badge, the digest and the signature to a report body."""
+    body = dict(body)
+    body["summary"] = summarize(body["runs"])
+    body["badge"] = badge_line(body)
+    digest = hashlib.sha256(canonical_json(body)).hexdigest()
+    signature, public_key = signer(bytes.fromhex(digest))
+    return {"body": body, "digest": digest, "signature": signature, "publicKey": public_key}
+
+
+def write_report(report: dict[str, Any], out: Path) -> dict[str, Path]:
+    """Write the JSON report (canonical bytes), the Markdown report and the badge into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "json": out / "continuity-report.json",
+        "md": out / "continuity-report.md",
+        "badge": out / "continuity-badge.txt",
+    }
+    paths["json"].write_bytes(canonical_json(report) + b"\n")
+    paths["md"].write_text(markdown(report))
+    paths["badge"].write_text(report["body"]["badge"] + "\n")
+    return paths
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    """Read a report file, refusing anything that is not a whole canonical report.
+
+    Raises:
+        ContinuityError: unreadable, not JSON, not canonical, or not this suite's version.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ContinuityError(f"{path}: cannot read: {exc.strerror}") from exc
+    try:
+        report = json.loads(data)
+    except ValueError as exc:
+        raise ContinuityError(f"{path}: not JSON (truncated or edited?): {exc}") from exc
+    if not isinstance(report, dict) or not isinstance(report.get("body"), dict):
+        raise ContinuityError(f"{path}: not a continuity report")
+    body = report["body"]
+    if body.get("suite") != SUITE or body.get("version") != VERSION:
+        raise ContinuityError(
+            f"{path}: a report of suite {body.get('suite')!r} version {body.get('version')!r}; "
+            f"this is {SUITE} version {VERSION}"
+        )
+    if data.rstrip(b"\n") != canonical_json(report):
+        raise ContinuityError(f"{path}: not in canonical form (the file was edited)")
+    return report
+
+
+class ReportCheck:
+    """What :func:`verify_report` found."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.checked: list[str] = []
+
+    @property
+    def ok(self) -> bool:
+        """No problem found."""
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {
+            "ok": self.ok,
+            "firstMismatch": self.problems[0] if self.problems else None,
+            "problems": self.problems,
+            "checked": self.checked,
+        }
+
+
+def _verify_sig(public_b64: str, signature_b64: str, message: bytes) -> bool:
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    try:
+        key = Ed25519PublicKey.from_public_bytes(base64.b64decode(public_b64, validate=True))
+        key.verify(base64.b64decode(signature_b64, validate=True), message)
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+def verify_report(report: dict[str, Any], *, check_manifest: ManifestCheck) -> ReportCheck:
+    """Recompute everything in a report (see the module docstring)."""
+    result = ReportCheck()
+    body = report["body"]
+    threshold = float(body.get("threshold", 0.8))
+    for i, run in enumerate(body.get("runs", [])):
+        where = f"runs[{i}] ({run.get('disruption')})"
+        for side in ("before", "after"):
+            ok, why = check_manifest(run[side]["manifest"])
+            if not ok:
+                result.problems.append(f"{where}.{side}.manifest: {why}")
+        rescored = score(run, threshold=threshold, check_manifest=check_manifest)
+        for got, stored in zip(rescored, run.get("invariants", []), strict=False):
+            if got != stored:
+                result.problems.append(
+                    f"{where}.invariants.{stored.get('id')}: stored {stored.get('status')!r} "
+                    f"({stored.get('detail')}), recomputed {got['status']!r} ({got['detail']})"
+                )
+        if len(rescored) != len(run.get("invariants", [])):
+            result.problems.append(
+                f"{where}.invariants: {len(run.get('invariants', []))} stored, {len(INVARIANTS)} expected"
+            )
+        key = run["after"]["manifest"].get("publicKey")
+        if key != report.get("publicKey"):
+            result.problems.append(f"{where}: the manifests' signer is not the report's signer")
+    result.checked.append("manifests and invariants")
+    summary = summarize(body.get("runs", []))
+    if summary != body.get("summary"):
+        result.problems.append(f"summary: stored {body.get('summary')}, recomputed {summary}")
+    if badge_line(body) != body.get("badge"):
+        result.problems.append("badge: does not match the body")
+    digest = hashlib.sha256(canonical_json(body)).hexdigest()
+    if digest != report.get("digest"):
+        result.problems.append("digest: the body does not hash to the stored digest")
+    elif not _verify_sig(str(report.get("publicKey")), str(report.get("signature")), bytes.fromhex(digest)):
+        result.problems.append("signature: does not verify with the report's public key")
+    result.checked.append("summary, badge, digest and signature")
+    return result
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The report for people."""
+    body = report["body"]
+    s = body["summary"]
+    lines = [
+        f"# Continuity report: {body['resident']}",
+        "",
+        f"**{s['verdict']}**: pass={s['pass']} fail={s['fail']} skip={s['skip']} "
+        f"({body['mode']} mode, {body['createdAt']})",
+        "",
+        f"`{body['badge']}`",
+        "",
+        f"Signer fingerprint `{body.get('fingerprint', '')}`; report digest `{report['digest']}`.",
+        "Verify it with `kurahi continuity verify continuity-report.json`.",
+        "",
+    ]
+    for run in body["runs"]:
+        roots = f"{run['before']['manifest'].get('root', '')[:16]} → {run['after']['manifest'].get('root', '')[:16]}"
+        lines += [
+            f"## {run['disruption']}",
+            "",
+            f"Outcome: {run['outcome'].get('detail')}. Manifest roots {roots}.",
+            "",
+            "| invariant | | status | detail |",
+            "|---|---|---|---|",
+        ]
+        for r in run["invariants"]:
+            lines.append(f"| {r['id']} | {r['name']} | {r['status']} | {r['detail']} |")
+        lines.append("")
+    lines += [
+        "## What is not proven",
+        "",
+        "Model quality and semantic recall are out of scope (recall is a deterministic keyword search); "
+        "answers are checked with the deterministic provider only; an interrupted job does not resume; "
+        "channels are not exercised; the signature proves who attested, not that the files were correct; "
+        "secrets are checked by pattern.",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,397 @@
+"""``kurahi continuity run``: four disruptions, evidence before and after, invariants, a signed report.
+
+Throwaway mode starts a fresh gateway in a temporary home whose name ends in ``.kolo-test``
+(or ``KOLO_SMOKE_HOME``, which must), with the deterministic profiles ``alpha`` and ``beta`` and
+a resident ``alice`` seeded with identity files and ten facts. Attached mode talks to the
+gateway running on ``KOLO_HOME`` (port from ``run/gateway.lock``, token from the token file
+or ``KOLO_GATEWAY_TOKEN``; never a flag).
+
+For each disruption one slow turn runs in ``agent:<id>:continuity-job``, the suite takes a
+signed manifest and probe results (recall of the facts, a chat turn in
+``agent:<id>:continuity-probe``), performs the disruption, waits for the job to settle, and
+takes them again. Everything goes through the public HTTP API with the owner credential.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from kurahi.continuity.invariants import ManifestCheck, score
+from kurahi.continuity.report import SUITE, VERSION, Signer, finish_report
+from kurahi.errors import ContinuityError, GatewayUnavailableError, UsageError
+from kurahi.gateway.lock import gateway_info
+from kurahi.resident.home import TOKEN_ENV, Home
+
+__all__ = ["DISRUPTIONS", "FACTS", "SuiteOptions", "run_suite"]
+
+DISRUPTIONS = ("model-swap", "restart", "move", "close")
+SMOKE_SUFFIX = ".kolo-test"
+
+FACTS = [
+    ("The harbour lantern is painted cobalt blue.", "what colour is the harbour lantern", "cobalt"),
+    ("The orchard gate code is 4471.", "orchard gate code", "4471"),
+    ("Marina's favourite composer is Debussy.", "favourite composer", "Debussy"),
+    ("The quartz clock in the study runs four minutes fast.", "quartz clock study", "four minutes fast"),
+    ("The willow by the pond was planted in 2019.", "willow pond planted", "2019"),
+    ("Backups go to the meridian drive every Sunday.", "backups meridian drive", "every Sunday"),
+    ("The ember kiln needs forty minutes to heat.", "ember kiln heat", "forty minutes"),
+    ("The lineage notebook lives on the third shelf.", "lineage notebook shelf", "third shelf"),
+    ("Checklist item two is to book the ferry.", "checklist item two", "book the ferry"),
+    ("The resident's tea is jasmine, no sugar.", "resident tea", "jasmine"),
+]
+"""Ten facts seeded in throwaway mode: (line in memory/facts.md, recall query, expected text)."""
+
+_MARKER = re.compile(r"^\[([^\]]+)\] \(([^)]+)\)")
+_PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
+
+
+@dataclass
+class SuiteOptions:
+    """What to run."""
+
+    throwaway: bool = True
+    resident: str = "alice"
+    disruptions: Sequence[str] = DISRUPTIONS
+    swap_to: str | None = None
+    facts: list[dict[str, str]] | None = None
+    """``[{query, expect}]``; throwaway mode seeds its own ten when none are given."""
+    chat: bool = True
+    threshold: float = 0.8
+    job_ms: int = 3000
+    """How long the slow job's model call takes (it must outlive each disruption)."""
+    progress: Callable[[str], None] | None = None
+    sabotage: Callable[[Home, str], None] | None = None
+    """Test hook: called right after each disruption with the (current) home and the
+    disruption's name, to break the resident on purpose and prove an invariant can fail."""
+    skip_disruption: bool = False
+    """Test hook: take the evidence without disrupting anything (C0 must fail)."""
+    settle_timeout: float = 30.0
+    """How long to wait for the slow job to finish or be reported interrupted."""
+
+
+@dataclass
+class _Ctx:
+    home: Home
+    opts: SuiteOptions
+    token: str
+    proc: subprocess.Popen[bytes] | None = None
+    port: int = 0
+    seen: list[tuple[str, str]] = field(default_factory=list)
+    secret_patterns: list[str] = field(default_factory=list)
+
+    @property
+    def agent(self) -> str:
+        return self.opts.resident
+
+    def say(self, text: str) -> None:
+        if self.opts.progress is not None:
+            self.opts.progress(text)
+
+    # -- the gateway process (throwaway) ----------------------------------------------------
+
+    def start(self) -> None:
+        env = {**os.environ, "KOLO_HOME": str(self.home.root)}
+        env.pop(TOKEN_ENV, None)
+        port = os.environ.get("KOLO_SMOKE_PORT", "0")
+        log = (self.home.root / "run" / "gateway.log").open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kurahi.cli", "gateway", "run", "--port", port, "--grace", "0.5"],
+            env=env,
+            stdout=log,
+            stderr=log,
+        )
+        log.close()
+        deadline = time.monotonic() + 30
+        while True:
+            info = gateway_info(self.home.lock)
+            if info is not None and info.pid == self.proc.pid:
+                self.port = info.port
+                return
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise ContinuityError(f"the gateway did not come up (see {self.home.root / 'run' / 'gateway.log'})")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    # -- HTTP ---------------------------------------------------------------------------------
+
+    def call(self, method: str, path: str, *, token: str | None = None, **kw: Any) -> httpx.Response:
+        if self.port == 0:
+            info = gateway_info(self.home.lock)
+            if info is None:
+                raise GatewayUnavailableError(f"no gateway is running for {self.home.root}")
+            self.port = info.port
+        headers = {"Authorization": f"Bearer {self.token if token is None else token}"}
+        try:
+            r = httpx.request(method, f"http://127.0.0.1:{self.port}{path}", headers=headers, timeout=60, **kw)
+        except httpx.TransportError as exc:
+            raise GatewayUnavailableError(f"the gateway does not answer: {exc}") from exc
+        self.seen.append((f"{method} {path}", r.text))
+        return r
+
+    def json(self, method: str, path: str, **kw: Any) -> Any:
+        r = self.call(method, path, **kw)
+        if r.status_code >= 400:
+            raise ContinuityError(f"{method} {path}: HTTP {r.status_code}: {r.text[:300]}")
+        return r.json()
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _smoke_home() -> Path:
+    given = os.environ.get("KOLO_SMOKE_HOME")
+    if given:
+        if not given.rstrip("/").endswith(SMOKE_SUFFIX):
+            raise UsageError(f"KOLO_SMOKE_HOME must end in {SMOKE_SUFFIX!r} (it is deleted and recreated): {given}")
+        path = Path(given)
+        if path.exists():
+            shutil.rmtree(path)
+        return path
+    return Path(tempfile.mkdtemp(suffix=SMOKE_SUFFIX))
+
+
+def _seed(home: Home, agent: str) -> list[dict[str, str]]:
+    import msgspec
+
+    from kurahi.resident.init import init_home
+
+    init_home(home.root, agent)
+    config = {
+        "models": {"alpha": {"provider": "deterministic"}, "beta": {"provider": "deterministic"}},
+        "defaults": {"model": "alpha"},
+        "agents": {agent: {"model": "alpha", "tools": {"allow": ["*"], "deny": []}}},
+    }
+    home.config.write_bytes(msgspec.json.format(msgspec.json.encode(config)) + b"\n")
+    facts_file = home.agent(agent).workspace / "memory" / "facts.md"
+    facts_file.write_text("# Facts\n\n" + "".join(f"- {line}\n" for line, _, _ in FACTS))
+    return [{"query": q, "expect": e} for _, q, e in FACTS]
+
+
+def _marker(reply: str) -> tuple[str | None, str | None]:
+    m = _MARKER.match(reply or "")
+    return (m.group(1), m.group(2)) if m else (None, None)
+
+
+def _snapshot(ctx: _Ctx, *, job_id: str | None) -> dict[str, Any]:
+    a = ctx.agent
+    manifest = ctx.json("GET", "/api/continuity/manifest", params={"agent": a})
+    probes: dict[str, Any] = {}
+    if ctx.opts.facts is not None:
+        recall = []
+        for fact in ctx.opts.facts:
+            hits = ctx.json("GET", "/api/memory/recall", params={"agent": a, "q": fact["query"], "limit": 5})["hits"]
+            lines = [h["text"] for h in hits]
+            recall.append({**fact, "hits": lines, "found": any(fact["expect"].lower() in x.lower() for x in lines)})
+        probes["recall"] = recall
+    if ctx.opts.chat:
+        reply = ctx.json(
+            "POST", f"/api/agents/{a}/chat", json={"message": "continuity probe: who are you?", "key": _probe_key(a)}
+        )
+        marker, profile = _marker(reply.get("reply", ""))
+        probes["chat"] = {
+            "status": reply.get("status"),
+            "reply": reply.get("reply"),
+            "marker": marker,
+            "profile": profile,
+        }
+    sessions = ctx.json("GET", f"/api/agents/{a}/sessions")
+    probe_sid = next((s.get("sessionId") for s in sessions if s["key"] == _probe_key(a)), None)
+    job = ctx.json("GET", f"/api/agents/{a}/jobs/{job_id}") if job_id else None
+    audit = ctx.json("GET", "/api/audit/chain")
+    info = gateway_info(ctx.home.lock)
+    return {
+        "manifest": manifest,
+        "probes": probes,
+        "probeSessionId": probe_sid,
+        "job": job,
+        "audit": audit,
+        "gateway": {"pid": info.pid if info else None, "home": str(ctx.home.root)},
+    }
+
+
+def _probe_key(agent: str) -> str:
+    return f"agent:{agent}:continuity-probe"
+
+
+def _job_key(agent: str) -> str:
+    return f"agent:{agent}:continuity-job"
+
+
+def _disrupt(ctx: _Ctx, disruption: str) -> dict[str, Any]:
+    a = ctx.agent
+    if disruption == "model-swap":
+        current = ctx.json("GET", "/api/agents")
+        now = next((x["model"] for x in current if x["id"] == a), None)
+        target = ctx.opts.swap_to or ("beta" if now != "beta" else "alpha")
+        ctx.json("POST", "/api/config/apply", json={"patch": {"agents": {a: {"model": target}}}})
+        return {"ok": True, "detail": f"config.apply: model {now} -> {target} (in-process reload)", "swapTo": target}
+    if disruption == "restart":
+        if not ctx.opts.throwaway:
+            ctx.json("POST", "/api/config/apply", json={"patch": {}})
+            return {"ok": True, "detail": "in-process restart (config.apply)", "inProcess": True}
+        before = ctx.proc.pid if ctx.proc else None
+        ctx.stop()
+        ctx.start()
+        return {
+            "ok": True,
+            "detail": f"gateway stopped and started (pid {before} -> {ctx.proc.pid if ctx.proc else None})",
+        }
+    if disruption == "move":
+        if not ctx.opts.throwaway:
+            return {"ok": False, "detail": "attached mode cannot move a state dir it does not own"}
+        old = ctx.home.root
+        ctx.stop()
+        new = old.with_name(old.name[: -len(SMOKE_SUFFIX)] + "-moved" + SMOKE_SUFFIX)
+        os.rename(old, new)
+        ctx.home = Home(new)
+        ctx.port = 0
+        ctx.start()
+        return {"ok": True, "detail": f"state dir moved {old} -> {new}; gateway started from the new KOLO_HOME"}
+    if disruption == "close":
+        r = ctx.json("POST", f"/api/agents/{a}/sessions/reset", json={"key": _probe_key(a)})
+        return {"ok": True, "detail": f"sessions.reset: {r.get('oldSessionId')} -> {r.get('newSessionId')}"}
+    raise UsageError(f"unknown disruption {disruption!r}; use {', '.join(DISRUPTIONS)} or all")
+
+
+def _settle(ctx: _Ctx, job_id: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = ctx.json("GET", f"/api/agents/{ctx.agent}/jobs/{job_id}")
+        if job["status"] not in ("queued", "running"):
+            return
+        time.sleep(0.05)
+
+
+def _leak_scan(ctx: _Ctx, start: int) -> dict[str, Any]:
+    found = []
+    scanned = 0
+    for where, text in ctx.seen[start:]:
+        scanned += len(text)
+        if any(p and p in text for p in ctx.secret_patterns) or _PEM.search(text):
+            found.append(where)
+    return {"scannedBytes": scanned, "found": sorted(set(found))}
+
+
+def _wait_running(ctx: _Ctx, job_id: str) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if ctx.json("GET", f"/api/agents/{ctx.agent}/jobs/{job_id}")["status"] == "running":
+            return
+        time.sleep(0.02)
+
+
+def _run_one(ctx: _Ctx, disruption: str, check: ManifestCheck) -> dict[str, Any]:
+    a = ctx.agent
+    start = len(ctx.seen)
+    ctx.say(f"{disruption}: starting the slow job and taking the manifest and probes before")
+    job = ctx.json(
+        "POST",
+        f"/api/agents/{a}/jobs",
+        json={"message": f"continuity job [[slow:{ctx.opts.job_ms}]]", "key": _job_key(a)},
+    )
+    _wait_running(ctx, job["id"])
+    before = _snapshot(ctx, job_id=job["id"])
+    ctx.say(f"{disruption}: disrupting")
+    if ctx.opts.skip_disruption:
+        outcome = {"ok": True, "detail": "nothing was disrupted (test hook)"}
+    else:
+        outcome = _disrupt(ctx, disruption)
+    if ctx.opts.sabotage is not None:
+        ctx.opts.sabotage(ctx.home, disruption)
+    _settle(ctx, job["id"], ctx.opts.settle_timeout)
+    ctx.say(f"{disruption}: taking the manifest and probes after")
+    after = _snapshot(ctx, job_id=job["id"])
+    audit = ctx.json("GET", "/api/audit/chain", params={"seq": before["audit"]["headSeq"] or 1})
+    after["audit"] = audit
+    after["wrongTokenStatus"] = ctx.call("GET", "/api/agents", token="not-the-owner-token").status_code
+    driven = {
+        f"{v['sessionId']}.jsonl"
+        for m in (before["manifest"], after["manifest"])
+        for e in m.get("entries", [])
+        if e.get("kind") == "session" and e["name"] in (_probe_key(a), _job_key(a))
+        for v in [e["value"]]
+        if v.get("sessionId")
+    }
+    ev: dict[str, Any] = {
+        "disruption": disruption,
+        "before": before,
+        "outcome": outcome,
+        "after": after,
+        "drivenTranscripts": sorted(driven),
+        "marker": (before["probes"].get("chat") or {}).get("marker"),
+    }
+    ev["leakScan"] = _leak_scan(ctx, start)
+    ev["invariants"] = score(ev, threshold=ctx.opts.threshold, check_manifest=check)
+    return ev
+
+
+def run_suite(
+    opts: SuiteOptions, *, check_manifest: ManifestCheck, signer_for: Callable[[Home], Signer], home: Home | None = None
+) -> dict[str, Any]:
+    """Run the suite and return the finished (signed) report."""
+    bad = [d for d in opts.disruptions if d not in DISRUPTIONS]
+    if bad:
+        raise UsageError(f"unknown disruption {bad[0]!r}; use {', '.join(DISRUPTIONS)} or all")
+    if opts.throwaway:
+        root = _smoke_home()
+        home = Home(root)
+        facts = _seed(home, opts.resident)
+        if opts.facts is None:
+            opts.facts = facts
+        token = home.token_file.read_text().strip()
+    else:
+        home = home or Home.at()
+        if "move" in opts.disruptions:
+            raise UsageError("attached mode cannot move a state dir it does not own; leave out 'move'")
+        from kurahi.gateway.client import owner_token
+
+        token = owner_token(home)
+    ctx = _Ctx(home, opts, token)
+    ctx.secret_patterns = [token]
+    created = _now_iso()
+    try:
+        if opts.throwaway:
+            ctx.say("starting a throwaway gateway")
+            ctx.start()
+        runs = [_run_one(ctx, d, check_manifest) for d in opts.disruptions]
+        fingerprint = runs[-1]["after"]["manifest"].get("fingerprint") if runs else None
+        body = {
+            "suite": SUITE,
+            "version": VERSION,
+            "resident": opts.resident,
+            "mode": "throwaway" if opts.throwaway else "attached",
+            "createdAt": created,
+            "threshold": opts.threshold,
+            "fingerprint": fingerprint,
+            "runs": runs,
+        }
+        return finish_report(body, signer_for(ctx.home))
+    finally:
+        if opts.throwaway:
+            ctx.stop()
+            shutil.rmtree(ctx.home.root, ignore_errors=True)

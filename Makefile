@@ -29,8 +29,12 @@ lint: install
 test: install peer lint
 	$(BIN)/pytest -q
 
+# The main job: a throwaway gateway with the deterministic provider, all four disruptions,
+# the signed report verified, and the badge.
 demo: install
-	$(BIN)/kurahi demo
+	$(BIN)/kurahi continuity run --throwaway --disruption all --out continuity-out
+	$(BIN)/kurahi continuity verify continuity-out/continuity-report.json
+	$(BIN)/kurahi continuity badge continuity-out/continuity-report.json
 
 bench: install peer
 	$(BIN)/python benchmarks/open_project.py

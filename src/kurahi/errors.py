@@ -58,6 +58,7 @@ Hierarchy::
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "ActivationError",
@@ -299,10 +300,12 @@ class PreTurnValidationError(ActivationError):
 
     Attributes:
         differences: one line per part that differs (message count, hash, markers).
+        result: the JSON-ready result of the apply that rolled back, when known.
     """
 
     def __init__(self, message: str, *, differences: list[str]) -> None:
         self.differences = differences
+        self.result: dict[str, Any] | None = None
         super().__init__(message + ": " + "; ".join(differences))
 
 

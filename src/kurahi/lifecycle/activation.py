@@ -254,10 +254,12 @@ def apply_package(
     journal.add("rollback", "begin", gatewayPort=port, reason="pre-turn validation failed")
     _backward(pkg, live, host, journal, port, stop_timeout, res, force=True)
     res.outcome = "rolled-back"
-    raise PreTurnValidationError(
+    err = PreTurnValidationError(
         f"{pkg.root}: the live session did not project as planned; rolled back to the old state",
         differences=validation["differences"],
     )
+    err.result = res.to_dict()
+    raise err
 
 
 def rollback_package(

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from activations import OC_NEW, OC_OLD, OPENCLAW, make_home, snapshot
+
 from kurahi.gateway.audit import AuditChain, chain_path
 from kurahi.lifecycle.activation import apply_package, plan_activation, rollback_package, verify_package
 from kurahi.lifecycle.activation_host import OfflineHost
@@ -28,8 +28,7 @@ from kurahi.lineage.stitch import stitch
 from kurahi.store.catalog_format import parse_catalog, serialize_catalog
 
 CRASH_EXIT = 77
-SCRIPT = (
-    """
+SCRIPT = """
 import os, sys
 from kurahi.store import fsio
 
@@ -42,7 +41,7 @@ def counted(fn):
         out = fn(*args)
         count += 1
         if count == n:
-            os._exit(%d)
+            os._exit(CRASH_EXIT)
         return out
     return call
 
@@ -54,9 +53,7 @@ from kurahi.lifecycle.activation_host import OfflineHost
 
 (apply_package if op == "apply" else rollback_package)(package, home, OfflineHost(home))
 print(count)
-"""
-    % CRASH_EXIT
-)
+""".replace("CRASH_EXIT", str(CRASH_EXIT))
 
 
 class Case:

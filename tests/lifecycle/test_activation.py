@@ -388,3 +388,10 @@ def test_every_command_and_option_has_help(name: str, cmd: Any) -> None:
 def test_the_commands_are_the_four_of_the_issue() -> None:
     assert sorted(name for name, _ in _commands()) == ["apply", "plan", "rollback", "verify"]
     assert "Activate" in runner.invoke(app, ["--help"]).output
+
+
+def test_the_lifecycle_room_exports_what_it_lists() -> None:
+    import kurahi.lifecycle as room
+
+    assert all(hasattr(room, name) for name in room.__all__)
+    assert room.apply_package is apply_package

@@ -23,6 +23,16 @@ Hierarchy::
     │       └── CatalogEntryError     an entry or key is not acceptable
     ├── LineageError                  the `lineage` room
     │   └── StitchError               sources that cannot be stitched as asked
+    ├── LifecycleError                the `lifecycle` room
+    │   └── ActivationError           activating a candidate session (plan, apply, verify, rollback)
+    │       ├── CandidateError        the candidate is not a usable session (header, path, markers)
+    │       ├── PackageError          an activation package that cannot be used
+    │       │   ├── PackageNotFoundError   no package at the path
+    │       │   ├── PackageTamperedError   a file missing, added or changed since planning
+    │       │   └── WrongHomeError         planned for another home or agent
+    │       ├── PreconditionError     the live state is neither what was planned against nor the new state
+    │       ├── GatewayStopError      the gateway did not stop in time (nothing was changed)
+    │       └── PreTurnValidationError  the live session did not project as planned (rolled back)
     ├── AgentError                    the `agent` room
     │   ├── ProviderError             a model call failed (network, status, malformed reply)
     │   │   └── ProviderTimeoutError  no answer in time
@@ -49,14 +59,17 @@ Hierarchy::
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 __all__ = [
+    "ActivationError",
     "AgentError",
     "AppendError",
     "AuditChainError",
     "AuditError",
     "AuditNotFoundError",
     "AuditWriteError",
+    "CandidateError",
     "CanonicalJSONError",
     "CatalogCorruptError",
     "CatalogEntryError",
@@ -66,15 +79,22 @@ __all__ = [
     "EntryNotFoundError",
     "GatewayError",
     "GatewayRequestError",
+    "GatewayStopError",
     "GatewayUnavailableError",
     "KurahiError",
+    "LifecycleError",
     "LineageError",
     "LockError",
     "LockHeldError",
     "NotASessionError",
+    "PackageError",
+    "PackageNotFoundError",
+    "PackageTamperedError",
     "PairingRefusedError",
     "ParentCycleError",
     "PathRefusedError",
+    "PreTurnValidationError",
+    "PreconditionError",
     "ProviderError",
     "ProviderTimeoutError",
     "QueueFullError",
@@ -88,6 +108,7 @@ __all__ = [
     "UnknownAgentError",
     "UnknownToolError",
     "UsageError",
+    "WrongHomeError",
 ]
 
 
@@ -210,6 +231,84 @@ class StitchError(LineageError):
     The same file twice, an output that exists, colliding ids, a later source whose root
     already has a parent, or one older than the source before it (without ``--force``).
     """
+
+
+class LifecycleError(KurahiError):
+    """Something about a session's lifecycle: freshness, rollover, activation, rollback."""
+
+
+class ActivationError(LifecycleError):
+    """Activating a candidate session could not be planned, applied, verified or rolled back as asked."""
+
+
+class CandidateError(ActivationError):
+    """The candidate transcript is not a usable session: broken header or path, markers missing.
+
+    Attributes:
+        path: the candidate file.
+    """
+
+    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+class PackageError(ActivationError):
+    """An activation package that cannot be used.
+
+    Attributes:
+        path: the package directory (or the file in it the problem is about).
+    """
+
+    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+class PackageNotFoundError(PackageError):
+    """There is no package (no directory, or no plan in it)."""
+
+
+class PackageTamperedError(PackageError):
+    """A file of the package is missing, added, or differs from the manifest (``SHA256SUMS``)."""
+
+
+class WrongHomeError(PackageError):
+    """The package was planned for another home or agent; it is refused, nothing is touched."""
+
+
+class PreconditionError(ActivationError):
+    """The live state is not what the package expects; nothing more was changed.
+
+    Attributes:
+        part: what differs (``transcript``, ``catalogEntry``, ``target``, ``candidate``).
+        expected: the sha256 (or ``absent``) the package expects.
+        actual: what is there now.
+    """
+
+    def __init__(self, message: str, *, part: str, expected: str, actual: str) -> None:
+        self.part = part
+        self.expected = expected
+        self.actual = actual
+        super().__init__(f"{part}: {message} (expected {expected}, found {actual})")
+
+
+class GatewayStopError(ActivationError):
+    """The running gateway did not stop within the timeout; nothing was changed."""
+
+
+class PreTurnValidationError(ActivationError):
+    """The live session, re-read before any user turn, did not project as planned; apply rolled back.
+
+    Attributes:
+        differences: one line per part that differs (message count, hash, markers).
+        result: the JSON-ready result of the apply that rolled back, when known.
+    """
+
+    def __init__(self, message: str, *, differences: list[str]) -> None:
+        self.differences = differences
+        self.result: dict[str, Any] | None = None
+        super().__init__(message + ": " + "; ".join(differences))
 
 
 class AgentError(KurahiError):

@@ -29,6 +29,7 @@ GROUPS = {
     "devices": "kurahi.cli.gateway:devices_app",
     "audit": "kurahi.cli.audit:app",
     "continuity": "kurahi.cli.continuity:app",
+    "activate": "kurahi.cli.activate:app",
 }
 """Sub-app name -> ``module:attribute`` of its Typer app."""
 

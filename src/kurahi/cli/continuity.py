@@ -66,7 +66,9 @@ def run_command(
             for f in fact_list
         ):
             fail(f'{facts}: must be a JSON array of {{"query": ..., "expect": ...}}', EXIT.INVALID)
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err_console) as bar:
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err_console.get()
+    ) as bar:
         task = bar.add_task("continuity suite", total=None)
         opts = SuiteOptions(
             throwaway=throwaway,

@@ -1,0 +1,272 @@
+"""``kurahi activate plan|apply|verify|rollback``: put a reconstructed session live, atomically."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from kurahi.cli.common import EXIT, console, fail, print_json, translate_errors
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    help="Activate a reconstructed session atomically: plan a package, apply it (validated before any "
+    "user turn), verify it, roll it back.",
+    no_args_is_help=True,
+)
+
+HomeOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--home",
+        envvar="KOLO_HOME",
+        show_default="$KOLO_HOME, else ~/.kolo",
+        help="State directory (a Kurahi home, or an OpenClaw state directory with --offline).",
+    ),
+]
+PackageArg = Annotated[
+    Path, typer.Argument(help="The package directory written by `activate plan`.", show_default=False)
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+OfflineOpt = Annotated[
+    bool,
+    typer.Option(
+        "--offline",
+        help="No gateway: skip stopping, starting and reading through it; validate from the files. "
+        "Audit records only go to an existing chain.",
+    ),
+]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", min=0, help="Seconds the gateway gets to stop.")]
+
+
+def _root(home: Path | None) -> Path:
+    from kurahi.resident.home import Home
+
+    return Home.at(home).root
+
+
+def _host(root: Path, offline: bool) -> Any:
+    from kurahi.lifecycle.activation_host import GatewayHost, OfflineHost
+
+    return OfflineHost(root) if offline else GatewayHost(root)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Activation errors to exit codes; everything else as every command translates it."""
+    from kurahi.errors import (
+        CandidateError,
+        GatewayStopError,
+        PackageNotFoundError,
+        PackageTamperedError,
+        PreconditionError,
+        WrongHomeError,
+    )
+
+    with translate_errors():
+        try:
+            yield
+        except PackageNotFoundError as exc:
+            fail(str(exc), EXIT.NOT_FOUND)
+        except (PackageTamperedError, WrongHomeError, CandidateError) as exc:
+            fail(str(exc), EXIT.INVALID)
+        except GatewayStopError as exc:
+            fail(str(exc), EXIT.BUSY)
+        except PreconditionError as exc:
+            fail(f"{exc}; the live state was left as it was", EXIT.FAILED)
+
+
+@app.command("plan")
+def plan_cmd(
+    agent: Annotated[str, typer.Option("--agent", help="The agent id.", show_default=False)],
+    candidate: Annotated[
+        Path, typer.Option("--candidate", help="The candidate transcript (e.g. from `kurahi lineage stitch`).")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="The package directory to write (new or empty).")],
+    key: Annotated[
+        str | None, typer.Option("--key", help="The session key.", show_default="agent:<agent>:main")
+    ] = None,
+    marker: Annotated[
+        list[str] | None,
+        typer.Option("--marker", help="Text that must be in the effective context (repeatable); checked again live."),
+    ] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check a candidate and write an activation package; nothing live is changed.
+
+    The package holds the preconditions (live transcript, catalog entry and candidate
+    hashes), the new catalog entry, the planned projection, a copy of the candidate and
+    what a rollback needs, with SHA256SUMS over every file.
+    """
+    from kurahi.lifecycle.activation import plan_activation
+
+    with _errors():
+        pkg = plan_activation(_root(home), agent, key or f"agent:{agent}:main", candidate, out, markers=marker or [])
+    plan = pkg.plan
+    if as_json:
+        print_json({"package": str(pkg.root), "plan": _plan_dict(pkg)})
+        return
+    console.print(
+        f"wrote [bold]{escape(str(pkg.root))}[/] for [bold]{escape(plan.agent)}[/] key [bold]{escape(plan.key)}[/]"
+    )
+    table = Table(header_style="bold", title="preconditions")
+    for col in ("part", "file", "sha256"):
+        table.add_column(col)
+    pre = plan.preconditions
+    table.add_row("live transcript", escape(pre.live_transcript.name or "-"), pre.live_transcript.sha256)
+    table.add_row("catalog entry", escape(plan.key), pre.catalog_entry)
+    table.add_row("candidate", "candidate.jsonl", pre.candidate)
+    table.add_row("target", escape(plan.target_file), pre.target.sha256)
+    console.print(table)
+    p = plan.projection
+    old_sid = (plan.old_entry or {}).get("sessionId", "-")
+    console.print(
+        f"session {escape(str(old_sid))} → [cyan]{escape(plan.candidate_session_id)}[/], "
+        f"{plan.compaction_count} compactions; projects {p.messages} messages (sha256 {p.sha256[:16]}…)"
+        + (", replaces the live transcript (old bytes kept in the package)" if plan.replaces_live else "")
+    )
+    _markers(p.markers_found, p.markers_missing)
+
+
+def _plan_dict(pkg: Any) -> Any:
+    import msgspec
+
+    return msgspec.to_builtins(pkg.plan)
+
+
+def _markers(found: list[str], missing: list[str]) -> None:
+    if not found and not missing:
+        return
+    table = Table(header_style="bold")
+    table.add_column("marker")
+    table.add_column("in context")
+    for m in found:
+        table.add_row(escape(m), "[green]yes[/]")
+    for m in missing:
+        table.add_row(escape(m), "[bold red]missing[/]")
+    console.print(table)
+
+
+@app.command("apply")
+def apply_cmd(
+    package: PackageArg,
+    home: HomeOpt = None,
+    offline: OfflineOpt = False,
+    no_stop: Annotated[
+        bool, typer.Option("--no-stop", help="Refuse if a gateway runs instead of stopping it.")
+    ] = False,
+    timeout: TimeoutOpt = 30.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Stop the gateway, install the candidate, rewrite the catalog entry, restart, validate.
+
+    Before any user turn, the live session is re-read through the restarted gateway and its
+    projection compared with the plan; on a mismatch the old state is put back (exit 1).
+    Rerunning apply after a crash finishes the activation.
+    """
+    from kurahi.errors import PreTurnValidationError
+    from kurahi.lifecycle.activation import apply_package
+
+    root = _root(home)
+    with _errors():
+        try:
+            res = apply_package(package, root, _host(root, offline), stop_timeout=timeout, require_stopped=no_stop)
+        except PreTurnValidationError as exc:
+            if as_json and exc.result is not None:
+                print_json(exc.result)
+            else:
+                _validation(exc.result.get("validation") if exc.result else None)
+            raise
+    if as_json:
+        print_json(res.to_dict())
+        return
+    _result(res.to_dict())
+    _validation(res.validation)
+
+
+def _result(data: dict[str, Any]) -> None:
+    steps = ", ".join(data["steps"]) or "nothing to do"
+    gw = f"gateway on port {data['gatewayPort']}" if data["gatewayPort"] is not None else "no gateway"
+    console.print(
+        f"[bold]{data['outcome']}[/]: {escape(data['key'])} → {escape(str(data['sessionId']))} "
+        f"({steps}; {gw}; audit {'recorded' if data['audited'] else 'not recorded'})"
+    )
+
+
+def _validation(v: dict[str, Any] | None) -> None:
+    if not v:
+        return
+    table = Table(header_style="bold", title=f"pre-turn validation (read through the {v['source']})")
+    for col in ("", "planned", "live"):
+        table.add_column(col)
+    live = v["live"] or {}
+    planned = v["planned"]
+    table.add_row("messages", str(planned["messages"]), str(live.get("messages", "-")))
+    table.add_row("sha256", planned["sha256"][:16] + "…", (live.get("sha256") or "-")[:16] + "…")
+    table.add_row("markers", ", ".join(planned["markersFound"]) or "-", ", ".join(live.get("markersFound", [])) or "-")
+    console.print(table)
+    console.print("[green]matches the plan[/]" if v["ok"] else "[bold red]differs: " + "; ".join(v["differences"]))
+
+
+@app.command("verify")
+def verify_cmd(package: PackageArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    """Check that the live state is the package's new state (exit 0), or say which part differs (exit 1)."""
+    from kurahi.lifecycle.activation import verify_package
+
+    with _errors():
+        rep = verify_package(package, _root(home))
+    if as_json:
+        print_json(rep.to_dict())
+    else:
+        table = Table(header_style="bold", title=f"{escape(rep.package)} (journal: {rep.phase})")
+        for col in ("part", "matches", "expected", "actual"):
+            table.add_column(col)
+        for p in rep.parts:
+            ok = "[green]yes[/]" if p["ok"] else "[bold red]no[/]"
+            exp, act = p["expected"], p["actual"]
+            if p["part"] == "projection":
+                exp = f"{exp['messages']} messages"
+                act = "; ".join(p["differences"]) if p["differences"] else f"{act['messages']} messages"
+            table.add_row(p["part"], ok, escape(str(exp)), escape(str(act)))
+        console.print(table)
+    if not rep.ok:
+        raise typer.Exit(EXIT.FAILED)
+
+
+@app.command("rollback")
+def rollback_cmd(
+    package: PackageArg,
+    home: HomeOpt = None,
+    offline: OfflineOpt = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Roll back even if the activated session was used since; its transcript is kept in the "
+            "package's evidence/.",
+        ),
+    ] = False,
+    timeout: TimeoutOpt = 30.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Put the state before `apply` back, byte for byte (or finish an interrupted rollback).
+
+    The catalog entry and the transcript files are restored, the installed candidate is
+    removed, and the rollback is recorded in the audit chain.
+    """
+    from kurahi.lifecycle.activation import rollback_package
+
+    root = _root(home)
+    with _errors():
+        res = rollback_package(package, root, _host(root, offline), stop_timeout=timeout, force=force)
+    if as_json:
+        print_json(res.to_dict())
+    else:
+        _result(res.to_dict())

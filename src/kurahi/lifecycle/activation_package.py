@@ -1,0 +1,365 @@
+"""The activation package on disk: the plan, its files, the manifest, and the progress journal.
+
+A package is a directory that ``kurahi activate plan`` writes once and nobody edits::
+
+    PACKAGE/
+        activation.json         the plan (:class:`Plan`): home, agent, key, preconditions,
+                                the old and the new catalog entry, the planned projection
+        candidate.jsonl         a copy of the candidate transcript (what is installed)
+        rollback/transcript.jsonl   the old live transcript, only when installing replaces it
+        rollback/sessions.json  the old catalog file, byte for byte (when there was one)
+        SHA256SUMS              sha256 of every file above, as ``sha256sum -c`` reads it
+        journal.jsonl           apply/rollback progress (written later; not in the manifest)
+        evidence/               what the pre-turn validator saw (written later; not in the manifest)
+
+Every use starts with :meth:`Package.open`, which re-hashes every file against
+``SHA256SUMS`` and refuses a package with a file missing, added or changed.
+
+The journal is append-only JSON lines, each fsynced before the file operation it announces,
+so a rerun after a crash knows which direction it was going and what was already done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from kurahi.canonical import canonical_json, sha256_hex
+from kurahi.errors import PackageError, PackageNotFoundError, PackageTamperedError, UsageError
+from kurahi.store import fsio
+
+__all__ = [
+    "ABSENT",
+    "PACKAGE_VERSION",
+    "FileState",
+    "Journal",
+    "Package",
+    "Plan",
+    "Preconditions",
+    "Projection",
+    "entry_sha256",
+    "now_iso",
+]
+
+PACKAGE_VERSION = 1
+"""Version of the package layout and of ``activation.json``."""
+ABSENT = "absent"
+"""Stands for the hash of something that does not exist (no file, no catalog entry)."""
+
+PLAN_NAME = "activation.json"
+CANDIDATE_NAME = "candidate.jsonl"
+OLD_TRANSCRIPT_NAME = "rollback/transcript.jsonl"
+OLD_CATALOG_NAME = "rollback/sessions.json"
+MANIFEST_NAME = "SHA256SUMS"
+JOURNAL_NAME = "journal.jsonl"
+EVIDENCE_DIR = "evidence"
+_UNLISTED = frozenset({MANIFEST_NAME, JOURNAL_NAME})
+
+
+def now_iso() -> str:
+    """The current UTC time as ``2026-10-08T12:00:00.000Z``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def entry_sha256(entry: dict[str, Any] | None) -> str:
+    """The sha256 of a catalog entry's canonical JSON (RFC 8785), or ``absent``."""
+    return ABSENT if entry is None else sha256_hex(canonical_json(entry))
+
+
+class FileState(msgspec.Struct, rename="camel", frozen=True):
+    """A file in the agent's sessions directory, as the plan saw it."""
+
+    name: str | None
+    """The file name in ``agents/<id>/sessions/`` (``None``: no catalog entry names one)."""
+    sha256: str
+    """Its sha256, or ``absent``."""
+
+
+class Preconditions(msgspec.Struct, rename="camel", frozen=True):
+    """What must still hold when the package is applied (else nothing is changed)."""
+
+    live_transcript: FileState
+    """The transcript the key's catalog entry points at."""
+    catalog_entry: str
+    """sha256 of the key's catalog entry (canonical JSON), or ``absent``."""
+    candidate: str
+    """sha256 of the candidate (the copy in the package)."""
+    target: FileState
+    """Where the candidate is installed, as it was (``absent``, the live transcript, or the candidate itself)."""
+
+
+class Projection(msgspec.Struct, rename="camel", frozen=True):
+    """What the session projects into model context (Pi-identical), reduced to comparable facts."""
+
+    messages: int
+    """Number of messages."""
+    sha256: str
+    """:func:`kurahi.lineage.check.messages_sha256` of the messages."""
+    markers_found: list[str]
+    """Markers present in the effective context."""
+    markers_missing: list[str]
+    """Markers asked for but absent."""
+    compaction_id: str | None = None
+    """The operative compaction, if any."""
+
+
+class Plan(msgspec.Struct, rename="camel", frozen=True):
+    """``activation.json``: everything apply, verify and rollback need, decided once."""
+
+    version: int
+    """:data:`PACKAGE_VERSION`."""
+    id: str
+    """Random id of this package (names its audit records and temporary files)."""
+    created_at: str
+    """When it was planned (UTC, ISO 8601)."""
+    tool: str
+    """``kurahi <version>`` that planned it."""
+    home: str
+    """Absolute path of the state directory it is for; any other home is refused."""
+    agent: str
+    """The agent id."""
+    key: str
+    """The session key whose entry is rewritten."""
+    sessions_dir: str
+    """The agent's sessions directory, relative to ``home``."""
+    candidate_session_id: str
+    """The candidate header's ``id`` (the new ``sessionId``)."""
+    target_file: str
+    """The file name the candidate is installed under (``<sessionId>.jsonl``)."""
+    replaces_live: bool
+    """Installing overwrites the live transcript (the candidate keeps the live session id)."""
+    installs: bool
+    """Whether apply writes the target (``False``: it already holds the candidate's bytes)."""
+    compaction_count: int
+    """Compaction entries on the candidate's path."""
+    markers: list[str]
+    """Markers checked at planning and by the pre-turn validator."""
+    preconditions: Preconditions
+    """The live state the plan was made against."""
+    old_entry: dict[str, Any] | None
+    """The key's catalog entry before (``None``: no entry)."""
+    new_entry: dict[str, Any]
+    """The key's catalog entry after."""
+    projection: Projection
+    """What the candidate projects; the validator expects the same from the live session."""
+    old_catalog_sha256: str
+    """sha256 of the whole old ``sessions.json`` (saved in ``rollback/``), or ``absent``."""
+
+
+class Package:
+    """An activation package opened for use: manifest checked, plan parsed.
+
+    Args:
+        root: the package directory.
+        plan: its plan.
+    """
+
+    def __init__(self, root: Path, plan: Plan) -> None:
+        self.root = root
+        self.plan = plan
+
+    @property
+    def candidate(self) -> Path:
+        """The candidate copy."""
+        return self.root / CANDIDATE_NAME
+
+    @property
+    def old_transcript(self) -> Path:
+        """The old live transcript (present only when ``plan.replaces_live``)."""
+        return self.root / OLD_TRANSCRIPT_NAME
+
+    @property
+    def old_catalog(self) -> Path:
+        """The old ``sessions.json`` bytes (present unless the catalog did not exist)."""
+        return self.root / OLD_CATALOG_NAME
+
+    @property
+    def journal(self) -> Journal:
+        """The progress journal."""
+        return Journal(self.root / JOURNAL_NAME)
+
+    @property
+    def evidence(self) -> Path:
+        """Where the validator's observations go."""
+        return self.root / EVIDENCE_DIR
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> Package:
+        """Open a package, checking every file against ``SHA256SUMS``.
+
+        Raises:
+            PackageNotFoundError: no directory, or no plan in it.
+            PackageTamperedError: a file missing, added, or changed; a plan that does not parse.
+        """
+        root = Path(path)
+        if not root.is_dir():
+            raise PackageNotFoundError("no activation package here (make one with `kurahi activate plan`)", path=root)
+        manifest = root / MANIFEST_NAME
+        if not (root / PLAN_NAME).is_file() or not manifest.is_file():
+            raise PackageNotFoundError(f"not an activation package (no {PLAN_NAME} or {MANIFEST_NAME})", path=root)
+        listed = _read_manifest(manifest)
+        present = {
+            p.relative_to(root).as_posix()
+            for p in root.rglob("*")
+            if not p.is_dir() and p.relative_to(root).parts[0] != EVIDENCE_DIR
+        } - _UNLISTED
+        if missing := sorted(set(listed) - present):
+            raise PackageTamperedError(f"files listed in {MANIFEST_NAME} are missing: {missing}", path=root)
+        if added := sorted(present - set(listed)):
+            raise PackageTamperedError(f"files not in {MANIFEST_NAME}: {added}", path=root)
+        for rel, sha in listed.items():
+            actual = fsio.file_sha256(root / rel)
+            if actual != sha:
+                raise PackageTamperedError(
+                    f"{rel} changed since planning (sha256 {actual}, manifest says {sha})", path=root
+                )
+        try:
+            plan = msgspec.json.decode((root / PLAN_NAME).read_bytes(), type=Plan)
+        except msgspec.ValidationError as exc:
+            raise PackageTamperedError(f"{PLAN_NAME}: {exc}", path=root) from exc
+        except msgspec.DecodeError as exc:
+            raise PackageTamperedError(f"{PLAN_NAME} is not JSON: {exc}", path=root) from exc
+        if plan.version != PACKAGE_VERSION:
+            raise PackageError(f"package version {plan.version}, this tool reads {PACKAGE_VERSION}", path=root)
+        return cls(root, plan)
+
+    @classmethod
+    def write(cls, out: str | os.PathLike[str], plan: Plan, staging: Path) -> Package:
+        """Finish a package staged in ``staging``: add the plan and the manifest, move it to ``out``.
+
+        ``staging`` already holds the candidate copy and the rollback files; it is renamed to
+        ``out`` only when complete, so ``out`` never holds half a package.
+
+        Raises:
+            UsageError: ``out`` exists and is not an empty directory.
+        """
+        target = Path(out)
+        _write_file(staging / PLAN_NAME, msgspec.json.format(msgspec.json.encode(plan), indent=2) + b"\n")
+        files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
+        lines = "".join(f"{fsio.file_sha256(staging / rel)}  {rel}\n" for rel in files)
+        _write_file(staging / MANIFEST_NAME, lines.encode())
+        for d in (staging / "rollback", staging):
+            fsio.fsync_dir(d)
+        if target.is_dir() and not any(target.iterdir()):
+            target.rmdir()
+        try:
+            os.rename(staging, target)
+        except OSError as exc:
+            raise UsageError(f"{target}: cannot create the package there ({exc.strerror})") from exc
+        fsio.fsync_dir(target.parent)
+        return cls(target, plan)
+
+    @staticmethod
+    def staging_dir(out: str | os.PathLike[str]) -> Path:
+        """A new empty directory beside ``out`` to build the package in.
+
+        Raises:
+            UsageError: ``out`` exists and is not an empty directory, or its parent is missing.
+        """
+        target = Path(out)
+        if target.exists() and not (target.is_dir() and not any(target.iterdir())):
+            raise UsageError(f"{target}: exists (a package is written to a new or empty directory)")
+        if not target.parent.is_dir():
+            raise UsageError(f"{target.parent}: no such directory")
+        staging = target.with_name(f".{target.name}.{secrets.token_hex(4)}.staging")
+        staging.mkdir(mode=0o700)
+        (staging / "rollback").mkdir()
+        return staging
+
+
+def copy_durably(src: Path, dst: Path) -> str:
+    """Copy ``src`` to the new file ``dst``, fsync it, and return the sha256 of what was copied."""
+    with open(src, "rb") as fin, open(dst, "xb") as fout:
+        shutil.copyfileobj(fin, fout, 1 << 20)
+        fout.flush()
+        fsio.ops.fsync(fout.fileno())
+    return fsio.file_sha256(dst)
+
+
+def discard_staging(staging: Path) -> None:
+    """Remove a staging directory after a failed plan."""
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        fsio.write_all(fd, data)
+        fsio.ops.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _read_manifest(path: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for n, line in enumerate(path.read_text("utf-8", "replace").splitlines(), 1):
+        sha, sep, rel = line.partition("  ")
+        if not sep or len(sha) != 64 or not rel or rel.startswith("/") or ".." in rel.split("/"):
+            raise PackageTamperedError(f"{MANIFEST_NAME} line {n} is not '<sha256>  <file>'", path=path.parent)
+        out[rel] = sha
+    return out
+
+
+class Journal:
+    """The append-only progress journal of a package (``journal.jsonl``).
+
+    Each record is one JSON line, written and fsynced before the step it announces is
+    taken (an ``intent``) and after it is done (``done``). Reading skips a torn last line
+    (a crash cut the write short: that step was never announced), and the next append cuts
+    it off first.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def records(self) -> list[dict[str, Any]]:
+        """Every complete record, oldest first.
+
+        Raises:
+            PackageTamperedError: a complete line that is not a JSON object.
+        """
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        out = []
+        complete = data[: data.rfind(b"\n") + 1]
+        for n, line in enumerate(complete.splitlines(), 1):
+            try:
+                rec = msgspec.json.decode(line)
+            except msgspec.DecodeError as exc:
+                raise PackageTamperedError(f"{JOURNAL_NAME} line {n} is not JSON", path=self.path) from exc
+            if not isinstance(rec, dict):
+                raise PackageTamperedError(f"{JOURNAL_NAME} line {n} is not an object", path=self.path)
+            out.append(rec)
+        return out
+
+    def add(self, op: str, event: str, **fields: Any) -> dict[str, Any]:
+        """Append one record ``{"op", "event", "ts", ...fields}`` and make it durable."""
+        rec = {"op": op, "event": event, "ts": now_iso(), **fields}
+        line = msgspec.json.encode(rec) + b"\n"
+        created = not self.path.exists()
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            size = os.fstat(fd).st_size
+            if size:
+                os.lseek(fd, size - 1, os.SEEK_SET)
+                if os.read(fd, 1) != b"\n":
+                    with open(self.path, "rb") as fh:
+                        keep = fh.read().rfind(b"\n") + 1
+                    fsio.ops.ftruncate(fd, keep)
+            fsio.write_all(fd, line)
+            fsio.ops.fsync(fd)
+        finally:
+            os.close(fd)
+        if created:
+            with contextlib.suppress(OSError):
+                fsio.fsync_dir(self.path.parent)
+        return rec

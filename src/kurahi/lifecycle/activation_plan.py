@@ -1,0 +1,232 @@
+"""Planning an activation: check the candidate, decide the new state, write the package.
+
+:func:`plan_activation` only reads the live state. It copies the candidate into the package
+first and checks the copy (so what was checked is what will be installed): a session header
+with an id usable as a file name, Pi v3 or later, no malformed lines, a path without cycles
+whose root has no dangling parent, and a projection on which the fast and the reference walk
+agree and every asked-for marker is present.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kurahi import __version__
+from kurahi.errors import ActivationError, CandidateError, NotASessionError, PreconditionError, TreeError
+from kurahi.jsvalues import MISSING
+from kurahi.lifecycle.activation_package import (
+    ABSENT,
+    PACKAGE_VERSION,
+    FileState,
+    Package,
+    Plan,
+    Preconditions,
+    Projection,
+    copy_durably,
+    discard_staging,
+    entry_sha256,
+    now_iso,
+)
+from kurahi.lifecycle.activation_state import live_file_name
+from kurahi.store import fsio
+from kurahi.store.catalog import Catalog, find_catalogs, validate_key
+
+__all__ = ["TERMINAL_RUN_FIELDS", "differences", "new_entry", "plan_activation", "project", "projection_dict"]
+
+TERMINAL_RUN_FIELDS = ("status", "endedAt", "abortedLastRun", "runtimeMs")
+"""Catalog fields that describe how the previous run ended; the new entry does not inherit them."""
+
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+# -- projection --------------------------------------------------------------------------------
+
+
+def project(path: str | os.PathLike[str], markers: Sequence[str] = ()) -> Projection:
+    """What a transcript projects (Pi-identical), as the facts the validator compares.
+
+    Raises:
+        ActivationError: the fast and the reference projection disagree.
+        NotASessionError, TranscriptReadError, ParentCycleError: the file cannot be projected.
+    """
+    from kurahi.lineage.check import check
+
+    rep = check(path, markers=markers)
+    if not rep.projections_agree:
+        raise ActivationError(
+            f"{path}: the fast and the reference projection disagree ({rep.messages} vs "
+            f"{rep.reference_messages} messages); refusing to activate what cannot be predicted"
+        )
+    found = [m.marker for m in rep.markers if m.index is not None]
+    missing = [m.marker for m in rep.markers if m.index is None]
+    return Projection(rep.messages, rep.fast_sha256, found, missing, rep.compaction_id)
+
+
+def differences(planned: Projection, live: Projection) -> list[str]:
+    """What the validator reports: one line per fact on which the live projection differs."""
+    out = []
+    if planned.messages != live.messages:
+        out.append(f"message count: planned {planned.messages}, live {live.messages}")
+    if planned.sha256 != live.sha256:
+        out.append(f"messages sha256: planned {planned.sha256}, live {live.sha256}")
+    out += [
+        f"marker {m!r} is missing from the live context" for m in planned.markers_found if m in live.markers_missing
+    ]
+    return out
+
+
+# -- plan ----------------------------------------------------------------------------------------
+
+
+def plan_activation(
+    home: str | os.PathLike[str],
+    agent: str,
+    key: str,
+    candidate: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    markers: Sequence[str] = (),
+) -> Package:
+    """Check ``candidate`` and write an activation package to ``out``; the live state is only read.
+
+    Raises:
+        CandidateError: not a session, a v1/v2 file, malformed lines, a parent cycle, a path
+            whose root names a missing parent, a header id unusable as a file name, a missing marker.
+        TranscriptReadError: the candidate cannot be read.
+        PreconditionError: the target file exists with other bytes (it is never overwritten).
+        CatalogError: the agent has no sessions directory, or the catalog is corrupt.
+        UsageError: ``out`` exists and is not empty.
+    """
+    root = Path(home).resolve()
+    (_, catalog_path), *_ = find_catalogs(root, agent)
+    validate_key(key)
+    staging = Package.staging_dir(out)
+    try:
+        cand = staging / "candidate.jsonl"
+        cand_sha = copy_durably(Path(candidate), cand)
+        session_id, compactions = _check_candidate(cand, Path(candidate))
+        projection = _planned_projection(cand, Path(candidate), markers)
+        sessions = catalog_path.parent
+        old_entry = Catalog(catalog_path).get(key)
+        live_name = live_file_name(old_entry)
+        live = FileState(live_name, _sha_or_absent(sessions / live_name) if live_name else ABSENT)
+        target_name = f"{session_id}.jsonl"
+        target_sha = _sha_or_absent(sessions / target_name)
+        replaces_live = target_name == live_name and target_sha not in (ABSENT, cand_sha)
+        if target_sha not in (ABSENT, cand_sha) and not replaces_live:
+            raise PreconditionError(
+                f"{sessions / target_name} exists with other bytes and is not the live transcript of {key!r}; "
+                "it is never overwritten",
+                part="target",
+                expected=f"{ABSENT} or {cand_sha}",
+                actual=target_sha,
+            )
+        if replaces_live:
+            copy_durably(sessions / target_name, staging / "rollback" / "transcript.jsonl")
+        old_catalog_sha = ABSENT
+        if catalog_path.exists():
+            old_catalog_sha = copy_durably(catalog_path, staging / "rollback" / "sessions.json")
+        plan = Plan(
+            version=PACKAGE_VERSION,
+            id=os.urandom(8).hex(),
+            created_at=now_iso(),
+            tool=f"kurahi {__version__}",
+            home=str(root),
+            agent=agent,
+            key=key,
+            sessions_dir=sessions.relative_to(root).as_posix(),
+            candidate_session_id=session_id,
+            target_file=target_name,
+            replaces_live=replaces_live,
+            installs=target_sha != cand_sha,
+            compaction_count=compactions,
+            markers=list(markers),
+            preconditions=Preconditions(live, entry_sha256(old_entry), cand_sha, FileState(target_name, target_sha)),
+            old_entry=old_entry,
+            new_entry=new_entry(old_entry, session_id, target_name, compactions),
+            projection=projection,
+            old_catalog_sha256=old_catalog_sha,
+        )
+        return Package.write(out, plan, staging)
+    except BaseException:
+        discard_staging(staging)
+        raise
+
+
+def new_entry(old: dict[str, Any] | None, session_id: str, file_name: str, compactions: int) -> dict[str, Any]:
+    """The catalog entry after activation.
+
+    The old entry's fields are kept (in their order) except the terminal-run ones
+    (:data:`TERMINAL_RUN_FIELDS`); ``sessionId``, ``sessionFile`` and ``compactionCount`` are
+    set. ``sessionFile`` follows the old entry's style: an absolute old path gives an absolute
+    path in the same directory, anything else the bare file name.
+    """
+    entry = {k: v for k, v in (old or {}).items() if k not in TERMINAL_RUN_FIELDS}
+    old_file = (old or {}).get("sessionFile")
+    absolute = isinstance(old_file, str) and os.path.isabs(old_file)
+    entry["sessionId"] = session_id
+    entry["sessionFile"] = os.path.join(os.path.dirname(str(old_file)), file_name) if absolute else file_name
+    entry["compactionCount"] = compactions
+    if old is None:
+        entry["updatedAt"] = time.time_ns() // 1_000_000
+    return entry
+
+
+def _check_candidate(copy: Path, shown: Path) -> tuple[str, int]:
+    from kurahi.lineage.canonical import canonical_path
+    from kurahi.store.transcript import Transcript
+
+    try:
+        with Transcript.open(copy) as t:
+            if t.migrated_from is not None or t.version is MISSING:
+                raise CandidateError("a version-1/2 session: Pi would rewrite it on open; migrate it first", path=shown)
+            if t.warnings:
+                where = "; ".join(f"line {w.line}: {w.message}" for w in t.warnings[:3])
+                raise CandidateError(f"{len(t.warnings)} malformed line(s) ({where})", path=shown)
+            session_id = t.session_id
+            if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):
+                raise CandidateError(f"header id {session_id!r} cannot name a session file", path=shown)
+            cp = canonical_path(t, branches=False)
+            if cp.entries:
+                root = cp.entries[0]
+                if root.parent_id not in (None, MISSING, ""):
+                    raise CandidateError(
+                        f"broken path: entry {root.id!r} (line {root.line}) names parent {root.parent_id!r}, "
+                        "which is not in the file, so everything before it would be lost",
+                        path=shown,
+                    )
+            return session_id, len(cp.compactions)
+    except (NotASessionError, TreeError) as exc:
+        raise CandidateError(f"not a usable session: {exc.detail}", path=shown) from exc
+
+
+def _planned_projection(copy: Path, shown: Path, markers: Sequence[str]) -> Projection:
+    try:
+        projection = project(copy, markers)
+    except ActivationError as exc:
+        raise CandidateError(str(exc), path=shown) from exc
+    if projection.markers_missing:
+        raise CandidateError(f"markers missing from the effective context: {projection.markers_missing}", path=shown)
+    return projection
+
+
+def _sha_or_absent(path: Path) -> str:
+    try:
+        return fsio.file_sha256(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return ABSENT
+
+
+def projection_dict(p: Projection) -> dict[str, Any]:
+    """JSON-ready form of a projection."""
+    return {
+        "messages": p.messages,
+        "sha256": p.sha256,
+        "markersFound": p.markers_found,
+        "markersMissing": p.markers_missing,
+    }

@@ -23,6 +23,7 @@ from kurahi.errors import (
     PreTurnValidationError,
     WrongHomeError,
 )
+from kurahi.gateway.activation_host import OfflineHost
 from kurahi.lifecycle.activation import (
     apply_package,
     plan_activation,
@@ -30,7 +31,6 @@ from kurahi.lifecycle.activation import (
     rollback_package,
     verify_package,
 )
-from kurahi.lifecycle.activation_host import OfflineHost
 from kurahi.lineage.stitch import stitch
 from kurahi.store.catalog import Catalog
 

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from activations import OC_NEW, OC_OLD, OPENCLAW, make_home, snapshot
 
+from kurahi.gateway.activation_host import OfflineHost
 from kurahi.gateway.audit import AuditChain, chain_path
 from kurahi.lifecycle.activation import apply_package, plan_activation, rollback_package, verify_package
-from kurahi.lifecycle.activation_host import OfflineHost
 from kurahi.lineage.stitch import stitch
 from kurahi.store.catalog_format import parse_catalog, serialize_catalog
 
@@ -49,7 +49,7 @@ for name in ("write", "fsync", "fdatasync", "rename", "ftruncate"):
     setattr(fsio.ops, name, counted(getattr(fsio.ops, name)))
 
 from kurahi.lifecycle.activation import apply_package, rollback_package
-from kurahi.lifecycle.activation_host import OfflineHost
+from kurahi.gateway.activation_host import OfflineHost
 
 (apply_package if op == "apply" else rollback_package)(package, home, OfflineHost(home))
 print(count)

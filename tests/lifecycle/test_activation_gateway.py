@@ -19,10 +19,10 @@ from gateways import make_gateway_home
 from kurahi.cli.activate import app as activate_app
 from kurahi.cli.common import EXIT
 from kurahi.errors import PreTurnValidationError
+from kurahi.gateway.activation_host import GatewayHost
 from kurahi.gateway.audit import AuditChain
 from kurahi.gateway.lock import gateway_info
 from kurahi.lifecycle.activation import apply_package, plan_activation
-from kurahi.lifecycle.activation_host import GatewayHost
 from kurahi.lineage.stitch import stitch
 from kurahi.resident.home import Home
 from kurahi.store.catalog import Catalog

@@ -52,7 +52,7 @@ def _root(home: Path | None) -> Path:
 
 
 def _host(root: Path, offline: bool) -> Any:
-    from kurahi.lifecycle.activation_host import GatewayHost, OfflineHost
+    from kurahi.gateway.activation_host import GatewayHost, OfflineHost
 
     return OfflineHost(root) if offline else GatewayHost(root)
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from kurahi._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from kurahi.gateway.activation_host import GatewayHost, OfflineHost
     from kurahi.gateway.app import create_app
     from kurahi.gateway.audit import AuditChain, chain_path
     from kurahi.gateway.audit_record import AuditRecord, ChainVerification
@@ -23,6 +24,8 @@ _WHERE = {
     "AuditRecord": "kurahi.gateway.audit_record",
     "ChainVerification": "kurahi.gateway.audit_record",
     "chain_path": "kurahi.gateway.audit",
+    "GatewayHost": "kurahi.gateway.activation_host",
+    "OfflineHost": "kurahi.gateway.activation_host",
     "create_app": "kurahi.gateway.app",
     "Gateway": "kurahi.gateway.service",
     "GatewayClient": "kurahi.gateway.client",
@@ -41,8 +44,10 @@ __all__ = [
     "ChainVerification",
     "Gateway",
     "GatewayClient",
+    "GatewayHost",
     "GatewayInfo",
     "GatewayLock",
+    "OfflineHost",
     "chain_path",
     "create_app",
     "gateway_info",

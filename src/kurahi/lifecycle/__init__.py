@@ -16,7 +16,6 @@ if TYPE_CHECKING:
         rollback_package,
         verify_package,
     )
-    from kurahi.lifecycle.activation_host import GatewayHost, OfflineHost
     from kurahi.lifecycle.activation_package import Package, Plan, Projection
     from kurahi.lifecycle.carry import CarryCheck, CarryReport, carry_into, check_carry
     from kurahi.lifecycle.facts import last_run_state, session_facts
@@ -30,11 +29,9 @@ _WHERE = {
     "CarryReport": "kurahi.lifecycle.carry",
     "Decision": "kurahi.lifecycle.policy",
     "FreshnessConfig": "kurahi.lifecycle.policy",
-    "GatewayHost": "kurahi.lifecycle.activation_host",
     "Host": "kurahi.lifecycle.activation",
     "Inbound": "kurahi.lifecycle.policy",
     "MatrixRow": "kurahi.lifecycle.matrix",
-    "OfflineHost": "kurahi.lifecycle.activation_host",
     "Package": "kurahi.lifecycle.activation_package",
     "Plan": "kurahi.lifecycle.activation_package",
     "Projection": "kurahi.lifecycle.activation_package",
@@ -59,11 +56,9 @@ __all__ = [
     "CarryReport",
     "Decision",
     "FreshnessConfig",
-    "GatewayHost",
     "Host",
     "Inbound",
     "MatrixRow",
-    "OfflineHost",
     "Package",
     "Plan",
     "Projection",

@@ -21,7 +21,7 @@ package's journal (fsynced) before it touches a file, and every step is a compar
 
 Deciding and doing are separate: this module decides (what is old, what is new, which
 step comes next); the gateway and the audit chain are reached through a :class:`Host`
-(:mod:`~kurahi.lifecycle.activation_host` has the real one and the offline one).
+(:mod:`~kurahi.gateway.activation_host` has the real one and the offline one).
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ def apply_package(
     Args:
         package: the package directory.
         home: the state directory; must be the one the package was planned for.
-        host: the gateway and the audit chain (:class:`~kurahi.lifecycle.activation_host.GatewayHost`
+        host: the gateway and the audit chain (:class:`~kurahi.gateway.activation_host.GatewayHost`
             or the offline one).
         stop_timeout: seconds the gateway gets to stop.
         require_stopped: refuse when a gateway runs instead of stopping it.

@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kurahi.continuity.signing import report_signer
 from typer.testing import CliRunner
 
 from kurahi.cli.continuity import _checker, app
 from kurahi.continuity.report import read_report, verify_report
-from kurahi.continuity.suite import SuiteOptions, run_suite
+from kurahi.continuity.suite import SuiteOptions, report_signer, run_suite
 from kurahi.errors import ContinuityError, UsageError
 from kurahi.resident.home import Home
 

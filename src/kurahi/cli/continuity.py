@@ -51,8 +51,7 @@ def run_command(
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from kurahi.continuity.report import write_report
-    from kurahi.continuity.signing import report_signer
-    from kurahi.continuity.suite import DISRUPTIONS, SuiteOptions, run_suite
+    from kurahi.continuity.suite import DISRUPTIONS, SuiteOptions, report_signer, run_suite
 
     chosen = list(DISRUPTIONS) if disruption == "all" else [d.strip() for d in disruption.split(",") if d.strip()]
     fact_list = None

@@ -36,7 +36,7 @@ from kurahi.errors import ContinuityError, GatewayUnavailableError, UsageError
 from kurahi.gateway.lock import gateway_info
 from kurahi.resident.home import TOKEN_ENV, Home
 
-__all__ = ["DISRUPTIONS", "FACTS", "SuiteOptions", "run_suite"]
+__all__ = ["DISRUPTIONS", "FACTS", "SuiteOptions", "report_signer", "run_suite"]
 
 DISRUPTIONS = ("model-swap", "restart", "move", "close")
 SMOKE_SUFFIX = ".kolo-test"
@@ -157,6 +157,20 @@ class _Ctx:
         if r.status_code >= 400:
             raise ContinuityError(f"{method} {path}: HTTP {r.status_code}: {r.text[:300]}")
         return r.json()
+
+
+def report_signer(home: Home) -> Signer:
+    """Sign with the resident's continuity key (the one that signs its manifests)."""
+    import base64
+
+    from kurahi.continuity.signing import load_signing_key
+
+    key = load_signing_key(home, create=False)
+
+    def sign(message: bytes) -> tuple[str, str]:
+        return base64.b64encode(key.sign(message)).decode("ascii"), key.public_key_b64
+
+    return sign
 
 
 def _now_iso() -> str:

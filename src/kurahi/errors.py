@@ -42,6 +42,9 @@ Hierarchy::
     │   ├── AuditChainError           a record or line that breaks the chain (path, line, seq)
     │   ├── AuditNotFoundError        no chain file where one is expected
     │   └── AuditWriteError           a record could not be appended durably
+    ├── ContinuityError               the `continuity` room
+    │   ├── ManifestError             a manifest that is not in the manifest format (field)
+    │   └── SigningKeyError           the signing key file: unreadable, malformed, too open
     └── UsageError                    a caller passed something that cannot work
 """
 
@@ -61,6 +64,7 @@ __all__ = [
     "CatalogEntryError",
     "CatalogError",
     "ConfigError",
+    "ContinuityError",
     "EntryNotFoundError",
     "GatewayError",
     "GatewayRequestError",
@@ -69,6 +73,7 @@ __all__ = [
     "LineageError",
     "LockError",
     "LockHeldError",
+    "ManifestError",
     "NotASessionError",
     "PairingRefusedError",
     "ParentCycleError",
@@ -76,6 +81,7 @@ __all__ = [
     "ProviderError",
     "ProviderTimeoutError",
     "QueueFullError",
+    "SigningKeyError",
     "StitchError",
     "StoreError",
     "ToolDeniedError",
@@ -368,3 +374,38 @@ class AuditNotFoundError(AuditError):
 
 class AuditWriteError(AuditError):
     """A record could not be appended durably; the file holds exactly the records before it."""
+
+
+class ContinuityError(KurahiError):
+    """Something about continuity evidence: manifests and the key that signs them."""
+
+
+class ManifestError(ContinuityError):
+    """A manifest that is not in the manifest format, so nothing in it can be checked.
+
+    A well-formed manifest whose hashes or signature do not hold is not an error: verifying
+    it says which part fails. This is for what cannot even be read: an unknown version, a
+    missing or foreign key, a field of the wrong type, base64 that does not decode.
+
+    Attributes:
+        field: where, as a JSON path (``$.entries[3].hash``), when known.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        self.field = field
+        self.detail = message
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+class SigningKeyError(ContinuityError):
+    """The signing key file cannot be used: unreadable, malformed, or readable by others.
+
+    The message never holds key material.
+
+    Attributes:
+        path: the key file.
+    """
+
+    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        super().__init__(f"{self.path}: {message}" if self.path else message)

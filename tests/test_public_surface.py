@@ -22,6 +22,7 @@ ROOMS = [
     "kurahi.lifecycle",
     "kurahi.resident",
     "kurahi.gateway",
+    "kurahi.continuity",
     "kurahi.canonical",
     "kurahi.jsvalues",
     "kurahi.testing",

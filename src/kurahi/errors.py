@@ -52,7 +52,9 @@ Hierarchy::
     │   ├── AuditChainError           a record or line that breaks the chain (path, line, seq)
     │   ├── AuditNotFoundError        no chain file where one is expected
     │   └── AuditWriteError           a record could not be appended durably
-    ├── ContinuityError               the continuity suite: a report or a run that cannot be used
+    ├── ContinuityError               the `continuity` room: reports and runs that cannot be used
+    │   ├── ManifestError             a manifest that is not in the manifest format (field)
+    │   └── SigningKeyError           the signing key file: unreadable, malformed, too open
     └── UsageError                    a caller passed something that cannot work
 """
 
@@ -86,6 +88,7 @@ __all__ = [
     "LineageError",
     "LockError",
     "LockHeldError",
+    "ManifestError",
     "NotASessionError",
     "PackageError",
     "PackageNotFoundError",
@@ -98,6 +101,7 @@ __all__ = [
     "ProviderError",
     "ProviderTimeoutError",
     "QueueFullError",
+    "SigningKeyError",
     "StitchError",
     "StoreError",
     "ToolDeniedError",
@@ -472,4 +476,35 @@ class AuditWriteError(AuditError):
 
 
 class ContinuityError(KurahiError):
-    """A continuity report or run that cannot be used (wrong suite version, truncated, edited)."""
+    """Something about continuity evidence: a report or run that cannot be used, manifests, the signing key."""
+
+
+class ManifestError(ContinuityError):
+    """A manifest that is not in the manifest format, so nothing in it can be checked.
+
+    A well-formed manifest whose hashes or signature do not hold is not an error: verifying
+    it says which part fails. This is for what cannot even be read: an unknown version, a
+    missing or foreign key, a field of the wrong type, base64 that does not decode.
+
+    Attributes:
+        field: where, as a JSON path (``$.entries[3].hash``), when known.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        self.field = field
+        self.detail = message
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+class SigningKeyError(ContinuityError):
+    """The signing key file cannot be used: unreadable, malformed, or readable by others.
+
+    The message never holds key material.
+
+    Attributes:
+        path: the key file.
+    """
+
+    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        super().__init__(f"{self.path}: {message}" if self.path else message)

@@ -71,13 +71,14 @@ def run_command(
     The port goes into run/gateway.lock ({"pid", "port", "startedAt"}), where clients find
     it. A second gateway on the same home refuses (exit 5).
     """
+    from kurahi.continuity.api import install as continuity_api
     from kurahi.gateway.server import serve
 
     h = _home(home)
     if not h.root.is_dir():
         fail(f"{h.root}: no such home (create it with `kurahi init --home {h.root}`)", EXIT.NOT_FOUND)
     with translate_errors():
-        serve(h, host=host, port=port, grace=grace)
+        serve(h, host=host, port=port, grace=grace, plugins=[continuity_api])
 
 
 @gateway_app.command("status")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
@@ -26,7 +26,7 @@ from kurahi.gateway.http import HTTPError, error_response, from_kurahi
 from kurahi.gateway.limits import SizeLimitMiddleware
 from kurahi.gateway.service import Gateway
 
-__all__ = ["create_app"]
+__all__ = ["Plugin", "create_app"]
 
 AgentId = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")]
 KeyQuery = Annotated[str | None, Query(min_length=1, max_length=512, pattern=r"^[^\x00-\x1f\x7f]+$")]
@@ -39,8 +39,27 @@ def _key(agent: str, key: str | None) -> str:
     return key or f"agent:{agent}:main"
 
 
-def create_app(gateway: Gateway, *, max_body: int = 1024 * 1024, manage_lifespan: bool = True) -> FastAPI:
-    """The ASGI app for ``gateway`` (its runtimes start and stop with the app's lifespan)."""
+Plugin = Callable[[FastAPI, Gateway], None]
+"""Adds routes to the app of a gateway: how rooms below this one (``continuity``) serve over HTTP."""
+
+
+def create_app(
+    gateway: Gateway,
+    *,
+    max_body: int = 1024 * 1024,
+    manage_lifespan: bool = True,
+    plugins: Sequence[Plugin] = (),
+) -> FastAPI:
+    """The ASGI app for ``gateway`` (its runtimes start and stop with the app's lifespan).
+
+    Args:
+        gateway: the state the routes work on.
+        max_body: largest request body, in bytes (413 beyond).
+        manage_lifespan: start and stop the gateway with the app.
+        plugins: each called once with the app and the gateway, after the built-in routes,
+            to add its own (``kurahi.continuity.api.install``). This room imports no room
+            below it, so the caller hands them in.
+    """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -328,6 +347,8 @@ def create_app(gateway: Gateway, *, max_body: int = 1024 * 1024, manage_lifespan
             out["isAncestor"] = gateway.audit.is_ancestor(seq)
         return out
 
+    for plugin in plugins:
+        plugin(app, gateway)
     return app
 
 

@@ -12,11 +12,14 @@ from __future__ import annotations
 import gc
 import socket
 import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from kurahi.gateway.lock import GatewayInfo, GatewayLock
 from kurahi.resident.home import Home
+
+if TYPE_CHECKING:
+    from kurahi.gateway.app import Plugin
 
 __all__ = ["serve"]
 
@@ -42,8 +45,11 @@ def serve(
     grace: float = 5.0,
     on_ready: Callable[[GatewayInfo], None] | None = None,
     log_level: str = "warning",
+    plugins: Sequence[Plugin] = (),
 ) -> None:
     """Run the gateway until SIGTERM/SIGINT.
+
+    ``plugins`` are passed to :func:`kurahi.gateway.app.create_app` (routes of other rooms).
 
     Raises:
         LockHeldError: another gateway runs on this home.
@@ -81,7 +87,7 @@ def serve(
             )
 
         gateway.on_started = started
-        app = create_app(gateway)
+        app = create_app(gateway, plugins=plugins)
         config = uvicorn.Config(
             app,
             log_level=log_level,

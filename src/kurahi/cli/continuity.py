@@ -87,8 +87,8 @@ def run_command(
     else:
         for run in body["runs"]:
             marks = " ".join(f"{r['id']}:{r['status']}" for r in run["invariants"])
-            console.print(f"[bold]{run['disruption']:<10}[/] {marks}")
-        console.print(body["badge"])
+            console.print(f"[bold]{run['disruption']:<10}[/] {marks}", soft_wrap=True)
+        console.print(body["badge"], soft_wrap=True)
         console.print(f"reports in {out}")
     if body["summary"]["verdict"] != "PASS":
         raise typer.Exit(EXIT.FAILED)
@@ -108,7 +108,7 @@ def verify_command(
     if as_json:
         print_json(result.to_dict())
     elif result.ok:
-        console.print(f"[green]verified[/]: {data['body']['badge']}")
+        console.print(f"[green]verified[/]: {data['body']['badge']}", soft_wrap=True)
     else:
         err_console.print(f"[bold red]does not verify[/]: {result.problems[0]}")
     if not result.ok:

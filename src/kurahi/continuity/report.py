@@ -153,37 +153,61 @@ def _verify_sig(public_b64: str, signature_b64: str, message: bytes) -> bool:
     return True
 
 
+def _verify_run(
+    run: dict[str, Any],
+    where: str,
+    threshold: float,
+    check_manifest: ManifestCheck,
+    report: dict[str, Any],
+    result: ReportCheck,
+) -> None:
+    where = f"{where} ({run.get('disruption')})"
+    for side in ("before", "after"):
+        ok, why = check_manifest(run[side]["manifest"])
+        if not ok:
+            result.problems.append(f"{where}.{side}.manifest: {why}")
+    rescored = score(run, threshold=threshold, check_manifest=check_manifest)
+    stored = run.get("invariants", [])
+    for got, kept in zip(rescored, stored, strict=False):
+        if got != kept:
+            result.problems.append(
+                f"{where}.invariants.{kept.get('id')}: stored {kept.get('status')!r} "
+                f"({kept.get('detail')}), recomputed {got['status']!r} ({got['detail']})"
+            )
+    if len(rescored) != len(stored):
+        result.problems.append(f"{where}.invariants: {len(stored)} stored, {len(INVARIANTS)} expected")
+    if run["after"]["manifest"].get("publicKey") != report.get("publicKey"):
+        result.problems.append(f"{where}: the manifests' signer is not the report's signer")
+
+
 def verify_report(report: dict[str, Any], *, check_manifest: ManifestCheck) -> ReportCheck:
     """Recompute everything in a report (see the module docstring)."""
     result = ReportCheck()
     body = report["body"]
-    threshold = float(body.get("threshold", 0.8))
-    for i, run in enumerate(body.get("runs", [])):
-        where = f"runs[{i}] ({run.get('disruption')})"
-        for side in ("before", "after"):
-            ok, why = check_manifest(run[side]["manifest"])
-            if not ok:
-                result.problems.append(f"{where}.{side}.manifest: {why}")
-        rescored = score(run, threshold=threshold, check_manifest=check_manifest)
-        for got, stored in zip(rescored, run.get("invariants", []), strict=False):
-            if got != stored:
-                result.problems.append(
-                    f"{where}.invariants.{stored.get('id')}: stored {stored.get('status')!r} "
-                    f"({stored.get('detail')}), recomputed {got['status']!r} ({got['detail']})"
-                )
-        if len(rescored) != len(run.get("invariants", [])):
-            result.problems.append(
-                f"{where}.invariants: {len(run.get('invariants', []))} stored, {len(INVARIANTS)} expected"
-            )
-        key = run["after"]["manifest"].get("publicKey")
-        if key != report.get("publicKey"):
-            result.problems.append(f"{where}: the manifests' signer is not the report's signer")
+    try:
+        threshold = float(body.get("threshold", 0.8))
+    except (TypeError, ValueError):
+        result.problems.append("threshold: not a number")
+        threshold = 0.8
+    runs = body.get("runs")
+    if not isinstance(runs, list):
+        result.problems.append("runs: missing or not a list")
+        runs = []
+    for i, run in enumerate(runs):
+        where = f"runs[{i}]"
+        try:
+            _verify_run(run, where, threshold, check_manifest, report, result)
+        except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
+            result.problems.append(f"{where}: malformed evidence ({type(exc).__name__}: {exc})")
     result.checked.append("manifests and invariants")
-    summary = summarize(body.get("runs", []))
-    if summary != body.get("summary"):
-        result.problems.append(f"summary: stored {body.get('summary')}, recomputed {summary}")
-    if badge_line(body) != body.get("badge"):
-        result.problems.append("badge: does not match the body")
+    try:
+        summary = summarize(runs)
+        if summary != body.get("summary"):
+            result.problems.append(f"summary: stored {body.get('summary')}, recomputed {summary}")
+        if badge_line(body) != body.get("badge"):
+            result.problems.append("badge: does not match the body")
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
+        result.problems.append(f"summary/badge: malformed ({type(exc).__name__}: {exc})")
     digest = hashlib.sha256(canonical_json(body)).hexdigest()
     if digest != report.get("digest"):
         result.problems.append("digest: the body does not hash to the stored digest")

@@ -43,6 +43,9 @@ bench: install peer
 	$(BIN)/python benchmarks/crash_append.py --rounds 200
 	$(BIN)/python benchmarks/turn_rate.py
 	$(BIN)/python benchmarks/crash_turns.py --turns 1000
+	$(BIN)/python benchmarks/manifest_hash.py
+	$(BIN)/python benchmarks/gateway_load.py
+	$(BIN)/python benchmarks/audit_verify.py
 
 clean:
 	rm -rf $(VENV) .peer .pytest_cache .mypy_cache .ruff_cache build src/kurahi/store/_native*.so

@@ -97,3 +97,44 @@ def test_another_agent_home(tmp_path: Path) -> None:
     with serve_in_thread(home, plugins=[install]) as s, s.client() as c:
         m = c.get(URL, params={"agent": "bob"}).json()
     assert m["agent"] == "bob" and verify_manifest(m).ok
+
+
+def test_kurahi_gateway_run_serves_the_manifest(home: Home) -> None:
+    """The CLI installs the plugin: a real `kurahi gateway run` process answers the route."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    from kurahi.gateway.lock import gateway_info
+
+    env = {**os.environ, "KOLO_HOME": str(home.root)}
+    env.pop("KOLO_GATEWAY_TOKEN", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kurahi.cli", "gateway", "run", "--port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while (info := gateway_info(home.lock)) is None or info.pid != proc.pid:
+            assert proc.poll() is None and time.monotonic() < deadline, "the gateway did not start"
+            time.sleep(0.02)
+        token = home.token_file.read_text().strip()
+        r = httpx.get(
+            f"http://127.0.0.1:{info.port}{URL}",
+            params={"agent": "alice"},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+        assert r.status_code == 200, r.text
+        assert token not in r.text
+        assert verify_manifest(r.json()).ok
+        assert r.json()["fingerprint"] == load_signing_key(home).fingerprint
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)

@@ -34,7 +34,8 @@ def _start(home: Home) -> subprocess.Popen[str]:
     )
     log.close()
     deadline = time.monotonic() + 30
-    while gateway_info(home.lock) is None or gateway_info(home.lock).pid != proc.pid:  # type: ignore[union-attr]
+    # One read per round: two reads could see the old gateway's info, then the file being rewritten.
+    while (info := gateway_info(home.lock)) is None or info.pid != proc.pid:
         assert proc.poll() is None, (home.root / "gateway.log").read_text()
         assert time.monotonic() < deadline, "the gateway did not publish its port"
         time.sleep(0.02)

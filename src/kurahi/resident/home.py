@@ -6,6 +6,7 @@
         config.json                     model profiles, agent settings
         devices.json                    paired devices: names, scopes, token hashes (0600)
         run/gateway.lock                the running gateway: {"pid", "port", "startedAt"}
+        run/hash-cache.json             file digests for continuity manifests (a cache)
         secrets/gateway.token           the owner token (0600; directory 0700)
         identity/continuity-signing.json  the Ed25519 key of continuity manifests (0600)
         audit/chain.jsonl               the hash-chained audit log

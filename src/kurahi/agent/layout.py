@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from kurahi.errors import UnknownAgentError, UsageError
@@ -68,37 +69,37 @@ class AgentPaths:
             raise UnknownAgentError(f"no agent {agent_id!r} in {home}")
         return paths
 
-    @property
+    @cached_property
     def root(self) -> Path:
         """``agents/<id>``."""
         return self.home / "agents" / self.agent_id
 
-    @property
+    @cached_property
     def workspace(self) -> Path:
         """The identity and memory files."""
         return self.root / "workspace"
 
-    @property
+    @cached_property
     def sessions(self) -> Path:
         """Transcripts and ``sessions.json``."""
         return self.root / "sessions"
 
-    @property
+    @cached_property
     def catalog(self) -> Path:
         """``sessions/sessions.json``."""
         return self.sessions / "sessions.json"
 
-    @property
+    @cached_property
     def ledger(self) -> Path:
         """The action-outcome ledger."""
         return self.root / "actions" / "ledger.jsonl"
 
-    @property
+    @cached_property
     def jobs(self) -> Path:
         """Job events."""
         return self.root / "jobs" / "jobs.jsonl"
 
-    @property
+    @cached_property
     def queue(self) -> Path:
         """Persisted queued messages."""
         return self.root / "queue" / "queue.jsonl"

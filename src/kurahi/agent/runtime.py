@@ -295,9 +295,9 @@ class Runtime:
         """Decide reuse / rollover / new for a message to an idle session, and carry it out."""
         entry = self.catalog.get(key)
         conv = self._convs.get(key)
-        file = self._file_of(entry)
         path: list[PathItem] | None = None
         header: str | None = None
+        file = conv.file if conv is not None else self._file_of(entry)
         if conv is not None:
             path, header = conv.path, conv.session_id
         elif entry is not None and file is not None and file.exists():

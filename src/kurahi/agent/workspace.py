@@ -26,12 +26,17 @@ _Stamp = tuple[tuple[int, int, int, int] | None, ...]
 _cache: dict[Path, tuple[_Stamp, str]] = {}
 
 
+_joined: dict[Path, list[str]] = {}
+
+
 def _stamp(workspace: Path) -> _Stamp:
     out: list[tuple[int, int, int, int] | None] = []
-    base = str(workspace)
-    for name in PROMPT_FILES:
+    paths = _joined.get(workspace)
+    if paths is None:
+        paths = _joined[workspace] = [os.path.join(workspace, name) for name in PROMPT_FILES]
+    for path in paths:
         try:
-            st = os.stat(os.path.join(base, name))
+            st = os.stat(path)
         except OSError:
             out.append(None)
             continue

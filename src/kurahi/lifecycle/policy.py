@@ -150,6 +150,19 @@ def _activity(facts: SessionFacts, now: int) -> int | None:
 
 def _daily_boundary(now: int, at_hour: int, offset_min: int) -> int:
     """The most recent ``at_hour:00`` (local) at or before ``now``, in ms since the epoch."""
+    key = (now // 60_000, at_hour, offset_min)
+    hit = _BOUNDARIES.get(key)
+    if hit is None:
+        if len(_BOUNDARIES) > 64:
+            _BOUNDARIES.clear()
+        hit = _BOUNDARIES[key] = _boundary(now - now % 60_000, at_hour, offset_min)
+    return hit
+
+
+_BOUNDARIES: dict[tuple[int, int, int], int] = {}
+
+
+def _boundary(now: int, at_hour: int, offset_min: int) -> int:
     tz = dt.timezone(dt.timedelta(minutes=offset_min))
     local = dt.datetime.fromtimestamp(now / 1000, tz)
     boundary = local.replace(hour=at_hour % 24, minute=0, second=0, microsecond=0)

@@ -157,7 +157,7 @@ def create_app(
             raise HTTPError(404, "unknown_session", f"no session with key {k!r}")
         row = _session_row(k, entry)
         conv = rt.conversation(k)
-        row["entries"] = len(conv.session._ids)
+        row["entries"] = conv.session.entry_count
         row["sizeBytes"] = conv.file.stat().st_size
         return row
 

@@ -184,6 +184,11 @@ class Session:
     def __contains__(self, entry_id_: object) -> bool:
         return entry_id_ in self._ids
 
+    @property
+    def entry_count(self) -> int:
+        """How many entries the file holds (the header not counted)."""
+        return len(self._ids)
+
     def transcript(self) -> Transcript:
         """A fresh read view of the file (the caller closes it)."""
         return Transcript.open(self.path)

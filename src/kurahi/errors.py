@@ -22,7 +22,8 @@ Hierarchy::
     │       ├── CatalogCorruptError   exists but does not parse: never overwritten
     │       └── CatalogEntryError     an entry or key is not acceptable
     ├── LineageError                  the `lineage` room
-    │   └── StitchError               sources that cannot be stitched as asked
+    │   ├── StitchError               sources that cannot be stitched as asked
+    │   └── ProvenanceError           a provenance question that cannot be answered as asked
     ├── LifecycleError                the `lifecycle` room
     │   └── ActivationError           activating a candidate session (plan, apply, verify, rollback)
     │       ├── CandidateError        the candidate is not a usable session (header, path, markers)
@@ -98,6 +99,7 @@ __all__ = [
     "PathRefusedError",
     "PreTurnValidationError",
     "PreconditionError",
+    "ProvenanceError",
     "ProviderError",
     "ProviderTimeoutError",
     "QueueFullError",
@@ -235,6 +237,24 @@ class StitchError(LineageError):
     The same file twice, an output that exists, colliding ids, a later source whose root
     already has a parent, or one older than the source before it (without ``--force``).
     """
+
+
+class ProvenanceError(LineageError):
+    """A provenance question that cannot be answered as asked; nothing was written.
+
+    A reply id that is not an assistant message, a phrase too short to mean anything, a
+    workspace or catalog key that does not exist.
+
+    Attributes:
+        kind: ``"usage"`` (bad arguments), ``"not-found"`` (a file, key or entry that is not
+            there) or ``"invalid"`` (input that exists but is not what it should be).
+        path: the file or directory the problem is about, when there is one.
+    """
+
+    def __init__(self, message: str, *, kind: str = "usage", path: str | Path | None = None) -> None:
+        self.kind = kind
+        self.path = str(path) if path is not None else None
+        super().__init__(f"{self.path}: {message}" if self.path else message)
 
 
 class LifecycleError(KurahiError):

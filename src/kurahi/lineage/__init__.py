@@ -1,4 +1,4 @@
-"""The `lineage` room: canonical paths, stitching A + B → C, checking what would be projected."""
+"""The `lineage` room: canonical paths, stitching A + B → C, checking what would be projected, provenance."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from kurahi.lineage.canonical import BranchPoint, CanonicalPath, SideBranch, canonical_path
     from kurahi.lineage.check import check
     from kurahi.lineage.find import find_lineage
+    from kurahi.lineage.provenance import ProvenanceReport, provenance
     from kurahi.lineage.stitch import stitch
 
 # Names load on first use (PEP 562), so `kurahi --help` does not import every room.
@@ -20,16 +21,20 @@ _WHERE = {
     "canonical_path": "kurahi.lineage.canonical",
     "check": "kurahi.lineage.check",
     "find_lineage": "kurahi.lineage.find",
+    "ProvenanceReport": "kurahi.lineage.provenance",
+    "provenance": "kurahi.lineage.provenance",
     "stitch": "kurahi.lineage.stitch",
 }
 
 __all__ = [
     "BranchPoint",
     "CanonicalPath",
+    "ProvenanceReport",
     "SideBranch",
     "canonical_path",
     "check",
     "find_lineage",
+    "provenance",
     "stitch",
 ]
 

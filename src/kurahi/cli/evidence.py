@@ -1,0 +1,116 @@
+"""``kurahi evidence``: where a reply's phrases could have come from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from kurahi.cli.common import EXIT, console, fail, print_json, translate_errors
+
+if TYPE_CHECKING:
+    from kurahi.lineage.provenance import ProvenanceReport
+
+__all__ = ["app"]
+
+app = typer.Typer(help="Evidence about a resident's replies: provenance of phrases.", no_args_is_help=True)
+
+
+@app.callback()
+def evidence() -> None:
+    """Evidence about a resident's replies: where their phrases could have come from."""
+
+
+_EXIT_OF_KIND = {"usage": EXIT.USAGE, "not-found": EXIT.NOT_FOUND, "invalid": EXIT.INVALID}
+
+
+def _home_sources(home: Path, agent: str, key: str) -> tuple[Path, Path, list[Path]]:
+    """The transcript, workspace and other transcripts of a catalog key in a Kurahi home."""
+    from kurahi.errors import ProvenanceError
+    from kurahi.resident.home import Home
+    from kurahi.store.catalog import Catalog
+    from kurahi.store.listing import locate_transcript
+
+    paths = Home.at(home).agent(agent, must_exist=True)
+    entry = Catalog(paths.catalog).get(key) if paths.catalog.is_file() else None
+    if entry is None:
+        raise ProvenanceError(f"no session key {key!r}", kind="not-found", path=paths.catalog)
+    transcript, exists = locate_transcript(paths.sessions, entry)
+    if transcript is None or not exists:
+        raise ProvenanceError(f"the transcript of {key!r} is missing", kind="not-found", path=transcript)
+    others = sorted(p for p in paths.sessions.glob("*.jsonl") if p.is_file() and p.resolve() != transcript.resolve())
+    return transcript, paths.workspace, others
+
+
+@app.command("provenance")
+def provenance_cmd(
+    home: Path | None = typer.Option(None, "--home", help="A Kurahi home (with --agent and --key)."),
+    agent: str | None = typer.Option(None, "--agent", help="The agent id in the home."),
+    key: str | None = typer.Option(None, "--key", help="The session key (its catalog entry names the transcript)."),
+    transcript: Path | None = typer.Option(None, "--transcript", help="A transcript file (instead of --home)."),
+    workspace: Path | None = typer.Option(None, "--workspace", help="The resident's workspace (with --transcript)."),
+    reply: str | None = typer.Option(None, "--reply", help="The assistant reply's entry id (default: the latest)."),
+    phrase: list[str] = typer.Option([], "--phrase", help="A phrase to trace (repeatable)."),
+    auto: bool = typer.Option(False, "--auto", help="Also trace the reply's distinctive tokens missing from the cue."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Where each phrase of a reply occurs (cue, tools, context, workspace, elsewhere) and the verdict.
+
+    Verdicts, first that applies wins: cue, tool, context-only, workspace, elsewhere, absent.
+    Reads only; nothing is written.
+    """
+    from kurahi.errors import ProvenanceError
+    from kurahi.lineage.provenance import provenance
+
+    if (home is None) == (transcript is None):
+        fail("give either --home with --agent and --key, or --transcript", EXIT.USAGE)
+    with translate_errors():
+        try:
+            others: list[Path] = []
+            if home is not None:
+                if agent is None or key is None:
+                    fail("--home needs --agent and --key", EXIT.USAGE)
+                if workspace is not None:
+                    fail("--workspace goes with --transcript; a home names its own", EXIT.USAGE)
+                transcript, workspace, others = _home_sources(home, agent, key)
+            assert transcript is not None
+            report = provenance(
+                transcript, reply_id=reply, phrases=phrase, auto=auto, workspace=workspace, other_transcripts=others
+            )
+        except ProvenanceError as exc:  # its kind picks the exit code
+            fail(str(exc), _EXIT_OF_KIND.get(exc.kind, EXIT.FAILED))
+    if as_json:
+        print_json(report.to_dict())
+        return
+    _print(report)
+
+
+def _print(report: ProvenanceReport) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    cue = ", ".join(report.cue_ids) or "-"
+    console.print(
+        f"reply [cyan]{escape(report.reply_id)}[/] in {escape(report.transcript)}: cue {cue}, "
+        f"{report.tool_calls} tool call(s), {report.reads} read(s), {report.context_messages} context message(s)"
+        + (f", compaction {report.compaction_id}" if report.compaction_id else "")
+    )
+    table = Table(header_style="bold")
+    for col in ("phrase", "verdict", "cue", "tool", "context", "workspace", "elsewhere", "reasons"):
+        table.add_column(col, no_wrap=col == "verdict")
+    for p in report.phrases:
+        c = p.counts
+        table.add_row(
+            escape(p.phrase),
+            p.verdict,
+            str(c.get("cue", 0)),
+            str(c.get("tool", 0)),
+            str(c.get("context", 0)),
+            str(c.get("workspace", 0) + c.get("memory", 0)),
+            str(c.get("transcript", 0) + c.get("other-transcript", 0)),
+            escape("; ".join(p.reasons)),
+        )
+    console.print(table)
+    if report.skipped_files:
+        console.print(f"skipped: {escape(', '.join(report.skipped_files))}")

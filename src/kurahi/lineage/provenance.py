@@ -41,6 +41,7 @@ import msgspec
 from kurahi.context.project import build_context, entry_message
 from kurahi.errors import EntryNotFoundError, ProvenanceError
 from kurahi.jsvalues import MISSING
+from kurahi.resident.memory import memory_files
 from kurahi.store.transcript import Entry, Transcript
 
 __all__ = [
@@ -384,10 +385,6 @@ def scan_workspace(workspace: Path) -> tuple[list[tuple[str, str]], list[str]]:
     return texts, skipped
 
 
-def _is_memory(rel: str) -> bool:
-    return rel == "MEMORY.md" or (rel.startswith("memory/") and rel.count("/") == 1 and rel.endswith(".md"))
-
-
 # -- the whole question --------------------------------------------------------------------
 
 
@@ -530,11 +527,12 @@ def provenance(
         skipped: list[str] = []
         if ws is not None:
             texts, skipped = scan_workspace(ws)
+            memory = {p.relative_to(ws).as_posix() for p in memory_files(ws)}
             for rel, text in texts:
                 for k, pn in enumerate(norm):
                     n = text.count(pn)
                     for _ in range(n):
-                        reports[k].add("memory" if _is_memory(rel) else "workspace", file=rel)
+                        reports[k].add("memory" if rel in memory else "workspace", file=rel)
 
     for r in reports:
         _decide(r)

@@ -30,6 +30,7 @@ GROUPS = {
     "audit": "kurahi.cli.audit:app",
     "continuity": "kurahi.cli.continuity:app",
     "activate": "kurahi.cli.activate:app",
+    "evidence": "kurahi.cli.evidence:app",
 }
 """Sub-app name -> ``module:attribute`` of its Typer app."""
 

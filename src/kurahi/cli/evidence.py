@@ -14,7 +14,9 @@ if TYPE_CHECKING:
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Evidence about a resident's replies: provenance of phrases.", no_args_is_help=True)
+app = typer.Typer(
+    help="Evidence about a resident's replies: provenance of phrases, packets for a repair.", no_args_is_help=True
+)
 
 
 @app.callback()
@@ -114,3 +116,69 @@ def _print(report: ProvenanceReport) -> None:
     console.print(table)
     if report.skipped_files:
         console.print(f"skipped: {escape(', '.join(report.skipped_files))}")
+
+
+@app.command("packet")
+def packet_cmd(
+    out: Path = typer.Option(..., "--out", help="The packet folder (new or empty)."),
+    source: list[Path] = typer.Option([], "--source", help="A source transcript (repeatable: A, B, ...)."),
+    reconstruction: Path | None = typer.Option(None, "--reconstruction", help="The reconstructed transcript (C)."),
+    activation: Path | None = typer.Option(None, "--activation", help="The activation package directory."),
+    live: Path | None = typer.Option(None, "--live", help="The live transcript after activation (first replies)."),
+    replies: int = typer.Option(3, "--replies", min=0, help="How many first replies to record."),
+    after: str | None = typer.Option(None, "--after", help="Only replies after this entry id."),
+    phrase: list[str] = typer.Option([], "--phrase", help="Trace this phrase in each recorded reply (repeatable)."),
+    workspace: Path | None = typer.Option(None, "--workspace", help="The workspace, for the provenance reports."),
+    hashes_only: bool = typer.Option(False, "--hashes-only", help="Keep hashes, leave transcript content out."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Write one folder documenting a continuity repair, with a SHA256SUMS file over all of it."""
+    from kurahi.errors import ProvenanceError
+    from kurahi.lineage.packet import first_replies, write_packet
+    from kurahi.lineage.provenance import provenance
+
+    with translate_errors():
+        reports = []
+        if live is not None and phrase:
+            for r in first_replies(live, replies, after=after):
+                try:
+                    rep = provenance(live, reply_id=r["entryId"], phrases=phrase, workspace=workspace)
+                except ProvenanceError as exc:
+                    fail(str(exc), _EXIT_OF_KIND.get(exc.kind, EXIT.FAILED))
+                reports.append(rep.to_dict())
+        folder = write_packet(
+            out,
+            sources=source,
+            reconstruction=reconstruction,
+            activation=activation,
+            live=live,
+            replies=replies,
+            after=after,
+            provenance=reports,
+            hashes_only=hashes_only,
+        )
+    files = sum(1 for p in folder.rglob("*") if p.is_file())
+    if as_json:
+        print_json({"folder": str(folder), "files": files, "hashesOnly": hashes_only, "reports": len(reports)})
+    else:
+        console.print(f"packet written to {folder}: {files} files, SHA256SUMS over all of them")
+
+
+@app.command("verify")
+def verify_cmd(
+    folder: Path = typer.Argument(..., help="The packet folder."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Re-check a packet: every file against SHA256SUMS, nothing unlisted, copies against their originals' hashes."""
+    from kurahi.lineage.packet import verify_packet
+
+    with translate_errors():
+        result = verify_packet(folder)
+    if as_json:
+        print_json(result.to_dict())
+    elif result.ok:
+        console.print(f"[green]verified[/]: {result.checked} files")
+    else:
+        console.print(f"[bold red]does not verify[/]: {result.problems[0]}")
+    if not result.ok:
+        raise typer.Exit(EXIT.FAILED)

@@ -1,0 +1,231 @@
+"""Evidence packets: one folder that documents a continuity repair, re-checkable by anyone.
+
+A packet holds the source transcripts, the reconstruction, the activation package, the
+first replies after the activation, each with its sha256, size and timestamps, the
+provenance reports, ``manifest.json`` describing all of it, and ``SHA256SUMS`` over every
+file in the folder (the format ``sha256sum -c`` reads). With ``hashes_only`` the
+transcripts and the replies' text are left out and only their hashes are kept, so a packet
+can be shared without the private conversation, as the seed did.
+
+:func:`verify_packet` re-checks a packet: every file listed in ``SHA256SUMS`` is there with
+that hash, no file is unlisted, and every copied file still has the hash the manifest
+recorded for its original.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kurahi import __version__
+from kurahi.errors import UsageError
+from kurahi.lineage.evidence import file_facts
+from kurahi.store.fsio import atomic_write, file_sha256
+
+__all__ = ["PacketCheck", "first_replies", "verify_packet", "write_packet"]
+
+PACKET_VERSION = 1
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+def first_replies(transcript: Path, count: int, *, after: str | None = None) -> list[dict[str, Any]]:
+    """The first ``count`` assistant replies with text on the transcript's current path.
+
+    Args:
+        transcript: the live transcript.
+        count: how many replies.
+        after: only replies after this entry id (e.g. the last entry of the activated candidate).
+    """
+    from kurahi.store.transcript import Transcript
+
+    out: list[dict[str, Any]] = []
+    with Transcript.open(transcript) as t:
+        seen = after is None
+        for e in t.path():
+            if not seen:
+                seen = e.id == after
+                continue
+            m = e.data.get("message") if e.type == "message" else None
+            if isinstance(m, dict) and m.get("role") == "assistant" and _text(m):
+                raw = json.dumps(m, ensure_ascii=False, sort_keys=True).encode()
+                out.append(
+                    {
+                        "entryId": e.id,
+                        "timestamp": e.data.get("timestamp"),
+                        "sha256": hashlib.sha256(raw).hexdigest(),
+                        "text": _text(m),
+                    }
+                )
+                if len(out) >= count:
+                    break
+    return out
+
+
+def write_packet(
+    folder: str | os.PathLike[str],
+    *,
+    sources: Sequence[Path] = (),
+    reconstruction: Path | None = None,
+    activation: Path | None = None,
+    live: Path | None = None,
+    replies: int = 3,
+    after: str | None = None,
+    provenance: Sequence[dict[str, Any]] = (),
+    hashes_only: bool = False,
+) -> Path:
+    """Write a packet into ``folder`` (new or empty) and return it.
+
+    Raises:
+        UsageError: the folder is not empty, or an input is missing.
+    """
+    d = Path(folder)
+    if d.exists() and (not d.is_dir() or any(d.iterdir())):
+        raise UsageError(f"{d}: exists and is not an empty directory; a packet is never mixed with other files")
+    for p in [*sources, *(x for x in (reconstruction, live) if x is not None)]:
+        if not p.is_file():
+            raise UsageError(f"{p}: no such file")
+    if activation is not None and not activation.is_dir():
+        raise UsageError(f"{activation}: not an activation package directory")
+    d.mkdir(parents=True, exist_ok=True)
+    files: dict[str, Any] = {}
+
+    def add(kind: str, path: Path, *, content: bool) -> None:
+        rel = f"{kind}/{path.name}"
+        facts = file_facts(path)
+        facts["origin"] = facts.pop("path")
+        facts["included"] = content
+        if content:
+            (d / kind).mkdir(exist_ok=True)
+            shutil.copy2(path, d / rel)
+        files[rel] = facts
+
+    for s in sources:
+        add("sources", s, content=not hashes_only)
+    if reconstruction is not None:
+        add("reconstruction", reconstruction, content=not hashes_only)
+    if activation is not None:
+        for p in sorted(activation.rglob("*")):
+            if p.is_file():
+                rel_in = p.relative_to(activation)
+                transcript_like = p.suffix == ".jsonl"
+                add("activation", p, content=not (hashes_only and transcript_like))
+                if rel_in.parent != Path("."):
+                    files[f"activation/{rel_in.as_posix()}"] = files.pop(f"activation/{p.name}")
+                    if not (hashes_only and transcript_like):
+                        (d / "activation" / rel_in.parent).mkdir(parents=True, exist_ok=True)
+                        os.replace(d / "activation" / p.name, d / "activation" / rel_in)
+    reply_rows = first_replies(live, replies, after=after) if live is not None else []
+    if live is not None:
+        add("live", live, content=not hashes_only)
+    if hashes_only:
+        for r in reply_rows:
+            r.pop("text", None)
+    atomic_write(d / "replies.json", json.dumps(reply_rows, ensure_ascii=False, indent=1).encode(), mode=0o644)
+    report_names = []
+    if provenance:
+        (d / "reports").mkdir(exist_ok=True)
+    for i, report in enumerate(provenance, 1):
+        body = dict(report)
+        if hashes_only:
+            body.pop("replyText", None)
+        name = f"reports/provenance-{i}.json"
+        atomic_write(d / name, json.dumps(body, ensure_ascii=False, indent=1).encode(), mode=0o644)
+        report_names.append(name)
+    manifest = {
+        "packet": PACKET_VERSION,
+        "tool": f"kurahi {__version__}",
+        "createdAt": _now(),
+        "hashesOnly": hashes_only,
+        "files": files,
+        "replies": "replies.json",
+        "reports": report_names,
+    }
+    atomic_write(d / "manifest.json", json.dumps(manifest, ensure_ascii=False, indent=1).encode(), mode=0o644)
+    lines = [
+        f"{file_sha256(f)}  {f.relative_to(d).as_posix()}\n"
+        for f in sorted(p for p in d.rglob("*") if p.is_file() and p.name != "SHA256SUMS")
+    ]
+    atomic_write(d / "SHA256SUMS", "".join(lines).encode(), mode=0o644)
+    return d
+
+
+@dataclass
+class PacketCheck:
+    """What :func:`verify_packet` found."""
+
+    folder: str
+    checked: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Nothing wrong."""
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {"folder": self.folder, "ok": self.ok, "checkedFiles": self.checked, "problems": self.problems}
+
+
+def verify_packet(folder: str | os.PathLike[str]) -> PacketCheck:
+    """Re-check a packet (see the module docstring).
+
+    Raises:
+        UsageError: not a packet folder (no ``SHA256SUMS`` or ``manifest.json``).
+    """
+    d = Path(folder)
+    sums, man = d / "SHA256SUMS", d / "manifest.json"
+    if not sums.is_file() or not man.is_file():
+        raise UsageError(f"{d}: not an evidence packet (SHA256SUMS and manifest.json are required)")
+    result = PacketCheck(str(d))
+    listed: dict[str, str] = {}
+    for n, line in enumerate(sums.read_text(errors="replace").splitlines(), 1):
+        digest, sep, name = line.partition("  ")
+        if not sep or len(digest) != 64:
+            result.problems.append(f"SHA256SUMS line {n}: not '<sha256>  <file>'")
+            continue
+        listed[name] = digest
+    present = {p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file() and p.name != "SHA256SUMS"}
+    for name in sorted(present - set(listed)):
+        result.problems.append(f"{name}: in the folder but not in SHA256SUMS")
+    for name, digest in sorted(listed.items()):
+        p = d / name
+        if ".." in Path(name).parts or not p.is_file():
+            result.problems.append(f"{name}: listed in SHA256SUMS but missing")
+            continue
+        result.checked += 1
+        if file_sha256(p) != digest:
+            result.problems.append(f"{name}: sha256 differs from SHA256SUMS")
+    try:
+        manifest = json.loads(man.read_text())
+        files = manifest["files"]
+    except (ValueError, KeyError, TypeError) as exc:
+        result.problems.append(f"manifest.json: unreadable ({exc})")
+        return result
+    for rel, facts in sorted(files.items()):
+        if facts.get("included"):
+            p = d / rel
+            if not p.is_file():
+                result.problems.append(f"{rel}: recorded as included but missing")
+            elif file_sha256(p) != facts.get("sha256"):
+                result.problems.append(f"{rel}: differs from the original it was copied from")
+    return result

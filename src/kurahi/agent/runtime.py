@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from kurahi.agent import routing
 from kurahi.agent.config import Config, ModelProfile, QueueMode, load_config
-from kurahi.agent.conversation import Conversation, PathItem
+from kurahi.agent.conversation import Conversation
 from kurahi.agent.jobs import JobStore
 from kurahi.agent.journal import Journal
 from kurahi.agent.layout import AgentPaths, check_session_key
@@ -36,13 +35,11 @@ from kurahi.agent.queue import Lane, pending_from_journal
 from kurahi.agent.tools import BUILTIN_TOOLS, Tool
 from kurahi.agent.turn import Listener, TurnControl, TurnResult, run_turn, user_message
 from kurahi.errors import ConfigError, KurahiError, PairingRefusedError
-from kurahi.lifecycle.carry import Carry, carry_into
-from kurahi.lifecycle.facts import session_facts
-from kurahi.lifecycle.policy import Decision, Inbound, decide
+from kurahi.lifecycle.carry import Carry
+from kurahi.lifecycle.policy import Decision
 from kurahi.store.catalog import Catalog
 from kurahi.store.fsio import FsyncPolicy
 from kurahi.store.ids import session_id as new_session_id
-from kurahi.store.transcript import Transcript
 
 __all__ = ["Runtime", "make_provider"]
 
@@ -293,96 +290,10 @@ class Runtime:
 
     def route(self, key: str, text: str) -> Decision:
         """Decide reuse / rollover / new for a message to an idle session, and carry it out."""
-        entry = self.catalog.get(key)
-        conv = self._convs.get(key)
-        path: list[PathItem] | None = None
-        header: str | None = None
-        file = conv.file if conv is not None else self._file_of(entry)
-        if conv is not None:
-            path, header = conv.path, conv.session_id
-        elif entry is not None and file is not None and file.exists():
-            try:
-                conv = self.conversation(key)
-                path, header = conv.path, conv.session_id
-            except KurahiError:
-                path = None
-        facts = session_facts(entry, file, path, header_id=header, session_type=_session_type(key))
-        now = int(time.time() * 1000)
-        msg = Inbound(text, now, _local_offset_minutes(now))
-        decision = decide(facts, msg, self.settings.lifecycle)
-        if decision.action != "reuse" and entry is not None:
-            self._rollover(key, decision)
-        return decision
-
-    def _file_of(self, entry: Mapping[str, Any] | None) -> Path | None:
-        if entry is None or not isinstance(entry.get("sessionId"), str):
-            return None
-        name = entry.get("sessionFile") or f"{entry['sessionId']}.jsonl"
-        return self.paths.sessions / os.path.basename(str(name))
+        return routing.route(self, key, text)
 
     def _rollover(self, key: str, decision: Decision) -> tuple[str | None, str]:
-        old_entry = self.catalog.get(key)
-        conv = self._convs.pop(key, None)
-        old_file = self._file_of(old_entry)
-        old_path: list[PathItem] | None = conv.path if conv is not None else None
-        if conv is not None:
-            old_file = conv.file
-            conv.close()
-        elif old_file is not None and decision.carry != "none":
-            try:
-                with Transcript.open(old_file) as t:
-                    old_path = [PathItem(e.id, e.type, e.data, e.line) for e in t.path()]
-            except KurahiError:
-                old_path = None  # unusable: nothing to carry
-        old_id = old_entry.get("sessionId") if old_entry is not None else None
-        sid = new_session_id()
-        file = self.paths.sessions / f"{sid}.jsonl"
-        now = int(time.time() * 1000)
-        parent = str(old_file) if old_file is not None and old_file.exists() else None
-        conv = Conversation.create(
-            file, fsync=self.settings.fsync, cwd=str(self.paths.workspace), session_id=sid, parent_session=parent
-        )
-        carried = None
-        if old_path and decision.carry != "none" and isinstance(old_id, str) and old_file is not None:
-            carried = carry_into(
-                old_path,
-                conv.session,
-                decision.carry,
-                old_session_id=old_id,
-                old_file=old_file,
-                keep_recent_tokens=self.settings.compaction.keep_recent_tokens,
-            )
-            conv.reload()
-        conv.sync()
-        fields: dict[str, Any] = {
-            "sessionId": sid,
-            "sessionFile": file.name,
-            "sessionStartedAt": now,
-            "updatedAt": now,
-            "lastInteractionAt": now,
-        }
-        if isinstance(old_id, str):
-            fields["previousSessionId"] = old_id
-        if old_entry is not None:
-            self.catalog.update(key, lambda cur: {**_carryable(cur or {}), **fields})
-        else:
-            self.catalog.upsert(key, fields)
-        self._convs[key] = conv
-        if self.on_event is not None:
-            self.on_event(
-                "session.rollover",
-                {
-                    "agent": self.paths.agent_id,
-                    "key": key,
-                    "kind": decision.kind,
-                    "reason": decision.reason,
-                    "carry": decision.carry,
-                    "from": old_id,
-                    "to": sid,
-                    "carried": carried.to_dict() if carried is not None else None,
-                },
-            )
-        return (old_id if isinstance(old_id, str) else None), sid
+        return routing.rollover(self, key, decision)
 
     # -- turns ---------------------------------------------------------------------------------
 
@@ -501,30 +412,3 @@ class Runtime:
         task = self._job_tasks.get(job_id)
         if task is not None:
             await asyncio.shield(task)
-
-
-# Catalog fields of a finished run that must not follow the session into its successor.
-_RUN_FIELDS = ("status", "endedAt", "abortedLastRun", "startedAt", "runId")
-
-
-def _carryable(entry: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in entry.items() if k not in _RUN_FIELDS and k != "compactionCount"}
-
-
-def _session_type(key: str) -> str:
-    """``main`` for ``agent:<id>:main`` keys, else the key's third part (``group``, ``thread``, ...)."""
-    parts = key.split(":")
-    return parts[2] if len(parts) >= 3 and parts[0] == "agent" and parts[2] else "main"
-
-
-_offset_cache: tuple[int, int] = (-1, 0)
-
-
-def _local_offset_minutes(now_ms: int) -> int:
-    """The gateway's UTC offset in minutes (looked up at most once a minute)."""
-    global _offset_cache
-    minute = now_ms // 60_000
-    if _offset_cache[0] != minute:
-        offset = dt.datetime.now().astimezone().utcoffset()
-        _offset_cache = (minute, int(offset.total_seconds() // 60) if offset is not None else 0)
-    return _offset_cache[1]

@@ -1,0 +1,154 @@
+"""Routing a message to its session: the freshness decision, and a rollover when it says so.
+
+The decision itself is :func:`kurahi.lifecycle.policy.decide` (pure); this module gathers
+its facts from the runtime's catalog and open sessions and carries out a rollover: a new
+transcript linked to the old one (``parentSession``, ``previousSessionId``), carrying what
+the policy asks (:mod:`kurahi.lifecycle.carry`), recorded as ``session.rollover``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kurahi.agent.conversation import Conversation, PathItem
+from kurahi.errors import KurahiError
+from kurahi.lifecycle.carry import carry_into
+from kurahi.lifecycle.facts import session_facts
+from kurahi.lifecycle.policy import Decision, Inbound, decide
+from kurahi.store.ids import session_id as new_session_id
+from kurahi.store.transcript import Transcript
+
+if TYPE_CHECKING:
+    from kurahi.agent.runtime import Runtime
+
+__all__ = ["file_of", "rollover", "route"]
+
+
+def route(rt: Runtime, key: str, text: str) -> Decision:
+    """Decide reuse / rollover / new for a message to an idle session, and carry it out."""
+    entry = rt.catalog.get(key)
+    conv = rt._convs.get(key)
+    path: list[PathItem] | None = None
+    header: str | None = None
+    file = conv.file if conv is not None else file_of(rt, entry)
+    if conv is not None:
+        path, header = conv.path, conv.session_id
+    elif entry is not None and file is not None and file.exists():
+        try:
+            conv = rt.conversation(key)
+            path, header = conv.path, conv.session_id
+        except KurahiError:
+            path = None
+    facts = session_facts(entry, file, path, header_id=header, session_type=_session_type(key))
+    now = int(time.time() * 1000)
+    msg = Inbound(text, now, _local_offset_minutes(now))
+    decision = decide(facts, msg, rt.settings.lifecycle)
+    if decision.action != "reuse" and entry is not None:
+        rollover(rt, key, decision)
+    return decision
+
+
+def file_of(rt: Runtime, entry: Mapping[str, Any] | None) -> Path | None:
+    """The transcript a catalog entry names, in the agent's sessions directory (by file name only)."""
+    if entry is None or not isinstance(entry.get("sessionId"), str):
+        return None
+    name = entry.get("sessionFile") or f"{entry['sessionId']}.jsonl"
+    return rt.paths.sessions / os.path.basename(str(name))
+
+
+def rollover(rt: Runtime, key: str, decision: Decision) -> tuple[str | None, str]:
+    """Replace ``key``'s session with a new one that carries what ``decision.carry`` asks; keep and link the old."""
+    old_entry = rt.catalog.get(key)
+    conv = rt._convs.pop(key, None)
+    old_file = file_of(rt, old_entry)
+    old_path: list[PathItem] | None = conv.path if conv is not None else None
+    if conv is not None:
+        old_file = conv.file
+        conv.close()
+    elif old_file is not None and decision.carry != "none":
+        try:
+            with Transcript.open(old_file) as t:
+                old_path = [PathItem(e.id, e.type, e.data, e.line) for e in t.path()]
+        except KurahiError:
+            old_path = None  # unusable: nothing to carry
+    old_id = old_entry.get("sessionId") if old_entry is not None else None
+    sid = new_session_id()
+    file = rt.paths.sessions / f"{sid}.jsonl"
+    now = int(time.time() * 1000)
+    parent = str(old_file) if old_file is not None and old_file.exists() else None
+    conv = Conversation.create(
+        file, fsync=rt.settings.fsync, cwd=str(rt.paths.workspace), session_id=sid, parent_session=parent
+    )
+    carried = None
+    if old_path and decision.carry != "none" and isinstance(old_id, str) and old_file is not None:
+        carried = carry_into(
+            old_path,
+            conv.session,
+            decision.carry,
+            old_session_id=old_id,
+            old_file=old_file,
+            keep_recent_tokens=rt.settings.compaction.keep_recent_tokens,
+        )
+        conv.reload()
+    conv.sync()
+    fields: dict[str, Any] = {
+        "sessionId": sid,
+        "sessionFile": file.name,
+        "sessionStartedAt": now,
+        "updatedAt": now,
+        "lastInteractionAt": now,
+    }
+    if isinstance(old_id, str):
+        fields["previousSessionId"] = old_id
+    if old_entry is not None:
+        rt.catalog.update(key, lambda cur: {**_carryable(cur or {}), **fields})
+    else:
+        rt.catalog.upsert(key, fields)
+    rt._convs[key] = conv
+    if rt.on_event is not None:
+        rt.on_event(
+            "session.rollover",
+            {
+                "agent": rt.paths.agent_id,
+                "key": key,
+                "kind": decision.kind,
+                "reason": decision.reason,
+                "carry": decision.carry,
+                "from": old_id,
+                "to": sid,
+                "carried": carried.to_dict() if carried is not None else None,
+            },
+        )
+    return (old_id if isinstance(old_id, str) else None), sid
+
+
+# Catalog fields of a finished run that must not follow the session into its successor.
+_RUN_FIELDS = ("status", "endedAt", "abortedLastRun", "startedAt", "runId")
+
+
+def _carryable(entry: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k not in _RUN_FIELDS and k != "compactionCount"}
+
+
+def _session_type(key: str) -> str:
+    """``main`` for ``agent:<id>:main`` keys, else the key's third part (``group``, ``thread``, ...)."""
+    parts = key.split(":")
+    return parts[2] if len(parts) >= 3 and parts[0] == "agent" and parts[2] else "main"
+
+
+_offset_cache: tuple[int, int] = (-1, 0)
+
+
+def _local_offset_minutes(now_ms: int) -> int:
+    """The gateway's UTC offset in minutes (looked up at most once a minute)."""
+    global _offset_cache
+    minute = now_ms // 60_000
+    if _offset_cache[0] != minute:
+        offset = dt.datetime.now().astimezone().utcoffset()
+        _offset_cache = (minute, int(offset.total_seconds() // 60) if offset is not None else 0)
+    return _offset_cache[1]

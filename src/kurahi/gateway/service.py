@@ -18,7 +18,7 @@ import msgspec
 from kurahi import __version__
 from kurahi.agent.config import Config, load_config
 from kurahi.agent.runtime import Runtime
-from kurahi.errors import ConfigError, UnknownAgentError
+from kurahi.errors import ConfigError
 from kurahi.gateway.audit import AuditChain
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import TOKEN_ENV, Home
@@ -168,9 +168,3 @@ class Gateway:
         rt.set_model(profile)
         self.record(actor, "agent.model", {"agent": agent, "from": before, "to": profile})
         return profile
-
-    @staticmethod
-    def check_agent_exists(home: Home, agent: str) -> None:
-        """Raise :class:`UnknownAgentError` unless ``agent`` has a directory."""
-        if agent not in home.agents():
-            raise UnknownAgentError(f"no agent {agent!r} in this home")

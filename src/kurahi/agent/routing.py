@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kurahi.agent.conversation import Conversation, PathItem
-from kurahi.errors import KurahiError
+from kurahi.errors import KurahiError, LockHeldError
 from kurahi.lifecycle.carry import carry_into
 from kurahi.lifecycle.facts import session_facts
 from kurahi.lifecycle.policy import Decision, Inbound, decide
@@ -42,8 +42,10 @@ def route(rt: Runtime, key: str, text: str) -> Decision:
         try:
             conv = rt.conversation(key)
             path, header = conv.path, conv.session_id
+        except LockHeldError:
+            raise  # another process writes this session: busy, never a reason to replace it
         except KurahiError:
-            path = None
+            path = None  # missing, unreadable or not a session: the decision rolls it over
     facts = session_facts(entry, file, path, header_id=header, session_type=_session_type(key))
     now = int(time.time() * 1000)
     msg = Inbound(text, now, _local_offset_minutes(now))

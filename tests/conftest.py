@@ -18,7 +18,41 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [f"Pi peer: {PI_PKG}", C_SCANNER]
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # The leak scan over everything the suite produced: every file left under pytest's
+    # temporary directory (outside any secrets/ folder) is searched for every owner and
+    # device token a test handled.
+    from gateways import ALL_SECRETS
+
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if not ALL_SECRETS or factory is None:
+        return
+    base = factory.getbasetemp()
+    scanned = 0
+    leaks: list[str] = []
+    for p in base.rglob("*"):
+        if p.is_file() and not p.is_symlink() and "secrets" not in p.relative_to(base).parts:
+            data = p.read_bytes()
+            scanned += 1
+            for secret in ALL_SECRETS:
+                if secret.encode() in data:
+                    leaks.append(str(p))
+    if leaks:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    session.config.stash[_LEAK_KEY] = (scanned, len(ALL_SECRETS), leaks)
+
+
+_LEAK_KEY = pytest.StashKey[tuple[int, int, list[str]]]()
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    result = terminalreporter.config.stash.get(_LEAK_KEY, None)
+    if result is not None:
+        files, tokens, leaks = result
+        if leaks:
+            terminalreporter.write_line(f"!!! LEAK: a token appears in {', '.join(leaks[:5])} !!!", red=True, bold=True)
+        else:
+            terminalreporter.write_line(f"leak scan: {files} files left by the suite, {tokens} tokens, no leak found")
     if PI_MISSING:
         terminalreporter.write_line(f"!!! {PI_MISSING} !!!", red=True, bold=True)
     else:

@@ -24,6 +24,10 @@ from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
 
 
+ALL_SECRETS: set[str] = set()
+"""Every secret any test handled: conftest scans everything the run left on disk for them."""
+
+
 @dataclass
 class LeakWatch:
     secrets: set[str] = field(default_factory=set)
@@ -31,6 +35,7 @@ class LeakWatch:
 
     def add(self, secret: str) -> None:
         self.secrets.add(secret)
+        ALL_SECRETS.add(secret)
 
     def saw(self, where: str, text: str) -> None:
         self.texts.append((where, text))

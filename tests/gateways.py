@@ -23,7 +23,6 @@ from kurahi.gateway.service import Gateway
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
 
-
 ALL_SECRETS: set[str] = set()
 """Every secret any test handled: conftest scans everything the run left on disk for them."""
 

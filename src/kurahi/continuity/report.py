@@ -23,7 +23,7 @@ from typing import Any
 
 from kurahi.canonical import canonical_json
 from kurahi.continuity.invariants import INVARIANTS, ManifestCheck, score
-from kurahi.errors import ContinuityError
+from kurahi.errors import CanonicalJSONError, ContinuityError
 
 __all__ = [
     "SUITE",
@@ -208,7 +208,11 @@ def verify_report(report: dict[str, Any], *, check_manifest: ManifestCheck) -> R
             result.problems.append("badge: does not match the body")
     except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
         result.problems.append(f"summary/badge: malformed ({type(exc).__name__}: {exc})")
-    digest = hashlib.sha256(canonical_json(body)).hexdigest()
+    try:
+        digest = hashlib.sha256(canonical_json(body)).hexdigest()
+    except CanonicalJSONError as exc:
+        result.problems.append(f"body: has no canonical form ({exc})")
+        return result
     if digest != report.get("digest"):
         result.problems.append("digest: the body does not hash to the stored digest")
     elif not _verify_sig(str(report.get("publicKey")), str(report.get("signature")), bytes.fromhex(digest)):

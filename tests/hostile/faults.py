@@ -38,10 +38,13 @@ def _oserror(code: int) -> OSError:
 
 
 @contextmanager
-def inject(index: int | None = None, kind: str = "EIO", *, op: str | None = None) -> Iterator[Injection]:
+def inject(
+    index: int | None = None, kind: str = "EIO", *, op: str | None = None, truncate_fails: bool = False
+) -> Iterator[Injection]:
     """Wrap every op of ``fsio.ops``; the ``index``-th matching call (``op`` or any) gets ``kind``.
 
-    ``index=None`` only records the calls (see :func:`trace`).
+    ``index=None`` only records the calls (see :func:`trace`). ``truncate_fails``: every
+    ``ftruncate`` in the block raises EIO too, so a writer cannot cut its partial record back.
     """
     if kind not in KINDS:
         raise ValueError(kind)
@@ -56,6 +59,8 @@ def inject(index: int | None = None, kind: str = "EIO", *, op: str | None = None
         def call(*args: Any) -> Any:
             nonlocal seen, fail_next_write
             state.calls.append(name)
+            if name == "ftruncate" and truncate_fails:
+                raise _oserror(errno.EIO)
             if name == "write" and fail_next_write:
                 fail_next_write = False
                 raise _oserror(errno.ENOSPC)

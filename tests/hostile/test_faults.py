@@ -25,6 +25,7 @@ import pytest
 from faults import KINDS, cases, inject, trace
 
 from kurahi.agent.jobs import JobStore
+from kurahi.agent.journal import Journal
 from kurahi.agent.ledger import Ledger, action_id
 from kurahi.errors import (
     AppendError,
@@ -198,6 +199,22 @@ def _jobs_read(s: State) -> set[str]:
     return set(jobs) | {f"{jid}:{j.status}" for jid, j in jobs.items() if j.status != "queued"}
 
 
+def _journal_setup(s: State) -> None:
+    s.obj = Journal(s.root / "queue.jsonl")
+    for k in range(3):
+        s.obj.append({"op": "queued", "qid": f"q{100 + k}"})
+        s.acked.add(f"q{100 + k}")
+
+
+def _journal_op(s: State, k: int) -> set[str]:
+    s.obj.append({"op": "queued", "qid": f"q{k}"})
+    return {f"q{k}"}
+
+
+def _journal_read(s: State) -> set[str]:
+    return {str(rec["qid"]) for rec in Journal(s.root / "queue.jsonl").records()}
+
+
 # -- audit chain and device registry -----------------------------------------------------
 
 
@@ -289,6 +306,9 @@ COMPONENTS = [
     ),
     Component("jobs-create", _jobs_setup, _job_create_op, _jobs_read, JournalWriteError, "jobs.jsonl", _close_obj),
     Component("jobs-mark", _jobs_setup, _job_mark_op, _jobs_read, JournalWriteError, "jobs.jsonl", _close_obj),
+    Component(
+        "queue-journal", _journal_setup, _journal_op, _journal_read, JournalWriteError, "queue.jsonl", _close_obj
+    ),
     Component("audit-append", _audit_setup(3), _audit_op, _audit_read, AuditWriteError, "chain.jsonl"),
     Component("audit-first", _audit_setup(0), _audit_op, _audit_read, AuditWriteError, "chain.jsonl"),
     Component(
@@ -381,7 +401,8 @@ def test_the_injector_fires_what_it_says() -> None:
 APPENDERS = [
     c
     for c in COMPONENTS
-    if c.name in ("transcript-always", "transcript-turn", "ledger-intent", "jobs-create", "audit-append")
+    if c.name
+    in ("transcript-always", "transcript-turn", "ledger-intent", "jobs-create", "queue-journal", "audit-append")
 ]
 
 

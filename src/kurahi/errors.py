@@ -16,6 +16,7 @@ Hierarchy::
     │   │   │   ├── ParentCycleError
     │   │   │   └── EntryNotFoundError
     │   │   └── AppendError           an append could not be made durable
+    │   ├── JournalWriteError         a journal record (ledger, jobs, queue) could not be appended durably
     │   ├── LockError                 lock files
     │   │   └── LockHeldError         another live process holds the lock
     │   └── CatalogError              sessions.json
@@ -84,6 +85,7 @@ __all__ = [
     "GatewayRequestError",
     "GatewayStopError",
     "GatewayUnavailableError",
+    "JournalWriteError",
     "KurahiError",
     "LifecycleError",
     "LineageError",
@@ -186,6 +188,20 @@ class EntryNotFoundError(TreeError):
 
 class AppendError(TranscriptError):
     """An entry could not be appended durably; the file still holds every earlier entry."""
+
+
+class JournalWriteError(StoreError):
+    """A journal record (ledger, jobs, queue) could not be appended durably.
+
+    The file still holds every earlier record, and the next append starts on a line of its own.
+
+    Attributes:
+        path: the journal file.
+    """
+
+    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        super().__init__(f"{self.path}: {message}" if self.path else message)
 
 
 class LockError(StoreError):

@@ -7,6 +7,7 @@ and the next record starts on a line of its own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from kurahi.errors import JournalWriteError
 from kurahi.store import fsio
 
 __all__ = ["Journal"]
@@ -48,17 +50,36 @@ class Journal:
                 yield rec
 
     def append(self, rec: dict[str, Any]) -> None:
-        """Append one record (flushed when ``durable``)."""
+        """Append one record (flushed when ``durable``).
+
+        Raises:
+            JournalWriteError: it could not be written (or flushed); the file holds exactly the
+                records before it, or a torn line that readers skip and the next append steps over.
+        """
+        line = _encode(rec) + b"\n"
         with self._mutex:
-            if self._fd is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                if self._fd is None:
+                    self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                    self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
                 size = os.fstat(self._fd).st_size
                 if size and os.pread(self._fd, 1, size - 1) != b"\n":
-                    fsio.write_all(self._fd, b"\n")  # after a torn line, start clean
-            fsio.write_all(self._fd, _encode(rec) + b"\n")
-            if self.durable:
-                fsio.ops.fdatasync(self._fd)
+                    line = b"\n" + line  # after a torn line, start clean
+            except OSError as exc:
+                raise JournalWriteError(f"cannot open for appending: {exc.strerror or exc}", path=self.path) from exc
+            try:
+                fsio.write_all(self._fd, line)
+                if self.durable:
+                    fsio.ops.fdatasync(self._fd)
+            except OSError as exc:
+                # Cut our own partial (or unflushed) record back off; if that fails too, the
+                # torn line is skipped by readers and the next append starts after a newline.
+                with contextlib.suppress(OSError):
+                    fsio.ops.ftruncate(self._fd, size)
+                raise JournalWriteError(
+                    f"could not append a record ({exc.strerror or exc}); the file still holds every earlier record",
+                    path=self.path,
+                ) from exc
 
     def close(self) -> None:
         """Close the file."""

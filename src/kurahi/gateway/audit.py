@@ -124,7 +124,12 @@ class AuditChain:
                 raise AuditWriteError(f"cannot open for appending: {exc.strerror}", path=self.path) from exc
             try:
                 if created:
-                    fsio.fsync_dir(self.path.parent)
+                    try:
+                        fsio.fsync_dir(self.path.parent)
+                    except OSError as exc:
+                        raise AuditWriteError(
+                            f"cannot fsync the new chain's directory: {exc.strerror}", path=self.path
+                        ) from exc
                 _tighten(fd)
                 size = os.fstat(fd).st_size
                 fragment, lines = _last_lines(fd, size, 1)

@@ -154,7 +154,10 @@ class Gateway:
         for agent in self.home.agents():
             settings = candidate.agent(agent)
             candidate.profile(settings.model)
-        fsio.atomic_write(self.home.config, msgspec.json.format(msgspec.json.encode(merged)) + b"\n", mode=0o600)
+        try:
+            fsio.atomic_write(self.home.config, msgspec.json.format(msgspec.json.encode(merged)) + b"\n", mode=0o600)
+        except OSError as exc:
+            raise ConfigError(f"cannot write the config: {exc.strerror or exc}", path=self.home.config) from exc
         self.config = candidate
         for rt in self.runtimes.values():
             await rt.reconfigure(candidate)

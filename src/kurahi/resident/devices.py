@@ -132,8 +132,11 @@ class DeviceRegistry:
     def _write(self, devices: list[Device]) -> None:
         body = {"version": 1, "devices": [d.to_dict(with_hash=True) for d in devices]}
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fsio.atomic_write(self.path, msgspec.json.encode(body) + b"\n", mode=0o600)
         self._cache = None
+        try:
+            fsio.atomic_write(self.path, msgspec.json.encode(body) + b"\n", mode=0o600)
+        except OSError as exc:
+            raise ConfigError(f"cannot write the device registry: {exc.strerror or exc}", path=self.path) from exc
 
     def _lock(self) -> FileLock:
         return FileLock(self.path.with_name(self.path.name + ".lock"), purpose="device registry").acquire(timeout=10)

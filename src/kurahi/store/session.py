@@ -131,8 +131,14 @@ class Session:
             try:
                 session._write_line(_encode(header) + b"\n", durable=policy is not FsyncPolicy.NEVER)
                 if policy is not FsyncPolicy.NEVER:
-                    fsio.fsync_dir(p.parent)
+                    try:
+                        fsio.fsync_dir(p.parent)
+                    except OSError as exc:
+                        raise AppendError(f"cannot fsync the directory: {exc.strerror or exc}", path=p) from exc
             except BaseException:
+                # We made the file (O_EXCL, under the lock): leave no half-made transcript behind.
+                with contextlib.suppress(OSError):
+                    os.unlink(p)
                 session.close()
                 raise
             return session

@@ -383,14 +383,19 @@ class Runtime:
             self.on_event(f"job.{event}", {"agent": self.paths.agent_id, "jobId": job_id, **details})
 
     def start_job(self, key: str, text: str) -> str:
-        """Run a turn in the background as a job; returns the job id at once."""
-        msg = user_message(text, max_bytes=self.settings.max_message_bytes)
+        """Run a turn in the background as a job; returns the job id at once.
+
+        Raises:
+            UsageError: an empty or oversized message, or a bad session key (before any job exists).
+        """
+        user_message(text, max_bytes=self.settings.max_message_bytes)  # refuse bad input now, not in the job
+        check_session_key(key)
         jid = self.jobs.create(key)
 
         async def run() -> None:
             self.jobs.mark(jid, "running")
             try:
-                result = await self.lane(key).submit(msg, "followup")
+                result = await self.submit(key, text, mode="followup")  # routed like any message
             except asyncio.CancelledError:
                 self.jobs.mark(jid, "interrupted", error="the runtime stopped while the job was running")
                 raise

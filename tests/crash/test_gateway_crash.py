@@ -1,0 +1,17 @@
+"""SIGKILL the gateway under a mixed workload: nothing acknowledged is lost, nothing runs twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gateway_campaign import run_gateway_campaign
+
+from gateways import make_gateway_home
+
+
+def test_gateway_survives_sigkill_under_mixed_load(tmp_path: Path) -> None:
+    home = make_gateway_home(tmp_path)
+    report = run_gateway_campaign(home, kills=6, seed=3)
+    assert report.failures == [], report.failures
+    assert report.kills == 6
+    assert len(report.chats) >= 5 and report.jobs_started >= 1  # the load really ran between kills

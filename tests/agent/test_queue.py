@@ -207,3 +207,30 @@ def test_queued_messages_survive_a_restart_exactly_once(tmp_path: Path) -> None:
     run(with_runtime(home, noop))  # a third start runs nothing again
     texts = [message_text(json.loads(x).get("message", {})) for x in file.read_text().splitlines()[1:]]
     assert texts.count("waiting one") == 1
+
+
+def test_recovery_ignores_the_cap_and_drops_messages_of_interrupted_jobs(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    journal = home / "agents/alice/queue/queue.jsonl"
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    with journal.open("w") as f:
+        for i in range(5):  # more than the cap of 2: all were accepted before the crash
+            msg = {"role": "user", "content": [{"type": "text", "text": f"waited {i}"}], "timestamp": 1}
+            f.write(json.dumps({"op": "put", "qid": f"q{i}", "key": KEY, "mode": "followup", "message": msg}) + "\n")
+        job_msg = {"role": "user", "content": [{"type": "text", "text": "job work"}], "timestamp": 1}
+        f.write(
+            json.dumps({"op": "put", "qid": "qj", "key": KEY, "mode": "followup", "message": job_msg, "job": "job_1"})
+            + "\n"
+        )
+
+    async def go(rt: Runtime) -> Any:
+        await rt.lane(KEY).wait_idle()
+        return rt.recovered, rt.conversation(KEY).file
+
+    recovered, file = run(with_runtime(home, go, config=config(queue={"cap": 2})))
+    assert recovered["requeuedMessages"] == 5
+    texts = [message_text(json.loads(x).get("message", {})) for x in file.read_text().splitlines()[1:]]
+    assert [t for t in texts if t.startswith("waited")] == [f"waited {i}" for i in range(5)]
+    assert "job work" not in texts
+    records = [json.loads(x) for x in journal.read_text().splitlines() if x.strip()]
+    assert any(r.get("op") == "dropped" and r.get("qid") == "qj" for r in records)

@@ -66,19 +66,22 @@ class GatewayCampaign:
 def _start(home: Home) -> subprocess.Popen[bytes]:
     env = {**os.environ, "KOLO_HOME": str(home.root)}
     env.pop("KOLO_GATEWAY_TOKEN", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kurahi.cli", "gateway", "run", "--port", "0", "--grace", "0.2"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    log_path = home.root / "gateway.log"
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kurahi.cli", "gateway", "run", "--port", "0", "--grace", "0.2"],
+            env=env,
+            stdout=log,
+            stderr=log,
+        )
     deadline = time.monotonic() + 30
     while True:
         info = gateway_info(home.lock)
         if info is not None and info.pid == proc.pid:
             return proc
         if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("the gateway did not start")
+            tail = log_path.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"the gateway did not start (exit {proc.poll()}):\n{tail}")
         time.sleep(0.02)
 
 

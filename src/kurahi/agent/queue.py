@@ -56,6 +56,8 @@ class Pending:
     persisted: bool = False
     listener: Listener | None = None
     """Told about the entries and streamed text of the turn that takes this message."""
+    job_id: str | None = None
+    """The job the message belongs to, if any."""
 
 
 class Lane:
@@ -77,9 +79,23 @@ class Lane:
         return self._pump_task is not None and not self._pump_task.done()
 
     def submit(
-        self, message: dict[str, Any], mode: QueueMode, *, qid: str | None = None, listener: Listener | None = None
+        self,
+        message: dict[str, Any],
+        mode: QueueMode,
+        *,
+        qid: str | None = None,
+        listener: Listener | None = None,
+        job_id: str | None = None,
     ) -> asyncio.Future[TurnResult]:
         """Hand a user message to the lane; the future resolves with the turn that took it.
+
+        Args:
+            message: the user message.
+            mode: what to do if the lane is busy.
+            qid: the queue id of a message recovered from the journal (already accepted once:
+                the cap does not apply to it again).
+            listener: told about the turn's entries and text.
+            job_id: the job this message belongs to (recorded, so a restart can tell).
 
         Raises:
             QueueFullError: the lane is at its cap and the drop policy is ``reject``.
@@ -92,6 +108,7 @@ class Lane:
             loop.create_future(),
             persisted=qid is not None,
             listener=listener,
+            job_id=job_id,
         )
         if not self.busy:
             self.waiting.append(p)
@@ -103,7 +120,7 @@ class Lane:
             self._persist(p)
             c.steer.append({"message": p.message, "extra": queue_extra(p.qid), "pending": p})
             return p.future
-        if len(self.waiting) >= settings.cap:
+        if len(self.waiting) >= settings.cap and qid is None:
             if settings.drop == "reject":
                 raise QueueFullError(f"session {self.key!r} has {settings.cap} messages waiting (the cap)")
             dropped = self.waiting.popleft()
@@ -132,9 +149,10 @@ class Lane:
 
     def _persist(self, p: Pending) -> None:
         if not p.persisted:
-            self.journal.append(
-                {"op": "put", "qid": p.qid, "key": self.key, "mode": p.mode, "message": p.message, "ts": _now()}
-            )
+            rec = {"op": "put", "qid": p.qid, "key": self.key, "mode": p.mode, "message": p.message, "ts": _now()}
+            if p.job_id is not None:
+                rec["job"] = p.job_id
+            self.journal.append(rec)
             p.persisted = True
 
     def _start(self) -> None:

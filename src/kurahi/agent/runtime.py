@@ -154,7 +154,18 @@ class Runtime:
             if done:
                 self.queue_journal.append({"op": "done", "qids": done, "ts": int(time.time() * 1000)})
             for r in recs:
-                if r["qid"] not in seen and isinstance(r.get("message"), dict):
+                if r["qid"] not in seen and r.get("job") is not None:
+                    # Its job was just marked interrupted; running the message anyway would do
+                    # work the job says was not done.
+                    self.queue_journal.append(
+                        {
+                            "op": "dropped",
+                            "qid": r["qid"],
+                            "reason": "its job was interrupted",
+                            "ts": int(time.time() * 1000),
+                        }
+                    )
+                elif r["qid"] not in seen and isinstance(r.get("message"), dict):
                     self.lane(key).submit(r["message"], "followup", qid=r["qid"])
                     requeued += 1
         self.recovered = {
@@ -298,7 +309,13 @@ class Runtime:
     # -- turns ---------------------------------------------------------------------------------
 
     def submit(
-        self, key: str, text: str, *, mode: QueueMode | None = None, listener: Listener | None = None
+        self,
+        key: str,
+        text: str,
+        *,
+        mode: QueueMode | None = None,
+        listener: Listener | None = None,
+        job_id: str | None = None,
     ) -> asyncio.Future[TurnResult]:
         """Queue a message for ``key``; the future resolves with the turn that took it.
 
@@ -310,7 +327,7 @@ class Runtime:
         lane = self.lane(key)
         if not lane.busy:
             self.decisions[key] = self.route(key, text)
-        return lane.submit(msg, mode or self.settings.queue.mode, listener=listener)
+        return lane.submit(msg, mode or self.settings.queue.mode, listener=listener, job_id=job_id)
 
     async def send(
         self, key: str, text: str, *, mode: QueueMode | None = None, listener: Listener | None = None
@@ -395,7 +412,7 @@ class Runtime:
         async def run() -> None:
             self.jobs.mark(jid, "running")
             try:
-                result = await self.submit(key, text, mode="followup")  # routed like any message
+                result = await self.submit(key, text, mode="followup", job_id=jid)  # routed like any message
             except asyncio.CancelledError:
                 self.jobs.mark(jid, "interrupted", error="the runtime stopped while the job was running")
                 raise

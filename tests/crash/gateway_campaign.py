@@ -45,6 +45,8 @@ class GatewayCampaign:
     devices: set[str] = field(default_factory=set)
     caps: list[int] = field(default_factory=list)
     """Acknowledged queue caps, in order."""
+    last_acked: int = -1
+    """Index in ``tried`` of the last acknowledged apply."""
     tried: list[int] = field(default_factory=list)
     """Every cap sent, acknowledged or not, in order."""
     jobs_started: int = 0
@@ -163,6 +165,7 @@ def _load(home: Home, report: GatewayCampaign, stop: threading.Event, rng: rando
                     r = c.post("/api/config/apply", json={"patch": {"defaults": {"queue": {"cap": cap}}}})
                     if r.status_code == 200:
                         report.caps.append(cap)
+                        report.last_acked = len(report.tried) - 1
                 else:
                     r = c.post("/api/devices", json={"name": f"dev{n}", "scopes": ["read"]})
                     if r.status_code == 201:

@@ -37,6 +37,7 @@ from kurahi.gateway.audit_record import MAX_LINE_BYTES, ChainVerification, build
 from kurahi.gateway.redact import REDACTED, looks_secret, redact
 from kurahi.store import fsio
 from kurahi.store.locks import FileLock
+from kurahi.store.twoproc import fork_is_safe
 
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -327,7 +328,7 @@ TAMPERING = [
 @pytest.fixture(params=["one process", "two processes"])
 def scan_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     if request.param == "two processes":
-        if not audit_scan._fork_is_safe():
+        if not fork_is_safe():
             pytest.skip("fork is not safe here (threads alive, one CPU, or KURAHI_SCAN_PROCESSES=1)")
         monkeypatch.setattr(audit_scan, "PARALLEL_MIN_BYTES", 0)  # split even a tiny file
     yield request.param
@@ -412,7 +413,7 @@ def test_get_finds_records_when_lines_shifted(chain: AuditChain) -> None:
 
 
 def test_two_process_scan_of_a_long_chain(chain: AuditChain, monkeypatch: pytest.MonkeyPatch) -> None:
-    if not audit_scan._fork_is_safe():
+    if not fork_is_safe():
         pytest.skip("fork is not safe here")
     fill(chain, 400)
     single = chain.verify()

@@ -13,7 +13,7 @@ import pytest
 
 from kurahi.context import build_context
 from kurahi.context.files import project_file
-from kurahi.store import Transcript, native, parallel
+from kurahi.store import Transcript, native, parallel, twoproc
 from kurahi.store.scan import file_reader, scan
 from kurahi.testing import build_session
 
@@ -59,7 +59,7 @@ def parallel_always(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             forks.append(pid)
         return pid
 
-    monkeypatch.setattr(parallel.os, "fork", counting_fork)
+    monkeypatch.setattr(twoproc.os, "fork", counting_fork)
     return forks
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +29,7 @@ import msgspec
 
 from kurahi.canonical import ZERO_HASH, fast_path_applies
 from kurahi.gateway.audit_record import LineChecker
+from kurahi.store.twoproc import fork_is_safe, run_halves
 
 __all__ = ["PARALLEL_MIN_BYTES", "Segment", "iter_lines", "scan_file", "scan_range"]
 
@@ -153,17 +153,6 @@ def scan_range(
     return Segment(seq, prev, number)
 
 
-def _fork_is_safe() -> bool:
-    # fork() copies only the calling thread; with other threads alive (a server, a pool)
-    # a lock one of them holds would stay held in the child. Fork only when alone.
-    return (
-        hasattr(os, "fork")
-        and (os.cpu_count() or 1) > 1
-        and threading.active_count() == 1
-        and os.environ.get("KURAHI_SCAN_PROCESSES", "2") != "1"
-    )
-
-
 def _split(fd: int, size: int) -> tuple[int, int, str] | None:
     """A line boundary near the middle: ``(offset, lines before it, hash of the line before it)``."""
     probe = size // 2
@@ -189,42 +178,21 @@ def _split(fd: int, size: int) -> tuple[int, int, str] | None:
 
 def scan_file(fd: int, size: int, *, stop_hash: str | None = None) -> Segment:
     """Verify a whole chain file's first ``size`` bytes; large ones on two cores. Same result as :func:`scan_range`."""
-    if size < PARALLEL_MIN_BYTES or not _fork_is_safe():
+    if size < PARALLEL_MIN_BYTES or not fork_is_safe():
         return scan_range(fd, 0, size, stop_hash=stop_hash)
     split = _split(fd, size)
     if split is None:
         return scan_range(fd, 0, size, stop_hash=stop_hash)
     mid, lines, prev = split
-    rfd, wfd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child; checked through its result
-        code = 1
-        try:
-            os.close(rfd)
-            part = scan_range(fd, mid, size, first_line=lines + 1, after_seq=lines, prev_hash=prev, stop_hash=stop_hash)
-            view = memoryview(msgspec.msgpack.encode(part))
-            while view:
-                view = view[os.write(wfd, view) :]
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(wfd)
-    try:
-        first = scan_range(fd, 0, mid, stop_hash=stop_hash)
-        with os.fdopen(rfd, "rb") as pipe:
-            rfd = -1
-            payload = pipe.read()
-    finally:
-        if rfd >= 0:
-            os.close(rfd)
-        _, status = os.waitpid(pid, 0)
+
+    def second_half() -> bytes:
+        part = scan_range(fd, mid, size, first_line=lines + 1, after_seq=lines, prev_hash=prev, stop_hash=stop_hash)
+        return msgspec.msgpack.encode(part)
+
+    first, payload = run_halves(second_half, lambda: scan_range(fd, 0, mid, stop_hash=stop_hash))
     if first.reason is not None or first.stopped:
         return first
-    if (
-        os.waitstatus_to_exitcode(status) == 0
-        and payload
-        and (first.lines, first.entries, first.prev_hash) == (lines, lines, prev)
-    ):
+    if payload is not None and (first.lines, first.entries, first.prev_hash) == (lines, lines, prev):
         return msgspec.msgpack.decode(payload, type=Segment)
     # The child's assumption did not hold (or it failed): go on from where the first part ended.
     return scan_range(

@@ -10,13 +10,11 @@ the child only reads. This is the Python scanner's way; when the C scanner
 
 from __future__ import annotations
 
-import os
-import threading
-
 import msgspec
 
 from kurahi.store.columns import ColumnSkeletons, join_columns
 from kurahi.store.scan import Chunk, Reader, ScanResult, ScanWarning, Skeleton, file_reader, scan
+from kurahi.store.twoproc import fork_is_safe, run_halves
 
 __all__ = ["PARALLEL_MIN_BYTES", "scan_file"]
 
@@ -39,68 +37,38 @@ class _Part(msgspec.Struct, array_like=True):
     line_count: int
 
 
-def _fork_is_safe() -> bool:
-    # fork() copies only the calling thread; with other threads alive (a server, a pool)
-    # a lock one of them holds would stay held in the child. Fork only when alone.
-    return (
-        hasattr(os, "fork")
-        and (os.cpu_count() or 1) > 1
-        and threading.active_count() == 1
-        and os.environ.get("KURAHI_SCAN_PROCESSES", "2") != "1"
-    )
-
-
 def scan_file(fd: int, size: int) -> ScanResult:
     """Scan a whole file; large ones on two cores. Same result as :func:`scan`."""
     read = file_reader(fd)
-    if size < PARALLEL_MIN_BYTES or not _fork_is_safe():
+    if size < PARALLEL_MIN_BYTES or not fork_is_safe():
         return scan(read, size)
     probe = size // 2
     nl = read(probe, 1 << 20).find(b"\n")
     if nl < 0:
         return scan(read, size)
     mid = probe + nl + 1
-    rfd, wfd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child; checked through its result
-        code = 1
-        try:
-            os.close(rfd)
-            part = scan(read, size, start=mid, segment=True)
-            columns = join_columns(part.skeletons)
-            payload = msgspec.msgpack.encode(
-                _Part(
-                    [] if columns is not None else part.skeletons,
-                    columns,
-                    [(c.first, c.offset, c.nbytes, c.line) for c in part.chunks],
-                    part.spans,
-                    [(w.line, w.message) for w in part.warnings],
-                    part.extra_header_lines,
-                    part.torn_tail,
-                    part.line_count,
-                )
+
+    def second_half() -> bytes:
+        part = scan(read, size, start=mid, segment=True)
+        columns = join_columns(part.skeletons)
+        return msgspec.msgpack.encode(
+            _Part(
+                [] if columns is not None else part.skeletons,
+                columns,
+                [(c.first, c.offset, c.nbytes, c.line) for c in part.chunks],
+                part.spans,
+                [(w.line, w.message) for w in part.warnings],
+                part.extra_header_lines,
+                part.torn_tail,
+                part.line_count,
             )
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(wfd, view) :]
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(wfd)
-    try:
-        first = scan(read, mid)
-        with os.fdopen(rfd, "rb") as pipe:
-            rfd = -1
-            payload = pipe.read()
-    finally:
-        if rfd >= 0:
-            os.close(rfd)
-        _, status = os.waitpid(pid, 0)
-    child_ok = os.waitstatus_to_exitcode(status) == 0 and bool(payload)
+        )
+
+    first, payload = run_halves(second_half, lambda: scan(read, mid))
     # Rules that look across the split (the file's first and last non-blank lines) are
     # settled by a plain scan in the rare cases they come into play.
     edge_case = first.header is None or any(w.message.startswith("trailing Unicode") for w in first.warnings)
-    if not child_ok or edge_case:
+    if payload is None or edge_case:
         return scan(read, size)
     return _merge(first, msgspec.msgpack.decode(payload, type=_Part), size, read)
 

@@ -132,12 +132,13 @@ class StoreError(KurahiError):
     """Something about stored session data."""
 
 
-class TranscriptError(StoreError):
-    """A problem with one transcript file.
+class _AtFileLine(KurahiError):
+    """An error about one file and maybe one of its lines (``path:line: message``).
 
     Attributes:
-        path: the transcript file, when known.
+        path: the file, when known.
         line: the 1-based line number in that file, when the problem has one.
+        detail: the message without the location.
     """
 
     def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None) -> None:
@@ -148,6 +149,10 @@ class TranscriptError(StoreError):
         if self.path is not None:
             where = f"{self.path}:{line}: " if line is not None else f"{self.path}: "
         super().__init__(where + message)
+
+
+class TranscriptError(_AtFileLine, StoreError):
+    """A problem with one transcript file (``path``, ``line``)."""
 
 
 class NotASessionError(TranscriptError):
@@ -471,22 +476,8 @@ class CanonicalJSONError(KurahiError):
         super().__init__(f"{field}: {message}" if field else message)
 
 
-class AuditError(KurahiError):
-    """Something about the hash-chained audit log.
-
-    Attributes:
-        path: the chain file, when known.
-        line: the 1-based line number in that file, when the problem has one.
-    """
-
-    def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None) -> None:
-        self.path = str(path) if path is not None else None
-        self.line = line
-        self.detail = message
-        where = ""
-        if self.path is not None:
-            where = f"{self.path}:{line}: " if line is not None else f"{self.path}: "
-        super().__init__(where + message)
+class AuditError(_AtFileLine):
+    """Something about the hash-chained audit log (``path``, ``line`` of the chain file)."""
 
 
 class AuditChainError(AuditError):

@@ -142,15 +142,13 @@ class ReportCheck:
 
 
 def _verify_sig(public_b64: str, signature_b64: str, message: bytes) -> bool:
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    from kurahi.continuity.signing import verify_signature
 
     try:
-        key = Ed25519PublicKey.from_public_bytes(base64.b64decode(public_b64, validate=True))
-        key.verify(base64.b64decode(signature_b64, validate=True), message)
-    except (InvalidSignature, ValueError):
+        public, signature = base64.b64decode(public_b64, validate=True), base64.b64decode(signature_b64, validate=True)
+    except ValueError:
         return False
-    return True
+    return verify_signature(public, signature, message)
 
 
 def _verify_run(

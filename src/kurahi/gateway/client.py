@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,15 +26,10 @@ def owner_token(home: Home) -> str:
     Raises:
         GatewayUnavailableError: neither ``KOLO_GATEWAY_TOKEN`` nor a readable token file.
     """
-    env = os.environ.get(TOKEN_ENV)
-    if env:
-        return env.strip()
-    try:
-        return home.token_file.read_text().strip()
-    except OSError as exc:
-        raise GatewayUnavailableError(
-            f"no owner token: set {TOKEN_ENV} or create {home.token_file} (`kurahi init`)"
-        ) from exc
+    token = home.owner_token()
+    if token is None:
+        raise GatewayUnavailableError(f"no owner token: set {TOKEN_ENV} or create {home.token_file} (`kurahi init`)")
+    return token
 
 
 class GatewayClient:

@@ -9,7 +9,6 @@ transcripts, which are their own durable log, not in the chain.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +20,7 @@ from kurahi.agent.runtime import Runtime
 from kurahi.errors import ConfigError
 from kurahi.gateway.audit import AuditChain
 from kurahi.resident.devices import DeviceRegistry
-from kurahi.resident.home import TOKEN_ENV, Home
+from kurahi.resident.home import Home
 from kurahi.store import fsio
 
 __all__ = ["Gateway", "merge_patch"]
@@ -50,7 +49,6 @@ class Gateway:
         self.config: Config = load_config(home.root)
         self.runtimes: dict[str, Runtime] = {}
         self._runtime_options = runtime_options or {}
-        self._token_cache: tuple[tuple[int, int], str] | None = None
         self._lock = asyncio.Lock()
         self.stop_grace = 5.0
         """Seconds running turns get to finish when the gateway stops."""
@@ -60,18 +58,8 @@ class Gateway:
     # -- credentials ------------------------------------------------------------------------
 
     def owner_token(self) -> str:
-        """The owner token: ``KOLO_GATEWAY_TOKEN``, else ``secrets/gateway.token`` (re-read when it changes)."""
-        env = os.environ.get(TOKEN_ENV)
-        if env:
-            return env.strip()
-        try:
-            st = os.stat(self.home.token_file)
-        except OSError:
-            return ""
-        stamp = (st.st_ino, st.st_mtime_ns)
-        if self._token_cache is None or self._token_cache[0] != stamp:
-            self._token_cache = (stamp, self.home.token_file.read_text().strip())
-        return self._token_cache[1]
+        """The owner token (read on every request, so a rotated token takes effect at once)."""
+        return self.home.owner_token() or ""
 
     # -- lifetime ---------------------------------------------------------------------------
 

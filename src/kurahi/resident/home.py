@@ -79,6 +79,16 @@ class Home:
         """``audit/chain.jsonl``."""
         return self.root / "audit" / "chain.jsonl"
 
+    def owner_token(self) -> str | None:
+        """The owner token: ``KOLO_GATEWAY_TOKEN`` if set, else ``secrets/gateway.token``; ``None`` without either."""
+        env = os.environ.get(TOKEN_ENV)
+        if env:
+            return env.strip()
+        try:
+            return self.token_file.read_text().strip() or None
+        except OSError:
+            return None
+
     def agent(self, agent_id: str, *, must_exist: bool = False) -> AgentPaths:
         """One agent's paths (the id is checked before any path is built)."""
         return AgentPaths.of(self.root, agent_id, must_exist=must_exist)

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from kurahi.context.budget import DEFAULT_KEEP_RECENT_TOKENS, find_cut_point
 from kurahi.context.files import project_file
 from kurahi.context.project import PathEntry, build_context, entry_message
+from kurahi.context.text import message_text
 from kurahi.context.tokens import estimate_context_tokens
 from kurahi.jsvalues import MISSING
 from kurahi.store.session import Session
@@ -54,17 +55,6 @@ class CarryReport:
             "droppedMessages": self.dropped_messages,
             "compactionId": self.compaction_id,
         }
-
-
-def _text(message: Any) -> str:
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    if isinstance(message, dict) and isinstance(message.get("summary"), str):
-        return str(message["summary"])
-    return ""
 
 
 def carry_into(
@@ -109,7 +99,11 @@ def carry_into(
     tokens_before = int(estimate_context_tokens(old_ctx.messages).tokens)
     details = {"kurahi": {"carry": carry, "from": old_session_id, "parentSession": str(old_file)}}
     if carry == "summary":
-        recent = [f"- {m.get('role')}: {' '.join(_text(m).split())[:200]}" for m in old_ctx.messages[-10:] if _text(m)]
+        recent = [
+            f"- {m.get('role')}: {' '.join(message_text(m).split())[:200]}"
+            for m in old_ctx.messages[-10:]
+            if message_text(m)
+        ]
         summary = "\n\n".join(
             x
             for x in (

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kurahi import __version__
+from kurahi.context.text import message_text
 from kurahi.errors import UsageError
 from kurahi.lineage.evidence import file_facts
 from kurahi.store.fsio import atomic_write, file_sha256
@@ -36,15 +37,6 @@ PACKET_VERSION = 1
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return ""
 
 
 def first_replies(transcript: Path, count: int, *, after: str | None = None) -> list[dict[str, Any]]:
@@ -65,14 +57,14 @@ def first_replies(transcript: Path, count: int, *, after: str | None = None) -> 
                 seen = e.id == after
                 continue
             m = e.data.get("message") if e.type == "message" else None
-            if isinstance(m, dict) and m.get("role") == "assistant" and _text(m):
+            if isinstance(m, dict) and m.get("role") == "assistant" and message_text(m):
                 raw = json.dumps(m, ensure_ascii=False, sort_keys=True).encode()
                 out.append(
                     {
                         "entryId": e.id,
                         "timestamp": e.data.get("timestamp"),
                         "sha256": hashlib.sha256(raw).hexdigest(),
-                        "text": _text(m),
+                        "text": message_text(m),
                     }
                 )
                 if len(out) >= count:

@@ -26,6 +26,7 @@ from typing import Any
 
 from kurahi.agent.providers.base import Provider
 from kurahi.agent.types import Finished, ModelRequest, StreamEvent, TextDelta, ToolCallReady, Usage
+from kurahi.context.text import message_text
 from kurahi.errors import ProviderError, ProviderTimeoutError
 
 __all__ = ["DeterministicProvider", "identity_marker", "message_text"]
@@ -38,20 +39,6 @@ def identity_marker(system: str) -> str:
     """The value of the first ``marker: VALUE`` line of a system prompt (``no-marker`` without one)."""
     m = _MARKER.search(system)
     return m.group(1) if m else "no-marker"
-
-
-def message_text(message: Any) -> str:
-    """The text of a Pi message's content (string or text blocks), blocks joined by newlines."""
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            b["text"]
-            for b in content
-            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-        )
-    return ""
 
 
 class DeterministicProvider(Provider):

@@ -42,7 +42,8 @@ bench: install peer
 	$(BIN)/python benchmarks/append_rate.py
 	$(BIN)/python benchmarks/crash_append.py --rounds 200
 	$(BIN)/python benchmarks/turn_rate.py
-	$(BIN)/python benchmarks/crash_turns.py --turns 1000
+	$(BIN)/python benchmarks/crash_campaigns.py runtime --turns 1000
+	$(BIN)/python benchmarks/crash_campaigns.py gateway --kills 100
 	$(BIN)/python benchmarks/manifest_hash.py
 	$(BIN)/python benchmarks/gateway_load.py
 	$(BIN)/python benchmarks/audit_verify.py

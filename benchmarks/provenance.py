@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TREE = "tree-e200000-s7.jsonl"
-CANDIDATES = [ROOT / "bench-data" / TREE, ROOT.parent / "main" / "bench-data" / TREE]
+CANDIDATES = [ROOT / "bench-data" / TREE]
 WORDS = [
     "harbour",
     "lantern",

@@ -8,6 +8,9 @@ hands a device its token), a log record, or any file of the home outside ``secre
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +22,7 @@ from typing import Any
 import httpx
 
 from kurahi.gateway.app import create_app
+from kurahi.gateway.lock import gateway_info
 from kurahi.gateway.service import Gateway
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
@@ -83,6 +87,37 @@ class Served:
                 self.watch.saw("response headers", str(r.headers))
 
         return httpx.Client(base_url=self.url, headers=auth, timeout=30, event_hooks={"response": [hook]})
+
+
+KURAHI = [sys.executable, "-m", "kurahi.cli"]
+"""The ``kurahi`` command, run by this interpreter."""
+
+
+def run_kurahi(*args: str, home: Home, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``kurahi ARGS`` with ``KOLO_HOME`` set to ``home`` (and no token in the environment)."""
+    env = {**os.environ, "KOLO_HOME": str(home.root)}
+    env.pop("KOLO_GATEWAY_TOKEN", None)
+    return subprocess.run([*KURAHI, *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def start_gateway(home: Home, *, grace: float = 2.0) -> subprocess.Popen[bytes]:
+    """``kurahi gateway run --port 0`` on ``home`` as a child process, once it has published its port.
+
+    Its output goes to ``<home>/gateway.log`` (shown if it fails to start).
+    """
+    env = {**os.environ, "KOLO_HOME": str(home.root)}
+    env.pop("KOLO_GATEWAY_TOKEN", None)
+    log_path = home.root / "gateway.log"
+    with log_path.open("ab") as log:
+        cmd = [*KURAHI, "gateway", "run", "--port", "0", "--grace", str(grace)]
+        proc = subprocess.Popen(cmd, stdout=log, stderr=log, env=env)
+    deadline = time.monotonic() + 60
+    # One read per round: two reads could see the old gateway's info, then the file being rewritten.
+    while (info := gateway_info(home.lock)) is None or info.pid != proc.pid:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the gateway did not start (exit {proc.poll()}):\n{log_path.read_text()[-2000:]}")
+        time.sleep(0.02)
+    return proc
 
 
 def make_gateway_home(tmp_path: Path, agent: str = "alice") -> Home:

@@ -16,12 +16,9 @@ random moment, restarted, and before the load resumes the files are checked:
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -30,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from gateways import start_gateway
 from kurahi.gateway.audit import AuditChain
 from kurahi.gateway.lock import gateway_info
 from kurahi.resident.home import Home
@@ -63,28 +61,6 @@ class GatewayCampaign:
             "resets": self.resets,
             "failures": self.failures,
         }
-
-
-def _start(home: Home) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "KOLO_HOME": str(home.root)}
-    env.pop("KOLO_GATEWAY_TOKEN", None)
-    log_path = home.root / "gateway.log"
-    with log_path.open("ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kurahi.cli", "gateway", "run", "--port", "0", "--grace", "0.2"],
-            env=env,
-            stdout=log,
-            stderr=log,
-        )
-    deadline = time.monotonic() + 30
-    while True:
-        info = gateway_info(home.lock)
-        if info is not None and info.pid == proc.pid:
-            return proc
-        if proc.poll() is not None or time.monotonic() > deadline:
-            tail = log_path.read_text(errors="replace")[-2000:]
-            raise RuntimeError(f"the gateway did not start (exit {proc.poll()}):\n{tail}")
-        time.sleep(0.02)
 
 
 def check(home: Home, report: GatewayCampaign) -> None:
@@ -182,7 +158,7 @@ def run_gateway_campaign(home: Home, kills: int, *, seed: int = 1, max_kill_afte
     report = GatewayCampaign()
     n = 0
     for _ in range(kills):
-        proc = _start(home)
+        proc = start_gateway(home, grace=0.2)
         check(home, report)
         stop = threading.Event()
         worker = threading.Thread(target=_load, args=(home, report, stop, rng, n), daemon=True)
@@ -194,7 +170,7 @@ def run_gateway_campaign(home: Home, kills: int, *, seed: int = 1, max_kill_afte
         stop.set()
         worker.join(15)
         n += 10_000
-    proc = _start(home)
+    proc = start_gateway(home, grace=0.2)
     check(home, report)
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=30)

@@ -6,40 +6,15 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from gateways import LeakWatch, make_gateway_home
+from gateways import KURAHI, LeakWatch, make_gateway_home, run_kurahi, start_gateway
 from kurahi.gateway.lock import gateway_info
 from kurahi.resident.home import Home
-
-KURAHI = [sys.executable, "-m", "kurahi.cli"]
-
-
-def _run(*args: str, home: Home, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KOLO_HOME": str(home.root)}
-    env.pop("KOLO_GATEWAY_TOKEN", None)
-    return subprocess.run([*KURAHI, *args], capture_output=True, text=True, timeout=timeout, env=env)
-
-
-def _start(home: Home) -> subprocess.Popen[str]:
-    env = {**os.environ, "KOLO_HOME": str(home.root)}
-    log = (home.root / "gateway.log").open("w")
-    proc = subprocess.Popen(
-        [*KURAHI, "gateway", "run", "--port", "0", "--grace", "2"], stdout=log, stderr=log, text=True, env=env
-    )
-    log.close()
-    deadline = time.monotonic() + 30
-    # One read per round: two reads could see the old gateway's info, then the file being rewritten.
-    while (info := gateway_info(home.lock)) is None or info.pid != proc.pid:
-        assert proc.poll() is None, (home.root / "gateway.log").read_text()
-        assert time.monotonic() < deadline, "the gateway did not publish its port"
-        time.sleep(0.02)
-    return proc
 
 
 @pytest.fixture
@@ -52,22 +27,22 @@ def home(tmp_path: Path) -> Iterator[Home]:
 
 
 def test_one_gateway_per_home_chat_cli_and_graceful_stop(home: Home) -> None:
-    proc = _start(home)
+    proc = start_gateway(home)
     try:
         info = json.loads(home.lock.read_text())
         assert set(info) == {"pid", "port", "startedAt"} and info["pid"] == proc.pid
-        second = _run("gateway", "run", "--port", "0", home=home)
+        second = run_kurahi("gateway", "run", "--port", "0", home=home)
         assert second.returncode == 5 and "already running" in second.stderr and str(proc.pid) in second.stderr
-        status = _run("gateway", "status", "--json", home=home)
+        status = run_kurahi("gateway", "status", "--json", home=home)
         assert status.returncode == 0 and json.loads(status.stdout)["healthy"] is True
-        chat = _run("chat", "--agent", "alice", "hello through the gateway", home=home)
+        chat = run_kurahi("chat", "--agent", "alice", "hello through the gateway", home=home)
         assert chat.returncode == 0, chat.stderr
         assert "[ALICE-7F3A] (alpha) You said: hello through the gateway" in chat.stdout
-        as_json = _run("chat", "--agent", "alice", "--json", "again", home=home)
+        as_json = run_kurahi("chat", "--agent", "alice", "--json", "again", home=home)
         assert json.loads(as_json.stdout)["status"] == "ok"
-        bad = _run("chat", "--agent", "ghost", "hi", home=home)
+        bad = run_kurahi("chat", "--agent", "ghost", "hi", home=home)
         assert bad.returncode != 0 and "no agent 'ghost'" in bad.stderr
-        stop = _run("gateway", "stop", home=home)
+        stop = run_kurahi("gateway", "stop", home=home)
         assert stop.returncode == 0, stop.stderr
         assert proc.wait(timeout=30) == 0
     finally:
@@ -76,16 +51,16 @@ def test_one_gateway_per_home_chat_cli_and_graceful_stop(home: Home) -> None:
             proc.wait()
     actions = [json.loads(x)["action"] for x in home.audit.read_text().splitlines()]
     assert actions[0] == "gateway.start" and actions[-1] == "gateway.stop"
-    assert _run("gateway", "status", home=home).returncode == 1
-    assert _run("chat", "hi", home=home).returncode == 3  # no gateway: clear error, not a traceback
+    assert run_kurahi("gateway", "status", home=home).returncode == 1
+    assert run_kurahi("chat", "hi", home=home).returncode == 3  # no gateway: clear error, not a traceback
 
 
 def test_a_lock_left_by_a_killed_gateway_is_reclaimed(home: Home) -> None:
-    proc = _start(home)
+    proc = start_gateway(home)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert home.lock.exists() and gateway_info(home.lock) is None  # stale file, nobody holds it
-    again = _start(home)
+    again = start_gateway(home)
     try:
         assert gateway_info(home.lock) is not None and gateway_info(home.lock).pid == again.pid  # type: ignore[union-attr]
     finally:
@@ -96,7 +71,7 @@ def test_a_lock_left_by_a_killed_gateway_is_reclaimed(home: Home) -> None:
 def test_sigterm_interrupts_a_long_turn_and_records_it(home: Home) -> None:
     from kurahi.gateway.client import GatewayClient
 
-    proc = _start(home)
+    proc = start_gateway(home)
     try:
         with GatewayClient.for_home(home, timeout=30) as c:
             job = c.start_job("alice", "long [[slow:20000]]")
@@ -114,16 +89,16 @@ def test_sigterm_interrupts_a_long_turn_and_records_it(home: Home) -> None:
 
 
 def test_devices_cli_and_interactive_chat(home: Home) -> None:
-    pair = _run("devices", "pair", "--name", "laptop", "--scopes", "read,chat", "--json", home=home)
+    pair = run_kurahi("devices", "pair", "--name", "laptop", "--scopes", "read,chat", "--json", home=home)
     assert pair.returncode == 0, pair.stderr
     paired = json.loads(pair.stdout)
     token = paired["token"]
     assert paired["device"]["scopes"] == ["read", "chat"] and token not in home.devices.read_text()
-    bad = _run("devices", "pair", "--name", "x", "--scopes", "root", home=home)
+    bad = run_kurahi("devices", "pair", "--name", "x", "--scopes", "root", home=home)
     assert bad.returncode == 2 and "scopes must be some of" in bad.stderr
-    listed = json.loads(_run("devices", "ls", "--json", home=home).stdout)
+    listed = json.loads(run_kurahi("devices", "ls", "--json", home=home).stdout)
     assert [d["name"] for d in listed] == ["laptop"] and "tokenSha256" not in json.dumps(listed)
-    proc = _start(home)
+    proc = start_gateway(home)
     try:
         env = {**os.environ, "KOLO_HOME": str(home.root), "KOLO_GATEWAY_TOKEN": token}
         chat = subprocess.run(
@@ -136,7 +111,7 @@ def test_devices_cli_and_interactive_chat(home: Home) -> None:
         )
         assert chat.returncode == 0, chat.stderr
         assert "You said: first line" in chat.stdout and "You said: second line" in chat.stdout
-        revoke = _run("devices", "revoke", paired["device"]["id"], home=home)
+        revoke = run_kurahi("devices", "revoke", paired["device"]["id"], home=home)
         assert revoke.returncode == 0
         denied = subprocess.run([*KURAHI, "chat", "--agent", "alice", "hi"], capture_output=True, text=True, env=env)
         assert denied.returncode == 1 and "401 unauthorized" in denied.stderr

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 from activations import snapshot
 from typer.testing import CliRunner
 
-from gateways import make_gateway_home
+from gateways import make_gateway_home, run_kurahi, start_gateway
 from kurahi.cli.activate import app as activate_app
 from kurahi.cli.common import EXIT
 from kurahi.errors import PreTurnValidationError
@@ -29,26 +28,7 @@ from kurahi.store.catalog import Catalog
 from kurahi.testing import build_session
 from peer import PiPeer
 
-KURAHI = [sys.executable, "-m", "kurahi.cli"]
 KEY = "agent:alice:main"
-
-
-def _run(*args: str, home: Home) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KOLO_HOME": str(home.root)}
-    env.pop("KOLO_GATEWAY_TOKEN", None)
-    return subprocess.run([*KURAHI, *args], capture_output=True, text=True, timeout=120, env=env)
-
-
-def _start(home: Home) -> subprocess.Popen[str]:
-    env = {**os.environ, "KOLO_HOME": str(home.root)}
-    with (home.root / "gateway.log").open("w") as log:
-        proc = subprocess.Popen([*KURAHI, "gateway", "run", "--port", "0"], stdout=log, stderr=log, text=True, env=env)
-    deadline = time.monotonic() + 30
-    while (info := gateway_info(home.lock)) is None or info.pid != proc.pid:
-        assert proc.poll() is None, (home.root / "gateway.log").read_text()
-        assert time.monotonic() < deadline, "the gateway did not publish its port"
-        time.sleep(0.02)
-    return proc
 
 
 def _stop_any(home: Home) -> None:
@@ -64,9 +44,9 @@ def _stop_any(home: Home) -> None:
 
 
 @pytest.fixture
-def running(tmp_path: Path) -> Iterator[tuple[Home, subprocess.Popen[str]]]:
+def running(tmp_path: Path) -> Iterator[tuple[Home, subprocess.Popen[bytes]]]:
     home = make_gateway_home(tmp_path)
-    proc = _start(home)
+    proc = start_gateway(home)
     try:
         yield home, proc
     finally:
@@ -78,7 +58,7 @@ def running(tmp_path: Path) -> Iterator[tuple[Home, subprocess.Popen[str]]]:
 
 def _candidate(home: Home, tmp_path: Path) -> Path:
     """C = an older history A (with a phrase said only there) stitched onto the live session B."""
-    chat = _run("chat", "--agent", "alice", "the tide tables say ORANGE-WALRUS-OMEGA", home=home)
+    chat = run_kurahi("chat", "--agent", "alice", "the tide tables say ORANGE-WALRUS-OMEGA", home=home)
     assert chat.returncode == 0, chat.stderr
     # The runtime writes a turn's activity clocks to the catalog up to a second later; a plan made
     # before that would (rightly) be refused by apply, since the catalog entry changed.
@@ -96,7 +76,7 @@ def _candidate(home: Home, tmp_path: Path) -> Path:
 
 
 def test_activation_through_a_real_gateway_then_a_turn_and_pi_agree(
-    running: tuple[Home, subprocess.Popen[str]], tmp_path: Path, pi: PiPeer
+    running: tuple[Home, subprocess.Popen[bytes]], tmp_path: Path, pi: PiPeer
 ) -> None:
     home, proc = running
     c = _candidate(home, tmp_path)
@@ -121,7 +101,7 @@ def test_activation_through_a_real_gateway_then_a_turn_and_pi_agree(
         chain.index("gateway.stop") < chain.index("session.activate") < len(chain) - chain[::-1].index("gateway.start")
     )
     # The first user turn on the key runs on the activated session.
-    turn = _run("chat", "--agent", "alice", "what did the tide tables say?", home=home)
+    turn = run_kurahi("chat", "--agent", "alice", "what did the tide tables say?", home=home)
     assert turn.returncode == 0, turn.stderr
     entry = Catalog(home.agent("alice").sessions / "sessions.json").get(KEY)
     assert (
@@ -130,7 +110,7 @@ def test_activation_through_a_real_gateway_then_a_turn_and_pi_agree(
     )
     activated = home.agent("alice").sessions / entry["sessionFile"]
     assert activated.read_bytes().startswith(c.read_bytes())
-    ctx = _run("session", "context", str(activated), "--json", home=home)
+    ctx = run_kurahi("session", "context", str(activated), "--json", home=home)
     assert ctx.returncode == 0, ctx.stderr
     mine, theirs = json.loads(ctx.stdout), pi.context(activated)
     assert theirs["messages"] == mine["messages"] and theirs["leafId"] == mine["leafId"]
@@ -138,7 +118,7 @@ def test_activation_through_a_real_gateway_then_a_turn_and_pi_agree(
 
 
 def test_a_failed_validation_through_a_real_gateway_rolls_back_to_the_exact_old_bytes(
-    running: tuple[Home, subprocess.Popen[str]], tmp_path: Path
+    running: tuple[Home, subprocess.Popen[bytes]], tmp_path: Path
 ) -> None:
     home, proc = running
     c = _candidate(home, tmp_path)
@@ -161,7 +141,7 @@ def test_a_failed_validation_through_a_real_gateway_rolls_back_to_the_exact_old_
     assert proc.wait(30) == 0
     assert snapshot(sessions) == old  # catalog and transcripts byte for byte; the candidate gone
     assert gateway_info(home.lock) is not None  # it was running before, so it runs again
-    turn = _run("chat", "--agent", "alice", "still here?", home=home)
+    turn = run_kurahi("chat", "--agent", "alice", "still here?", home=home)
     assert turn.returncode == 0, turn.stderr
     actions = [r.action for r in AuditChain(home.audit).tail(50)]
     assert actions.index("session.activate") < actions.index("session.rollback")

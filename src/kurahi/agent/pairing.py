@@ -49,7 +49,6 @@ class Settlement:
 
 @dataclass(frozen=True)
 class _Gap:
-    assistant_index: int
     window_end: int  # index of the last entry of the call's result window
     calls: list[dict[str, Any]]  # the unanswered toolCall blocks
     at_leaf: bool
@@ -102,7 +101,7 @@ def _gaps(path: list[PathItem], start: int) -> list[_Gap]:
             break
         missing = [c for c in calls if c["id"] not in answered]
         if missing:
-            gaps.append(_Gap(i, j - 1, missing, at_leaf=j >= len(path)))
+            gaps.append(_Gap(j - 1, missing, at_leaf=j >= len(path)))
         i = j
     return gaps
 

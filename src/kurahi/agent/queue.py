@@ -71,7 +71,6 @@ class Lane:
         self.control: TurnControl | None = None
         self.turn_task: asyncio.Task[TurnResult] | None = None
         self._pump_task: asyncio.Task[None] | None = None
-        self._steered: list[Pending] = []
 
     @property
     def busy(self) -> bool:

@@ -40,6 +40,7 @@ def main() -> int:
     ap.add_argument("--kills", type=int, default=1000, help="gateway: kills")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-kill-after", type=float, default=None, help="seconds (default 0.15 runtime, 1.0 gateway)")
+    ap.add_argument("--activate-share", type=float, default=0.2, help="gateway: share of rounds with an activation")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     base = ROOT / "bench-data"
@@ -54,7 +55,11 @@ def main() -> int:
             )
         else:
             report = run_gateway_campaign(
-                make_gateway_home(root), args.kills, seed=args.seed, max_kill_after=args.max_kill_after or 1.0
+                make_gateway_home(root),
+                args.kills,
+                seed=args.seed,
+                max_kill_after=args.max_kill_after or 1.0,
+                activate_share=args.activate_share,
             )
         out = {**report.to_dict(), "seconds": round(time.monotonic() - t0, 1)}
     finally:

@@ -2,36 +2,53 @@
 
 A client thread drives the gateway over HTTP with chat turns that call tools (``write`` and
 ``memory_append``), background jobs, session resets, config applies and device pairings,
-recording what the gateway acknowledged. The gateway process is killed with SIGKILL at a
-random moment, restarted, and before the load resumes the files are checked:
+recording what the gateway acknowledged. In some rounds a second thread also activates a
+reconstructed session (``lineage stitch`` + ``activate plan`` in the campaign, ``kurahi
+activate apply`` as a subprocess, which stops and restarts the gateway itself). At a random
+moment everything of the resident is killed with SIGKILL, as a power cut would: the gateway
+(whichever process holds the home's lock, and any gateway an apply was starting) and an apply
+in flight. An interrupted activation is finished by rerunning ``activate apply`` (offline:
+nothing runs), the gateway is restarted, and before the load resumes the files are checked:
 
 * every acknowledged chat message is in one of the agent's transcripts;
 * every acknowledged device pairing is in ``devices.json`` and every acknowledged config
   apply's value is in ``config.json``;
 * the catalog parses and the audit chain verifies;
 * no job is left ``queued`` or ``running``;
-* no side effect ran twice: each ``memory_append`` action tag appears at most once.
+* no side effect ran twice: each ``memory_append`` action tag appears at most once;
+* the activated key points at the candidate of the last activation that was acknowledged or
+  finished by a rerun, its file holds that activation's marker, and ``activate verify`` agrees.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import random
 import re
 import signal
+import subprocess
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from gateways import start_gateway
+from gateways import KURAHI, run_kurahi, start_gateway
 from kurahi.gateway.audit import AuditChain
 from kurahi.gateway.lock import gateway_info
+from kurahi.lifecycle.activation import plan_activation, verify_package
+from kurahi.lineage.stitch import stitch
 from kurahi.resident.home import Home
 from kurahi.store.catalog import Catalog
+from kurahi.testing import build_session
+
+ACT_KEY = "agent:alice:activated"
+"""The key activations replace; nothing else writes to it, so its expected state is known."""
 
 _TAG = re.compile(r"<!-- kurahi:action (\S+) -->")
 
@@ -49,6 +66,15 @@ class GatewayCampaign:
     """Every cap sent, acknowledged or not, in order."""
     jobs_started: int = 0
     resets: int = 0
+    activations_started: int = 0
+    """Applies started (a round may end while its activation is still being planned)."""
+    activations: int = 0
+    """Applies that exited 0 before the kill."""
+    finished_by_rerun: int = 0
+    """Applies the kill interrupted, finished by rerunning ``activate apply``."""
+    active: tuple[Path, str, str] | None = None
+    """(package, candidate session id, marker) of the last activation known to be complete."""
+    inflight: tuple[Path, str, str, subprocess.Popen[bytes]] | None = None
     failures: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -59,6 +85,9 @@ class GatewayCampaign:
             "acknowledgedConfigApplies": len(self.caps),
             "jobsStarted": self.jobs_started,
             "resets": self.resets,
+            "activationsStarted": self.activations_started,
+            "acknowledgedActivations": self.activations,
+            "activationsFinishedByRerun": self.finished_by_rerun,
             "failures": self.failures,
         }
 
@@ -107,6 +136,16 @@ def check(home: Home, report: GatewayCampaign) -> None:
     for tag, n in Counter(_TAG.findall(memory)).items():
         if n > 1:
             report.failures.append(f"side effect of {tag} ran {n} times")
+    if report.active is not None:
+        package, session_id, marker = report.active
+        entry = Catalog(paths.catalog).get(ACT_KEY)
+        if entry is None or entry.get("sessionId") != session_id:
+            got = entry and entry.get("sessionId")
+            report.failures.append(f"{ACT_KEY} points at {got}, the last activation installed {session_id}")
+        elif marker.encode() not in (paths.sessions / entry["sessionFile"]).read_bytes():
+            report.failures.append(f"the activated transcript of {ACT_KEY} lacks {marker}")
+        elif not (v := verify_package(package, home.root)).ok:
+            report.failures.append(f"activate verify {package.name}: {[p['part'] for p in v.parts if not p['ok']]}")
 
 
 def _load(home: Home, report: GatewayCampaign, stop: threading.Event, rng: random.Random, n0: int) -> None:
@@ -149,26 +188,129 @@ def _load(home: Home, report: GatewayCampaign, stop: threading.Event, rng: rando
                     if r.status_code == 201:
                         report.devices.add(r.json()["device"]["id"])
             except httpx.HTTPError:
-                return  # the gateway died under us: what was acknowledged is recorded
+                # The gateway died under us (the kill, or an apply restarting it on the same
+                # port). Nothing unacknowledged is recorded; try again until the round ends.
+                stop.wait(0.05)
 
 
-def run_gateway_campaign(home: Home, kills: int, *, seed: int = 1, max_kill_after: float = 1.0) -> GatewayCampaign:
-    """Kill the gateway ``kills`` times at random moments under load; check after every restart."""
+def _activate(home: Home, report: GatewayCampaign, guard: threading.Lock, stop: threading.Event, n: int) -> None:
+    """One activation: stitch a new older history A_n onto the key's live session, plan, apply."""
+    scratch = home.root.parent / "activations"
+    scratch.mkdir(exist_ok=True)
+    sessions = home.agent("alice").sessions
+    entry = Catalog(sessions / "sessions.json").get(ACT_KEY)
+    assert entry is not None, f"{ACT_KEY} has no session"
+    marker = f"ACT-MARK-{n}"
+    a, c, pkg = scratch / f"A{n}.jsonl", scratch / f"C{n}.jsonl", scratch / f"pkg{n}"
+    try:
+        build_session(a, entries=24, seed=n, branch_chance=0, compact_every=10**9, markers=[marker])
+        stitch([a, sessions / entry["sessionFile"]], c, force=True)  # build_session's clock runs ahead
+        plan = plan_activation(home.root, "alice", ACT_KEY, c, pkg, markers=[marker])
+    except Exception as exc:  # the live state is not changed by planning; say why it failed
+        report.failures.append(f"planning activation {n}: {exc!r}")
+        return
+    session_id = plan.plan.candidate_session_id
+    with guard:
+        if stop.is_set():
+            return  # the round ended while planning: nothing was applied
+        env = {**os.environ, "KOLO_HOME": str(home.root)}
+        env.pop("KOLO_GATEWAY_TOKEN", None)
+        proc = subprocess.Popen(
+            [*KURAHI, "activate", "apply", str(pkg), "--json", "--timeout", "20"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        report.inflight = (pkg, session_id, marker, proc)
+        report.activations_started += 1
+    _, err = proc.communicate()
+    with guard:
+        if proc.returncode == 0:
+            report.inflight = None
+            report.activations += 1
+            report.active = (pkg, session_id, marker)
+        elif not stop.is_set():
+            report.inflight = None
+            report.failures.append(f"activate apply {pkg.name} exited {proc.returncode}: {err.decode()[-500:]}")
+        # else: killed mid-way; the campaign reruns it after the kill
+
+
+def _kill_everything(home: Home, proc: subprocess.Popen[bytes], report: GatewayCampaign) -> None:
+    """SIGKILL the apply in flight, every gateway of ``home`` and ``proc``; wait until the lock is free."""
+    if report.inflight is not None:
+        report.inflight[3].kill()
+        report.inflight[3].wait()
+    proc.kill()
+    proc.wait()
+    # An apply starts its gateway detached (a session of its own), so killing the apply does
+    # not reach it; find every gateway of this home by its command line.
+    needle = str(home.root).encode()
+    for pid_dir in Path("/proc").iterdir():
+        if not pid_dir.name.isdigit() or int(pid_dir.name) == os.getpid():
+            continue
+        try:
+            cmd = (pid_dir / "cmdline").read_bytes()
+            environ = (pid_dir / "environ").read_bytes()
+        except OSError:
+            continue
+        if b"gateway\0run" in cmd and (needle in cmd or b"KOLO_HOME=" + needle + b"\0" in environ):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_dir.name), signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while gateway_info(home.lock) is not None:
+        assert time.monotonic() < deadline, "a gateway of the home survived SIGKILL"
+        time.sleep(0.02)
+
+
+def _finish_interrupted_activation(home: Home, report: GatewayCampaign) -> None:
+    """Rerun ``activate apply`` on an apply the kill interrupted (offline: nothing runs now)."""
+    if report.inflight is None:
+        return
+    pkg, session_id, marker, _ = report.inflight
+    report.inflight = None
+    rerun = run_kurahi("activate", "apply", str(pkg), "--offline", "--json", home=home)
+    if rerun.returncode == 0:
+        report.finished_by_rerun += 1
+        report.active = (pkg, session_id, marker)
+    else:
+        report.failures.append(f"rerunning activate apply {pkg.name} exited {rerun.returncode}: {rerun.stderr}")
+
+
+def run_gateway_campaign(
+    home: Home, kills: int, *, seed: int = 1, max_kill_after: float = 1.0, activate_share: float = 0.2
+) -> GatewayCampaign:
+    """Kill the resident ``kills`` times at random moments under load; check after every restart.
+
+    ``activate_share`` is the share of rounds that also run an activation; those rounds last
+    up to four times longer, so the kill can land anywhere in the apply.
+    """
     rng = random.Random(seed)
     report = GatewayCampaign()
+    if activate_share > 0:
+        proc = start_gateway(home, grace=0.2)
+        made = run_kurahi("chat", "--agent", "alice", "--key", ACT_KEY, "the key activations replace", home=home)
+        assert made.returncode == 0, made.stderr
+        proc.send_signal(signal.SIGTERM)  # a graceful stop writes the turn's activity clocks
+        proc.wait(timeout=30)
     n = 0
     for _ in range(kills):
         proc = start_gateway(home, grace=0.2)
         check(home, report)
-        stop = threading.Event()
-        worker = threading.Thread(target=_load, args=(home, report, stop, rng, n), daemon=True)
-        worker.start()
-        time.sleep(rng.uniform(0.05, max_kill_after))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        stop, guard = threading.Event(), threading.Lock()
+        workers = [threading.Thread(target=_load, args=(home, report, stop, rng, n), daemon=True)]
+        activating = rng.random() < activate_share
+        if activating:
+            workers.append(threading.Thread(target=_activate, args=(home, report, guard, stop, n), daemon=True))
+        for w in workers:
+            w.start()
+        time.sleep(rng.uniform(0.05, max_kill_after * (4 if activating else 1)))
+        with guard:
+            stop.set()
+            _kill_everything(home, proc, report)
         report.kills += 1
-        stop.set()
-        worker.join(15)
+        for w in workers:
+            w.join(30)
+        _finish_interrupted_activation(home, report)
         n += 10_000
     proc = start_gateway(home, grace=0.2)
     check(home, report)

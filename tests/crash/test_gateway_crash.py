@@ -1,4 +1,4 @@
-"""SIGKILL the gateway under a mixed workload: nothing acknowledged is lost, nothing runs twice."""
+"""SIGKILL the gateway (and an activation) under a mixed workload: nothing acknowledged is lost, nothing runs twice."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from gateways import make_gateway_home
 
 def test_gateway_survives_sigkill_under_mixed_load(tmp_path: Path) -> None:
     home = make_gateway_home(tmp_path)
-    report = run_gateway_campaign(home, kills=6, seed=3)
+    report = run_gateway_campaign(home, kills=6, seed=3, activate_share=0.5)
     assert report.failures == [], report.failures
     assert report.kills == 6
     assert len(report.chats) >= 5 and report.jobs_started >= 1  # the load really ran between kills
+    # Activations ran too, and at least one was cut off by the kill and finished by a rerun.
+    assert report.activations_started >= 2 and report.finished_by_rerun >= 1

@@ -195,6 +195,34 @@ def test_gateway_is_stopped_restarted_and_the_validator_reads_through_it(s: Setu
     assert host.calls == ["stop", "start:4321"]
 
 
+def test_an_apply_cut_off_before_its_restart_is_finished_offline_from_the_files(s: Setup, tmp_path: Path) -> None:
+    # Power cut between the switch and the gateway's restart; the owner finishes it with
+    # `apply --offline` before anything is started again (found by the gateway crash campaign:
+    # the rerun claimed a restart it never made, then failed to read through the missing gateway).
+    pkg = plan(s, tmp_path / "pkg")
+
+    def power_cut() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        apply_package(pkg.root, s.home, FakeHost(s.home, port=4321, on_start=power_cut))
+    res = apply_package(pkg.root, s.home, OfflineHost(s.home))
+    assert res.outcome == "applied" and res.steps[0] == "resume" and "start-gateway" not in res.steps
+    assert res.validation is not None and res.validation["source"] == "files" and res.validation["ok"]
+    assert verify_package(pkg.root, s.home).ok
+    events = [(r.get("op"), r.get("event")) for r in pkg.journal.records()]
+    assert ("apply", "gateway-started") not in events and events[-1] == ("apply", "committed")
+    # Finished with a gateway host instead, it restarts the gateway and validates through it.
+    pkg2 = plan(make_home(tmp_path / "again"), tmp_path / "pkg2")
+    home2 = tmp_path / "again" / "home"
+    with pytest.raises(KeyboardInterrupt):
+        apply_package(pkg2.root, home2, FakeHost(home2, port=4321, on_start=power_cut))
+    host = FakeHost(home2)
+    res = apply_package(pkg2.root, home2, host)
+    assert host.calls == ["start:4321", "read"] and res.validation is not None
+    assert res.validation["source"] == "gateway" and res.validation["ok"]
+
+
 def test_a_gateway_that_will_not_stop_changes_nothing(s: Setup, tmp_path: Path) -> None:
     before = snapshot(s.sessions)
     pkg = plan(s, tmp_path / "pkg")

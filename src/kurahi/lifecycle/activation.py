@@ -244,7 +244,7 @@ def apply_package(
     live.cleanup()
     journal.add("apply", "switched")
     _restart(host, journal, "apply", port, res)
-    validation = _validate(pkg, live, host, port is not None)
+    validation = _validate(pkg, live, host, host.gateway_port() is not None)
     res.validation = validation
     journal.add("apply", "validated", ok=validation["ok"], differences=validation["differences"])
     res.steps.append("validate")
@@ -397,6 +397,10 @@ def _restart(host: Host, journal: Journal, op: str, port: int | None, res: Activ
     if port is None or host.gateway_port() is not None:
         return
     host.start_gateway(port)
+    if host.gateway_port() is None:
+        # An offline host starts nothing (finishing after a crash, before the service is up):
+        # say so by not recording a start; its owner starts the gateway later.
+        return
     journal.add(op, "gateway-started", port=port)
     res.steps.append("start-gateway")
 

@@ -3,18 +3,21 @@
 A run imports only the group it names: ``kurahi lineage check C.jsonl`` never loads the
 session, gateway or demo commands (their modules and what they import cost about a
 tenth of a second per run, as much as some commands' whole work). ``kurahi --help``,
-an unknown name, and :data:`app` (for tests) have every group.
+an unknown name, and :data:`app` (for tests) have every group. ``lineage stitch`` and
+``lineage check`` go further: a well-formed run of either skips typer altogether
+(:mod:`kurahi.cli.fast`), so typer is imported only when a tree is built.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
-
-import typer
+from typing import TYPE_CHECKING, Any
 
 from kurahi import __version__
+
+if TYPE_CHECKING:
+    import typer
 
 __all__ = ["COMMANDS", "GROUPS", "app", "build_app", "main"]
 
@@ -47,20 +50,20 @@ def _load(spec: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"kurahi {__version__}")
-        raise typer.Exit()
-
-
-def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
-) -> None:
-    """Kurahi: sessions as lineage, continuity tools, and a resident gateway."""
-
-
 def build_app(only: str | None = None) -> typer.Typer:
     """The command tree: every group and command, or just ``only`` (a name in :data:`GROUPS` or :data:`COMMANDS`)."""
+    import typer
+
+    def _version(value: bool) -> None:
+        if value:
+            typer.echo(f"kurahi {__version__}")
+            raise typer.Exit()
+
+    def _root(
+        version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    ) -> None:
+        """Kurahi: sessions as lineage, continuity tools, and a resident gateway."""
+
     root = typer.Typer(
         name="kurahi",
         help="Keep a long-lived AI agent the same agent across resets, restarts, moves and model swaps.",
@@ -89,5 +92,10 @@ def __getattr__(name: str) -> Any:
 
 def main() -> None:
     """Console-script entry point."""
+    from kurahi.cli.fast import run
+
+    code = run(sys.argv[1:])
+    if code is not None:
+        sys.exit(code)
     first = sys.argv[1] if len(sys.argv) > 1 else None
     build_app(first if first in GROUPS or first in COMMANDS else None)()

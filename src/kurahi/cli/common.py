@@ -8,8 +8,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
-import typer
-
 from kurahi.errors import (
     CatalogCorruptError,
     ConfigError,
@@ -22,7 +20,7 @@ from kurahi.errors import (
     UsageError,
 )
 
-__all__ = ["EXIT", "LazyConsole", "console", "err_console", "fail", "print_json", "translate_errors"]
+__all__ = ["EXIT", "LazyConsole", "console", "err_console", "fail", "print_json", "translate_errors", "warn"]
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -79,7 +77,24 @@ class EXIT:
 def fail(message: str, code: int = EXIT.FAILED) -> NoReturn:
     """Print ``message`` to stderr and exit with ``code``."""
     err_console.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
-    raise typer.Exit(code)
+    # SystemExit rather than typer.Exit: Click turns its Exit into this anyway, and the
+    # commands' fast path (kurahi.cli.fast) runs without typer.
+    raise SystemExit(code)
+
+
+def warn(message: str) -> None:
+    """Print ``warning: message`` to stderr.
+
+    Plain text when stderr is not a terminal (what rich would print there too), so a
+    command run by a script does not import rich just to say one line.
+    """
+    if sys.stderr.isatty():
+        from rich.markup import escape
+
+        err_console.print(f"[yellow]warning:[/] {escape(message)}", soft_wrap=True)
+    else:
+        sys.stderr.write(f"warning: {message}\n")
+        sys.stderr.flush()
 
 
 @contextmanager

@@ -1,0 +1,141 @@
+"""What ``kurahi lineage stitch`` and ``kurahi lineage check`` do once their arguments are parsed.
+
+Kept free of typer so that the commands' fast path (:mod:`kurahi.cli.fast`) and the Typer
+commands (:mod:`kurahi.cli.lineage`) run the same code: only the parsing differs. Each
+function returns the exit code; errors leave through :func:`~kurahi.cli.common.translate_errors`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from kurahi.cli.common import EXIT, console, print_json, translate_errors, warn
+from kurahi.errors import UsageError
+
+__all__ = ["run_check", "run_stitch"]
+
+
+def run_stitch(
+    sources: Sequence[Path],
+    out: Path,
+    *,
+    leaf: str | None = None,
+    report: Path | None = None,
+    rename_colliding: bool = False,
+    force: bool = False,
+    evidence: Path | None = None,
+    as_json: bool = False,
+) -> int:
+    """Stitch ``sources`` (A, then B and later pieces) into ``out``; print the summary."""
+    import msgspec
+
+    from kurahi.lineage.stitch import stitch
+    from kurahi.store.fsio import atomic_write
+
+    with translate_errors():
+        if report is not None and report.exists():  # refused before C is written
+            raise UsageError(f"--report {report}: exists; stitch never overwrites a file")
+        rep = stitch(list(sources), out, leaf_id=leaf, rename_colliding=rename_colliding, force=force)
+        data = rep.to_dict()
+        if report is not None:
+            # msgspec writes the same JSON (compact, UTF-8) several times faster than json.dumps.
+            atomic_write(report, msgspec.json.encode(data), mode=0o644)
+        if evidence is not None:
+            from kurahi.lineage.evidence import write_evidence
+
+            write_evidence(
+                evidence,
+                inputs={f"source{i}": p for i, p in enumerate(sources)},
+                outputs={"stitched": out},
+                reports={"stitch": data},
+            )
+    for w in rep.warnings:
+        warn(w)
+    summary = {k: v for k, v in data.items() if k != "sources"}
+    summary["sources"] = [{k: v for k, v in s.items() if k != "lines"} for s in data["sources"]]
+    if as_json:
+        print_json(summary)
+        return EXIT.OK
+    from rich.markup import escape  # rich only once there is a table to print for people
+    from rich.table import Table
+
+    table = Table(header_style="bold")
+    for col in ("source", "role", "entries", "copied", "left out", "reset-time leaf"):
+        table.add_column(col)
+    for s in rep.sources:
+        table.add_row(escape(s.path), s.role, str(s.entries), str(s.copied), str(s.not_copied), str(s.leaf_id))
+    console.print(table)
+    console.print(
+        f"wrote {escape(str(out))} (sha256 {rep.out_sha256[:16]}…): {data['identicalLines']} lines byte-identical "
+        f"to their source, {data['changedLines']} changed ({', '.join(e['child'] for e in rep.edges)} re-parented)"
+    )
+    return EXIT.OK
+
+
+def run_check(
+    file: Path,
+    *,
+    markers: Sequence[str] = (),
+    window: int = 200_000,
+    reserves: Sequence[int] = (),
+    system_prompt_tokens: Sequence[int] = (),
+    evidence: Path | None = None,
+    as_json: bool = False,
+) -> int:
+    """Check ``file``; print the report. 1 when a marker is missing or the projections disagree."""
+    from kurahi.context.budget import DEFAULT_RESERVE_TOKENS
+    from kurahi.lineage.check import check
+
+    with translate_errors():
+        rep = check(
+            file,
+            markers=list(markers),
+            window=window,
+            reserves=list(reserves) or [DEFAULT_RESERVE_TOKENS],
+            system_prompt_tokens=list(system_prompt_tokens) or [0],
+        )
+        if evidence is not None:
+            from kurahi.lineage.evidence import write_evidence
+
+            write_evidence(evidence, inputs={"transcript": file}, outputs={}, reports={"check": rep.to_dict()})
+    if as_json:
+        print_json(rep.to_dict())
+        return EXIT.OK if rep.ok else EXIT.FAILED
+    from rich.markup import escape
+    from rich.table import Table
+
+    agree = "[green]agree[/]" if rep.projections_agree else "[bold red]DISAGREE[/]"
+    console.print(
+        f"[bold]{escape(str(file))}[/]: {rep.messages} messages; fast and reference projections {agree} "
+        f"(sha256 {rep.fast_sha256[:16]}…)"
+    )
+    if rep.compaction_id:
+        console.print(
+            f"operative compaction {rep.compaction_id}: 1 summary + {rep.retained} retained + {rep.later} later"
+        )
+    if rep.runtime_messages is not None:
+        console.print(f"OpenClaw's runtime sends only what follows the last reset: {rep.runtime_messages} messages")
+    if rep.markers:
+        table = Table(header_style="bold")
+        for col in ("marker", "found", "message", "part"):
+            table.add_column(col)
+        for m in rep.markers:
+            found = "[green]yes[/]" if m.index is not None else "[bold red]missing[/]"
+            table.add_row(escape(m.marker), found, str(m.index if m.index is not None else "-"), m.part or "-")
+        console.print(table)
+    if rep.routes:
+        table = Table(header_style="bold")
+        for col in ("system prompt", "reserve", "tokens", "threshold", "headroom", "route"):
+            table.add_column(col, justify="right")
+        for r in rep.routes:
+            table.add_row(
+                str(r["systemPromptTokens"]),
+                str(r["reserveTokens"]),
+                str(r["contextTokens"]),
+                str(r["threshold"]),
+                str(r["headroom"]),
+                r["route"],
+            )
+        console.print(table)
+    return EXIT.OK if rep.ok else EXIT.FAILED

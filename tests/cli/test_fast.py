@@ -1,0 +1,140 @@
+"""The fast path of `lineage stitch` / `lineage check`: same options and results as the Typer commands, no typer."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from kurahi.cli.fast import PARSERS
+from kurahi.cli.lineage import app
+from kurahi.testing import build_session
+
+
+def _click_options(name: str) -> dict[str, tuple[bool, bool, bool]]:
+    """Option string -> (takes many, is a flag, required) of the Typer command."""
+    cmd = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
+    out: dict[str, tuple[bool, bool, bool]] = {}
+    for p in cmd.params:
+        if p.param_type_name == "option":
+            for opt in p.opts:
+                out[opt] = (bool(p.multiple), bool(p.is_flag), bool(p.required))
+    return out
+
+
+def _fast_options(name: str) -> dict[str, tuple[bool, bool, bool]]:
+    out: dict[str, tuple[bool, bool, bool]] = {}
+    for a in PARSERS[name]()._actions:
+        for opt in a.option_strings:
+            multiple = type(a).__name__ == "_AppendAction"
+            flag = type(a).__name__ == "_StoreTrueAction"
+            out[opt] = (multiple, flag, bool(a.required))
+    return out
+
+
+@pytest.mark.parametrize("name", ["stitch", "check"])
+def test_the_fast_parser_takes_exactly_the_typer_commands_options(name: str) -> None:
+    assert _fast_options(name) == _click_options(name)
+
+
+_PROBE = """
+import sys
+sys.argv = ["kurahi", *sys.argv[1:]]
+from kurahi.cli import main
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+print("TYPER", "typer" in sys.modules, file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def _kurahi(*args: str) -> tuple[int, str, str, bool]:
+    """Run the console script's ``main`` in a fresh process: exit code, stdout, stderr, typer loaded."""
+    out = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, timeout=120)
+    lines = out.stderr.splitlines()
+    loaded = lines[-1] == "TYPER True"
+    return out.returncode, out.stdout, "\n".join(lines[:-1]), loaded
+
+
+@pytest.fixture(scope="module")
+def pieces(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    d = tmp_path_factory.mktemp("fast")
+    a, b = d / "A.jsonl", d / "B.jsonl"
+    # B first: it starts before A ends, so stitch needs --force and warns.
+    build_session(b, entries=60, seed=6, branch_chance=0, markers=["AFTER-RESET-PLUM"])
+    build_session(
+        a, entries=300, seed=5, branch_chance=0, compact_every=100, markers=["x1", "x2", "x3", "BEFORE-RESET-KIWI"]
+    )
+    return a, b
+
+
+def _summary(raw: str) -> dict[str, Any]:
+    """A stitch summary without what differs between two runs (C's path and hash, new session id, time)."""
+    data = json.loads(raw)
+    for key in ("outSha256", "out"):
+        data.pop(key)
+    data["header"] = {k: v for k, v in data["header"].items() if k not in ("id", "timestamp")}
+    return data
+
+
+def test_stitch_and_check_give_the_same_results_both_ways_and_the_fast_way_never_loads_typer(
+    pieces: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, b = pieces
+    runner = CliRunner()
+    slow = runner.invoke(app, ["stitch", str(a), str(b), "--out", str(tmp_path / "C1.jsonl"), "--force", "--json"])
+    code, out, err, loaded = _kurahi(
+        "lineage", "stitch", str(a), str(b), "--out", str(tmp_path / "C2.jsonl"), "--force", "--json"
+    )
+    assert slow.exit_code == code == 0 and not loaded, err
+    assert "warning:" in err and "starts" in err  # the order warning, as plain text off a terminal
+    assert _summary(out) == _summary(slow.stdout)
+    c = tmp_path / "C2.jsonl"
+    for markers, want in ((["BEFORE-RESET-KIWI", "AFTER-RESET-PLUM"], 0), (["NEVER-SAID-QUINCE"], 1)):
+        args = [str(c), "--json", "--reserve", "16384", "--reserve", "4096", "--system-prompt-tokens", "9000"]
+        for m in markers:
+            args += ["--marker", m]
+        slow = runner.invoke(app, ["check", *args])
+        code, out, err, loaded = _kurahi("lineage", "check", *args)
+        assert slow.exit_code == code == want and not loaded, err
+        assert json.loads(out) == json.loads(slow.stdout)
+    # The people's table goes through the same code too.
+    code, out, err, loaded = _kurahi("lineage", "check", str(c), "--marker", "AFTER-RESET-PLUM")
+    assert code == 0 and not loaded and "AFTER-RESET-PLUM" in out and "agree" in out
+
+
+@pytest.mark.parametrize(
+    "args,code,says",
+    [
+        (["lineage", "stitch", "A.jsonl", "--out", "C.jsonl"], 2, "Missing argument"),
+        (["lineage", "stitch", "A.jsonl", "B.jsonl", "--out", "C.jsonl", "--rep", "r.json"], 2, "No such option"),
+        (["lineage", "check", "C.jsonl", "--window", "0"], 2, "0 is not in the range"),
+        (["lineage", "check", "C.jsonl", "--reserve", "many"], 2, "is not a valid int"),
+        (["lineage", "check", "--help"], 0, "Project a transcript two independent ways"),
+    ],
+)
+def test_help_and_usage_errors_come_from_the_full_cli(args: list[str], code: int, says: str) -> None:
+    got, out, err, loaded = _kurahi(*args)
+    assert got == code and loaded and says in out + err
+
+
+def test_an_existing_report_path_is_refused_before_anything_is_written(
+    pieces: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, b = pieces
+    report = tmp_path / "r.json"
+    report.write_text("keep me")
+    c = tmp_path / "C.jsonl"
+    code, _, err, _ = _kurahi("lineage", "stitch", str(a), str(b), "--out", str(c), "--force", "--report", str(report))
+    assert code == 2 and "exists" in err and str(report) in err
+    assert not c.exists() and report.read_text() == "keep me"

@@ -51,7 +51,8 @@ class LeakWatch:
         scanned = 0
         if home is not None:
             for p in home.rglob("*"):
-                if p.is_file() and "secrets" not in p.relative_to(home).parts:
+                # A symlink is not a copy: what it points at is scanned where it lives.
+                if p.is_file() and not p.is_symlink() and "secrets" not in p.relative_to(home).parts:
                     data = p.read_bytes()
                     scanned += 1
                     for s in self.secrets:

@@ -6,15 +6,20 @@ that by comparing the file's hash with the intended content; ``memory_append`` t
 appended block with its action id, so it can both tell and refuse to append twice.
 
 Every path argument goes through :func:`resolve_in_workspace`: relative, no ``..``, no
-NUL, and its real path (symlinks resolved) inside the workspace's real path.
+NUL or backslash, names of a usable length, and its real path (symlinks resolved) inside
+the workspace's real path. A file-system error becomes a :class:`ToolError` naming the
+path as the model gave it, never the workspace's absolute path.
 """
 
 from __future__ import annotations
 
 import abc
+import contextlib
 import datetime as dt
 import hashlib
 import os
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +41,10 @@ __all__ = [
 
 _MAX_READ = 256 * 1024
 _MAX_WRITE = 1024 * 1024
+_MAX_PATH = 1024
+"""Longest path argument, in UTF-8 bytes."""
+_MAX_NAME = 255
+"""Longest single name in a path argument, in UTF-8 bytes (``NAME_MAX``)."""
 
 
 @dataclass(frozen=True)
@@ -83,13 +92,20 @@ def resolve_in_workspace(workspace: Path, rel: Any, *, tool: str = "") -> Path:
     """The real path of ``rel`` inside ``workspace``.
 
     Raises:
-        PathRefusedError: not a string, empty, absolute, with ``..`` or NUL, or (after
-            symlinks are resolved) outside the workspace.
+        PathRefusedError: not a string, empty, absolute, with ``..``, NUL or a backslash, too
+            long, or (after symlinks are resolved) outside the workspace.
     """
     if not isinstance(rel, str) or not rel.strip():
         raise PathRefusedError("path must be a non-empty string", tool=tool)
+    encoded = rel.encode("utf-8", "surrogatepass")
+    if len(encoded) > _MAX_PATH or any(len(part) > _MAX_NAME for part in encoded.split(b"/")):
+        raise PathRefusedError(
+            f"path {rel[:60]!r}... is too long (at most {_MAX_PATH} bytes, {_MAX_NAME} per name)", tool=tool
+        )
     if "\x00" in rel or os.path.isabs(rel) or rel.startswith("~"):
         raise PathRefusedError(f"path {rel!r} must be relative to the workspace", tool=tool)
+    if "\\" in rel:
+        raise PathRefusedError(f"path {rel!r} may not contain a backslash; use '/'", tool=tool)
     if ".." in Path(rel).parts:
         raise PathRefusedError(f"path {rel!r} may not contain '..'", tool=tool)
     root = workspace.resolve()
@@ -97,6 +113,15 @@ def resolve_in_workspace(workspace: Path, rel: Any, *, tool: str = "") -> Path:
     if target != root and root not in target.parents:
         raise PathRefusedError(f"path {rel!r} leaves the workspace", tool=tool)
     return target
+
+
+@contextlib.contextmanager
+def _fs_errors(rel: Any, tool: str) -> Iterator[None]:
+    """Turn a file-system error into a :class:`ToolError` about ``rel`` (the error's own text names absolute paths)."""
+    try:
+        yield
+    except OSError as exc:
+        raise ToolError(f"{rel}: {exc.strerror or type(exc).__name__}", tool=tool) from exc
 
 
 def _str_arg(args: dict[str, Any], key: str, tool: str, default: str | None = None) -> str:
@@ -117,12 +142,21 @@ class ReadTool(Tool):
         """Return the file's text (at most 256 KiB)."""
         p = resolve_in_workspace(ctx.workspace, args.get("path"), tool=self.name)
         try:
-            with p.open("rb") as f:
-                data = f.read(_MAX_READ + 1)
+            # O_NONBLOCK: a FIFO planted in the workspace must not hang the tool.
+            fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
             raise ToolError(f"{args['path']}: no such file", tool=self.name) from None
         except IsADirectoryError:
             raise ToolError(f"{args['path']}: is a directory; use list", tool=self.name) from None
+        except OSError as exc:
+            raise ToolError(f"{args['path']}: {exc.strerror}", tool=self.name) from None
+        with os.fdopen(fd, "rb") as f, _fs_errors(args["path"], self.name):
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                raise ToolError(f"{args['path']}: is a directory; use list", tool=self.name)
+            if not stat.S_ISREG(mode):
+                raise ToolError(f"{args['path']}: not a regular file", tool=self.name)
+            data = f.read(_MAX_READ + 1)
         if len(data) > _MAX_READ:
             raise ToolError(f"{args['path']}: larger than {_MAX_READ} bytes", tool=self.name)
         return ToolOutput(data.decode("utf-8", "replace"))
@@ -140,7 +174,8 @@ class ListTool(Tool):
         p = resolve_in_workspace(ctx.workspace, args.get("path", "."), tool=self.name)
         if not p.is_dir():
             raise ToolError(f"{args.get('path', '.')}: not a directory", tool=self.name)
-        names = sorted(c.name + ("/" if c.is_dir() else "") for c in p.iterdir())
+        with _fs_errors(args.get("path", "."), self.name):
+            names = sorted(c.name + ("/" if c.is_dir() else "") for c in p.iterdir())
         return ToolOutput("\n".join(names) if names else "(empty)")
 
 
@@ -162,8 +197,11 @@ class WriteTool(Tool):
         if len(content) > _MAX_WRITE:
             raise ToolError(f"content larger than {_MAX_WRITE} bytes", tool=self.name)
         p = resolve_in_workspace(ctx.workspace, args.get("path"), tool=self.name)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fsio.atomic_write(p, content, mode=0o644)
+        if p == ctx.workspace.resolve() or p.is_dir():
+            raise ToolError(f"{args['path']}: is a directory; write names a file", tool=self.name)
+        with _fs_errors(args["path"], self.name):
+            p.parent.mkdir(parents=True, exist_ok=True)
+            fsio.atomic_write(p, content, mode=0o644)
         digest = hashlib.sha256(content).hexdigest()
         return ToolOutput(f"wrote {len(content)} bytes to {args['path']} (sha256 {digest[:16]})")
 
@@ -218,16 +256,17 @@ class MemoryAppendTool(Tool):
         """Append ``text`` and a tag naming the action; a second call with the same action id is a no-op."""
         text = _str_arg(args, "text", self.name)
         p = self._target(args, ctx)
-        if p.exists() and self._tag(ctx) in p.read_bytes():
-            return ToolOutput(f"already appended to memory/{p.name} by this action")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        block = text.rstrip("\n").encode() + b"\n" + self._tag(ctx) + b"\n"
-        fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fsio.write_all(fd, block)
-            fsio.ops.fdatasync(fd)
-        finally:
-            os.close(fd)
+        with _fs_errors(f"memory/{p.name}", self.name):
+            if p.exists() and self._tag(ctx) in p.read_bytes():
+                return ToolOutput(f"already appended to memory/{p.name} by this action")
+            p.parent.mkdir(parents=True, exist_ok=True)
+            block = text.rstrip("\n").encode() + b"\n" + self._tag(ctx) + b"\n"
+            fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fsio.write_all(fd, block)
+                fsio.ops.fdatasync(fd)
+            finally:
+                os.close(fd)
         return ToolOutput(f"appended {len(text)} characters to memory/{p.name}")
 
     def lookup(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput | None:

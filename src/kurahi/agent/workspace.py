@@ -2,7 +2,9 @@
 
 Files are read in a fixed order and joined under their names, so the prompt is the same
 bytes for the same files; a file that is missing is left out, one that is not UTF-8 is
-read with replacement characters rather than failing the turn.
+read with replacement characters rather than failing the turn. A file that is a symlink
+out of the workspace (to ``secrets/``, to ``/etc``) is left out too: the prompt goes to
+the model provider, and nothing outside the workspace goes with it.
 
 Every turn checks the files (one ``stat`` each) and reads them again only when one has
 changed, so an edit to IDENTITY.md is seen by the next turn without paying for five reads
@@ -55,10 +57,19 @@ def system_prompt(workspace: Path) -> str:
     return text
 
 
+def _inside(workspace: Path, p: Path) -> bool:
+    try:
+        return workspace.resolve() in p.resolve().parents
+    except (OSError, RuntimeError):  # a symlink loop
+        return False
+
+
 def _read(workspace: Path) -> str:
     parts = []
     for name in PROMPT_FILES:
         p = workspace / name
+        if p.is_symlink() and not _inside(workspace, p):
+            continue
         try:
             with p.open("rb") as f:
                 data = f.read(_MAX_FILE + 1)

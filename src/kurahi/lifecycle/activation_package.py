@@ -13,7 +13,11 @@ A package is a directory that ``kurahi activate plan`` writes once and nobody ed
         evidence/               what the pre-turn validator saw (written later; not in the manifest)
 
 Every use starts with :meth:`Package.open`, which re-hashes every file against
-``SHA256SUMS`` and refuses a package with a file missing, added or changed.
+``SHA256SUMS`` and refuses a package with a file missing, added or changed. It also refuses
+a plan whose names would build a path out of the agent's sessions directory (an agent id or
+``sessionsDir`` other than ``agents/<agent>/sessions``, a file name with a ``/``, ``..``):
+``SHA256SUMS`` proves only that the package is unchanged since someone wrote it, and a
+package may come from elsewhere.
 
 The journal is append-only JSON lines, each fsynced before the file operation it announces,
 so a rerun after a crash knows which direction it was going and what was already done.
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import shutil
 from datetime import UTC, datetime
@@ -32,8 +37,9 @@ from typing import Any
 import msgspec
 
 from kurahi.canonical import canonical_json, sha256_hex
-from kurahi.errors import PackageError, PackageNotFoundError, PackageTamperedError, UsageError
+from kurahi.errors import CatalogEntryError, PackageError, PackageNotFoundError, PackageTamperedError, UsageError
 from kurahi.store import fsio
+from kurahi.store.catalog_format import validate_agent_id, validate_key
 
 __all__ = [
     "ABSENT",
@@ -228,6 +234,7 @@ class Package:
             raise PackageTamperedError(f"{PLAN_NAME} is not JSON: {exc}", path=root) from exc
         if plan.version != PACKAGE_VERSION:
             raise PackageError(f"package version {plan.version}, this tool reads {PACKAGE_VERSION}", path=root)
+        _check_names(plan, root)
         return cls(root, plan)
 
     @classmethod
@@ -272,6 +279,34 @@ class Package:
         staging.mkdir(mode=0o700)
         (staging / "rollback").mkdir()
         return staging
+
+
+def _plain_name(name: str) -> bool:
+    return bool(name) and name not in (".", "..") and not any(c in name for c in "/\\\0") and len(name) <= 255
+
+
+def _check_names(plan: Plan, root: Path) -> None:
+    """Refuse a plan whose names would build a path outside the agent's sessions directory."""
+    try:
+        validate_agent_id(plan.agent)
+        validate_key(plan.key)
+    except (UsageError, CatalogEntryError) as exc:
+        raise PackageTamperedError(f"{PLAN_NAME}: {exc}", path=root) from None
+    problems = []
+    if plan.sessions_dir != f"agents/{plan.agent}/sessions":
+        problems.append(f"sessionsDir {plan.sessions_dir!r} is not 'agents/{plan.agent}/sessions'")
+    names = {
+        "targetFile": plan.target_file,
+        "preconditions.target.name": plan.preconditions.target.name,
+        "preconditions.liveTranscript.name": plan.preconditions.live_transcript.name,
+    }
+    for field, name in names.items():
+        if name is not None and not _plain_name(name):
+            problems.append(f"{field} {name[:80]!r} is not a plain file name")
+    if not re.fullmatch(r"[0-9a-f]{1,64}", plan.id):
+        problems.append(f"id {plan.id[:80]!r} is not a hex string")
+    if problems:
+        raise PackageTamperedError(f"{PLAN_NAME}: " + "; ".join(problems) + "; refused, nothing touched", path=root)
 
 
 def copy_durably(src: Path, dst: Path) -> str:

@@ -32,6 +32,11 @@ def _export(lineage: Lineage, state_dir: Path, folder: Path) -> list[str]:
 
     if folder.absolute().resolve().is_relative_to(state_dir.absolute().resolve()):
         raise UsageError(f"{folder}: --export must not be inside the state directory {state_dir}")
+    for piece in lineage.pieces:
+        sid = piece.session_id
+        # The id comes from the SQLite store and becomes a file name: it must not climb out of the folder.
+        if piece.db_path is not None and (not sid or sid in (".", "..") or any(c in sid for c in "/\\\0")):
+            raise UsageError(f"session id {sid[:80]!r} in {piece.db_path} cannot be a file name; nothing exported")
     try:
         folder.mkdir(parents=True, exist_ok=False)
     except FileExistsError as exc:

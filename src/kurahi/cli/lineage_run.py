@@ -7,6 +7,7 @@ function returns the exit code; errors leave through :func:`~kurahi.cli.common.t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,8 +35,12 @@ def run_stitch(
     from kurahi.store.fsio import atomic_write
 
     with translate_errors():
-        if report is not None and report.exists():  # refused before C is written
+        # Refused before C is written: a --report that exists (a dangling symlink too) or is C
+        # itself, an --evidence folder that is not empty.
+        if report is not None and (os.path.lexists(report) or report.resolve() == out.resolve()):
             raise UsageError(f"--report {report}: exists; stitch never overwrites a file")
+        if evidence is not None and os.path.lexists(evidence) and (not evidence.is_dir() or any(evidence.iterdir())):
+            raise UsageError(f"--evidence {evidence}: exists and is not an empty directory")
         rep = stitch(list(sources), out, leaf_id=leaf, rename_colliding=rename_colliding, force=force)
         data = rep.to_dict()
         if report is not None:

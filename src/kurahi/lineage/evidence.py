@@ -41,7 +41,7 @@ def write_evidence(
         UsageError: the folder exists and is not empty.
     """
     d = Path(folder)
-    if d.exists() and (not d.is_dir() or any(d.iterdir())):
+    if os.path.lexists(d) and (not d.is_dir() or any(d.iterdir())):
         raise UsageError(f"{d}: exists and is not an empty directory; evidence is never mixed with other files")
     (d / "reports").mkdir(parents=True, exist_ok=True)
     manifest = {

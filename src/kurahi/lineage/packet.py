@@ -87,16 +87,24 @@ def write_packet(
     """Write a packet into ``folder`` (new or empty) and return it.
 
     Raises:
-        UsageError: the folder is not empty, or an input is missing.
+        UsageError: the folder is not empty (or a dangling symlink), an input is missing, two
+            sources share a file name (one copy would replace the other), or the activation
+            package holds a symlink (a packet is shared: it copies files, never what a link
+            points at).
     """
     d = Path(folder)
-    if d.exists() and (not d.is_dir() or any(d.iterdir())):
+    if os.path.lexists(d) and (not d.is_dir() or any(d.iterdir())):
         raise UsageError(f"{d}: exists and is not an empty directory; a packet is never mixed with other files")
     for p in [*sources, *(x for x in (reconstruction, live) if x is not None)]:
         if not p.is_file():
             raise UsageError(f"{p}: no such file")
+    names = [p.name for p in sources]
+    if len(set(names)) != len(names):
+        raise UsageError(f"two sources share a file name ({', '.join(sorted(names))}); rename one copy")
     if activation is not None and not activation.is_dir():
         raise UsageError(f"{activation}: not an activation package directory")
+    if activation is not None and (links := sorted(str(p) for p in activation.rglob("*") if p.is_symlink())):
+        raise UsageError(f"{activation}: holds symlinks ({', '.join(links[:3])}); a packet copies only files")
     d.mkdir(parents=True, exist_ok=True)
     files: dict[str, Any] = {}
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
+from kurahi.agent.layout import check_agent_id
 from kurahi.errors import GatewayRequestError, GatewayUnavailableError
 from kurahi.gateway.lock import gateway_info
 from kurahi.resident.home import TOKEN_ENV, Home
@@ -96,7 +98,8 @@ class GatewayClient:
 
     def chat(self, agent: str, message: str, *, key: str | None = None, mode: str | None = None) -> Any:
         """One turn; returns once the reply is durable."""
-        return self.request("POST", f"/api/agents/{agent}/chat", json=_body(message=message, key=key, mode=mode))
+        body = _body(message=message, key=key, mode=mode)
+        return self.request("POST", f"/api/agents/{_agent(agent)}/chat", json=body)
 
     def chat_stream(
         self, agent: str, message: str, *, key: str | None = None, mode: str | None = None
@@ -104,7 +107,7 @@ class GatewayClient:
         """One turn as server-sent events: ``(event, data)`` pairs, ending with ``done`` or ``error``."""
         body = _body(message=message, key=key, mode=mode, stream=True)
         try:
-            with self._http.stream("POST", f"/api/agents/{agent}/chat", json=body) as r:
+            with self._http.stream("POST", f"/api/agents/{_agent(agent)}/chat", json=body) as r:
                 if r.status_code >= 400:
                     r.read()
                     _decode(r)
@@ -119,19 +122,19 @@ class GatewayClient:
 
     def sessions(self, agent: str) -> Any:
         """``GET /api/agents/{agent}/sessions``."""
-        return self.request("GET", f"/api/agents/{agent}/sessions")
+        return self.request("GET", f"/api/agents/{_agent(agent)}/sessions")
 
     def reset(self, agent: str, key: str | None = None) -> Any:
         """``POST /api/agents/{agent}/sessions/reset``."""
-        return self.request("POST", f"/api/agents/{agent}/sessions/reset", json=_body(key=key))
+        return self.request("POST", f"/api/agents/{_agent(agent)}/sessions/reset", json=_body(key=key))
 
     def start_job(self, agent: str, message: str, *, key: str | None = None) -> Any:
         """``POST /api/agents/{agent}/jobs``."""
-        return self.request("POST", f"/api/agents/{agent}/jobs", json=_body(message=message, key=key))
+        return self.request("POST", f"/api/agents/{_agent(agent)}/jobs", json=_body(message=message, key=key))
 
     def job(self, agent: str, job_id: str) -> Any:
         """``GET /api/agents/{agent}/jobs/{id}``."""
-        return self.request("GET", f"/api/agents/{agent}/jobs/{job_id}")
+        return self.request("GET", f"/api/agents/{_agent(agent)}/jobs/{quote(job_id, safe='')}")
 
     def recall(self, agent: str, query: str, limit: int = 5) -> Any:
         """``GET /api/memory/recall``."""
@@ -147,7 +150,12 @@ class GatewayClient:
 
     def swap_model(self, agent: str, profile: str) -> Any:
         """``POST /api/agents/{agent}/model``."""
-        return self.request("POST", f"/api/agents/{agent}/model", json={"profile": profile})
+        return self.request("POST", f"/api/agents/{_agent(agent)}/model", json={"profile": profile})
+
+
+def _agent(agent: str) -> str:
+    """An agent id checked before it goes into a URL path (``../config`` would reach another route)."""
+    return check_agent_id(agent)
 
 
 def _body(**kw: Any) -> dict[str, Any]:

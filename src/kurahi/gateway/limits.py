@@ -1,8 +1,9 @@
 """Request size limits as ASGI middleware: oversized bodies and headers are refused early.
 
 A declared ``Content-Length`` over the limit is answered 413 before the body is read; a
-body without one is counted as it streams and cut off at the limit. Headers larger than
-the limit in total get 431.
+body without one (chunked) is counted as it streams and cut off at the limit, with a 413
+even when the app catches the cut-off as a body it could not parse (FastAPI turns any error
+while reading a body into a 400). Headers larger than the limit in total get 431.
 """
 
 from __future__ import annotations
@@ -49,18 +50,27 @@ class SizeLimitMiddleware:
                     return
         seen = 0
         started = False
+        over = False
+        msg = f"request body is over the limit of {self.max_body} bytes"
 
         async def counted() -> Message:
-            nonlocal seen
+            nonlocal seen, over
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_body:
+                    over = True
                     raise _TooLarge
             return message
 
         async def tracking_send(message: Message) -> None:
             nonlocal started
+            if over:
+                # The app caught the cut-off and answers on its own (a 400): answer 413 instead.
+                if message["type"] == "http.response.start" and not started:
+                    started = True
+                    await error_response(413, "body_too_large", msg)(scope, receive, send)
+                return
             if message["type"] == "http.response.start":
                 started = True
             await send(message)
@@ -69,5 +79,5 @@ class SizeLimitMiddleware:
             await self.app(scope, counted, tracking_send)
         except _TooLarge:
             if not started:
-                msg = f"request body is over the limit of {self.max_body} bytes"
+                started = True
                 await error_response(413, "body_too_large", msg)(scope, receive, send)

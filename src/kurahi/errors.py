@@ -57,6 +57,7 @@ Hierarchy::
     ├── ContinuityError               the `continuity` room: reports and runs that cannot be used
     │   ├── ManifestError             a manifest that is not in the manifest format (field)
     │   └── SigningKeyError           the signing key file: unreadable, malformed, too open
+    ├── SecretFileError               the owner token, device registry or home open to other users
     └── UsageError                    a caller passed something that cannot work
 """
 
@@ -105,6 +106,7 @@ __all__ = [
     "ProviderError",
     "ProviderTimeoutError",
     "QueueFullError",
+    "SecretFileError",
     "SigningKeyError",
     "StitchError",
     "StoreError",
@@ -530,6 +532,24 @@ class SigningKeyError(ContinuityError):
 
     Attributes:
         path: the key file.
+    """
+
+    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+class SecretFileError(KurahiError):
+    """A file or directory that guards access is open to other users, or is not a plain file.
+
+    The owner token (``secrets/gateway.token``) and the device registry (``devices.json``)
+    with any group or other permission bit, and the home or ``secrets/`` writable by group or
+    others (anyone could then put their own token or device in place). Like the signing key
+    (:class:`SigningKeyError`) they are refused, never quietly ``chmod``-ed: a token others
+    could read may have been copied, so the owner decides. The message never holds a secret.
+
+    Attributes:
+        path: the file or directory.
     """
 
     def __init__(self, message: str, *, path: str | Path | None = None) -> None:

@@ -105,7 +105,8 @@ class AgentPaths:
         return self.root / "queue" / "queue.jsonl"
 
     def ensure(self) -> AgentPaths:
-        """Create the directories (0700) if they are missing."""
-        for d in (self.workspace, self.sessions, self.ledger.parent, self.jobs.parent, self.queue.parent):
+        """Create the directories (0700, the home's and ``agents/`` too, whatever the umask) if they are missing."""
+        dirs = (self.home, self.home / "agents", self.root, self.workspace, self.sessions)
+        for d in (*dirs, self.ledger.parent, self.jobs.parent, self.queue.parent):
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
         return self

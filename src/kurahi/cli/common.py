@@ -15,6 +15,7 @@ from kurahi.errors import (
     KurahiError,
     LockHeldError,
     NotASessionError,
+    SecretFileError,
     TranscriptReadError,
     UnknownAgentError,
     UsageError,
@@ -102,7 +103,7 @@ def translate_errors() -> Iterator[None]:
     """Turn Kurahi errors into a one-line message and a meaningful exit code."""
     try:
         yield
-    except (NotASessionError, CatalogCorruptError, ConfigError) as exc:
+    except (NotASessionError, CatalogCorruptError, ConfigError, SecretFileError) as exc:
         fail(str(exc), EXIT.INVALID)
     except (TranscriptReadError, UnknownAgentError, GatewayUnavailableError) as exc:
         fail(str(exc), EXIT.NOT_FOUND)

@@ -5,7 +5,8 @@ Every request but ``GET /api/health``, ``/openapi.json`` and the docs carries
 ``KOLO_GATEWAY_TOKEN``) holds every scope; a device token holds the scopes it was paired
 with. Tokens are compared in constant time and never logged or echoed. No or unknown
 credentials: 401; a credential without the route's scope: 403 (checked by
-:func:`require`).
+:func:`require`); credentials that cannot be checked (a token file or device registry that
+became open to other users or unreadable): 500 with the reason, never a traceback.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from kurahi.errors import KurahiError
 from kurahi.gateway.http import HTTPError, error_response
 from kurahi.resident.devices import SCOPES, DeviceRegistry
 
@@ -56,7 +58,11 @@ class AuthMiddleware:
                 if raw[:7].lower() == "bearer ":
                     token = raw[7:].strip()
                 break
-        principal = self._resolve(token) if token else None
+        try:
+            principal = self._resolve(token) if token else None
+        except KurahiError as exc:  # the server's problem, not the caller's: 500, with the reason
+            await error_response(500, "credentials_unusable", str(exc))(scope, receive, send)
+            return
         if principal is None:
             what = "a valid bearer token is required" if token else "missing bearer token"
             response = error_response(401, "unauthorized", what, {"WWW-Authenticate": "Bearer"})

@@ -16,6 +16,7 @@ from kurahi.errors import (
     KurahiError,
     LockHeldError,
     QueueFullError,
+    SecretFileError,
     UnknownAgentError,
     UsageError,
 )
@@ -49,6 +50,8 @@ def error_response(status: int, code: str, message: str, headers: dict[str, str]
 
 def from_kurahi(exc: KurahiError) -> HTTPError:
     """The HTTP error for a library error."""
+    if isinstance(exc, SecretFileError):
+        return HTTPError(500, "insecure_secret_file", str(exc))
     if isinstance(exc, UnknownAgentError):
         return HTTPError(404, "unknown_agent", str(exc))
     if isinstance(exc, QueueFullError):

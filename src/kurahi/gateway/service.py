@@ -43,6 +43,13 @@ class Gateway:
     """Everything a running gateway holds (see the module docstring)."""
 
     def __init__(self, home: Home, *, runtime_options: dict[str, Any] | None = None) -> None:
+        """Load the home's config and devices.
+
+        Raises:
+            SecretFileError: the home's token, devices or directories are open to other users.
+            ConfigError: the config cannot be used.
+        """
+        home.check_private()
         self.home = home
         self.devices = DeviceRegistry(home.devices)
         self.audit = AuditChain(home.audit)

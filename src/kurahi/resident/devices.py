@@ -4,7 +4,8 @@ The token itself is returned by :meth:`DeviceRegistry.pair` and never stored; a 
 token is hashed and compared with every stored hash in constant time. Scopes are
 ``read``, ``chat`` and ``admin``. The registry is ``devices.json`` (0600), changed under a
 lock and replaced atomically, so the CLI can pair a device while the gateway runs (the
-gateway re-reads it when it changes).
+gateway re-reads it when it changes). A registry open to other users (who could add their
+own device) is refused, as :func:`kurahi.resident.home.read_private_file` says.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 import msgspec
 
 from kurahi.errors import ConfigError, UsageError
+from kurahi.resident.home import read_private_file
 from kurahi.store import fsio
 from kurahi.store.locks import FileLock
 
@@ -88,7 +90,7 @@ class DeviceRegistry:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self._cache: tuple[tuple[int, int, int], list[Device]] | None = None
+        self._cache: tuple[tuple[int, int, int, int], list[Device]] | None = None
 
     def devices(self) -> list[Device]:
         """Every device (revoked ones too), re-read only when the file changed."""
@@ -96,7 +98,7 @@ class DeviceRegistry:
             st = os.stat(self.path)
         except FileNotFoundError:
             return []
-        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)
         if self._cache is not None and self._cache[0] == stamp:
             return self._cache[1]
         devices = self._read()
@@ -104,11 +106,12 @@ class DeviceRegistry:
         return devices
 
     def _read(self) -> list[Device]:
-        try:
-            raw = msgspec.json.decode(self.path.read_bytes())
-        except FileNotFoundError:
+        data = read_private_file(self.path, "the device registry", "delete it to unpair every device")
+        if data is None:
             return []
-        except (OSError, msgspec.DecodeError) as exc:
+        try:
+            raw = msgspec.json.decode(data)
+        except msgspec.DecodeError as exc:
             raise ConfigError(f"cannot read the device registry: {exc}", path=self.path) from exc
         items = raw.get("devices") if isinstance(raw, dict) else None
         if not isinstance(items, list):

@@ -13,22 +13,72 @@
         agents/<agentId>/...            see :mod:`kurahi.agent.layout`
 
 Nothing under ``secrets/`` is ever written to a log, a report or a response.
+
+**Private.** The home and every directory Kurahi makes in it are created 0700, secret files
+0600, whatever the umask. The owner token and ``devices.json`` are read only when no group
+or other permission bit is set and they are not symlinks; the home and ``secrets/`` only when
+no group or other write bit is set (else anyone could swap in their own token or device).
+Anything else is refused with :class:`~kurahi.errors.SecretFileError`, never quietly
+``chmod``-ed, as the signing key is: a token others could read may have been copied.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from kurahi.agent.layout import AgentPaths, check_agent_id
+from kurahi.errors import SecretFileError
 
-__all__ = ["HOME_ENV", "TOKEN_ENV", "Home"]
+__all__ = ["HOME_ENV", "TOKEN_ENV", "Home", "read_private_file"]
 
 HOME_ENV = "KOLO_HOME"
 """Environment variable naming the home."""
 TOKEN_ENV = "KOLO_GATEWAY_TOKEN"
 """Environment variable that may hold the owner token (instead of the token file)."""
+
+
+_MAX_PRIVATE_FILE = 4 * 1024 * 1024
+_DEVICES_FIX = "delete it to unpair every device"
+
+
+def read_private_file(path: Path, what: str, fix: str) -> bytes | None:
+    """The bytes of a file that guards access; ``None`` when it does not exist.
+
+    Args:
+        path: the file.
+        what: what it is, for messages (``the owner token``).
+        fix: what the owner can do instead of ``chmod 600`` (for messages).
+
+    Raises:
+        SecretFileError: a symlink, not a regular file, any group or other permission bit,
+            larger than 4 MiB, or unreadable.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SecretFileError(f"{what} is a symlink; it must be a file of its own", path=path) from None
+        raise SecretFileError(f"cannot read {what}: {exc.strerror}", path=path) from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise SecretFileError(f"{what} is not a regular file", path=path)
+        if st.st_mode & 0o077:
+            raise SecretFileError(
+                f"{what} is open to other users (mode {stat.S_IMODE(st.st_mode):04o}), so it may have been "
+                f"copied; refused. `chmod 600 {path}` to keep it, or {fix}",
+                path=path,
+            )
+        data = f.read(_MAX_PRIVATE_FILE + 1)
+    if len(data) > _MAX_PRIVATE_FILE:
+        raise SecretFileError(f"{what} is larger than {_MAX_PRIVATE_FILE} bytes", path=path)
+    return data
 
 
 @dataclass(frozen=True)
@@ -80,14 +130,49 @@ class Home:
         return self.root / "audit" / "chain.jsonl"
 
     def owner_token(self) -> str | None:
-        """The owner token: ``KOLO_GATEWAY_TOKEN`` if set, else ``secrets/gateway.token``; ``None`` without either."""
+        """The owner token: ``KOLO_GATEWAY_TOKEN`` if set, else ``secrets/gateway.token``; ``None`` without either.
+
+        Raises:
+            SecretFileError: the token file is open to other users, a symlink, or unreadable.
+        """
         env = os.environ.get(TOKEN_ENV)
         if env:
             return env.strip()
+        data = read_private_file(self.token_file, "the owner token", "delete it and run `kurahi init` for a new one")
+        return (data.decode("utf-8", "replace").strip() or None) if data is not None else None
+
+    def check_private(self) -> None:
+        """Refuse a home whose access files could be read or replaced by other users (see the module docstring).
+
+        Checks the home and ``secrets/`` (no group or other write bit), the owner token and
+        ``devices.json`` (:func:`read_private_file`), and the signing key's mode, where they exist.
+
+        Raises:
+            SecretFileError: the first problem found.
+        """
+        for d in (self.root, self.secrets):
+            try:
+                mode = os.stat(d).st_mode
+            except FileNotFoundError:
+                continue
+            if mode & 0o022:
+                raise SecretFileError(
+                    f"writable by other users (mode {stat.S_IMODE(mode):04o}): anyone could put their own owner "
+                    f"token or device in place; refused. `chmod go-w {d}`",
+                    path=d,
+                )
+        read_private_file(self.token_file, "the owner token", "delete it and run `kurahi init` for a new one")
+        read_private_file(self.devices, "the device registry", _DEVICES_FIX)
         try:
-            return self.token_file.read_text().strip() or None
-        except OSError:
-            return None
+            mode = os.lstat(self.signing_key).st_mode
+        except FileNotFoundError:
+            return
+        if mode & 0o077:
+            raise SecretFileError(
+                f"the signing key is open to other users (mode {stat.S_IMODE(mode):04o}); refused. "
+                f"`chmod 600 {self.signing_key}` to keep it, or move it away for a new key",
+                path=self.signing_key,
+            )
 
     def agent(self, agent_id: str, *, must_exist: bool = False) -> AgentPaths:
         """One agent's paths (the id is checked before any path is built)."""

@@ -1,9 +1,11 @@
 """``kurahi init``: a new home with a seeded resident, never overwriting what is there.
 
-Creates the directories (0700 for ``secrets/``, ``identity/`` and ``run/``), ``config.json``
-with the default model profiles, the owner token (random, 0600) and the resident's
-workspace: IDENTITY.md with an identity marker, SOUL.md, AGENTS.md, MEMORY.md and
-``memory/``. Running it again creates only what is missing and reports what it kept.
+Creates the directories (every one 0700, the home included, whatever the umask),
+``config.json`` with the default model profiles, the owner token (random, 0600) and the
+resident's workspace: IDENTITY.md with an identity marker, SOUL.md, AGENTS.md, MEMORY.md and
+``memory/``. Running it again creates only what is missing and reports what it kept; an
+existing home whose token, device registry or directories are open to other users is refused
+(:meth:`Home.check_private`) before anything is created.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ def init_home(
 
     Raises:
         UsageError: an unsafe agent id.
+        SecretFileError: an existing home whose access files are open to other users.
     """
     home = Home.at(root)
     paths = home.agent(agent)
@@ -87,12 +90,13 @@ def init_home(
     def note(path: Path, made: bool) -> None:
         (report.created if made else report.kept).append(str(path.relative_to(home.root)))
 
-    home.root.mkdir(parents=True, exist_ok=True)
+    home.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    home.check_private()
     for d in (home.secrets, home.signing_key.parent, home.lock.parent, home.audit.parent):
         d.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(d, 0o700)
     paths.ensure()
-    (paths.workspace / "memory").mkdir(exist_ok=True)
+    (paths.workspace / "memory").mkdir(mode=0o700, exist_ok=True)
 
     if home.config.exists():
         note(home.config, False)
@@ -101,7 +105,6 @@ def init_home(
         note(home.config, True)
 
     if home.token_file.exists():
-        os.chmod(home.token_file, 0o600)
         note(home.token_file, False)
     else:
         fsio.atomic_write(home.token_file, secrets.token_urlsafe(32).encode() + b"\n", mode=0o600)

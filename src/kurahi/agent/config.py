@@ -2,7 +2,9 @@
 
 Loose input, strict state: the file is decoded once into typed structs with defaults, and
 every unknown or mistyped field is an error that names the field. Profiles ``alpha`` and
-``beta`` (both deterministic) always exist unless the file redefines them.
+``beta`` (both deterministic) always exist unless the file redefines them. A config file is
+at most :data:`MAX_CONFIG_BYTES`, and ``apiKeyEnv`` may not name one of Kurahi's own
+variables (``KOLO_GATEWAY_TOKEN`` would send the owner token to whatever ``baseUrl`` says).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from kurahi.errors import ConfigError
 from kurahi.lifecycle.policy import FreshnessConfig
 
 __all__ = [
+    "MAX_CONFIG_BYTES",
     "AgentSettings",
     "CompactionSettings",
     "Config",
@@ -25,6 +28,9 @@ __all__ = [
     "ToolPolicy",
     "load_config",
 ]
+
+MAX_CONFIG_BYTES = 1024 * 1024
+"""Largest ``config.json`` read or written."""
 
 QueueMode = Literal["steer", "followup", "collect", "interrupt"]
 DropPolicy = Literal["reject", "drop-oldest"]
@@ -50,6 +56,10 @@ class ModelProfile(msgspec.Struct, rename="camel", forbid_unknown_fields=True, f
     """The model's context window, in tokens."""
     max_tokens: int = 4096
     """Upper bound on a reply."""
+
+    def __post_init__(self) -> None:
+        if self.api_key_env is not None and self.api_key_env.upper().startswith("KOLO_"):
+            raise ValueError(f"apiKeyEnv {self.api_key_env!r} names one of Kurahi's own variables, never an API key")
 
 
 class ToolPolicy(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -155,15 +165,18 @@ def load_config(home: str | os.PathLike[str]) -> Config:
     """Read ``<home>/config.json`` (a missing file gives the defaults).
 
     Raises:
-        ConfigError: the file does not parse, or a field is unknown or mistyped.
+        ConfigError: the file does not parse, is too large, or a field is unknown or mistyped.
     """
     path = Path(home) / "config.json"
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         return Config()
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", path=path) from exc
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"larger than {MAX_CONFIG_BYTES} bytes; refused", path=path)
     try:
         config = msgspec.json.decode(raw, type=Config)
     except msgspec.ValidationError as exc:

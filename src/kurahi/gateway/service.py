@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from kurahi import __version__
-from kurahi.agent.config import Config, load_config
+from kurahi.agent.config import MAX_CONFIG_BYTES, Config, load_config
 from kurahi.agent.runtime import Runtime
 from kurahi.errors import ConfigError
 from kurahi.gateway.audit import AuditChain
@@ -131,7 +131,8 @@ class Gateway:
             ConfigError: the patched config would not work (the message says where).
         """
         try:
-            current = msgspec.json.decode(self.home.config.read_bytes())
+            with self.home.config.open("rb") as f:
+                current = msgspec.json.decode(f.read(MAX_CONFIG_BYTES + 1))
         except FileNotFoundError:
             current = {}
         except msgspec.DecodeError as exc:
@@ -149,8 +150,11 @@ class Gateway:
         for agent in self.home.agents():
             settings = candidate.agent(agent)
             candidate.profile(settings.model)
+        data = msgspec.json.format(msgspec.json.encode(merged)) + b"\n"
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"the patched config would be {len(data)} bytes; the limit is {MAX_CONFIG_BYTES}")
         try:
-            fsio.atomic_write(self.home.config, msgspec.json.format(msgspec.json.encode(merged)) + b"\n", mode=0o600)
+            fsio.atomic_write(self.home.config, data, mode=0o600)
         except OSError as exc:
             raise ConfigError(f"cannot write the config: {exc.strerror or exc}", path=self.home.config) from exc
         self.config = candidate

@@ -10,6 +10,7 @@ applies the change and writes the result atomically with mode 0600; a change tha
 bytes as they were writes nothing. A catalog that exists but does not parse is never
 overwritten: every call on it raises :class:`CatalogCorruptError` until :meth:`Catalog.repair`
 moves it aside, because writing ``{}`` over it is exactly how OpenClaw users lose sessions.
+A catalog larger than :data:`MAX_CATALOG_BYTES` is refused the same way (read, never written).
 
 The bytes (parsing, OpenClaw's layout, validation of keys and fields) live in
 :mod:`kurahi.store.catalog_format`; this module does the file work.
@@ -46,6 +47,7 @@ from kurahi.store.locks import FileLock
 __all__ = [
     "CATALOG_NAME",
     "DEFAULT_LOCK_TIMEOUT",
+    "MAX_CATALOG_BYTES",
     "MAX_KEY_LENGTH",
     "Catalog",
     "Entry",
@@ -61,6 +63,8 @@ CATALOG_NAME = "sessions.json"
 """The catalog's file name inside ``agents/<agentId>/sessions/``."""
 DEFAULT_LOCK_TIMEOUT = 10.0
 """Seconds a change waits for another writer before giving up with ``LockHeldError``."""
+MAX_CATALOG_BYTES = 256 * 1024 * 1024
+"""Largest catalog read (OpenClaw's entries can be large; this only stops a runaway file)."""
 
 T = TypeVar("T")
 
@@ -315,6 +319,11 @@ class Catalog:
                 raise CatalogError("is a directory, expected a sessions.json file", path=self.path)
             if not stat.S_ISREG(st.st_mode):
                 raise CatalogError("is not a regular file", path=self.path)
+            if st.st_size > MAX_CATALOG_BYTES:
+                raise CatalogError(
+                    f"is {st.st_size} bytes, over the limit of {MAX_CATALOG_BYTES}; refused (never overwritten)",
+                    path=self.path,
+                )
             with os.fdopen(fd, "rb", closefd=False) as fh:
                 return fh.read()
         except OSError as exc:

@@ -150,13 +150,18 @@ class ReadTool(Tool):
             raise ToolError(f"{args['path']}: is a directory; use list", tool=self.name) from None
         except OSError as exc:
             raise ToolError(f"{args['path']}: {exc.strerror}", tool=self.name) from None
-        with os.fdopen(fd, "rb") as f, _fs_errors(args["path"], self.name):
-            mode = os.fstat(fd).st_mode
-            if stat.S_ISDIR(mode):
-                raise ToolError(f"{args['path']}: is a directory; use list", tool=self.name)
-            if not stat.S_ISREG(mode):
-                raise ToolError(f"{args['path']}: not a regular file", tool=self.name)
-            data = f.read(_MAX_READ + 1)
+        try:
+            with _fs_errors(args["path"], self.name):
+                mode = os.fstat(fd).st_mode
+                if stat.S_ISDIR(mode):
+                    raise ToolError(f"{args['path']}: is a directory; use list", tool=self.name)
+                if not stat.S_ISREG(mode):
+                    raise ToolError(f"{args['path']}: not a regular file", tool=self.name)
+                data = b""
+                while len(data) <= _MAX_READ and (chunk := os.read(fd, _MAX_READ + 1 - len(data))):
+                    data += chunk
+        finally:
+            os.close(fd)
         if len(data) > _MAX_READ:
             raise ToolError(f"{args['path']}: larger than {_MAX_READ} bytes", tool=self.name)
         return ToolOutput(data.decode("utf-8", "replace"))

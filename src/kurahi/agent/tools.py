@@ -109,7 +109,10 @@ def resolve_in_workspace(workspace: Path, rel: Any, *, tool: str = "") -> Path:
     if ".." in Path(rel).parts:
         raise PathRefusedError(f"path {rel!r} may not contain '..'", tool=tool)
     root = workspace.resolve()
-    target = (root / rel).resolve()
+    try:
+        target = (root / rel).resolve()
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError up to Python 3.12)
+        raise PathRefusedError(f"path {rel!r} cannot be resolved (a symlink loop?)", tool=tool) from None
     if target != root and root not in target.parents:
         raise PathRefusedError(f"path {rel!r} leaves the workspace", tool=tool)
     return target

@@ -127,6 +127,16 @@ def _fs_errors(rel: Any, tool: str) -> Iterator[None]:
         raise ToolError(f"{rel}: {exc.strerror or type(exc).__name__}", tool=tool) from exc
 
 
+def _make_dirs(d: Path) -> None:
+    """Create ``d`` and its missing parents, each 0700 (``mkdir -p`` gives parents the umask's mode)."""
+    missing = []
+    while not d.is_dir():
+        missing.append(d)
+        d = d.parent
+    for m in reversed(missing):
+        m.mkdir(mode=0o700, exist_ok=True)
+
+
 def _str_arg(args: dict[str, Any], key: str, tool: str, default: str | None = None) -> str:
     value = args.get(key, default)
     if not isinstance(value, str):
@@ -208,7 +218,7 @@ class WriteTool(Tool):
         if p == ctx.workspace.resolve() or p.is_dir():
             raise ToolError(f"{args['path']}: is a directory; write names a file", tool=self.name)
         with _fs_errors(args["path"], self.name):
-            p.parent.mkdir(parents=True, exist_ok=True)
+            _make_dirs(p.parent)
             fsio.atomic_write(p, content, mode=0o644)
         digest = hashlib.sha256(content).hexdigest()
         return ToolOutput(f"wrote {len(content)} bytes to {args['path']} (sha256 {digest[:16]})")
@@ -267,7 +277,7 @@ class MemoryAppendTool(Tool):
         with _fs_errors(f"memory/{p.name}", self.name):
             if p.exists() and self._tag(ctx) in p.read_bytes():
                 return ToolOutput(f"already appended to memory/{p.name} by this action")
-            p.parent.mkdir(parents=True, exist_ok=True)
+            _make_dirs(p.parent)
             block = text.rstrip("\n").encode() + b"\n" + self._tag(ctx) + b"\n"
             fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
             try:

@@ -10,7 +10,8 @@ applies the change and writes the result atomically with mode 0600; a change tha
 bytes as they were writes nothing. A catalog that exists but does not parse is never
 overwritten: every call on it raises :class:`CatalogCorruptError` until :meth:`Catalog.repair`
 moves it aside, because writing ``{}`` over it is exactly how OpenClaw users lose sessions.
-A catalog larger than :data:`MAX_CATALOG_BYTES` is refused the same way (read, never written).
+A catalog larger than :data:`MAX_CATALOG_BYTES` is corrupt in the same way: refused, never
+read whole or overwritten, and moved aside by :meth:`Catalog.repair`.
 
 The bytes (parsing, OpenClaw's layout, validation of keys and fields) live in
 :mod:`kurahi.store.catalog_format`; this module does the file work.
@@ -269,7 +270,10 @@ class Catalog:
             LockHeldError: another writer holds the lock.
         """
         with self._lock():
-            raw = self._read_raw()
+            try:
+                raw = self._read_raw()
+            except CatalogCorruptError:
+                raw = b""  # too large to read: corrupt as it stands
             if raw is None:
                 return None
             try:
@@ -320,8 +324,9 @@ class Catalog:
             if not stat.S_ISREG(st.st_mode):
                 raise CatalogError("is not a regular file", path=self.path)
             if st.st_size > MAX_CATALOG_BYTES:
-                raise CatalogError(
-                    f"is {st.st_size} bytes, over the limit of {MAX_CATALOG_BYTES}; refused (never overwritten)",
+                raise CatalogCorruptError(
+                    f"is {st.st_size} bytes, over the limit of {MAX_CATALOG_BYTES}; never read or overwritten "
+                    "(`kurahi sessions repair` moves it aside)",
                     path=self.path,
                 )
             with os.fdopen(fd, "rb", closefd=False) as fh:

@@ -58,15 +58,14 @@ def send_command(
     from kurahi.agent.runtime import Runtime
 
     async def go() -> Any:
-        with translate_errors():
+        with translate_errors():  # start-up too: a corrupt catalog is a message and exit 4, not a traceback
             AgentPaths.of(home or default_home(), agent, must_exist=True)
             rt = Runtime(home or default_home(), agent)
-        try:
-            await rt.start()
-            with translate_errors():
+            try:
+                await rt.start()
                 return await rt.send(key or f"agent:{agent}:main", text)
-        finally:
-            await rt.close()
+            finally:
+                await rt.close()
 
     result = asyncio.run(go())
     if as_json:

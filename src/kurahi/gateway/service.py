@@ -22,6 +22,7 @@ from kurahi.gateway.audit import AuditChain
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
 from kurahi.store import fsio
+from kurahi.store.catalog import Catalog
 
 __all__ = ["Gateway", "merge_patch"]
 
@@ -48,12 +49,16 @@ class Gateway:
         Raises:
             SecretFileError: the home's token, devices or directories are open to other users.
             ConfigError: the config cannot be used.
+            CatalogError: an agent's catalog is corrupt or too large (checked here, so that
+                ``gateway run`` says so in one line instead of failing its start-up with a traceback).
         """
         home.check_private()
         self.home = home
         self.devices = DeviceRegistry(home.devices)
         self.audit = AuditChain(home.audit)
         self.config: Config = load_config(home.root)
+        for agent in home.agents():
+            Catalog(home.agent(agent).catalog).items()
         self.runtimes: dict[str, Runtime] = {}
         self._runtime_options = runtime_options or {}
         self._lock = asyncio.Lock()

@@ -136,6 +136,24 @@ def test_duplicate_ids_later_line_wins(tmp_path: Path) -> None:
     assert code == 0 and json.loads(out)["duplicateIds"] == 1
 
 
+@pytest.mark.parametrize("c_scanner", [True, False], ids=["C scanner", "Python scanner"])
+def test_duplicate_ids_around_a_loop_are_walked_as_pi_walks_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, c_scanner: bool
+) -> None:
+    # Found by fuzzing (the C scanner against the Python one): the Python scanner's walk looks
+    # an id up nearest the entry asking, and met a loop through an earlier copy of a repeated
+    # id before confirming the id was unique. Pi follows the last copy: no loop here.
+    monkeypatch.setattr(native, "ENABLED", c_scanner)
+    rows = [entry("p", "q"), entry("q", "p"), entry("r", "q"), entry("p", None), entry("s", "r")]
+    with Transcript.from_bytes(lines(HEADER, *rows)) as t:
+        assert [e.line for e in t.path()] == [5, 3, 4, 6]
+    # A real loop through repeated ids is named by the copies Pi follows (the last ones).
+    rows = [entry("a", None), entry("b", "d"), entry("c", "b"), entry("d", "c"), entry("c", "b"), entry("d", "c")]
+    with Transcript.from_bytes(lines(HEADER, *rows)) as t, pytest.raises(ParentCycleError) as info:
+        t.path()
+    assert "(lines [7, 6, 3])" in str(info.value)
+
+
 def test_missing_parent_cuts_the_path(tmp_path: Path) -> None:
     p = write(tmp_path, "o.jsonl", lines(HEADER, entry("a", None), entry("b", "nowhere")))
     assert [m["content"] for m in project_file(p).context.messages] == ["hi"]

@@ -91,6 +91,14 @@ def test_bad_reports_and_options(full: tuple[dict[str, Any], Path], tmp_path: Pa
     assert r.exit_code == 4 and "JSON array" in r.output
 
 
+def test_a_report_nested_too_deeply_is_refused_clearly(tmp_path: Path) -> None:
+    # Found by fuzzing: the JSON parser's RecursionError escaped read_report as a traceback.
+    path = tmp_path / "deep.json"
+    path.write_bytes(b'{"body": {"x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}")
+    with pytest.raises(ContinuityError, match="nested too deeply"):
+        read_report(path)
+
+
 def test_smoke_home_must_end_in_kolo_test(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("KOLO_SMOKE_HOME", str(tmp_path / "my-real-home"))
     with pytest.raises(UsageError, match=r"must end in '\.kolo-test'"):

@@ -151,6 +151,27 @@ def test_config_apply_reloads_in_place_and_refuses_a_breaking_patch(served: Any)
         assert "(beta)" in c.post("/api/agents/alice/chat", json={"message": "three"}).json()["reply"]
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"patch": {"models": {"alpha": {"timeoutS": 1e999}}}}',
+        b'{"patch": {"models": {"gamma": {"timeoutS": NaN}}}}',
+        b'{"patch": {"models": {"gamma": {"model": "\\ud800"}}}}',
+    ],
+    ids=["infinity", "nan", "lone surrogate"],
+)
+def test_config_apply_refuses_what_json_cannot_hold(served: Any, body: bytes) -> None:
+    # Found by fuzzing: Python's JSON reader (FastAPI's) takes 1e999, NaN and lone surrogate
+    # escapes. Infinity validated as a number but was written as null, so the next start
+    # failed on its own config; a lone surrogate could not be written at all (a 500).
+    stored = served.home.config.read_bytes()
+    with served.client() as c:
+        r = c.post("/api/config/apply", content=body, headers={"content-type": "application/json"})
+        assert r.status_code == 422, r.text
+        assert r.json()["error"]["code"] == "invalid_config"
+    assert served.home.config.read_bytes() == stored
+
+
 def test_memory_recall_is_deterministic(served: Any) -> None:
     ws = served.home.agent("alice").workspace
     (ws / "memory" / "facts.md").write_text(

@@ -180,6 +180,28 @@ def test_bad_inputs_are_refused_and_sources_untouched(a_and_b: tuple[Path, Path]
     assert not list(tmp_path.glob(".*.tmp"))
 
 
+def test_a_leaf_without_an_id_is_refused_as_an_attach_point(a_and_b: tuple[Path, Path], tmp_path: Path) -> None:
+    # Found by fuzzing: an entry without an id as BEFORE's last line (Pi's leaf) left AFTER
+    # nothing to attach to, and stitch failed on an assert. With --leaf it goes through.
+    a, b = a_and_b
+    idless = tmp_path / "idless.jsonl"
+    rows = _lines(a)
+    last = json.loads(rows[-1])
+    late = {"type": "custom", "customType": "x", "parentId": last["id"], "timestamp": last["timestamp"]}
+    idless.write_bytes(b"\n".join([*rows, json.dumps(late).encode()]) + b"\n")
+    with pytest.raises(StitchError, match=rf"leaf \(line {len(rows) + 1}\) has no id.*--leaf"):
+        stitch([idless, b], tmp_path / "c.jsonl")
+    assert not (tmp_path / "c.jsonl").exists()
+    rep = stitch([idless, b], tmp_path / "c.jsonl", leaf_id=last["id"])
+    assert rep.edges[0]["parent"] == last["id"]
+    # The same for a middle source, whose leaf the next one attaches to.
+    later = tmp_path / "later.jsonl"
+    with Session.create(later, cwd="/home/ava") as s:
+        s.append_message(user_message("a second reset", 20))
+    with pytest.raises(StitchError, match="its leaf has no id"):
+        stitch([b, idless, later], tmp_path / "d.jsonl", rename_colliding=True, force=True)
+
+
 def test_colliding_ids_are_refused_or_renamed(a_and_b: tuple[Path, Path], tmp_path: Path, batch: int) -> None:
     a, _ = a_and_b
     twin = tmp_path / "twin.jsonl"

@@ -14,7 +14,7 @@ from kurahi.cli import app
 from kurahi.cli.common import EXIT
 from kurahi.context.files import project_file
 from kurahi.errors import NotASessionError, ParentCycleError, TranscriptReadError
-from kurahi.store import Transcript
+from kurahi.store import Transcript, native
 from kurahi.store.session import Session
 
 HEADER = '{"type":"session","version":3,"id":"s-1","timestamp":"2026-11-30T08:00:00.000Z","cwd":"/w"}'
@@ -62,6 +62,26 @@ def test_non_json_line_is_skipped_with_a_warning_naming_the_line(tmp_path: Path)
     assert code == 0
     assert "a.jsonl:3" in out and "not JSON" in out
     assert fingerprint(p) == before
+
+
+@pytest.mark.parametrize("c_scanner", [True, False], ids=["C scanner", "Python scanner"])
+def test_a_line_nested_too_deeply_to_decode_is_skipped_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, c_scanner: bool
+) -> None:
+    # Found by fuzzing: one line nested deeper than Python's parsers go (JSON.parse in
+    # Node goes deeper) made the whole file unreadable with a RecursionError.
+    monkeypatch.setattr(native, "ENABLED", c_scanner)
+    deep = entry("b", "a").replace('"hi"', "[" * 100_000 + "]" * 100_000)
+    p = write(tmp_path, "a.jsonl", lines(HEADER, entry("a", None), deep, entry("c", "b"), entry("d", "a")))
+    with Transcript.open(p) as t:
+        assert [e.id for e in t.path()] == ["a", "d"]
+        assert [w.line for w in t.warnings] == [3]
+        assert "nested too deeply" in t.warnings[0].message
+    fc = project_file(p)
+    assert [w.line for w in fc.warnings] == [3]
+    assert len(fc.context.messages) == 2
+    with pytest.raises(NotASessionError):
+        Transcript.from_bytes(lines(deep.replace('"message"', '"session"', 1), entry("a", None)))
 
 
 def test_invalid_utf8_is_read_as_node_reads_it(tmp_path: Path) -> None:
@@ -114,6 +134,24 @@ def test_duplicate_ids_later_line_wins(tmp_path: Path) -> None:
     assert project_file(p).context.messages == [{"role": "user", "content": "second", "timestamp": 1}]
     code, out = run("session", "stats", str(p), "--json")
     assert code == 0 and json.loads(out)["duplicateIds"] == 1
+
+
+@pytest.mark.parametrize("c_scanner", [True, False], ids=["C scanner", "Python scanner"])
+def test_duplicate_ids_around_a_loop_are_walked_as_pi_walks_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, c_scanner: bool
+) -> None:
+    # Found by fuzzing (the C scanner against the Python one): the Python scanner's walk looks
+    # an id up nearest the entry asking, and met a loop through an earlier copy of a repeated
+    # id before confirming the id was unique. Pi follows the last copy: no loop here.
+    monkeypatch.setattr(native, "ENABLED", c_scanner)
+    rows = [entry("p", "q"), entry("q", "p"), entry("r", "q"), entry("p", None), entry("s", "r")]
+    with Transcript.from_bytes(lines(HEADER, *rows)) as t:
+        assert [e.line for e in t.path()] == [5, 3, 4, 6]
+    # A real loop through repeated ids is named by the copies Pi follows (the last ones).
+    rows = [entry("a", None), entry("b", "d"), entry("c", "b"), entry("d", "c"), entry("c", "b"), entry("d", "c")]
+    with Transcript.from_bytes(lines(HEADER, *rows)) as t, pytest.raises(ParentCycleError) as info:
+        t.path()
+    assert "(lines [7, 6, 3])" in str(info.value)
 
 
 def test_missing_parent_cuts_the_path(tmp_path: Path) -> None:

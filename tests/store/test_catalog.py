@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import shutil
 import signal
@@ -105,6 +106,20 @@ def test_layout_matches_json_stringify_on_tricky_strings() -> None:
     assert data == js_layout(store)
     assert b'"lone": "\\ud800"' in data
     assert parse_catalog(data) == store
+
+
+def test_an_unpaired_surrogate_and_an_out_of_range_number_still_serialize() -> None:
+    # Found by fuzzing: both are legal in what the loader accepts (JSON.parse reads 1e400 as
+    # Infinity); together they sent the writer down its slow path, which refused Infinity
+    # with a ValueError, so every later upsert of that catalog failed. JSON.stringify (and
+    # the fast path) write a number out of range as null.
+    store = parse_catalog(b'{"k\\ud800": {"x": 1e400, "y": [-1e400, 2]}}')
+    data = serialize_catalog(store)
+    assert parse_catalog(data) == {"k\ud800": {"x": None, "y": [None, 2]}}
+    assert serialize_catalog({"k": {"x": math.inf}}) == b'{\n  "k": {\n    "x": null\n  }\n}'
+    # As deep as the loader goes: the slow path must not run out of recursion either.
+    deep = parse_catalog(b'{"k": {"s": "\\ud800", "x": ' + b"[" * 800 + b"1e400" + b"]" * 800 + b"}}")
+    assert b"null" + b"\n" in serialize_catalog(deep)
 
 
 json_values = st.recursive(

@@ -106,6 +106,8 @@ def read_report(path: Path) -> dict[str, Any]:
         report = json.loads(data)
     except ValueError as exc:
         raise ContinuityError(f"{path}: not JSON (truncated or edited?): {exc}") from exc
+    except RecursionError as exc:
+        raise ContinuityError(f"{path}: not usable JSON: nested too deeply") from exc
     if not isinstance(report, dict) or not isinstance(report.get("body"), dict):
         raise ContinuityError(f"{path}: not a continuity report")
     body = report["body"]

@@ -145,6 +145,15 @@ class Gateway:
         merged = merge_patch(current, patch)
         if not isinstance(merged, dict):
             raise ConfigError("the patched config is not a JSON object")
+        # Validate what will be written, not what was sent: Python's JSON reader takes NaN,
+        # Infinity (1e999) and lone surrogate escapes, which a config file cannot hold (the
+        # first two would be written as null, and the gateway could not load its config).
+        try:
+            data = msgspec.json.format(msgspec.json.encode(merged)) + b"\n"
+        except UnicodeEncodeError as exc:
+            raise ConfigError("the patch holds a string that is not valid Unicode (a lone surrogate)") from exc
+        if msgspec.json.decode(data) != merged:
+            raise ConfigError("the patch holds a number JSON cannot hold (NaN or Infinity; 1e999 reads as Infinity)")
         try:
             candidate = msgspec.convert(merged, Config)
         except msgspec.ValidationError as exc:

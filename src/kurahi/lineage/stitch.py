@@ -257,6 +257,11 @@ def _stitch(
             cp = canonical_path(t, leaf_id, branches=False)
             if not cp.entries:
                 raise StitchError(f"{p}: BEFORE has no entries to continue from")
+            if cp.leaf_id is None:
+                raise StitchError(
+                    f"{p}: BEFORE's leaf (line {cp.entries[-1].line}) has no id for AFTER to attach to; "
+                    "--leaf chooses another entry"
+                )
             piece = _Piece(k, [e.index for e in cp.entries], leaf=cp.leaf_id)
         else:
             if not len(t):
@@ -269,7 +274,8 @@ def _stitch(
                     f"({root.parent_id!r}); was it stitched before?"
                 )
             attach = pieces[-1].leaf
-            assert attach is not None
+            if attach is None:  # a middle source whose leaf has no id (BEFORE's is checked above)
+                raise StitchError(f"{paths[k - 1]}: its leaf has no id for {p} to attach to")
             piece = _Piece(k, list(range(len(t))), {root.index: attach}, leaf=cp.leaf_id)
             first_ms = date_ms(t.entry_at(0).data.get("timestamp", MISSING))
             if isinstance(first_ms, int) and isinstance(prev_last_ms, int) and first_ms < prev_last_ms:

@@ -166,11 +166,35 @@ def serialize_catalog(store: Mapping[str, Mapping[str, Any]]) -> bytes:
         compact = _ENCODER.encode(store)
     except (msgspec.EncodeError, UnicodeEncodeError, OverflowError, TypeError):
         # Unpaired surrogates (legal in JSON.parse input) cannot be UTF-8: write them as
-        # \\uXXXX escapes, which is also what JSON.stringify does.
-        text = json.dumps(store, indent=2, ensure_ascii=False, allow_nan=False)
+        # \\uXXXX escapes, which is also what JSON.stringify does. Numbers out of range
+        # (1e400 reads as Infinity) become null, as JSON.stringify and the fast path write them.
+        text = json.dumps(_finite(store), indent=2, ensure_ascii=False, allow_nan=False)
         return text.encode("utf-8", "backslashreplace")
     # Reformatting the fast encoder's output gives the same bytes as json.dumps(indent=2).
     return msgspec.json.format(compact, indent=2)
+
+
+def _finite(value: Any) -> Any:
+    """A copy of ``value`` with every infinite or NaN float replaced by ``None`` (how JSON.stringify writes them)."""
+    # Without recursion: the loader accepts nesting close to the parser's limit, deeper than
+    # Python's recursion limit allows a recursive copy to go.
+    containers: list[dict[Any, Any] | list[Any]] = []
+
+    def copy_of(v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict | list):
+            c: dict[Any, Any] | list[Any] = dict(v) if isinstance(v, dict) else list(v)
+            containers.append(c)
+            return c
+        return v
+
+    top = copy_of(value)
+    while containers:
+        c = containers.pop()
+        for k in list(c.keys()) if isinstance(c, dict) else range(len(c)):
+            c[k] = copy_of(c[k])
+    return top
 
 
 def _check_json(value: Any, where: str) -> None:

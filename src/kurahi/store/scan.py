@@ -47,7 +47,9 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 """Longest line Kurahi will decode. Longer lines are skipped with a warning, never loaded."""
 
 _CHUNK = 64 * 1024
-_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
+# RecursionError: a line nested deeper than the decoders go (Python's recursion limit) takes
+# the careful path like any other line they refuse, instead of ending the whole read.
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 Reader = Callable[[int, int], bytes]
 """``read(offset, length) -> bytes``: how the scanner and the index reach the file."""
@@ -133,8 +135,10 @@ def decode_line(raw: bytes) -> tuple[Any, str | None]:
         value = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{exc.msg} at byte {exc.pos}") from None
-    except (ValueError, RecursionError) as exc:
+    except ValueError as exc:
         raise ValueError(str(exc)) from None
+    except RecursionError:
+        raise ValueError("nested too deeply for Kurahi to decode (Node's JSON.parse goes deeper)") from None
     return value, note
 
 

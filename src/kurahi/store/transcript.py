@@ -396,9 +396,16 @@ class Transcript:
         Raises:
             ParentCycleError: the parent chain loops (Pi would hang here).
         """
-        out = self._walk(leaf_index)
         if isinstance(self._skeletons, TableSkeletons):
-            return out  # the C table's index is exact: nothing to confirm
+            return self._walk(leaf_index)  # the C table's index is exact: nothing to confirm
+        try:
+            out = self._walk(leaf_index)
+        except ParentCycleError:
+            # The walk looks ids up nearest the asker, which is Pi's answer only for an id that
+            # occurs once; a loop through an earlier copy of a repeated id may not be Pi's loop
+            # (nor these its lines). Decide by Pi's map, where the last copy wins.
+            self._ids.as_dict()
+            return self._walk(leaf_index)
         found = {sk.id for sk in map(self._skeletons.__getitem__, out[:-1]) if type(sk.id) is str}
         if not self._ids.confirm_unique(found):
             out = self._walk(leaf_index)  # an id on the path repeats: walk again by the dict

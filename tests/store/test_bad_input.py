@@ -16,6 +16,7 @@ from kurahi.context.files import project_file
 from kurahi.errors import NotASessionError, ParentCycleError, TranscriptReadError
 from kurahi.store import Transcript, native
 from kurahi.store.session import Session
+from peer import PiPeer
 
 HEADER = '{"type":"session","version":3,"id":"s-1","timestamp":"2026-11-30T08:00:00.000Z","cwd":"/w"}'
 
@@ -82,6 +83,51 @@ def test_a_line_nested_too_deeply_to_decode_is_skipped_with_a_warning(
     assert len(fc.context.messages) == 2
     with pytest.raises(NotASessionError):
         Transcript.from_bytes(lines(deep.replace('"message"', '"session"', 1), entry("a", None)))
+
+
+# Pi trims the whole file (String.prototype.trim, Unicode spaces included), never a line:
+# a line that parses only once trailing spaces go counts only as the file's last line.
+TRIMMED = {
+    "form feed after a line before the header": (b"3\x0c\n" + HEADER.encode() + b"\n" + entry("a", None).encode(), 1),
+    "no-break space after a line before the header": (
+        b"3\xc2\xa0\n" + HEADER.encode() + b"\n" + entry("a", None).encode() + b"\n",
+        1,
+    ),
+    "header only, then a no-break space": (HEADER.encode() + b"\xc2\xa0", 0),
+    "header only, then a no-break space and a newline": (HEADER.encode() + b"\xc2\xa0\n", 0),
+    "header only, then a form feed": (HEADER.encode() + b"\x0c", 0),
+    # Not about spaces: the backward reader's header search stopped after its first 64 KB.
+    "100 KB of garbage before the header": (
+        b"garbage\n" * 12_500 + HEADER.encode() + b"\n" + entry("a", None).encode(),
+        1,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(TRIMMED))
+@pytest.mark.parametrize("c_scanner", [True, False], ids=["C scanner", "Python scanner"])
+def test_unicode_spaces_count_only_at_the_end_of_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, c_scanner: bool
+) -> None:
+    # Found by fuzzing (the backward reader against the full scan): the backward reader took
+    # "3<form feed>" before the header for the first JSON line; and no reader accepted a
+    # header that is the last line before trailing Unicode spaces, which Pi accepts. Looking
+    # into it showed the backward reader gave up on a header after 64 KB of garbage.
+    monkeypatch.setattr(native, "ENABLED", c_scanner)
+    data, entries = TRIMMED[name]
+    p = write(tmp_path, "t.jsonl", data)
+    with Transcript.open(p) as t:
+        assert (t.session_id, len(t)) == ("s-1", entries)
+    fc = project_file(p)
+    assert (fc.session_id, len(fc.context.messages)) == ("s-1", entries)
+
+
+@pytest.mark.pi
+def test_unicode_spaces_at_the_end_read_as_pi_reads_them(tmp_path: Path, pi: PiPeer) -> None:
+    files = [write(tmp_path, f"t{i}.jsonl", data) for i, (data, _) in enumerate(TRIMMED.values())]
+    for p, live in zip(files, pi.contexts(files), strict=True):
+        assert "error" not in live, (p, live)
+        assert project_file(p).context.to_dict()["messages"] == live["messages"], p
 
 
 def test_invalid_utf8_is_read_as_node_reads_it(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ from kurahi.store.scan import (
     _iter_chunks,
     _skeleton_decode,
     _slow_line,
+    accept_trimmed_header,
     decode_dense,
     decode_line,
     id_key,
@@ -52,29 +53,9 @@ def read_header(read: Reader, size: int, *, name: str) -> tuple[dict[str, Any], 
         NotASessionError: the file is empty, holds no JSON, or starts with something else.
     """
     res = ScanResult(size=size)
-    line_no = 0
-    for offset, data in _iter_chunks(read, size):
-        pos = offset
-        for line in data.split(b"\n"):
-            line_no += 1
-            start = pos
-            pos += len(line) + 1
-            if start >= offset + len(data):
-                break  # the empty piece after a final newline
-            try:
-                sk = _skeleton_decode(line)
-            except _DECODE_ERRORS:
-                got = _slow_line(res, line, line_no, first=True, torn=pos > size)
-                if got is _BLANK or got is None:
-                    continue
-                sk = got[0] if isinstance(got, tuple) else got
-            if _accept_header(res, line, sk, line_no):
-                assert res.header is not None
-                return res.header, min(pos, size), line_no, res.warnings
-            break
-        else:
-            continue
-        break
+    found = _find_header(res, read, size)
+    if found is not None:
+        return found
     if size == 0:
         raise NotASessionError("not a session: the file is empty (Pi would overwrite it with a new header)", path=name)
     if res.first_parseable is msgspec.UNSET:
@@ -86,6 +67,45 @@ def read_header(read: Reader, size: int, *, name: str) -> tuple[dict[str, Any], 
         '(an object with "type": "session" and a string "id"); Pi would overwrite the file',
         path=name,
     )
+
+
+def _find_header(res: ScanResult, read: Reader, size: int) -> tuple[dict[str, Any], int, int, list[ScanWarning]] | None:
+    """The header and where it ends, if the first line that parses is one (see :func:`read_header`)."""
+    line_no = 0
+    # A line that parses only with trailing Unicode spaces trimmed counts only if it is the
+    # file's last non-blank line (Pi trims the whole file, not each line), as in the scanner.
+    tail: tuple[Any, bytes, int, int] | None = None
+    for offset, data in _iter_chunks(read, size):
+        pos = offset
+        lines = data.split(b"\n")
+        if lines[-1] == b"":
+            lines.pop()  # the empty piece after the chunk's last newline
+        for line in lines:
+            line_no += 1
+            pos += len(line) + 1
+            try:
+                sk = _skeleton_decode(line)
+            except _DECODE_ERRORS:
+                got = _slow_line(res, line, line_no, first=True, torn=pos > size)
+                if got is _BLANK:
+                    continue
+                tail = (got[0], line, line_no, min(pos, size)) if isinstance(got, tuple) else None
+                if got is None or tail is not None:
+                    continue
+                sk = got
+            tail = None
+            if _accept_header(res, line, sk, line_no):
+                assert res.header is not None
+                return res.header, min(pos, size), line_no, res.warnings
+            return None  # the first line that parses is no header
+    if tail is not None:  # the file ended: its last line is the first that parses, once trimmed
+        sk, line, ln, end = tail
+        res.warnings = [w for w in res.warnings if w.line != ln]
+        if accept_trimmed_header(res, line, sk, ln):
+            assert res.header is not None
+            res.warnings.append(ScanWarning(ln, "trailing Unicode whitespace trimmed, as Pi trims the file"))
+            return res.header, end, ln, res.warnings
+    return None
 
 
 class OverBudget(Exception):

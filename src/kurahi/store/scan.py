@@ -376,6 +376,13 @@ def finish_scan(res: ScanResult, st: ScanState, read: Reader, *, segment: bool =
         res.warnings.append(ScanWarning(ln, "trailing Unicode whitespace trimmed, as Pi trims the file"))
         if sk.type != "session":
             _add(res, st, sk, start, length, ln)
+    elif st.tail is not None and not st.header_done:
+        # The first line that parses is also the last, once Pi's trim of the whole file has
+        # taken its trailing spaces: it is the header or the file is no session.
+        sk, start, length, ln = st.tail
+        res.warnings = [w for w in res.warnings if w.line != ln]
+        if accept_trimmed_header(res, read(start, length), sk, ln):
+            res.warnings.append(ScanWarning(ln, "trailing Unicode whitespace trimmed, as Pi trims the file"))
     if res.size:
         res.ends_with_newline = read(res.size - 1, 1) == b"\n"
 
@@ -423,6 +430,12 @@ def _add(res: ScanResult, st: ScanState, sk: Skeleton, start: int, length: int, 
     res.skeletons.append(sk)
     res.spans[st.idx] = (start, length, line_no)
     st.idx += 1
+
+
+def accept_trimmed_header(res: ScanResult, line: bytes, sk: Skeleton, line_no: int) -> bool:
+    """:func:`_accept_header` for a line that parses only with its Unicode spaces trimmed."""
+    trimmed = js_whitespace_strip(line.decode("utf-8", "replace"))
+    return _accept_header(res, trimmed.encode("utf-8", "surrogatepass"), sk, line_no)
 
 
 def _accept_header(res: ScanResult, line: bytes, sk: Skeleton, line_no: int) -> bool:

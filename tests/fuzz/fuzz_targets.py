@@ -73,6 +73,8 @@ class Target:
     run: Callable[[bytes], None]
     max_len: int = 8192
     """Longest input libFuzzer makes (the seeds fit: a longer seed would be cut and lose its shape)."""
+    corpus_budget: int = 250_000
+    """Bytes of found inputs the kept corpus holds (the smallest first); seeds and crashes come on top."""
 
 
 _scratch: list[Path] = []
@@ -363,10 +365,10 @@ TARGETS: dict[str, Target] = {
     for t in (
         Target("transcript", "Transcript.from_bytes + path(), C scanner against Python scanner", fuzz_transcript),
         Target("projection", "build_context on the path, against project_file's backward read", fuzz_projection),
-        Target("catalog", "parse_catalog, and a rewrite of what it accepts", fuzz_catalog, 20000),
-        Target("stitch", "lineage stitch of two fuzzed transcripts; the output opens", fuzz_stitch, 16384),
-        Target("manifest", "verify_manifest on any JSON value", fuzz_manifest),
-        Target("report", "read_report + verify_report (as given and canonicalized)", fuzz_report, 32768),
-        Target("http", "every request model decoded as FastAPI does; config patches applied", fuzz_http),
+        Target("catalog", "parse_catalog, and a rewrite of what it accepts", fuzz_catalog, 20000, 50_000),
+        Target("stitch", "lineage stitch of two fuzzed transcripts; the output opens", fuzz_stitch, 16384, 300_000),
+        Target("manifest", "verify_manifest on any JSON value", fuzz_manifest, 8192, 100_000),
+        Target("report", "read_report + verify_report (as given and canonicalized)", fuzz_report, 32768, 300_000),
+        Target("http", "every request model decoded as FastAPI does; config patches applied", fuzz_http, 8192, 50_000),
     )
 }

@@ -6,11 +6,13 @@
 
 Each target runs in a child process of its own, one after the other (libFuzzer exits the
 process when it is done, and one at a time keeps a small machine usable). New inputs go to
-a work corpus (``--work``, outside the repository); the kept corpus under
-``tests/fuzz/corpus/<target>/`` is read as seeds and only changes with ``--merge``, which
-keeps the smallest set of inputs that covers what the kept corpus and the work corpus
-cover. A crash or hang leaves libFuzzer's ``crash-*`` / ``timeout-*`` file in
-``<work>/<target>/artifacts/``; put it into the kept corpus once it is fixed.
+a work corpus (``--work``, ``.fuzz/`` by default, not committed); the kept corpus under
+``tests/fuzz/corpus/<target>/`` is read as seeds and only changes with ``--merge``. Its
+named files (``seed-*``, ``crash-*``) always stay; of the rest, libFuzzer's ``-merge=1``
+keeps the inputs that add coverage, smallest first, up to the target's size budget. A
+crash or hang leaves libFuzzer's ``crash-*`` / ``timeout-*`` file in
+``<work>/<target>/artifacts/``; once it is fixed, copy it into the kept corpus as
+``crash-<what>``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -68,7 +71,9 @@ def _child(target: str, libfuzzer_args: list[str]) -> None:
     def one_input(data: bytes) -> None:
         run(data)
 
-    atheris.Setup([sys.argv[0], *libfuzzer_args], one_input)
+    # libFuzzer's -merge=1 runs argv[0] again for each pass: give it a command that comes back here.
+    argv0 = os.environ.get("KURAHI_FUZZ_ARGV0", sys.argv[0])
+    atheris.Setup([argv0, *libfuzzer_args], one_input)
     atheris.Fuzz()
 
 
@@ -126,15 +131,39 @@ def _fuzz(target: str, args: argparse.Namespace) -> Outcome:
     )
 
 
+def _is_named(p: Path) -> bool:
+    # Seeds and inputs that once crashed are named by hand and always kept; libFuzzer names
+    # the inputs it finds by their SHA-1.
+    return p.name.startswith(("seed-", "crash-"))
+
+
 def _merge(target: str, args: argparse.Namespace) -> tuple[int, int]:
-    """Replace the kept corpus by the smallest set covering kept + work corpus; (files before, after)."""
+    """Fold the work corpus into the kept one; returns (files before, files after).
+
+    The named files always stay. Of the rest (earlier finds and the work corpus), libFuzzer's
+    ``-merge=1`` keeps, smallest first, the inputs that add coverage to what the named files
+    cover; of those, the smallest are kept up to the target's size budget.
+    """
     kept = CORPUS / target
     found = args.work / target / "corpus"
     found.mkdir(parents=True, exist_ok=True)
     before = len(list(kept.iterdir()))
+    named = {p.name for p in kept.iterdir() if _is_named(p)}
     merged = Path(tempfile.mkdtemp(prefix=f"kurahi-merge-{target}-", dir=args.work))
+    for name in named:
+        shutil.copyfile(kept / name, merged / name)
     scratch = Path(tempfile.mkdtemp(prefix=f"kurahi-fuzz-{target}-", dir=_scratch_base()))
-    env = {**os.environ, "KURAHI_FUZZ_SCRATCH": str(scratch), "PYTHONPATH": str(HERE)}
+    again = args.work / target / "child.sh"
+    again.write_text(
+        f'#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(__file__)} --child {target} -- "$@"\n'
+    )
+    again.chmod(0o755)
+    env = {
+        **os.environ,
+        "KURAHI_FUZZ_SCRATCH": str(scratch),
+        "PYTHONPATH": str(HERE),
+        "KURAHI_FUZZ_ARGV0": str(again),
+    }
     libfuzzer = [
         "-merge=1",
         f"-timeout={args.timeout}",
@@ -147,15 +176,20 @@ def _merge(target: str, args: argparse.Namespace) -> tuple[int, int]:
     cmd = ["nice", "-n", str(args.nice), sys.executable, str(Path(__file__)), "--child", target, "--", *libfuzzer]
     try:
         proc = subprocess.run(cmd, capture_output=True, cwd=ROOT, env=env, check=False)
-        if proc.returncode != 0 or not any(merged.iterdir()):
+        if proc.returncode != 0:
             sys.stderr.write(proc.stderr[-3000:].decode(errors="replace"))
             raise SystemExit(f"merge of {target} failed (exit {proc.returncode}); the kept corpus is unchanged")
-        # Seeds written by hand keep their names; everything else is named by its hash, as libFuzzer names it.
-        names = {p.read_bytes(): p.name for p in kept.iterdir()}
+        finds = sorted((p for p in merged.iterdir() if p.name not in named), key=lambda p: (p.stat().st_size, p.name))
+        room = args.budgets[target]
         for p in kept.iterdir():
-            p.unlink()
-        for p in merged.iterdir():
-            shutil.copyfile(p, kept / names.get(p.read_bytes(), p.name))
+            if not _is_named(p):
+                p.unlink()
+        for p in finds:
+            size = p.stat().st_size
+            if size > room:
+                break
+            room -= size
+            shutil.copyfile(p, kept / p.name)
     finally:
         shutil.rmtree(merged, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
@@ -194,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unknown target {', '.join(unknown)}; known: {', '.join(TARGETS)}")
     args.work = args.work.resolve()
     args.max_lens = {name: t.max_len for name, t in TARGETS.items()}
+    args.budgets = {name: t.corpus_budget for name, t in TARGETS.items()}
     if args.merge:
         for t in targets:
             before, after = _merge(t, args)

@@ -164,7 +164,6 @@ class Gateway:
         for agent in self.home.agents():
             settings = candidate.agent(agent)
             candidate.profile(settings.model)
-        data = msgspec.json.format(msgspec.json.encode(merged)) + b"\n"
         if len(data) > MAX_CONFIG_BYTES:
             raise ConfigError(f"the patched config would be {len(data)} bytes; the limit is {MAX_CONFIG_BYTES}")
         try:

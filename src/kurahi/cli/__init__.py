@@ -92,10 +92,11 @@ def __getattr__(name: str) -> Any:
 
 def main() -> None:
     """Console-script entry point."""
-    from kurahi.cli.fast import run
+    if sys.argv[1:2] == ["lineage"] and sys.argv[2:3] in (["stitch"], ["check"]):
+        from kurahi.cli.fast import run  # argparse, only for the two commands it serves
 
-    code = run(sys.argv[1:])
-    if code is not None:
-        sys.exit(code)
+        code = run(sys.argv[1:])
+        if code is not None:
+            sys.exit(code)
     first = sys.argv[1] if len(sys.argv) > 1 else None
     build_app(first if first in GROUPS or first in COMMANDS else None)()

@@ -24,23 +24,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from kurahi.testing import random_text
+
 ROOT = Path(__file__).resolve().parents[1]
 TREE = "tree-e200000-s7.jsonl"
 CANDIDATES = [ROOT / "bench-data" / TREE]
-WORDS = [
-    "harbour",
-    "lantern",
-    "orchard",
-    "cobalt",
-    "meridian",
-    "quartz",
-    "willow",
-    "ember",
-    "ledger",
-    "durable",
-    "append",
-    "branch",
-]
 
 CHILD = r"""
 import json, sys, time
@@ -66,7 +54,7 @@ def make_workspace(root: Path, megabytes: float, seed: int = 1) -> int:
     while total < megabytes * 1024 * 1024:
         folder = root / ("memory" if n % 10 == 0 else f"notes/d{n % 17}")
         folder.mkdir(parents=True, exist_ok=True)
-        lines = [" ".join(rng.choice(WORDS) for _ in range(12)) for _ in range(2000)]
+        lines = [random_text(rng, 12) for _ in range(2000)]
         data = "\n".join(lines) + "\n"
         (folder / f"f{n:04d}.md").write_text(data)
         total += len(data)

@@ -19,7 +19,7 @@ from typing import Any
 from kurahi.store.fsio import FsyncPolicy
 from kurahi.store.session import Session
 
-__all__ = ["BuildReport", "assistant_message", "build_session", "tool_result", "user_message"]
+__all__ = ["BuildReport", "assistant_message", "build_session", "random_text", "tool_result", "user_message"]
 
 _WORDS = [
     "checklist",
@@ -58,7 +58,8 @@ _WORDS = [
 _T0 = 1_764_480_000_000  # 2025-11-30T05:20:00Z, a fixed clock for message timestamps
 
 
-def _text(rng: random.Random, n: int) -> str:
+def random_text(rng: random.Random, n: int) -> str:
+    """``n`` words (at least one) drawn from a small vocabulary of session talk."""
     return " ".join(rng.choice(_WORDS) for _ in range(max(1, n)))
 
 
@@ -163,16 +164,20 @@ def build_session(
                 target = rng.choice(ids[: len(ids) - 2])
                 report.branches += 1
                 if rng.random() < 0.5:
-                    add(s.append_branch_summary(target, "Explored: " + _text(rng, words)))
+                    add(s.append_branch_summary(target, "Explored: " + random_text(rng, words)))
                 else:
                     s.branch(target)
                 path_since.clear()
             if since_compact >= compact_every and len(path_since) > 4:
                 keep = path_since[-rng.randint(2, min(20, len(path_since) - 1)) :]
-                add(s.append_compaction("Summary so far: " + _text(rng, words * 3), keep[0], rng.randint(20000, 90000)))
+                add(
+                    s.append_compaction(
+                        "Summary so far: " + random_text(rng, words * 3), keep[0], rng.randint(20000, 90000)
+                    )
+                )
                 report.compactions += 1
                 since_compact = 0
-            body = _text(rng, rng.randint(1, 2 * words))
+            body = random_text(rng, rng.randint(1, 2 * words))
             due = [k for k in plant_at if len(ids) >= k]
             if due:
                 marker = plant_at.pop(min(due))
@@ -184,27 +189,29 @@ def build_session(
                 name = rng.choice(("read", "write", "bash"))
                 blocks: list[dict[str, Any]] = []
                 if rng.random() < 0.3:
-                    blocks.append({"type": "thinking", "thinking": _text(rng, words)})
+                    blocks.append({"type": "thinking", "thinking": random_text(rng, words)})
                 blocks.append({"type": "toolCall", "id": call, "name": name, "arguments": {"path": "notes/todo.md"}})
                 ts += 900
                 add(s.append_message(assistant_message(blocks, ts)))
                 ts += 300
-                add(s.append_message(tool_result(call, name, _text(rng, words), ts, is_error=rng.random() < 0.05)))
+                add(
+                    s.append_message(tool_result(call, name, random_text(rng, words), ts, is_error=rng.random() < 0.05))
+                )
             ts += 1200
             add(
                 s.append_message(
-                    assistant_message([{"type": "text", "text": _text(rng, rng.randint(1, 2 * words))}], ts)
+                    assistant_message([{"type": "text", "text": random_text(rng, rng.randint(1, 2 * words))}], ts)
                 )
             )
             roll = rng.random()
             if roll < 0.04:
                 add(s.append_label(rng.choice(ids), rng.choice(("checkpoint", "todo", "decision"))))
             elif roll < 0.06:
-                add(s.append_custom_message("reminder", _text(rng, 8), rng.random() < 0.5, {"source": "demo"}))
+                add(s.append_custom_message("reminder", random_text(rng, 8), rng.random() < 0.5, {"source": "demo"}))
             elif roll < 0.08:
                 add(s.append_custom("ext-state", {"count": rng.randint(0, 99)}))
             elif roll < 0.09:
-                add(s.append_session_info(_text(rng, 3)))
+                add(s.append_session_info(random_text(rng, 3)))
             elif roll < 0.10:
                 add(s.append_thinking_level_change(rng.choice(("off", "low", "medium", "high"))))
             since_compact += 2

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from cli_probe import run_main
 from kurahi.cli.fast import PARSERS
 from kurahi.cli.lineage import app
 from kurahi.testing import build_session
@@ -43,27 +42,10 @@ def test_the_fast_parser_takes_exactly_the_typer_commands_options(name: str) -> 
     assert _fast_options(name) == _click_options(name)
 
 
-_PROBE = """
-import sys
-sys.argv = ["kurahi", *sys.argv[1:]]
-from kurahi.cli import main
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code
-else:
-    code = 0
-print("TYPER", "typer" in sys.modules, file=sys.stderr)
-sys.exit(code)
-"""
-
-
 def _kurahi(*args: str) -> tuple[int, str, str, bool]:
     """Run the console script's ``main`` in a fresh process: exit code, stdout, stderr, typer loaded."""
-    out = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, timeout=120)
-    lines = out.stderr.splitlines()
-    loaded = lines[-1] == "TYPER True"
-    return out.returncode, out.stdout, "\n".join(lines[:-1]), loaded
+    r = run_main(*args, watch=("typer",))
+    return r.code, r.stdout, r.stderr, r.loaded == ["typer"]
 
 
 @pytest.fixture(scope="module")

@@ -2,31 +2,16 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-_PROBE = """
-import sys
-sys.argv = ["kurahi", *sys.argv[1:]]
-from kurahi.cli import main
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code
-else:
-    code = 0
-loaded = sorted(m for m in ("kurahi.cli.demo", "kurahi.cli.session", "kurahi.cli.sessions", "kurahi.cli.lineage")
-                if m in sys.modules)
-print("LOADED", code, ",".join(loaded))
-"""
+from cli_probe import run_main
+
+ROOMS = ("kurahi.cli.demo", "kurahi.cli.session", "kurahi.cli.sessions", "kurahi.cli.lineage")
 
 
 def _run(*args: str) -> tuple[str, str]:
-    out = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, timeout=60)
-    last = [ln for ln in out.stdout.splitlines() if ln.startswith("LOADED")][-1].split(" ")
-    return last[1], last[2] if len(last) > 2 else ""
+    r = run_main(*args, watch=ROOMS)
+    return str(r.code), ",".join(r.loaded)
 
 
 @pytest.mark.parametrize(

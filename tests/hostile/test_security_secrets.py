@@ -81,55 +81,33 @@ def _make(tmp_path: Path) -> Home:
     return home
 
 
+_MODES = {
+    "token 0644": ("token_file", 0o644),
+    "token 0640": ("token_file", 0o640),
+    "token 0604": ("token_file", 0o604),
+    "devices 0644": ("devices", 0o644),
+    "devices 0660": ("devices", 0o660),
+    "signing key 0640": ("signing_key", 0o640),
+    "home 0777": ("root", 0o777),
+    "home 0770": ("root", 0o770),
+    "secrets/ 0733": ("secrets", 0o733),
+}
+"""Case -> (the ``Home`` attribute of the path, the careless mode it gets)."""
+
+LOOSE = [*_MODES, "token a symlink"]
+
+
 def _loosen(home: Home, what: str) -> Path:
     """Open one access file or directory to other users, as a careless copy or umask would."""
-    if what == "token 0644":
-        os.chmod(home.token_file, 0o644)
-        return home.token_file
-    if what == "token 0640":
-        os.chmod(home.token_file, 0o640)
-        return home.token_file
-    if what == "token 0604":
-        os.chmod(home.token_file, 0o604)
-        return home.token_file
     if what == "token a symlink":
         real = home.root.parent / "elsewhere.token"
         os.replace(home.token_file, real)
         os.symlink(real, home.token_file)
         return home.token_file
-    if what == "devices 0644":
-        os.chmod(home.devices, 0o644)
-        return home.devices
-    if what == "devices 0660":
-        os.chmod(home.devices, 0o660)
-        return home.devices
-    if what == "signing key 0640":
-        os.chmod(home.signing_key, 0o640)
-        return home.signing_key
-    if what == "home 0777":
-        os.chmod(home.root, 0o777)
-        return home.root
-    if what == "home 0770":
-        os.chmod(home.root, 0o770)
-        return home.root
-    if what == "secrets/ 0733":
-        os.chmod(home.secrets, 0o733)
-        return home.secrets
-    raise AssertionError(what)
-
-
-LOOSE = [
-    "token 0644",
-    "token 0640",
-    "token 0604",
-    "token a symlink",
-    "devices 0644",
-    "devices 0660",
-    "signing key 0640",
-    "home 0777",
-    "home 0770",
-    "secrets/ 0733",
-]
+    attr, mode = _MODES[what]
+    path: Path = getattr(home, attr)
+    os.chmod(path, mode)
+    return path
 
 
 @pytest.mark.parametrize("what", LOOSE)

@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 
 from kurahi.errors import ConfigError, UsageError
-from kurahi.resident.home import read_private_file
+from kurahi.resident.home import DEVICE_REGISTRY_FILE, read_private_file
 from kurahi.store import fsio
 from kurahi.store.locks import FileLock
 
@@ -106,7 +106,7 @@ class DeviceRegistry:
         return devices
 
     def _read(self) -> list[Device]:
-        data = read_private_file(self.path, "the device registry", "delete it to unpair every device")
+        data = read_private_file(self.path, *DEVICE_REGISTRY_FILE)
         if data is None:
             return []
         try:

@@ -33,7 +33,15 @@ from pathlib import Path
 from kurahi.agent.layout import AgentPaths, check_agent_id
 from kurahi.errors import SecretFileError
 
-__all__ = ["HOME_ENV", "TOKEN_ENV", "Home", "read_private_file"]
+__all__ = [
+    "DEVICE_REGISTRY_FILE",
+    "HOME_ENV",
+    "OWNER_TOKEN_FILE",
+    "SIGNING_KEY_FILE",
+    "TOKEN_ENV",
+    "Home",
+    "read_private_file",
+]
 
 HOME_ENV = "KOLO_HOME"
 """Environment variable naming the home."""
@@ -42,7 +50,11 @@ TOKEN_ENV = "KOLO_GATEWAY_TOKEN"
 
 
 _MAX_PRIVATE_FILE = 4 * 1024 * 1024
-_DEVICES_FIX = "delete it to unpair every device"
+
+OWNER_TOKEN_FILE = ("the owner token", "delete it and run `kurahi init` for a new one")
+DEVICE_REGISTRY_FILE = ("the device registry", "delete it to unpair every device")
+SIGNING_KEY_FILE = ("the signing key", "move it away for a new key")
+"""``(what, fix)`` of each access file, for :func:`read_private_file` and its messages."""
 
 
 def read_private_file(path: Path, what: str, fix: str) -> bytes | None:
@@ -138,7 +150,7 @@ class Home:
         env = os.environ.get(TOKEN_ENV)
         if env:
             return env.strip()
-        data = read_private_file(self.token_file, "the owner token", "delete it and run `kurahi init` for a new one")
+        data = read_private_file(self.token_file, *OWNER_TOKEN_FILE)
         return (data.decode("utf-8", "replace").strip() or None) if data is not None else None
 
     def check_private(self) -> None:
@@ -161,18 +173,9 @@ class Home:
                     f"token or device in place; refused. `chmod go-w {d}`",
                     path=d,
                 )
-        read_private_file(self.token_file, "the owner token", "delete it and run `kurahi init` for a new one")
-        read_private_file(self.devices, "the device registry", _DEVICES_FIX)
-        try:
-            mode = os.lstat(self.signing_key).st_mode
-        except FileNotFoundError:
-            return
-        if mode & 0o077:
-            raise SecretFileError(
-                f"the signing key is open to other users (mode {stat.S_IMODE(mode):04o}); refused. "
-                f"`chmod 600 {self.signing_key}` to keep it, or move it away for a new key",
-                path=self.signing_key,
-            )
+        read_private_file(self.token_file, *OWNER_TOKEN_FILE)
+        read_private_file(self.devices, *DEVICE_REGISTRY_FILE)
+        read_private_file(self.signing_key, *SIGNING_KEY_FILE)
 
     def agent(self, agent_id: str, *, must_exist: bool = False) -> AgentPaths:
         """One agent's paths (the id is checked before any path is built)."""

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from kurahi.cli.common import console, err_console, print_json, translate_errors
+from kurahi.cli.common import console, err_console, print_json, translate_errors, warn
 from kurahi.context.budget import DEFAULT_RESERVE_TOKENS
 
 if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
@@ -28,9 +28,9 @@ FileArg = typer.Argument(..., help="A transcript (.jsonl) in Pi's session format
 
 def _warn(warnings: list[Any], name: str) -> None:
     for w in warnings[:20]:
-        err_console.print(f"[yellow]warning:[/] {escape(name)}:{w.line}: {escape(w.message)}", soft_wrap=True)
+        warn(f"{name}:{w.line}: {w.message}")
     if len(warnings) > 20:
-        err_console.print(f"[yellow]warning:[/] … and {len(warnings) - 20} more")
+        warn(f"… and {len(warnings) - 20} more")
 
 
 def _text_of(message: Any) -> str:
@@ -91,7 +91,7 @@ def context(
     except KurahiError as exc:
         tokens = None
         budget = None
-        err_console.print(f"[yellow]warning:[/] token estimate unavailable: {escape(str(exc))}")
+        warn(f"token estimate unavailable: {exc}")
     leaf_id = ctx.leaf_id if ctx.leaf_id is not MISSING else "(entry without id)"
     model = ctx.model or {}
     console.print(

@@ -288,7 +288,9 @@ def run_gateway_campaign(
     ``activate_share`` is the share of rounds that also run an activation; those rounds last
     up to four times longer, so the kill can land anywhere in the apply.
     """
-    rng = random.Random(seed)
+    # Two streams: the load thread draws from its own, so which rounds activate and when
+    # the kills come depend on the seed alone, not on how far the load got.
+    rng, load_rng = random.Random(seed), random.Random(seed + 1)
     report = GatewayCampaign()
     if activate_share > 0:
         proc = start_gateway(home, grace=0.2)
@@ -301,7 +303,7 @@ def run_gateway_campaign(
         proc = start_gateway(home, grace=0.2)
         check(home, report)
         stop, guard = threading.Event(), threading.Lock()
-        workers = [threading.Thread(target=_load, args=(home, report, stop, rng, n), daemon=True)]
+        workers = [threading.Thread(target=_load, args=(home, report, stop, load_rng, n), daemon=True)]
         activating = rng.random() < activate_share
         if activating:
             workers.append(threading.Thread(target=_activate, args=(home, report, guard, stop, n), daemon=True))

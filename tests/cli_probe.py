@@ -11,7 +11,11 @@ _PROBE = """
 import json, sys
 watch = json.loads(sys.argv[1])
 sys.argv = ["kurahi", *sys.argv[2:]]
+import kurahi.cli
 from kurahi.cli import main
+# main leaves by os._exit after the two fast-path commands; leave through SystemExit
+# here instead, so the probe can still list what was imported.
+kurahi.cli._exit_at_once = sys.exit
 try:
     main()
 except SystemExit as exc:

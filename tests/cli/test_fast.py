@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +124,34 @@ def test_an_existing_report_path_is_refused_before_anything_is_written(
     code, _, err, _ = _kurahi("lineage", "stitch", str(a), str(b), "--out", str(c), "--force", "--report", str(report))
     assert code == 2 and "exists" in err and str(report) in err
     assert not c.exists() and report.read_text() == "keep me"
+
+
+def _console_script(*args: str, stdout: Any) -> subprocess.CompletedProcess[bytes]:
+    """``kurahi ARGS`` exactly as the console script runs it (main's own way out, os._exit)."""
+    code = "import sys; from kurahi.cli import main; sys.argv[0] = 'kurahi'; sys.exit(main())"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # buffered, as for most users
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], stdout=stdout, stderr=subprocess.PIPE, env=env, timeout=120
+    )
+
+
+def test_the_fast_path_exits_at_once_with_its_output_flushed_and_its_exit_code_kept(
+    pieces: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, b = pieces
+    c = tmp_path / "C.jsonl"
+    out_file = tmp_path / "stitch.json"
+    # A file, not a pipe: stdout is block-buffered there, so whatever is still buffered
+    # when the command ends is lost unless the exit flushes it.
+    with out_file.open("wb") as fh:
+        r = _console_script("lineage", "stitch", str(a), str(b), "--out", str(c), "--force", "--json", stdout=fh)
+    assert r.returncode == 0, r.stderr
+    assert b"starts" in r.stderr  # the warning, written before the exit
+    summary = json.loads(out_file.read_bytes())
+    assert summary["outSha256"] == hashlib.sha256(c.read_bytes()).hexdigest()
+    for marker, want in (("AFTER-RESET-PLUM", 0), ("NEVER-SAID-QUINCE", 1)):
+        with (tmp_path / "check.txt").open("wb") as fh:
+            r = _console_script("lineage", "check", str(c), "--marker", marker, stdout=fh)
+        assert r.returncode == want, r.stderr
+        table = (tmp_path / "check.txt").read_text()
+        assert marker in table and "agree" in table

@@ -11,6 +11,7 @@ an unknown name, and :data:`app` (for tests) have every group. ``lineage stitch`
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -97,6 +98,23 @@ def main() -> None:
 
         code = run(sys.argv[1:])
         if code is not None:
-            sys.exit(code)
+            _exit_at_once(code)
     first = sys.argv[1] if len(sys.argv) > 1 else None
     build_app(first if first in GROUPS or first in COMMANDS else None)()
+
+
+def _exit_at_once(code: int) -> None:
+    """Exit now, skipping the interpreter's teardown, once the output is flushed.
+
+    After stitching or checking a large history the interpreter would spend 40–60 ms
+    freeing objects one by one at exit, a sixth of the command. The work is complete by
+    now: C is written, fsynced and linked, every file the command opened is only read, and
+    the kernel releases descriptors and locks. Only a failed flush (a closed pipe) takes
+    the ordinary way out, so it is reported as Python always reports it.
+    """
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        sys.exit(code)
+    os._exit(code)

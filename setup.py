@@ -11,7 +11,7 @@ setup(
         Extension(
             "kurahi.store._native",
             sources=["src/kurahi/store/_native.c"],
-            depends=["src/kurahi/store/_native_json.h"],
+            depends=["src/kurahi/store/_native_json.h", "src/kurahi/store/_native_sha256.h"],
             extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra", "-Werror=implicit-function-declaration"],
             optional=True,
         )

@@ -110,6 +110,7 @@ def _describe(t: Transcript) -> dict[str, Any]:
     # The batch readers the stitch uses agree with the one-entry ones, in any order.
     for idx in (list(range(n)), list(range(n))[::-3], list(range(0, n, max(1, n // 5)))):
         assert t.raw_lines(idx) == [(lines[i], raws[i]) for i in idx]
+        assert t.raw_joined(idx) == ([lines[i] for i in idx], b"\n".join(raws[i] for i in idx))
         assert t.ids_of(idx) == [t.entry_at(i).id for i in idx]
     return {
         "header": t.header,

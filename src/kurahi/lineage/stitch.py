@@ -28,6 +28,7 @@ from kurahi.jsvalues import MISSING, date_ms
 from kurahi.lineage.canonical import canonical_path
 from kurahi.store import fsio
 from kurahi.store.ids import entry_id, iso_now, session_id
+from kurahi.store.native import line_digests
 from kurahi.store.scan import decode_line
 from kurahi.store.transcript import Transcript
 
@@ -329,19 +330,19 @@ _BATCH = 4096
 """Lines copied per write (and per read of the source's chunks)."""
 
 
-def _copied(t: Transcript, piece: _Piece, out_line: int) -> Iterator[tuple[list[bytes], list[list[Any]]]]:
-    """The output lines of one piece and their report rows, a batch at a time.
+def _copied(t: Transcript, piece: _Piece, out_line: int) -> Iterator[tuple[bytes, list[list[Any]]]]:
+    """The output bytes of one piece (lines joined by newlines) and their report rows, a batch at a time.
 
     A row is ``[output line, source line, sha256 of the source line, change]``; ``out_line``
     is the output line before the piece.
     """
-    sha256 = hashlib.sha256
     for start in range(0, len(piece.indices), _BATCH):
         indices = piece.indices[start : start + _BATCH]
-        pairs = t.raw_lines(indices)
-        lines = [raw for _, raw in pairs]
-        changes: list[str | None] = [None] * len(lines)
+        line_nos, source = t.raw_joined(indices)
+        changes: list[str | None] = [None] * len(line_nos)
+        lines: list[bytes] = []  # split only when a line of the batch changes
         if piece.mapping:
+            lines = source.split(b"\n")
             for k, i in enumerate(indices):
                 e = t.entry_at(i)
                 renamed = _rename(e.data, piece.mapping)
@@ -351,14 +352,15 @@ def _copied(t: Transcript, piece: _Piece, out_line: int) -> Iterator[tuple[list[
         for i, parent in piece.reparent.items():
             at = where.get(i)
             if at is not None:
+                lines = lines or source.split(b"\n")
                 lines[at], how = _reparent(lines[at], parent)
                 changes[at] = how if changes[at] is None else f"{changes[at]}+{how}"
         first = out_line + start + 1
         rows = [
-            [first + k, line_no, sha256(raw).hexdigest(), change]
-            for k, ((line_no, raw), change) in enumerate(zip(pairs, changes, strict=True))
+            [first + k, line_no, digest, change]
+            for k, (line_no, digest, change) in enumerate(zip(line_nos, line_digests(source), changes, strict=True))
         ]
-        yield lines, rows
+        yield (b"\n".join(lines) if lines else source), rows
 
 
 def _write(
@@ -384,7 +386,7 @@ def _write(
             t = ts[piece.k]
             src = SourceReport(
                 path=str(paths[piece.k]),
-                sha256=hashes.get(piece.k),
+                sha256="",  # filled in below, once the hashing thread is done
                 session_id=t.session_id,
                 role="before" if piece.k == 0 else "after",
                 leaf_id=piece.leaf,
@@ -394,14 +396,17 @@ def _write(
                 first_entry_at=t.entry_at(piece.indices[0]).data.get("timestamp"),
                 last_entry_at=t.entry_at(piece.indices[-1]).data.get("timestamp"),
             )
-            for lines, rows in _copied(t, piece, out_line):
+            for data, rows in _copied(t, piece, out_line):
                 src.lines += rows
                 out_line += len(rows)
-                buf += (b"\n".join(lines), b"\n")
+                buf += (data, b"\n")
                 flush()
             report.sources.append(src)
         flush()
         fsio.ops.fsync(fd)
+        # Asked for last, the sources' hashes have had the whole write to finish on their thread.
+        for src, piece in zip(report.sources, pieces, strict=True):
+            src.sha256 = hashes.get(piece.k)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):

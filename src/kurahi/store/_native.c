@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "_native_json.h"
+#include "_native_sha256.h"
 
 #define READ_BYTES (1u << 20)       /* pread size; a line longer than the buffer grows it */
 #define MAX_BUFFERED (16u << 20)    /* longer lines are flagged unread and read by Python */
@@ -761,10 +762,72 @@ static PyObject *native_classify(PyObject *self, PyObject *arg)
     return result;
 }
 
+static sha256_blocks_fn sha256_fast; /* chosen once, at import */
+
+static PyObject *native_sha256_split(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    /* The hex SHA-256 of each piece of data.split(b"\n"), hashed without the GIL. */
+    static char *kwlist[] = {"data", "portable", NULL};
+    Py_buffer view;
+    int portable = 0;
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|p:sha256_split", kwlist, &view, &portable))
+        return NULL;
+    const unsigned char *p = (const unsigned char *)view.buf, *end = p + view.len;
+    size_t pieces = 1;
+    for (const unsigned char *q = p; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
+        pieces++;
+    unsigned char *digests = malloc(pieces * 32);
+    if (digests == NULL) {
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    sha256_blocks_fn blocks = portable ? sha256_blocks_portable : sha256_fast;
+    Py_BEGIN_ALLOW_THREADS
+    const unsigned char *start = p;
+    for (size_t k = 0; k < pieces; k++) {
+        const unsigned char *nl = memchr(start, '\n', (size_t)(end - start));
+        const unsigned char *stop = nl != NULL ? nl : end;
+        sha256_digest(blocks, start, (size_t)(stop - start), digests + 32 * k);
+        start = stop + 1;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+
+    static const char hexdigits[] = "0123456789abcdef";
+    PyObject *list = PyList_New((Py_ssize_t)pieces);
+    for (size_t k = 0; list != NULL && k < pieces; k++) {
+        PyObject *hex = PyUnicode_New(64, 127);
+        if (hex == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        Py_UCS1 *out = PyUnicode_1BYTE_DATA(hex);
+        for (int i = 0; i < 32; i++) {
+            out[2 * i] = (Py_UCS1)hexdigits[digests[32 * k + i] >> 4];
+            out[2 * i + 1] = (Py_UCS1)hexdigits[digests[32 * k + i] & 15];
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)k, hex);
+    }
+    free(digests);
+    return list;
+}
+
+static PyObject *native_sha256_accelerated(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(sha256_fast != sha256_blocks_portable);
+}
+
 static PyMethodDef methods[] = {
     {"scan", native_scan, METH_VARARGS,
      "scan(source, start, end, max_line, threads) -> (table, runs, lines) | None"},
     {"classify", native_classify, METH_O, "classify(line) -> (type, id, parent) | None"},
+    {"sha256_split", (PyCFunction)(void (*)(void))native_sha256_split, METH_VARARGS | METH_KEYWORDS,
+     "sha256_split(data, portable=False) -> hex SHA-256 of each piece of data.split(b'\\n')"},
+    {"sha256_accelerated", native_sha256_accelerated, METH_NOARGS,
+     "sha256_accelerated() -> whether sha256_split uses the processor's SHA instructions"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -777,5 +840,6 @@ PyMODINIT_FUNC PyInit__native(void)
 {
     if (PyType_Ready(&TableType) < 0)
         return NULL;
+    sha256_fast = sha256_best();
     return PyModule_Create(&module);
 }

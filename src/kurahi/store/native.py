@@ -15,6 +15,7 @@ turns it off too.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 from itertools import islice
@@ -32,7 +33,7 @@ from kurahi.store.scan import (
     finish_scan,
 )
 
-__all__ = ["ENABLED", "THREADS_MIN_BYTES", "available", "scan_native"]
+__all__ = ["ENABLED", "THREADS_MIN_BYTES", "available", "line_digests", "scan_native"]
 
 _native: Any
 try:
@@ -50,6 +51,18 @@ THREADS_MIN_BYTES = 4 * 1024 * 1024
 def available() -> bool:
     """Whether the C scanner is built and enabled."""
     return ENABLED and _native is not None
+
+
+def line_digests(joined: bytes) -> list[str]:
+    r"""The hex SHA-256 of each piece of ``joined.split(b"\n")``, in order.
+
+    With the extension the lines are hashed in one call without the GIL (a stitch report
+    hashes every copied line, and 20,000 hashlib objects cost more than the hashing).
+    """
+    if available():
+        digests: list[str] = _native.sha256_split(joined)
+        return digests
+    return [hashlib.sha256(line).hexdigest() for line in joined.split(b"\n")]
 
 
 def scan_native(source: int | bytes, read: Reader, size: int) -> ScanResult | None:

@@ -260,6 +260,43 @@ class ScanResult:
                 i += 1
         return out
 
+    def joined_at(self, indices: Sequence[int], read: Reader) -> tuple[list[int], bytes]:
+        """The line numbers of many entries and their stored bytes joined by newlines.
+
+        The same lines as :meth:`lines_at`, for a caller that writes them out together
+        (stitch copies whole sessions): a chunk whose entries are all wanted, in order, is
+        taken as it is stored instead of being split into lines and joined again.
+        """
+        parts: list[bytes] = []
+        line_nos: list[int] = []
+        pending: list[int] = []
+
+        def flush() -> None:
+            for line_no, raw in self.lines_at(pending, read):
+                line_nos.append(line_no)
+                parts.append(raw)
+            pending.clear()
+
+        n = len(indices)
+        i = 0
+        while i < n:
+            index = indices[i]
+            c = None if index in self.spans else self.chunks[self._chunk_of(index)]
+            if c is not None and c.first == index:
+                data = read(c.offset, c.nbytes)
+                body = data[:-1] if data.endswith(b"\n") else data
+                count = body.count(b"\n") + 1
+                if list(indices[i : i + count]) == list(range(index, index + count)):
+                    flush()
+                    parts.append(body)
+                    line_nos.extend(range(c.line, c.line + count))
+                    i += count
+                    continue
+            pending.append(index)
+            i += 1
+        flush()
+        return line_nos, b"\n".join(parts)
+
     def line_of(self, index: int, read: Reader) -> int:
         """1-based line number of entry ``index``."""
         span = self.spans.get(index)

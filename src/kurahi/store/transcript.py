@@ -270,6 +270,16 @@ class Transcript:
         except OSError as exc:
             raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
 
+    def raw_joined(self, indices: Sequence[int]) -> tuple[list[int], bytes]:
+        """The line numbers of many entries and their stored bytes joined by newlines.
+
+        What :meth:`raw_lines` gives, ready to write: whole chunks are not split and joined again.
+        """
+        try:
+            return self._scan.joined_at(indices, self._read)
+        except OSError as exc:
+            raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
+
     def ids_of(self, indices: Sequence[int]) -> list[Any]:
         """The ids of many entries (``MISSING`` where an entry has none)."""
         if len(indices) * 8 < len(self._skeletons):

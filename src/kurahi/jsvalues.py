@@ -11,7 +11,6 @@ exactly where Pi's ``JSON.stringify`` would.
 
 from __future__ import annotations
 
-import calendar
 import datetime as _dt
 import decimal
 import json
@@ -143,6 +142,7 @@ def _local_to_utc_ms(local_ms: int) -> int:
 
 def _fallback_ms(text: str) -> float | None:
     # V8 also accepts RFC 2822-like strings ("Mon, 01 Jun 2025 10:00:00 GMT").
+    import calendar  # imported here: only this rare form needs it
     from email.utils import parsedate_tz
 
     parsed = parsedate_tz(text)

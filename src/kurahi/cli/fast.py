@@ -13,6 +13,7 @@ parser and the Typer commands take the same options and give the same results.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -23,10 +24,17 @@ class _Fallback(Exception):
     """Anything this parser will not decide: the full CLI takes over."""
 
 
+class _Formatter(argparse.HelpFormatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=100)
+
+
 class _Parser(argparse.ArgumentParser):
     def __init__(self, prog: str) -> None:
-        # No abbreviations (Click has none) and no help (Click's is the one to show).
-        super().__init__(prog=prog, add_help=False, allow_abbrev=False, exit_on_error=False)
+        # No abbreviations (Click has none) and no help (Click's is the one to show). A fixed
+        # width: argparse builds a formatter for every add_argument, and one that measures
+        # the terminal imports shutil (5 ms) for a help text this parser never prints.
+        super().__init__(prog=prog, add_help=False, allow_abbrev=False, exit_on_error=False, formatter_class=_Formatter)
 
     def error(self, message: str) -> NoReturn:
         raise _Fallback(message)
@@ -61,6 +69,24 @@ PARSERS = {"stitch": _stitch_parser, "check": _check_parser}
 """Command name -> its parser (the parity test compares these with the Typer commands)."""
 
 
+def _import_msgspec_lean() -> None:
+    """Import msgspec without letting it import ``typing_extensions``.
+
+    msgspec only prefers ``typing_extensions.get_type_hints`` when that package happens to
+    be installed (typer and rich bring it) and falls back to ``typing``'s own, which reads
+    every annotation Kurahi's structs use the same way. Importing it costs 6 ms, and it
+    pulls in ``inspect`` (another 12), which nothing on these two commands' way needs.
+    The block is lifted at once, so a later ``import typing_extensions`` works as usual.
+    """
+    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
+        return
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # an import of it now raises ImportError
+    try:
+        import msgspec  # noqa: F401
+    finally:
+        del sys.modules["typing_extensions"]
+
+
 def run(argv: list[str]) -> int | None:
     """Run ``argv`` (without the program name) if it is one of the two commands; else ``None``."""
     if len(argv) < 2 or argv[0] != "lineage" or argv[1] not in PARSERS:
@@ -72,6 +98,7 @@ def run(argv: list[str]) -> int | None:
         ns: Any = PARSERS[argv[1]]().parse_args(rest)
     except (_Fallback, argparse.ArgumentError):
         return None
+    _import_msgspec_lean()
     from kurahi.cli.lineage_run import run_check, run_stitch
 
     if argv[1] == "stitch":

@@ -18,8 +18,9 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
+
+import msgspec
 
 from kurahi.context._js import prop
 from kurahi.context.tokens import ContextTokens, estimate_context_tokens, estimate_tokens
@@ -67,8 +68,7 @@ def should_compact(
     return context_tokens > context_window - reserve_tokens
 
 
-@dataclass(frozen=True, slots=True)
-class BudgetRoute:
+class BudgetRoute(msgspec.Struct, frozen=True):
     """Where a context stands against a model's window.
 
     Attributes:
@@ -155,8 +155,7 @@ def route(
 # ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class CutPoint:
+class CutPoint(msgspec.Struct, frozen=True):
     """The result of Pi's ``findCutPoint``.
 
     Attributes:

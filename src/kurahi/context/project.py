@@ -9,8 +9,9 @@ window, the last settings change), so a 200k-entry path costs little more than a
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import msgspec
 
 from kurahi.jsvalues import MISSING, date_ms, js_truthy
 from kurahi.store.scan import id_key
@@ -45,16 +46,14 @@ class PathEntry(Protocol):
         """The full entry."""
 
 
-@dataclass(frozen=True, slots=True)
-class ProjectionWarning:
+class ProjectionWarning(msgspec.Struct, frozen=True):
     """An entry Pi would crash on, skipped instead."""
 
     line: int
     message: str
 
 
-@dataclass(slots=True)
-class SessionContext:
+class SessionContext(msgspec.Struct):
     """The projected context: what Pi's ``buildSessionContext`` returns, plus the leaf used."""
 
     leaf_id: Any
@@ -67,7 +66,7 @@ class SessionContext:
     """``{provider, modelId}`` from the last model change or assistant message, or ``None``."""
     compaction_id: Any = None
     """Id of the compaction whose summary opens the messages, if any."""
-    warnings: list[ProjectionWarning] = field(default_factory=list)
+    warnings: list[ProjectionWarning] = msgspec.field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The public JSON shape ``{leafId, thinkingLevel, model, messages}``.

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from kurahi.context._js import js_length, prop, truthy
 from kurahi.errors import UsageError
@@ -189,8 +190,7 @@ def calculate_context_tokens(usage: Any) -> int | float:
     return _as_number(parts[0] + parts[1] + parts[2] + parts[3], "usage sum")
 
 
-@dataclass(frozen=True, slots=True)
-class ContextTokens:
+class ContextTokens(msgspec.Struct, frozen=True):
     """The result of Pi's ``estimateContextTokens``.
 
     Attributes:

@@ -8,8 +8,9 @@ sizes, so a reconstruction can say exactly what it kept and what it dropped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from kurahi.errors import EntryNotFoundError
 from kurahi.jsvalues import MISSING
@@ -18,8 +19,7 @@ from kurahi.store.transcript import Entry, Transcript, is_leaf_marker
 __all__ = ["BranchPoint", "CanonicalPath", "SideBranch", "canonical_path", "children_index"]
 
 
-@dataclass(frozen=True, slots=True)
-class SideBranch:
+class SideBranch(msgspec.Struct, frozen=True):
     """A subtree hanging off the canonical path that the leaf does not descend from."""
 
     at: str
@@ -32,8 +32,7 @@ class SideBranch:
     """Line of the side branch's first entry."""
 
 
-@dataclass(frozen=True, slots=True)
-class BranchPoint:
+class BranchPoint(msgspec.Struct, frozen=True):
     """An entry on the canonical path with more than one child."""
 
     id: str
@@ -42,8 +41,7 @@ class BranchPoint:
     children: int
 
 
-@dataclass(slots=True)
-class CanonicalPath:
+class CanonicalPath(msgspec.Struct):
     """The leaf's ancestry in one transcript."""
 
     file: str
@@ -51,10 +49,10 @@ class CanonicalPath:
     """The entry the path ends at (``None``: an empty session)."""
     pi_leaf_id: Any
     """Pi's leaf on open (the last entry line); differs when that line is a leaf marker."""
-    entries: list[Entry] = field(default_factory=list)
+    entries: list[Entry] = msgspec.field(default_factory=list)
     """Root first."""
-    branch_points: list[BranchPoint] = field(default_factory=list)
-    side_branches: list[SideBranch] = field(default_factory=list)
+    branch_points: list[BranchPoint] = msgspec.field(default_factory=list)
+    side_branches: list[SideBranch] = msgspec.field(default_factory=list)
     total_entries: int = 0
 
     @property

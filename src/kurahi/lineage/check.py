@@ -12,15 +12,17 @@ import hashlib
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from kurahi.context.budget import DEFAULT_RESERVE_TOKENS, route
-from kurahi.context.files import project_file
+from kurahi.context.files import FileContext, project_file
 from kurahi.context.tokens import estimate_context_tokens
 from kurahi.errors import KurahiError
-from kurahi.lineage.reference import reference_projection
+from kurahi.lineage.reference import ReferenceProjection, reference_projection
+from kurahi.store.twoproc import fork_is_safe, run_halves
 
 __all__ = ["CheckReport", "MarkerHit", "check", "messages_sha256"]
 
@@ -31,8 +33,7 @@ def messages_sha256(messages: list[Any]) -> str:
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
-class MarkerHit:
+class MarkerHit(msgspec.Struct, frozen=True):
     """Where a marker was found in the effective context."""
 
     marker: str
@@ -44,8 +45,7 @@ class MarkerHit:
     """Index in OpenClaw's runtime view (after the last ``reset`` entry), when there is one."""
 
 
-@dataclass
-class CheckReport:
+class CheckReport(msgspec.Struct):
     """The answer to "what would the runtime send, and does it hold what it should"."""
 
     file: str
@@ -59,10 +59,10 @@ class CheckReport:
     later: int
     tokens: int | float
     window: int
-    markers: list[MarkerHit] = field(default_factory=list)
-    routes: list[dict[str, Any]] = field(default_factory=list)
+    markers: list[MarkerHit] = msgspec.field(default_factory=list)
+    routes: list[dict[str, Any]] = msgspec.field(default_factory=list)
     runtime_messages: int | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
 
     @property
     def projections_agree(self) -> bool:
@@ -115,6 +115,40 @@ def _find(messages: list[Any], marker: str) -> int | None:
     return None
 
 
+PARALLEL_MIN_BYTES = 1 << 20
+"""Files at least this large get their reference projection from a second process."""
+
+
+class _Reference(msgspec.Struct, array_like=True):
+    """The reference projection and its content hash, as the second process sends them."""
+
+    projection: ReferenceProjection
+    sha256: str
+
+
+def _reference(path: Path) -> _Reference:
+    ref = reference_projection(path)
+    return _Reference(ref, messages_sha256(ref.messages))
+
+
+def _both_projections(path: Path) -> tuple[FileContext, tuple[ReferenceProjection, str]]:
+    """The fast projection, and the reference one with its hash; on two cores when it pays.
+
+    A forked child makes the reference projection while this process makes the fast one
+    (the reference parses every line in full, most of a check's work). The child only
+    reads. Whatever goes wrong there (an unreadable file, a value msgpack cannot carry),
+    the reference is made again here, so its errors are raised as they always are.
+    """
+    big = path.stat().st_size >= PARALLEL_MIN_BYTES if path.is_file() else False
+    if not big or not fork_is_safe():
+        fast = project_file(path)
+        ref = _reference(path)
+        return fast, (ref.projection, ref.sha256)
+    fast, payload = run_halves(lambda: msgspec.msgpack.encode(_reference(path)), lambda: project_file(path))
+    ref = msgspec.msgpack.decode(payload, type=_Reference) if payload is not None else _reference(path)
+    return fast, (ref.projection, ref.sha256)
+
+
 def check(
     path: str | os.PathLike[str],
     *,
@@ -129,15 +163,14 @@ def check(
         NotASessionError, TranscriptReadError, ParentCycleError: the file cannot be projected.
     """
     p = Path(path)
-    fast = project_file(p)
-    ref = reference_projection(p)
+    fast, (ref, ref_sha256) = _both_projections(p)
     msgs = fast.context.messages
     summary = 1 if fast.context.compaction_id is not None else 0
     report = CheckReport(
         file=str(p),
         messages=len(msgs),
         fast_sha256=messages_sha256(msgs),
-        reference_sha256=messages_sha256(ref.messages),
+        reference_sha256=ref_sha256,
         reference_messages=len(ref.messages),
         compaction_id=fast.context.compaction_id,
         summary=summary,

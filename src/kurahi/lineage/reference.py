@@ -15,7 +15,6 @@ and told the walk nothing more.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +28,10 @@ __all__ = ["ReferenceProjection", "reference_projection"]
 _ABSENT = object()
 
 
-@dataclass
-class ReferenceProjection:
+class ReferenceProjection(msgspec.Struct):
     """The messages and how they divide around the operative compaction."""
 
-    messages: list[Any] = field(default_factory=list)
+    messages: list[Any] = msgspec.field(default_factory=list)
     thinking_level: Any = "off"
     model: Any = None
     compaction_id: str | None = None
@@ -81,17 +79,16 @@ _NOT_AN_OBJECT = _Keys()
 """Stands for a line whose JSON value is not an object (it reads as ``{}``)."""
 
 
-@dataclass
-class _Lines:
+class _Lines(msgspec.Struct):
     """The parsed lines, in file order: the keys of each now, whole values on request.
 
     Parallel lists rather than one object per line: 20k small objects cost more than
     parsing the lines they describe.
     """
 
-    keys: list[_Keys] = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)
-    full: dict[int, Any] = field(default_factory=dict)
+    keys: list[_Keys] = msgspec.field(default_factory=list)
+    texts: list[str] = msgspec.field(default_factory=list)
+    full: dict[int, Any] = msgspec.field(default_factory=dict)
     """Lines already decoded in full (those msgspec could not read keys-only)."""
 
     def value(self, k: int) -> dict[str, Any]:

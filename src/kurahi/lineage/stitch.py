@@ -16,7 +16,6 @@ import json
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +36,7 @@ __all__ = ["StitchReport", "stitch"]
 _encode = msgspec.json.Encoder().encode
 
 
-@dataclass
-class SourceReport:
+class SourceReport(msgspec.Struct):
     """What was taken from one source."""
 
     path: str
@@ -53,7 +51,7 @@ class SourceReport:
     not_copied: int
     first_entry_at: Any = None
     last_entry_at: Any = None
-    lines: list[list[Any]] = field(default_factory=list)
+    lines: list[list[Any]] = msgspec.field(default_factory=list)
     """``[output line, source line, sha256 of the source line, change]`` per copied line."""
 
     def to_dict(self) -> dict[str, Any]:
@@ -73,17 +71,16 @@ class SourceReport:
         }
 
 
-@dataclass
-class StitchReport:
+class StitchReport(msgspec.Struct):
     """Everything needed to re-verify a stitch."""
 
     out: str
     out_sha256: str = ""
-    header: dict[str, Any] = field(default_factory=dict)
-    sources: list[SourceReport] = field(default_factory=list)
-    edges: list[dict[str, Any]] = field(default_factory=list)
-    renamed: dict[str, str] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    header: dict[str, Any] = msgspec.field(default_factory=dict)
+    sources: list[SourceReport] = msgspec.field(default_factory=list)
+    edges: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    renamed: dict[str, str] = msgspec.field(default_factory=dict)
+    warnings: list[str] = msgspec.field(default_factory=list)
 
     @property
     def identical_lines(self) -> int:
@@ -225,16 +222,15 @@ class _Hashes:
         return got
 
 
-@dataclass
-class _Piece:
+class _Piece(msgspec.Struct):
     """One source's share of C, planned before anything is written."""
 
     k: int
     indices: list[int]
     """Entry positions to copy, in output order."""
-    reparent: dict[int, str] = field(default_factory=dict)
+    reparent: dict[int, str] = msgspec.field(default_factory=dict)
     """Entry position -> new parent id (the stitch edge)."""
-    mapping: dict[str, str] = field(default_factory=dict)
+    mapping: dict[str, str] = msgspec.field(default_factory=dict)
     """Renamed ids (``--rename-colliding``)."""
     leaf: str | None = None
     """Where the next source attaches (after renaming)."""

@@ -10,9 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
@@ -35,15 +33,15 @@ class FsyncPolicy(StrEnum):
 _FDATASYNC: Callable[[int], None] = getattr(os, "fdatasync", os.fsync)
 
 
-@dataclass
 class Ops:
     """The system calls durable code uses, replaceable for fault injection in tests."""
 
-    write: Callable[[int, bytes], int] = os.write
-    fsync: Callable[[int], None] = os.fsync
-    fdatasync: Callable[[int], None] = _FDATASYNC
-    rename: Callable[[str, str], None] = os.replace
-    ftruncate: Callable[[int, int], None] = os.ftruncate
+    def __init__(self) -> None:
+        self.write: Callable[[int, bytes], int] = os.write
+        self.fsync: Callable[[int], None] = os.fsync
+        self.fdatasync: Callable[[int], None] = _FDATASYNC
+        self.rename: Callable[[str, str], None] = os.replace
+        self.ftruncate: Callable[[int, int], None] = os.ftruncate
 
 
 ops = Ops()
@@ -76,7 +74,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600
     if anything fails; the old content stays in place until the rename.
     """
     target = Path(path)
-    tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    tmp = target.with_name(f".{target.name}.{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), mode)
     try:
         try:

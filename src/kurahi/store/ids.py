@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 import time
 import uuid
 from collections.abc import Container
@@ -15,7 +14,7 @@ __all__ = ["entry_id", "iso_now", "session_id"]
 def entry_id(taken: Container[str]) -> str:
     """Pi's entry id: 8 lowercase hex characters not already taken (full UUID after 100 tries)."""
     for _ in range(100):
-        candidate = secrets.token_hex(4)
+        candidate = os.urandom(4).hex()
         if candidate not in taken:
             return candidate
     return str(uuid.uuid4())  # pragma: no cover - needs ~4 billion entries to happen

@@ -19,7 +19,6 @@ import json
 import os
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -161,8 +160,7 @@ def id_key(value: Any) -> Any:
     return object()
 
 
-@dataclass(frozen=True, slots=True)
-class ScanWarning:
+class ScanWarning(msgspec.Struct, frozen=True):
     """Something in the file that was skipped or read leniently."""
 
     line: int
@@ -188,18 +186,17 @@ class Chunk(NamedTuple):
     """Line number of the chunk's first line."""
 
 
-@dataclass(slots=True)
-class ScanResult:
+class ScanResult(msgspec.Struct):
     """What a scan found: the header and one skeleton per non-header entry, in file order."""
 
     header: dict[str, Any] | None = None
-    skeletons: Any = field(default_factory=list)
+    skeletons: Any = msgspec.field(default_factory=list)
     """One skeleton per entry: a list, or :class:`kurahi.store.columns.ColumnSkeletons`."""
-    chunks: list[Chunk] = field(default_factory=list)
-    spans: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    chunks: list[Chunk] = msgspec.field(default_factory=list)
+    spans: dict[int, tuple[int, int, int]] = msgspec.field(default_factory=dict)
     """``(offset, length, line)`` of entries outside dense chunks."""
-    warnings: list[ScanWarning] = field(default_factory=list)
-    extra_header_lines: list[int] = field(default_factory=list)
+    warnings: list[ScanWarning] = msgspec.field(default_factory=list)
+    extra_header_lines: list[int] = msgspec.field(default_factory=list)
     """Line numbers of further ``type: "session"`` lines (ignored, but counted by v1 migration)."""
     first_parseable: Any = msgspec.UNSET
     """The first parseable value when it is not a valid header (for the error message)."""
@@ -209,7 +206,7 @@ class ScanResult:
     """``(line, offset)`` of a last line that has no newline and does not parse."""
     line_count: int = 0
     """Lines seen, blank and damaged ones included."""
-    _firsts: list[int] = field(default_factory=list)
+    _firsts: list[int] = msgspec.field(default_factory=list)
 
     def locate(self, index: int) -> tuple[int, int, int]:
         """``(chunk offset, chunk bytes, position in chunk)`` or ``(offset, length, -1)``."""

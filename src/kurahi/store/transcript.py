@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -124,8 +123,7 @@ class Entry:
         return f"Entry(line={self.line}, type={self.type!r}, id={self.id!r}, parent_id={self.parent_id!r})"
 
 
-@dataclass(slots=True)
-class TreeNode:
+class TreeNode(msgspec.Struct):
     """A node of :meth:`Transcript.tree`: an entry, its label and its children (oldest first)."""
 
     entry: Entry

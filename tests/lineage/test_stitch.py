@@ -74,6 +74,7 @@ def test_every_copied_line_is_byte_identical(a_and_b: tuple[Path, Path], tmp_pat
     c = tmp_path / "C.jsonl"
     rep = stitch([a, b], c)
     assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (a, b)} == before, "a source changed"
+    assert [s.sha256 for s in rep.sources] == [before[a], before[b]]
     out = _lines(c)
     header = json.loads(out[0])
     assert header["type"] == "session" and header["parentSession"] == str(b)

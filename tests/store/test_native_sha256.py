@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import random
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kurahi.store import native
+from kurahi.errors import TranscriptReadError
+from kurahi.store import Transcript, native
+from kurahi.testing import build_session
 
 pytestmark = pytest.mark.skipif(
     not native.available(), reason="!!! the C extension (kurahi.store._native) is not built: its tests are SKIPPED !!!"
@@ -51,3 +56,48 @@ def test_the_accelerated_path_is_reported_and_a_non_buffer_is_refused() -> None:
     assert isinstance(native._native.sha256_accelerated(), bool)
     with pytest.raises(TypeError):
         native._native.sha256_split("text")
+
+
+@pytest.mark.parametrize("portable", [False, True])
+@pytest.mark.parametrize("size", [0, 63, 64, 65, (1 << 20) - 1, 1 << 20, (1 << 20) + 65, 3 * (1 << 20) + 7])
+def test_a_file_is_hashed_as_hashlib_does_across_read_blocks(tmp_path: Path, size: int, portable: bool) -> None:
+    data = bytes(random.Random(size).getrandbits(8) for _ in range(min(size, 4096))) * (size // 4096 + 1)
+    p = tmp_path / "f.bin"
+    p.write_bytes(data[:size] + b"appended later")
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        got = native._native.sha256_fd(fd, size, portable=portable)
+    finally:
+        os.close(fd)
+    assert got == hashlib.sha256(data[:size]).hexdigest()  # only the first size bytes
+
+
+def test_a_short_file_or_a_bad_descriptor_is_an_error(tmp_path: Path) -> None:
+    p = tmp_path / "f.bin"
+    p.write_bytes(b"x" * 100)
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        with pytest.raises(EOFError, match="after 100 of 101 bytes"):
+            native._native.sha256_fd(fd, 101)
+    finally:
+        os.close(fd)
+    with pytest.raises(OSError):
+        native._native.sha256_fd(fd, 10)  # closed now
+
+
+@pytest.mark.parametrize("c_hash", [True, False])
+def test_a_transcripts_digest_is_of_the_bytes_it_was_opened_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, c_hash: bool
+) -> None:
+    p = tmp_path / "t.jsonl"
+    build_session(p, entries=400, seed=3)
+    opened = p.read_bytes()
+    with Transcript.open(p) as t:
+        monkeypatch.setattr(native, "ENABLED", c_hash)  # off: hashlib reads the file instead
+        with p.open("ab") as fh:
+            fh.write(b'{"type":"message","id":"late","parentId":null}\n')  # after the open
+        assert t.content_sha256() == hashlib.sha256(opened).hexdigest()
+        os.truncate(p, len(opened) // 2)
+        with pytest.raises(TranscriptReadError, match="shrank"):
+            t.content_sha256()
+    assert Transcript.from_bytes(opened).content_sha256() == hashlib.sha256(opened).hexdigest()

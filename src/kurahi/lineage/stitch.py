@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 from kurahi import __version__
-from kurahi.errors import StitchError
+from kurahi.errors import KurahiError, StitchError
 from kurahi.jsvalues import MISSING, date_ms
 from kurahi.lineage.canonical import canonical_path
 from kurahi.store import fsio
@@ -172,10 +172,8 @@ def stitch(
     out_path = Path(out)
     _check_sources(paths, out_path)
     report = StitchReport(out=str(out_path))
-    # The sources' sha256 (for the report) is computed on a second thread while this one
-    # scans them: hashing and scanning both run outside the GIL.
-    hashes = _Hashes(paths)
     transcripts: list[Transcript] = []
+    hashes: _Hashes | None = None
     try:
         transcripts.extend(Transcript.open(p) for p in paths)
         for p, t in zip(paths, transcripts, strict=True):
@@ -183,26 +181,30 @@ def stitch(
                 raise StitchError(
                     f"{p}: a version-1/2 session; stitch copies lines verbatim, so it must be v3 or later"
                 )
+        # The sources' sha256 (for the report) is computed on a second thread from here on:
+        # the scans above had both cores, and what follows is mostly one thread's work.
+        hashes = _Hashes(transcripts)
         return _stitch(paths, transcripts, out_path, report, leaf_id, rename_colliding, force, hashes)
     finally:
-        hashes.wait()
+        if hashes is not None:
+            hashes.wait()
         for t in transcripts:
             t.close()
 
 
 class _Hashes:
-    """``fsio.file_sha256`` of each source, on a thread started at once."""
+    """:meth:`Transcript.content_sha256` of each source, on a thread started at once."""
 
-    def __init__(self, paths: list[Path]) -> None:
-        self._results: list[str | OSError] = []
-        self._thread = threading.Thread(target=self._run, args=(paths,), name="kurahi-stitch-sha256", daemon=True)
+    def __init__(self, transcripts: list[Transcript]) -> None:
+        self._results: list[str | KurahiError] = []
+        self._thread = threading.Thread(target=self._run, args=(transcripts,), name="kurahi-stitch-sha256", daemon=True)
         self._thread.start()
 
-    def _run(self, paths: list[Path]) -> None:
-        for p in paths:
+    def _run(self, transcripts: list[Transcript]) -> None:
+        for t in transcripts:
             try:
-                self._results.append(fsio.file_sha256(p))
-            except OSError as exc:  # the main thread reports an unreadable source itself
+                self._results.append(t.content_sha256())
+            except KurahiError as exc:  # raised on the main thread, by get()
                 self._results.append(exc)
 
     def wait(self) -> None:
@@ -213,11 +215,11 @@ class _Hashes:
         """The sha256 of source ``k``.
 
         Raises:
-            OSError: the source could not be read.
+            TranscriptReadError: the source could not be read back.
         """
         self._thread.join()
         got = self._results[k]
-        if isinstance(got, OSError):
+        if isinstance(got, KurahiError):
             raise got
         return got
 

@@ -813,6 +813,68 @@ static PyObject *native_sha256_split(PyObject *self, PyObject *args, PyObject *k
     return list;
 }
 
+static PyObject *native_sha256_fd(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    /* The hex SHA-256 of size bytes of fd from offset 0, read with pread without the GIL. */
+    static char *kwlist[] = {"fd", "size", "portable", NULL};
+    int fd, portable = 0;
+    long long size;
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iL|p:sha256_fd", kwlist, &fd, &size, &portable))
+        return NULL;
+    if (size < 0) {
+        PyErr_SetString(PyExc_ValueError, "size must be >= 0");
+        return NULL;
+    }
+    enum { BLOCK = 1 << 20 }; /* stays in the cache between the read and the hash */
+    unsigned char *buf = malloc(BLOCK);
+    if (buf == NULL)
+        return PyErr_NoMemory();
+    Sha256 c;
+    sha256_init(&c, portable ? sha256_blocks_portable : sha256_fast);
+    int err = 0;
+    uint64_t off = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (off < (uint64_t)size) {
+        uint64_t want = (uint64_t)size - off < BLOCK ? (uint64_t)size - off : BLOCK;
+        ssize_t got = pread(fd, buf, (size_t)want, (off_t)off);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            err = errno;
+            break;
+        }
+        if (got == 0) {
+            err = -1; /* shorter than size */
+            break;
+        }
+        sha256_update(&c, buf, (size_t)got);
+        off += (uint64_t)got;
+    }
+    Py_END_ALLOW_THREADS
+    free(buf);
+    if (err > 0) {
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    if (err < 0) {
+        PyErr_Format(PyExc_EOFError, "the file ended after %llu of %lld bytes", (unsigned long long)off, size);
+        return NULL;
+    }
+    unsigned char digest[32];
+    sha256_final(&c, digest);
+    static const char hexdigits[] = "0123456789abcdef";
+    PyObject *hex = PyUnicode_New(64, 127);
+    if (hex == NULL)
+        return NULL;
+    Py_UCS1 *out = PyUnicode_1BYTE_DATA(hex);
+    for (int i = 0; i < 32; i++) {
+        out[2 * i] = (Py_UCS1)hexdigits[digest[i] >> 4];
+        out[2 * i + 1] = (Py_UCS1)hexdigits[digest[i] & 15];
+    }
+    return hex;
+}
+
 static PyObject *native_sha256_accelerated(PyObject *self, PyObject *unused)
 {
     (void)self;
@@ -826,6 +888,8 @@ static PyMethodDef methods[] = {
     {"classify", native_classify, METH_O, "classify(line) -> (type, id, parent) | None"},
     {"sha256_split", (PyCFunction)(void (*)(void))native_sha256_split, METH_VARARGS | METH_KEYWORDS,
      "sha256_split(data, portable=False) -> hex SHA-256 of each piece of data.split(b'\\n')"},
+    {"sha256_fd", (PyCFunction)(void (*)(void))native_sha256_fd, METH_VARARGS | METH_KEYWORDS,
+     "sha256_fd(fd, size, portable=False) -> hex SHA-256 of the first size bytes of fd"},
     {"sha256_accelerated", native_sha256_accelerated, METH_NOARGS,
      "sha256_accelerated() -> whether sha256_split uses the processor's SHA instructions"},
     {NULL, NULL, 0, NULL},

@@ -160,29 +160,72 @@ static sha256_blocks_fn sha256_best(void)
     return sha256_blocks_portable;
 }
 
-static void sha256_digest(sha256_blocks_fn blocks, const unsigned char *p, size_t n, unsigned char out[32])
-{
+/* Streaming: whole blocks go straight to the compress function, a partial one waits in buf. */
+typedef struct {
     uint32_t st[8];
+    unsigned char buf[64];
+    size_t nbuf;
+    uint64_t total;
+    sha256_blocks_fn blocks;
+} Sha256;
+
+static void sha256_init(Sha256 *c, sha256_blocks_fn blocks)
+{
+    memcpy(c->st, SHA256_INIT, sizeof c->st);
+    c->nbuf = 0;
+    c->total = 0;
+    c->blocks = blocks;
+}
+
+static void sha256_update(Sha256 *c, const unsigned char *p, size_t n)
+{
+    c->total += n;
+    if (c->nbuf) {
+        size_t take = 64 - c->nbuf < n ? 64 - c->nbuf : n;
+        memcpy(c->buf + c->nbuf, p, take);
+        c->nbuf += take;
+        p += take;
+        n -= take;
+        if (c->nbuf < 64)
+            return;
+        c->blocks(c->st, c->buf, 1);
+        c->nbuf = 0;
+    }
+    if (n >= 64) {
+        c->blocks(c->st, p, n / 64);
+        p += n / 64 * 64;
+        n %= 64;
+    }
+    memcpy(c->buf, p, n);
+    c->nbuf = n;
+}
+
+static void sha256_final(Sha256 *c, unsigned char out[32])
+{
     unsigned char tail[128];
-    memcpy(st, SHA256_INIT, sizeof st);
-    size_t full = n / 64;
-    if (full)
-        blocks(st, p, full);
-    size_t rest = n - full * 64;
-    memcpy(tail, p + full * 64, rest);
+    size_t rest = c->nbuf;
+    memcpy(tail, c->buf, rest);
     tail[rest] = 0x80;
     size_t tlen = rest < 56 ? 64 : 128;
     memset(tail + rest + 1, 0, tlen - rest - 1);
-    uint64_t bits = (uint64_t)n * 8;
+    uint64_t bits = c->total * 8;
     for (int i = 0; i < 8; i++)
         tail[tlen - 1 - i] = (unsigned char)(bits >> (8 * i));
-    blocks(st, tail, tlen / 64);
+    c->blocks(c->st, tail, tlen / 64);
     for (int i = 0; i < 8; i++) {
-        out[4 * i] = (unsigned char)(st[i] >> 24);
-        out[4 * i + 1] = (unsigned char)(st[i] >> 16);
-        out[4 * i + 2] = (unsigned char)(st[i] >> 8);
-        out[4 * i + 3] = (unsigned char)st[i];
+        out[4 * i] = (unsigned char)(c->st[i] >> 24);
+        out[4 * i + 1] = (unsigned char)(c->st[i] >> 16);
+        out[4 * i + 2] = (unsigned char)(c->st[i] >> 8);
+        out[4 * i + 3] = (unsigned char)c->st[i];
     }
+}
+
+static void sha256_digest(sha256_blocks_fn blocks, const unsigned char *p, size_t n, unsigned char out[32])
+{
+    Sha256 c;
+    sha256_init(&c, blocks);
+    sha256_update(&c, p, n);
+    sha256_final(&c, out);
 }
 
 #endif

@@ -33,7 +33,7 @@ from kurahi.store.scan import (
     finish_scan,
 )
 
-__all__ = ["ENABLED", "THREADS_MIN_BYTES", "available", "line_digests", "scan_native"]
+__all__ = ["ENABLED", "THREADS_MIN_BYTES", "available", "fd_sha256", "line_digests", "scan_native"]
 
 _native: Any
 try:
@@ -63,6 +63,23 @@ def line_digests(joined: bytes) -> list[str]:
         digests: list[str] = _native.sha256_split(joined)
         return digests
     return [hashlib.sha256(line).hexdigest() for line in joined.split(b"\n")]
+
+
+def fd_sha256(fd: int, size: int) -> str | None:
+    """The hex SHA-256 of the first ``size`` bytes of ``fd``, hashed without the GIL.
+
+    ``None`` when the extension is missing or off, or the processor lacks the SHA
+    instructions (hashlib is faster then). Without the GIL the hash runs on a second core
+    untroubled by Python work on the first; hashlib needs the GIL back after every block.
+
+    Raises:
+        OSError: a read failed.
+        EOFError: the file has fewer than ``size`` bytes.
+    """
+    if not available() or not _native.sha256_accelerated():
+        return None
+    digest: str = _native.sha256_fd(fd, size)
+    return digest
 
 
 def scan_native(source: int | bytes, read: Reader, size: int) -> ScanResult | None:

@@ -8,6 +8,7 @@ labels, a tree view). Raw lines stay byte-identical for copying.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -22,7 +23,7 @@ from kurahi.jsvalues import MISSING, js_truthy, js_whitespace_strip
 from kurahi.store.columns import TableSkeletons
 from kurahi.store.idindex import IdIndex
 from kurahi.store.migrate import header_version, migrate_v1
-from kurahi.store.native import scan_native
+from kurahi.store.native import fd_sha256, scan_native
 from kurahi.store.parallel import scan_file
 from kurahi.store.scan import (
     Reader,
@@ -244,6 +245,46 @@ class Transcript:
         return len(self._skeletons)
 
     # -- raw access -----------------------------------------------------------------
+
+    def content_sha256(self) -> str:
+        """The hex SHA-256 of the bytes this transcript was read from: the file as opened.
+
+        Bytes appended since the open are not included, so the digest describes what was
+        read. Safe to call from another thread while this one reads entries.
+
+        Raises:
+            TranscriptReadError: the file cannot be read back, or is shorter than when opened.
+        """
+        size, off = self._scan.size, 0
+        shrank = f"the file shrank below the {size} bytes it had when opened"
+        if self._fd is not None:
+            try:
+                digest = fd_sha256(self._fd, size)
+            except EOFError as exc:
+                raise TranscriptReadError(shrank, path=self.name) from exc
+            except OSError as exc:
+                raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
+            if digest is not None:
+                return digest
+        h = hashlib.sha256()
+        buf = bytearray(min(size, 1 << 20))  # small enough to stay in the cache between read and hash
+        view = memoryview(buf)
+        try:
+            while off < size:
+                want = min(len(buf), size - off)
+                if self._fd is not None:
+                    n = os.preadv(self._fd, [view[:want]], off)
+                    h.update(view[:n])
+                else:
+                    block = self._read(off, want)
+                    n = len(block)
+                    h.update(block)
+                if n == 0:
+                    raise TranscriptReadError(shrank, path=self.name)
+                off += n
+        except OSError as exc:
+            raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
+        return h.hexdigest()
 
     def raw_line(self, index: int) -> bytes:
         """The stored bytes of entry ``index`` (without the newline)."""

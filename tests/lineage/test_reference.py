@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from kurahi.context.files import project_file
 from kurahi.lineage.check import messages_sha256
 from kurahi.lineage.reference import reference_projection
+from peer import PiPeer
 
 HEADER = '{"type":"session","version":3,"id":"s","timestamp":"2026-11-30T08:00:00.000Z","cwd":"/"}'
 
@@ -43,3 +46,29 @@ def test_lines_msgspec_refuses_are_read_by_the_standard_library(tmp_path: Path) 
     ref = reference_projection(p)
     assert [m["content"] for m in ref.messages] == ["one", "\ud800", "three"]
     assert messages_sha256(ref.messages) == messages_sha256(project_file(p).context.messages)
+
+
+# Whole-file trims as JavaScript's trim() does them, which Python's strip() does not.
+_M1, _M2 = _msg(1, None, "one"), _msg(2, "e1", "two")
+TRIMS = {
+    "bom_before_the_header": "\ufeff" + "\n".join([HEADER, _M1, _M2]) + "\n",
+    "unit_separator_after_the_last_line": "\n".join([HEADER, _M1, _M2]) + "\x1f",
+    "unit_separator_line_at_the_end": "\n".join([HEADER, _M1, _M2]) + "\n\x1f\n",
+    "no_break_spaces_around": "\u00a0\n\u00a0" + "\n".join([HEADER, _M1, _M2]) + "\u00a0\n\u3000",
+    "line_separator_after_the_last_line": "\n".join([HEADER, _M1, _M2]) + "\u2028",
+    "unit_separator_line_first": "\x1f\n  " + "\n".join([HEADER, _M1, _M2]) + "\n",
+    "carriage_returns": "\r\n".join([HEADER, _M1, _M2]) + "\r\n",
+}
+
+
+@pytest.mark.pi
+def test_the_whole_file_is_trimmed_as_pi_trims_it(tmp_path: Path, pi: PiPeer) -> None:
+    paths = []
+    for name, text in TRIMS.items():
+        p = tmp_path / f"{name}.jsonl"
+        p.write_bytes(text.encode("utf-8"))
+        paths.append(p)
+    for p, live in zip(paths, pi.contexts(paths), strict=True):
+        ref = reference_projection(p)
+        assert messages_sha256(ref.messages) == messages_sha256(live["messages"]), p.name
+        assert messages_sha256(ref.messages) == messages_sha256(project_file(p).context.messages), p.name

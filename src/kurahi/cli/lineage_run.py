@@ -89,7 +89,6 @@ def run_check(
     as_json: bool = False,
 ) -> int:
     """Check ``file``; print the report. 1 when a marker is missing or the projections disagree."""
-    from kurahi.context.budget import DEFAULT_RESERVE_TOKENS
     from kurahi.lineage.check import check
 
     with translate_errors():
@@ -97,7 +96,7 @@ def run_check(
             file,
             markers=list(markers),
             window=window,
-            reserves=list(reserves) or [DEFAULT_RESERVE_TOKENS],
+            reserves=list(reserves) or None,
             system_prompt_tokens=list(system_prompt_tokens) or [0],
         )
         if evidence is not None:

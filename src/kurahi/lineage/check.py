@@ -13,16 +13,19 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from kurahi.context.budget import DEFAULT_RESERVE_TOKENS, route
-from kurahi.context.files import FileContext, project_file
-from kurahi.context.tokens import estimate_context_tokens
 from kurahi.errors import KurahiError
 from kurahi.lineage.reference import ReferenceProjection, reference_projection
 from kurahi.store.twoproc import fork_is_safe, run_halves
+
+if TYPE_CHECKING:
+    from kurahi.context.files import FileContext
+
+# The fast projection's modules (the store, the context room) are imported where they are
+# used, after the reference's process is forked: the two then load and run side by side.
 
 __all__ = ["CheckReport", "MarkerHit", "check", "messages_sha256"]
 
@@ -131,6 +134,12 @@ def _reference(path: Path) -> _Reference:
     return _Reference(ref, messages_sha256(ref.messages))
 
 
+def _fast_projection(path: Path) -> FileContext:
+    from kurahi.context.files import project_file
+
+    return project_file(path)
+
+
 def _both_projections(path: Path) -> tuple[FileContext, tuple[ReferenceProjection, str]]:
     """The fast projection, and the reference one with its hash; on two cores when it pays.
 
@@ -141,10 +150,10 @@ def _both_projections(path: Path) -> tuple[FileContext, tuple[ReferenceProjectio
     """
     big = path.stat().st_size >= PARALLEL_MIN_BYTES if path.is_file() else False
     if not big or not fork_is_safe():
-        fast = project_file(path)
+        fast = _fast_projection(path)
         ref = _reference(path)
         return fast, (ref.projection, ref.sha256)
-    fast, payload = run_halves(lambda: msgspec.msgpack.encode(_reference(path)), lambda: project_file(path))
+    fast, payload = run_halves(lambda: msgspec.msgpack.encode(_reference(path)), lambda: _fast_projection(path))
     ref = msgspec.msgpack.decode(payload, type=_Reference) if payload is not None else _reference(path)
     return fast, (ref.projection, ref.sha256)
 
@@ -154,10 +163,12 @@ def check(
     *,
     markers: Sequence[str] = (),
     window: int = 200_000,
-    reserves: Sequence[int] = (DEFAULT_RESERVE_TOKENS,),
+    reserves: Sequence[int] | None = None,
     system_prompt_tokens: Sequence[int] = (0,),
 ) -> CheckReport:
     """Check what a transcript projects; see the module docstring.
+
+    ``reserves`` defaults to Pi's own reserve (:data:`kurahi.context.budget.DEFAULT_RESERVE_TOKENS`).
 
     Raises:
         NotASessionError, TranscriptReadError, ParentCycleError: the file cannot be projected.
@@ -188,6 +199,9 @@ def check(
             part = "summary" if idx < summary else "retained" if idx < summary + ref.retained_count else "later"
         runtime = _find(ref.runtime_messages, marker) if ref.runtime_messages is not None else None
         report.markers.append(MarkerHit(marker, idx, part, runtime))
+    from kurahi.context.budget import DEFAULT_RESERVE_TOKENS, route
+    from kurahi.context.tokens import estimate_context_tokens
+
     try:
         tokens = estimate_context_tokens(msgs).tokens
     except KurahiError as exc:
@@ -195,7 +209,7 @@ def check(
         return report
     report.tokens = tokens
     for load in system_prompt_tokens:
-        for reserve in reserves:
+        for reserve in reserves if reserves is not None else [DEFAULT_RESERVE_TOKENS]:
             r = route(tokens + load, window, reserve)
             report.routes.append({"systemPromptTokens": load, **r.to_dict()})
     return report

@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from kurahi.errors import NotASessionError, ParentCycleError
-from kurahi.jsvalues import date_ms
+from kurahi.jsvalues import date_ms, js_whitespace_strip
 
 __all__ = ["ReferenceProjection", "reference_projection"]
 
@@ -100,12 +100,31 @@ class _Lines(msgspec.Struct):
         return self.full[k]  # type: ignore[no-any-return]
 
 
+def _lines_of(path: Path) -> list[str]:
+    r"""Pi's ``content.trim().split("\n")``, the file decoded as Node decodes it.
+
+    JavaScript's ``trim()`` (not Python's ``strip()``: a BOM goes, ``\x1f`` stays) on the
+    whole text only shortens the first and last lines that are not all whitespace; the
+    all-whitespace lines around them go. Done that way, the text is not copied again.
+    """
+    lines = path.read_bytes().decode("utf-8", "replace").split("\n")
+    first, last = 0, len(lines) - 1
+    while first <= last and not js_whitespace_strip(lines[first]):
+        first += 1
+    while last >= first and not js_whitespace_strip(lines[last]):
+        last -= 1
+    if first > last:
+        return []
+    lines[first] = js_whitespace_strip(lines[first], right=False)
+    lines[last] = js_whitespace_strip(lines[last], left=False)
+    return lines[first : last + 1]
+
+
 def _parse(path: Path) -> _Lines:
-    # Every line in full, the file decoded as Node decodes it.
-    text = path.read_bytes().decode("utf-8", "replace").strip()
+    # Every line in full.
     out = _Lines()
     keys, texts = out.keys, out.texts
-    for line in text.split("\n"):
+    for line in _lines_of(path):
         if not line or line.isspace():
             continue
         try:

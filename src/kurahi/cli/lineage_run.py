@@ -11,7 +11,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from kurahi.cli.common import EXIT, console, print_json, translate_errors, warn
+from kurahi.cli.common import EXIT, print_json, translate_errors, warn
+from kurahi.cli.output import Part, say, table
 from kurahi.errors import UsageError
 
 __all__ = ["run_check", "run_stitch"]
@@ -62,17 +63,13 @@ def run_stitch(
     if as_json:
         print_json(summary)
         return EXIT.OK
-    from rich.markup import escape  # rich only once there is a table to print for people
-    from rich.table import Table
-
-    table = Table(header_style="bold")
-    for col in ("source", "role", "entries", "copied", "left out", "reset-time leaf"):
-        table.add_column(col)
-    for s in rep.sources:
-        table.add_row(escape(s.path), s.role, str(s.entries), str(s.copied), str(s.not_copied), str(s.leaf_id))
-    console.print(table)
-    console.print(
-        f"wrote {escape(str(out))} (sha256 {rep.out_sha256[:16]}…): {data['identicalLines']} lines byte-identical "
+    table(
+        ["source", "role", "entries", "copied", "left out", "reset-time leaf"],
+        [[s.path, s.role, str(s.entries), str(s.copied), str(s.not_copied), str(s.leaf_id)] for s in rep.sources],
+        right=[2, 3, 4],
+    )
+    say(
+        f"wrote {out} (sha256 {rep.out_sha256[:16]}…): {data['identicalLines']} lines byte-identical "
         f"to their source, {data['changedLines']} changed ({', '.join(e['child'] for e in rep.edges)} re-parented)"
     )
     return EXIT.OK
@@ -106,40 +103,36 @@ def run_check(
     if as_json:
         print_json(rep.to_dict())
         return EXIT.OK if rep.ok else EXIT.FAILED
-    from rich.markup import escape
-    from rich.table import Table
-
-    agree = "[green]agree[/]" if rep.projections_agree else "[bold red]DISAGREE[/]"
-    console.print(
-        f"[bold]{escape(str(file))}[/]: {rep.messages} messages; fast and reference projections {agree} "
-        f"(sha256 {rep.fast_sha256[:16]}…)"
+    agree: Part = ("agree", "green") if rep.projections_agree else ("DISAGREE", "bold red")
+    say(
+        (str(file), "bold"),
+        f": {rep.messages} messages; fast and reference projections ",
+        agree,
+        f" (sha256 {rep.fast_sha256[:16]}…)",
     )
     if rep.compaction_id:
-        console.print(
-            f"operative compaction {rep.compaction_id}: 1 summary + {rep.retained} retained + {rep.later} later"
-        )
+        say(f"operative compaction {rep.compaction_id}: 1 summary + {rep.retained} retained + {rep.later} later")
     if rep.runtime_messages is not None:
-        console.print(f"OpenClaw's runtime sends only what follows the last reset: {rep.runtime_messages} messages")
+        say(f"OpenClaw's runtime sends only what follows the last reset: {rep.runtime_messages} messages")
     if rep.markers:
-        table = Table(header_style="bold")
-        for col in ("marker", "found", "message", "part"):
-            table.add_column(col)
-        for m in rep.markers:
-            found = "[green]yes[/]" if m.index is not None else "[bold red]missing[/]"
-            table.add_row(escape(m.marker), found, str(m.index if m.index is not None else "-"), m.part or "-")
-        console.print(table)
+        table(
+            ["marker", "found", "message", "part"],
+            [
+                [
+                    m.marker,
+                    ("yes", "green") if m.index is not None else ("missing", "bold red"),
+                    str(m.index if m.index is not None else "-"),
+                    m.part or "-",
+                ]
+                for m in rep.markers
+            ],
+            right=[2],
+        )
     if rep.routes:
-        table = Table(header_style="bold")
-        for col in ("system prompt", "reserve", "tokens", "threshold", "headroom", "route"):
-            table.add_column(col, justify="right")
-        for r in rep.routes:
-            table.add_row(
-                str(r["systemPromptTokens"]),
-                str(r["reserveTokens"]),
-                str(r["contextTokens"]),
-                str(r["threshold"]),
-                str(r["headroom"]),
-                r["route"],
-            )
-        console.print(table)
+        keys = ("systemPromptTokens", "reserveTokens", "contextTokens", "threshold", "headroom", "route")
+        table(
+            ["system prompt", "reserve", "tokens", "threshold", "headroom", "route"],
+            [[str(r[k]) for k in keys] for r in rep.routes],
+            right=range(6),
+        )
     return EXIT.OK if rep.ok else EXIT.FAILED

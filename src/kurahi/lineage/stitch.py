@@ -354,10 +354,8 @@ def _copied(t: Transcript, piece: _Piece, out_line: int) -> Iterator[tuple[bytes
                 lines[at], how = _reparent(lines[at], parent)
                 changes[at] = how if changes[at] is None else f"{changes[at]}+{how}"
         first = out_line + start + 1
-        rows = [
-            [first + k, line_no, digest, change]
-            for k, (line_no, digest, change) in enumerate(zip(line_nos, line_digests(source), changes, strict=True))
-        ]
+        numbers = range(first, first + len(line_nos))
+        rows = list(map(list, zip(numbers, line_nos, line_digests(source), changes, strict=True)))
         yield (b"\n".join(lines) if lines else source), rows
 
 

@@ -764,6 +764,21 @@ static PyObject *native_classify(PyObject *self, PyObject *arg)
 
 static sha256_blocks_fn sha256_fast; /* chosen once, at import */
 
+/* A digest as the lowercase hex str hashlib's hexdigest() gives. */
+static PyObject *hex_digest(const unsigned char digest[32])
+{
+    static const char hexdigits[] = "0123456789abcdef";
+    PyObject *hex = PyUnicode_New(64, 127);
+    if (hex == NULL)
+        return NULL;
+    Py_UCS1 *out = PyUnicode_1BYTE_DATA(hex);
+    for (int i = 0; i < 32; i++) {
+        out[2 * i] = (Py_UCS1)hexdigits[digest[i] >> 4];
+        out[2 * i + 1] = (Py_UCS1)hexdigits[digest[i] & 15];
+    }
+    return hex;
+}
+
 static PyObject *native_sha256_split(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     /* The hex SHA-256 of each piece of data.split(b"\n"), hashed without the GIL. */
@@ -794,18 +809,12 @@ static PyObject *native_sha256_split(PyObject *self, PyObject *args, PyObject *k
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
 
-    static const char hexdigits[] = "0123456789abcdef";
     PyObject *list = PyList_New((Py_ssize_t)pieces);
     for (size_t k = 0; list != NULL && k < pieces; k++) {
-        PyObject *hex = PyUnicode_New(64, 127);
+        PyObject *hex = hex_digest(digests + 32 * k);
         if (hex == NULL) {
             Py_CLEAR(list);
             break;
-        }
-        Py_UCS1 *out = PyUnicode_1BYTE_DATA(hex);
-        for (int i = 0; i < 32; i++) {
-            out[2 * i] = (Py_UCS1)hexdigits[digests[32 * k + i] >> 4];
-            out[2 * i + 1] = (Py_UCS1)hexdigits[digests[32 * k + i] & 15];
         }
         PyList_SET_ITEM(list, (Py_ssize_t)k, hex);
     }
@@ -863,16 +872,7 @@ static PyObject *native_sha256_fd(PyObject *self, PyObject *args, PyObject *kwar
     }
     unsigned char digest[32];
     sha256_final(&c, digest);
-    static const char hexdigits[] = "0123456789abcdef";
-    PyObject *hex = PyUnicode_New(64, 127);
-    if (hex == NULL)
-        return NULL;
-    Py_UCS1 *out = PyUnicode_1BYTE_DATA(hex);
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = (Py_UCS1)hexdigits[digest[i] >> 4];
-        out[2 * i + 1] = (Py_UCS1)hexdigits[digest[i] & 15];
-    }
-    return hex;
+    return hex_digest(digest);
 }
 
 static PyObject *native_sha256_accelerated(PyObject *self, PyObject *unused)

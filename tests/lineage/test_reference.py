@@ -72,3 +72,14 @@ def test_the_whole_file_is_trimmed_as_pi_trims_it(tmp_path: Path, pi: PiPeer) ->
         ref = reference_projection(p)
         assert messages_sha256(ref.messages) == messages_sha256(live["messages"]), p.name
         assert messages_sha256(ref.messages) == messages_sha256(project_file(p).context.messages), p.name
+
+
+def test_a_line_nested_too_deeply_is_skipped_as_the_store_skips_it(tmp_path: Path) -> None:
+    # Node's JSON.parse reads 100,000 levels; Python's decoders cannot, so both of Kurahi's
+    # projections skip the line (the store with a warning) instead of crashing the check.
+    deep = _msg(2, "e1", "x").replace('"x"', "[" * 100_000 + "]" * 100_000)
+    p = tmp_path / "t.jsonl"
+    p.write_text("\n".join([HEADER, _msg(1, None, "one"), deep, _msg(3, "e2", "three")]) + "\n")
+    ref = reference_projection(p)
+    assert [m["content"] for m in ref.messages] == ["three"]
+    assert messages_sha256(ref.messages) == messages_sha256(project_file(p).context.messages)

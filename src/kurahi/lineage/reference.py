@@ -58,12 +58,19 @@ def _decode(line: str) -> Any:
     exactly like JSON.parse would.
 
     Raises:
-        ValueError: the line is not JSON.
+        ValueError: the line is not JSON, or nested too deeply for Python to decode (Node's
+            JSON.parse goes deeper; the store skips such a line too, with a warning).
     """
     try:
         return msgspec.json.decode(line)
     except (msgspec.DecodeError, msgspec.ValidationError):
+        pass
+    except RecursionError as exc:
+        raise ValueError("nested too deeply") from exc
+    try:
         return json.loads(line, parse_constant=_not_json)
+    except RecursionError as exc:
+        raise ValueError("nested too deeply") from exc
 
 
 class _Keys(msgspec.Struct, gc=False):
@@ -129,7 +136,7 @@ def _parse(path: Path) -> _Lines:
             continue
         try:
             keys.append(_read_keys(line))  # checks the whole line, builds three values
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             try:
                 value = _decode(line)  # not an object, or a line msgspec refuses
             except ValueError:

@@ -252,6 +252,11 @@ def not_json(lines: list[bytes]) -> list[bytes]:
     return lines
 
 
+def nested_too_deeply(lines: list[bytes]) -> list[bytes]:
+    lines[4] = b'{"seq":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"  # deeper than Python's decoders go
+    return lines
+
+
 def blank(lines: list[bytes]) -> list[bytes]:
     return [*lines[:4], b"\n", *lines[4:]]
 
@@ -314,6 +319,7 @@ TAMPERING = [
     (cut_bytes_across_lines, 5, 5, "not JSON"),
     (torn_last, 10, 10, "torn last line"),
     (not_json, 5, 5, "not JSON"),
+    (nested_too_deeply, 5, 5, "not JSON"),
     (blank, 5, 5, "blank line"),
     (reserialised, 5, 5, "canonical form"),
     (duplicate_key, 5, 5, "canonical form"),

@@ -181,7 +181,7 @@ def load_config(home: str | os.PathLike[str]) -> Config:
         config = msgspec.json.decode(raw, type=Config)
     except msgspec.ValidationError as exc:
         raise ConfigError(str(exc), path=path) from exc
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise ConfigError(f"not valid JSON: {exc}", path=path) from exc
     models = _default_models()
     models.update(config.models)

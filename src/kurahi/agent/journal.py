@@ -44,7 +44,7 @@ class Journal:
                 continue
             try:
                 rec = msgspec.json.decode(raw)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):  # RecursionError: nested too deeply
                 continue
             if isinstance(rec, dict):
                 yield rec

@@ -252,7 +252,7 @@ class AuditChain:
             for offset, line in reversed(lines):
                 try:
                     out.append(msgspec.json.decode(line, type=AuditRecord))
-                except msgspec.DecodeError as exc:
+                except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
                     raise AuditChainError(
                         f"not a record: {exc}", path=self.path, line=_line_number(fd, offset)
                     ) from exc
@@ -393,7 +393,7 @@ def _line_number(fd: int, offset: int) -> int:
 def _decode_record(line: bytes) -> AuditRecord | None:
     try:
         return msgspec.json.decode(line, type=AuditRecord)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
 
 

@@ -198,7 +198,7 @@ class LineChecker:
         seq = self.entries + 1
         try:
             rec = _decode(line)
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
             return "blank line" if not line.strip() else f"not JSON ({exc})"
         if type(rec) is not dict:
             return f"not a JSON object but {type(rec).__name__}"
@@ -267,7 +267,7 @@ def check_alone(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
     checker = LineChecker()
     try:
         rec = _decode(line)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         rec = None  # the checker says why
     if type(rec) is dict and type(rec.get("seq")) is int and rec["seq"] > 1 and is_hash(rec.get("prevHash")):
         checker = LineChecker(after_seq=rec["seq"] - 1, prev_hash=rec["prevHash"])

@@ -118,7 +118,7 @@ def scan_range(
         number += 1
         try:
             wire: _Wire | None = _decode_wire(line)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # RecursionError: nested too deeply
             wire = None
         if (
             wire is not None
@@ -165,7 +165,7 @@ def _split(fd: int, size: int) -> tuple[int, int, str] | None:
     try:
         found = msgspec.json.decode(last)
         prev = found["hash"] if isinstance(found, dict) and isinstance(found.get("hash"), str) else ZERO_HASH
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         prev = ZERO_HASH  # the first part then fails on this line, and the child's answer is not used
     lines = 0
     pos = 0

@@ -140,7 +140,7 @@ class Gateway:
                 current = msgspec.json.decode(f.read(MAX_CONFIG_BYTES + 1))
         except FileNotFoundError:
             current = {}
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
             raise ConfigError(f"the stored config does not parse: {exc}", path=self.home.config) from exc
         merged = merge_patch(current, patch)
         if not isinstance(merged, dict):

@@ -333,7 +333,7 @@ def _scan_lines(data: bytes, phrases: Sequence[str]) -> Iterable[tuple[int, int,
         raw = data[start : end if end >= 0 else len(data)]
         try:
             value = msgspec.json.decode(raw)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # RecursionError: nested too deeply
             continue
         if not isinstance(value, dict) or value.get("type") == "session":
             continue

@@ -129,9 +129,15 @@ def _lines_of(path: Path) -> list[str]:
 
 def _parse(path: Path) -> _Lines:
     # Every line in full.
+    lines = _lines_of(path)
+    try:
+        # The usual file: every line an object msgspec reads, so one C-level pass does it.
+        return _Lines(list(map(_read_keys, lines)), lines)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        pass  # a blank, damaged or unusual line somewhere: line by line, as follows
     out = _Lines()
     keys, texts = out.keys, out.texts
-    for line in _lines_of(path):
+    for line in lines:
         if not line or line.isspace():
             continue
         try:
@@ -186,10 +192,7 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
     out = ReferenceProjection()
     if not entries:
         return out
-    by_id: dict[Any, int] = {}
-    for k in entries:
-        if isinstance(keys[k].id, str):
-            by_id[keys[k].id] = k
+    by_id = {keys[k].id: k for k in entries if isinstance(keys[k].id, str)}  # the last line with an id wins
     walked: list[int] = []
     seen: set[int] = set()
     current: int | None = entries[-1]

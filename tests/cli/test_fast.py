@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 import typer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from cli_probe import run_main
-from kurahi.cli.fast import PARSERS
+from kurahi.cli.fast import SPECS, parse
 from kurahi.cli.lineage import app
 from kurahi.testing import build_session
 
@@ -32,18 +34,103 @@ def _click_options(name: str) -> dict[str, tuple[bool, bool, bool]]:
 
 
 def _fast_options(name: str) -> dict[str, tuple[bool, bool, bool]]:
-    out: dict[str, tuple[bool, bool, bool]] = {}
-    for a in PARSERS[name]()._actions:
-        for opt in a.option_strings:
-            multiple = type(a).__name__ == "_AppendAction"
-            flag = type(a).__name__ == "_StoreTrueAction"
-            out[opt] = (multiple, flag, bool(a.required))
-    return out
+    _, options = SPECS[name]
+    return {opt: (o.kind == "many", o.kind == "flag", o.required) for opt, o in options.items()}
 
 
 @pytest.mark.parametrize("name", ["stitch", "check"])
 def test_the_fast_parser_takes_exactly_the_typer_commands_options(name: str) -> None:
     assert _fast_options(name) == _click_options(name)
+
+
+_CLICK_USAGE_ERROR = typer.BadParameter.__bases__[0]
+"""Click's UsageError, as typer bundles it (typer.BadParameter's base class)."""
+
+
+def _click_values(name: str, args: list[str]) -> dict[str, Any] | None:
+    """What Click makes of ``args`` (positionals as one list), or ``None`` when it refuses them."""
+    cmd = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
+    try:
+        with cmd.make_context(name, list(args)) as ctx:
+            params = dict(ctx.params)
+    except _CLICK_USAGE_ERROR:
+        return None
+    if name == "stitch":
+        params["sources"] = [params.pop("before"), *params.pop("after")]
+    else:
+        params["file"] = [params["file"]]
+    params["json"] = params.pop("as_json")
+    return _plain(params)
+
+
+def _plain(values: dict[str, Any]) -> dict[str, Any]:
+    """Paths as text and sequences as lists (Typer converts Click's strings to Path later)."""
+
+    def one(v: Any) -> Any:
+        return str(v) if isinstance(v, Path) else v
+
+    return {k: [one(x) for x in v] if isinstance(v, (list, tuple)) else one(v) for k, v in values.items()}
+
+
+# Tokens to draw from: every option in its two spellings, values of every kind, odd ones.
+_TOKENS = {
+    "stitch": ["--out", "--leaf", "--report", "--evidence", "--json", "--force", "--rename-colliding", "--out=C"],
+    "check": ["--marker", "--window", "--reserve", "--system-prompt-tokens", "--evidence", "--json", "--window=5"],
+}
+_VALUES = ["A.jsonl", "B.jsonl", "C", "7", "0", "+5", "1_000", "-x", "", "--", "-", "x=y", "--unknown", "--json=1"]
+
+
+@pytest.mark.parametrize("name", ["stitch", "check"])
+@settings(max_examples=400, deadline=None)
+@given(data=st.data())
+def test_whatever_the_fast_parser_accepts_click_reads_the_same_way(name: str, data: st.DataObject) -> None:
+    args = data.draw(st.lists(st.sampled_from(_TOKENS[name] + _VALUES), max_size=9))
+    fast = parse(name, args)
+    if fast is None:
+        return  # the full CLI decides
+    click_values = _click_values(name, args)
+    assert click_values is not None, f"fast path took {args} that Click refuses"
+    if name == "check" and fast["window"] is None:
+        fast["window"] = 200_000
+    assert _plain(fast) == click_values, args
+
+
+@pytest.mark.parametrize(
+    "name,args",
+    [
+        ("stitch", ["A", "B", "--out", "C", "--json"]),
+        ("stitch", ["--out=C", "A", "B", "B2", "--leaf", "e1", "--report=r.json", "--force", "--rename-colliding"]),
+        ("check", ["C", "--marker", "one", "--marker=two", "--reserve", "4096", "--window=1000"]),
+        ("check", ["C", "--system-prompt-tokens", "9000", "--evidence", "ev", "--json"]),
+    ],
+)
+def test_the_plain_forms_are_taken_by_the_fast_parser(name: str, args: list[str]) -> None:
+    fast = parse(name, args)
+    assert fast is not None
+    if name == "check" and fast["window"] is None:
+        fast["window"] = 200_000
+    assert _plain(fast) == _click_values(name, args)
+
+
+@pytest.mark.parametrize(
+    "name,args",
+    [
+        ("stitch", ["A", "--out", "C"]),  # one source
+        ("stitch", ["A", "B"]),  # no --out
+        ("stitch", ["A", "B", "--out", "C", "--out", "D"]),  # repeated
+        ("stitch", ["A", "B", "--out", "-C"]),  # a value like an option
+        ("stitch", ["A", "B", "--out="]),  # empty
+        ("stitch", ["A", "B", "--out", "C", "--", "-D"]),
+        ("stitch", ["A", "B", "--out", "C", "--json=yes"]),
+        ("stitch", ["A", "B", "--out", "C", "-h"]),
+        ("check", ["C", "--window", "0"]),  # Click's range message
+        ("check", ["C", "--reserve", "1_000"]),  # Click's int() takes it; let Click say so
+        ("check", ["C", "D"]),
+        ("check", ["C", "--marker"]),
+    ],
+)
+def test_anything_else_goes_to_the_full_cli(name: str, args: list[str]) -> None:
+    assert parse(name, args) is None
 
 
 def _kurahi(*args: str) -> tuple[int, str, str, bool]:

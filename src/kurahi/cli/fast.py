@@ -2,71 +2,130 @@
 
 Scripts run these two on whole histories (a 200k-entry tree is a few tenths of a second of
 work), so start-up is a large share of a run: importing typer alone takes 70–100 ms on a
-small machine. A well-formed invocation of either is parsed here with the standard
-library's ``argparse`` and run by the same code as the Typer command
-(:mod:`kurahi.cli.lineage_run`). Everything else (``--help``, a usage error, anything this
-parser does not know) returns ``None`` and goes to the full CLI, so help and usage errors
-look the same as every other command's. ``tests/cli/test_fast.py`` checks that this
-parser and the Typer commands take the same options and give the same results.
+small machine, and argparse (which did this job before) 9 ms with its two parsers. A
+well-formed invocation of either is parsed here by a deliberately small parser and run by
+the same code as the Typer command (:mod:`kurahi.cli.lineage_run`).
+
+The parser takes only the plainest forms: ``--option value``, ``--option=value``, flags,
+and arguments that do not start with ``-``. Everything else (``--help``, ``--``, an
+unknown or repeated option, a value or argument that starts with ``-`` or is empty, a
+number that is not plain digits, a missing argument) returns ``None`` and goes to the full CLI, so help
+and usage errors look the same as every other command's. ``tests/cli/test_fast.py``
+checks that this parser takes exactly the Typer commands' options and, on any tokens it
+accepts, reads them as Click does.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple
 
-__all__ = ["PARSERS", "run"]
+__all__ = ["SPECS", "Option", "parse", "run"]
 
 
 class _Fallback(Exception):
     """Anything this parser will not decide: the full CLI takes over."""
 
 
-class _Formatter(argparse.HelpFormatter):
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=100)
+def _count(text: str) -> int:
+    # Plain digits only: Click's int() also takes "+5", " 5" and "1_000", and says what is wrong.
+    if not (text.isascii() and text.isdigit()):
+        raise _Fallback(text)
+    return int(text)
 
 
-class _Parser(argparse.ArgumentParser):
-    def __init__(self, prog: str) -> None:
-        # No abbreviations (Click has none) and no help (Click's is the one to show). A fixed
-        # width: argparse builds a formatter for every add_argument, and one that measures
-        # the terminal imports shutil (5 ms) for a help text this parser never prints.
-        super().__init__(prog=prog, add_help=False, allow_abbrev=False, exit_on_error=False, formatter_class=_Formatter)
-
-    def error(self, message: str) -> NoReturn:
-        raise _Fallback(message)
+def _positive(text: str) -> int:
+    n = _count(text)
+    if n < 1:
+        raise _Fallback(text)  # Click's range message
+    return n
 
 
-def _stitch_parser() -> _Parser:
-    p = _Parser("kurahi lineage stitch")
-    p.add_argument("sources", nargs="+", type=Path)
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--leaf")
-    p.add_argument("--report", type=Path)
-    p.add_argument("--rename-colliding", action="store_true")
-    p.add_argument("--force", action="store_true")
-    p.add_argument("--evidence", type=Path)
-    p.add_argument("--json", action="store_true")
-    return p
+class Option(NamedTuple):
+    """One option of a command."""
+
+    dest: str
+    kind: str
+    """``flag``, ``one`` (a value, at most once) or ``many`` (repeatable)."""
+    type: Callable[[str], Any] = str
+    required: bool = False
 
 
-def _check_parser() -> _Parser:
-    p = _Parser("kurahi lineage check")
-    p.add_argument("file", type=Path)
-    p.add_argument("--marker", action="append", default=[])
-    p.add_argument("--window", type=int, default=200_000)
-    p.add_argument("--reserve", action="append", type=int, default=[])
-    p.add_argument("--system-prompt-tokens", action="append", type=int, default=[])
-    p.add_argument("--evidence", type=Path)
-    p.add_argument("--json", action="store_true")
-    return p
+SPECS: dict[str, tuple[tuple[str, int, int | None], dict[str, Option]]] = {
+    "stitch": (
+        ("sources", 2, None),
+        {
+            "--out": Option("out", "one", Path, required=True),
+            "--leaf": Option("leaf", "one"),
+            "--report": Option("report", "one", Path),
+            "--rename-colliding": Option("rename_colliding", "flag"),
+            "--force": Option("force", "flag"),
+            "--evidence": Option("evidence", "one", Path),
+            "--json": Option("json", "flag"),
+        },
+    ),
+    "check": (
+        ("file", 1, 1),
+        {
+            "--marker": Option("marker", "many"),
+            "--window": Option("window", "one", _positive),
+            "--reserve": Option("reserve", "many", _count),
+            "--system-prompt-tokens": Option("system_prompt_tokens", "many", _count),
+            "--evidence": Option("evidence", "one", Path),
+            "--json": Option("json", "flag"),
+        },
+    ),
+}
+"""Command -> ((positional name, fewest, most), option string -> :class:`Option`)."""
 
 
-PARSERS = {"stitch": _stitch_parser, "check": _check_parser}
-"""Command name -> its parser (the parity test compares these with the Typer commands)."""
+def parse(command: str, args: Sequence[str]) -> dict[str, Any] | None:
+    """The values of ``args`` for ``command``, or ``None`` for the full CLI to decide."""
+    (name, fewest, most), options = SPECS[command]
+    values: dict[str, Any] = {
+        o.dest: [] if o.kind == "many" else False if o.kind == "flag" else None for o in options.values()
+    }
+    seen: set[str] = set()
+    positionals: list[str] = []
+    try:
+        i = 0
+        while i < len(args):
+            token = args[i]
+            i += 1
+            if not token:
+                return None
+            if not token.startswith("-"):
+                positionals.append(token)
+                continue
+            key, eq, value = token.partition("=")
+            opt = options.get(key)
+            if opt is None or (eq and opt.kind == "flag"):
+                return None
+            if opt.kind == "flag":
+                values[opt.dest] = True
+                continue
+            if not eq:
+                if i == len(args):
+                    return None
+                value = args[i]
+                i += 1
+            if not value or value.startswith("-") or (opt.kind == "one" and opt.dest in seen):
+                return None
+            seen.add(opt.dest)
+            if opt.kind == "many":
+                values[opt.dest].append(opt.type(value))
+            else:
+                values[opt.dest] = opt.type(value)
+    except _Fallback:
+        return None
+    if len(positionals) < fewest or (most is not None and len(positionals) > most):
+        return None
+    if any(o.required and o.dest not in seen for o in options.values()):
+        return None
+    values[name] = [Path(p) for p in positionals]
+    return values
 
 
 def _import_msgspec_lean() -> None:
@@ -89,39 +148,31 @@ def _import_msgspec_lean() -> None:
 
 def run(argv: list[str]) -> int | None:
     """Run ``argv`` (without the program name) if it is one of the two commands; else ``None``."""
-    if len(argv) < 2 or argv[0] != "lineage" or argv[1] not in PARSERS:
+    if len(argv) < 2 or argv[0] != "lineage" or argv[1] not in SPECS:
         return None
-    rest = argv[2:]
-    if "--help" in rest or "-h" in rest:
-        return None
-    try:
-        ns: Any = PARSERS[argv[1]]().parse_args(rest)
-    except (_Fallback, argparse.ArgumentError):
+    ns = parse(argv[1], argv[2:])
+    if ns is None:
         return None
     _import_msgspec_lean()
     from kurahi.cli.lineage_run import run_check, run_stitch
 
     if argv[1] == "stitch":
-        if len(ns.sources) < 2:
-            return None  # Click says what is missing
         return run_stitch(
-            ns.sources,
-            ns.out,
-            leaf=ns.leaf,
-            report=ns.report,
-            rename_colliding=ns.rename_colliding,
-            force=ns.force,
-            evidence=ns.evidence,
-            as_json=ns.json,
+            ns["sources"],
+            ns["out"],
+            leaf=ns["leaf"],
+            report=ns["report"],
+            rename_colliding=ns["rename_colliding"],
+            force=ns["force"],
+            evidence=ns["evidence"],
+            as_json=ns["json"],
         )
-    if ns.window < 1:
-        return None  # Click's range message
     return run_check(
-        ns.file,
-        markers=ns.marker,
-        window=ns.window,
-        reserves=ns.reserve,
-        system_prompt_tokens=ns.system_prompt_tokens,
-        evidence=ns.evidence,
-        as_json=ns.json,
+        ns["file"][0],
+        markers=ns["marker"],
+        window=ns["window"] if ns["window"] is not None else 200_000,
+        reserves=ns["reserve"],
+        system_prompt_tokens=ns["system_prompt_tokens"],
+        evidence=ns["evidence"],
+        as_json=ns["json"],
     )

@@ -103,3 +103,15 @@ def test_errors_are_the_same_with_or_without_the_child(
             _report(p, monkeypatch, processes=processes)
         errors.append((type(exc.value).__name__, str(exc.value)))
     assert errors[0] == errors[1] and errors[0][0] == "ParentCycleError"
+
+
+def test_a_child_answer_that_does_not_decode_is_replaced(big: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = check_mod.run_halves
+
+    def garbled(child: Any, parent: Any) -> Any:
+        result, _ = real(child, parent)
+        return result, b"\xc1 not msgpack"
+
+    monkeypatch.setattr(check_mod, "run_halves", garbled)
+    forked = _report(big, monkeypatch, processes=2)
+    assert forked == _report(big, monkeypatch, processes=1) and forked["projectionsAgree"]

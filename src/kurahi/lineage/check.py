@@ -154,7 +154,10 @@ def _both_projections(path: Path) -> tuple[FileContext, tuple[ReferenceProjectio
         ref = _reference(path)
         return fast, (ref.projection, ref.sha256)
     fast, payload = run_halves(lambda: msgspec.msgpack.encode(_reference(path)), lambda: _fast_projection(path))
-    ref = msgspec.msgpack.decode(payload, type=_Reference) if payload is not None else _reference(path)
+    try:
+        ref = msgspec.msgpack.decode(payload, type=_Reference) if payload is not None else _reference(path)
+    except msgspec.DecodeError:  # a child that wrote something else than its answer
+        ref = _reference(path)
     return fast, (ref.projection, ref.sha256)
 
 

@@ -34,7 +34,8 @@ class ReferenceProjection(msgspec.Struct):
     messages: list[Any] = msgspec.field(default_factory=list)
     thinking_level: Any = "off"
     model: Any = None
-    compaction_id: str | None = None
+    compaction_id: Any = None
+    """The operative compaction's ``id`` as the file has it (a string in any file Pi wrote)."""
     summary_count: int = 0
     retained_count: int = 0
     """Messages kept raw from before the compaction (its retained suffix)."""

@@ -26,6 +26,11 @@
  *            (nbytes counts their newlines) or one flagged line (nbytes without newline).
  *   lines:   how many lines there were.
  *   None:    a line is longer than max_line; the caller scans in Python.
+ *
+ * Also SHA-256 (_native_sha256.h), for stitch reports, without the GIL:
+ *   sha256_split(data, portable=False) -> the hex digest of each piece of data.split(b"\n")
+ *   sha256_fd(fd, size, portable=False) -> the hex digest of the first size bytes of fd
+ *   sha256_accelerated() -> whether the processor's SHA instructions are used
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

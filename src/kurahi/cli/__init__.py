@@ -94,7 +94,7 @@ def __getattr__(name: str) -> Any:
 def main() -> None:
     """Console-script entry point."""
     if sys.argv[1:2] == ["lineage"] and sys.argv[2:3] in (["stitch"], ["check"]):
-        from kurahi.cli.fast import run  # argparse, only for the two commands it serves
+        from kurahi.cli.fast import run  # only for the two commands it serves
 
         code = run(sys.argv[1:])
         if code is not None:

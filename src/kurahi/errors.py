@@ -254,6 +254,14 @@ class LineageError(KurahiError):
     """Something about rebuilding one history from several transcripts."""
 
 
+class CheckError(_AtFileLine, LineageError):
+    """``lineage check`` cannot vouch for this file: a version-1/2 session.
+
+    Pi rewrites such a file to version 3 when it opens it; the reference walk reads version
+    3 only, so the two projections could not be compared. Stitch output is always version 3.
+    """
+
+
 class StitchError(LineageError):
     """The sources cannot be stitched as asked; nothing was written.
 

@@ -1,7 +1,7 @@
 """Fuzz targets: Kurahi's parsers and verifiers on arbitrary bytes.
 
 Each target takes one input (bytes) and feeds it to the library the way Kurahi itself
-would get such bytes: a transcript file, a ``sessions.json``, two transcripts to stitch, a
+would get such bytes: a transcript file (read, projected, checked), a ``sessions.json``, two transcripts to stitch, a
 manifest or a report, an HTTP request body. The rule is the same for all of them: the
 answer is a value or one of Kurahi's own clear errors (a :class:`KurahiError`, or for a
 request body the 4xx FastAPI and the gateway make of a bad body), never another
@@ -45,6 +45,7 @@ from kurahi.errors import CanonicalJSONError, KurahiError, ManifestError
 from kurahi.gateway import models as m
 from kurahi.gateway.app import create_app
 from kurahi.gateway.service import Gateway
+from kurahi.lineage.check import check
 from kurahi.lineage.stitch import stitch
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
@@ -175,6 +176,21 @@ def fuzz_projection(data: bytes) -> None:
     # both must answer, and answers must be equal.
     if full != backward:
         raise Mismatch(f"full scan: {full!r:.400}\nbackward reader: {backward!r:.400}")
+
+
+def fuzz_check(data: bytes) -> None:
+    """``lineage check``: the fast projection and the reference walk, written apart, must agree."""
+    f = _dir("check") / "t.jsonl"
+    f.write_bytes(data)
+    try:
+        report = check(f)
+    except KurahiError:
+        return
+    if not report.projections_agree:
+        raise Mismatch(
+            f"fast: {report.messages} messages, {report.fast_sha256}; "
+            f"reference: {report.reference_messages} messages, {report.reference_sha256}"
+        )
 
 
 # -- 3. the catalog loader ----------------------------------------------------------------
@@ -365,6 +381,7 @@ TARGETS: dict[str, Target] = {
     for t in (
         Target("transcript", "Transcript.from_bytes + path(), C scanner against Python scanner", fuzz_transcript),
         Target("projection", "build_context on the path, against project_file's backward read", fuzz_projection),
+        Target("check", "lineage check: the fast projection against the reference walk", fuzz_check),
         Target("catalog", "parse_catalog, and a rewrite of what it accepts", fuzz_catalog, 20000, 50_000),
         Target("stitch", "lineage stitch of two fuzzed transcripts; the output opens", fuzz_stitch, 16384, 300_000),
         Target("manifest", "verify_manifest on any JSON value", fuzz_manifest, 8192, 100_000),

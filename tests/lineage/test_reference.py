@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from cli_probe import run_main
 from kurahi.context.files import project_file
-from kurahi.lineage.check import messages_sha256
+from kurahi.errors import CheckError
+from kurahi.lineage.check import check, messages_sha256
 from kurahi.lineage.reference import reference_projection
 from peer import PiPeer
 
@@ -83,3 +85,31 @@ def test_a_line_nested_too_deeply_is_skipped_as_the_store_skips_it(tmp_path: Pat
     ref = reference_projection(p)
     assert [m["content"] for m in ref.messages] == ["three"]
     assert messages_sha256(ref.messages) == messages_sha256(project_file(p).context.messages)
+
+
+@pytest.mark.parametrize(
+    "version,refused",
+    [(None, True), (1, True), (2, True), ("2", True), (True, True), (3, False), ("3", False), ("x", False), (4, False)],
+)
+def test_a_session_pi_would_migrate_is_refused_by_check(tmp_path: Path, version: object, refused: bool) -> None:
+    # Pi migrates when (version ?? 1) < 3, with JavaScript's comparison ("2" < 3, "x" is NaN).
+    header = json.loads(HEADER)
+    if version is None:
+        del header["version"]
+    else:
+        header["version"] = version
+    p = tmp_path / "t.jsonl"
+    p.write_text("\n".join([json.dumps(header), _msg(1, None, "one"), _msg(2, "e1", "two")]) + "\n")
+    if refused:
+        with pytest.raises(CheckError, match="Pi rewrites it to version 3"):
+            check(p)
+    else:
+        assert check(p).projections_agree
+
+
+def test_the_cli_says_why_a_legacy_session_is_not_checked(tmp_path: Path) -> None:
+    p = tmp_path / "old.jsonl"
+    header = {k: v for k, v in json.loads(HEADER).items() if k != "version"}
+    p.write_text("\n".join([json.dumps(header), _msg(1, None, "one")]) + "\n")
+    r = run_main("lineage", "check", str(p), watch=())
+    assert r.code == 4 and "version-1 session" in r.stderr and not r.stdout

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from kurahi.errors import (
     CatalogCorruptError,
+    CheckError,
     ConfigError,
     GatewayUnavailableError,
     KurahiError,
@@ -103,7 +104,7 @@ def translate_errors() -> Iterator[None]:
     """Turn Kurahi errors into a one-line message and a meaningful exit code."""
     try:
         yield
-    except (NotASessionError, CatalogCorruptError, ConfigError, SecretFileError) as exc:
+    except (NotASessionError, CatalogCorruptError, ConfigError, SecretFileError, CheckError) as exc:
         fail(str(exc), EXIT.INVALID)
     except (TranscriptReadError, UnknownAgentError, GatewayUnavailableError) as exc:
         fail(str(exc), EXIT.NOT_FOUND)

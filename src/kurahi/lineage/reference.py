@@ -20,8 +20,8 @@ from typing import Any
 
 import msgspec
 
-from kurahi.errors import NotASessionError, ParentCycleError
-from kurahi.jsvalues import date_ms, js_whitespace_strip
+from kurahi.errors import CheckError, NotASessionError, ParentCycleError
+from kurahi.jsvalues import date_ms, js_number, js_whitespace_strip
 
 __all__ = ["ReferenceProjection", "reference_projection"]
 
@@ -189,6 +189,14 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
     keys = lines.keys
     if not keys or keys[0] is _NOT_AN_OBJECT or keys[0].type != "session":
         raise NotASessionError("not a session", path=p)
+    version = lines.value(0).get("version")
+    number = js_number(1 if version is None else version)  # Pi: (version ?? 1) < 3
+    if number is not None and number < 3:
+        raise CheckError(
+            f"a version-{version if version is not None else 1} session: Pi rewrites it to version 3 when "
+            "it opens it, and the reference walk reads version 3 only (stitch output always is)",
+            path=p,
+        )
     entries = [k for k in range(1, len(keys)) if keys[k] is _NOT_AN_OBJECT or keys[k].type != "session"]
     out = ReferenceProjection()
     if not entries:

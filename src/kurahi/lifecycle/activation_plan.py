@@ -52,6 +52,7 @@ def project(path: str | os.PathLike[str], markers: Sequence[str] = ()) -> Projec
 
     Raises:
         ActivationError: the fast and the reference projection disagree.
+        CheckError: a version-1/2 session (Pi rewrites it on open; check compares version 3).
         NotASessionError, TranscriptReadError, ParentCycleError: the file cannot be projected.
     """
     from kurahi.lineage.check import check

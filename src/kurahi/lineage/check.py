@@ -174,6 +174,8 @@ def check(
     ``reserves`` defaults to Pi's own reserve (:data:`kurahi.context.budget.DEFAULT_RESERVE_TOKENS`).
 
     Raises:
+        CheckError: a version-1/2 session, which Pi rewrites to version 3 when it opens it;
+            the reference walk reads version 3 only (stitch output always is).
         NotASessionError, TranscriptReadError, ParentCycleError: the file cannot be projected.
     """
     p = Path(path)

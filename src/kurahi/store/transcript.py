@@ -500,6 +500,10 @@ class Transcript:
             entry_id = self.leaf_id
             if entry_id is None:
                 return []
+            if isinstance(entry_id, (dict, list)):
+                # A JSON object or array as an id: Pi's Map finds an object only by the very
+                # reference it was stored under, and the leaf is the last entry's own id.
+                return [Entry(self, i) for i in self.path_indices(len(self) - 1)]
         idx = self.index_of(entry_id)
         if idx is None:
             raise EntryNotFoundError(str(entry_id), path=self.name)

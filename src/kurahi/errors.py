@@ -24,6 +24,7 @@ Hierarchy::
     │       └── CatalogEntryError     an entry or key is not acceptable
     ├── LineageError                  the `lineage` room
     │   ├── StitchError               sources that cannot be stitched as asked
+    │   ├── CheckError                a file check cannot vouch for (a version-1/2 session)
     │   └── ProvenanceError           a provenance question that cannot be answered as asked
     ├── LifecycleError                the `lifecycle` room
     │   └── ActivationError           activating a candidate session (plan, apply, verify, rollback)
@@ -79,6 +80,7 @@ __all__ = [
     "CatalogCorruptError",
     "CatalogEntryError",
     "CatalogError",
+    "CheckError",
     "ConfigError",
     "ContinuityError",
     "EntryNotFoundError",

@@ -150,3 +150,16 @@ def test_every_command_and_option_has_help() -> None:
             if param.name == "help":
                 continue
             assert getattr(param, "help", None), f"{name}: {param.name} has no help"
+
+
+def test_repair_refuses_a_file_not_named_sessions_json_unless_asked(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text("# my notes, which are not JSON\n")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = runner.invoke(app, ["sessions", "repair", str(notes)])
+    assert result.exit_code == EXIT.USAGE and "not named sessions.json" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # untouched, and no lock file made
+    assert notes.read_text() == "# my notes, which are not JSON\n"
+    result = runner.invoke(app, ["sessions", "repair", str(notes), "--any-name"])
+    assert result.exit_code == 0, result.output
+    assert not notes.exists() and len(list(tmp_path.glob("notes.md.corrupt.*"))) == 1

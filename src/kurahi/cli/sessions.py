@@ -95,10 +95,21 @@ def repair_command(
         Path,
         typer.Argument(help="The sessions.json to repair.", show_default=False),
     ],
+    any_name: Annotated[
+        bool,
+        typer.Option("--any-name", help="Repair a catalog that is not named sessions.json."),
+    ] = False,
 ) -> None:
     """Move a catalog that does not parse aside to sessions.json.corrupt.<time>; leave a healthy one."""
     from kurahi.store.catalog import Catalog
 
+    if file.name != "sessions.json" and not any_name:
+        # Anything that does not parse would be moved aside: a mistyped path must not be.
+        fail(
+            f"{file}: not named sessions.json, and repair moves the file aside; "
+            "--any-name repairs a catalog under another name",
+            EXIT.USAGE,
+        )
     with translate_errors():
         moved = Catalog(file).repair()
     if moved is None:

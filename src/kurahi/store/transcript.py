@@ -497,13 +497,9 @@ class Transcript:
     def path(self, entry_id: Any = None) -> list[Entry]:
         """Entries from the root to ``entry_id`` (default: the leaf), every type included."""
         if entry_id is None:
-            entry_id = self.leaf_id
-            if entry_id is None:
-                return []
-            if isinstance(entry_id, (dict, list)):
-                # A JSON object or array as an id: Pi's Map finds an object only by the very
-                # reference it was stored under, and the leaf is the last entry's own id.
-                return [Entry(self, i) for i in self.path_indices(len(self) - 1)]
+            # Pi's leaf is the last entry's own id, so the walk starts at that entry, whatever
+            # its id is (an object id is found by Pi's Map only through that very reference).
+            return [Entry(self, i) for i in self.path_indices(len(self) - 1)] if len(self) else []
         idx = self.index_of(entry_id)
         if idx is None:
             raise EntryNotFoundError(str(entry_id), path=self.name)

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import ConfigError
 from kurahi.lifecycle.policy import FreshnessConfig
 
@@ -181,7 +182,7 @@ def load_config(home: str | os.PathLike[str]) -> Config:
         config = msgspec.json.decode(raw, type=Config)
     except msgspec.ValidationError as exc:
         raise ConfigError(str(exc), path=path) from exc
-    except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
+    except DECODE_ERRORS as exc:
         raise ConfigError(f"not valid JSON: {exc}", path=path) from exc
     models = _default_models()
     models.update(config.models)

@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import JournalWriteError
 from kurahi.store import fsio
 
@@ -44,7 +45,7 @@ class Journal:
                 continue
             try:
                 rec = msgspec.json.decode(raw)
-            except (msgspec.DecodeError, RecursionError):  # RecursionError: nested too deeply
+            except DECODE_ERRORS:
                 continue
             if isinstance(rec, dict):
                 yield rec

@@ -35,6 +35,7 @@ from typing import Any
 import msgspec
 
 from kurahi.canonical import sha256_hex
+from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import AuditChainError, AuditError, AuditNotFoundError, AuditWriteError, LockError
 from kurahi.gateway.audit_record import (
     AuditRecord,
@@ -252,7 +253,7 @@ class AuditChain:
             for offset, line in reversed(lines):
                 try:
                     out.append(msgspec.json.decode(line, type=AuditRecord))
-                except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
+                except DECODE_ERRORS as exc:
                     raise AuditChainError(
                         f"not a record: {exc}", path=self.path, line=_line_number(fd, offset)
                     ) from exc
@@ -393,7 +394,7 @@ def _line_number(fd: int, offset: int) -> int:
 def _decode_record(line: bytes) -> AuditRecord | None:
     try:
         return msgspec.json.decode(line, type=AuditRecord)
-    except (msgspec.DecodeError, RecursionError):
+    except DECODE_ERRORS:
         return None
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 
 from kurahi.canonical import ZERO_HASH, canonical_json, chain_hash, is_hash
+from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import CanonicalJSONError, UsageError
 from kurahi.gateway.redact import redact
 
@@ -198,7 +199,7 @@ class LineChecker:
         seq = self.entries + 1
         try:
             rec = _decode(line)
-        except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
+        except DECODE_ERRORS as exc:
             return "blank line" if not line.strip() else f"not JSON ({exc})"
         if type(rec) is not dict:
             return f"not a JSON object but {type(rec).__name__}"
@@ -267,7 +268,7 @@ def check_alone(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
     checker = LineChecker()
     try:
         rec = _decode(line)
-    except (msgspec.DecodeError, RecursionError):
+    except DECODE_ERRORS:
         rec = None  # the checker says why
     if type(rec) is dict and type(rec.get("seq")) is int and rec["seq"] > 1 and is_hash(rec.get("prevHash")):
         checker = LineChecker(after_seq=rec["seq"] - 1, prev_hash=rec["prevHash"])

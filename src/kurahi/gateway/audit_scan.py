@@ -28,6 +28,7 @@ from typing import Any
 import msgspec
 
 from kurahi.canonical import ZERO_HASH, fast_path_applies
+from kurahi.decoding import DECODE_ERRORS
 from kurahi.gateway.audit_record import LineChecker
 from kurahi.store.twoproc import fork_is_safe, run_halves
 
@@ -118,7 +119,7 @@ def scan_range(
         number += 1
         try:
             wire: _Wire | None = _decode_wire(line)
-        except (msgspec.DecodeError, RecursionError):  # RecursionError: nested too deeply
+        except DECODE_ERRORS:
             wire = None
         if (
             wire is not None
@@ -165,7 +166,7 @@ def _split(fd: int, size: int) -> tuple[int, int, str] | None:
     try:
         found = msgspec.json.decode(last)
         prev = found["hash"] if isinstance(found, dict) and isinstance(found.get("hash"), str) else ZERO_HASH
-    except (msgspec.DecodeError, RecursionError):
+    except DECODE_ERRORS:
         prev = ZERO_HASH  # the first part then fails on this line, and the child's answer is not used
     lines = 0
     pos = 0

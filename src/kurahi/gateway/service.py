@@ -17,6 +17,7 @@ import msgspec
 from kurahi import __version__
 from kurahi.agent.config import MAX_CONFIG_BYTES, Config, load_config
 from kurahi.agent.runtime import Runtime
+from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import ConfigError
 from kurahi.gateway.audit import AuditChain
 from kurahi.resident.devices import DeviceRegistry
@@ -140,7 +141,7 @@ class Gateway:
                 current = msgspec.json.decode(f.read(MAX_CONFIG_BYTES + 1))
         except FileNotFoundError:
             current = {}
-        except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
+        except DECODE_ERRORS as exc:
             raise ConfigError(f"the stored config does not parse: {exc}", path=self.home.config) from exc
         merged = merge_patch(current, patch)
         if not isinstance(merged, dict):

@@ -39,6 +39,7 @@ from typing import Any
 import msgspec
 
 from kurahi.context.project import build_context, entry_message
+from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import EntryNotFoundError, ProvenanceError
 from kurahi.jsvalues import MISSING
 from kurahi.resident.memory import memory_files
@@ -333,7 +334,7 @@ def _scan_lines(data: bytes, phrases: Sequence[str]) -> Iterable[tuple[int, int,
         raw = data[start : end if end >= 0 else len(data)]
         try:
             value = msgspec.json.decode(raw)
-        except (msgspec.DecodeError, RecursionError):  # RecursionError: nested too deeply
+        except DECODE_ERRORS:
             continue
         if not isinstance(value, dict) or value.get("type") == "session":
             continue

@@ -20,6 +20,7 @@ from typing import Any
 
 import msgspec
 
+from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import CheckError, NotASessionError, ParentCycleError
 from kurahi.jsvalues import date_ms, js_number, js_whitespace_strip
 
@@ -134,7 +135,7 @@ def _parse(path: Path) -> _Lines:
     try:
         # The usual file: every line an object msgspec reads, so one C-level pass does it.
         return _Lines(list(map(_read_keys, lines)), lines)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+    except DECODE_ERRORS:
         pass  # a blank, damaged or unusual line somewhere: line by line, as follows
     out = _Lines()
     keys, texts = out.keys, out.texts
@@ -143,7 +144,7 @@ def _parse(path: Path) -> _Lines:
             continue
         try:
             keys.append(_read_keys(line))  # checks the whole line, builds three values
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        except DECODE_ERRORS:
             try:
                 value = _decode(line)  # not an object, or a line msgspec refuses
             except ValueError:

@@ -20,11 +20,11 @@ from typing import Any
 
 import msgspec
 
+from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import NotASessionError, ParentCycleError
 from kurahi.jsvalues import MISSING, js_truthy, js_whitespace_strip
 from kurahi.store.scan import (
     _BLANK,
-    _DECODE_ERRORS,
     Reader,
     ScanResult,
     ScanWarning,
@@ -85,7 +85,7 @@ def _find_header(res: ScanResult, read: Reader, size: int) -> tuple[dict[str, An
             pos += len(line) + 1
             try:
                 sk = _skeleton_decode(line)
-            except _DECODE_ERRORS:
+            except DECODE_ERRORS:
                 got = _slow_line(res, line, line_no, first=True, torn=pos > size)
                 if got is _BLANK:
                     continue
@@ -362,7 +362,7 @@ class BackwardIndex:
             off = offsets[i]
             try:
                 sk: Any = _skeleton_decode(line)
-            except _DECODE_ERRORS:
+            except DECODE_ERRORS:
                 sk = self._careful_line(line, off)
                 if sk is None:
                     continue

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import CatalogCorruptError, CatalogEntryError, UsageError
 
 __all__ = [
@@ -116,7 +117,7 @@ def parse_catalog(data: bytes, *, path: str | Path | None = None) -> Store:
         data = data[len(_BOM) :]
     try:
         value = msgspec.json.decode(data)
-    except (msgspec.DecodeError, RecursionError):
+    except DECODE_ERRORS:
         # msgspec is strict where JSON.parse is not (unpaired \\ud800 escapes, 1e400), and it
         # reports offsets, not lines: the standard parser settles both.
         value = _parse_slowly(data, path)

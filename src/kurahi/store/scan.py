@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from kurahi.decoding import DECODE_ERRORS
 from kurahi.jsvalues import MISSING, js_whitespace_strip
 
 __all__ = [
@@ -46,9 +47,6 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 """Longest line Kurahi will decode. Longer lines are skipped with a warning, never loaded."""
 
 _CHUNK = 64 * 1024
-# RecursionError: a line nested deeper than the decoders go (Python's recursion limit) takes
-# the careful path like any other line they refuse, instead of ending the whole read.
-_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 Reader = Callable[[int, int], bytes]
 """``read(offset, length) -> bytes``: how the scanner and the index reach the file."""
@@ -98,7 +96,7 @@ def decode_dense(data: bytes) -> list[Any] | None:
     decode = _dense_decode
     try:
         sks = [decode(line) for line in lines]
-    except _DECODE_ERRORS:
+    except DECODE_ERRORS:
         return None
     # A header in the middle of a file is ignored with a warning: the careful path does that.
     return None if "session" in map(_get_type, sks) else sks
@@ -122,7 +120,7 @@ def decode_line(raw: bytes) -> tuple[Any, str | None]:
     """
     try:
         return _any_decode(raw), None
-    except _DECODE_ERRORS:
+    except DECODE_ERRORS:
         pass
     note = None
     try:
@@ -434,7 +432,7 @@ def careful_lines(res: ScanResult, st: ScanState, lines: list[bytes], offset: in
         pos += len(line) + 1
         try:
             sk = decode(line)
-        except _DECODE_ERRORS:
+        except DECODE_ERRORS:
             got = _slow_line(res, line, st.line_no, first=not st.header_done, torn=pos > size)
             if got is _BLANK:
                 continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import random
 from pathlib import Path
 
@@ -52,8 +53,15 @@ def test_without_the_extension_the_digests_come_from_hashlib(monkeypatch: pytest
     assert native.line_digests(data) == _want(data)
 
 
-def test_the_accelerated_path_is_reported_and_a_non_buffer_is_refused() -> None:
-    assert isinstance(native._native.sha256_accelerated(), bool)
+def test_the_sha_instructions_are_used_exactly_when_the_processor_has_them() -> None:
+    cpuinfo = Path("/proc/cpuinfo")
+    if platform.machine() not in ("x86_64", "AMD64") or not cpuinfo.exists():
+        pytest.skip("!!! not Linux on x86-64: whether SHA-NI is used is not checked here !!!")
+    flags = set(cpuinfo.read_text().split())
+    assert native._native.sha256_accelerated() == ({"sha_ni", "sse4_1", "ssse3"} <= flags)
+
+
+def test_a_non_buffer_is_refused() -> None:
     with pytest.raises(TypeError):
         native._native.sha256_split("text")
 

@@ -14,12 +14,23 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-# Pi (the reference peer) from the npm registry, into .peer/ (not committed). Needs node.
+# The two Pis (the reference peers) from the npm registry, into .peer/ (not committed): 0.73.1 and
+# the current 1.6.0, plus node 24 from the npm package node@24 when the system's node is older
+# than the 22.19 that 1.6.0 needs. Needs node and npm; without them the peer tests are SKIPPED.
+PEER_PKGS := @mariozechner/pi-coding-agent@0.73.1 @earendil-works/pi-coding-agent@1.6.0
 peer:
-	@if command -v node >/dev/null 2>&1; then \
-	  test -f .peer/node_modules/@mariozechner/pi-coding-agent/package.json || \
-	  npm install --prefix .peer --no-audit --no-fund --silent @mariozechner/pi-coding-agent@0.73.1; \
-	else echo "!!! node not found: the Pi conformance tests will be SKIPPED !!!"; fi
+	@if ! command -v npm >/dev/null 2>&1; then \
+	  echo "!!! npm not found: the Pi conformance tests will be SKIPPED !!!"; exit 0; fi; \
+	want="$(PEER_PKGS)"; \
+	if ! node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a>22||(a===22&&b>=19)?0:1)' 2>/dev/null; then \
+	  want="$$want node@24"; fi; \
+	have=1; for p in $(PEER_PKGS); do \
+	  name=$${p%@*}; ver=$${p##*@}; \
+	  grep -qs "\"version\": \"$$ver\"" .peer/node_modules/$$name/package.json || have=0; done; \
+	case "$$want" in *node@24*) test -x .peer/node_modules/.bin/node || have=0;; esac; \
+	if [ $$have = 0 ]; then \
+	  echo "installing into .peer/: $$want"; \
+	  npm install --prefix .peer --save-exact --no-audit --no-fund --silent $$want; fi
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks

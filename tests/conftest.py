@@ -7,15 +7,15 @@ from typing import Any
 import pytest
 
 from kurahi.store import native
-from peer import PI_MISSING, PI_PKG, PiPeer
+from peer import PI_MISSING, PI_VERSIONS, PiPeer, missing, package_dir
 
 C_SCANNER = "C scanner: built" if native.available() else "!!! C scanner: NOT BUILT (its tests are SKIPPED) !!!"
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     if PI_MISSING:
-        return [f"!!! {PI_MISSING} !!!", C_SCANNER]
-    return [f"Pi peer: {PI_PKG}", C_SCANNER]
+        return [f"!!! Pi peers missing: {PI_MISSING} !!!", C_SCANNER]
+    return [f"Pi peers: {', '.join(str(package_dir(v)) for v in PI_VERSIONS)}", C_SCANNER]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -56,13 +56,32 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if PI_MISSING:
         terminalreporter.write_line(f"!!! {PI_MISSING} !!!", red=True, bold=True)
     else:
-        terminalreporter.write_line(f"Pi conformance checked against {PI_PKG}")
+        terminalreporter.write_line(f"Pi conformance checked against Pi {' and '.join(PI_VERSIONS)}")
     terminalreporter.write_line(C_SCANNER, red=not native.available())
 
 
 @pytest.fixture
 def pi() -> PiPeer:
-    """The reference implementation, run on real files; skips loudly when absent."""
-    if PI_MISSING:
-        pytest.skip(PI_MISSING)
-    return PiPeer()
+    """The current reference implementation (Pi 1.6.0), run on real files; skips loudly when absent."""
+    why = missing("1.6.0")
+    if why:
+        pytest.skip(why)
+    return PiPeer("1.6.0")
+
+
+@pytest.fixture
+def pi073() -> PiPeer:
+    """Pi 0.73.1, which Kurahi must still equal on files that use only its vocabulary."""
+    why = missing("0.73.1")
+    if why:
+        pytest.skip(why)
+    return PiPeer("0.73.1")
+
+
+@pytest.fixture(params=PI_VERSIONS)
+def any_pi(request: pytest.FixtureRequest) -> PiPeer:
+    """Each Pi in turn, for behaviour both versions share."""
+    why = missing(request.param)
+    if why:
+        pytest.skip(why)
+    return PiPeer(request.param)

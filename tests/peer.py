@@ -1,65 +1,133 @@
-"""Where the peer (Pi) lives and how tests run it on real files."""
+"""Where the peers (the two Pis) live and how tests run them on real files.
+
+``make peer`` installs both from the npm registry into ``.peer/`` (not committed):
+Pi 0.73.1 (``@mariozechner/pi-coding-agent``) and the current Pi 1.6.0
+(``@earendil-works/pi-coding-agent``), plus node 24 from the npm package ``node@24`` when
+the system's node is older than 1.6.0 needs. Kurahi follows 1.6.0 where the two differ, so
+:class:`PiPeer` defaults to it; ``PiPeer("0.73.1")`` runs the older one.
+
+Everything the harness needs is in the repository: the one script ``tests/peers/pi_peer.mjs``
+drives either Pi.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Literal
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("KURAHI_SHARED", ROOT.parent / "shared")).resolve()
-PEERS = SHARED / "peers"
-FIXTURES = PEERS / "fixtures"
-PI_PKG = Path(os.environ.get("PI_PKG", ROOT / ".peer" / "node_modules" / "@mariozechner" / "pi-coding-agent"))
-NODE = shutil.which("node")
-BATCH_JS = ROOT / "tests" / "conformance" / "pi_write_batch.mjs"
+PEER_DIR = Path(os.environ.get("KURAHI_PEER_DIR", ROOT / ".peer")).resolve()
+PEER_JS = ROOT / "tests" / "peers" / "pi_peer.mjs"
+FIXTURES = ROOT / "tests" / "fixtures" / "pi"
+"""Hand-made session files, each with what both Pis make of it (``NAME.pi-VERSION.json``)."""
 
-_PI_MISSING = None
-if NODE is None:
-    _PI_MISSING = "node is not installed: Pi conformance tests are SKIPPED"
-elif not (PI_PKG / "package.json").exists():
-    _PI_MISSING = f"Pi is not installed at {PI_PKG} (run `make peer`): Pi conformance tests are SKIPPED"
+PiVersion = Literal["0.73.1", "1.6.0"]
+CURRENT: PiVersion = "1.6.0"
+PI_VERSIONS: tuple[PiVersion, ...] = ("0.73.1", "1.6.0")
+PACKAGES: dict[PiVersion, str] = {
+    "0.73.1": "@mariozechner/pi-coding-agent",
+    "1.6.0": "@earendil-works/pi-coding-agent",
+}
+MIN_NODE: dict[PiVersion, tuple[int, int]] = {"0.73.1": (20, 0), "1.6.0": (22, 19)}
+
+
+def _node_version(node: str) -> tuple[int, int] | None:
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30, check=False).stdout
+    except OSError:
+        return None
+    m = re.match(r"v(\d+)\.(\d+)", out.strip())
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _find_node() -> tuple[str | None, tuple[int, int] | None]:
+    """The node that runs both Pis: ``.peer``'s own node 24 first, then the system's."""
+    for candidate in (PEER_DIR / "node_modules" / ".bin" / "node", shutil.which("node")):
+        if candidate is not None and Path(candidate).exists():
+            version = _node_version(str(candidate))
+            if version is not None:
+                return str(candidate), version
+    return None, None
+
+
+NODE, NODE_VERSION = _find_node()
+
+
+def package_dir(version: PiVersion) -> Path:
+    """Where ``make peer`` puts this Pi."""
+    return PEER_DIR / "node_modules" / PACKAGES[version]
+
+
+def missing(version: PiVersion) -> str | None:
+    """Why this Pi cannot run here, or ``None`` when it can."""
+    pkg = package_dir(version)
+    if NODE is None or NODE_VERSION is None:
+        return "node is not installed (run `make peer`)"
+    if NODE_VERSION < MIN_NODE[version]:
+        need = ".".join(map(str, MIN_NODE[version]))
+        return f"Pi {version} needs node >= {need}, found {NODE_VERSION[0]}.{NODE_VERSION[1]} (run `make peer`)"
+    try:
+        found = json.loads((pkg / "package.json").read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        return f"Pi {version} is not installed at {pkg} (run `make peer`)"
+    if found != version:
+        return f"{pkg} holds Pi {found}, not {version} (run `make peer`)"
+    return None
+
+
+# Kept for the report header and the loud summary line.
+PI_PKG = package_dir(CURRENT)
+PI_MISSING = "; ".join(f"{v}: {why}" for v in PI_VERSIONS if (why := missing(v)) is not None) or None
 
 
 class PiPeer:
-    """Runs Pi's own code (through the shared harness scripts) on files."""
+    """Runs one Pi's own session code (through ``tests/peers/pi_peer.mjs``) on real files."""
 
-    env: ClassVar[dict[str, str]] = {**os.environ, "PI_PKG": str(PI_PKG)}
+    def __init__(self, version: PiVersion = CURRENT) -> None:
+        why = missing(version)
+        if why is not None:
+            raise RuntimeError(why)
+        self.version: PiVersion = version
+        self.package = package_dir(version)
+        self.env = {**os.environ, "PI_PKG": str(self.package)}
 
-    def context(self, path: Path, *extra: str) -> dict[str, Any]:
-        """``pi_context.mjs``: what Pi's SessionManager.open + buildSessionContext give."""
-        out = subprocess.run(
-            [str(NODE), str(PEERS / "pi_context.mjs"), *extra, str(path)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=self.env,
-            check=True,
-        )
-        return json.loads(out.stdout)  # type: ignore[no-any-return]
+    def __repr__(self) -> str:
+        return f"PiPeer({self.version!r})"
 
-    def batch(self, mode: str, stdin: str) -> list[dict[str, Any]]:
-        """Run ``tests/conformance/pi_write_batch.mjs MODE`` (many files, one node process)."""
+    def batch(self, mode: str, stdin: str, *flags: str) -> list[dict[str, Any]]:
+        """Run ``pi_peer.mjs MODE`` over many files in one node process."""
+        assert NODE is not None
         proc = subprocess.run(
-            [str(NODE), str(BATCH_JS), mode],
+            [NODE, str(PEER_JS), mode, *flags],
             input=stdin,
             capture_output=True,
             text=True,
-            timeout=600,
+            timeout=900,
             env=self.env,
             check=False,
         )
-        assert proc.returncode == 0, f"pi_write_batch.mjs {mode} failed:\n{proc.stderr}"
+        assert proc.returncode == 0, f"pi_peer.mjs {mode} (Pi {self.version}) failed:\n{proc.stderr}"
         # Split on "\n" only: JSON.stringify leaves U+2028/U+2029/U+0085 raw, and splitlines() splits on them.
         return [json.loads(line) for line in proc.stdout.split("\n") if line.strip()]
+
+    def reports(self, paths: Sequence[Path], *, seed_ids: bool = True) -> list[dict[str, Any]]:
+        """Everything Pi makes of each file (context, llm messages, tokens, tree, labels, rewritten)."""
+        flags = ("--seed-ids",) if seed_ids else ()
+        return self.batch("report", "\n".join(str(p) for p in paths), *flags)
+
+    def context(self, path: Path, *, seed_ids: bool = True) -> dict[str, Any]:
+        """Pi's report for one file; raises when Pi could not open it."""
+        (out,) = self.reports([path], seed_ids=seed_ids)
+        if "error" in out:
+            raise RuntimeError(f"Pi {self.version} could not open {path}: {out['error']}")
+        return out
 
     def contexts(self, paths: Sequence[Path]) -> list[dict[str, Any]]:
         """Pi's ``SessionManager.open`` + ``buildSessionContext`` for many files in one node process."""
         return self.batch("read", "\n".join(str(p) for p in paths))
-
-
-PI_MISSING = _PI_MISSING

@@ -1,30 +1,53 @@
-// Pi's own SessionManager, many session files in one node process (for the differential tests).
+// Pi's own session code, run on many files in one node process: the project's peer harness.
 //
-//   node pi_write_batch.mjs write   stdin: JSON array of {"out": PATH, "script": [op, ...]}
-//   node pi_write_batch.mjs read    stdin: one file path per line
-//   node pi_write_batch.mjs at      stdin: JSON array of {"file": PATH, "leafId": ID | null}
+//   node pi_peer.mjs write          stdin: JSON array of {"out": PATH, "script": [op, ...]}
+//   node pi_peer.mjs read           stdin: one file path per line
+//   node pi_peer.mjs at             stdin: JSON array of {"file": PATH, "leafId": ID | null}
+//   node pi_peer.mjs report [--seed-ids]   stdin: one file path per line
+//
+// PI_PKG names the package root of either Pi (0.73.1, @mariozechner/pi-coding-agent, or 1.6.0,
+// @earendil-works/pi-coding-agent); the same script drives both, since the session module's
+// exports we use have the same names in each.
 //
 // write: for each item, SessionManager.open(out, dirname(out)) (a new session at `out` when it does
-// not exist), then runs the ops, which are those of /work/shared/peers/pi_write.mjs but newSession (see
-// the comment at its top): "as": NAME binds the returned id, and "$NAME", "$prev", "$leaf" refer to ids.
-// Prints one JSON line per item: {out, file, exists, leafId, ids, error?}. `file` is where Pi's
-// session ended up (createBranchedSession switches files); `exists` is false when Pi never wrote
-// it (its first write waits for an assistant message).
+// not exist), then runs the ops below: "as": NAME binds the returned id, and "$NAME", "$prev",
+// "$leaf" refer to ids. Prints one JSON line per item: {out, file, exists, leafId, ids, error?}.
+// `file` is where Pi's session ended up (createBranchedSession switches files); `exists` is false
+// when Pi never wrote it (its first write waits for a conversation message).
 //
 // read: {file, leafId, leafIdUndefined?, messages, thinkingLevel, model} per file (Pi's open + build).
 // at: the same, but after moving Pi's leaf in memory (branch(leafId), or resetLeaf() for null)
 // before building the context: Pi's projection of the file at that entry.
+// report: everything Pi makes of a file: read's fields plus entryCount, rewritten (whether open
+// changed the bytes of the copy it worked on), branch, labels, tree (getTree() as nested
+// {id, type, label?, children}), llmMessages (convertToLlm), tokens / tokensPerMessage
+// (estimateTokens) and contextTokens (estimateContextTokens), and pkgVersion. --seed-ids makes the
+// ids that v1 migration draws repeatable (00000001-0000-4000-8000-000000000000, ... per file).
 //
-// All modes import dist/core/session-manager.js, the module dist/index.js re-exports
-// SessionManager from: importing the whole agent through index.js takes 3-4 s, this ~70 ms.
+// Every mode works on a private copy: SessionManager.open rewrites migrated files, replaces some
+// invalid ones and (1.6.0) appends a newline to a file without one. Only the session module and
+// its two neighbours are imported: the whole agent through dist/index.js takes seconds.
 // Output lines are JSON; split them on "\n" only (JSON.stringify leaves U+2028/U+2029 raw).
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
-const pkg = resolve(process.env.PI_PKG ?? ".peer/node_modules/@mariozechner/pi-coding-agent");
-const { SessionManager } = await import(pathToFileURL(join(pkg, "dist", "core", "session-manager.js")).href);
+const pkg = resolve(process.env.PI_PKG ?? ".peer/node_modules/@earendil-works/pi-coding-agent");
+const mode = process.argv[2];
+const seedIds = process.argv.includes("--seed-ids");
+
+// session-manager.js imports randomUUID from "crypto"; builtin ESM exports follow the CJS object
+// after syncBuiltinESMExports(), so this must run before that module is imported.
+let uuidCounter = 0;
+if (seedIds) {
+	const cryptoCjs = createRequire(import.meta.url)("crypto");
+	cryptoCjs.randomUUID = () => `${(++uuidCounter).toString(16).padStart(8, "0")}-0000-4000-8000-000000000000`;
+	syncBuiltinESMExports();
+}
+const core = (...parts) => pathToFileURL(join(pkg, "dist", "core", ...parts)).href;
+const { SessionManager } = await import(core("session-manager.js"));
 
 const NO_USAGE = {
 	input: 0,
@@ -122,6 +145,22 @@ function runOp(sm, op, resolveRef) {
 		case "appendModelChange":
 			result = sm.appendModelChange(op.provider, op.modelId);
 			break;
+		case "system": {
+			// A system-role message (1.6.0): prompt state that compaction carries in its entry.
+			const message = { role: "system", content: op.content ?? op.text ?? "" };
+			withOptional(message, { sections: op.sections });
+			message.timestamp = op.timestamp ?? Date.now();
+			result = sm.appendMessage(message);
+			break;
+		}
+		case "appendContextEdit":
+			// 1.6.0 only: replacement is {content} or null (drop the target from the model's view).
+			result = sm.appendContextEdit(resolveRef(op.targetId), op.replacement);
+			break;
+		case "appendUsage":
+			// 1.6.0 only: returns the entry, not its id.
+			result = sm.appendUsage(op.kind, op.provider, op.model, op.usage ?? NO_USAGE, op.note).id;
+			break;
 		case "appendCompaction":
 			result = sm.appendCompaction(op.summary, resolveRef(op.firstKeptEntryId), op.tokensBefore, op.details, op.fromHook);
 			break;
@@ -209,11 +248,76 @@ function read(items) {
 	}
 }
 
-const mode = process.argv[2];
+function treeJson(nodes) {
+	return nodes.map((n) => {
+		const out = { id: n.entry.id ?? null, type: n.entry.type };
+		if (n.label !== undefined) out.label = n.label;
+		out.children = treeJson(n.children);
+		return out;
+	});
+}
+
+function attempt(out, key, fn) {
+	try {
+		out[key] = fn();
+	} catch (err) {
+		out[key] = null;
+		out[`${key}Error`] = String(err?.message ?? err);
+	}
+}
+
+async function report(files) {
+	const { convertToLlm } = await import(core("messages.js"));
+	const { estimateTokens, estimateContextTokens } = await import(core("compaction", "compaction.js"));
+	const pkgVersion = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8")).version;
+	const work = mkdtempSync(join(tmpdir(), "pi-report-"));
+	try {
+		for (const [i, file] of files.entries()) {
+			uuidCounter = 0;
+			const copy = join(work, `${i}.jsonl`);
+			copyFileSync(file, copy);
+			const before = readFileSync(copy);
+			const out = { file, pkgVersion };
+			try {
+				const sm = SessionManager.open(copy, work);
+				const ctx = sm.buildSessionContext();
+				const leaf = sm.getLeafId();
+				out.leafId = leaf === undefined ? null : leaf;
+				if (leaf === undefined) out.leafIdUndefined = true;
+				out.entryCount = sm.getEntries().length;
+				out.rewritten = !before.equals(readFileSync(copy));
+				out.branch = sm.getBranch().map((e) => e.id ?? null);
+				const labels = {};
+				for (const e of sm.getEntries()) {
+					const label = sm.getLabel(e.id);
+					if (label !== undefined) labels[e.id] = label;
+				}
+				out.labels = labels;
+				out.tree = treeJson(sm.getTree());
+				out.messages = ctx.messages;
+				out.thinkingLevel = ctx.thinkingLevel;
+				out.model = ctx.model;
+				attempt(out, "llmMessages", () => convertToLlm(ctx.messages));
+				attempt(out, "tokensPerMessage", () => ctx.messages.map((m) => estimateTokens(m)));
+				out.tokens = out.tokensPerMessage === null ? null : out.tokensPerMessage.reduce((a, b) => a + b, 0);
+				attempt(out, "contextTokens", () => estimateContextTokens(ctx.messages));
+			} catch (err) {
+				out.error = String(err?.message ?? err);
+				out.rewritten = !before.equals(readFileSync(copy));
+			}
+			process.stdout.write(`${JSON.stringify(out)}\n`);
+		}
+	} finally {
+		rmSync(work, { recursive: true, force: true });
+	}
+}
+
+const lines = (text) => text.split("\n").filter((l) => l.trim());
 if (mode === "write") write(JSON.parse(await readStdin()));
-else if (mode === "read") read((await readStdin()).split("\n").filter((l) => l.trim()).map((file) => ({ file })));
+else if (mode === "read") read(lines(await readStdin()).map((file) => ({ file })));
 else if (mode === "at") read(JSON.parse(await readStdin()));
+else if (mode === "report") await report(lines(await readStdin()));
 else {
-	process.stderr.write("usage: node pi_write_batch.mjs write|read|at  (input on stdin)\n");
+	process.stderr.write("usage: node pi_peer.mjs write|read|at|report [--seed-ids]  (input on stdin)\n");
 	process.exit(2);
 }

@@ -69,7 +69,7 @@ def missing(version: PiVersion) -> str | None:
     pkg = package_dir(version)
     if NODE is None or NODE_VERSION is None:
         return "node is not installed (run `make peer`)"
-    if NODE_VERSION < MIN_NODE[version]:
+    if MIN_NODE[version] > NODE_VERSION:
         need = ".".join(map(str, MIN_NODE[version]))
         return f"Pi {version} needs node >= {need}, found {NODE_VERSION[0]}.{NODE_VERSION[1]} (run `make peer`)"
     try:

@@ -25,7 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 PEER_DIR = Path(os.environ.get("KURAHI_PEER_DIR", ROOT / ".peer")).resolve()
 PEER_JS = ROOT / "tests" / "peers" / "pi_peer.mjs"
 FIXTURES = ROOT / "tests" / "fixtures" / "pi"
-"""Hand-made session files, each with what both Pis make of it (``NAME.pi-VERSION.json``)."""
+"""Hand-made session files, each with what both Pis make of it (``NAME.pi-VERSION.json``).
+
+``tests/fixtures/pi/regenerate.py`` writes the expected files by running both Pis; its
+``--check`` says whether they still match what the installed Pis make.
+"""
 
 PiVersion = Literal["0.73.1", "1.6.0"]
 CURRENT: PiVersion = "1.6.0"
@@ -35,6 +39,79 @@ PACKAGES: dict[PiVersion, str] = {
     "1.6.0": "@earendil-works/pi-coding-agent",
 }
 MIN_NODE: dict[PiVersion, tuple[int, int]] = {"0.73.1": (20, 0), "1.6.0": (22, 19)}
+
+
+COMPARED = (
+    "error",
+    "leafId",
+    "leafIdUndefined",
+    "entryCount",
+    "branch",
+    "labels",
+    "tree",
+    "messages",
+    "thinkingLevel",
+    "model",
+    "llmMessages",
+    "llmMessagesError",
+    "tokensPerMessage",
+    "tokensPerMessageError",
+    "tokens",
+    "contextTokens",
+    "contextTokensError",
+)
+"""The report fields that say what a Pi makes of a file (``rewritten`` and the error's wording
+are about Pi's own side effects and messages, which Kurahi deliberately does not copy)."""
+
+
+def fixture_files() -> list[Path]:
+    """Every fixture session file (``tests/fixtures/pi/*.jsonl``), sorted by name."""
+    return sorted(FIXTURES.glob("*.jsonl"))
+
+
+def expected_path(fixture: Path, version: PiVersion) -> Path:
+    """Where Pi ``version``'s report for ``fixture`` is stored: ``NAME.pi-VERSION.json`` beside it."""
+    return fixture.with_name(f"{fixture.stem}.pi-{version}.json")
+
+
+def expected(fixture: Path, version: PiVersion) -> dict[str, Any]:
+    """Pi ``version``'s stored report for ``fixture``; a missing file names the script that writes it."""
+    path = expected_path(fixture, version)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} is missing: run tests/fixtures/pi/regenerate.py") from None
+
+
+# Where pi_peer.mjs's report mode puts its private copy of a file (mkdtemp + "<index>.jsonl").
+_REPORT_COPY = re.compile(r"\S*pi-report-[^/\\\s]+[/\\]\d+\.jsonl")
+
+
+def stable(report: dict[str, Any], fixture: Path) -> dict[str, Any]:
+    """A report as it is stored: ``file`` is the fixture's name, not an absolute path, and the
+    temporary copy's path in an error message is replaced by the fixture's name."""
+    out = dict(report)
+    out["file"] = fixture.name
+    for key, value in out.items():
+        if (key == "error" or key.endswith("Error")) and isinstance(value, str):
+            out[key] = _REPORT_COPY.sub(fixture.name, value)
+    return out
+
+
+def outcome(report: dict[str, Any]) -> dict[str, Any]:
+    """The part of a report that says what Pi makes of the file (:data:`COMPARED`), with each
+    error's presence kept and its wording dropped."""
+    out = {k: report[k] for k in COMPARED if k in report}
+    for key in out:
+        if key == "error" or key.endswith("Error"):
+            out[key] = True
+    return out
+
+
+def pis_agree(fixture: Path) -> bool:
+    """Whether both Pis' stored reports make the same of ``fixture``."""
+    first, *rest = (outcome(expected(fixture, v)) for v in PI_VERSIONS)
+    return all(first == other for other in rest)
 
 
 def _node_version(node: str) -> tuple[int, int] | None:

@@ -35,7 +35,8 @@ from kurahi.context.tokens import (
     estimate_tokens,
 )
 from kurahi.errors import UsageError
-from peer import FIXTURES, NODE, PI_MISSING, PI_PKG
+from peer import CURRENT, NODE, PI_MISSING, PI_PKG, PI_VERSIONS, PiVersion, fixture_files, pis_agree
+from peer import expected as stored_report
 
 
 def _pretty(value: Any) -> str:
@@ -52,28 +53,42 @@ def check(label: str, actual: Any, expected: Any) -> None:
 # ---------------------------------------------------------------------------
 
 
-def _expected_files() -> list[Path]:
-    return sorted(FIXTURES.glob("*.expected.json"))
+def _fixture_reports() -> list[tuple[Path, PiVersion]]:
+    """Each fixture with Pi 1.6.0's report, and with 0.73.1's where the two Pis agree (Kurahi
+    follows 1.6.0); files a Pi would not open have no messages to convert."""
+    cases = [(p, CURRENT) for p in fixture_files()]
+    cases += [(p, v) for v in PI_VERSIONS if v != CURRENT for p in fixture_files() if pis_agree(p)]
+    return [(p, v) for p, v in cases if "error" not in stored_report(p, v)]
 
 
-@pytest.mark.parametrize("expected_file", _expected_files(), ids=lambda p: p.name.removesuffix(".expected.json"))
-def test_fixture_matches_pi(expected_file: Path) -> None:
-    expected = json.loads(expected_file.read_text(encoding="utf-8"))
-    messages = expected["messages"]
-    if "llmMessages" in expected:
-        check(f"{expected_file.name} llmMessages", convert_to_llm(messages), expected["llmMessages"])
-    if "tokensPerMessage" in expected:
-        check(
-            f"{expected_file.name} tokensPerMessage",
-            [estimate_tokens(m) for m in messages],
-            expected["tokensPerMessage"],
-        )
-    if "contextTokens" in expected:
-        check(
-            f"{expected_file.name} contextTokens",
-            estimate_context_tokens(messages).to_dict(),
-            expected["contextTokens"],
-        )
+def _kurahi(f: Any) -> dict[str, Any]:
+    """``{"ok": value}``, or ``{"error": ...}`` where Kurahi refuses (Pi throws there)."""
+    try:
+        return {"ok": json.loads(json.dumps(f()))}
+    except UsageError as exc:
+        return {"error": str(exc)}
+
+
+def _check_step(label: str, report: dict[str, Any], key: str, actual: dict[str, Any]) -> None:
+    if f"{key}Error" in report:  # Pi threw in this step: Kurahi must refuse too
+        assert "error" in actual, f"{label} {key}: Pi threw {report[f'{key}Error']!r}, Kurahi gave {actual}"
+    else:
+        check(f"{label} {key}", actual.get("ok", actual), report[key])
+
+
+@pytest.mark.parametrize("case", _fixture_reports(), ids=lambda c: f"{c[0].stem}@pi-{c[1]}")
+def test_fixture_matches_pi(case: tuple[Path, PiVersion]) -> None:
+    path, version = case
+    report = stored_report(path, version)
+    messages = report["messages"]
+    label = f"{path.name} (Pi {version})"
+    _check_step(label, report, "llmMessages", _kurahi(lambda: convert_to_llm(messages)))
+    per_message = [_kurahi(lambda m=m: estimate_tokens(m)) for m in messages]
+    if "tokensPerMessageError" in report:
+        assert any("error" in t for t in per_message), f"{label}: Pi's estimate threw, Kurahi's did not"
+    else:
+        check(f"{label} tokensPerMessage", [t.get("ok", t) for t in per_message], report["tokensPerMessage"])
+    _check_step(label, report, "contextTokens", _kurahi(lambda: estimate_context_tokens(messages).to_dict()))
 
 
 # ---------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from kurahi.errors import KurahiError
 from kurahi.store import Transcript, native
 from kurahi.store.scan import decode_line
 from kurahi.testing import build_session
-from peer import FIXTURES, NODE
+from peer import NODE, fixture_files
 
 pytestmark = pytest.mark.skipif(
     not native.available(), reason="!!! the C scanner (kurahi.store._native) is not built: its tests are SKIPPED !!!"
@@ -178,7 +178,7 @@ def threads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     return str(request.param)
 
 
-@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.jsonl")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", fixture_files(), ids=lambda p: p.name)
 def test_pi_fixtures_read_the_same(path: Path, threads: str, monkeypatch: pytest.MonkeyPatch, spy: _Spy) -> None:
     _assert_same(path, monkeypatch, spy)
 

@@ -14,8 +14,9 @@ from kurahi.cli import app
 from kurahi.cli import sessions as sessions_cli
 from kurahi.cli.common import EXIT
 from kurahi.store.catalog import Catalog
+from testdata import JSON_ERA, openclaw_state
 
-OPENCLAW_STATE = Path("/work/shared/peers/openclaw/2026.5.28-reset/state")
+OPENCLAW_STATE = openclaw_state(JSON_ERA)
 SESSION_ID = "ed83c604-551f-41af-9a44-65881d6be000"
 KEY = "agent:main:main"
 
@@ -24,8 +25,6 @@ runner = CliRunner()
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    if not OPENCLAW_STATE.is_dir():
-        pytest.skip("OpenClaw sample state not present")
     target = tmp_path / "state"
     shutil.copytree(OPENCLAW_STATE, target)
     for path in [target, *target.rglob("*")]:

@@ -38,9 +38,10 @@ from kurahi.store.catalog_format import validate_agent_id, validate_key
 from kurahi.store.session import Session
 from kurahi.testing import assistant_message, user_message
 from residents import run, with_runtime
+from testdata import SQLITE_ERA, openclaw_state
 
 KEY = "agent:alice:main"
-SQLITE_ERA = Path("/work/shared/peers/openclaw/2026.9.6-reset/state")
+SQLITE_STATE = openclaw_state(SQLITE_ERA)
 SQLITE_ID = "d3b1d651-8d78-4ca9-8fb6-be6778f74d05"
 
 
@@ -198,10 +199,8 @@ def test_cli_outputs_never_replace_or_follow(world: Path, what: str, args: list[
 
 
 def test_lineage_export_refuses_a_sqlite_session_id_that_climbs_out(tmp_path: Path) -> None:
-    if not SQLITE_ERA.is_dir():
-        pytest.skip(f"OpenClaw sample state not present: {SQLITE_ERA}")
     state = tmp_path / "state"
-    shutil.copytree(SQLITE_ERA, state)
+    shutil.copytree(SQLITE_STATE, state)
     for p in [state, *state.rglob("*")]:
         p.chmod(0o700 if p.is_dir() else 0o600)
     db = state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"

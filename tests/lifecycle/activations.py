@@ -16,9 +16,9 @@ from kurahi.resident.init import init_home
 from kurahi.store.catalog import Catalog
 from kurahi.store.transcript import Transcript
 from kurahi.testing import build_session
+from testdata import JSON_ERA, openclaw_state
 
-PEERS = Path("/work/shared/peers")
-OPENCLAW = PEERS / "openclaw" / "2026.5.28-reset" / "state"
+OPENCLAW = openclaw_state(JSON_ERA)
 OC_OLD = "fe0cc71e-f9a6-41ee-8e2a-ecb95f96fc86.jsonl.reset.2026-11-30T08-24-46.695Z"
 OC_NEW = "ed83c604-551f-41af-9a44-65881d6be000.jsonl"
 KEY = "agent:alice:main"

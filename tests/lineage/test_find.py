@@ -19,10 +19,10 @@ from kurahi.errors import TranscriptReadError, UsageError
 from kurahi.lineage.find import Piece, export_piece, find_lineage
 from kurahi.lineage.openclaw_sqlite import export_session_jsonl, list_sqlite_sessions
 from kurahi.store.transcript import Transcript
+from testdata import JSON_ERA, SQLITE_ERA, openclaw_state
 
-PEERS = Path("/work/shared/peers/openclaw")
-JSON_ERA = PEERS / "2026.5.28-reset" / "state"
-SQLITE_ERA = PEERS / "2026.9.6-reset" / "state"
+JSON_STATE = openclaw_state(JSON_ERA)
+SQLITE_STATE = openclaw_state(SQLITE_ERA)
 OLD_ID = "fe0cc71e-f9a6-41ee-8e2a-ecb95f96fc86"
 NEW_ID = "ed83c604-551f-41af-9a44-65881d6be000"
 SQLITE_ID = "d3b1d651-8d78-4ca9-8fb6-be6778f74d05"
@@ -30,8 +30,6 @@ BEFORE, AFTER = "PURPLE-GIRAFFE-ALPHA", "ORANGE-WALRUS-OMEGA"
 
 
 def _copy(src: Path, dst: Path) -> Path:
-    if not src.is_dir():
-        pytest.skip(f"OpenClaw sample state not present: {src}")
     shutil.copytree(src, dst)
     for path in [dst, *dst.rglob("*")]:
         path.chmod(0o700 if path.is_dir() else 0o600)  # the samples are read-only
@@ -40,12 +38,12 @@ def _copy(src: Path, dst: Path) -> Path:
 
 @pytest.fixture
 def json_state(tmp_path: Path) -> Path:
-    return _copy(JSON_ERA, tmp_path / "json-era")
+    return _copy(JSON_STATE, tmp_path / "json-era")
 
 
 @pytest.fixture
 def sqlite_state(tmp_path: Path) -> Path:
-    return _copy(SQLITE_ERA, tmp_path / "sqlite-era")
+    return _copy(SQLITE_STATE, tmp_path / "sqlite-era")
 
 
 def db_of(state: Path) -> Path:

@@ -29,12 +29,11 @@ from kurahi.store import catalog as catalog_module
 from kurahi.store import catalog_format, fsio
 from kurahi.store.catalog import Catalog, find_catalogs, parse_catalog, serialize_catalog
 from kurahi.store.listing import list_sessions, locate_transcript
+from testdata import JSON_ERA, openclaw_state
 
-OPENCLAW_STATE = Path("/work/shared/peers/openclaw/2026.5.28-reset/state")
+OPENCLAW_STATE = openclaw_state(JSON_ERA)
 OPENCLAW_CATALOG = OPENCLAW_STATE / "agents/main/sessions/sessions.json"
 KEY = "agent:main:main"
-
-needs_openclaw = pytest.mark.skipif(not OPENCLAW_CATALOG.is_file(), reason="OpenClaw sample state not present")
 
 
 class _AnyInt:
@@ -63,8 +62,6 @@ def catalog_path(sessions_dir: Path) -> Path:
 
 @pytest.fixture
 def openclaw_copy(catalog_path: Path) -> Path:
-    if not OPENCLAW_CATALOG.is_file():
-        pytest.skip("OpenClaw sample state not present")
     shutil.copyfile(OPENCLAW_CATALOG, catalog_path)
     catalog_path.chmod(0o600)
     return catalog_path
@@ -83,7 +80,6 @@ def js_layout(value: Any) -> bytes:
 # --- format ------------------------------------------------------------------------------
 
 
-@needs_openclaw
 def test_openclaw_catalog_round_trips_byte_identical() -> None:
     raw = OPENCLAW_CATALOG.read_bytes()
     assert not raw.endswith(b"\n"), "OpenClaw writes no trailing newline"
@@ -451,7 +447,6 @@ def test_locate_transcript(tmp_path: Path) -> None:
     assert locate_transcript(tmp_path, {"sessionId": 5}) == (None, False)
 
 
-@needs_openclaw
 def test_list_sessions_on_openclaw_state(tmp_path: Path) -> None:
     home = tmp_path / "state"
     shutil.copytree(OPENCLAW_STATE, home)

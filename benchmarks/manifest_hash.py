@@ -2,7 +2,7 @@
 
 The home is ``bench-data/manifest-hash/kolo`` (git-ignored): a seeded resident whose
 sessions directory holds copies of one realistic 200,000-entry transcript (made once by
-``../shared/tools/gen_session.py --entries 200000 --seed 7``, ~111 MB) under different
+``python -m kurahi.testing_sessions --entries 200000 --seed 7``, ~110 MB) under different
 names, until they add up to ``--mb`` megabytes. Copies, not links: each is its own inode.
 Files made moments ago are given time to settle (the hash cache does not keep a digest of
 a file changed in the last two seconds, which could still change unseen).
@@ -42,9 +42,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kurahi.testing_sessions import write_session
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench-data" / "manifest-hash"
-GEN = ROOT.parent / "shared" / "tools" / "gen_session.py"
 AGENT = "bench"
 
 TIMER = """
@@ -66,15 +67,13 @@ def prepare(megabytes: int) -> tuple[Path, list[Path]]:
     from kurahi.continuity.hashcache import RACY_NS
     from kurahi.resident.init import init_home
 
-    source = DATA / "tree-e200000-s7.jsonl"
+    source = DATA / "tree-e200000-s7-ks1.jsonl"  # ks1: made by kurahi.testing_sessions
     if not source.exists():
         DATA.mkdir(parents=True, exist_ok=True)
-        print(f"generating {source.name} with {GEN} ...", file=sys.stderr)
-        subprocess.run(
-            [sys.executable, str(GEN), "--entries", "200000", "--seed", "7", str(source)],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+        print(f"generating {source.name} ...", file=sys.stderr)
+        part = source.with_name(source.name + ".part")
+        write_session(part, entries=200_000, seed=7)
+        os.replace(part, source)
     home = DATA / "kolo"
     init_home(home, AGENT, marker="BENCH-1")
     sessions = home / "agents" / AGENT / "sessions"

@@ -4,10 +4,10 @@ Issue 3's bar: with A a 200k-entry tree with branches and compactions and B a 20
 session, stitch + check (both whole commands, Python start-up included) take at most
 10× the time of ``cat A B > C`` on the same files.
 
-Files (generated once with ../shared/tools/gen_session.py, cached under ``bench-data/``):
+Files (generated once with :mod:`kurahi.testing_sessions`, cached under ``bench-data/``):
 
-* A: ``tree-e200000-s7.jsonl`` (the open + project benchmark's tree, ~111 MB);
-* B: ``session-e20000-s11.jsonl`` (``--entries 20000 --seed 11``, ~11 MB).
+* A: ``tree-e200000-s7-ks1.jsonl`` (the open + project benchmark's tree, ~110 MB);
+* B: ``session-e20000-s11-ks1.jsonl`` (``--entries 20000 --seed 11``, ~11 MB; ``--entries`` scales both).
 
 The generator starts every file at the same moment, so B "starts before A ends" and
 stitch needs ``--force`` (which only skips that order check; a warning remains).
@@ -49,9 +49,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kurahi.testing_sessions import write_session
+
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("KURAHI_SHARED", ROOT.parent / "shared")).resolve()
-GEN = SHARED / "tools" / "gen_session.py"
 KURAHI = Path(sys.executable).with_name("kurahi")
 
 
@@ -59,7 +59,7 @@ class BenchError(RuntimeError):
     """A check failed: the figures are not comparable."""
 
 
-def ensure_file(data_dir: Path, name: str, args: list[str], log: Any) -> Path:
+def ensure_file(data_dir: Path, name: str, options: dict[str, Any], log: Any) -> Path:
     """The cached transcript, generated (atomically, via a ``.part`` file) if missing."""
     out = data_dir / name
     if out.exists():
@@ -67,7 +67,7 @@ def ensure_file(data_dir: Path, name: str, args: list[str], log: Any) -> Path:
     data_dir.mkdir(parents=True, exist_ok=True)
     part = out.with_name(out.name + ".part")
     log(f"generating {out} ...")
-    subprocess.run([sys.executable, str(GEN), *args, str(part)], check=True)
+    write_session(part, **options)
     os.replace(part, out)
     return out
 
@@ -113,6 +113,7 @@ def verify(a: Path, b: Path, c: Path, report: Path | None) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5, help="rounds of cat, stitch, check (default 5)")
+    ap.add_argument("--entries", type=int, default=200_000, help="entries of A; B has a tenth (default 200000)")
     ap.add_argument("--data-dir", type=Path, default=ROOT / "bench-data", help="cache of generated files")
     ap.add_argument("--no-report", action="store_true", help="stitch without --report")
     ap.add_argument("--json-output", action="store_true", help="time both commands with --json")
@@ -129,8 +130,9 @@ def main(argv: list[str] | None = None) -> int:
         check=True,
     ).stdout.strip()
     subprocess.run([sys.executable, "-m", "compileall", "-q", pkg], check=True)
-    a = ensure_file(args.data_dir, "tree-e200000-s7.jsonl", ["--entries", "200000", "--seed", "7"], log)
-    b = ensure_file(args.data_dir, "session-e20000-s11.jsonl", ["--entries", "20000", "--seed", "11"], log)
+    a_entries, b_entries = args.entries, max(1, args.entries // 10)
+    a = ensure_file(args.data_dir, f"tree-e{a_entries}-s7-ks1.jsonl", {"entries": a_entries, "seed": 7}, log)
+    b = ensure_file(args.data_dir, f"session-e{b_entries}-s11-ks1.jsonl", {"entries": b_entries, "seed": 11}, log)
     work = Path(tempfile.mkdtemp(prefix="stitch-bench-", dir=args.data_dir))
     rows: list[dict[str, float]] = []
     try:

@@ -4,6 +4,7 @@
 //   node pi_peer.mjs read           stdin: one file path per line
 //   node pi_peer.mjs at             stdin: JSON array of {"file": PATH, "leafId": ID | null}
 //   node pi_peer.mjs report [--seed-ids]   stdin: one file path per line
+//   node pi_peer.mjs time [--runs N] [--warmup W]   stdin: one file path per line
 //
 // PI_PKG names the package root of either Pi (0.73.1, @mariozechner/pi-coding-agent, or 1.6.0,
 // @earendil-works/pi-coding-agent); the same script drives both, since the session module's
@@ -23,6 +24,13 @@
 // {id, type, label?, children}), llmMessages (convertToLlm), tokens / tokensPerMessage
 // (estimateTokens) and contextTokens (estimateContextTokens), and pkgVersion. --seed-ids makes the
 // ids that v1 migration draws repeatable (00000001-0000-4000-8000-000000000000, ... per file).
+//
+// time: for each file, W untimed then N timed rounds of: copy the file to a fresh private path
+// (not timed), then SessionManager.open + buildSessionContext (timed). Prints one JSON line per
+// file: {file, pkgVersion, runs, warmup, ms (each timed round), medianMs, minMs, maxMs, copyMs
+// (the copies' total, timed or not), messages, peakRssMb}. peakRssMb is the process's peak so far
+// (process.resourceUsage().maxRSS), so with several files it is the largest of them; run one file
+// per process for a per-file figure. Defaults: --runs 5 --warmup 1.
 //
 // Every mode works on a private copy: SessionManager.open rewrites migrated files, replaces some
 // invalid ones and (1.6.0) appends a newline to a file without one. Only the session module and
@@ -312,12 +320,58 @@ async function report(files) {
 	}
 }
 
+function flag(name, fallback) {
+	const i = process.argv.indexOf(name);
+	if (i < 0) return fallback;
+	const value = Number.parseInt(process.argv[i + 1], 10);
+	if (!Number.isInteger(value) || value < 0) {
+		process.stderr.write(`${name} needs a whole number >= 0, not ${JSON.stringify(process.argv[i + 1])}\n`);
+		process.exit(2);
+	}
+	return value;
+}
+
+function time(files) {
+	const runs = Math.max(1, flag("--runs", 5));
+	const warmup = flag("--warmup", 1);
+	const pkgVersion = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8")).version;
+	const work = mkdtempSync(join(tmpdir(), "pi-time-"));
+	try {
+		for (const file of files) {
+			const ms = [];
+			let copyMs = 0;
+			let messages = 0;
+			for (let i = 0; i < warmup + runs; i++) {
+				const c0 = performance.now();
+				const copy = join(work, `${i}.jsonl`);
+				copyFileSync(file, copy);
+				const t0 = performance.now();
+				const ctx = SessionManager.open(copy, work).buildSessionContext();
+				const t1 = performance.now();
+				copyMs += t0 - c0;
+				messages = ctx.messages.length;
+				if (i >= warmup) ms.push(t1 - t0);
+				rmSync(copy, { force: true });
+			}
+			const sorted = [...ms].sort((a, b) => a - b);
+			const mid = sorted.length >> 1;
+			const medianMs = sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+			const peakRssMb = process.resourceUsage().maxRSS / 1024;
+			const out = { file, pkgVersion, runs, warmup, ms, medianMs, minMs: sorted[0], maxMs: sorted.at(-1), copyMs, messages, peakRssMb };
+			process.stdout.write(`${JSON.stringify(out)}\n`);
+		}
+	} finally {
+		rmSync(work, { recursive: true, force: true });
+	}
+}
+
 const lines = (text) => text.split("\n").filter((l) => l.trim());
 if (mode === "write") write(JSON.parse(await readStdin()));
 else if (mode === "read") read(lines(await readStdin()).map((file) => ({ file })));
 else if (mode === "at") read(JSON.parse(await readStdin()));
 else if (mode === "report") await report(lines(await readStdin()));
+else if (mode === "time") time(lines(await readStdin()));
 else {
-	process.stderr.write("usage: node pi_peer.mjs write|read|at|report [--seed-ids]  (input on stdin)\n");
+	process.stderr.write("usage: node pi_peer.mjs write|read|at|report [--seed-ids] | time [--runs N] [--warmup W]  (input on stdin)\n");
 	process.exit(2);
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -324,3 +325,26 @@ def test_unreadable_file_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Mo
         Transcript.open(p)
     with pytest.raises(TranscriptReadError, match="permission denied"):
         project_file(p)
+
+
+@pytest.mark.pi
+def test_what_each_pi_writes_on_open_and_kurahi_never_does(tmp_path: Path, any_pi: PiPeer) -> None:
+    # docs/store.md's table: an empty file gets a header from both Pis; a non-session file is
+    # overwritten by 0.73.1 and refused by 1.6.0; 1.6.0 appends a missing final newline.
+    files = {
+        "empty": b"",
+        "garbage": b"hello\n",
+        "no final newline": lines(HEADER, entry("a", None))[:-1],
+    }
+    paths = [write(tmp_path, f"{i}.jsonl", data) for i, data in enumerate(files.values())]
+    reports = dict(zip(files, any_pi.reports(paths), strict=True))
+    new = any_pi.version == "1.6.0"
+    assert reports["empty"]["rewritten"] is True
+    assert reports["garbage"]["rewritten"] is not new
+    assert ("not a valid pi session" in reports["garbage"].get("error", "")) is new
+    assert reports["no final newline"]["rewritten"] is new
+    for p in paths:
+        before = fingerprint(p)
+        with contextlib.suppress(NotASessionError):
+            project_file(p)
+        assert fingerprint(p) == before

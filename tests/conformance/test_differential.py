@@ -1,18 +1,24 @@
 """Differential tests against Pi on thousands of random session trees, in both directions.
 
+Two vocabularies, each against its Pi: every entry kind Pi 1.6.0 knows (context edits on and
+off the path, edits of edited entries and of edits, null and string/array replacements, usage
+entries, system messages, compactions over system messages and carrying a ``systemMessage``,
+null content) against Pi 1.6.0; and only what Pi 0.73.1 knew (no new kinds, no system role, no
+null content: where the two Pis agree) against Pi 0.73.1, so Kurahi stays identical to both.
+
 * Kurahi writes -> Pi reads: random operation scripts are applied through Kurahi's
   :class:`Session` (every entry type, durable ``branch()`` moves, reopening), and Pi's
   ``SessionManager.open`` + ``buildSessionContext`` must give what Kurahi's projection gives
   (``project_file`` reading backwards, and the forward :class:`Transcript` path).
-* Pi writes -> Kurahi reads: random scripts in ``pi_write.mjs``'s op language are run by Pi's
-  own ``SessionManager`` (``pi_write_batch.mjs write``), and Kurahi must read each file as Pi
-  does.
+* Pi writes -> Kurahi reads: random scripts in ``tests/peers/pi_peer.mjs``'s op language are
+  run by Pi's own ``SessionManager`` (``pi_peer.mjs write``), and Kurahi must read each file as
+  Pi does.
 * A durable ``Session.branch(x)`` reads, in Pi, as Pi's own in-memory ``branch(x)``.
 
 Scripts are drawn with hypothesis (which likes empty strings, astral characters and odd
 numbers) and run in batches: one node process writes or reads a whole batch
-(``pi_write_batch.mjs``, which imports only Pi's session module: the full ``dist/index.js``
-takes 3-4 s to import).
+(``pi_peer.mjs``, which imports only Pi's session module: the full ``dist/index.js``
+takes 3-4 s to import). Files in 0.73.1's vocabulary are read by both Pis.
 
 When a file disagrees, its script is shrunk (delta debugging, Pi rerun at each step) and the
 failure shows the smallest script, the file, and what Pi and Kurahi each projected.
@@ -38,12 +44,16 @@ from kurahi.context.files import project_file
 from kurahi.jsvalues import MISSING
 from kurahi.store import LEAF_MARKER_TYPE, Transcript
 from kurahi.store.session import Session
-from peer import PiPeer
+from peer import PiPeer, PiVersion, missing
 
 pytestmark = pytest.mark.pi
 
 TREES = 2000
-"""Trees compared with Pi in each direction (at least)."""
+"""Trees compared with Pi 1.6.0 in each direction (at least)."""
+TREES_073 = 800
+"""Trees in 0.73.1's vocabulary compared with Pi 0.73.1 in each direction (at least)."""
+VOCABULARIES: dict[str, tuple[PiVersion, int]] = {"1.6.0": ("1.6.0", TREES), "0.73.1": ("0.73.1", TREES_073)}
+"""Vocabulary -> the Pi that checks it and how many trees."""
 GROUP = 4
 """Scripts per hypothesis draw (drawing is the slow part, so a draw's material is shared)."""
 PI_BATCH = 1000
@@ -109,12 +119,17 @@ _json = st.recursive(
 
 
 class _Gen:
-    """Random script material: texts, JSON values and Pi-shaped messages."""
+    """Random script material: texts, JSON values and Pi-shaped messages.
 
-    def __init__(self, rnd: random.Random, texts: list[str], values: list[Any]) -> None:
+    ``new`` says whether Pi 1.6.0's vocabulary may be used (its entry kinds, system messages,
+    null content); without it only what both Pis read alike is drawn.
+    """
+
+    def __init__(self, rnd: random.Random, texts: list[str], values: list[Any], new: bool = True) -> None:
         self.rnd = rnd
         self.texts = texts
         self.values = values
+        self.new = new
 
     def p(self, probability: float) -> bool:
         return self.rnd.random() < probability
@@ -181,6 +196,8 @@ class _Gen:
 
     def usage(self) -> dict[str, Any]:
         n = self.rnd.randint
+        if self.p(0.15):  # Pi's own placeholder: 1.6.0 does not trust it, 0.73.1 did
+            return {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0}
         return {
             "input": n(0, 10**6),
             "output": n(0, 10**6),
@@ -193,7 +210,45 @@ class _Gen:
         return self.rnd.choice(_LEVELS) if self.p(0.8) else self.text()
 
     def message(self) -> dict[str, Any]:
-        role = self.rnd.choice(("user", "user", "assistant", "assistant", "toolResult", "bash", "custom", "odd"))
+        out = self._message()
+        if self.new and self.p(0.05):
+            # Null or missing content: 1.6.0 normalises it for user/assistant/toolResult/system.
+            if self.p(0.5):
+                out["content"] = None
+            else:
+                out.pop("content", None)
+        return out
+
+    def system(self) -> dict[str, Any]:
+        """A system-role message, as Pi 1.6.0 stores its prompt state."""
+        return self.obj(
+            {"role": "system"},
+            {"content": lambda: self.text() if self.p(0.7) else self.blocks("text", "text", "image")},
+            {
+                "sections": lambda: {self.text(): self.rnd.choice((self.text(), None)) for _ in range(2)},
+                "toolsAdded": lambda: [{"name": self.text(), "description": self.text()}],
+                "timestamp": self.ts,
+            },
+        )
+
+    def replacement(self) -> Any:
+        """A context edit's replacement: mostly null or Pi's shapes, sometimes of the wrong type."""
+        r = self.rnd.random()
+        if r < 0.4:
+            return None
+        if r < 0.65:
+            return {"content": self.text()}
+        if r < 0.85:
+            return {"content": self.blocks("text", "text", "image")}
+        return self.rnd.choice(({"content": self.json()}, self.text(), self.number(), {}, [self.text()]))
+
+    def _message(self) -> dict[str, Any]:
+        kinds = ["user", "user", "assistant", "assistant", "toolResult", "bash", "custom", "odd"]
+        if self.new:
+            kinds.append("system")
+        role = self.rnd.choice(kinds)
+        if role == "system":
+            return self.system()
         if role == "user":
             return {"role": "user", "content": self.content(), "timestamp": self.ts()}
         if role == "assistant":
@@ -225,8 +280,9 @@ class _Gen:
                 {"customType": self.text, "content": self.content, "display": self.bool, "timestamp": self.ts},
                 {"details": self.json},
             )
+        odd = ["hookMessage", "branchSummary", "compactionSummary", self.text()]
         return self.obj(
-            {"role": self.rnd.choice(("hookMessage", "branchSummary", "compactionSummary", "system", self.text()))},
+            {"role": self.rnd.choice([*odd, "system"] if self.new else odd)},
             {},
             {"content": self.json, "summary": self.json, "timestamp": self.ts},
         )
@@ -263,12 +319,22 @@ class _Gen:
             "model_change": ["provider", "modelId"],
             "branch_summary": ["summary", "fromId", "details"],
             "compaction": ["summary", "tokensBefore", "firstKeptEntryId"],
-            "custom_message": ["customType", "content", "display", "details"],
+            "custom_message": ["customType", "content", "display", "details"]
+            if self.new
+            else ["customType", "display"],
             "label": ["targetId", "label"],
             "session_info": ["name"],
             "custom": ["customType", "data"],
         }
+        if self.new:
+            kinds["usage"] = ["kind", "provider", "model", "usage", "note"]
+            kinds["context_edit"] = ["targetId"]
         kind = self.rnd.choice([*kinds, "message"])
+        if kind == "custom_message" and not self.new:
+            # 0.73.1 emits a null or missing content as it is, 1.6.0 as []: only content both read alike.
+            return self.obj({"type": kind, "content": self.content()}, {}, dict.fromkeys(kinds[kind], j))
+        if kind == "context_edit":
+            return {"type": kind, "targetId": self.json(), "replacement": self.replacement()}
         if kind == "message":
             # Any value but null (Pi throws reading message.role of a null or missing message).
             value = self.json()
@@ -276,6 +342,8 @@ class _Gen:
         return self.obj({"type": kind}, {}, dict.fromkeys(kinds[kind], j))
 
     def kurahi_op(self) -> dict[str, Any]:
+        if self.new and self.p(0.18):
+            return self.new_op()
         r = self.rnd.randrange(100)
         opt = {"details": self.json, "fromHook": self.bool}
         if r < 40:
@@ -313,13 +381,31 @@ class _Gen:
             return {"op": "entry", "entry": self.raw_entry()}
         return {"op": "reopen"}
 
+    def new_op(self) -> dict[str, Any]:
+        """One of Pi 1.6.0's kinds, written raw (Kurahi's writer for them is another part's)."""
+        r = self.rnd.randrange(100)
+        if r < 40:
+            target = self.ref("path", "path", "path", "any", "none")
+            return {"op": "context_edit", "target": target, "replacement": self.replacement()}
+        if r < 60:
+            return {"op": "message", "message": self.system()}
+        if r < 75:
+            return self.obj(
+                {"op": "usage", "kind": self.text(), "provider": self.text(), "model": self.text()},
+                {"usage": self.usage},
+                {"note": self.text},
+            )
+        kept = self.ref("path") if self.p(0.8) else self.ref("any", "none")
+        system = self.system() if self.p(0.8) else self.rnd.choice(("", 0, None, self.text(), self.json()))
+        return {"op": "compaction_sys", "summary": self.text(), "kept": kept, "systemMessage": system}
+
     def size(self) -> int:
         return self.rnd.choice((self.rnd.randint(0, 8), self.rnd.randint(0, 40), self.rnd.randint(30, 80)))
 
 
-def _gen(draw: st.DrawFn) -> _Gen:
+def _gen(draw: st.DrawFn, new: bool = True) -> _Gen:
     rnd = random.Random(draw(st.integers(0, 2**64)))  # hypothesis's randoms() costs ~8 us a call
-    return _Gen(rnd, draw(st.lists(_text, max_size=5)), draw(st.lists(_json, max_size=3)))
+    return _Gen(rnd, draw(st.lists(_text, max_size=5)), draw(st.lists(_json, max_size=3)), new)
 
 
 def _kurahi_script(g: _Gen) -> Script:
@@ -328,20 +414,20 @@ def _kurahi_script(g: _Gen) -> Script:
 
 
 @st.composite
-def script_groups(draw: st.DrawFn, make: Callable[[_Gen], Script], size: int) -> list[Script]:
+def script_groups(draw: st.DrawFn, make: Callable[[_Gen], Script], size: int, new: bool = True) -> list[Script]:
     """``size`` scripts from one hypothesis draw (they share its texts and values)."""
-    g = _gen(draw)
+    g = _gen(draw, new)
     return [make(g) for _ in range(size)]
 
 
-def kurahi_scripts() -> st.SearchStrategy[Script]:
+def kurahi_scripts(new: bool = True) -> st.SearchStrategy[Script]:
     """One random script for :func:`apply_kurahi` (Kurahi's ``Session`` API)."""
-    return script_groups(_kurahi_script, 1).map(lambda group: group[0])
+    return script_groups(_kurahi_script, 1, new).map(lambda group: group[0])
 
 
-def pi_scripts() -> st.SearchStrategy[Script]:
-    """One random script in ``pi_write.mjs``'s op language (for :func:`pi_write`)."""
-    return script_groups(_pi_script, 1).map(lambda group: group[0])
+def pi_scripts(new: bool = True) -> st.SearchStrategy[Script]:
+    """One random script in ``pi_peer.mjs``'s op language (for :func:`pi_write`)."""
+    return script_groups(_pi_script, 1, new).map(lambda group: group[0])
 
 
 def _path(parent: dict[str, str | None], leaf: str | None) -> list[str]:
@@ -407,6 +493,16 @@ def apply_kurahi(path: Path, script: Script) -> None:
                 )
             elif kind == "entry":
                 new = s.append_entry(op["entry"])
+            elif kind == "context_edit":
+                new = s.append_entry(
+                    {"type": "context_edit", "targetId": resolve(op["target"]), "replacement": op["replacement"]}
+                )
+            elif kind == "usage":
+                new = s.append_entry({k: v for k, v in op.items() if k != "op"} | {"type": "usage"})
+            elif kind == "compaction_sys":
+                kept = resolve(op["kept"])
+                entry = {"type": "compaction", "summary": op["summary"], "firstKeptEntryId": kept, "tokensBefore": 9}
+                new = s.append_entry({**entry, "systemMessage": op["systemMessage"]})
             elif kind == "reopen":
                 s.close()
                 s = Session.open(path, fsync="never")
@@ -469,7 +565,11 @@ def _pi_message_op(g: _Gen) -> dict[str, Any]:
                 "timestamp": g.ts,
             },
         )
-    return {"op": "appendMessage", "message": g.message()}
+    message = g.message()
+    if message.get("role") == "system" and not isinstance(message.get("content"), str):
+        # 1.6.0's appendCompaction replays system messages and throws on content it cannot read.
+        message["content"] = g.text()
+    return {"op": "appendMessage", "message": message}
 
 
 def _pi_script(g: _Gen) -> Script:
@@ -487,6 +587,7 @@ def _pi_script(g: _Gen) -> Script:
     live: list[str] = []  # named entries in Pi's current file (what a "$NAME" can refer to)
     present: set[str] = set()  # every entry in Pi's current file, including unnamed copied labels
     labelled: dict[str, bool] = {}  # Pi's labelsById: target name -> label set (truthy)
+    editable: set[str] = set()  # entries appendContextEdit accepts (user/assistant/toolResult/custom content)
 
     def path() -> list[str]:
         # Pi's getBranch(): up from the leaf while the parent is in the file. After
@@ -505,6 +606,9 @@ def _pi_script(g: _Gen) -> Script:
     def add(op: dict[str, Any], attach: str | None) -> None:
         nonlocal leaf
         name = f"e{len(ops)}"
+        role = op.get("message", {}).get("role") if op["op"] == "appendMessage" else None
+        if op["op"] in ("user", "assistant", "toolResult", "appendCustomMessageEntry") or role in _EDITABLE_ROLES:
+            editable.add(name)
         ops.append({**op, "as": name})
         parent[name] = attach
         kind[name] = op["op"]
@@ -516,6 +620,9 @@ def _pi_script(g: _Gen) -> Script:
     assistant_at = rnd.randint(0, n)  # without an assistant message Pi writes nothing
     for i in range(n + 1):
         r = rnd.randrange(100)
+        if g.new and i != assistant_at and rnd.random() < 0.2:
+            _pi_new_op(g, add, leaf, [x for x in path() if x in editable])
+            continue
         if i == assistant_at:
             add(g.obj({"op": "assistant", "text": g.text()}, {}, {"provider": g.text, "model": g.text}), leaf)
         elif r < 45:
@@ -576,17 +683,39 @@ def _pi_script(g: _Gen) -> Script:
     return ops
 
 
+_EDITABLE_ROLES = ("user", "assistant", "toolResult")
+
+
+def _pi_new_op(
+    g: _Gen, add: Callable[[dict[str, Any], str | None], None], leaf: str | None, targets: list[str]
+) -> None:
+    """One of Pi 1.6.0's own write calls: a system message, a valid context edit, a usage entry."""
+    r = g.rnd.randrange(100)
+    if r < 45 and targets:
+        replacement = g.rnd.choice((None, None, {"content": g.text()}, {"content": g.blocks("text", "image")}))
+        add({"op": "appendContextEdit", "targetId": f"${g.rnd.choice(targets)}", "replacement": replacement}, leaf)
+    elif r < 75:
+        system = g.system()
+        add(
+            g.obj({"op": "system", "content": system["content"]}, {}, {"sections": lambda: system.get("sections")}),
+            leaf,
+        )
+    else:
+        op = {"op": "appendUsage", "kind": g.text(), "provider": g.text(), "model": g.text(), "usage": g.usage()}
+        add(g.obj(op, {}, {"note": g.text}), leaf)
+
+
 # -- running ----------------------------------------------------------------------------------
 
 
-def pi_write(items: Sequence[tuple[Path, Script]]) -> list[dict[str, Any]]:
+def pi_write(items: Sequence[tuple[Path, Script]], version: PiVersion = "1.6.0") -> list[dict[str, Any]]:
     """Let Pi's SessionManager run each script into its path (one node process)."""
-    return PiPeer().batch("write", json.dumps([{"out": str(p), "script": s} for p, s in items]))
+    return PiPeer(version).batch("write", json.dumps([{"out": str(p), "script": s} for p, s in items]))
 
 
-def pi_read_fast(paths: Sequence[Path]) -> list[dict[str, Any]]:
+def pi_read_fast(paths: Sequence[Path], version: PiVersion = "1.6.0") -> list[dict[str, Any]]:
     """Pi's context for each file (one quick node process; for shrinking)."""
-    return PiPeer().contexts(paths)
+    return PiPeer(version).contexts(paths)
 
 
 def pi_at(items: Sequence[tuple[Path, str | None]]) -> list[dict[str, Any]]:
@@ -594,11 +723,11 @@ def pi_at(items: Sequence[tuple[Path, str | None]]) -> list[dict[str, Any]]:
     return PiPeer().batch("at", json.dumps([{"file": str(p), "leafId": leaf} for p, leaf in items]))
 
 
-def pi_read_batched(paths: Sequence[Path]) -> list[dict[str, Any]]:
+def pi_read_batched(paths: Sequence[Path], version: PiVersion = "1.6.0") -> list[dict[str, Any]]:
     """Pi's context for each file, one node process per :data:`PI_BATCH` files."""
     out: list[dict[str, Any]] = []
     for chunk in _chunks(paths, PI_BATCH):
-        got = pi_read_fast(chunk)
+        got = pi_read_fast(chunk, version)
         assert [g["file"] for g in got] == [str(p) for p in chunk], "Pi's reader lost files"
         out.extend(got)
     return out
@@ -731,20 +860,37 @@ def work(tmp_path: Path) -> Iterator[Path]:
         yield tmp_path
 
 
-def test_kurahi_writes_pi_reads(pi: PiPeer, work: Path, record_property: Callable[[str, Any], None]) -> None:
+def _readers(version: PiVersion) -> list[PiVersion]:
+    """The Pis that read a vocabulary's files: its own, and 1.6.0 too (0.73.1's files read alike in both)."""
+    return [version] if version == "1.6.0" or missing("1.6.0") else [version, "1.6.0"]
+
+
+def _pi_for(vocabulary: str) -> tuple[PiVersion, int]:
+    version, trees = VOCABULARIES[vocabulary]
+    why = missing(version)
+    if why:
+        pytest.skip(why)
+    return version, trees
+
+
+@pytest.mark.parametrize("vocabulary", list(VOCABULARIES), ids=lambda v: f"vocabulary {v}")
+def test_kurahi_writes_pi_reads(vocabulary: str, work: Path, record_property: Callable[[str, Any], None]) -> None:
+    version, trees = _pi_for(vocabulary)
     started = time.monotonic()
-    scripts = [s for group in draw_batch(script_groups(_kurahi_script, GROUP), TREES // GROUP) for s in group]
+    groups = draw_batch(script_groups(_kurahi_script, GROUP, vocabulary == "1.6.0"), trees // GROUP)
+    scripts = [s for group in groups for s in group]
     files = []
     for i, script in enumerate(scripts):
         path = work / f"k{i:05}.jsonl"
         apply_kurahi(path, script)
         files.append(path)
-    wants = pi_read_batched(files)
     failing = []
-    for script, path, want in zip(scripts, files, wants, strict=True):
-        diffs = mismatches(path, want)
-        if diffs:
-            failing.append((script, path, diffs))
+    for reader in _readers(version):
+        wants = pi_read_batched(files, reader)
+        for script, path, want in zip(scripts, files, wants, strict=True):
+            diffs = mismatches(path, want)
+            if diffs:
+                failing.append((script, path, [f"(Pi {reader} reading) {d}" for d in diffs]))
     record_property("trees", len(files))
     record_property("seconds", round(time.monotonic() - started, 1))
 
@@ -753,13 +899,13 @@ def test_kurahi_writes_pi_reads(pi: PiPeer, work: Path, record_property: Callabl
         apply_kurahi(p, candidate)
         return [p]
 
-    shrink = _shrinker(work, write_kurahi)
-    assert not failing, _report("Kurahi writes -> Pi reads", failing, len(files), shrink)
-    assert len(files) >= TREES
+    shrink = _shrinker(work, write_kurahi, version)
+    assert not failing, _report(f"Kurahi writes -> Pi {version} reads", failing, len(files), shrink)
+    assert len(files) >= trees
 
 
 def _shrinker(
-    work: Path, write: Callable[[Script, Path], list[Path]]
+    work: Path, write: Callable[[Script, Path], list[Path]], version: PiVersion
 ) -> Callable[[Script, Path, list[str]], tuple[Script, Path, list[str]]]:
     """Shrink a failing script by delta debugging; ``write`` makes a candidate's files in a new folder."""
     shrink_dir = work / "shrink"
@@ -773,7 +919,7 @@ def _shrinker(
             folder = shrink_dir / f"s{next(counter)}"
             folder.mkdir()
             for p in write(candidate, folder):
-                found = mismatches(p, pi_read_fast([p])[0])
+                found = mismatches(p, pi_read_fast([p], version)[0])
                 if found:
                     last.update(path=p, diffs=found)
                     return True
@@ -799,38 +945,42 @@ def _pi_files(results: list[dict[str, Any]]) -> list[Path]:
     return out
 
 
-def test_pi_writes_kurahi_reads(pi: PiPeer, work: Path, record_property: Callable[[str, Any], None]) -> None:
+@pytest.mark.parametrize("vocabulary", list(VOCABULARIES), ids=lambda v: f"vocabulary {v}")
+def test_pi_writes_kurahi_reads(vocabulary: str, work: Path, record_property: Callable[[str, Any], None]) -> None:
+    version, trees = _pi_for(vocabulary)
     started = time.monotonic()
-    scripts = [s for group in draw_batch(script_groups(_pi_script, GROUP), TREES // GROUP) for s in group]
+    groups = draw_batch(script_groups(_pi_script, GROUP, vocabulary == "1.6.0"), trees // GROUP)
+    scripts = [s for group in groups for s in group]
     items = [(work / f"p{i:05}" / "s.jsonl", s) for i, s in enumerate(scripts)]
     for path, _ in items:
         path.parent.mkdir()
-    results = pi_write(items)
+    results = pi_write(items, version)
     assert len(results) == len(items)
     script_of = {}
     for (_, script), r in zip(items, results, strict=True):
         for f in (r["out"], r["file"]):
             script_of[f] = script
     files = _pi_files(results)
-    wants = pi_read_batched(files)
     failing = []
-    for path, want in zip(files, wants, strict=True):
-        diffs = mismatches(path, want)
-        if diffs:
-            failing.append((script_of[str(path)], path, diffs))
+    for reader in _readers(version):
+        wants = pi_read_batched(files, reader)
+        for path, want in zip(files, wants, strict=True):
+            diffs = mismatches(path, want)
+            if diffs:
+                failing.append((script_of[str(path)], path, [f"(Pi {reader} reading) {d}" for d in diffs]))
     record_property("trees", len(files))
     record_property("seconds", round(time.monotonic() - started, 1))
 
     def write_pi(candidate: Script, folder: Path) -> list[Path]:
         try:
-            res = pi_write([(folder / "s.jsonl", candidate)])
+            res = pi_write([(folder / "s.jsonl", candidate)], version)
         except AssertionError:
             return []
         return [] if "error" in res[0] else _pi_files(res)  # removing ops may break a reference
 
-    shrink = _shrinker(work, write_pi)
-    assert not failing, _report("Pi writes -> Kurahi reads", failing, len(files), shrink)
-    assert len(files) >= TREES
+    shrink = _shrinker(work, write_pi, version)
+    assert not failing, _report(f"Pi {version} writes -> Kurahi reads", failing, len(files), shrink)
+    assert len(files) >= trees
 
 
 # -- durable leaf moves ------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""convert_to_llm, token estimates, budget routes and find_cut_point, checked against Pi 0.73.1."""
+"""convert_to_llm, token estimates, budget routes and find_cut_point, checked against Pi 1.6.0."""
 
 from __future__ import annotations
 
@@ -285,8 +285,9 @@ def test_ceil_of_quarter() -> None:
     assert [estimate_tokens(user("x" * n)) for n in (0, 1, 4, 5, 8, 9)] == [0, 1, 1, 2, 2, 3]
 
 
-def test_images_count_zero_for_user_but_4800_chars_for_tool_results_and_custom() -> None:
-    assert estimate_tokens(user([IMAGE, text("abcd")])) == 1
+def test_images_count_4800_chars_in_user_tool_result_and_custom_messages() -> None:
+    # Pi 0.73.1 counted 0 for an image in a user message; 1.6.0 counts 4800 characters.
+    assert estimate_tokens(user([IMAGE, text("abcd")])) == 1201
     assert estimate_tokens({"role": "toolResult", "content": [IMAGE]}) == 1200
     assert estimate_tokens({"role": "toolResult", "content": [text("abcd"), IMAGE]}) == 1201
     assert estimate_tokens({"role": "custom", "content": [IMAGE, IMAGE, text("a")]}) == 2401
@@ -533,10 +534,11 @@ def test_budget_never_reached_keeps_everything() -> None:
     check("cut", cut([MODEL, THINK, u(1), a(1)], 1000), r(0))
 
 
-def test_huge_trailing_tool_result_keeps_everything() -> None:
-    # PI-SEMANTICS §15 [verified]: [user, assistant(toolCall), toolResult(4000 chars)], keep 100 -> 0.
+def test_huge_trailing_tool_result_keeps_its_call() -> None:
+    # [user, assistant(toolCall), toolResult(4000 chars)], keep 100: no cut point lies at or
+    # after the tool result, so Pi 1.6.0 cuts at the last one (the call); 0.73.1 kept everything.
     entries = [m(user("hi")), CALL, m({"role": "toolResult", "content": [text("x" * 4000)]})]
-    check("cut", cut(entries, 100), r(0))
+    check("cut", cut(entries, 100), r(1, 0, True))
 
 
 def test_settings_before_user_turn_a_clean_cut_into_a_split_turn() -> None:
@@ -551,20 +553,29 @@ def test_moving_back_stops_at_compaction_and_start() -> None:
     check("start", cut([u(100), a(100), label, u(100), a(100)], 200, start=2), r(2))
 
 
-def test_custom_message_and_branch_summary_are_cut_points_and_turn_starts_but_not_counted() -> None:
+def test_custom_message_and_branch_summary_are_counted_cut_points_and_turn_starts() -> None:
     cm = {"type": "custom_message", "customType": "k", "content": "c" * 4000, "display": True}
     bs = {"type": "branch_summary", "summary": "s" * 4000, "fromId": "root"}
-    # Not counted: the budget is only reached at the user message at index 0.
-    check("custom_message", cut([u(100), cm, a(50), bs, a(50)], 200), r(0))
+    # Counted (1.6.0 sums what every entry contributes; 0.73.1 counted message entries only):
+    # the branch summary's 1000 tokens reach the budget there.
+    check("custom_message", cut([u(100), cm, a(50), bs, a(50)], 200), r(3))
     # As turn starts: a cut at the assistant after a custom_message splits the turn it started.
     check("turn start", cut([u(10), cm, a(50), a(100)], 100), r(3, 1, True))
 
 
-def test_custom_message_before_user_gives_an_empty_split_turn() -> None:
-    # Verified with Pi: the cut moves back onto the custom_message, which is not a user message
-    # but is itself a turn start, so the "split" turn starts where the kept part starts.
+def test_system_messages_and_edits_are_no_cut_points() -> None:
+    system = m({"role": "system", "content": "p" * 400})
+    edit = {"type": "context_edit", "targetId": "x", "replacement": None}
+    check("system", cut([u(100), a(100), system, u(100), a(100)], 200), r(3))
+    # An edit contributes nothing: the cut moves back over it, which splits the turn.
+    check("edit", cut([u(100), a(100), edit, u(100), a(100)], 200), r(2, 0, True))
+
+
+def test_custom_message_before_user_is_not_moved_over() -> None:
+    # The custom_message contributes a message, so the cut no longer moves back onto it
+    # (0.73.1 did, and reported an empty split turn {2, 2, true}).
     cm = {"type": "custom_message", "customType": "k", "content": "c", "display": True}
-    check("cut", cut([u(100), a(100), cm, u(100), a(100)], 200), r(2, 2, True))
+    check("cut", cut([u(100), a(100), cm, u(100), a(100)], 200), r(3))
 
 
 def test_tool_result_only_tail_before_budget_uses_first_cut_point_after() -> None:
@@ -590,7 +601,7 @@ def test_find_cut_point_errors_name_the_entry() -> None:
         cut([u(1), a(1)], 1, end=3)
     with pytest.raises(UsageError, match=r"entries\[1\]"):
         cut([u(1), None], 1)
-    with pytest.raises(UsageError, match=r"entries\[1\]\.message: content\[0\]"):
+    with pytest.raises(UsageError, match=r"entries\[1\]: content\[0\]"):
         cut([u(1), m(assistant({"type": "toolCall", "name": "x"}))], 1)
 
 

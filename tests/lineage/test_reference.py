@@ -9,7 +9,7 @@ import pytest
 
 from cli_probe import run_main
 from kurahi.context.files import project_file
-from kurahi.errors import CheckError
+from kurahi.errors import CheckError, NotASessionError
 from kurahi.lineage.check import check, messages_sha256
 from kurahi.lineage.reference import reference_projection
 from peer import PiPeer
@@ -50,13 +50,16 @@ def test_lines_msgspec_refuses_are_read_by_the_standard_library(tmp_path: Path) 
     assert messages_sha256(ref.messages) == messages_sha256(project_file(p).context.messages)
 
 
-# Whole-file trims as JavaScript's trim() does them, which Python's strip() does not.
+# Pi 1.6.0 hands each line to JSON.parse untrimmed and skips lines blank in JavaScript's sense
+# (trim(): a BOM goes, \x1f stays); 0.73.1 trimmed the whole file first. The reference reads
+# as 1.6.0; where 1.6.0 refuses the file (the header line spoiled), so does the reference.
 _M1, _M2 = _msg(1, None, "one"), _msg(2, "e1", "two")
-TRIMS = {
+EDGES = {
     "bom_before_the_header": "\ufeff" + "\n".join([HEADER, _M1, _M2]) + "\n",
     "unit_separator_after_the_last_line": "\n".join([HEADER, _M1, _M2]) + "\x1f",
     "unit_separator_line_at_the_end": "\n".join([HEADER, _M1, _M2]) + "\n\x1f\n",
     "no_break_spaces_around": "\u00a0\n\u00a0" + "\n".join([HEADER, _M1, _M2]) + "\u00a0\n\u3000",
+    "no_break_space_lines_around": "\u00a0\n" + "\n".join([HEADER, _M1, _M2]) + "\n\u3000",
     "line_separator_after_the_last_line": "\n".join([HEADER, _M1, _M2]) + "\u2028",
     "unit_separator_line_first": "\x1f\n  " + "\n".join([HEADER, _M1, _M2]) + "\n",
     "carriage_returns": "\r\n".join([HEADER, _M1, _M2]) + "\r\n",
@@ -64,16 +67,26 @@ TRIMS = {
 
 
 @pytest.mark.pi
-def test_the_whole_file_is_trimmed_as_pi_trims_it(tmp_path: Path, pi: PiPeer) -> None:
+def test_lines_are_read_untrimmed_as_pi_reads_them(tmp_path: Path, pi: PiPeer) -> None:
     paths = []
-    for name, text in TRIMS.items():
+    for name, text in EDGES.items():
         p = tmp_path / f"{name}.jsonl"
         p.write_bytes(text.encode("utf-8"))
         paths.append(p)
+    refused = 0
     for p, live in zip(paths, pi.contexts(paths), strict=True):
+        if "error" in live:
+            refused += 1
+            assert "not a valid pi session" in live["error"], (p.name, live)
+            with pytest.raises(NotASessionError):
+                reference_projection(p)
+            with pytest.raises(NotASessionError):
+                project_file(p)
+            continue
         ref = reference_projection(p)
         assert messages_sha256(ref.messages) == messages_sha256(live["messages"]), p.name
         assert messages_sha256(ref.messages) == messages_sha256(project_file(p).context.messages), p.name
+    assert 0 < refused < len(paths)
 
 
 def test_a_line_nested_too_deeply_is_skipped_as_the_store_skips_it(tmp_path: Path) -> None:

@@ -22,7 +22,8 @@
 // report: everything Pi makes of a file: read's fields plus entryCount, rewritten (whether open
 // changed the bytes of the copy it worked on), branch, labels, tree (getTree() as nested
 // {id, type, label?, children}), llmMessages (convertToLlm), tokens / tokensPerMessage
-// (estimateTokens) and contextTokens (estimateContextTokens), and pkgVersion. --seed-ids makes the
+// (estimateTokens), contextTokens (estimateContextTokens), projectedTokens (1.6.0's
+// estimateProjectedContextTokens over buildSessionProjection and getBranch) and pkgVersion. --seed-ids makes the
 // ids that v1 migration draws repeatable (00000001-0000-4000-8000-000000000000, ... per file).
 //
 // time: for each file, W untimed then N timed rounds of: copy the file to a fresh private path
@@ -170,7 +171,8 @@ function runOp(sm, op, resolveRef) {
 			result = sm.appendUsage(op.kind, op.provider, op.model, op.usage ?? NO_USAGE, op.note).id;
 			break;
 		case "appendCompaction":
-			result = sm.appendCompaction(op.summary, resolveRef(op.firstKeptEntryId), op.tokensBefore, op.details, op.fromHook);
+			// 1.6.0 takes a sixth argument (the summary's usage) and adds the current systemMessage itself.
+			result = sm.appendCompaction(op.summary, resolveRef(op.firstKeptEntryId), op.tokensBefore, op.details, op.fromHook, op.usage);
 			break;
 		case "branch":
 			sm.branch(resolveRef(op.id));
@@ -276,7 +278,7 @@ function attempt(out, key, fn) {
 
 async function report(files) {
 	const { convertToLlm } = await import(core("messages.js"));
-	const { estimateTokens, estimateContextTokens } = await import(core("compaction", "compaction.js"));
+	const { estimateTokens, estimateContextTokens, estimateProjectedContextTokens } = await import(core("compaction", "compaction.js"));
 	const pkgVersion = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8")).version;
 	const work = mkdtempSync(join(tmpdir(), "pi-report-"));
 	try {
@@ -309,6 +311,9 @@ async function report(files) {
 				attempt(out, "tokensPerMessage", () => ctx.messages.map((m) => estimateTokens(m)));
 				out.tokens = out.tokensPerMessage === null ? null : out.tokensPerMessage.reduce((a, b) => a + b, 0);
 				attempt(out, "contextTokens", () => estimateContextTokens(ctx.messages));
+				// 1.6.0 only: the estimate that distrusts usage captured before a later edit or compaction.
+				if (estimateProjectedContextTokens)
+					attempt(out, "projectedTokens", () => estimateProjectedContextTokens(sm.buildSessionProjection(), sm.getBranch()));
 			} catch (err) {
 				out.error = String(err?.message ?? err);
 				out.rewritten = !before.equals(readFileSync(copy));

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -85,17 +86,27 @@ def test_a_line_nested_too_deeply_to_decode_is_skipped_with_a_warning(
         Transcript.from_bytes(lines(deep.replace('"message"', '"session"', 1), entry("a", None)))
 
 
-# Pi trims the whole file (String.prototype.trim, Unicode spaces included), never a line:
-# a line that parses only once trailing spaces go counts only as the file's last line.
-TRIMMED = {
+# Pi 1.6.0 splits the file on "\n" and hands every line that is not blank in JavaScript's
+# sense (String.prototype.trim, Unicode spaces included) to JSON.parse as it is. Pi 0.73.1
+# trimmed the whole file first, which rescued a BOM before the header and Unicode spaces
+# after the last line; 1.6.0 drops such a line (and refuses the file when it was the
+# header). Kurahi reads as 1.6.0. The number is the entry count, None: not a session.
+EDGES: dict[str, tuple[bytes, int | None]] = {
     "form feed after a line before the header": (b"3\x0c\n" + HEADER.encode() + b"\n" + entry("a", None).encode(), 1),
     "no-break space after a line before the header": (
         b"3\xc2\xa0\n" + HEADER.encode() + b"\n" + entry("a", None).encode() + b"\n",
         1,
     ),
-    "header only, then a no-break space": (HEADER.encode() + b"\xc2\xa0", 0),
-    "header only, then a no-break space and a newline": (HEADER.encode() + b"\xc2\xa0\n", 0),
-    "header only, then a form feed": (HEADER.encode() + b"\x0c", 0),
+    "header only, then a no-break space": (HEADER.encode() + b"\xc2\xa0", None),
+    "header only, then a no-break space and a newline": (HEADER.encode() + b"\xc2\xa0\n", None),
+    "header only, then a form feed": (HEADER.encode() + b"\x0c", None),
+    "a BOM before the header": (b"\xef\xbb\xbf" + lines(HEADER, entry("a", None)), None),
+    "a no-break space before the header": (b"\xc2\xa0" + lines(HEADER, entry("a", None)), None),
+    "a no-break space line before the header": (b"\xc2\xa0\n" + lines(HEADER, entry("a", None)), 1),
+    "a no-break space after the last line": (lines(HEADER, entry("a", None), entry("b", "a"))[:-1] + b"\xc2\xa0", 1),
+    "a line separator after the last line": (lines(HEADER, entry("a", None))[:-1] + "\u2028".encode(), 0),
+    "a blank line of Unicode spaces at the end": (lines(HEADER, entry("a", None)) + "\u3000\u00a0\n".encode(), 1),
+    "carriage returns": (lines(HEADER, entry("a", None)).replace(b"\n", b"\r\n"), 1),
     # Not about spaces: the backward reader's header search stopped after its first 64 KB.
     "100 KB of garbage before the header": (
         b"garbage\n" * 12_500 + HEADER.encode() + b"\n" + entry("a", None).encode(),
@@ -104,30 +115,37 @@ TRIMMED = {
 }
 
 
-@pytest.mark.parametrize("name", list(TRIMMED))
+@pytest.mark.parametrize("name", list(EDGES))
 @pytest.mark.parametrize("c_scanner", [True, False], ids=["C scanner", "Python scanner"])
-def test_unicode_spaces_count_only_at_the_end_of_the_file(
+def test_lines_are_not_trimmed_before_json_parse(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, c_scanner: bool
 ) -> None:
-    # Found by fuzzing (the backward reader against the full scan): the backward reader took
-    # "3<form feed>" before the header for the first JSON line; and no reader accepted a
-    # header that is the last line before trailing Unicode spaces, which Pi accepts. Looking
-    # into it showed the backward reader gave up on a header after 64 KB of garbage.
     monkeypatch.setattr(native, "ENABLED", c_scanner)
-    data, entries = TRIMMED[name]
+    data, entries = EDGES[name]
     p = write(tmp_path, "t.jsonl", data)
-    with Transcript.open(p) as t:
-        assert (t.session_id, len(t)) == ("s-1", entries)
-    fc = project_file(p)
-    assert (fc.session_id, len(fc.context.messages)) == ("s-1", entries)
+    before = fingerprint(p)
+    if entries is None:
+        with pytest.raises(NotASessionError, match="not a session"):
+            Transcript.open(p)
+        with pytest.raises(NotASessionError, match="not a session"):
+            project_file(p)
+    else:
+        with Transcript.open(p) as t:
+            assert (t.session_id, len(t)) == ("s-1", entries)
+        fc = project_file(p)
+        assert (fc.session_id, len(fc.context.messages)) == ("s-1", entries)
+    assert fingerprint(p) == before  # Pi 1.6.0 appends a newline to a file that lacks one; Kurahi never writes
 
 
 @pytest.mark.pi
-def test_unicode_spaces_at_the_end_read_as_pi_reads_them(tmp_path: Path, pi: PiPeer) -> None:
-    files = [write(tmp_path, f"t{i}.jsonl", data) for i, (data, _) in enumerate(TRIMMED.values())]
-    for p, live in zip(files, pi.contexts(files), strict=True):
-        assert "error" not in live, (p, live)
-        assert project_file(p).context.to_dict()["messages"] == live["messages"], p
+def test_untrimmed_lines_are_read_as_pi_reads_them(tmp_path: Path, pi: PiPeer) -> None:
+    files = [write(tmp_path, f"t{i}.jsonl", data) for i, (data, _) in enumerate(EDGES.values())]
+    for (name, (_, entries)), p, live in zip(EDGES.items(), files, pi.contexts(files), strict=True):
+        if entries is None:
+            assert "not a valid pi session" in live.get("error", ""), (name, live)
+            continue
+        assert "error" not in live, (name, live)
+        assert project_file(p).context.to_dict()["messages"] == live["messages"], name
 
 
 def test_invalid_utf8_is_read_as_node_reads_it(tmp_path: Path) -> None:
@@ -277,9 +295,16 @@ def test_unknown_types_and_fields_are_kept_byte_for_byte(tmp_path: Path) -> None
     assert project_file(p).context.messages[0]["content"] == "hi"
 
 
-def test_crlf_and_bom_are_read_as_pi_reads_them(tmp_path: Path) -> None:
+def test_a_bom_before_the_header_makes_the_file_no_session(tmp_path: Path) -> None:
+    # Pi 0.73.1 trimmed the BOM away with the whole file; 1.6.0 hands "\ufeff{...}" to
+    # JSON.parse, which refuses it, and the first line that parses is no header.
     data = b"\xef\xbb\xbf" + lines(HEADER, entry("a", None)).replace(b"\n", b"\r\n")
     p = write(tmp_path, "w.jsonl", data)
+    with pytest.raises(NotASessionError, match="first JSON line is not a session header"):
+        project_file(p)
+    with pytest.raises(NotASessionError):
+        Transcript.open(p)
+    p.write_bytes(data[3:])  # without it: CRLF lines are fine (the \r is JSON whitespace)
     assert [m["content"] for m in project_file(p).context.messages] == ["hi"]
     with Transcript.open(p) as t:
         assert t.session_id == "s-1" and len(t) == 1
@@ -300,3 +325,26 @@ def test_unreadable_file_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Mo
         Transcript.open(p)
     with pytest.raises(TranscriptReadError, match="permission denied"):
         project_file(p)
+
+
+@pytest.mark.pi
+def test_what_each_pi_writes_on_open_and_kurahi_never_does(tmp_path: Path, any_pi: PiPeer) -> None:
+    # docs/store.md's table: an empty file gets a header from both Pis; a non-session file is
+    # overwritten by 0.73.1 and refused by 1.6.0; 1.6.0 appends a missing final newline.
+    files = {
+        "empty": b"",
+        "garbage": b"hello\n",
+        "no final newline": lines(HEADER, entry("a", None))[:-1],
+    }
+    paths = [write(tmp_path, f"{i}.jsonl", data) for i, data in enumerate(files.values())]
+    reports = dict(zip(files, any_pi.reports(paths), strict=True))
+    new = any_pi.version == "1.6.0"
+    assert reports["empty"]["rewritten"] is True
+    assert reports["garbage"]["rewritten"] is not new
+    assert ("not a valid pi session" in reports["garbage"].get("error", "")) is new
+    assert reports["no final newline"]["rewritten"] is new
+    for p in paths:
+        before = fingerprint(p)
+        with contextlib.suppress(NotASessionError):
+            project_file(p)
+        assert fingerprint(p) == before

@@ -1,24 +1,35 @@
 """Compaction: when the context passes ``window - reserve``, summarize the older part.
 
-The cut follows Pi's ``findCutPoint`` (keep roughly ``keepRecentTokens`` of the newest
-messages, never cut before a tool result), the summary comes from the agent's own
-provider (deterministic in tests), and the result is an ordinary ``compaction`` entry, so
-Pi opens the compacted file with the same context Kurahi projects.
+The cut follows Pi 1.6.0's ``prepareCompaction``: over the projection (what each context
+entry contributes after its edits), from after the compaction now in force, keep roughly
+``keepRecentTokens`` of the newest messages and never cut before a tool result
+(``findProjectedCutPoint``). The summary comes from the agent's own provider
+(deterministic in tests) and covers the previous summary and every message the cut drops
+(system messages are prompt state, not conversation, and are not summarized). The result is
+an ordinary ``compaction`` entry carrying what 1.6.0's ``appendCompaction`` carries:
+``tokensBefore`` from ``estimateProjectedContextTokens`` and, when the path holds system
+messages, their replay as ``systemMessage`` (the compaction leaves the system messages
+before it out of the retained window). Pi opens the compacted file with the same context
+Kurahi projects.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from kurahi.agent.config import AgentSettings, ModelProfile
 from kurahi.agent.conversation import Conversation
 from kurahi.agent.providers.base import Provider
 from kurahi.agent.types import Finished, ModelRequest, TextDelta
-from kurahi.context.budget import find_cut_point
+from kurahi.context.budget import find_projected_cut_point
 from kurahi.context.llm import convert_to_llm
-from kurahi.context.project import entry_message
+from kurahi.context.project import ProjectedEntry, build_context
+from kurahi.context.system import current_system_message
+from kurahi.context.tokens import estimate_projected_context_tokens
 from kurahi.errors import ProviderError
-from kurahi.jsvalues import MISSING
+from kurahi.jsvalues import date_ms
+from kurahi.store.ids import iso_now
 
 __all__ = ["SUMMARY_PROMPT", "compact", "maybe_compact"]
 
@@ -40,22 +51,27 @@ async def compact(
         ProviderError: the summary could not be made (nothing is appended then).
     """
     path = conv.path
-    entries = [p.data for p in path]
-    start = 0
-    for i in range(len(path) - 1, -1, -1):
-        if path[i].type == "compaction":
-            start = i + 1
-            break
-    cut = find_cut_point(entries, start, len(entries), keep_recent_tokens)
-    if cut.first_kept_entry_index <= start or cut.first_kept_entry_index >= len(entries):
+    if not path or path[-1].type == "compaction":
         return None
-    first_kept = path[cut.first_kept_entry_index].id
+    projection = build_context(path, conv.leaf_id, with_entries=True)
+    projected = projection.entries or []
+    # The compaction in force opens the projection; the retained tail after it may be cut again.
+    previous = next((i for i, e in enumerate(projected) if e.source.type == "compaction" and e.messages), -1)
+    start = previous + 1
+    cut = find_projected_cut_point(projected, start, len(projected), keep_recent_tokens)
+    if cut.first_kept_entry_index >= len(projected):
+        return None
+    first_kept = projected[cut.first_kept_entry_index].source.id
     if not isinstance(first_kept, str):
         return None
-    # The summary covers what the cut drops: the previous summary (if any) and every message
-    # from there to the cut, the start of a split turn included.
-    kept = sum(1 for p in path[cut.first_kept_entry_index :] if entry_message(p) is not MISSING)
-    dropped = conv.context.messages[: len(conv.context.messages) - kept]
+    history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_entry_index
+    dropped = _conversation(projected[start:history_end])
+    if cut.is_split_turn:
+        dropped += _conversation(projected[cut.turn_start_index : cut.first_kept_entry_index])
+    if not dropped:
+        return None
+    if previous >= 0:
+        dropped = _conversation(projected[previous : previous + 1], summaries=True) + dropped
     request = ModelRequest(
         system=SUMMARY_PROMPT,
         messages=convert_to_llm(dropped),
@@ -75,7 +91,35 @@ async def compact(
     if not finished or not summary:
         raise ProviderError("the compaction summary came back empty", provider=provider.kind)
     details = {"kurahi": {"summarizedMessages": len(dropped), "provider": provider.kind, "model": profile.model}}
-    return conv.append_compaction(summary, first_kept, conv.context_tokens(), details)
+    tokens_before = int(estimate_projected_context_tokens(projection, path).tokens)
+    system = current_system_message(projection.messages)
+    if system is None:
+        return conv.append_compaction(summary, first_kept, tokens_before, details)
+    # 1.6.0 stamps the replayed system message with the compaction's own time.
+    timestamp = iso_now()
+    entry = {
+        "type": "compaction",
+        "timestamp": timestamp,
+        "summary": summary,
+        "firstKeptEntryId": first_kept,
+        "tokensBefore": tokens_before,
+        "details": details,
+        "systemMessage": {**system, "timestamp": date_ms(timestamp)},
+    }
+    eid = conv.session.append_entry(entry, keep_timestamp=True)
+    conv.reload()
+    return eid
+
+
+def _conversation(entries: Sequence[ProjectedEntry], *, summaries: bool = False) -> list[Any]:
+    """The messages of projected entries that a summary covers: no system messages, no compactions."""
+    return [
+        m
+        for e in entries
+        if summaries or e.source.type != "compaction"
+        for m in e.messages
+        if not (isinstance(m, dict) and m.get("role") == "system")
+    ]
 
 
 async def maybe_compact(

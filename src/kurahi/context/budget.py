@@ -1,8 +1,12 @@
 """The context budget: whether a context fits, needs compaction, or overflows; and where to cut.
 
-Pi 0.73.1 compacts when ``contextTokens > contextWindow - reserveTokens`` (``shouldCompact``)
-and keeps roughly ``keepRecentTokens`` of the newest entries (``findCutPoint``). Both are
-reproduced exactly here, over Pi's session entries as plain dicts.
+Pi 1.6.0 compacts when ``contextTokens > contextWindow - reserveTokens`` (``shouldCompact``)
+and keeps roughly ``keepRecentTokens`` of the newest entries (``findCutPoint``, and
+``findProjectedCutPoint`` over the projection, which its ``prepareCompaction`` uses). They
+are reproduced exactly here, over Pi's session entries as plain dicts. The context size
+to route on is :func:`~kurahi.context.tokens.estimate_projected_context_tokens` when the
+path is at hand (it distrusts a usage captured before a later edit or compaction), else
+:func:`~kurahi.context.tokens.estimate_context_tokens`.
 
 :func:`route` adds Kurahi's three-way reading of the same numbers:
 
@@ -23,8 +27,11 @@ from typing import Any, Literal
 import msgspec
 
 from kurahi.context._js import prop
+from kurahi.context.project import ProjectedEntry, entry_messages
 from kurahi.context.tokens import ContextTokens, estimate_context_tokens, estimate_tokens
 from kurahi.errors import UsageError
+from kurahi.jsvalues import MISSING
+from kurahi.store.scan import id_key
 
 __all__ = [
     "DEFAULT_KEEP_RECENT_TOKENS",
@@ -33,6 +40,7 @@ __all__ = [
     "CutPoint",
     "RouteName",
     "find_cut_point",
+    "find_projected_cut_point",
     "find_turn_start_index",
     "route",
     "should_compact",
@@ -48,9 +56,9 @@ RouteName = Literal["fits", "compact", "overflow"]
 """The three budget routes."""
 
 # Message roles at which a compaction may cut: never a toolResult, which must follow its call.
-_CUT_ROLES = ("bashExecution", "custom", "branchSummary", "compactionSummary", "user", "assistant")
-# Entry types that stand for a user-role message: cut points and turn starts.
-_USER_LIKE_ENTRIES = ("branch_summary", "custom_message")
+_CUT_ROLES = frozenset({"bashExecution", "custom", "branchSummary", "compactionSummary", "user", "assistant"})
+# Message roles that start a turn.
+_TURN_START_ROLES = frozenset({"bashExecution", "custom", "branchSummary", "compactionSummary", "user"})
 
 
 def should_compact(
@@ -184,6 +192,18 @@ def _entry(entries: Sequence[Any], index: int) -> Any:
     raise UsageError(f"entries[{index}] is out of range (Pi throws TypeError reading its type)")
 
 
+class _DictEntry:
+    """A plain session entry (a dict) seen through :class:`~kurahi.context.project.PathEntry`."""
+
+    __slots__ = ("data", "id", "line", "type")
+
+    def __init__(self, data: dict[str, Any], line: int) -> None:
+        self.data = data
+        self.type = data.get("type", MISSING)
+        self.id = data.get("id", MISSING)
+        self.line = line
+
+
 def _entry_type(entries: Sequence[Any], index: int) -> Any:
     entry = _entry(entries, index)
     if isinstance(entry, dict):
@@ -194,39 +214,60 @@ def _entry_type(entries: Sequence[Any], index: int) -> Any:
         raise UsageError(f"entries[{index}]: {exc}") from exc
 
 
-def _message_role(entries: Sequence[Any], index: int) -> Any:
-    """``entries[index].message.role``."""
-    try:
-        return prop(prop(entries[index], "message"), "role")
-    except UsageError as exc:
-        raise UsageError(f"entries[{index}].message: {exc}") from exc
+def _context_messages(entries: Sequence[Any], index: int) -> list[Any]:
+    """``sessionEntryToContextMessages(entries[index])``."""
+    entry = _entry(entries, index)
+    if not isinstance(entry, dict):
+        _entry_type(entries, index)  # null throws; anything else has no type and no messages
+        return []
+    if entry.get("type") == "message" and entry.get("message") is None:
+        raise UsageError(
+            f"entries[{index}].message is {'null' if 'message' in entry else 'missing'} (Pi throws TypeError)"
+        )
+    return entry_messages(_DictEntry(entry, index))
 
 
-def _message_tokens(entries: Sequence[Any], index: int) -> int:
+def _role(message: Any) -> Any:
+    return message.get("role") if isinstance(message, dict) else MISSING
+
+
+def _is_cut_point(message: Any) -> bool:
+    role = _role(message)
+    return isinstance(role, str) and role in _CUT_ROLES
+
+
+def _starts_turn(message: Any) -> bool:
+    role = _role(message)
+    return isinstance(role, str) and role in _TURN_START_ROLES
+
+
+def _tokens_of(messages: list[Any], what: str) -> int:
     try:
-        return estimate_tokens(prop(entries[index], "message"))
+        return sum(estimate_tokens(m) for m in messages)
     except UsageError as exc:
-        raise UsageError(f"entries[{index}].message: {exc}") from exc
+        raise UsageError(f"{what}: {exc}") from exc
+
+
+def _is_turn_start_entry(entries: Sequence[Any], index: int) -> bool:
+    if _entry_type(entries, index) == "compaction":
+        return False
+    return any(map(_starts_turn, _context_messages(entries, index)))
 
 
 def _valid_cut_points(entries: Sequence[Any], start: int, end: int) -> list[int]:
-    points: list[int] = []
-    for i in range(start, end):
-        etype = _entry_type(entries, i)
-        if etype == "message":
-            role = _message_role(entries, i)
-            if isinstance(role, str) and role in _CUT_ROLES:
-                points.append(i)
-        elif etype in _USER_LIKE_ENTRIES:
-            points.append(i)
-    return points
+    return [
+        i
+        for i in range(start, end)
+        if _entry_type(entries, i) != "compaction" and any(map(_is_cut_point, _context_messages(entries, i)))
+    ]
 
 
 def find_turn_start_index(entries: Sequence[Any], entry_index: int, start_index: int) -> int:
     """Pi's ``findTurnStartIndex``: the entry that started the turn holding ``entry_index``.
 
-    Walks back from ``entry_index`` to ``start_index`` (both included) to the nearest ``user``
-    or ``bashExecution`` message, or ``branch_summary``/``custom_message`` entry.
+    Walks back from ``entry_index`` to ``start_index`` (both included) to the nearest entry,
+    other than a compaction, whose context messages include a user-like one (``user``,
+    ``bashExecution``, ``custom``, ``branchSummary``, ``compactionSummary``).
 
     Returns:
         Its index, or -1 when there is none.
@@ -236,10 +277,7 @@ def find_turn_start_index(entries: Sequence[Any], entry_index: int, start_index:
             (Pi throws ``TypeError``).
     """
     for i in range(entry_index, start_index - 1, -1):
-        etype = _entry_type(entries, i)
-        if etype in _USER_LIKE_ENTRIES:
-            return i
-        if etype == "message" and _message_role(entries, i) in ("user", "bashExecution"):
+        if _is_turn_start_entry(entries, i):
             return i
     return -1
 
@@ -250,24 +288,29 @@ def find_cut_point(
     end_index: int,
     keep_recent_tokens: int | float = DEFAULT_KEEP_RECENT_TOKENS,
 ) -> CutPoint:
-    """Pi's ``findCutPoint``: where a compaction of ``entries[start_index:end_index]`` cuts.
+    """Pi 1.6.0's ``findCutPoint``: where a compaction of ``entries[start_index:end_index]`` cuts.
 
-    The algorithm, quirks included:
+    Entries are judged by what they contribute to the context (Pi's
+    ``sessionEntryToContextMessages``, see :func:`~kurahi.context.project.entry_messages`):
 
-    1. Valid cut points are ``message`` entries of any role but ``toolResult`` (a tool result
-       must follow its call), plus ``branch_summary`` and ``custom_message`` entries. With none,
-       the result is ``(start_index, -1, False)``.
-    2. Walking back from ``end_index - 1``, the estimated tokens of ``message`` entries (only)
-       add up. Where the total first reaches ``keep_recent_tokens``, the cut goes to the first
-       cut point at or after that entry. If the budget is never reached, or no cut point lies at
-       or after that entry (say the newest entry is one huge tool result), the cut goes to the
-       first cut point and everything is kept.
-    3. The cut then moves back over non-message entries (settings, labels, custom entries,
-       even ``branch_summary``/``custom_message``), stopping at a ``message``, a ``compaction``
+    1. Valid cut points are entries, other than compactions, that contribute a ``user``,
+       ``assistant``, ``bashExecution``, ``custom``, ``branchSummary`` or ``compactionSummary``
+       message (never a ``toolResult``, which must follow its call, nor a system message).
+       With none, the result is ``(start_index, -1, False)``.
+    2. Walking back from ``end_index - 1``, the estimated tokens of every entry's context
+       messages add up (a compaction's summary counts; entries that contribute nothing are
+       passed over). Where the total first reaches ``keep_recent_tokens``, the cut goes to
+       the first cut point at or after that entry, or to the last cut point when none lies
+       after it (trailing tool results larger than the budget keep their call). If the
+       budget is never reached, the cut goes to the first cut point and everything is kept.
+    3. The cut then moves back over entries that contribute nothing (settings, labels,
+       custom entries, edits, usage), stopping at a compaction, an entry that contributes,
        or ``start_index``.
-    4. The turn is split when the cut entry is not a ``user`` message and an earlier turn start
-       exists (:func:`find_turn_start_index`). So settings entries just before a user message
-       make a clean cut report the previous turn as split, as Pi does.
+    4. The turn is split when the cut entry does not start a turn (contribute a user-like
+       message) and an earlier turn start exists (:func:`find_turn_start_index`).
+
+    Pi 0.73.1 counted ``message`` entries only, treated any non-``toolResult`` message
+    entry (a system message too) as a cut point and fell back to the first cut point.
 
     Args:
         entries: Pi session entries (dicts with ``type``, ``message``, ...), usually a path.
@@ -286,21 +329,104 @@ def find_cut_point(
     accumulated = 0
     cut_index = cut_points[0]
     for i in range(end_index - 1, start_index - 1, -1):
-        if _entry_type(entries, i) != "message":
+        tokens = _tokens_of(_context_messages(entries, i), f"entries[{i}]")
+        if tokens == 0:
             continue
-        accumulated += _message_tokens(entries, i)
+        accumulated += tokens
         if accumulated >= keep_recent_tokens:
             pos = bisect_left(cut_points, i)
-            if pos < len(cut_points):
-                cut_index = cut_points[pos]
+            cut_index = cut_points[pos] if pos < len(cut_points) else cut_points[-1]
             break
 
     while cut_index > start_index:
-        prev_type = _entry_type(entries, cut_index - 1)
-        if prev_type in ("compaction", "message"):
+        if _entry_type(entries, cut_index - 1) == "compaction" or _context_messages(entries, cut_index - 1):
             break
         cut_index -= 1
 
-    is_user = _entry_type(entries, cut_index) == "message" and _message_role(entries, cut_index) == "user"
-    turn_start = -1 if is_user else find_turn_start_index(entries, cut_index, start_index)
-    return CutPoint(cut_index, turn_start, not is_user and turn_start != -1)
+    starts = _is_turn_start_entry(entries, cut_index)
+    turn_start = -1 if starts else find_turn_start_index(entries, cut_index, start_index)
+    return CutPoint(cut_index, turn_start, not starts and turn_start != -1)
+
+
+# ---------------------------------------------------------------------------
+# findProjectedCutPoint (what 1.6.0's prepareCompaction uses)
+# ---------------------------------------------------------------------------
+
+
+def _projected_turn_start(entry: ProjectedEntry) -> bool:
+    return entry.source.type != "compaction" and any(map(_starts_turn, entry.messages))
+
+
+def _intrinsically_visible(entry: ProjectedEntry) -> bool:
+    return entry.source.type != "context_edit" and bool(entry_messages(entry.source))
+
+
+def find_projected_cut_point(
+    entries: Sequence[ProjectedEntry],
+    start_index: int,
+    end_index: int,
+    keep_recent_tokens: int | float = DEFAULT_KEEP_RECENT_TOKENS,
+) -> CutPoint:
+    """Pi 1.6.0's ``findProjectedCutPoint``: :func:`find_cut_point` over projected entries.
+
+    The same walk over ``build_context(path, with_entries=True).entries``, with what each
+    entry contributes *after* its edits, and one more rule: when the budget was reached
+    and everything after the cut is an assistant attempt the edits removed (with nothing
+    visible after it and no replacement edit of another entry), the cut moves past it.
+
+    Raises:
+        UsageError: a message :func:`estimate_tokens` rejects.
+    """
+    cut_points = [
+        i
+        for i in range(start_index, end_index)
+        if entries[i].source.type != "compaction" and any(map(_is_cut_point, entries[i].messages))
+    ]
+    if not cut_points:
+        return CutPoint(start_index, -1, False)
+    accumulated = 0
+    exceeded = False
+    cut_index = cut_points[0]
+    for i in range(end_index - 1, start_index - 1, -1):
+        tokens = _tokens_of(entries[i].messages, f"entries[{i}]")
+        if tokens == 0:
+            continue
+        accumulated += tokens
+        if accumulated >= keep_recent_tokens:
+            exceeded = True
+            pos = bisect_left(cut_points, i)
+            cut_index = cut_points[pos] if pos < len(cut_points) else cut_points[-1]
+            break
+    suffix = entries[cut_index + 1 : end_index]
+
+    def omitted(e: ProjectedEntry) -> bool:
+        return _intrinsically_visible(e) and not e.messages
+
+    omitted_ids = {id_key(e.source.id) for e in suffix if omitted(e)}
+    external_replacement = any(
+        e.source.type == "context_edit"
+        and e.source.data.get("replacement", MISSING) is not None
+        and id_key(e.source.data.get("targetId", MISSING)) not in omitted_ids
+        for e in suffix
+    )
+    recovery_suffix = (
+        exceeded
+        and not external_replacement
+        and any(
+            e.source.type == "message" and _role(e.source.data.get("message")) == "assistant" and omitted(e)
+            for e in suffix
+        )
+        and all(e.source.type != "compaction" and (not _intrinsically_visible(e) or omitted(e)) for e in suffix)
+    )
+    if recovery_suffix:
+        cut_index += 1
+    while cut_index > start_index:
+        previous = entries[cut_index - 1]
+        if previous.source.type == "compaction" or previous.messages:
+            break
+        cut_index -= 1
+    starts = cut_index < len(entries) and _projected_turn_start(entries[cut_index])
+    turn_start = -1
+    if not starts:
+        turn_start = next((i for i in range(cut_index, start_index - 1, -1) if _projected_turn_start(entries[i])), -1)
+    return CutPoint(cut_index, turn_start, not starts and turn_start != -1)

@@ -1,10 +1,11 @@
 """What Pi actually sends to the model: ``convertToLlm`` over projected messages.
 
-Pi 0.73.1 turns the session's agent messages (``build_context(...).messages``) into LLM
-messages with ``convertToLlm`` (``dist/core/messages.js``). User, assistant and tool result
-messages pass through as the same objects; bash executions, custom messages and the two
-summary kinds become user messages; every other role is dropped. :func:`convert_to_llm`
-does the same, value for value.
+Pi 1.6.0 turns the session's agent messages (``build_context(...).messages``) into LLM
+messages with ``convertToLlm`` (``dist/core/messages.js``). System, user, assistant and tool
+result messages pass through as the same objects; bash executions, custom messages and the
+two summary kinds become user messages; every other role is dropped. :func:`convert_to_llm`
+does the same, value for value. Pi 0.73.1 differs only in dropping system messages (it had
+no such role); Kurahi follows 1.6.0.
 
 Keys whose JavaScript value would be ``undefined`` are left out of the dicts built here, as
 ``JSON.stringify`` leaves them out: a message without a ``timestamp`` gives a user message
@@ -43,7 +44,7 @@ BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conver
 BRANCH_SUMMARY_SUFFIX = "</summary>"
 """Text after a branch summary: no newline before the closing tag, unlike compaction's."""
 
-_PASS_THROUGH = frozenset({"user", "assistant", "toolResult"})
+_PASS_THROUGH = frozenset({"system", "user", "assistant", "toolResult"})
 
 
 def bash_execution_to_text(msg: Any) -> str:
@@ -116,7 +117,7 @@ def _convert_one(m: Any) -> Any:
 def convert_to_llm(messages: Sequence[Any]) -> list[Any]:
     """Pi's ``convertToLlm``: the LLM messages for a list of agent messages.
 
-    * ``user``, ``assistant``, ``toolResult``: the same object, unchanged.
+    * ``system``, ``user``, ``assistant``, ``toolResult``: the same object, unchanged.
     * ``bashExecution``: dropped when ``excludeFromContext`` is truthy; otherwise a user message
       whose single text block is :func:`bash_execution_to_text`.
     * ``custom``: a user message; string content becomes one text block, any other content is

@@ -1,9 +1,29 @@
 """Projection of a leaf's path into the messages Pi sends to the model.
 
 A pure function of the path: :func:`build_context` takes the entries from the root to
-the leaf and returns exactly what Pi 0.73.1's ``buildSessionContext`` returns. It reads
-an entry's full JSON only when the entry can contribute (a message in the compaction
-window, the last settings change), so a 200k-entry path costs little more than a walk.
+the leaf and returns exactly what Pi 1.6.0's ``buildSessionContext`` returns (its
+``buildSessionProjection``): the compaction-aware context entries, each projected with
+its latest ``context_edit``. On files that use only Pi 0.73.1's vocabulary this is also
+what 0.73.1 returns. It reads an entry's full JSON only when the entry can contribute (a
+message in the compaction window, the last settings change), so a 200k-entry path costs
+little more than a walk.
+
+What 1.6.0 does, step by step (``dist/core/session-manager.js``):
+
+1. The settings: the last ``thinking_level_change`` and the last model (a
+   ``model_change`` or an assistant message) on the whole path.
+2. The context entries: the whole path without a compaction. With one, the newest
+   compaction (found again on the path by its ``id`` alone), then the entries from its
+   ``firstKeptEntryId`` up to it *without system-role messages*, then everything after it.
+3. The edits: for every ``context_edit`` among the context entries, by ``targetId``, the
+   latest wins. Edits outside the context entries (summarized away, on another branch)
+   do nothing; an edit before its target on the path still applies.
+4. Each context entry's messages (:func:`entry_messages`: null content normalised, a
+   compaction's ``systemMessage`` before its summary), then its edit: ``replacement:
+   null`` drops them all; otherwise user, assistant, toolResult and custom messages get
+   the replacement's ``content`` (a string becomes one text block for assistant and
+   toolResult). Only the compaction that opens the context contributes; an older one in
+   the retained range contributes nothing.
 """
 
 from __future__ import annotations
@@ -17,13 +37,23 @@ from kurahi.jsvalues import MISSING, date_ms, js_truthy
 from kurahi.store.scan import id_key
 
 __all__ = [
+    "EDITABLE_ROLES",
     "PathEntry",
+    "ProjectedEntry",
     "ProjectionWarning",
     "SessionContext",
+    "apply_context_edit",
     "build_context",
     "entry_message",
+    "entry_messages",
     "project_from_leaf",
 ]
+
+EDITABLE_ROLES = frozenset({"user", "assistant", "toolResult", "custom"})
+"""Message roles whose content a ``context_edit`` replacement changes."""
+
+_NULL_CONTENT_TO_LIST = frozenset({"user", "assistant", "toolResult"})
+_TEXT_BLOCK_ROLES = frozenset({"assistant", "toolResult"})
 
 
 class PathEntry(Protocol):
@@ -47,10 +77,19 @@ class PathEntry(Protocol):
 
 
 class ProjectionWarning(msgspec.Struct, frozen=True):
-    """An entry Pi would crash on, skipped instead."""
+    """An entry Pi would crash on, read the way Kurahi chose instead."""
 
     line: int
     message: str
+
+
+class ProjectedEntry(msgspec.Struct):
+    """One context entry and the messages it contributes (Pi's ``buildSessionProjection`` entries)."""
+
+    source: Any
+    """The :class:`PathEntry`."""
+    messages: list[Any]
+    """What it contributes after its edit (possibly nothing)."""
 
 
 class SessionContext(msgspec.Struct):
@@ -65,8 +104,10 @@ class SessionContext(msgspec.Struct):
     model: dict[str, Any] | None = None
     """``{provider, modelId}`` from the last model change or assistant message, or ``None``."""
     compaction_id: Any = None
-    """Id of the compaction whose summary opens the messages, if any."""
+    """Id of the compaction whose summary opens the context entries, if any."""
     warnings: list[ProjectionWarning] = msgspec.field(default_factory=list)
+    entries: list[ProjectedEntry] | None = None
+    """The context entries and what each contributes, when asked for (``with_entries``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The public JSON shape ``{leafId, thinkingLevel, model, messages}``.
@@ -86,77 +127,207 @@ def _present(**kv: Any) -> dict[str, Any]:
     return {k: v for k, v in kv.items() if v is not MISSING}
 
 
+def _normalised(msg: Any) -> Any:
+    """A stored message with ``null``/missing content normalised, as 1.6.0 reads it."""
+    if type(msg) is dict and msg.get("content") is None:
+        role = msg.get("role")
+        if type(role) is str:
+            if role == "system":
+                return {**msg, "content": ""}
+            if role in _NULL_CONTENT_TO_LIST:
+                return {**msg, "content": []}
+    return msg
+
+
+def _stored_message(entry: PathEntry, warnings: list[ProjectionWarning] | None) -> Any:
+    msg = entry.data.get("message", MISSING)
+    if msg is MISSING or msg is None:
+        if warnings is not None:
+            what = "without a message" if msg is MISSING else "whose message is null"
+            warnings.append(
+                ProjectionWarning(entry.line, f"a message entry {what} (Pi throws reading its role); skipped")
+            )
+        return MISSING
+    return _normalised(msg)
+
+
+def _custom(d: dict[str, Any]) -> dict[str, Any]:
+    content = d.get("content", MISSING)
+    return _present(
+        role="custom",
+        customType=d.get("customType", MISSING),
+        content=[] if content is MISSING or content is None else content,
+        display=d.get("display", MISSING),
+        details=d.get("details", MISSING),
+        timestamp=date_ms(d.get("timestamp", MISSING)),
+    )
+
+
+def _branch_summary(d: dict[str, Any]) -> Any:
+    summary = d.get("summary", MISSING)
+    if summary is MISSING or not js_truthy(summary):
+        return MISSING
+    return _present(
+        role="branchSummary",
+        summary=summary,
+        fromId=d.get("fromId", MISSING),
+        timestamp=date_ms(d.get("timestamp", MISSING)),
+    )
+
+
+def _compaction_summary(d: dict[str, Any]) -> dict[str, Any]:
+    return _present(
+        role="compactionSummary",
+        summary=d.get("summary", MISSING),
+        tokensBefore=d.get("tokensBefore", MISSING),
+        timestamp=date_ms(d.get("timestamp", MISSING)),
+    )
+
+
 def entry_message(entry: PathEntry, warnings: list[ProjectionWarning] | None = None) -> Any:
-    """The message one path entry contributes, or ``MISSING`` (Pi's ``appendMessage`` helper)."""
+    """The one message a ``message``, ``custom_message`` or ``branch_summary`` entry contributes.
+
+    ``MISSING`` for every other entry (a compaction's messages come from
+    :func:`entry_messages`), and for a message entry without a message.
+    """
     t = entry.type
     if t == "message":
-        msg = entry.data.get("message", MISSING)
-        if msg is MISSING:
-            if warnings is not None:
-                warnings.append(ProjectionWarning(entry.line, "a message entry without a message; skipped"))
-            return MISSING
-        return msg
+        return _stored_message(entry, warnings)
     if t == "custom_message":
-        d = entry.data
-        return _present(
-            role="custom",
-            customType=d.get("customType", MISSING),
-            content=d.get("content", MISSING),
-            display=d.get("display", MISSING),
-            details=d.get("details", MISSING),
-            timestamp=date_ms(d.get("timestamp", MISSING)),
-        )
+        return _custom(entry.data)
     if t == "branch_summary":
-        d = entry.data
-        summary = d.get("summary", MISSING)
-        if summary is MISSING or not js_truthy(summary):
-            return MISSING
-        return _present(
-            role="branchSummary",
-            summary=summary,
-            fromId=d.get("fromId", MISSING),
-            timestamp=date_ms(d.get("timestamp", MISSING)),
-        )
+        return _branch_summary(entry.data)
     return MISSING
 
 
-def build_context(path: Sequence[PathEntry], leaf_id: Any = MISSING) -> SessionContext:
+def entry_messages(entry: PathEntry, warnings: list[ProjectionWarning] | None = None) -> list[Any]:
+    """Pi 1.6.0's ``sessionEntryToContextMessages``: what one entry contributes, before edits.
+
+    * ``message``: the stored message; ``null``/missing content becomes ``""`` for a system
+      message and ``[]`` for user, assistant and toolResult. A message entry without a
+      message (Pi throws reading its role) contributes nothing, with a warning.
+    * ``custom_message``: a ``custom`` message, content ``?? []``.
+    * ``branch_summary`` with a truthy summary: a ``branchSummary`` message.
+    * ``compaction``: its truthy ``systemMessage`` (as stored), then its ``compactionSummary``.
+    * anything else (``context_edit``, ``usage``, settings, labels, ...): nothing.
+    """
+    t = entry.type
+    if t == "compaction":
+        d = entry.data
+        summary = _compaction_summary(d)
+        system = d.get("systemMessage", MISSING)
+        return [system, summary] if system is not MISSING and js_truthy(system) else [summary]
+    msg = entry_message(entry, warnings)
+    return [] if msg is MISSING else [msg]
+
+
+def apply_context_edit(
+    messages: list[Any], edit: PathEntry, warnings: list[ProjectionWarning] | None = None
+) -> list[Any]:
+    """Pi 1.6.0's ``projectContextEntry`` for an entry with an edit: its messages after ``edit``.
+
+    ``replacement: null`` drops every message. Otherwise user, assistant, toolResult and
+    custom messages take ``replacement.content`` (a string becomes one text block for
+    assistant and toolResult; a replacement without ``content`` leaves the message without
+    content, as Pi's spread of ``undefined`` does); other roles are kept as they are.
+
+    An edit with no ``replacement`` key makes Pi throw (``replacement.content`` of
+    ``undefined``) as soon as it meets a message it would change. Kurahi fails closed
+    instead: the target contributes nothing, and a warning names the edit's line.
+    """
+    replacement = edit.data.get("replacement", MISSING)
+    if replacement is None:
+        return []
+    out: list[Any] = []
+    for m in messages:
+        role = m.get("role", MISSING) if type(m) is dict else MISSING
+        if type(role) is not str or role not in EDITABLE_ROLES:
+            out.append(m)
+            continue
+        if replacement is MISSING:
+            if warnings is not None:
+                warnings.append(
+                    ProjectionWarning(
+                        edit.line,
+                        "a context_edit without a replacement (Pi throws reading replacement.content); "
+                        f"its target {edit.data.get('targetId', MISSING)!r} is left out of the context",
+                    )
+                )
+            return []
+        content = replacement.get("content", MISSING) if type(replacement) is dict else MISSING
+        if type(content) is str and role in _TEXT_BLOCK_ROLES:
+            content = [{"type": "text", "text": content}]
+        new = dict(m)
+        if content is MISSING:
+            new.pop("content", None)  # {...m, content: undefined}: JSON.stringify leaves it out
+        else:
+            new["content"] = content
+        out.append(new)
+    return out
+
+
+def _is_system_message(entry: PathEntry) -> bool:
+    if entry.type != "message":
+        return False
+    msg = entry.data.get("message")
+    return type(msg) is dict and msg.get("role") == "system"
+
+
+def build_context(path: Sequence[PathEntry], leaf_id: Any = MISSING, *, with_entries: bool = False) -> SessionContext:
     """Project a path (root first) into Pi's session context.
 
     Args:
         path: the entries from the root to the leaf, every type included.
         leaf_id: the leaf id to report; ``None`` means Pi's explicit empty leaf.
+        with_entries: also fill :attr:`SessionContext.entries`.
     """
-    return project_from_leaf(reversed(path), leaf_id)
+    return project_from_leaf(reversed(path), leaf_id, with_entries=with_entries)
 
 
-def project_from_leaf(back: Iterable[PathEntry], leaf_id: Any = MISSING) -> SessionContext:
+def project_from_leaf(
+    back: Iterable[PathEntry], leaf_id: Any = MISSING, *, with_entries: bool = False
+) -> SessionContext:
     """Project a path given leaf first, reading only as far towards the root as Pi's result needs.
 
-    Pi's projection depends on the whole path only through three things: the last
-    thinking level, the last model, and the last compaction with the entries it keeps.
-    Once all three are found walking up from the leaf, nothing nearer the root can change
-    the result, so the walk stops there. Without a compaction every entry is emitted and
-    the walk goes to the root.
+    Pi's projection depends on the whole path only through the last thinking level, the
+    last model, and the last compaction with the entries it keeps. Once all three are
+    found walking up from the leaf, nothing nearer the root can change the result: the
+    context entries (and so every edit that counts) all lie below that point, so the walk
+    stops there. Without a compaction every entry is a context entry and the walk goes to
+    the root.
 
     Args:
         back: the path from the leaf up to the root (consumed lazily).
         leaf_id: the leaf id to report; ``None`` means Pi's explicit empty leaf.
+        with_entries: also fill :attr:`SessionContext.entries`.
     """
     if leaf_id is None:
-        return SessionContext(leaf_id=None, messages=[])
+        return SessionContext(leaf_id=None, messages=[], entries=[] if with_entries else None)
     ctx = SessionContext(leaf_id=leaf_id, messages=[])
     warnings = ctx.warnings
     up: list[PathEntry] = []  # leaf first
     thinking_found = model_found = False
+    comp: PathEntry | None = None
     comp_at = -1
     kept_at = -1
     kept_key: Any = MISSING
-    exact_walk = False  # a compaction without an id: Pi matches the first such one, so see all
+    kept_settled = False  # the first kept entry found, or known not to be on the path
+    has_edits = False
+    # Pi finds the compaction again by id alone; a string id is on the path once (every
+    # entry but the leaf is reached by a lookup of its id), any other id needs the whole path.
+    exact_walk = False
     for entry in back:
         up.append(entry)
         t = entry.type
-        if t == "thinking_level_change":
+        if t == "message":
+            if not model_found:
+                msg = entry.data.get("message", MISSING)
+                if type(msg) is dict and msg.get("role") == "assistant":
+                    ctx.model = _present(provider=msg.get("provider", MISSING), modelId=msg.get("model", MISSING))
+                    model_found = True
+        elif t == "context_edit":
+            has_edits = True
+        elif t == "thinking_level_change":
             if not thinking_found:
                 ctx.thinking_level = entry.data.get("thinkingLevel", MISSING)
                 thinking_found = True
@@ -165,68 +336,78 @@ def project_from_leaf(back: Iterable[PathEntry], leaf_id: Any = MISSING) -> Sess
                 d = entry.data
                 ctx.model = _present(provider=d.get("provider", MISSING), modelId=d.get("modelId", MISSING))
                 model_found = True
-        elif t == "message":
-            if not model_found:
-                msg = entry.data.get("message", MISSING)
-                if isinstance(msg, dict) and msg.get("role") == "assistant":
-                    ctx.model = _present(provider=msg.get("provider", MISSING), modelId=msg.get("model", MISSING))
-                    model_found = True
-        elif t == "compaction" and comp_at < 0:
+        elif t == "compaction" and comp is None:
+            comp = entry
             comp_at = len(up) - 1
-            if entry.id is MISSING:
+            if type(entry.id) is not str:
                 exact_walk = True
-            first_kept = entry.data.get("firstKeptEntryId", MISSING)
-            kept_key = id_key(first_kept) if first_kept is not MISSING else _NEVER
-        if (
-            comp_at >= 0
-            and kept_at < 0
-            and len(up) - 1 > comp_at
-            and entry.id is not MISSING
-            and id_key(entry.id) == kept_key
-        ):
+            kept_key = id_key(entry.data.get("firstKeptEntryId", MISSING))
+            # Pi 1.6.0 writes a compaction that keeps nothing with its own id as the first
+            # kept entry; no entry before it can have that id, so there is nothing to look for.
+            kept_settled = not exact_walk and kept_key == entry.id
+            continue
+        if comp is not None and not kept_settled and id_key(entry.id) == kept_key:
             kept_at = len(up) - 1
-        if thinking_found and model_found and comp_at >= 0 and kept_at >= 0 and not exact_walk:
+            kept_settled = True
+        if thinking_found and model_found and kept_settled and not exact_walk:
             break
 
+    path = up[::-1]  # root first (the part that was walked)
+    context_entries: list[PathEntry]
+    if comp is None:
+        context_entries = path
+    else:
+        ctx.compaction_id = comp.id
+        if exact_walk:
+            comp_key = id_key(comp.id)
+            at = next(i for i, e in enumerate(path) if e is comp or id_key(e.id) == comp_key)
+        else:
+            at = len(path) - 1 - comp_at
+        context_entries = [comp]
+        if kept_at >= 0 or exact_walk:
+            found = False
+            for e in path[:at]:
+                if not found and id_key(e.id) == kept_key:
+                    found = True
+                if found and not _is_system_message(e):
+                    context_entries.append(e)
+        context_entries.extend(path[at + 1 :])
+
+    edits: dict[Any, PathEntry] = {}
+    if has_edits:
+        for e in context_entries:
+            if e.type == "context_edit":
+                edits[id_key(e.data.get("targetId", MISSING))] = e  # the latest wins
+
     messages = ctx.messages
-
-    def emit(entry: PathEntry) -> None:
-        msg = entry_message(entry, warnings)
-        if msg is not MISSING:
-            messages.append(msg)
-
-    if comp_at < 0:
-        for i in range(len(up) - 1, -1, -1):
-            emit(up[i])
+    projected: list[ProjectedEntry] | None = [] if with_entries else None
+    if not edits and projected is None:
+        # The common case, kept lean: 200k entries without edits.
+        append = messages.append
+        for index, e in enumerate(context_entries):
+            t = e.type
+            if t == "message":
+                msg = _stored_message(e, warnings)
+                if msg is not MISSING:
+                    append(msg)
+            elif t == "compaction":
+                if index == 0:
+                    messages.extend(entry_messages(e, warnings))
+            elif t == "custom_message" or t == "branch_summary":
+                msg = entry_message(e, warnings)
+                if msg is not MISSING:
+                    append(msg)
         return ctx
-
-    if exact_walk:
-        # Pi looks the compaction up again by type and id from the root; with no id the
-        # first id-less compaction on the path is the one whose position counts.
-        comp_at = max(i for i, e in enumerate(up) if e.type == "compaction" and e.id is MISSING)
-        kept_at = -1
-        for i in range(len(up) - 1, comp_at, -1):
-            eid = up[i].id
-            if eid is not MISSING and id_key(eid) == kept_key:
-                kept_at = i
-                break
-    last_comp = next(e for e in up if e.type == "compaction")
-    cd = last_comp.data
-    messages.append(
-        _present(
-            role="compactionSummary",
-            summary=cd.get("summary", MISSING),
-            tokensBefore=cd.get("tokensBefore", MISSING),
-            timestamp=date_ms(cd.get("timestamp", MISSING)),
-        )
-    )
-    ctx.compaction_id = last_comp.id
-    if kept_at >= 0:
-        for i in range(kept_at, comp_at, -1):
-            emit(up[i])
-    for i in range(comp_at - 1, -1, -1):
-        emit(up[i])
+    for index, e in enumerate(context_entries):
+        if e.type == "compaction" and index > 0:
+            contributed: list[Any] = []
+        else:
+            contributed = entry_messages(e, warnings)
+            edit = edits.get(id_key(e.id)) if edits else None
+            if edit is not None:
+                contributed = apply_context_edit(contributed, edit, warnings)
+        messages.extend(contributed)
+        if projected is not None:
+            projected.append(ProjectedEntry(e, contributed))
+    ctx.entries = projected
     return ctx
-
-
-_NEVER = object()

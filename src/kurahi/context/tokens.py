@@ -1,20 +1,24 @@
 """Pi's token arithmetic: ``estimateTokens``, ``calculateContextTokens``, ``estimateContextTokens``.
 
-Pi 0.73.1 (``dist/core/compaction/compaction.js``) decides when to compact from these numbers,
+Pi 1.6.0 (``dist/core/compaction/compaction.js``) decides when to compact from these numbers,
 so they are reproduced exactly, quirks included:
 
 * a message's estimate is ``ceil(chars / 4)``, with ``chars`` counted in UTF-16 code units
   (an emoji counts 2);
-* images count 0 in ``user`` messages but 4800 characters in ``toolResult`` and ``custom``;
+* an image block counts 4800 characters in ``user``, ``toolResult``, ``custom`` and ``system``
+  messages (0.73.1 counted 0 in ``user`` messages);
+* a ``system`` message counts its content, its sections and ``JSON.stringify(toolsAdded)``
+  (0.73.1 counted 0);
 * a ``toolCall`` counts its name plus ``JSON.stringify(arguments)``;
 * a ``bashExecution`` counts command and output even when ``excludeFromContext`` hides it
   from the model;
-* the context size is the last usable assistant ``usage`` plus estimates of what follows it.
+* the context size is the last usable assistant ``usage`` plus estimates of what follows it;
+  a usage whose total is 0 (or not a number) is not usable (0.73.1 used it).
 
 Where Pi would throw a ``TypeError`` (a ``toolCall`` without ``arguments``, a ``text`` block
 without ``text``, a ``null`` message, non-iterable content) or compute ``NaN`` (a text that is
-a number, usage fields that are missing), these functions raise
-:class:`~kurahi.errors.UsageError` naming the message and block.
+a number), these functions raise :class:`~kurahi.errors.UsageError` naming the message and
+block.
 """
 
 from __future__ import annotations
@@ -26,8 +30,11 @@ from typing import Any
 import msgspec
 
 from kurahi.context._js import js_length, prop, truthy
+from kurahi.context.project import PathEntry, SessionContext
+from kurahi.context.system import current_system_message
 from kurahi.errors import UsageError
 from kurahi.jsvalues import MISSING, js_stringify, utf16_len
+from kurahi.store.scan import id_key
 
 __all__ = [
     "IMAGE_CHARS",
@@ -35,11 +42,12 @@ __all__ = [
     "assistant_usage",
     "calculate_context_tokens",
     "estimate_context_tokens",
+    "estimate_projected_context_tokens",
     "estimate_tokens",
 ]
 
 IMAGE_CHARS = 4800
-"""Characters Pi charges for an image block in a ``toolResult`` or ``custom`` message."""
+"""Characters Pi charges for an image block (``ESTIMATED_IMAGE_CHARS``)."""
 
 
 def _blocks(content: Any, what: str) -> list[Any] | str:
@@ -58,14 +66,6 @@ def _block_type(block: Any) -> Any:
 
 def _ceil4(chars: int) -> int:
     return -(-chars // 4)
-
-
-def _user_block(block: Any) -> int:
-    if _block_type(block) == "text":
-        text = block.get("text", MISSING)
-        if truthy(text):
-            return js_length(text, "text")
-    return 0
 
 
 def _assistant_block(block: Any) -> int:
@@ -101,22 +101,39 @@ def _sum_blocks(blocks: list[Any] | str, count: Callable[[Any], int]) -> int:
     return chars
 
 
+def _content_chars(content: Any) -> int:
+    """``estimateTextAndImageContentChars``: a string's length, or text and image blocks."""
+    if isinstance(content, str):
+        return utf16_len(content)
+    return _sum_blocks(_blocks(content, "content"), _result_block)
+
+
+def _system_chars(message: dict[str, Any]) -> int:
+    chars = _content_chars(message.get("content", MISSING))
+    sections = message.get("sections", MISSING)
+    if truthy(sections):
+        values = (
+            sections.values() if isinstance(sections, dict) else sections if isinstance(sections, (list, str)) else ()
+        )
+        for value in values:
+            if truthy(value):
+                chars += js_length(value, "a section")
+    tools = message.get("toolsAdded", MISSING)
+    if truthy(tools):
+        chars += utf16_len(js_stringify(tools))
+    return chars
+
+
 def _estimate(message: Any) -> int:
     role = prop(message, "role")
     if not isinstance(role, str):
         return 0
-    if role == "user":
-        content = prop(message, "content")
-        if isinstance(content, str):
-            return _ceil4(utf16_len(content))
-        return _ceil4(_sum_blocks(content, _user_block) if isinstance(content, list) else 0)
+    if role in ("user", "custom", "toolResult"):
+        return _ceil4(_content_chars(prop(message, "content")))
     if role == "assistant":
         return _ceil4(_sum_blocks(_blocks(prop(message, "content"), "content"), _assistant_block))
-    if role in ("custom", "toolResult"):
-        content = prop(message, "content")
-        if isinstance(content, str):
-            return _ceil4(utf16_len(content))
-        return _ceil4(_sum_blocks(_blocks(content, "content"), _result_block))
+    if role == "system":
+        return _ceil4(_system_chars(message))
     if role == "bashExecution":
         command = js_length(prop(message, "command"), "command")
         return _ceil4(command + js_length(prop(message, "output"), "output"))
@@ -130,11 +147,12 @@ def estimate_tokens(message: Any) -> int:
 
     ``chars`` is counted in UTF-16 code units, by role:
 
-    * ``user``: a string content's length, or the sum of truthy ``text`` lengths of ``text``
-      blocks (images count 0);
+    * ``user``, ``custom``, ``toolResult``: a string content's length, or the sum of truthy
+      ``text`` lengths of ``text`` blocks plus :data:`IMAGE_CHARS` per ``image`` block;
+    * ``system``: as ``user``, plus the lengths of its truthy ``sections`` values and of
+      ``JSON.stringify(toolsAdded)``;
     * ``assistant``: ``text`` + ``thinking`` lengths, plus ``name.length +
       JSON.stringify(arguments).length`` per ``toolCall`` (string content counts 0);
-    * ``custom``, ``toolResult``: as ``user``, plus :data:`IMAGE_CHARS` per ``image`` block;
     * ``bashExecution``: ``command`` + ``output`` lengths, whether or not excluded from context;
     * ``branchSummary``, ``compactionSummary``: the summary's length (prefix/suffix not counted);
     * any other role: 0.
@@ -216,21 +234,36 @@ class ContextTokens(msgspec.Struct, frozen=True):
         }
 
 
-def assistant_usage(message: Any) -> Any:
-    """Pi's ``getAssistantUsage``: the ``usage`` of an assistant message that may be trusted.
+def _positive_total(usage: Any) -> bool:
+    """``calculateContextTokens(usage) > 0``, where a missing part makes the total ``NaN`` (false)."""
+    total = prop(usage, "totalTokens")
+    if not truthy(total):
+        for key in ("input", "output", "cacheRead", "cacheWrite"):
+            if prop(usage, key) is MISSING:
+                return False  # undefined + n is NaN, and NaN > 0 is false
+    return calculate_context_tokens(usage) > 0
 
-    Returns ``MISSING`` unless the message is an ``assistant`` with a truthy ``usage`` and a
-    ``stopReason`` other than ``"aborted"`` and ``"error"``.
+
+def assistant_usage(message: Any) -> Any:
+    """Pi 1.6.0's ``getAssistantUsage``: the ``usage`` of an assistant message that may be trusted.
+
+    Returns ``MISSING`` unless the message is an ``assistant`` with a truthy ``usage``, a
+    ``stopReason`` other than ``"aborted"`` and ``"error"``, and a positive
+    :func:`calculate_context_tokens` (1.6.0 skips an all-zero usage, and one whose total is
+    ``NaN`` because a part is missing; 0.73.1 used them).
 
     Raises:
-        UsageError: ``message`` is ``null`` (Pi throws ``TypeError``).
+        UsageError: ``message`` is ``null`` (Pi throws ``TypeError``), or a usage Pi would
+            compute a string from (a part or total that is not a number).
     """
     if prop(message, "role") != "assistant" or not isinstance(message, dict):
         return MISSING
     if message.get("stopReason") in ("aborted", "error"):
         return MISSING
     usage = message.get("usage", MISSING)
-    return usage if truthy(usage) else MISSING
+    if not truthy(usage) or not _positive_total(usage):
+        return MISSING
+    return usage
 
 
 def estimate_context_tokens(messages: Sequence[Any]) -> ContextTokens:
@@ -266,3 +299,60 @@ def estimate_context_tokens(messages: Sequence[Any]) -> ContextTokens:
         trailing_tokens=trailing,
         last_usage_index=usage_index if usage_index >= 0 else None,
     )
+
+
+def _same_id(entry: Any, source: Any) -> bool:
+    # ``entry.id === source.id``: an object id is equal only to itself (the same entry).
+    return entry is source or (type(entry.id) is not dict and id_key(entry.id) == id_key(source.id))
+
+
+def estimate_projected_context_tokens(projection: SessionContext, path: Sequence[PathEntry]) -> ContextTokens:
+    """Pi 1.6.0's ``estimateProjectedContextTokens``: the size of a projection, distrusting stale usage.
+
+    The last usable assistant usage (see :func:`estimate_context_tokens`) is trusted only when
+    the entry that holds it comes after the last ``context_edit`` or ``compaction`` on the
+    path: an edit or a compaction changes the context the usage measured. Otherwise every
+    message is estimated, the system messages as one (their replay,
+    :func:`~kurahi.context.system.current_system_message`).
+
+    Args:
+        projection: ``build_context(path, with_entries=True)`` (or ``project_from_leaf``).
+        path: the whole path from the root to the leaf (Pi's ``branchEntries``).
+
+    Raises:
+        UsageError: the projection has no entries (``with_entries`` was not set), or a
+            message Pi would crash on.
+    """
+    entries = projection.entries
+    if entries is None:
+        raise UsageError("estimate_projected_context_tokens needs a projection made with with_entries=True")
+    messages = projection.messages
+    estimate = estimate_context_tokens(messages)
+    last = estimate.last_usage_index
+    if last is not None:
+        source: Any = None
+        start = 0
+        for projected in entries:
+            end = start + len(projected.messages)
+            if last < end:
+                source = projected.source
+                break
+            start = end
+        usage_at = -1
+        if source is not None and source.id is not MISSING and truthy(source.id):  # usageEntryId ? ... : -1
+            usage_at = next((i for i, e in enumerate(path) if _same_id(e, source)), -1)
+        invalidated_at = next(
+            (i for i in range(len(path) - 1, -1, -1) if path[i].type in ("context_edit", "compaction")), -1
+        )
+        if usage_at > invalidated_at:
+            return estimate
+    index = -1  # -1: the system messages' replay
+    try:
+        system = current_system_message(messages)
+        tokens = _estimate(system) if system is not None else 0
+        for index, message in enumerate(messages):  # noqa: B007 - named in the error below
+            if prop(message, "role") != "system":
+                tokens += _estimate(message)
+    except UsageError as exc:
+        raise UsageError(f"messages[{index}]: {exc}") from exc
+    return ContextTokens(tokens=tokens, usage_tokens=0, trailing_tokens=tokens, last_usage_index=None)

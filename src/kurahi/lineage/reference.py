@@ -2,14 +2,20 @@
 
 Nothing here is shared with :mod:`kurahi.context.project` or the store's scanners: every
 line is parsed in full by msgspec (the few it refuses by the standard library), the whole
-index is a plain dict, and Pi's ``buildSessionContext`` is followed step by step,
-forwards, as written in ``PI-SEMANTICS.md`` §10. It is short and obvious, so when it
-agrees with the fast path, the fast path's cleverness did not change the answer.
+index is a plain dict, and Pi 1.6.0's ``buildSessionProjection`` is followed step by step,
+forwards: the path from the last entry line to the root, the settings along it, the
+compaction-aware context entries, the latest ``context_edit`` per target among them, and
+what each contributes. It is short and obvious, so when it agrees with the fast path, the
+fast path's cleverness (reading backwards, stopping early) did not change the answer.
 
 Parsing keeps only what the walk follows (``type``, ``id``, ``parentId``) and the line's
 text; the entries on the path are decoded into full values afterwards. Building Python
 objects for every value of every line was four fifths of ``kurahi lineage check``'s time
 and told the walk nothing more.
+
+Ids are followed when they are strings (every file Pi or Kurahi writes); an entry whose
+edit Pi would crash on (a ``context_edit`` without ``replacement``) is left out, as the
+fast path leaves it out.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ class ReferenceProjection(msgspec.Struct):
     compaction_id: Any = None
     """The operative compaction's ``id`` as the file has it (a string in any file Pi wrote)."""
     summary_count: int = 0
+    """Messages the compaction itself contributes: its ``systemMessage`` and its summary (0 when edited away)."""
     retained_count: int = 0
     """Messages kept raw from before the compaction (its retained suffix)."""
     later_count: int = 0
@@ -110,23 +117,15 @@ class _Lines(msgspec.Struct):
 
 
 def _lines_of(path: Path) -> list[str]:
-    r"""Pi's ``content.trim().split("\n")``, the file decoded as Node decodes it.
+    r"""The file's lines as Pi 1.6.0's ``loadEntriesFromFile`` sees them.
 
-    JavaScript's ``trim()`` (not Python's ``strip()``: a BOM goes, ``\x1f`` stays) on the
-    whole text only shortens the first and last lines that are not all whitespace; the
-    all-whitespace lines around them go. Done that way, the text is not copied again.
+    The bytes decoded as Node decodes them (invalid UTF-8 as U+FFFD), split on ``\n`` with
+    nothing trimmed; lines that are blank in JavaScript's sense (``trim()``: a BOM or a
+    no-break space counts as blank, ``\x1f`` does not) are left out. Every other line goes
+    to the decoder as it is, so a BOM or a Unicode space around the JSON spoils the line.
     """
     lines = path.read_bytes().decode("utf-8", "replace").split("\n")
-    first, last = 0, len(lines) - 1
-    while first <= last and not js_whitespace_strip(lines[first]):
-        first += 1
-    while last >= first and not js_whitespace_strip(lines[last]):
-        last -= 1
-    if first > last:
-        return []
-    lines[first] = js_whitespace_strip(lines[first], right=False)
-    lines[last] = js_whitespace_strip(lines[last], left=False)
-    return lines[first : last + 1]
+    return [line for line in lines if js_whitespace_strip(line)]
 
 
 def _parse(path: Path) -> _Lines:
@@ -140,8 +139,6 @@ def _parse(path: Path) -> _Lines:
     out = _Lines()
     keys, texts = out.keys, out.texts
     for line in lines:
-        if not line or line.isspace():
-            continue
         try:
             keys.append(_read_keys(line))  # checks the whole line, builds three values
         except DECODE_ERRORS:
@@ -158,29 +155,84 @@ def _parse(path: Path) -> _Lines:
     return out
 
 
-def _message(entry: dict[str, Any]) -> Any:
-    msg: dict[str, Any]
+_EDITABLE = ("user", "assistant", "toolResult", "custom")
+
+
+def _stamp(entry: dict[str, Any]) -> Any:
+    return date_ms(entry["timestamp"]) if "timestamp" in entry else None  # new Date(undefined) is NaN
+
+
+def _contributes(entry: dict[str, Any]) -> list[Any]:
+    """``sessionEntryToContextMessages``: what one entry puts in the context, before edits."""
     kind = entry.get("type")
     if kind == "message":
-        return entry.get("message", _ABSENT)
+        msg = entry.get("message")
+        if msg is None:
+            return []  # Pi throws reading its role; the store leaves it out with a warning
+        if isinstance(msg, dict) and msg.get("content") is None:
+            if msg.get("role") == "system":
+                return [{**msg, "content": ""}]
+            if msg.get("role") in ("user", "assistant", "toolResult"):
+                return [{**msg, "content": []}]
+        return [msg]
     if kind == "custom_message":
-        msg = {"role": "custom"}
-        for key in ("customType", "content", "display", "details"):
+        out: dict[str, Any] = {"role": "custom"}
+        if "customType" in entry:
+            out["customType"] = entry["customType"]
+        content = entry.get("content")
+        out["content"] = [] if content is None else content
+        for key in ("display", "details"):
             if key in entry:
-                msg[key] = entry[key]
-        msg["timestamp"] = date_ms(entry["timestamp"]) if "timestamp" in entry else None
-        return msg
+                out[key] = entry[key]
+        out["timestamp"] = _stamp(entry)
+        return [out]
     if kind == "branch_summary" and entry.get("summary"):
-        msg = {"role": "branchSummary", "summary": entry["summary"]}
+        out = {"role": "branchSummary", "summary": entry["summary"]}
         if "fromId" in entry:
-            msg["fromId"] = entry["fromId"]
-        msg["timestamp"] = date_ms(entry["timestamp"]) if "timestamp" in entry else None
-        return msg
-    return _ABSENT
+            out["fromId"] = entry["fromId"]
+        out["timestamp"] = _stamp(entry)
+        return [out]
+    if kind == "compaction":
+        out = {"role": "compactionSummary"}
+        for key in ("summary", "tokensBefore"):
+            if key in entry:
+                out[key] = entry[key]
+        out["timestamp"] = _stamp(entry)
+        system = entry.get("systemMessage")
+        return [system, out] if system not in (None, False, 0, "") else [out]
+    return []
+
+
+def _edited(messages: list[Any], edit: dict[str, Any]) -> list[Any]:
+    """``projectContextEntry`` with an edit."""
+    if "replacement" not in edit:
+        # Pi throws at the first message it would change; the store leaves the entry out then.
+        changes = any(isinstance(m, dict) and m.get("role") in _EDITABLE for m in messages)
+        return [] if changes else messages
+    replacement = edit["replacement"]
+    if replacement is None:
+        return []
+    content = replacement.get("content", _ABSENT) if isinstance(replacement, dict) else _ABSENT
+    out = []
+    for m in messages:
+        if not (isinstance(m, dict) and m.get("role") in _EDITABLE):
+            out.append(m)
+            continue
+        new = {k: v for k, v in m.items() if k != "content"} if content is _ABSENT else dict(m)
+        if content is not _ABSENT:
+            block = isinstance(content, str) and m["role"] in ("assistant", "toolResult")
+            new["content"] = [{"type": "text", "text": content}] if block else content
+        out.append(new)
+    return out
+
+
+def _is_system(entry: dict[str, Any]) -> bool:
+    msg = entry.get("message")
+    return entry.get("type") == "message" and isinstance(msg, dict) and msg.get("role") == "system"
 
 
 def _emit(entries: list[dict[str, Any]]) -> list[Any]:
-    return [m for m in map(_message, entries) if m is not _ABSENT]
+    return [m for e in entries if e.get("type") != "compaction" for m in _contributes(e)]
 
 
 def reference_projection(path: str | Path) -> ReferenceProjection:
@@ -188,7 +240,7 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
     p = Path(path)
     lines = _parse(p)
     keys = lines.keys
-    if not keys or keys[0] is _NOT_AN_OBJECT or keys[0].type != "session":
+    if not keys or keys[0] is _NOT_AN_OBJECT or keys[0].type != "session" or not isinstance(keys[0].id, str):
         raise NotASessionError("not a session", path=p)
     version = lines.value(0).get("version")
     number = js_number(1 if version is None else version)  # Pi: (version ?? 1) < 3
@@ -200,7 +252,7 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
         )
     entries = [k for k in range(1, len(keys)) if keys[k] is _NOT_AN_OBJECT or keys[k].type != "session"]
     out = ReferenceProjection()
-    if not entries:
+    if not entries or keys[entries[-1]].id is None:  # no entries, or Pi's leaf is null: empty
         return out
     by_id = {keys[k].id: k for k in entries if isinstance(keys[k].id, str)}  # the last line with an id wins
     walked: list[int] = []
@@ -233,26 +285,37 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
         if e.get("type") == "reset":
             out.reset_index = i
 
+    # The context entries, each with the part it belongs to.
+    parts: list[tuple[str, dict[str, Any]]]
     if compaction is None:
-        out.messages = _emit(chain)
-        out.later_count = len(out.messages)
+        parts = [("later", e) for e in chain]
     else:
+        # Found again by id alone, the first entry on the path with that id.
         at = next(
-            i for i, e in enumerate(chain) if e.get("type") == "compaction" and e.get("id") == compaction.get("id")
+            i for i, e in enumerate(chain) if e is compaction or e.get("id", _ABSENT) == compaction.get("id", _ABSENT)
         )
-        summary: dict[str, Any] = {"role": "compactionSummary"}
-        for key in ("summary", "tokensBefore"):
-            if key in compaction:
-                summary[key] = compaction[key]
-        summary["timestamp"] = date_ms(compaction["timestamp"]) if "timestamp" in compaction else None
-        kept_from = next(
-            (i for i in range(at) if chain[i].get("id") == compaction.get("firstKeptEntryId", _ABSENT)), None
-        )
-        retained = _emit(chain[kept_from:at]) if kept_from is not None else []
-        later = _emit(chain[at + 1 :])
-        out.messages = [summary, *retained, *later]
+        want = compaction.get("firstKeptEntryId", _ABSENT)
+        kept_from = next((i for i in range(at) if chain[i].get("id", _ABSENT) == want), at)
+        retained = [e for e in chain[kept_from:at] if not _is_system(e)]
+        parts = [("summary", compaction)]
+        parts += [("retained", e) for e in retained]
+        parts += [("later", e) for e in chain[at + 1 :]]
         out.compaction_id = compaction.get("id")
-        out.summary_count, out.retained_count, out.later_count = 1, len(retained), len(later)
+    edits = {}  # the latest edit per target among the context entries
+    for _, e in parts:
+        if e.get("type") == "context_edit" and isinstance(e.get("targetId"), str):
+            edits[e["targetId"]] = e
+    counts = {"summary": 0, "retained": 0, "later": 0}
+    for index, (part, e) in enumerate(parts):
+        if e.get("type") == "compaction" and index > 0:
+            continue  # an older compaction in the retained range contributes nothing
+        contributed = _contributes(e)
+        edit = edits.get(e.get("id")) if isinstance(e.get("id"), str) else None
+        if edit is not None:
+            contributed = _edited(contributed, edit)
+        out.messages.extend(contributed)
+        counts[part] += len(contributed)
+    out.summary_count, out.retained_count, out.later_count = counts["summary"], counts["retained"], counts["later"]
     if out.reset_index is not None:
         out.runtime_messages = _emit(chain[out.reset_index + 1 :])
     return out

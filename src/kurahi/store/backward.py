@@ -22,7 +22,7 @@ import msgspec
 
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import NotASessionError, ParentCycleError
-from kurahi.jsvalues import MISSING, js_truthy, js_whitespace_strip
+from kurahi.jsvalues import MISSING, js_truthy
 from kurahi.store.scan import (
     _BLANK,
     Reader,
@@ -32,7 +32,6 @@ from kurahi.store.scan import (
     _iter_chunks,
     _skeleton_decode,
     _slow_line,
-    accept_trimmed_header,
     decode_dense,
     decode_line,
     id_key,
@@ -57,14 +56,12 @@ def read_header(read: Reader, size: int, *, name: str) -> tuple[dict[str, Any], 
     if found is not None:
         return found
     if size == 0:
-        raise NotASessionError("not a session: the file is empty (Pi would overwrite it with a new header)", path=name)
+        raise NotASessionError("not a session: the file is empty (Pi would write a new header into it)", path=name)
     if res.first_parseable is msgspec.UNSET:
-        raise NotASessionError(
-            "not a session: no line of the file is JSON (Pi would overwrite it with a new header)", path=name
-        )
+        raise NotASessionError("not a session: no line of the file is JSON (Pi 1.6.0 refuses it too)", path=name)
     raise NotASessionError(
         "not a session: the first JSON line is not a session header "
-        '(an object with "type": "session" and a string "id"); Pi would overwrite the file',
+        '(an object with "type": "session" and a string "id"); Pi 1.6.0 refuses it too',
         path=name,
     )
 
@@ -72,9 +69,6 @@ def read_header(read: Reader, size: int, *, name: str) -> tuple[dict[str, Any], 
 def _find_header(res: ScanResult, read: Reader, size: int) -> tuple[dict[str, Any], int, int, list[ScanWarning]] | None:
     """The header and where it ends, if the first line that parses is one (see :func:`read_header`)."""
     line_no = 0
-    # A line that parses only with trailing Unicode spaces trimmed counts only if it is the
-    # file's last non-blank line (Pi trims the whole file, not each line), as in the scanner.
-    tail: tuple[Any, bytes, int, int] | None = None
     for offset, data in _iter_chunks(read, size):
         pos = offset
         lines = data.split(b"\n")
@@ -86,25 +80,14 @@ def _find_header(res: ScanResult, read: Reader, size: int) -> tuple[dict[str, An
             try:
                 sk = _skeleton_decode(line)
             except DECODE_ERRORS:
-                got = _slow_line(res, line, line_no, first=True, torn=pos > size)
-                if got is _BLANK:
-                    continue
-                tail = (got[0], line, line_no, min(pos, size)) if isinstance(got, tuple) else None
-                if got is None or tail is not None:
+                got = _slow_line(res, line, line_no, torn=pos > size)
+                if got is _BLANK or got is None:
                     continue
                 sk = got
-            tail = None
             if _accept_header(res, line, sk, line_no):
                 assert res.header is not None
                 return res.header, min(pos, size), line_no, res.warnings
             return None  # the first line that parses is no header
-    if tail is not None:  # the file ended: its last line is the first that parses, once trimmed
-        sk, line, ln, end = tail
-        res.warnings = [w for w in res.warnings if w.line != ln]
-        if accept_trimmed_header(res, line, sk, ln):
-            assert res.header is not None
-            res.warnings.append(ScanWarning(ln, "trailing Unicode whitespace trimmed, as Pi trims the file"))
-            return res.header, end, ln, res.warnings
     return None
 
 
@@ -133,11 +116,10 @@ class TailEntry:
     @cached_property
     def data(self) -> dict[str, Any]:
         """The entry as Pi holds it in memory."""
-        raw = self.raw
         try:
-            value, note = decode_line(raw)
-        except ValueError:
-            value, note = decode_line(js_whitespace_strip(raw.decode("utf-8", "replace")).encode("utf-8"))
+            value, note = decode_line(self.raw)
+        except ValueError:  # pragma: no cover - the skeleton decoder read this very line
+            value, note = {}, None
         if note and (self.start, note) not in self._index._warnings:
             # The skeleton decode skips most of a line, so some leniency shows only now.
             self._index._warnings.append((self.start, note))
@@ -199,7 +181,6 @@ class BackwardIndex:
         self.rename_hook = rename_hook
         self._stop = stop
         self._pos = size
-        self._content_seen = False
         self._chunks: list[_Chunk] = []
         self._by_id: dict[Any, int] = {}
         self._entries: dict[int, TailEntry] = {}
@@ -317,7 +298,6 @@ class BackwardIndex:
         try:
             sks = decode_dense(data) if end != self.size else None
             if sks is not None:
-                self._content_seen = self._content_seen or bool(sks)
                 self._add(_Chunk(body_start, len(data), self.count, sks, None))
             else:
                 self._careful_chunk(data, body_start)
@@ -366,7 +346,6 @@ class BackwardIndex:
                 sk = self._careful_line(line, off)
                 if sk is None:
                     continue
-            self._content_seen = True
             if sk.type == "session":
                 self._warnings.append((off, "a second session header; ignored, as Pi does"))
                 continue
@@ -386,20 +365,8 @@ class BackwardIndex:
         if not line.strip():
             return None
         sink = ScanResult(size=self.size)
-        last_content = not self._content_seen
-        got = _slow_line(sink, line, 0, first=False, torn=off + len(line) >= self.size)
+        got = _slow_line(sink, line, 0, torn=off + len(line) >= self.size)
         if got is _BLANK:
             return None
         self._warnings.extend((off, w.message) for w in sink.warnings)
-        if got is None:
-            self._content_seen = True
-            return None
-        if isinstance(got, tuple):
-            # Parses only with trailing Unicode spaces trimmed: Pi's whole-file trim makes
-            # that true of the last non-blank line only.
-            if last_content:
-                self._warnings[-1] = (off, "trailing Unicode whitespace trimmed, as Pi trims the file")
-                return got[0]
-            self._content_seen = True
-            return None
         return got

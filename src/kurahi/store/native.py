@@ -105,7 +105,6 @@ def scan_native(source: int | bytes, read: Reader, size: int) -> ScanResult | No
             continue
         if not st.header_done:
             return None
-        st.tail = None  # a plain line follows: an earlier line was not the last one
         res.chunks.append(Chunk(st.idx, offset, nbytes, st.line_no + 1))
         st.idx += nlines
         st.line_no += nlines

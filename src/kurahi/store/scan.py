@@ -5,11 +5,14 @@ Pi parses every line in full; Kurahi decodes only what the tree needs (``type``,
 path are never materialised. A 110 MB, 200k-entry file scans in a fraction of a second
 with a small, fixed amount of memory per entry.
 
-Reading rules (Pi 0.73.1, ``loadEntriesFromFile``): lines are split on ``\\n``; blank
-lines are skipped; a line that is not JSON is dropped (Kurahi also warns, naming the
-line); the first *parseable* line must be an object with ``type: "session"`` and a
-string ``id``; further headers are ignored; a JSON line that is not an object is kept
-as an entry with no id, type or parent.
+Reading rules (Pi 1.6.0, ``loadEntriesFromFile``): lines are split on ``\\n`` and the file
+is not trimmed first; a line that is blank in JavaScript's sense (``line.trim()`` empty:
+a BOM or a no-break space is blank) is skipped; every other line goes to ``JSON.parse``
+as it is, so a BOM or a Unicode space around the JSON makes the line not JSON (Pi 0.73.1
+trimmed the whole file first, which rescued the first and last lines); a line that is
+not JSON is dropped (Kurahi also warns, naming the line); the first *parseable* line must
+be an object with ``type: "session"`` and a string ``id``; further headers are ignored;
+a JSON line that is not an object is kept as an entry with no id, type or parent.
 """
 
 from __future__ import annotations
@@ -347,15 +350,12 @@ class ScanState:
     The C scanner (:mod:`kurahi.store.native`) drives the careful path with it too.
     """
 
-    __slots__ = ("header_done", "idx", "line_no", "tail")
+    __slots__ = ("header_done", "idx", "line_no")
 
     def __init__(self) -> None:
         self.header_done = False
         self.idx = 0
         self.line_no = 0
-        # A line that parses only once trailing Unicode spaces are trimmed counts only if
-        # it turns out to be the last non-blank line (Pi trims the whole file, not lines).
-        self.tail: tuple[Skeleton, int, int, int] | None = None
 
 
 def scan(read: Reader, size: int, *, start: int = 0, segment: bool = False) -> ScanResult:
@@ -377,7 +377,7 @@ def scan(read: Reader, size: int, *, start: int = 0, segment: bool = False) -> S
     gc.disable()  # 200k small allocations: generational GC passes would cost more than the decode
     try:
         for offset, data in _iter_chunks(read, size, start):
-            if st.header_done and st.tail is None:
+            if st.header_done:
                 sks = decode_dense(data)
                 if sks is not None:
                     n = len(sks)
@@ -400,21 +400,11 @@ def scan(read: Reader, size: int, *, start: int = 0, segment: bool = False) -> S
 
 
 def finish_scan(res: ScanResult, st: ScanState, read: Reader, *, segment: bool = False) -> None:
-    """Settle what only the end of the file decides: the last line's trimming, the final newline."""
+    """Settle what only the end of the file decides: the line count, the final newline.
+
+    ``segment`` is accepted for the parallel scanner's parts (nothing differs for them).
+    """
     res.line_count = st.line_no
-    if st.tail is not None and (res.header is not None or segment):
-        sk, start, length, ln = st.tail
-        res.warnings = [w for w in res.warnings if w.line != ln]
-        res.warnings.append(ScanWarning(ln, "trailing Unicode whitespace trimmed, as Pi trims the file"))
-        if sk.type != "session":
-            _add(res, st, sk, start, length, ln)
-    elif st.tail is not None and not st.header_done:
-        # The first line that parses is also the last, once Pi's trim of the whole file has
-        # taken its trailing spaces: it is the header or the file is no session.
-        sk, start, length, ln = st.tail
-        res.warnings = [w for w in res.warnings if w.line != ln]
-        if accept_trimmed_header(res, read(start, length), sk, ln):
-            res.warnings.append(ScanWarning(ln, "trailing Unicode whitespace trimmed, as Pi trims the file"))
     if res.size:
         res.ends_with_newline = read(res.size - 1, 1) == b"\n"
 
@@ -433,18 +423,10 @@ def careful_lines(res: ScanResult, st: ScanState, lines: list[bytes], offset: in
         try:
             sk = decode(line)
         except DECODE_ERRORS:
-            got = _slow_line(res, line, st.line_no, first=not st.header_done, torn=pos > size)
-            if got is _BLANK:
-                continue
-            st.tail = None
-            if got is None:
-                continue
-            if isinstance(got, tuple):
-                st.tail = (got[0], start, len(line), st.line_no)
+            got = _slow_line(res, line, st.line_no, torn=pos > size)
+            if got is _BLANK or got is None:
                 continue
             sk = got
-        else:
-            st.tail = None
         if not st.header_done:
             st.header_done = True
             if not _accept_header(res, line, sk, st.line_no):
@@ -464,20 +446,14 @@ def _add(res: ScanResult, st: ScanState, sk: Skeleton, start: int, length: int, 
     st.idx += 1
 
 
-def accept_trimmed_header(res: ScanResult, line: bytes, sk: Skeleton, line_no: int) -> bool:
-    """:func:`_accept_header` for a line that parses only with its Unicode spaces trimmed."""
-    trimmed = js_whitespace_strip(line.decode("utf-8", "replace"))
-    return _accept_header(res, trimmed.encode("utf-8", "surrogatepass"), sk, line_no)
-
-
 def _accept_header(res: ScanResult, line: bytes, sk: Skeleton, line_no: int) -> bool:
     if sk is _BOGUS:
         res.first_parseable = "a JSON value that is not an object"
         return False
     try:
         value, _ = decode_line(line)
-    except ValueError:
-        value, _ = _retry(line, left=True, right=False)
+    except ValueError:  # pragma: no cover - the skeleton decoder read this very line
+        value = None
     if isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str):
         res.header = value
         return True
@@ -492,11 +468,10 @@ class _Blank:
 _BLANK: Any = _Blank()
 
 
-def _slow_line(res: ScanResult, line: bytes, line_no: int, *, first: bool, torn: bool) -> Any:
+def _slow_line(res: ScanResult, line: bytes, line_no: int, *, torn: bool) -> Any:
     """The careful path for a line the fast decoder refused: blank, damaged, odd, or huge.
 
-    Returns a skeleton, ``None`` (dropped), ``_BLANK`` (skipped silently) or a 1-tuple
-    ``(skeleton,)`` for a line that parses only once trailing Unicode spaces are trimmed.
+    Returns a skeleton, ``None`` (dropped) or ``_BLANK`` (skipped silently).
     """
     if len(line) > MAX_LINE_BYTES:
         res.warnings.append(
@@ -508,31 +483,19 @@ def _slow_line(res: ScanResult, line: bytes, line_no: int, *, first: bool, torn:
     try:
         value, note = decode_line(line)
     except ValueError as exc:
-        text = line.decode("utf-8", "replace")
-        if not js_whitespace_strip(text):
+        if not js_whitespace_strip(line.decode("utf-8", "replace")):
             return _BLANK  # whitespace in JavaScript's sense only: Pi skips it as blank
-        if first:
-            value, note = _retry(line, left=True, right=False)
+        if torn:
+            res.torn_tail = (line_no, res.size - len(line))
+            res.warnings.append(
+                ScanWarning(
+                    line_no,
+                    "torn last line (no newline, not JSON); skipped. `kurahi session repair` moves it aside",
+                )
+            )
         else:
-            value = msgspec.UNSET
-        if value is msgspec.UNSET:
-            tail, _ = _retry(line, left=first, right=True)
-            if tail is not msgspec.UNSET:
-                res.warnings.append(
-                    ScanWarning(line_no, "not JSON unless trailing Unicode spaces are trimmed; skipped")
-                )
-                return (_to_skeleton(res, tail, line_no),)
-            if torn:
-                res.torn_tail = (line_no, res.size - len(line))
-                res.warnings.append(
-                    ScanWarning(
-                        line_no,
-                        "torn last line (no newline, not JSON); skipped. `kurahi session repair` moves it aside",
-                    )
-                )
-            else:
-                res.warnings.append(ScanWarning(line_no, f"not JSON ({exc}); skipped, as Pi does"))
-            return None
+            res.warnings.append(ScanWarning(line_no, f"not JSON ({exc}); skipped, as Pi does"))
+        return None
     if note:
         res.warnings.append(ScanWarning(line_no, note))
     return _to_skeleton(res, value, line_no)
@@ -552,19 +515,6 @@ def _to_skeleton(res: ScanResult, value: Any, line_no: int) -> Skeleton:
             ScanWarning(line_no, "a JSON value that is not an object; kept as an empty entry, as Pi does")
         )
     return _BOGUS
-
-
-def _retry(line: bytes, *, left: bool, right: bool) -> tuple[Any, str | None]:
-    # Pi trims the whole file before splitting, so the first line loses a leading BOM or
-    # Unicode space and the last line loses trailing ones; JSON.parse itself does not.
-    text = line.decode("utf-8", "replace")
-    trimmed = js_whitespace_strip(text, left=left, right=right)
-    if trimmed == text:
-        return msgspec.UNSET, None
-    try:
-        return decode_line(trimmed.encode("utf-8", "surrogatepass"))
-    except ValueError:
-        return msgspec.UNSET, None
 
 
 def file_reader(fd: int) -> Reader:

@@ -1,6 +1,6 @@
 """A read-only view of one transcript: Pi's tree over a JSONL file, indexed lazily.
 
-:class:`Transcript` reads a file as Pi 0.73.1 reads it (see ``scan``), migrates v1 and
+:class:`Transcript` reads a file as Pi 1.6.0 reads it (see ``scan``), migrates v1 and
 v2 files in memory, and never writes. Only ``type``, ``id`` and ``parentId`` are decoded
 up front; an entry's full JSON is decoded when someone asks for it (the projected path,
 labels, a tree view). Raw lines stay byte-identical for copying.
@@ -156,11 +156,15 @@ class Transcript:
         if result.header is None:
             self.close()
             if size == 0 or (not result.skeletons and result.first_parseable is msgspec.UNSET):
-                what = "the file is empty" if size == 0 else "no line of the file is JSON"
-                raise NotASessionError(f"not a session: {what} (Pi would overwrite it with a new header)", path=name)
+                what = (
+                    "the file is empty (Pi would write a new header into it)"
+                    if size == 0
+                    else "no line of the file is JSON (Pi 1.6.0 refuses it too)"
+                )
+                raise NotASessionError(f"not a session: {what}", path=name)
             raise NotASessionError(
                 "not a session: the first JSON line is not a session header "
-                '(an object with "type": "session" and a string "id"); Pi would overwrite the file',
+                '(an object with "type": "session" and a string "id"); Pi 1.6.0 refuses it too',
                 path=name,
             )
         self.header: dict[str, Any] = result.header
@@ -337,12 +341,10 @@ class Transcript:
         override = self._overrides.get(index)
         if override is not None:
             return override
-        raw = self.raw_line(index)
         try:
-            value, note = decode_line(raw)
-        except ValueError:
-            # The scanner accepted this line only after trimming (a BOM, trailing spaces).
-            value, note = decode_line(js_whitespace_strip(raw.decode("utf-8", "replace")).encode("utf-8"))
+            value, note = decode_line(self.raw_line(index))
+        except ValueError:  # pragma: no cover - the scanner read this very line
+            value, note = {}, None
         if note:
             # The skeleton decode skips most of a line, so some leniency shows only now.
             warning = ScanWarning(self.line_of(index), note)

@@ -1,4 +1,4 @@
-"""``kurahi session``: one transcript file: its context, tree, stats and repair."""
+"""``kurahi session``: one transcript file: its context, tree, stats, repair and elide."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from kurahi.cli.common import console, err_console, print_json, translate_errors, warn
+from kurahi.cli.common import EXIT, console, err_console, fail, print_json, translate_errors, warn
 from kurahi.context.budget import DEFAULT_RESERVE_TOKENS
 
 if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
@@ -196,6 +196,44 @@ def repair(
             f"[yellow]note:[/] damaged lines {list(report.other_bad_lines)} are skipped by every reader "
             "and left in place"
         )
+
+
+@app.command("elide")
+def elide(
+    file: Path = FileArg,
+    entry: str = typer.Option(
+        ..., "--entry", help="Id of the entry to take out of the model's view.", show_default=False
+    ),
+    replace: str | None = typer.Option(
+        None, "--replace", help="Show the model this text instead of removing the entry.", show_default=False
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Take an entry (a leaked secret) out of what the model sees, by appending a context_edit.
+
+    The file is never edited: one context_edit entry (Pi 1.6.0's) is appended at the leaf.
+    Every byte already there stays as it was, so the original text is still in the file (docs/elide.md).
+    Only user, assistant and toolResult messages and custom_message entries on the leaf's path can be elided.
+    Exit codes: 3 unknown entry, 4 an entry off the path or without editable content, 5 the file is locked.
+    """
+    from kurahi.errors import ContextEditError
+    from kurahi.lineage.elide import describe
+    from kurahi.lineage.elide import elide as do_elide
+
+    with translate_errors():
+        try:
+            report = do_elide(file, entry, replace)
+        except ContextEditError as exc:
+            code = {"not-found": EXIT.NOT_FOUND, "replacement": EXIT.USAGE}.get(exc.reason, EXIT.INVALID)
+            fail(str(exc), code)
+    if as_json:
+        print_json(report.to_dict())
+        return
+    for line in describe(report):
+        if line.startswith("warning: "):
+            warn(line.removeprefix("warning: "))
+        else:
+            console.print(escape(line))
 
 
 @app.command("tree")

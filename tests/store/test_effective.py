@@ -62,6 +62,14 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
         {"op": "appendCompaction", "summary": "new", "firstKeptEntryId": "$a1", "tokensBefore": 20},
         {"op": "user", "text": "after", "timestamp": 7},
     ],
+    "no system messages: a compaction speaks once, an empty branch summary not at all": [
+        {"op": "user", "text": "u1", "timestamp": 2, "as": "u1"},
+        {"op": "assistant", "text": "a1", "timestamp": 3, "as": "a1"},
+        {"op": "branchWithSummary", "branchFromId": "$u1", "summary": ""},
+        {"op": "branchWithSummary", "branchFromId": "$leaf", "summary": "went back"},
+        {"op": "appendCompaction", "summary": "sum", "firstKeptEntryId": "$u1", "tokensBefore": 10},
+        {"op": "appendContextEdit", "targetId": "$u1", "replacement": {"content": "u1 edited"}},
+    ],
 }
 
 ROLE = {"custom_message": "custom", "branch_summary": "branchSummary"}

@@ -127,6 +127,10 @@ class EffectivePath(msgspec.Struct):
         return any(s.messages and id_key(s.entry.id) == key for s in self.sources)
 
 
+def _truthy(value: Any) -> bool:
+    return value is not MISSING and js_truthy(value)  # undefined is falsy too
+
+
 def _base_count(entry: PathLike, first: bool) -> int:
     t = entry.type
     if t == "message":
@@ -134,10 +138,10 @@ def _base_count(entry: PathLike, first: bool) -> int:
     if t == "custom_message":
         return 1
     if t == "branch_summary":
-        return 1 if js_truthy(entry.data.get("summary", MISSING)) else 0
+        return 1 if _truthy(entry.data.get("summary", MISSING)) else 0
     if t == "compaction":
         # Only the newest compaction, first among the context entries, speaks (1.6.0).
-        return (2 if js_truthy(entry.data.get("systemMessage", MISSING)) else 1) if first else 0
+        return (2 if _truthy(entry.data.get("systemMessage", MISSING)) else 1) if first else 0
     return 0
 
 

@@ -15,7 +15,8 @@ Hierarchy::
     │   │   ├── TreeError             parent cycles, unknown entry ids
     │   │   │   ├── ParentCycleError
     │   │   │   └── EntryNotFoundError
-    │   │   └── AppendError           an append could not be made durable
+    │   │   ├── AppendError           an append could not be made durable
+    │   │   └── ContextEditError      a context_edit refused on write (nothing appended)
     │   ├── JournalWriteError         a journal record (ledger, jobs, queue) could not be appended durably
     │   ├── LockError                 lock files
     │   │   └── LockHeldError         another live process holds the lock
@@ -82,6 +83,7 @@ __all__ = [
     "CatalogError",
     "CheckError",
     "ConfigError",
+    "ContextEditError",
     "ContinuityError",
     "EntryNotFoundError",
     "GatewayError",
@@ -197,6 +199,27 @@ class EntryNotFoundError(TreeError):
 
 class AppendError(TranscriptError):
     """An entry could not be appended durably; the file still holds every earlier entry."""
+
+
+class ContextEditError(TranscriptError):
+    """A ``context_edit`` that Pi 1.6.0 would refuse to write; nothing was appended.
+
+    Attributes:
+        target_id: the entry the edit names.
+        reason: ``not-found`` (no such entry), ``off-branch`` (not on the active branch),
+            ``not-editable`` (it carries no editable model content: only user, assistant
+            and toolResult messages and ``custom_message`` entries do) or ``replacement``
+            (the replacement is not text, content blocks or ``None``).
+    """
+
+    REASONS = ("not-found", "off-branch", "not-editable", "replacement")
+
+    def __init__(
+        self, message: str, *, target_id: str, reason: str, path: str | Path | None = None, line: int | None = None
+    ) -> None:
+        self.target_id = target_id
+        self.reason = reason
+        super().__init__(message, path=path, line=line)
 
 
 class JournalWriteError(StoreError):

@@ -1,4 +1,4 @@
-"""``kurahi session``: one transcript file: its context, tree, stats and repair."""
+"""``kurahi session``: one transcript file: its context, tree, stats, repair and elide."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from kurahi.cli.common import console, err_console, print_json, translate_errors, warn
+from kurahi.cli.common import EXIT, console, err_console, fail, print_json, translate_errors, warn
 from kurahi.context.budget import DEFAULT_RESERVE_TOKENS
 
 if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
@@ -150,6 +150,9 @@ def stats(
         "leafId",
         "pathLength",
         "compactions",
+        "contextEdits",
+        "usageEntries",
+        "systemMessages",
         "labels",
         "firstEntryAt",
         "lastEntryAt",
@@ -198,6 +201,44 @@ def repair(
         )
 
 
+@app.command("elide")
+def elide(
+    file: Path = FileArg,
+    entry: str = typer.Option(
+        ..., "--entry", help="Id of the entry to take out of the model's view.", show_default=False
+    ),
+    replace: str | None = typer.Option(
+        None, "--replace", help="Show the model this text instead of removing the entry.", show_default=False
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Take an entry (a leaked secret) out of what the model sees, by appending a context_edit.
+
+    The file is never edited: one context_edit entry (Pi 1.6.0's) is appended at the leaf.
+    Every byte already there stays as it was, so the original text is still in the file (docs/elide.md).
+    Only user, assistant and toolResult messages and custom_message entries on the leaf's path can be elided.
+    Exit codes: 3 unknown entry, 4 an entry off the path or without editable content, 5 the file is locked.
+    """
+    from kurahi.errors import ContextEditError
+    from kurahi.lineage.elide import describe
+    from kurahi.lineage.elide import elide as do_elide
+
+    with translate_errors():
+        try:
+            report = do_elide(file, entry, replace)
+        except ContextEditError as exc:
+            code = {"not-found": EXIT.NOT_FOUND, "replacement": EXIT.USAGE}.get(exc.reason, EXIT.INVALID)
+            fail(str(exc), code)
+    if as_json:
+        print_json(report.to_dict())
+        return
+    for line in describe(report):
+        if line.startswith("warning: "):
+            warn(line.removeprefix("warning: "))
+        else:
+            console.print(escape(line))
+
+
 @app.command("tree")
 def tree(
     file: Path = FileArg,
@@ -205,7 +246,7 @@ def tree(
     expand: bool = typer.Option(False, "--all", help="Expand side branches too (by default one line each)."),
     as_json: bool = typer.Option(False, "--json", help="Print Pi's getTree() shape (id, type, label, children)."),
 ) -> None:
-    """Draw the entry tree: branch points, the leaf's path, compactions, labels."""
+    """Draw the entry tree: branch points, the leaf's path, compactions, labels, context edits."""
     from kurahi.store.transcript import Transcript
 
     with translate_errors(), _status(file), Transcript.open(file) as t:
@@ -213,10 +254,17 @@ def tree(
             print_json([_node_json(n) for n in t.tree()])
             return
         on_path: set[int] = set()
+        edited: dict[int, str] = {}
         if t.leaf_id is not None:
-            on_path = set(t.path_indices(len(t) - 1))
+            from kurahi.store.effective import effective_path
+
+            indices = t.path_indices(len(t) - 1)
+            on_path = set(indices)
+            for src in effective_path(t.path_entries(indices)).sources:
+                if src.edit is not None:
+                    edited[indices[src.position]] = "removed" if src.removed else "replaced"
         view = Tree(f"[bold]{escape(str(file))}[/] ({len(t)} entries)")
-        _draw(view, _Shape(t), on_path, full, expand)
+        _draw(view, _Shape(t), on_path, full, expand, edited)
     console.print(view)
 
 
@@ -242,12 +290,21 @@ def _node_json(root: TreeNode) -> dict[str, Any]:
     return out
 
 
-def _describe(e: Entry, label: str | None, is_leaf: bool) -> str:
+def _describe(e: Entry, label: str | None, is_leaf: bool, edited: str | None = None) -> str:
     from kurahi.store.transcript import is_leaf_marker
 
     kind = str(e.type)
     extra = ""
-    if e.type == "message":
+    if e.type == "context_edit":
+        rep = e.data.get("replacement")
+        what = "removes" if rep is None else "replaces the content of"
+        kind = f"[red]context edit[/] {what} {escape(str(e.data.get('targetId')))}"
+    elif e.type == "usage":
+        d = e.data
+        kind = (
+            f"[dim]usage {escape(str(d.get('kind')))} {escape(str(d.get('provider')))}/{escape(str(d.get('model')))}[/]"
+        )
+    elif e.type == "message":
         msg = e.data.get("message")
         kind = f"{msg.get('role')}" if isinstance(msg, dict) else "message"
         text = _text_of(msg).replace("\n", " ")
@@ -258,7 +315,11 @@ def _describe(e: Entry, label: str | None, is_leaf: bool) -> str:
         kind = "[blue]branch summary[/]"
     elif is_leaf_marker(e.type, e.data, e.parent_id):
         kind = "[cyan]leaf marker[/]"
+    if edited:
+        extra = ""  # what the model no longer sees is not shown here either
     text = f"[dim]{escape(str(e.id))}[/] {kind}{extra}"
+    if edited:
+        text += f" [red]({edited} by a context edit)[/]"
     if label:
         text += f" [yellow]🏷 {escape(label)}[/]"
     if is_leaf:
@@ -308,13 +369,16 @@ def _run_text(run: Counter[str]) -> str:
     return f"[dim]… {sum(run.values())} entries ({', '.join(f'{v} {k}' for k, v in run.most_common())})[/]"
 
 
-def _draw(view: Tree, shape: _Shape, on_path: set[int], full: bool, expand: bool) -> None:
+def _draw(
+    view: Tree, shape: _Shape, on_path: set[int], full: bool, expand: bool, edited: dict[int, str] | None = None
+) -> None:
     """Draw chains flat; branch points open a nested level.
 
     The child on the leaf's path continues at the same level, so the live history reads
     top to bottom. Side branches are one summary line each unless ``expand``.
     """
     t = shape.t
+    edited = edited or {}
     leaf_index = max(on_path) if on_path else -1
     stack: list[tuple[Tree, int]] = [(view, r) for r in reversed(shape.roots)]
     while stack:
@@ -326,12 +390,17 @@ def _draw(view: Tree, shape: _Shape, on_path: set[int], full: bool, expand: bool
             kids = shape.kids.get(cur, [])
             label = shape.labels.get(cur)
             is_leaf = cur == leaf_index
-            interesting = bool(label) or e.type in ("compaction", "branch_summary") or len(kids) != 1
+            interesting = (
+                bool(label)
+                or e.type in ("compaction", "branch_summary", "context_edit")
+                or cur in edited
+                or len(kids) != 1
+            )
             if full or interesting or is_leaf or cur == start:
                 if run:
                     parent.add(_run_text(run))
                     run.clear()
-                text = _describe(e, label, is_leaf)
+                text = _describe(e, label, is_leaf, edited.get(cur))
                 parent.add(text if cur in on_path else f"[dim]{text}[/]")
             else:
                 kind = e.type

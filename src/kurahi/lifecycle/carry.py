@@ -12,6 +12,13 @@ a digest of the recent interaction; ``none`` keeps nothing. Either way the new h
 
 :func:`check_carry` re-projects both transcripts and says whether the new one reproduces
 the old context as promised.
+
+Pi 1.6.0's kinds are carried by their meaning, never resurrected: an entry a
+``context_edit`` removed from the old context is not copied at all, an entry whose content
+an edit replaced is copied with the replacement in place of the original (so the new file
+does not hold the original bytes either), and the edits themselves are not copied (their
+effect is in the copies). System-role messages are folded, as Pi 1.6.0 folds them when it
+compacts, into the new compaction's ``systemMessage``.
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ from kurahi.context.project import PathEntry, build_context, entry_message
 from kurahi.context.text import message_text
 from kurahi.context.tokens import estimate_context_tokens
 from kurahi.jsvalues import MISSING
+from kurahi.store.effective import EffectivePath, Source, effective_path
 from kurahi.store.session import Session
+from kurahi.store.system_prompt import current_system_message, path_system_messages
 from kurahi.store.transcript import LEAF_MARKER_TYPE
 
 __all__ = ["CarryCheck", "CarryReport", "carry_into", "check_carry"]
@@ -70,6 +79,9 @@ def carry_into(
     if carry == "none" or not old_path:
         return CarryReport(carry, 0, 0, None, None)
     old_ctx = build_context(old_path)
+    view = effective_path(old_path)
+    by_position = {src.position: src for src in view.sources}
+    system = current_system_message(path_system_messages(old_path))
     entries = [e.data for e in old_path]
     comp_at = max((i for i, e in enumerate(old_path) if e.type == "compaction"), default=-1)
     old_summary = old_path[comp_at].data.get("summary") if comp_at >= 0 else None
@@ -87,9 +99,7 @@ def carry_into(
     raw = [e for i, e in enumerate(old_path) if i >= cut and e.type != "compaction" and i != comp_at]
     raw = [e for e in raw if not (e.type == "custom" and e.data.get("customType") == LEAF_MARKER_TYPE)]
     dropped = sum(
-        1
-        for i, e in enumerate(old_path)
-        if start <= i < cut and e.type != "compaction" and entry_message(e) is not MISSING
+        src.messages for src in view.sources if start <= src.position < cut and src.entry.type != "compaction"
     )
     note = f"[Continued from session {old_session_id} ({Path(old_file).name}). " + (
         f"{dropped} earlier messages are summarized here or kept in that transcript.]"
@@ -99,11 +109,7 @@ def carry_into(
     tokens_before = int(estimate_context_tokens(old_ctx.messages).tokens)
     details = {"kurahi": {"carry": carry, "from": old_session_id, "parentSession": str(old_file)}}
     if carry == "summary":
-        recent = [
-            f"- {m.get('role')}: {' '.join(message_text(m).split())[:200]}"
-            for m in old_ctx.messages[-10:]
-            if message_text(m)
-        ]
+        recent = [f"- {role}: {' '.join(text.split())[:200]}" for role, text in _visible_texts(view)[-10:] if text]
         summary = "\n\n".join(
             x
             for x in (
@@ -113,17 +119,23 @@ def carry_into(
             )
             if x
         )
-        cid = new.append_compaction(summary, None, tokens_before, details=details)
-        return CarryReport(carry, 0, len(old_ctx.messages), cid, summary)
+        cid = new.append_compaction(summary, None, tokens_before, details=details, system_message=system)
+        return CarryReport(carry, 0, view.message_count, cid, summary)
     # lineage: settings first (they shape the projection), then the tail, then the summary.
     for kind in ("thinking_level_change", "model_change"):
         last = next((e for e in reversed(old_path[:cut]) if e.type == kind), None)
         if last is not None:
             new.append_entry({k: v for k, v in last.data.items() if k not in ("id", "parentId")}, keep_timestamp=True)
+    positions = {id(e): i for i, e in enumerate(old_path)}
     mapping: dict[Any, str] = {}
     first_copy: str | None = None
     for e in raw:
-        data = {k: v for k, v in e.data.items() if k not in ("id", "parentId")}
+        if e.type == "context_edit":
+            continue  # its effect is written into the copy of its target
+        src = by_position.get(positions[id(e)])
+        if src is not None and src.removed:
+            continue  # the model no longer saw it: it is not carried, not even as bytes
+        data = _as_seen(e.data, src)
         if isinstance(data.get("targetId"), str) and data["targetId"] in mapping:
             data["targetId"] = mapping[data["targetId"]]
         elif e.type == "label":
@@ -137,9 +149,50 @@ def carry_into(
     summary = f"{old_summary}\n\n{note}" if isinstance(old_summary, str) and old_summary else note
     comp_ts = old_path[comp_at].data.get("timestamp") if comp_at >= 0 and not dropped else None
     cid = new.append_compaction(
-        summary, first_copy, tokens_before, details=details, timestamp=comp_ts if isinstance(comp_ts, str) else None
+        summary,
+        first_copy,
+        tokens_before,
+        details=details,
+        timestamp=comp_ts if isinstance(comp_ts, str) else None,
+        system_message=system,
     )
     return CarryReport(carry, len(mapping), dropped, cid, summary)
+
+
+def _as_seen(data: dict[str, Any], src: Source | None) -> dict[str, Any]:
+    """An entry to copy (without ``id`` and ``parentId``), with its edit's replacement in place."""
+    out = {k: v for k, v in data.items() if k not in ("id", "parentId")}
+    edit = src.edit if src is not None else None
+    replacement = edit.data.get("replacement") if edit is not None else None
+    if not isinstance(replacement, dict) or "content" not in replacement:
+        return out
+    content = replacement["content"]
+    if out.get("type") == "message" and isinstance(out.get("message"), dict):
+        msg = out["message"]
+        if msg.get("role") in ("user", "assistant", "toolResult"):
+            if msg.get("role") != "user" and isinstance(content, str):
+                content = [{"type": "text", "text": content}]
+            out["message"] = {**msg, "content": content}
+    elif out.get("type") == "custom_message":
+        out["content"] = content
+    return out
+
+
+def _visible_texts(view: EffectivePath) -> list[tuple[str, str]]:
+    """``(role, text)`` of what the model saw, edits applied (for the summary's digest)."""
+    out: list[tuple[str, str]] = []
+    for src in view.sources:
+        if not src.messages:
+            continue
+        data = _as_seen(src.entry.data, src)
+        kind = data.get("type")
+        if kind == "message" and isinstance(data.get("message"), dict):
+            out.append((str(data["message"].get("role")), message_text(data["message"])))
+        elif kind == "custom_message":
+            out.append(("custom", message_text({"role": "custom", "content": data.get("content")})))
+        elif kind in ("compaction", "branch_summary") and isinstance(data.get("summary"), str):
+            out.append(("compactionSummary" if kind == "compaction" else "branchSummary", data["summary"]))
+    return out
 
 
 @dataclass(frozen=True)
@@ -169,8 +222,11 @@ def check_carry(old_file: str | os.PathLike[str], new_file: str | os.PathLike[st
 
     The summary must contain the old context's summary, if it had one.
     """
-    old = project_file(old_file).context.messages
-    new = project_file(new_file).context.messages
+    old_all = project_file(old_file).context.messages
+    new_all = project_file(new_file).context.messages
+    # System messages are compared folded: Pi 1.6.0 keeps them in the compaction, not the tail.
+    old = [m for m in old_all if not (isinstance(m, dict) and m.get("role") == "system")]
+    new = [m for m in new_all if not (isinstance(m, dict) and m.get("role") == "system")]
     if not new:
         return CarryCheck(not old, len(old), 0, 0, "nothing was carried" if old else "both are empty")
     head, tail = new[0], new[1:]
@@ -185,4 +241,11 @@ def check_carry(old_file: str | os.PathLike[str], new_file: str | os.PathLike[st
         return CarryCheck(False, len(old), len(new), len(tail), "the old summary is not in the carried one")
     if len(tail) > len(old) or (tail and old[len(old) - len(tail) :] != tail):
         return CarryCheck(False, len(old), len(new), len(tail), "the carried messages are not the old context's tail")
+    if _fold(old_all) != _fold(new_all):
+        return CarryCheck(False, len(old), len(new), len(tail), "the system prompt was not carried as it was")
     return CarryCheck(True, len(old), len(new), len(tail), f"summary + the old context's last {len(tail)} messages")
+
+
+def _fold(messages: list[Any]) -> dict[str, Any] | None:
+    folded = current_system_message(messages)
+    return {k: v for k, v in folded.items() if k != "timestamp"} if folded is not None else None

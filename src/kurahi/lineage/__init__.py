@@ -9,6 +9,7 @@ from kurahi._lazy import lazy_getattr
 if TYPE_CHECKING:
     from kurahi.lineage.canonical import BranchPoint, CanonicalPath, SideBranch, canonical_path
     from kurahi.lineage.check import check
+    from kurahi.lineage.elide import ElideReport, elide
     from kurahi.lineage.find import find_lineage
     from kurahi.lineage.provenance import ProvenanceReport, provenance
     from kurahi.lineage.stitch import stitch
@@ -20,6 +21,8 @@ _WHERE = {
     "SideBranch": "kurahi.lineage.canonical",
     "canonical_path": "kurahi.lineage.canonical",
     "check": "kurahi.lineage.check",
+    "ElideReport": "kurahi.lineage.elide",
+    "elide": "kurahi.lineage.elide",
     "find_lineage": "kurahi.lineage.find",
     "ProvenanceReport": "kurahi.lineage.provenance",
     "provenance": "kurahi.lineage.provenance",
@@ -29,10 +32,12 @@ _WHERE = {
 __all__ = [
     "BranchPoint",
     "CanonicalPath",
+    "ElideReport",
     "ProvenanceReport",
     "SideBranch",
     "canonical_path",
     "check",
+    "elide",
     "find_lineage",
     "provenance",
     "stitch",

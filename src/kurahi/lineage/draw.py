@@ -3,7 +3,8 @@
 :func:`draw_lineage` reads one or more transcripts (in the order given, a reset chain's
 pieces or one stitched file) and builds a :class:`Drawing`: per file, the canonical path
 top to bottom, where only the entries worth seeing are nodes (root, leaf, stitch edges,
-compactions, marker hits, branch points, labelled entries) and everything between them is
+compactions, context edits and the entries they remove or replace, marker hits, branch
+points, labelled entries) and everything between them is
 one segment with its count and kinds. The number of nodes is capped whatever the file
 size, so the SVG stays a few thousand elements at most. Sources are only read.
 """
@@ -22,6 +23,7 @@ import msgspec
 
 from kurahi.errors import EntryNotFoundError
 from kurahi.lineage.canonical import CanonicalPath, SideBranch, canonical_path
+from kurahi.store.effective import effective_path
 from kurahi.store.transcript import Entry, Transcript
 
 __all__ = ["Column", "Drawing", "Node", "Run", "StitchEdge", "draw_lineage"]
@@ -54,7 +56,8 @@ class Node:
     line: int
     kind: str
     flags: list[str] = field(default_factory=list)
-    """Among ``root``, ``leaf``, ``stitch``, ``compaction``, ``branch``, ``label``."""
+    """Among ``root``, ``leaf``, ``stitch``, ``compaction``, ``edit`` (a ``context_edit``),
+    ``removed`` / ``replaced`` (what an edit did to this entry's view), ``branch``, ``label``."""
     markers: list[str] = field(default_factory=list)
     side: list[SideBranch] = field(default_factory=list)
     detail: str = ""
@@ -285,6 +288,18 @@ def _column(t: Transcript, markers: list[str], leaf_id: str | None, budget: int)
             want(ppos, _ALWAYS)
     for pos in compaction_at:
         want(pos, _COMPACTION)
+    # Context edits and what they did to the model's view of their targets (on this path).
+    edited: dict[int, tuple[str, str]] = {}
+    view = effective_path(path)
+    for src in view.sources:
+        if src.edit is not None:
+            edit_pos = pos_of.get(src.edit.index)
+            edited[src.position] = ("removed" if src.removed else "replaced", str(src.edit.id))
+            want(src.position, _COMPACTION)
+            if edit_pos is not None:
+                want(edit_pos, _COMPACTION)
+    for pos in view.inert_edits:
+        want(pos, _LABEL)
     pinned: Counter[str] = Counter()
     for pos in sorted(hits):
         for m in hits[pos]:
@@ -332,6 +347,9 @@ def _column(t: Transcript, markers: list[str], leaf_id: str | None, budget: int)
                 ("leaf", pos == n - 1),
                 ("stitch", pos in stitch_children or pos + 1 in stitch_children),
                 ("compaction", e.type == "compaction"),
+                ("edit", e.type == "context_edit"),
+                ("removed", edited.get(pos, ("",))[0] == "removed"),
+                ("replaced", edited.get(pos, ("",))[0] == "replaced"),
                 ("branch", pos in side),
                 ("label", node.entry_id in labels),
             ]
@@ -340,6 +358,14 @@ def _column(t: Transcript, markers: list[str], leaf_id: str | None, budget: int)
         last = col.items[-1] if col.items else None
         node.stitched_from_parent = pos in stitch_children and isinstance(last, Node) and last.position == pos - 1
         _describe(e, node.kind, node)
+        if e.type == "context_edit":
+            what = "removes" if e.data.get("replacement") is None else "replaces the content of"
+            inert = "" if pos not in view.inert_edits else " (no effect here)"
+            node.detail = f"context edit: {what} {e.data.get('targetId')}{inert}"
+        elif pos in edited:
+            how, by = edited[pos]
+            node.detail = f"{how} from the model's view by {by}"
+            node.title = node.title.split("\n")[0] + f"\n{how} by context edit {by} (text not shown)"
         if node.entry_id in labels:
             node.detail = "; ".join(x for x in (f"label “{labels[node.entry_id]}”", node.detail) if x)
         col.items.append(node)

@@ -78,7 +78,7 @@ def _node_shape(node: Node, x: float, y: float) -> str:
     if "compaction" in node.flags:
         points = f"{x:.0f},{y - 7:.0f} {x + 7:.0f},{y:.0f} {x:.0f},{y + 7:.0f} {x - 7:.0f},{y:.0f}"
         return f'<polygon points="{points}" class="nc"/>'
-    cls = "ns" if "stitch" in node.flags else "n"
+    cls = "ns" if "stitch" in node.flags else "np" if {"edit", "removed", "replaced"} & set(node.flags) else "n"
     r = 7 if {"root", "leaf"} & set(node.flags) else 5
     ring = ' stroke="#52606d" stroke-width="2"' if "branch" in node.flags else ""
     return f'<circle cx="{x:.0f}" cy="{y:.0f}" r="{r}" class="{cls}"{ring}/>'
@@ -88,11 +88,12 @@ def _node(node: Node, x: float, y: float, out: list[str]) -> float:
     """Draw ``node`` with its spine at ``x``, top at ``y``; return its height."""
     cy = y + 10
     head = f"{node.kind} {node.entry_id} · line {node.line:,}"
-    tags = [f for f in node.flags if f in ("root", "leaf", "stitch")]
+    tags = [f for f in node.flags if f in ("root", "leaf", "stitch", "edit", "removed", "replaced")]
     if tags:
         head += " · " + ", ".join(tags)
     out.append(f"<g><title>{esc(node.title)}</title>{_node_shape(node, x, cy)}")
     cls = "s" if "stitch" in node.flags else "c" if "compaction" in node.flags else ""
+    cls = "p" if {"edit", "removed", "replaced"} & set(node.flags) else cls
     out.append(_text(x + 14, cy + 4, _cut(head), cls=cls))
     lines = 1
     if node.detail:
@@ -261,7 +262,7 @@ def render_html(drawing: Drawing) -> str:
         f'<ul class="legend"><li><b style="color:{NODE}">●</b> entry on the canonical path</li>'
         f'<li><b style="color:{COMPACTION}">◆</b> compaction (summary length)</li>'
         f'<li><b style="color:{STITCH}">━</b> stitch edge (re-parented root) and reset link between files</li>'
-        f'<li><b style="color:{PIN}">●</b> marker pin</li>'
+        f'<li><b style="color:{PIN}">●</b> marker pin; context edit, and an entry it removed or replaced</li>'
         f'<li><b style="color:{GREY}">╌</b> abandoned side branch (greyed, with its size)</li>'
         f'<li><b style="color:{RUN}">┆</b> collapsed run (count and kinds)</li></ul>'
         "<p>Hover a node for its id, parent, line, time and text.</p>"

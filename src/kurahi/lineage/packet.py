@@ -1,7 +1,8 @@
 """Evidence packets: one folder that documents a continuity repair, re-checkable by anyone.
 
 A packet holds the source transcripts, the reconstruction, the activation package, the
-first replies after the activation, each with its sha256, size and timestamps, the
+first replies after the activation (a reply a ``context_edit`` later removed or replaced
+says so, with the edit's id), each with its sha256, size and timestamps, the
 provenance reports, ``manifest.json`` describing all of it, and ``SHA256SUMS`` over every
 file in the folder (the format ``sha256sum -c`` reads). With ``hashes_only`` the
 transcripts and the replies' text are left out and only their hashes are kept, so a packet
@@ -47,12 +48,16 @@ def first_replies(transcript: Path, count: int, *, after: str | None = None) -> 
         count: how many replies.
         after: only replies after this entry id (e.g. the last entry of the activated candidate).
     """
+    from kurahi.store.effective import effective_path
     from kurahi.store.transcript import Transcript
 
     out: list[dict[str, Any]] = []
     with Transcript.open(transcript) as t:
         seen = after is None
-        for e in t.path():
+        path = t.path()
+        # A reply a context_edit later took out of (or changed in) the model's view says so.
+        edits = {src.entry.id: src for src in effective_path(path).sources if src.edit is not None}
+        for e in path:
             if not seen:
                 seen = e.id == after
                 continue
@@ -67,6 +72,9 @@ def first_replies(transcript: Path, count: int, *, after: str | None = None) -> 
                         "text": message_text(m),
                     }
                 )
+                if e.id in edits:
+                    src = edits[e.id]
+                    out[-1]["contextEdit"] = {"id": src.edit.id, "removed": src.removed}
                 if len(out) >= count:
                     break
     return out

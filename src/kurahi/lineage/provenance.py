@@ -24,6 +24,11 @@ This is evidence about observable sources, not a causal proof: attention is not 
 
 Matching is case- and whitespace-insensitive everywhere (``casefold`` and runs of
 whitespace collapsed to one space) and is a substring match.
+
+``context_edit`` entries (Pi 1.6.0) count as the model saw them: the context, the cue and
+the tool results are read with every edit on the path before the reply applied. Text an
+edit removed or replaced is never context (it is ``elsewhere``, region ``elided``, when it
+is found nowhere else), and text that exists only in an edit's replacement is context.
 """
 
 from __future__ import annotations
@@ -38,11 +43,11 @@ from typing import Any
 
 import msgspec
 
-from kurahi.context.project import build_context, entry_message
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import EntryNotFoundError, ProvenanceError
 from kurahi.jsvalues import MISSING
 from kurahi.resident.memory import memory_files
+from kurahi.store.effective import EffectivePath, Source, effective_path
 from kurahi.store.transcript import Entry, Transcript
 
 __all__ = [
@@ -122,7 +127,46 @@ def entry_text(data: dict[str, Any]) -> str:
         return s if isinstance(s, str) else ""
     if t == "custom_message":
         return content_text(data.get("content"))
+    if t == "context_edit":
+        rep = data.get("replacement")
+        return content_text(rep.get("content")) if isinstance(rep, dict) else ""
     return ""
+
+
+def _seen_message(src: Source) -> Any:
+    """The message of a message entry as the model saw it (its edit's replacement applied)."""
+    msg = src.entry.data.get("message")
+    rep = src.edit.data.get("replacement") if src.edit is not None else None
+    if (
+        isinstance(rep, dict)
+        and isinstance(msg, dict)
+        and msg.get("role") in ("user", "assistant", "toolResult", "custom")
+    ):
+        return {**msg, "content": rep.get("content")}
+    return msg
+
+
+def _context_texts(view: EffectivePath) -> list[str]:
+    """The searchable text of each projected message, in order, edits applied."""
+    out: list[str] = []
+    for src in view.sources:
+        if not src.messages:
+            continue
+        e, d = src.entry, src.entry.data
+        if e.type == "compaction":
+            if src.messages == 2:
+                out.append(message_text(d.get("systemMessage")))
+            s = d.get("summary")
+            out.append(s if isinstance(s, str) else "")
+        elif e.type == "message":
+            out.append(message_text(_seen_message(src)))
+        elif e.type == "custom_message":
+            rep = src.edit.data.get("replacement") if src.edit is not None else None
+            out.append(content_text(rep.get("content") if isinstance(rep, dict) else d.get("content")))
+        else:
+            s = d.get("summary")
+            out.append(s if isinstance(s, str) else "")
+    return out
 
 
 def _role(entry: Entry) -> Any:
@@ -269,28 +313,6 @@ def _find_reply(t: Transcript, reply_id: str | None) -> list[Entry]:
         if _role(path[i]) == "assistant" and _reply_text(path[i]).strip():
             return path[: i + 1]
     raise ProvenanceError("no assistant reply with text on the current path", kind="invalid", path=t.name)
-
-
-def _attribute(path: Sequence[Entry], compaction_id: Any) -> tuple[list[Any], int]:
-    """The entry id behind each projected message, in order, and how many are the retained suffix."""
-    ids: list[Any] = []
-    if compaction_id is None:
-        for e in path:
-            if entry_message(e) is not MISSING:
-                ids.append(e.id)
-        return ids, 0
-    comp_at = max(i for i, e in enumerate(path) if e.type == "compaction")
-    first_kept = path[comp_at].data.get("firstKeptEntryId")
-    ids.append(path[comp_at].id)
-    kept_at = next((i for i in range(comp_at) if path[i].id == first_kept), comp_at)
-    for e in path[kept_at:comp_at]:
-        if entry_message(e) is not MISSING:
-            ids.append(e.id)
-    retained = len(ids) - 1
-    for e in path[comp_at + 1 :]:
-        if entry_message(e) is not MISSING:
-            ids.append(e.id)
-    return ids, retained
 
 
 # -- searching files ---------------------------------------------------------------------
@@ -454,26 +476,32 @@ def provenance(
                     if isinstance(b, dict) and b.get("type") == "toolCall":
                         tool_calls += 1
                         reads += b.get("name") == "read"
-        cue_texts = [(e.id, normalize(message_text(e.data["message"]))) for e in cue]
-        tool_texts = [(e.id, normalize(message_text(e.data["message"]))) for e in results]
         reply_text = _reply_text(reply)
 
-        ctx = build_context(before, before[-1].id if before else None)
-        attributed: list[Any] | None
-        attributed, retained = _attribute(before, ctx.compaction_id)
-        if len(attributed) != len(ctx.messages):  # pragma: no cover - a projection quirk
-            attributed = None  # locations then lose their entry ids, not their index
-        context_ids = {i for i in attributed or () if isinstance(i, str)}
+        # What the reply's model call was sent: the path before it, its edits applied.
+        view = effective_path(before)
+        sources = {e.id: src for src in view.sources if isinstance((e := src.entry).id, str)}
+        edited_ids = {i for i, src in sources.items() if src.edit is not None}
+        applied_edits = {src.edit.id for src in view.sources if src.edit is not None and not src.removed}
+
+        def seen(e: Entry) -> str:
+            src = sources.get(e.id)
+            if src is None:
+                return normalize(message_text(e.data["message"]))
+            return "" if src.removed else normalize(message_text(_seen_message(src)))
+
+        cue_texts = [(e.id, seen(e)) for e in cue]
+        tool_texts = [(e.id, seen(e)) for e in results]
+        attributed: list[Any] = [src.entry.id for src in view.message_sources()]
+        parts = [src.part for src in view.message_sources()]
+        context_ids = {i for i in attributed if isinstance(i, str)}
         window_ids = {e.id for e in cue} | {e.id for e in results}
+        compaction_id = view.sources[0].entry.id if view.compaction_position is not None else None
 
         def region(idx: int) -> str:
-            if ctx.compaction_id is None:
-                return "messages"
-            if idx == 0:
-                return "summary"
-            return "retained" if idx <= retained else "later"
+            return parts[idx]
 
-        context_texts = [normalize(message_text(m)) for m in ctx.messages]
+        context_texts = [normalize(t) for t in _context_texts(view)]
 
         wanted = list(phrases)
         if auto:
@@ -493,7 +521,7 @@ def provenance(
                     r.add("tool", entryId=eid)
             for idx, text in enumerate(context_texts):
                 if pn in text:
-                    eid = attributed[idx] if attributed is not None else None
+                    eid = attributed[idx]
                     r.add("context", index=idx, region=region(idx), entryId=eid, inWindow=eid in window_ids)
 
         # This transcript off the effective context: other branches, compacted regions, later turns.
@@ -502,9 +530,15 @@ def provenance(
         data = tpath.read_bytes()
         for k, line, value in _scan_lines(data, norm):
             eid = value.get("id")
-            if eid == reply.id or eid in context_ids:
+            if eid == reply.id:
                 continue
-            if eid in reply_path_ids:
+            if eid in edited_ids:
+                where = "elided"  # the original text of an entry an edit removed or replaced
+            elif eid in applied_edits or eid in context_ids:
+                continue  # its text is in the context, counted there
+            elif eid in reply_path_ids and value.get("type") == "context_edit":
+                where = "unused-edit"
+            elif eid in reply_path_ids:
                 where = "compacted-away" if value.get("type") != "compaction" else "older-compaction"
             elif eid in leaf_path_ids:
                 where = "after-reply"
@@ -545,8 +579,8 @@ def provenance(
         tool_calls=tool_calls,
         reads=reads,
         tool_result_ids=[str(e.id) for e in results],
-        context_messages=len(ctx.messages),
-        compaction_id=None if ctx.compaction_id in (None, MISSING) else str(ctx.compaction_id),
+        context_messages=view.message_count,
+        compaction_id=None if compaction_id in (None, MISSING) else str(compaction_id),
         workspace=str(ws) if ws is not None else None,
         skipped_files=skipped,
         other_transcripts=others,

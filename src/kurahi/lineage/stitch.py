@@ -6,6 +6,11 @@ copied line for line, then each later source's whole tree copied line for line. 
 change is the stitch edge: the root of each later source's path is re-parented onto the
 previous source's reset-time leaf, and only its ``parentId`` changes. The report proves it
 line by line with hashes, so anyone can re-check C against its sources.
+
+Pi 1.6.0's ``context_edit`` entries are copied byte for byte like every other line. One
+thing changes meaning, and the report says so: an edit in a later source that names an
+entry of an earlier one does nothing in its own file (the target is not there) but applies
+in C, where the stitch edge makes that entry its ancestor.
 """
 
 from __future__ import annotations
@@ -301,10 +306,36 @@ def _stitch(
         for index, parent in piece.reparent.items():
             child = str(t.entry_at(index).id)
             report.edges.append({"child": piece.mapping.get(child, child), "parent": parent, "source": str(p)})
+        if k > 0:
+            _edits_across(t, p, piece, pieces, ts, report)
         pieces.append(piece)
         prev_last_ms = date_ms(t.entry_at(len(t) - 1).data.get("timestamp", MISSING))
     _write(paths, ts, out, report, pieces, hashes)
     return report
+
+
+def _edits_across(
+    t: Transcript, p: Path, piece: _Piece, earlier: list[_Piece], ts: list[Transcript], report: StitchReport
+) -> None:
+    """Warn about edits in this source that name an entry copied from an earlier one."""
+    skeletons = t._skeletons
+    edits = [i for i in piece.indices if skeletons[i].type == "context_edit"]
+    copied: dict[int, set[int]] = {}
+    for i in edits:
+        e = t.entry_at(i)
+        target = e.data.get("targetId")
+        if not isinstance(target, str) or target in t:
+            continue
+        for prev in earlier:
+            src = ts[prev.k]
+            at = src.index_of(prev.mapping.get(target, target))
+            if at is not None and at in copied.setdefault(prev.k, set(prev.indices)):
+                what = "removes" if e.data.get("replacement") is None else "replaces the content of"
+                report.warnings.append(
+                    f"{p} line {e.line}: context_edit {e.id} {what} {target}, an entry of {src.name}: inert in its "
+                    "own file, it applies in the stitched one (the stitch edge makes that entry its ancestor)"
+                )
+                break
 
 
 def _header(paths: list[Path], ts: list[Transcript], report: StitchReport) -> dict[str, Any]:

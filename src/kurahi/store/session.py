@@ -14,6 +14,10 @@ better on purpose:
   target's context in Pi and in Kurahi alike.
 * One writer at a time, through a lock file; a second writer gets a clear error and a
   lock left by a dead process is reclaimed.
+* Pi 1.6.0's entry kinds are written as it writes them: ``context_edit`` (with its checks:
+  a target that is unknown, off the active branch or not editable is refused with a
+  :class:`~kurahi.errors.ContextEditError` and nothing appended), ``usage``, and
+  compactions that carry the folded ``systemMessage``.
 """
 
 from __future__ import annotations
@@ -22,19 +26,22 @@ import contextlib
 import errno
 import os
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from kurahi.errors import AppendError, EntryNotFoundError, TranscriptReadError, UsageError
-from kurahi.jsvalues import MISSING, js_whitespace_strip
+from kurahi.errors import AppendError, ContextEditError, EntryNotFoundError, TranscriptReadError, UsageError
+from kurahi.jsvalues import MISSING, date_ms, js_whitespace_strip
 from kurahi.store import fsio
+from kurahi.store.effective import EDITABLE_ROLES, is_editable
 from kurahi.store.fsio import FsyncPolicy
 from kurahi.store.ids import entry_id, iso_now, session_id
 from kurahi.store.locks import FileLock
-from kurahi.store.transcript import LEAF_MARKER_TYPE, Transcript, is_leaf_marker
+from kurahi.store.system_prompt import current_system_message, path_system_messages
+from kurahi.store.transcript import LEAF_MARKER_TYPE, Entry, Transcript, is_leaf_marker
 
 __all__ = ["CURRENT_VERSION", "Session"]
 
@@ -319,29 +326,208 @@ class Session:
         details: Any = MISSING,
         from_hook: Any = MISSING,
         timestamp: str | None = None,
+        *,
+        usage: Any = MISSING,
+        system_message: Any = MISSING,
     ) -> str:
         """Append a ``compaction``: the summary replaces what lies before ``first_kept_entry_id``.
 
-        ``timestamp`` (ISO) replaces now, for a compaction carried from another transcript.
+        As Pi 1.6.0 writes it: with no first kept entry, ``firstKeptEntryId`` is the
+        compaction's own id (nothing before it is kept), and when the context being
+        compacted holds system-role messages, they are folded into one ``systemMessage``
+        stamped with the compaction's time, which the projection puts before the summary.
+
+        Args:
+            summary: the summary text.
+            first_kept_entry_id: the first entry kept raw, or ``None``.
+            tokens_before: the context's size before compacting.
+            details: Pi's ``details`` (omitted when not given).
+            from_hook: Pi's ``fromHook`` (omitted when not given).
+            timestamp: an ISO time instead of now, for a compaction carried from another
+                transcript.
+            usage: the summarising call's usage (1.6.0; omitted when not given).
+            system_message: the folded system message to store; by default it is worked out
+                from the context at the leaf, as Pi does; ``None`` stores none.
         """
         if first_kept_entry_id is not None and first_kept_entry_id not in self._ids:
             raise EntryNotFoundError(first_kept_entry_id, path=self.path)
-        return self._append(
-            lambda i, p, ts: _present(
+        if system_message is not MISSING and system_message is not None and not isinstance(system_message, Mapping):
+            raise UsageError("system_message must be a message object or None")
+
+        def build(i: str, p: str | None, ts: str) -> dict[str, Any]:
+            sm = self._system_message_at(p) if system_message is MISSING else system_message
+            return _present(
                 [
                     ("type", "compaction"),
                     ("id", i),
                     ("parentId", p),
                     ("timestamp", ts),
                     ("summary", summary),
-                    ("firstKeptEntryId", first_kept_entry_id if first_kept_entry_id is not None else MISSING),
+                    ("firstKeptEntryId", first_kept_entry_id if first_kept_entry_id is not None else i),
                     ("tokensBefore", tokens_before),
                     ("details", details),
+                    ("usage", usage),
                     ("fromHook", from_hook),
+                    ("systemMessage", {**sm, "timestamp": date_ms(ts)} if sm else MISSING),
                 ]
-            ),
-            timestamp=timestamp,
+            )
+
+        return self._append(build, timestamp=timestamp)
+
+    def _system_message_at(self, leaf: str | None) -> dict[str, Any] | None:
+        """Pi's ``getCurrentSystemMessage`` of the context at ``leaf``."""
+        if leaf is None:
+            return None
+        with self.transcript() as t:
+            return current_system_message(path_system_messages(t.path(leaf)))
+
+    def append_system_message(
+        self,
+        content: str | list[Any],
+        *,
+        sections: Mapping[str, str | None] | None = None,
+        tools_added: list[Any] | None = None,
+        tools_removed: list[Any] | None = None,
+        timestamp: int | None = None,
+    ) -> str:
+        """Append a system-role message (Pi 1.6.0): a change to the system prompt or the tools.
+
+        Args:
+            content: instruction text (on the first one, the base prompt), or text blocks.
+            sections: named prompt sections to set (``None`` removes one).
+            tools_added: tool definitions that become available here.
+            tools_removed: tools (``{"name": ...}``) that stop being available here.
+            timestamp: milliseconds since the epoch (default: now).
+        """
+        if not isinstance(content, (str, list)):
+            raise UsageError("a system message's content is text or a list of text blocks")
+        msg = _present(
+            [
+                ("role", "system"),
+                ("content", content),
+                ("sections", dict(sections) if sections is not None else MISSING),
+                ("toolsAdded", list(tools_added) if tools_added is not None else MISSING),
+                ("toolsRemoved", list(tools_removed) if tools_removed is not None else MISSING),
+                ("timestamp", timestamp if timestamp is not None else _now_ms()),
+            ]
         )
+        return self.append_message(msg)
+
+    def append_usage(
+        self, kind: str, provider: str, model: str, usage: Mapping[str, Any], note: str | None = None
+    ) -> str:
+        """Append a ``usage`` entry (Pi 1.6.0): model usage that is not part of the context.
+
+        Pi records, for example, a cache warm-up call this way (``kind`` ``"cache_warm"``).
+        ``note`` is written only when it is a non-empty string, as Pi writes it.
+        """
+        for name, value in (("kind", kind), ("provider", provider), ("model", model)):
+            if not isinstance(value, str):
+                raise UsageError(f"usage {name} must be a string, not {type(value).__name__}")
+        if not isinstance(usage, Mapping):
+            raise UsageError(f"usage must be an object (Pi's Usage), not {type(usage).__name__}")
+        if note is not None and not isinstance(note, str):
+            raise UsageError(f"usage note must be a string, not {type(note).__name__}")
+        body = dict(usage)
+        return self._append(
+            lambda i, p, ts: _present(
+                [
+                    ("type", "usage"),
+                    ("id", i),
+                    ("parentId", p),
+                    ("timestamp", ts),
+                    ("kind", kind),
+                    ("provider", provider),
+                    ("model", model),
+                    ("usage", body),
+                    ("note", note if note else MISSING),
+                ]
+            )
+        )
+
+    def append_context_edit(self, target_id: str, replacement: str | list[Any] | Mapping[str, Any] | None) -> str:
+        """Change what the model sees of an earlier entry, by appending (Pi 1.6.0's ``appendContextEdit``).
+
+        The file keeps every byte it had: the edit is a new ``context_edit`` entry, and
+        from it on (on this branch) the projection shows the target with the replacement
+        content, or not at all.
+
+        Args:
+            target_id: a user, assistant or toolResult message or a ``custom_message`` on
+                the active branch (the path to the leaf).
+            replacement: ``None`` takes the entry out of the model's view; text or a list of
+                content blocks (or Pi's own ``{"content": ...}``) replaces its content. Text
+                for an assistant or toolResult message becomes one text block, as Pi stores it.
+
+        Returns:
+            The new entry's id.
+
+        Raises:
+            ContextEditError: the replacement is of the wrong type, the target is unknown,
+                off the active branch, or not editable (an edit of an edit included);
+                nothing is appended.
+        """
+        if not isinstance(target_id, str):
+            raise ContextEditError(
+                f"the target id must be a string, not {type(target_id).__name__}; nothing appended",
+                target_id=str(target_id),
+                reason="not-found",
+                path=self.path,
+            )
+        wanted = _replacement(replacement, target_id, self.path)
+
+        def build(i: str, p: str | None, ts: str) -> dict[str, Any]:
+            target = self._edit_target(target_id, p)
+            role = target.data["message"].get("role") if target.type == "message" else "custom"
+            stored = wanted
+            if stored is not None and role in ("assistant", "toolResult") and isinstance(stored["content"], str):
+                stored = {"content": [{"type": "text", "text": stored["content"]}]}
+            return {
+                "type": "context_edit",
+                "id": i,
+                "parentId": p,
+                "timestamp": ts,
+                "targetId": target_id,
+                "replacement": stored,
+            }
+
+        return self._append(build)
+
+    def _edit_target(self, target_id: str, leaf: str | None) -> Entry:
+        """The entry a new edit at ``leaf`` may target, checked as Pi 1.6.0 checks it."""
+        with self.transcript() as t:
+            idx = t.index_of(target_id)
+            if idx is None:
+                raise ContextEditError(
+                    f"no entry with id {target_id!r}; nothing appended",
+                    target_id=target_id,
+                    reason="not-found",
+                    path=self.path,
+                )
+            target = t.entry_at(idx)
+            target.data  # noqa: B018 - decoded while the file is open
+            leaf_at = t.index_of(leaf) if leaf is not None else None
+            branch = set(t.ids_of(t.path_indices(leaf_at))) if leaf_at is not None else set()
+        if target_id not in branch:
+            raise ContextEditError(
+                f"entry {target_id!r} (line {target.line}) is not on the active branch (the path to "
+                f"{leaf if leaf is not None else 'an empty leaf'}); an edit changes what the model sees from here, "
+                "so it can only name an entry on this path; nothing appended",
+                target_id=target_id,
+                reason="off-branch",
+                path=self.path,
+                line=target.line,
+            )
+        if not is_editable(target):
+            raise ContextEditError(
+                f"entry {target_id!r} (line {target.line}) is {_kind_of(target)}, which has no editable model "
+                f"content (only {', '.join(EDITABLE_ROLES)} messages and custom_message entries do); nothing appended",
+                target_id=target_id,
+                reason="not-editable",
+                path=self.path,
+                line=target.line,
+            )
+        return target
 
     def append_branch_summary(
         self, branch_from_id: str | None, summary: str, details: Any = MISSING, from_hook: Any = MISSING
@@ -486,6 +672,49 @@ class Session:
     def __del__(self) -> None:
         if getattr(self, "_fd", None) is not None:
             self.close()
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _kind_of(entry: Entry) -> str:
+    if entry.type == "context_edit":
+        target = entry.data.get("targetId")
+        return f"a context_edit (of {target!r}: edit that entry instead; an edit of an edit is refused)"
+    if entry.type == "message":
+        msg = entry.data.get("message")
+        return f"a {msg.get('role') if isinstance(msg, dict) else '(role-less)'} message"
+    return f"a {entry.type} entry"
+
+
+def _replacement(value: Any, target_id: str, path: Path) -> dict[str, Any] | None:
+    """``{"content": ...}`` or ``None`` from what the caller gave (Pi's check, plus block shapes)."""
+    if value is None:
+        return None
+    if isinstance(value, (str, list)):
+        value = {"content": value}
+    if isinstance(value, Mapping) and "content" in value:
+        content = value["content"]
+        if isinstance(content, str) or (
+            isinstance(content, list)
+            and all(isinstance(b, Mapping) and isinstance(b.get("type"), str) for b in content)
+        ):
+            return dict(value)
+        what = (
+            "a list holding something other than content blocks"
+            if isinstance(content, list)
+            else type(content).__name__
+        )
+    else:
+        what = type(value).__name__ if not isinstance(value, Mapping) else "an object without content"
+    raise ContextEditError(
+        f"the replacement for {target_id!r} must be None, text, a list of content blocks (objects with a "
+        f'"type") or {{"content": ...}} holding one of those, not {what}; nothing appended',
+        target_id=target_id,
+        reason="replacement",
+        path=path,
+    )
 
 
 def _lock_path(path: Path) -> Path:

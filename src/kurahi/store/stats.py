@@ -1,4 +1,8 @@
-"""Facts about a transcript: sizes, shape of the tree, what kinds of entries it holds."""
+"""Facts about a transcript: sizes, shape of the tree, what kinds of entries it holds.
+
+Pi 1.6.0's kinds are counted on their own: ``context_edit`` entries (what the model sees
+differs from the bytes), ``usage`` entries and system-role messages.
+"""
 
 from __future__ import annotations
 
@@ -98,6 +102,9 @@ def transcript_stats(t: Transcript) -> dict[str, Any]:
         "leafId": None if leaf is MISSING else leaf,
         "pathLength": path_len,
         "compactions": types.get("compaction", 0),
+        "contextEdits": types.get("context_edit", 0),
+        "usageEntries": types.get("usage", 0),
+        "systemMessages": roles.get("system", 0),
         "labels": len(labels),
         "leafMarkers": markers,
         "duplicateIds": duplicate_ids,

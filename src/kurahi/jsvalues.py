@@ -385,18 +385,51 @@ def js_json(value: Any) -> bytes:
     return js_stringify(value).encode("utf-8")
 
 
+# StringToNumber's grammar: decimal literals with ASCII digits only (Python's float() also
+# takes "1_0", "inf", "nan" and other scripts' digits), and unsigned 0x / 0o / 0b integers.
+_JS_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_JS_RADIX = re.compile(r"0(?:[xX](?P<x>[0-9a-fA-F]+)|[oO](?P<o>[0-7]+)|[bB](?P<b>[01]+))")
+
+
+def _string_to_number(text: str) -> float | None:
+    text = js_whitespace_strip(text)
+    if text == "":
+        return 0.0
+    if text in ("Infinity", "+Infinity"):
+        return math.inf
+    if text == "-Infinity":
+        return -math.inf
+    if _JS_DECIMAL.fullmatch(text):
+        return float(text)
+    radix = _JS_RADIX.fullmatch(text)
+    if radix is not None:
+        base, digits = next((b, d) for b, d in zip((16, 8, 2), radix.groups(), strict=True) if d is not None)
+        try:
+            return float(int(digits, base))
+        except OverflowError:
+            return math.inf
+    return None
+
+
 def js_number(value: Any) -> float | None:
-    """``Number(value)``, as JavaScript's ``<`` and ``>=`` see it; ``None`` for NaN."""
+    """``Number(value)``, as JavaScript's ``<`` and ``>=`` see it; ``None`` for NaN.
+
+    Strings follow JavaScript's grammar (``" 2 "`` and ``"0x2"`` are 2, ``"1_0"`` is NaN),
+    and an array is first made a string (``[]`` is 0, ``[2]`` is 2), as ``ToPrimitive`` does.
+    """
+    if value is None:
+        return 0.0
     if isinstance(value, bool):
         return float(value)
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        text = js_whitespace_strip(value)
-        if text == "":
-            return 0.0
+    if isinstance(value, int):
         try:
-            return float(text)
-        except ValueError:
-            return None
-    return None
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
+    if isinstance(value, float):
+        return None if math.isnan(value) else value
+    if isinstance(value, str):
+        return _string_to_number(value)
+    if isinstance(value, list):
+        return _string_to_number(js_string(value))
+    return None  # an object ("[object Object]"), undefined

@@ -27,6 +27,7 @@ __all__ = [
     "js_stringify",
     "js_truthy",
     "js_whitespace_strip",
+    "json_utf8",
     "utf16_len",
 ]
 
@@ -354,6 +355,19 @@ def js_stringify(value: Any) -> str:
 
             push((False, msgspec.to_builtins(v)))
     return "".join(parts)
+
+
+def json_utf8(text: str) -> bytes:
+    r"""JSON text (``json.dumps(..., ensure_ascii=False)``) as UTF-8, a lone surrogate as ``\udXXX``.
+
+    In JSON text a surrogate can only sit inside a string, so writing it as its escape keeps
+    the document's value and makes the bytes valid UTF-8 (``str.encode`` refuses it).
+    """
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+        return _SURROGATE.sub(_escape, joined).encode("utf-8")
 
 
 # Where msgspec's compact JSON may differ from JavaScript's: an integral or negative-zero

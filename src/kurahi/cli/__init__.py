@@ -93,6 +93,9 @@ def __getattr__(name: str) -> Any:
 
 def main() -> None:
     """Console-script entry point."""
+    from kurahi.cli.common import safe_streams
+
+    safe_streams()
     if sys.argv[1:2] == ["lineage"] and sys.argv[2:3] in (["stitch"], ["check"]):
         from kurahi.cli.fast import run  # only for the two commands it serves
 

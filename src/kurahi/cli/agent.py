@@ -71,7 +71,7 @@ def send_command(
     if as_json:
         print_json(result.to_dict())
     elif result.status == "ok":
-        console.print(result.reply)
+        console.print(result.reply, markup=False, highlight=False)  # the model's words, never markup
     if result.status != "ok":
         fail(f"turn {result.status}: {result.error}", EXIT.FAILED)
 
@@ -146,9 +146,11 @@ def actions_show(
     if as_json:
         print_json({**action.to_dict(), "records": action.history})
         return
+    from rich.markup import escape
+
     d = action.to_dict()
     for k in ("actionId", "tool", "status", "settledBy", "sessionId", "toolCallId", "argsSha256"):
-        console.print(f"[bold]{k}[/]: {d[k]}")
+        console.print(f"[bold]{k}[/]: {escape(str(d[k]))}")
     console.print(f"[bold]intentAt[/]: {_when(action.intent_at)}  [bold]outcomeAt[/]: {_when(action.outcome_at)}")
     console.print("[bold]args[/]:", d["args"])
-    console.print("[bold]result[/]:", d["result"] or "-")
+    console.print("[bold]result[/]:", escape(str(d["result"] or "-")))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import codecs
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +22,17 @@ from kurahi.errors import (
     UsageError,
 )
 
-__all__ = ["EXIT", "LazyConsole", "console", "err_console", "fail", "print_json", "translate_errors", "warn"]
+__all__ = [
+    "EXIT",
+    "LazyConsole",
+    "console",
+    "err_console",
+    "fail",
+    "print_json",
+    "safe_streams",
+    "translate_errors",
+    "warn",
+]
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -78,7 +88,10 @@ class EXIT:
 
 def fail(message: str, code: int = EXIT.FAILED) -> NoReturn:
     """Print ``message`` to stderr and exit with ``code``."""
-    err_console.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    from rich.markup import escape
+
+    # The message names files, keys and ids from the input: text, never rich markup.
+    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
     # SystemExit rather than typer.Exit: Click turns its Exit into this anyway, and the
     # commands' fast path (kurahi.cli.fast) runs without typer.
     raise SystemExit(code)
@@ -117,7 +130,52 @@ def translate_errors() -> Iterator[None]:
 
 
 def print_json(value: Any) -> None:
-    """Write ``value`` as JSON on stdout (UTF-8, no ASCII escaping)."""
-    sys.stdout.write(json.dumps(value, ensure_ascii=False))
-    sys.stdout.write("\n")
+    r"""Write ``value`` on stdout as Node writes ``JSON.stringify(value)``: compact UTF-8, one line.
+
+    Every command's JSON leaves through here. The bytes go to the binary stream, so the
+    terminal's encoding never matters: JSON is UTF-8, and a lone surrogate in a transcript
+    is written as the ``\udXXX`` escape JavaScript writes (:func:`kurahi.jsvalues.js_json`).
+    """
+    from kurahi.jsvalues import js_json
+
+    data = js_json(value) + b"\n"
     sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text-only stream (a test's StringIO): the same characters
+        sys.stdout.write(data.decode("utf-8"))
+    else:
+        buffer.write(data)
+        buffer.flush()
+    sys.stdout.flush()
+
+
+_REPLACE = "kurahi.replace"
+
+
+def _replace_unencodable(exc: UnicodeError) -> tuple[bytes, int]:
+    """Codec error handler: U+FFFD for each character the stream cannot encode, ``?`` where it cannot encode that."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    try:
+        # Bytes, not text: Python's UTF-8 encoder takes only ASCII text from a handler.
+        mark = "\ufffd".encode(exc.encoding)
+    except (UnicodeError, LookupError):
+        mark = b"?"
+    return mark * (exc.end - exc.start), exc.end
+
+
+codecs.register_error(_REPLACE, _replace_unencodable)
+
+
+def safe_streams() -> None:
+    """Make stdout and stderr print what they cannot encode as a replacement character.
+
+    Text for people comes from transcripts and state files: a lone surrogate (which
+    ``JSON.parse`` accepts) cannot be encoded in UTF-8, and under ``LANG=C`` or
+    ``PYTHONIOENCODING=ascii`` neither can most of the world's text. Printing it must never
+    end in a traceback, on a terminal or in a pipe. The console script calls this once.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors=_REPLACE)

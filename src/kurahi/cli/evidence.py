@@ -92,11 +92,11 @@ def _print(report: ProvenanceReport) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    cue = ", ".join(report.cue_ids) or "-"
+    cue = escape(", ".join(map(str, report.cue_ids)) or "-")
     console.print(
         f"reply [cyan]{escape(report.reply_id)}[/] in {escape(report.transcript)}: cue {cue}, "
         f"{report.tool_calls} tool call(s), {report.reads} read(s), {report.context_messages} context message(s)"
-        + (f", compaction {report.compaction_id}" if report.compaction_id else "")
+        + (f", compaction {escape(str(report.compaction_id))}" if report.compaction_id else "")
     )
     table = Table(header_style="bold")
     for col in ("phrase", "verdict", "cue", "tool", "context", "workspace", "elsewhere", "reasons"):

@@ -22,6 +22,7 @@ from typing import Any
 import msgspec
 
 from kurahi.errors import EntryNotFoundError
+from kurahi.jsvalues import json_utf8
 from kurahi.lineage.canonical import CanonicalPath, SideBranch, canonical_path
 from kurahi.store.effective import effective_path
 from kurahi.store.transcript import Entry, Transcript
@@ -168,7 +169,13 @@ _kind_decode = msgspec.json.Decoder(_Kind).decode
 
 def _needles(marker: str) -> tuple[bytes, ...]:
     """The byte forms a marker can take inside a JSON line (raw, escaped, ASCII-escaped)."""
-    forms = {marker.encode(), json.dumps(marker, ensure_ascii=False)[1:-1].encode(), json.dumps(marker)[1:-1].encode()}
+    # A marker from the command line may hold bytes that are not UTF-8 (as surrogate escapes):
+    # they are looked for as those bytes.
+    try:
+        raw = marker.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = marker.encode("utf-8", "surrogatepass")
+    forms = {raw, json_utf8(json.dumps(marker, ensure_ascii=False))[1:-1], json.dumps(marker)[1:-1].encode()}
     return tuple(sorted(forms))
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from kurahi import __version__
 from kurahi.errors import UsageError
+from kurahi.jsvalues import json_utf8
 from kurahi.store.fsio import atomic_write, file_sha256
 
 __all__ = ["file_facts", "write_evidence"]
@@ -53,11 +54,12 @@ def write_evidence(
     }
     for name, report in reports.items():
         atomic_write(
-            d / "reports" / f"{name}.json", json.dumps(report, ensure_ascii=False, indent=1).encode(), mode=0o644
+            d / "reports" / f"{name}.json", json_utf8(json.dumps(report, ensure_ascii=False, indent=1)), mode=0o644
         )
-    atomic_write(d / "manifest.json", json.dumps(manifest, ensure_ascii=False, indent=1).encode(), mode=0o644)
+    atomic_write(d / "manifest.json", json_utf8(json.dumps(manifest, ensure_ascii=False, indent=1)), mode=0o644)
     lines = []
     for f in sorted(p for p in d.rglob("*") if p.is_file() and p.name != "SHA256SUMS"):
         lines.append(f"{file_facts(f)['sha256']}  {f.relative_to(d).as_posix()}\n")
-    atomic_write(d / "SHA256SUMS", "".join(lines).encode(), mode=0o644)
+    # File names as the file system has them (a name that is not UTF-8 keeps its bytes), as sha256sum lists them.
+    atomic_write(d / "SHA256SUMS", "".join(lines).encode("utf-8", "surrogateescape"), mode=0o644)
     return d

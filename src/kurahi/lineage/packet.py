@@ -28,6 +28,7 @@ from typing import Any
 from kurahi import __version__
 from kurahi.context.text import message_text
 from kurahi.errors import UsageError
+from kurahi.jsvalues import json_utf8
 from kurahi.lineage.evidence import file_facts
 from kurahi.store.fsio import atomic_write, file_sha256
 
@@ -63,7 +64,7 @@ def first_replies(transcript: Path, count: int, *, after: str | None = None) -> 
                 continue
             m = e.data.get("message") if e.type == "message" else None
             if isinstance(m, dict) and m.get("role") == "assistant" and message_text(m):
-                raw = json.dumps(m, ensure_ascii=False, sort_keys=True).encode()
+                raw = json_utf8(json.dumps(m, ensure_ascii=False, sort_keys=True))
                 out.append(
                     {
                         "entryId": e.id,
@@ -147,7 +148,7 @@ def write_packet(
     if hashes_only:
         for r in reply_rows:
             r.pop("text", None)
-    atomic_write(d / "replies.json", json.dumps(reply_rows, ensure_ascii=False, indent=1).encode(), mode=0o644)
+    atomic_write(d / "replies.json", json_utf8(json.dumps(reply_rows, ensure_ascii=False, indent=1)), mode=0o644)
     report_names = []
     if provenance:
         (d / "reports").mkdir(exist_ok=True)
@@ -156,7 +157,7 @@ def write_packet(
         if hashes_only:
             body.pop("replyText", None)
         name = f"reports/provenance-{i}.json"
-        atomic_write(d / name, json.dumps(body, ensure_ascii=False, indent=1).encode(), mode=0o644)
+        atomic_write(d / name, json_utf8(json.dumps(body, ensure_ascii=False, indent=1)), mode=0o644)
         report_names.append(name)
     manifest = {
         "packet": PACKET_VERSION,
@@ -167,12 +168,13 @@ def write_packet(
         "replies": "replies.json",
         "reports": report_names,
     }
-    atomic_write(d / "manifest.json", json.dumps(manifest, ensure_ascii=False, indent=1).encode(), mode=0o644)
+    atomic_write(d / "manifest.json", json_utf8(json.dumps(manifest, ensure_ascii=False, indent=1)), mode=0o644)
     lines = [
         f"{file_sha256(f)}  {f.relative_to(d).as_posix()}\n"
         for f in sorted(p for p in d.rglob("*") if p.is_file() and p.name != "SHA256SUMS")
     ]
-    atomic_write(d / "SHA256SUMS", "".join(lines).encode(), mode=0o644)
+    # File names as the file system has them (a name that is not UTF-8 keeps its bytes), as sha256sum lists them.
+    atomic_write(d / "SHA256SUMS", "".join(lines).encode("utf-8", "surrogateescape"), mode=0o644)
     return d
 
 
@@ -206,7 +208,7 @@ def verify_packet(folder: str | os.PathLike[str]) -> PacketCheck:
         raise UsageError(f"{d}: not an evidence packet (SHA256SUMS and manifest.json are required)")
     result = PacketCheck(str(d))
     listed: dict[str, str] = {}
-    for n, line in enumerate(sums.read_text(errors="replace").splitlines(), 1):
+    for n, line in enumerate(sums.read_bytes().decode("utf-8", "surrogateescape").splitlines(), 1):
         digest, sep, name = line.partition("  ")
         if not sep or len(digest) != 64:
             result.problems.append(f"SHA256SUMS line {n}: not '<sha256>  <file>'")

@@ -28,7 +28,7 @@ import msgspec
 
 from kurahi import __version__
 from kurahi.errors import KurahiError, StitchError
-from kurahi.jsvalues import MISSING, date_ms
+from kurahi.jsvalues import MISSING, date_ms, js_json
 from kurahi.lineage.canonical import canonical_path
 from kurahi.store import fsio
 from kurahi.store.ids import entry_id, iso_now, session_id
@@ -38,7 +38,9 @@ from kurahi.store.transcript import Transcript
 
 __all__ = ["StitchReport", "stitch"]
 
-_encode = msgspec.json.Encoder().encode
+# A line stitch has to re-encode is written as Pi's JSON.stringify would write it: a lone
+# surrogate from the source as its escape (msgspec refuses it), numbers as JavaScript's.
+_encode = js_json
 
 
 class SourceReport(msgspec.Struct):

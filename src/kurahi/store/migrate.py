@@ -7,11 +7,12 @@ see them after that rewrite, and leaves the file alone.
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Any
 
 from kurahi.jsvalues import MISSING, js_number
 
-__all__ = ["header_version", "migrate_v1"]
+__all__ = ["header_version", "migrate_v1", "rename_hook_message"]
 
 
 def header_version(header: dict[str, Any]) -> float | None:
@@ -32,14 +33,40 @@ def _v1_id(session_id: str, line: int, used: set[str]) -> str:
         n += 1
 
 
+def _kept_index(value: Any, size: int) -> int | None:
+    """The array position ``entries[value]`` reads in JavaScript, or ``None`` for ``undefined``.
+
+    A number is a property key by its string form: only an integral value (``2.0``, ``-0``)
+    names an element; ``1.5``, ``Infinity`` and ``2**70`` (``"1.1805916207174113e+21"``) do not.
+    """
+    if isinstance(value, float):
+        if not (math.isfinite(value) and value.is_integer()):
+            return None
+        value = int(value)
+    return value if 0 <= value < size else None
+
+
+def rename_hook_message(entry: dict[str, Any]) -> dict[str, Any]:
+    """Pi's ``migrateV2ToV3`` for one entry: a ``hookMessage`` message becomes ``custom``."""
+    if entry.get("type") == "message":
+        msg = entry.get("message")
+        if isinstance(msg, dict) and msg.get("role") == "hookMessage":
+            return {**entry, "message": {**msg, "role": "custom"}}
+    return entry
+
+
 def migrate_v1(
     header: dict[str, Any], entries: list[dict[str, Any]], lines: list[int], extra_header_lines: list[int]
 ) -> list[dict[str, Any]]:
-    """Pi's ``migrateV1ToV2``: every entry gets a fresh id and the previous entry as parent.
+    """Pi's ``migrateV1ToV2`` then ``migrateV2ToV3``, as Pi runs them on a version-1 file.
 
-    Pi draws random ids; Kurahi derives them from the session id and the line, so two reads
-    agree. ``firstKeptEntryIndex`` indexes Pi's array of parsed values (the header at 0,
-    ignored headers where they sit); a forward index finds the target's old id, as in Pi.
+    Every entry gets a fresh id and the previous entry as parent. Pi draws random ids;
+    Kurahi derives them from the session id and the line, so two reads agree.
+    ``firstKeptEntryIndex`` indexes Pi's array of parsed values (the header at 0, ignored
+    headers where they sit, malformed lines absent) and becomes the id of the entry there:
+    its new id if it came earlier (or is the compaction itself), the id it was written with
+    if it comes later, and none if that entry has none. A v1 file is always a v2 file next,
+    so ``hookMessage`` messages become ``custom`` here too.
 
     Args:
         header: the session header.
@@ -68,19 +95,22 @@ def migrate_v1(
         entry = dict(parsed[pos])
         parsed[pos] = entry
         new_id = _v1_id(session_id, line, used)
-        entry.pop("id", None)
-        entry.pop("parentId", None)
+        # Assigned as JavaScript assigns: a key that was there keeps its place.
         entry["id"] = new_id
         entry["parentId"] = prev
         prev = new_id
-        if entry.get("type") == "compaction":
-            idx = entry.get("firstKeptEntryIndex")
-            if isinstance(idx, (int, float)) and not isinstance(idx, bool):
-                target = parsed[int(idx)] if idx == int(idx) and 0 <= idx < len(parsed) else None
+        if entry.get("type") == "compaction" and "firstKeptEntryIndex" in entry:
+            idx = entry["firstKeptEntryIndex"]
+            if isinstance(idx, (int, float)) and not isinstance(idx, bool):  # typeof idx === "number"
+                at = _kept_index(idx, len(parsed))
+                target = parsed[at] if at is not None else None
                 if isinstance(target, dict) and target.get("type") != "session":
                     tid = target.get("id", MISSING)
-                    if tid is not MISSING:
+                    if tid is MISSING:
+                        # Pi sets the key to undefined: as good as absent, whatever it held.
+                        entry.pop("firstKeptEntryId", None)
+                    else:
                         entry["firstKeptEntryId"] = tid
                 del entry["firstKeptEntryIndex"]
-        out.append(entry)
+        out.append(rename_hook_message(entry))
     return out

@@ -78,7 +78,9 @@ def _build(t: Transcript) -> list[TreeNode]:
         if pid is None or pkey == key:
             roots.append(node)
             continue
-        parent = nodes.get(pkey) if pid is not msgspec.UNSET else None
+        # An absent parentId looks up the key `undefined`, which an entry without an id has in
+        # Pi's Map: that entry becomes the parent.
+        parent = nodes.get(pkey)
         if parent is None:
             roots.append(node)
         else:

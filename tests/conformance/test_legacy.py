@@ -34,10 +34,6 @@ pytestmark = pytest.mark.pi
 
 CASES = [(version, kind) for version in VERSIONS for kind in [*KINDS, "mixed"]]
 
-# Pi 1.6.0 skips lines whose JSON value is falsy (0, false, "", null); Kurahi's reader still
-# keeps them as empty entries, as 0.73.1 did. The reader's move to 1.6.0 fixes these cases.
-READER_GAP = {"falsy-lines"}
-
 _SEEDED = re.compile(r"[0-9a-f]{8}")
 
 
@@ -136,16 +132,7 @@ def _seeded_names(want: dict[str, Any], ours: list[Any]) -> dict[str, str]:
     return {s: o for s, o in zip(seeded, ours, strict=False) if isinstance(o, str)}
 
 
-@pytest.mark.parametrize(
-    ("version", "kind"),
-    [
-        pytest.param(v, k, marks=pytest.mark.xfail(strict=True, reason="reader: Pi 1.6.0 skips falsy JSON lines"))
-        if k in READER_GAP
-        else (v, k)
-        for v, k in CASES
-    ],
-    ids=[f"{v}--{k}" for v, k in CASES],
-)
+@pytest.mark.parametrize(("version", "kind"), CASES, ids=[f"{v}--{k}" for v, k in CASES])
 def test_legacy_file_reads_as_pi_reads_it(
     legacy: dict[tuple[str, str], tuple[LegacyFile, dict[str, Any]]], version: str, kind: str
 ) -> None:

@@ -28,7 +28,7 @@ import msgspec
 
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import CheckError, NotASessionError, ParentCycleError
-from kurahi.jsvalues import date_ms, js_number, js_whitespace_strip
+from kurahi.jsvalues import date_ms, js_number, js_truthy, js_whitespace_strip
 
 __all__ = ["ReferenceProjection", "reference_projection"]
 
@@ -86,7 +86,8 @@ class _Keys(msgspec.Struct, gc=False):
     """What the walk follows; ``None`` when absent, as ``dict.get`` gives."""
 
     type: Any = None
-    id: Any = None
+    id: Any = msgspec.UNSET
+    """``UNSET`` when absent: Pi's leaf is then the last entry, while an explicit null is no leaf."""
     parentId: Any = None
 
 
@@ -147,8 +148,10 @@ def _parse(path: Path) -> _Lines:
             except ValueError:
                 continue
             if isinstance(value, dict):
-                keys.append(_Keys(value.get("type"), value.get("id"), value.get("parentId")))
+                keys.append(_Keys(value.get("type"), value.get("id", msgspec.UNSET), value.get("parentId")))
                 out.full[len(texts)] = value
+            elif not js_truthy(value):
+                continue  # Pi 1.6.0 keeps a parsed line only when its value is truthy
             else:
                 keys.append(_NOT_AN_OBJECT)
         texts.append(line)

@@ -12,7 +12,9 @@ as it is, so a BOM or a Unicode space around the JSON makes the line not JSON (P
 trimmed the whole file first, which rescued the first and last lines); a line that is
 not JSON is dropped (Kurahi also warns, naming the line); the first *parseable* line must
 be an object with ``type: "session"`` and a string ``id``; further headers are ignored;
-a JSON line that is not an object is kept as an entry with no id, type or parent.
+a line whose JSON value is falsy (``null``, ``false``, ``0``, ``""``) is skipped, as Pi
+1.6.0 skips it; any other JSON line that is not an object is kept as an entry with no id,
+type or parent.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from kurahi.decoding import DECODE_ERRORS
-from kurahi.jsvalues import MISSING, js_whitespace_strip
+from kurahi.jsvalues import MISSING, js_truthy, js_whitespace_strip
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -501,20 +503,31 @@ def _slow_line(res: ScanResult, line: bytes, line_no: int, *, torn: bool) -> Any
     return _to_skeleton(res, value, line_no)
 
 
-def _to_skeleton(res: ScanResult, value: Any, line_no: int) -> Skeleton:
+def _to_skeleton(res: ScanResult, value: Any, line_no: int) -> Skeleton | None:
     if isinstance(value, dict):
         return Skeleton(
             type=value.get("type", msgspec.UNSET),
             id=value.get("id", msgspec.UNSET),
             parentId=value.get("parentId", msgspec.UNSET),
         )
-    if value is None:
-        res.warnings.append(ScanWarning(line_no, "a JSON null line (Pi crashes on it); kept as an empty entry"))
+    if not js_truthy(value):
+        # Pi 1.6.0 keeps a parsed line only when its value is truthy (0.73.1 kept 0, false and
+        # "" as empty entries and crashed on null).
+        res.warnings.append(ScanWarning(line_no, f"a line whose JSON value is {_js_name(value)}; skipped, as Pi does"))
+        return None
     else:
         res.warnings.append(
             ScanWarning(line_no, "a JSON value that is not an object; kept as an empty entry, as Pi does")
         )
     return _BOGUS
+
+
+def _js_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "false"
+    return '""' if isinstance(value, str) else "0"
 
 
 def file_reader(fd: int) -> Reader:

@@ -205,6 +205,24 @@ class PiPeer:
             raise RuntimeError(f"Pi {self.version} could not open {path}: {out['error']}")
         return out
 
+    def context_bytes(self, paths: Sequence[Path]) -> list[bytes]:
+        """The bytes of ``JSON.stringify({leafId, thinkingLevel, model, messages})`` per file.
+
+        What ``kurahi session context FILE --json`` must print, byte for byte (``{"error": ...}``
+        where Pi cannot open the file).
+        """
+        assert NODE is not None
+        proc = subprocess.run(
+            [NODE, str(PEER_JS), "context"],
+            input="\n".join(str(p) for p in paths).encode(),
+            capture_output=True,
+            timeout=900,
+            env=self.env,
+            check=False,
+        )
+        assert proc.returncode == 0, f"pi_peer.mjs context (Pi {self.version}) failed:\n{proc.stderr.decode()}"
+        return [line for line in proc.stdout.split(b"\n") if line.strip()]
+
     def contexts(self, paths: Sequence[Path]) -> list[dict[str, Any]]:
         """Pi's ``SessionManager.open`` + ``buildSessionContext`` for many files in one node process."""
         return self.batch("read", "\n".join(str(p) for p in paths))

@@ -388,16 +388,27 @@ def _may_differ(out: bytes) -> bool:
     return any(s in zeros for s in _SUSPECT_ZEROS)
 
 
-def js_json(value: Any) -> bytes:
+def js_json(value: Any, *, _depth: int = 0) -> bytes:
     """``JSON.stringify(value)`` as UTF-8 bytes, what Node writes for it.
 
     msgspec writes the same bytes for almost every document several times faster; its
     output is used whenever it cannot differ (no number or key it would write otherwise,
-    and no lone surrogate stopped it), and :func:`js_stringify` writes the rest. The bytes are always valid UTF-8.
+    and no lone surrogate stopped it), and :func:`js_stringify` writes the rest. When a
+    large document fails that check, its parts are tried one by one (three levels deep),
+    so one odd number costs the exact encoder's time for its own part only. A
+    ``msgspec.Raw`` (bytes already known to be what ``JSON.stringify`` writes, such as a
+    message copied from a transcript) is written as it is, and a list holding one is
+    written part by part, so those bytes are never checked again. The bytes are always
+    valid UTF-8.
     """
-    if isinstance(value, (dict, list)):
-        import msgspec
+    import msgspec
 
+    if type(value) is msgspec.Raw:
+        return bytes(value)
+    if isinstance(value, (dict, list)):
+        if isinstance(value, list) and any(type(v) is msgspec.Raw for v in value):
+            raw = msgspec.Raw
+            return b"[" + b",".join([v if type(v) is raw else js_json(v, _depth=_depth + 1) for v in value]) + b"]"
         try:
             out: bytes = msgspec.json.encode(value)
         except (UnicodeEncodeError, TypeError, OverflowError):
@@ -405,6 +416,13 @@ def js_json(value: Any) -> bytes:
         else:
             if not _may_differ(out):
                 return out
+        if _depth < 3 and value:
+            if isinstance(value, list):
+                return b"[" + b",".join([js_json(v, _depth=_depth + 1) for v in value]) + b"]"
+            parts = [
+                js_quote(k).encode("utf-8") + b":" + js_json(v, _depth=_depth + 1) for k, v in _ordered_items(value)
+            ]
+            return b"{" + b",".join(parts) + b"}"
     return js_stringify(value).encode("utf-8")
 
 

@@ -19,6 +19,9 @@
 // read: {file, leafId, leafIdUndefined?, messages, thinkingLevel, model} per file (Pi's open + build).
 // at: the same, but after moving Pi's leaf in memory (branch(leafId), or resetLeaf() for null)
 // before building the context: Pi's projection of the file at that entry.
+// context: for each file, the very bytes of JSON.stringify({leafId, thinkingLevel, model, messages})
+// after open + buildSessionContext (Kurahi's `session context --json` shape), on one line; or
+// {"error": ...} when Pi cannot open it.
 // report: everything Pi makes of a file: read's fields plus entryCount, rewritten (whether open
 // changed the bytes of the copy it worked on), branch, labels, tree (getTree() as nested
 // {id, type, label?, children}), llmMessages (convertToLlm), tokens / tokensPerMessage
@@ -370,13 +373,34 @@ function time(files) {
 	}
 }
 
+function context(files) {
+	const work = mkdtempSync(join(tmpdir(), "pi-context-"));
+	try {
+		for (const [i, file] of files.entries()) {
+			const copy = join(work, `${i}.jsonl`);
+			copyFileSync(file, copy);
+			try {
+				const sm = SessionManager.open(copy, work);
+				const ctx = sm.buildSessionContext();
+				const out = { leafId: sm.getLeafId(), thinkingLevel: ctx.thinkingLevel, model: ctx.model, messages: ctx.messages };
+				process.stdout.write(`${JSON.stringify(out)}\n`);
+			} catch (err) {
+				process.stdout.write(`${JSON.stringify({ error: String(err?.message ?? err) })}\n`);
+			}
+		}
+	} finally {
+		rmSync(work, { recursive: true, force: true });
+	}
+}
+
 const lines = (text) => text.split("\n").filter((l) => l.trim());
 if (mode === "write") write(JSON.parse(await readStdin()));
 else if (mode === "read") read(lines(await readStdin()).map((file) => ({ file })));
 else if (mode === "at") read(JSON.parse(await readStdin()));
 else if (mode === "report") await report(lines(await readStdin()));
+else if (mode === "context") context(lines(await readStdin()));
 else if (mode === "time") time(lines(await readStdin()));
 else {
-	process.stderr.write("usage: node pi_peer.mjs write|read|at|report [--seed-ids] | time [--runs N] [--warmup W]  (input on stdin)\n");
+	process.stderr.write("usage: node pi_peer.mjs write|read|at|context|report [--seed-ids] | time [--runs N] [--warmup W]  (input on stdin)\n");
 	process.exit(2);
 }

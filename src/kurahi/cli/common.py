@@ -32,6 +32,7 @@ __all__ = [
     "safe_streams",
     "translate_errors",
     "warn",
+    "write_json_bytes",
 ]
 
 if TYPE_CHECKING:
@@ -138,7 +139,12 @@ def print_json(value: Any) -> None:
     """
     from kurahi.jsvalues import js_json
 
-    data = js_json(value) + b"\n"
+    write_json_bytes(js_json(value))
+
+
+def write_json_bytes(data: bytes) -> None:
+    """Write JSON already encoded as :func:`print_json` encodes it, and a newline, on stdout."""
+    data += b"\n"
     sys.stdout.flush()
     buffer = getattr(sys.stdout, "buffer", None)
     if buffer is None:  # a text-only stream (a test's StringIO): the same characters

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from kurahi.cli.common import EXIT, console, err_console, fail, print_json, translate_errors, warn
+from kurahi.cli.common import EXIT, console, err_console, fail, print_json, translate_errors, warn, write_json_bytes
 from kurahi.context.budget import DEFAULT_RESERVE_TOKENS
 
 if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
@@ -76,13 +76,16 @@ def context(
     from kurahi.jsvalues import MISSING
 
     with translate_errors():
-        result = project_file(file, leaf)
+        # Printed as JSON only, a stored message is copied rather than decoded and encoded.
+        result = project_file(file, leaf, copy_stored=as_json and not llm)
     _warn(result.warnings + result.context.warnings, str(file))
     ctx = result.context
     if as_json:
+        if not llm:
+            write_json_bytes(ctx.to_json())
+            return
         out = ctx.to_dict()
-        if llm:
-            out["llmMessages"] = convert_to_llm(ctx.messages)
+        out["llmMessages"] = convert_to_llm(ctx.messages)
         print_json(out)
         return
     try:

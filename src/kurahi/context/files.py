@@ -27,7 +27,7 @@ class FileContext:
         self.session_id = session_id
 
 
-def project_file(path: str | os.PathLike[str], leaf_id: str | None = None) -> FileContext:
+def project_file(path: str | os.PathLike[str], leaf_id: str | None = None, *, copy_stored: bool = False) -> FileContext:
     """Project a transcript file as Pi's ``SessionManager.open(path).buildSessionContext()``.
 
     Reads from the end and stops once the result is settled, so the cost follows the
@@ -37,6 +37,10 @@ def project_file(path: str | os.PathLike[str], leaf_id: str | None = None) -> Fi
     Args:
         path: the transcript.
         leaf_id: project from this entry instead of Pi's leaf (the last entry line).
+        copy_stored: messages Pi reads unchanged whose stored bytes are already what
+            ``JSON.stringify`` writes come as ``msgspec.Raw`` (see
+            :meth:`~kurahi.store.transcript.Transcript.raw_messages`), for a context that is
+            only written out (:meth:`~kurahi.context.project.SessionContext.to_json`).
 
     Raises:
         TranscriptReadError: missing, a directory, unreadable.
@@ -51,7 +55,7 @@ def project_file(path: str | os.PathLike[str], leaf_id: str | None = None) -> Fi
         header, stop, _, head_warnings = read_header(read, size, name=str(p))
         version = header_version(header)
         if version is not None and version < 2:
-            return _project_full(p, leaf_id)
+            return _project_full(p, leaf_id, copy_stored)
         index = BackwardIndex(
             read,
             size,
@@ -69,11 +73,15 @@ def project_file(path: str | os.PathLike[str], leaf_id: str | None = None) -> Fi
                     raise EntryNotFoundError(leaf_id, path=p)
             else:
                 leaf = index.last_entry()
-            ctx = project_from_leaf(index.walk_up(leaf), leaf.id) if leaf else project_from_leaf([], None)
+            ctx = (
+                project_from_leaf(index.walk_up(leaf), leaf.id, copy_stored=copy_stored)
+                if leaf
+                else project_from_leaf([], None)
+            )
         except OverBudget:
             # The path reaches far up the file (a thinking level set at the root, a
             # compaction long ago): one full scan on every core beats reading backwards.
-            return _project_full(p, leaf_id)
+            return _project_full(p, leaf_id, copy_stored)
         return FileContext(ctx, head_warnings + index.warnings(), index.count, str(header["id"]))
     finally:
         os.close(fd)
@@ -84,7 +92,7 @@ BACKWARD_BUDGET = 1024 * 1024
 before a full scan takes over."""
 
 
-def _project_full(path: Path, leaf_id: str | None) -> FileContext:
+def _project_full(path: Path, leaf_id: str | None, copy_stored: bool) -> FileContext:
     with Transcript.open(path) as t:
         if leaf_id is not None:
             idx = t.index_of(leaf_id)
@@ -96,5 +104,5 @@ def _project_full(path: Path, leaf_id: str | None) -> FileContext:
             if leaf is None:
                 return FileContext(project_from_leaf([], None), t.warnings, len(t), t.session_id)
             idx = len(t) - 1
-        up = reversed(t.path_entries(t.path_indices(idx)))
-        return FileContext(project_from_leaf(up, leaf), t.warnings, len(t), t.session_id)
+        up = reversed(t.path_entries(t.path_indices(idx), raw_messages=copy_stored))
+        return FileContext(project_from_leaf(up, leaf, copy_stored=copy_stored), t.warnings, len(t), t.session_id)

@@ -122,6 +122,19 @@ class SessionContext(msgspec.Struct):
         out["messages"] = self.messages
         return out
 
+    def to_json(self) -> bytes:
+        """:meth:`to_dict` as Node's ``JSON.stringify`` writes it (UTF-8, compact).
+
+        Messages given as ``msgspec.Raw`` (:func:`project_from_leaf` with ``copy_stored``)
+        are copied as they are: they are already those bytes.
+        """
+        from kurahi.jsvalues import js_json
+
+        head = self.to_dict()
+        messages = head.pop("messages")
+        # The messages after the rest (their key comes last), and never checked as one document.
+        return js_json(head)[:-1] + b',"messages":' + js_json(messages) + b"}"
+
 
 def _present(**kv: Any) -> dict[str, Any]:
     return {k: v for k, v in kv.items() if v is not MISSING}
@@ -285,7 +298,7 @@ def build_context(path: Sequence[PathEntry], leaf_id: Any = MISSING, *, with_ent
 
 
 def project_from_leaf(
-    back: Iterable[PathEntry], leaf_id: Any = MISSING, *, with_entries: bool = False
+    back: Iterable[PathEntry], leaf_id: Any = MISSING, *, with_entries: bool = False, copy_stored: bool = False
 ) -> SessionContext:
     """Project a path given leaf first, reading only as far towards the root as Pi's result needs.
 
@@ -300,6 +313,10 @@ def project_from_leaf(
         back: the path from the leaf up to the root (consumed lazily).
         leaf_id: the leaf id to report; ``None`` means Pi's explicit empty leaf.
         with_entries: also fill :attr:`SessionContext.entries`.
+        copy_stored: where a message entry carries a ``raw_message`` (the stored bytes of a
+            message Pi reads unchanged, fit to copy into JSON output), emit that
+            ``msgspec.Raw`` instead of decoding the message; only for a context that is
+            written out as JSON (:meth:`SessionContext.to_json`), and only where no edit applies.
     """
     if leaf_id is None:
         return SessionContext(leaf_id=None, messages=[], entries=[] if with_entries else None)
@@ -387,6 +404,11 @@ def project_from_leaf(
         for index, e in enumerate(context_entries):
             t = e.type
             if t == "message":
+                if copy_stored:
+                    raw = getattr(e, "raw_message", None)
+                    if raw is not None:
+                        append(raw)
+                        continue
                 msg = _stored_message(e, warnings)
                 if msg is not MISSING:
                     append(msg)
@@ -402,10 +424,14 @@ def project_from_leaf(
         if e.type == "compaction" and index > 0:
             contributed: list[Any] = []
         else:
-            contributed = entry_messages(e, warnings)
             edit = edits.get(id_key(e.id)) if edits else None
-            if edit is not None:
-                contributed = apply_context_edit(contributed, edit, warnings)
+            raw = getattr(e, "raw_message", None) if copy_stored and edit is None and e.type == "message" else None
+            if raw is not None:
+                contributed = [raw]
+            else:
+                contributed = entry_messages(e, warnings)
+                if edit is not None:
+                    contributed = apply_context_edit(contributed, edit, warnings)
         messages.extend(contributed)
         if projected is not None:
             projected.append(ProjectedEntry(e, contributed))

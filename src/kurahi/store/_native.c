@@ -56,6 +56,7 @@ typedef struct {
     uint32_t tlen;
     uint32_t ilen;
     int32_t plen;     /* -1: parentId is null */
+    Span msg;         /* the message value, when it may be copied as stored */
     uint8_t flagged;
     uint8_t newline;  /* the line ends with a newline (all but possibly the last) */
 } Rec;
@@ -96,11 +97,12 @@ static int add_line(Seg *s, const char *p, uint64_t off, uint64_t len, int newli
         return -1;
     Rec *r = &s->recs[s->nrecs++];
     Field f[3];
+    r->msg.off = r->msg.len = 0;
     r->off = off;
     r->len = len;
     r->newline = (uint8_t)newline;
     r->flagged = 1;
-    if (!readable || !classify(p, p + len, f))
+    if (!readable || !classify(p, p + len, f, &r->msg))
         return 0;
     size_t need = f[F_TYPE].n + f[F_ID].n + f[F_PARENT].n;
     if (grow((void **)&s->arena, &s->caparena, s->narena + need, 1) < 0)
@@ -272,6 +274,8 @@ typedef struct {
     uint32_t tlen;
     uint32_t ilen;
     int32_t plen;   /* -1: null */
+    uint32_t mlen;  /* the message value's length, 0 when it is not to be copied as stored */
+    uint64_t moff;  /* and its file offset */
 } Ent;
 
 #define TYPE_CACHE 16
@@ -515,6 +519,49 @@ static PyObject *table_parents(PyObject *self, PyObject *unused)
     return column((Table *)self, 2);
 }
 
+/* For each position in rows: (file offset, length) of the entry's message value when it
+ * may be copied into JSON output as stored (see classify), else None. */
+static PyObject *table_message_spans(PyObject *self, PyObject *rows)
+{
+    Table *t = (Table *)self;
+    PyObject *seq = PySequence_Fast(rows, "rows must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    PyObject *out = PyList_New(n);
+    if (out == NULL) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t k = PyNumber_AsSsize_t(items[i], PyExc_IndexError);
+        if (k == -1 && PyErr_Occurred())
+            goto fail;
+        if (k < 0 || k >= t->n) {
+            PyErr_SetString(PyExc_IndexError, "table index out of range");
+            goto fail;
+        }
+        const Ent *e = &t->ents[k];
+        PyObject *v;
+        if (e->mlen == 0) {
+            v = Py_None;
+            Py_INCREF(v);
+        } else {
+            v = Py_BuildValue("(KI)", (unsigned long long)e->moff, (unsigned int)e->mlen);
+            if (v == NULL)
+                goto fail;
+        }
+        PyList_SET_ITEM(out, i, v);
+    }
+    Py_DECREF(seq);
+    return out;
+fail:
+    Py_DECREF(seq);
+    Py_DECREF(out);
+    return NULL;
+}
+
 static void table_dealloc(PyObject *self)
 {
     Table *t = (Table *)self;
@@ -533,6 +580,8 @@ static PyMethodDef table_methods[] = {
     {"types", table_types, METH_NOARGS, "types() -> list of every entry's type"},
     {"ids", table_ids, METH_NOARGS, "ids() -> list of every entry's id"},
     {"parents", table_parents, METH_NOARGS, "parents() -> list of every entry's parent (None for null)"},
+    {"message_spans", table_message_spans, METH_O,
+     "message_spans(rows) -> per row (offset, length) of a message value to copy as stored, or None"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -606,6 +655,8 @@ static int assemble(Table *t, Runs *runs, Seg *segs, int nseg)
             e->tlen = r->tlen;
             e->ilen = r->ilen;
             e->plen = r->plen;
+            e->mlen = r->msg.len;
+            e->moff = r->off + r->msg.off;
             if (runs->lines == 0)
                 runs->off = r->off;
             runs->end = r->off + r->len + r->newline;
@@ -747,11 +798,12 @@ static PyObject *native_classify(PyObject *self, PyObject *arg)
     /* One line's verdict, for tests: (type, id, parent) when plain, else None. */
     Py_buffer view;
     Field f[3];
+    Span m;
     (void)self;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
     const char *p = (const char *)view.buf;
-    int plain = memchr(p, '\n', (size_t)view.len) == NULL && classify(p, p + view.len, f);
+    int plain = memchr(p, '\n', (size_t)view.len) == NULL && classify(p, p + view.len, f, &m);
     PyObject *result;
     if (!plain) {
         result = Py_None;
@@ -765,6 +817,24 @@ static PyObject *native_classify(PyObject *self, PyObject *arg)
     }
     PyBuffer_Release(&view);
     return result;
+}
+
+static PyObject *native_message_span(PyObject *self, PyObject *arg)
+{
+    /* For tests: (offset, length) of a plain line's message value when it may be copied as
+     * stored, else None. */
+    Py_buffer view;
+    Field f[3];
+    Span m;
+    (void)self;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const char *p = (const char *)view.buf;
+    int plain = memchr(p, '\n', (size_t)view.len) == NULL && classify(p, p + view.len, f, &m);
+    PyBuffer_Release(&view);
+    if (!plain || m.len == 0)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(II)", (unsigned int)m.off, (unsigned int)m.len);
 }
 
 static sha256_blocks_fn sha256_fast; /* chosen once, at import */
@@ -891,6 +961,7 @@ static PyMethodDef methods[] = {
     {"scan", native_scan, METH_VARARGS,
      "scan(source, start, end, max_line, threads) -> (table, runs, lines) | None"},
     {"classify", native_classify, METH_O, "classify(line) -> (type, id, parent) | None"},
+    {"message_span", native_message_span, METH_O, "message_span(line) -> (offset, length) | None"},
     {"sha256_split", (PyCFunction)(void (*)(void))native_sha256_split, METH_VARARGS | METH_KEYWORDS,
      "sha256_split(data, portable=False) -> hex SHA-256 of each piece of data.split(b'\\n')"},
     {"sha256_fd", (PyCFunction)(void (*)(void))native_sha256_fd, METH_VARARGS | METH_KEYWORDS,

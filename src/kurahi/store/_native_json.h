@@ -42,9 +42,13 @@ static inline int is_hex(unsigned char c)
 static inline int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 
 /* From just after an opening quote to its closing quote; NULL if the string is not valid.
- * *escaped is set when a backslash occurs. Bytes >= 0x80 are accepted whatever they are:
- * Node decodes the file with replacement, so no byte sequence there breaks JSON.parse. */
-static inline __attribute__((always_inline)) const char *scan_string(const char *p, const char *pe, int *escaped)
+ * *escaped is set when a backslash occurs, *odd when the escape is one JSON.stringify never
+ * writes for the character (\/, and \u, which it writes only for control characters and
+ * lone surrogates: those are rare, so every \u counts). Bytes >= 0x80 are accepted whatever
+ * they are: Node decodes the file with replacement, so no byte sequence there breaks
+ * JSON.parse (whether they are valid UTF-8 is checked where it matters, in Python). */
+static inline __attribute__((always_inline)) const char *scan_string(const char *p, const char *pe, int *escaped,
+                                                                     int *odd)
 {
     for (;;) {
 #if defined(__SSE2__)
@@ -79,10 +83,15 @@ static inline __attribute__((always_inline)) const char *scan_string(const char 
         if (p >= pe)
             return NULL;
         switch (*p) {
-        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+        case '/':
+            *odd = 1;
+            p++;
+            break;
+        case '"': case '\\': case 'b': case 'f': case 'n': case 'r': case 't':
             p++;
             break;
         case 'u':
+            *odd = 1;
             if (pe - p < 5 || !is_hex((unsigned char)p[1]) || !is_hex((unsigned char)p[2]) ||
                 !is_hex((unsigned char)p[3]) || !is_hex((unsigned char)p[4]))
                 return NULL;
@@ -127,6 +136,56 @@ static const char *scan_number(const char *p, const char *pe)
     return p; /* what may follow a number is checked by the caller's grammar */
 }
 
+/* Whether a number token [p, pe) is exactly what JSON.stringify writes for the number
+ * JSON.parse reads from it. Sufficient, not necessary (false costs only time): an integer of
+ * at most 15 digits (every such integer is a double, printed in full) other than -0; or a
+ * plain decimal of at most 15 significant digits, no trailing zero in its fraction and at
+ * most five zeros after the point before the first other digit (so at least 1e-6): such a
+ * decimal is the shortest one that reads back as its double, and JavaScript prints numbers
+ * from 1e-6 up to 1e21 without an exponent. */
+static int number_canonical(const char *p, const char *pe)
+{
+    int negative = *p == '-';
+    if (negative)
+        p++;
+    const char *dot = NULL;
+    for (const char *q = p; q < pe; q++) {
+        if (*q == 'e' || *q == 'E')
+            return 0;
+        if (*q == '.')
+            dot = q;
+    }
+    if (dot == NULL) {
+        if (negative && pe - p == 1 && *p == '0')
+            return 0; /* -0 is written 0 */
+        return pe - p <= 15;
+    }
+    if (pe[-1] == '0')
+        return 0; /* 1.50 and 2.0 are written 1.5 and 2 */
+    if (dot - p == 1 && *p == '0') {
+        const char *q = dot + 1;
+        while (q < pe && *q == '0')
+            q++;
+        if (q - (dot + 1) > 5)
+            return 0; /* below 1e-6: JavaScript writes an exponent */
+        return pe - q <= 15;
+    }
+    return (dot - p) + (pe - dot - 1) <= 15;
+}
+
+/* Whether the JSON value at p is one of the strings "system", "user", "assistant" or
+ * "toolResult" written without escapes (an escaped one makes the message not canonical). */
+static int has_normalised_role(const char *p, const char *pe)
+{
+    static const char *const roles[] = {"\"system\"", "\"user\"", "\"assistant\"", "\"toolResult\""};
+    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++) {
+        size_t n = strlen(roles[i]);
+        if ((size_t)(pe - p) >= n && memcmp(p, roles[i], n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 static int which_key(const char *k, size_t n)
 {
     if (n == 4 && memcmp(k, "type", 4) == 0)
@@ -146,48 +205,106 @@ static int printable_ascii(const char *p, size_t n)
     return 1;
 }
 
-/* 1 when the line is plain (see the top of the file), with its three fields in f. */
-static int classify(const char *p, const char *pe, Field f[3])
+typedef struct {
+    uint32_t off; /* from the start of the line */
+    uint32_t len; /* 0: the message is not to be copied as stored */
+} Span;
+
+#define MAX_KEYS 256 /* keys of the open objects inside a message, for the repeated-key check */
+
+/* 1 when the line is plain (see the top of the file), with its three fields in f.
+ *
+ * m gets the bytes of the top-level "message" value when they can be copied into JSON output
+ * as they are: they must be exactly what JSON.stringify writes for the value JSON.parse reads
+ * from them (no whitespace between tokens, only the escapes JSON.stringify uses, numbers in
+ * its form, no key repeated in an object or led by a digit, which JavaScript orders first),
+ * and the value an object with one "content" key that is not null (Pi 1.6.0 rewrites a null
+ * or missing content). Whether the bytes are valid UTF-8 is left to the caller. */
+static int classify(const char *p, const char *pe, Field f[3], Span *m)
 {
     char stack[MAX_DEPTH];
+    int kbase[MAX_DEPTH];
+    const char *kp[MAX_KEYS];
+    size_t kn[MAX_KEYS];
+    int ktop = 0;
     int depth = 0;
-    int escaped;
+    int escaped, odd;
+    const char *const line = p;
+    int in_msg = 0, canon = 1, msg_count = 0, content_count = 0, content_null = 0, normalised_role = 0;
+    const char *msg_start = NULL, *msg_end = NULL;
     memset(f, 0, 3 * sizeof(Field));
+    m->off = m->len = 0;
+
+/* Whitespace between tokens; inside the message value JSON.stringify writes none. */
+#define WS()                                                                                                         \
+    do {                                                                                                             \
+        const char *q_ = skip_ws(p, pe);                                                                           \
+        if (q_ != p && in_msg)                                                                                       \
+            canon = 0;                                                                                               \
+        p = q_;                                                                                                      \
+    } while (0)
 
     p = skip_ws(p, pe);
     if (p >= pe || *p != '{')
         return 0;
     p++;
+    kbase[depth] = 0;
     stack[depth++] = '{';
 
 obj_start: /* just after '{' */
-    p = skip_ws(p, pe);
+    WS();
     if (p < pe && *p == '}') {
         p++;
         goto closed;
     }
 obj_key:
-    p = skip_ws(p, pe);
+    WS();
     if (p >= pe || *p != '"')
         return 0;
     {
         const char *key = ++p;
-        escaped = 0;
-        p = scan_string(p, pe, &escaped);
+        escaped = odd = 0;
+        p = scan_string(p, pe, &escaped, &odd);
         if (p == NULL)
             return 0;
         size_t keylen = (size_t)(p - key);
         p++;
-        int which = -1;
+        int which = -1, is_message = 0;
         if (depth == 1) {
             if (escaped)
                 return 0; /* "i\u0064" is "id": let Python decode it */
             which = which_key(key, keylen);
+            is_message = keylen == 7 && memcmp(key, "message", 7) == 0;
+        } else if (in_msg) {
+            if (odd || (keylen > 0 && is_digit((unsigned char)key[0])))
+                canon = 0;
+            for (int i = kbase[depth - 1]; i < ktop && canon; i++)
+                if (kn[i] == keylen && memcmp(kp[i], key, keylen) == 0)
+                    canon = 0; /* JSON.parse keeps one of them */
+            if (ktop < MAX_KEYS) {
+                kp[ktop] = key;
+                kn[ktop++] = keylen;
+            } else {
+                canon = 0;
+            }
+            if (depth == 2 && stack[1] == '{' && keylen == 7 && memcmp(key, "content", 7) == 0)
+                content_count++;
         }
-        p = skip_ws(p, pe);
+        WS();
         if (p >= pe || *p != ':')
             return 0;
-        p = skip_ws(p + 1, pe);
+        p++;
+        WS();
+        if (is_message) {
+            msg_count++;
+            msg_start = p;
+            in_msg = 1;
+        } else if (in_msg && depth == 2 && stack[1] == '{') {
+            if (keylen == 7 && memcmp(key, "content", 7) == 0 && p < pe && *p == 'n')
+                content_null = 1;
+            else if (keylen == 4 && memcmp(key, "role", 4) == 0)
+                normalised_role = has_normalised_role(p, pe);
+        }
         if (which >= 0) {
             Field *fld = &f[which];
             if (fld->present)
@@ -195,8 +312,8 @@ obj_key:
             fld->present = 1;
             if (p < pe && *p == '"') {
                 const char *s = ++p;
-                escaped = 0;
-                p = scan_string(p, pe, &escaped);
+                escaped = odd = 0;
+                p = scan_string(p, pe, &escaped, &odd);
                 if (p == NULL || escaped || !printable_ascii(s, (size_t)(p - s)))
                     return 0;
                 fld->p = s;
@@ -214,32 +331,36 @@ obj_key:
     goto value;
 
 arr_start: /* just after '[' */
-    p = skip_ws(p, pe);
+    WS();
     if (p < pe && *p == ']') {
         p++;
         goto closed;
     }
 value:
-    p = skip_ws(p, pe);
+    WS();
     if (p >= pe)
         return 0;
     switch (*p) {
     case '"':
-        escaped = 0;
-        p = scan_string(p + 1, pe, &escaped);
+        escaped = odd = 0;
+        p = scan_string(p + 1, pe, &escaped, &odd);
         if (p == NULL)
             return 0;
+        if (odd && in_msg)
+            canon = 0;
         p++;
         goto after_value;
     case '{':
         if (depth >= MAX_DEPTH)
             return 0;
+        kbase[depth] = ktop;
         stack[depth++] = '{';
         p++;
         goto obj_start;
     case '[':
         if (depth >= MAX_DEPTH)
             return 0;
+        kbase[depth] = ktop;
         stack[depth++] = '[';
         p++;
         goto arr_start;
@@ -258,19 +379,28 @@ value:
             return 0;
         p += 4;
         goto after_value;
-    default:
+    default: {
+        const char *num = p;
         p = scan_number(p, pe);
         if (p == NULL)
             return 0;
+        if (in_msg && !number_canonical(num, p))
+            canon = 0;
         goto after_value;
+    }
     }
 
 closed: /* a container just ended */
+    ktop = kbase[depth - 1];
     depth--;
     if (depth == 0)
         goto done;
 after_value:
-    p = skip_ws(p, pe);
+    if (in_msg && depth == 1) {
+        msg_end = p; /* the message value ends here */
+        in_msg = 0;
+    }
+    WS();
     if (p >= pe)
         return 0;
     if (stack[depth - 1] == '{') {
@@ -293,6 +423,7 @@ after_value:
         goto closed;
     }
     return 0;
+#undef WS
 
 done:
     if (skip_ws(p, pe) != pe)
@@ -301,6 +432,14 @@ done:
         return 0; /* Python gives absent keys JavaScript's undefined */
     if (f[F_TYPE].n == 7 && memcmp(f[F_TYPE].p, "session", 7) == 0)
         return 0; /* a header in the middle: Python warns */
+    /* Pi 1.6.0 gives a system, user, assistant or toolResult message without content (or with
+     * a null one) an empty content: such a message is not copied. */
+    int content_kept = (content_count == 1 && !content_null) || !normalised_role;
+    if (msg_count == 1 && canon && msg_end != NULL && *msg_start == '{' && content_kept &&
+        (uint64_t)(msg_end - msg_start) < 0xffffffffu) {
+        m->off = (uint32_t)(msg_start - line);
+        m->len = (uint32_t)(msg_end - msg_start);
+    }
     return 1;
 }
 

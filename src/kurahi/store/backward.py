@@ -23,6 +23,7 @@ import msgspec
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import NotASessionError, ParentCycleError
 from kurahi.jsvalues import MISSING, js_truthy
+from kurahi.store.native import copyable_message
 from kurahi.store.scan import (
     _BLANK,
     Reader,
@@ -135,6 +136,15 @@ class TailEntry:
     def line(self) -> int:
         """1-based line number (counted on demand)."""
         return self._index.line_at(self.start)
+
+    @cached_property
+    def raw_message(self) -> msgspec.Raw | None:
+        """The stored bytes of the ``message`` value, when they can be copied into JSON output.
+
+        See :func:`kurahi.store.native.copyable_message`; never in a version-2 file, whose
+        ``hookMessage`` Pi renames.
+        """
+        return None if self._index.rename_hook else copyable_message(self.raw)
 
 
 class _Chunk:

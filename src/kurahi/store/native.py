@@ -21,6 +21,8 @@ import os
 from itertools import islice
 from typing import Any
 
+import msgspec
+
 from kurahi.store.columns import TableSkeletons
 from kurahi.store.scan import (
     MAX_LINE_BYTES,
@@ -51,6 +53,33 @@ THREADS_MIN_BYTES = 4 * 1024 * 1024
 def available() -> bool:
     """Whether the C scanner is built and enabled."""
     return ENABLED and _native is not None
+
+
+def copyable(piece: bytes) -> msgspec.Raw | None:
+    """``piece`` (a message value the C scanner found fit to copy) as ``msgspec.Raw``, if valid UTF-8.
+
+    The scanner accepts any bytes inside strings, as Node does (it reads them as U+FFFD);
+    such a message must be decoded, so that its output is what Pi prints.
+    """
+    if not piece.isascii():
+        try:
+            piece.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return msgspec.Raw(piece)
+
+
+def copyable_message(line: bytes) -> msgspec.Raw | None:
+    """The ``message`` value of one stored line, when its bytes can be copied into JSON output.
+
+    That is when they are exactly what ``JSON.stringify`` writes for the value
+    ``JSON.parse`` reads from them and Pi 1.6.0 reads the message unchanged (the C
+    scanner's verdict), and valid UTF-8. ``None`` otherwise, and without the extension.
+    """
+    if not available():
+        return None
+    span = _native.message_span(line)
+    return None if span is None else copyable(line[span[0] : span[0] + span[1]])
 
 
 def line_digests(joined: bytes) -> list[str]:

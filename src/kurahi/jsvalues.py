@@ -407,8 +407,7 @@ def js_json(value: Any, *, _depth: int = 0) -> bytes:
         return bytes(value)
     if isinstance(value, (dict, list)):
         if isinstance(value, list) and any(type(v) is msgspec.Raw for v in value):
-            raw = msgspec.Raw
-            return b"[" + b",".join([v if type(v) is raw else js_json(v, _depth=_depth + 1) for v in value]) + b"]"
+            return b"[" + b",".join(js_json_items(value, _depth=_depth + 1)) + b"]"
         try:
             out: bytes = msgspec.json.encode(value)
         except (UnicodeEncodeError, TypeError, OverflowError):
@@ -424,6 +423,14 @@ def js_json(value: Any, *, _depth: int = 0) -> bytes:
             ]
             return b"{" + b",".join(parts) + b"}"
     return js_stringify(value).encode("utf-8")
+
+
+def js_json_items(values: list[Any], *, _depth: int = 0) -> list[Any]:
+    """Each item's ``JSON.stringify`` bytes (``msgspec.Raw`` items as they are), for a caller that joins them."""
+    import msgspec
+
+    raw = msgspec.Raw
+    return [v if type(v) is raw else js_json(v, _depth=_depth) for v in values]
 
 
 # StringToNumber's grammar: decimal literals with ASCII digits only (Python's float() also

@@ -215,3 +215,23 @@ def test_migrated_and_damaged_messages_are_never_copied(pi: PiPeer, tmp_path: Pa
     assert not any(type(m) is msgspec.Raw and b"\xff" in bytes(m) for m in ctx.messages)
     for path, theirs in zip([v2, bad_utf8], pi.context_bytes([v2, bad_utf8]), strict=True):
         assert _cli_context(path) == theirs, path.name
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_transcript_raw_messages_agree_with_the_line_verdict(tmp_path: Path, sparse: bool) -> None:
+    """Bulk (cut in C from one read, or read one by one when far apart) and per-line answers agree."""
+    p = tmp_path / "t.jsonl"
+    write_session(p, entries=6000 if sparse else 800, seed=9, branch=0, compact_every=0)
+    lines = p.read_bytes().split(b"\n")
+    k = next(i for i, line in enumerate(lines) if b'"role":"user"' in line)
+    lines[k] = lines[k].replace(b'"role":"user"', b'"role":"user","note":"\xed\xa0\x80"')  # an encoded surrogate
+    p.write_bytes(b"\n".join(lines))
+    from kurahi.store import Transcript
+
+    with Transcript.open(p) as t:
+        indices = [0, 1, k - 1, len(t) - 1] if sparse else list(range(len(t)))
+        got = t.raw_messages(indices)
+        want = [native.copyable_message(t.raw_line(i)) for i in indices]
+    assert [None if g is None else bytes(g) for g in got] == [None if w is None else bytes(w) for w in want]
+    assert got[indices.index(k - 1)] is None  # the line with the bad bytes (entries count from 0)
+    assert sum(g is not None for g in got) >= len(indices) // 2

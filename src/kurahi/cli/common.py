@@ -144,13 +144,13 @@ def print_json(value: Any) -> None:
 
 def write_json_bytes(data: bytes) -> None:
     """Write JSON already encoded as :func:`print_json` encodes it, and a newline, on stdout."""
-    data += b"\n"
     sys.stdout.flush()
     buffer = getattr(sys.stdout, "buffer", None)
     if buffer is None:  # a text-only stream (a test's StringIO): the same characters
-        sys.stdout.write(data.decode("utf-8"))
+        sys.stdout.write(data.decode("utf-8") + "\n")
     else:
-        buffer.write(data)
+        buffer.write(data)  # two writes rather than a copy of a large document
+        buffer.write(b"\n")
         buffer.flush()
     sys.stdout.flush()
 

@@ -128,12 +128,19 @@ class SessionContext(msgspec.Struct):
         Messages given as ``msgspec.Raw`` (:func:`project_from_leaf` with ``copy_stored``)
         are copied as they are: they are already those bytes.
         """
-        from kurahi.jsvalues import js_json
+        from kurahi.jsvalues import js_json, js_json_items
 
         head = self.to_dict()
         messages = head.pop("messages")
-        # The messages after the rest (their key comes last), and never checked as one document.
-        return js_json(head)[:-1] + b',"messages":' + js_json(messages) + b"}"
+        opening = js_json(head)[:-1] + b',"messages":['
+        if not messages:
+            return opening + b"]}"
+        # One join for a context of any size (each copy of a 100 MB document costs); the
+        # messages, never checked again as one document, after the rest (their key is last).
+        items = js_json_items(messages)
+        items[0] = opening + items[0]
+        items[-1] = bytes(items[-1]) + b"]}"
+        return b",".join(items)
 
 
 def _present(**kv: Any) -> dict[str, Any]:

@@ -562,6 +562,143 @@ fail:
     return NULL;
 }
 
+/* Strict UTF-8 (what Python's bytes.decode accepts): no overlong forms, no surrogates, nothing
+ * past U+10FFFF. Node reads anything else as U+FFFD, so such a message is not copied. */
+static int valid_utf8(const unsigned char *p, size_t n)
+{
+    const unsigned char *pe = p + n;
+    while (p < pe) {
+        unsigned char c = *p;
+        if (c < 0x80) {
+            p++;
+            continue;
+        }
+        size_t need;
+        unsigned char lo = 0x80, hi = 0xbf;
+        if (c >= 0xc2 && c <= 0xdf) {
+            need = 1;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            need = 2;
+            if (c == 0xe0)
+                lo = 0xa0;
+            else if (c == 0xed)
+                hi = 0x9f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            need = 3;
+            if (c == 0xf0)
+                lo = 0x90;
+            else if (c == 0xf4)
+                hi = 0x8f;
+        } else {
+            return 0;
+        }
+        if ((size_t)(pe - p) <= need || p[1] < lo || p[1] > hi)
+            return 0;
+        for (size_t i = 2; i <= need; i++)
+            if ((p[i] & 0xc0) != 0x80)
+                return 0;
+        p += need + 1;
+    }
+    return 1;
+}
+
+static int row_of(Table *t, PyObject *item, Py_ssize_t *k)
+{
+    *k = PyNumber_AsSsize_t(item, PyExc_IndexError);
+    if (*k == -1 && PyErr_Occurred())
+        return -1;
+    if (*k < 0 || *k >= t->n) {
+        PyErr_SetString(PyExc_IndexError, "table index out of range");
+        return -1;
+    }
+    return 0;
+}
+
+/* message_extent(rows) -> (lo, hi, total): the file range the copyable message values of rows
+ * lie in, and their total length; (0, 0, 0) when there is none. */
+static PyObject *table_message_extent(PyObject *self, PyObject *rows)
+{
+    Table *t = (Table *)self;
+    PyObject *seq = PySequence_Fast(rows, "rows must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    uint64_t lo = UINT64_MAX, hi = 0, total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t k;
+        if (row_of(t, items[i], &k) < 0) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        const Ent *e = &t->ents[k];
+        if (e->mlen == 0)
+            continue;
+        if (e->moff < lo)
+            lo = e->moff;
+        if (e->moff + e->mlen > hi)
+            hi = e->moff + e->mlen;
+        total += e->mlen;
+    }
+    Py_DECREF(seq);
+    if (total == 0)
+        lo = 0;
+    return Py_BuildValue("(KKK)", (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)total);
+}
+
+/* message_bytes(rows, data, base) -> per row the bytes of its copyable message value, cut
+ * from data (the file's bytes from offset base), or None: not copyable, not valid UTF-8, or
+ * outside data. */
+static PyObject *table_message_bytes(PyObject *self, PyObject *args)
+{
+    Table *t = (Table *)self;
+    PyObject *rows;
+    Py_buffer view;
+    unsigned long long base;
+    if (!PyArg_ParseTuple(args, "Oy*K", &rows, &view, &base))
+        return NULL;
+    PyObject *seq = PySequence_Fast(rows, "rows must be a sequence");
+    if (seq == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        goto fail;
+    const unsigned char *data = (const unsigned char *)view.buf;
+    uint64_t end = base + (uint64_t)view.len;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t k;
+        if (row_of(t, items[i], &k) < 0)
+            goto fail;
+        const Ent *e = &t->ents[k];
+        PyObject *v = NULL;
+        if (e->mlen != 0 && e->moff >= base && e->moff + e->mlen <= end) {
+            const unsigned char *piece = data + (e->moff - base);
+            if (valid_utf8(piece, e->mlen)) {
+                v = PyBytes_FromStringAndSize((const char *)piece, (Py_ssize_t)e->mlen);
+                if (v == NULL)
+                    goto fail;
+            }
+        }
+        if (v == NULL) {
+            v = Py_None;
+            Py_INCREF(v);
+        }
+        PyList_SET_ITEM(out, i, v);
+    }
+    Py_DECREF(seq);
+    PyBuffer_Release(&view);
+    return out;
+fail:
+    Py_DECREF(seq);
+    Py_XDECREF(out);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
 static void table_dealloc(PyObject *self)
 {
     Table *t = (Table *)self;
@@ -580,6 +717,10 @@ static PyMethodDef table_methods[] = {
     {"types", table_types, METH_NOARGS, "types() -> list of every entry's type"},
     {"ids", table_ids, METH_NOARGS, "ids() -> list of every entry's id"},
     {"parents", table_parents, METH_NOARGS, "parents() -> list of every entry's parent (None for null)"},
+    {"message_extent", table_message_extent, METH_O,
+     "message_extent(rows) -> (lo, hi, total) of the copyable message values of rows"},
+    {"message_bytes", table_message_bytes, METH_VARARGS,
+     "message_bytes(rows, data, base) -> per row its copyable message value's bytes (valid UTF-8), or None"},
     {"message_spans", table_message_spans, METH_O,
      "message_spans(rows) -> per row (offset, length) of a message value to copy as stored, or None"},
     {NULL, NULL, 0, NULL},

@@ -600,24 +600,22 @@ class Transcript:
         none: list[msgspec.Raw | None] = [None] * len(indices)
         if not isinstance(self._skeletons, TableSkeletons) or self._overrides or self._rename_hook or not indices:
             return none
-        spans: list[tuple[int, int] | None] = self._skeletons.table.message_spans(indices)
-        present = [s for s in spans if s is not None]
-        if not present:
+        table = self._skeletons.table
+        lo, hi, total = table.message_extent(indices)
+        if total == 0:
             return none
-        lo = min(o for o, _ in present)
-        hi = max(o + n for o, n in present)
-        pieces: list[bytes | None]
         try:
-            if hi - lo <= 2 * sum(n for _, n in present) + (1 << 20):
-                whole = self._read(lo, hi - lo)  # dense, as a live context is: one read
-                if len(whole) != hi - lo:
-                    return none  # the file is shorter than when it was scanned
-                pieces = [None if s is None else whole[s[0] - lo : s[0] - lo + s[1]] for s in spans]
+            if hi - lo <= 2 * total + (1 << 20):
+                # Dense, as a live context is: one read, cut (and checked for UTF-8) in C.
+                pieces: list[bytes | None] = table.message_bytes(indices, self._read(lo, hi - lo), lo)
             else:  # a few messages far apart in a large file
+                spans: list[tuple[int, int] | None] = table.message_spans(indices)
                 pieces = [None if s is None else self._read(s[0], s[1]) for s in spans]
-                pieces = [
-                    p if s is None or p is None or len(p) == s[1] else None for p, s in zip(pieces, spans, strict=True)
+                return [
+                    None if p is None or s is None or len(p) != s[1] else copyable(p)
+                    for p, s in zip(pieces, spans, strict=True)
                 ]
         except OSError as exc:
             raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
-        return [None if piece is None else copyable(piece) for piece in pieces]
+        raw = msgspec.Raw
+        return [None if p is None else raw(p) for p in pieces]

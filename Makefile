@@ -49,6 +49,7 @@ demo: install
 
 bench: install peer
 	$(BIN)/python benchmarks/open_project.py
+	$(BIN)/python benchmarks/context_json.py
 	$(BIN)/python benchmarks/stitch_check.py
 	$(BIN)/python benchmarks/append_rate.py
 	$(BIN)/python benchmarks/crash_append.py --rounds 200

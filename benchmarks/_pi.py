@@ -64,15 +64,17 @@ def _run(version: str, mode: str, stdin: str, *flags: str, timeout: float = 1800
     return [json.loads(line) for line in res.stdout.split("\n") if line.strip()]
 
 
-def time_open(version: str, path: Path, *, runs: int, warmup: int) -> dict[str, Any]:
+def time_open(version: str, path: Path, *, runs: int, warmup: int, full_import: bool = False) -> dict[str, Any]:
     """``pi_peer.mjs time`` on one file in a fresh node process, plus that process's wall time.
 
     ``process_s`` is spawn to exit minus the time the harness spent copying the file (it opens
     a private copy, which Pi itself would not do): node's start, the import of Pi's session
-    code, and every open + ``buildSessionContext``.
+    code, and every open + ``buildSessionContext``. With ``full_import`` the process first
+    loads Pi's whole agent (``dist/index.js``), as Pi's own command does.
     """
+    flags = ["--full-import"] if full_import else []
     t0 = time.perf_counter()
-    (out,) = _run(version, "time", str(path), "--runs", str(runs), "--warmup", str(warmup))
+    (out,) = _run(version, "time", str(path), "--runs", str(runs), "--warmup", str(warmup), *flags)
     wall = time.perf_counter() - t0
     if out.get("pkgVersion") != version:
         raise RuntimeError(f"asked for Pi {version}, ran {out.get('pkgVersion')}")

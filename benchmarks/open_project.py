@@ -23,6 +23,9 @@ For each file, in the same run:
 
 Bars (the tree): open + project, whole process, at least 10x faster than Pi 1.6.0 and at
 least 20x faster than Pi 0.73.1 (medians); Kurahi's peak RSS at most a third of Pi 1.6.0's.
+Pi's whole process is reported two ways, each checked against the bars: with only its
+session module imported (the stricter figure), and with its whole agent loaded first, as
+Pi's own command does (``pi_peer.mjs --full-import``).
 
 Correctness is checked in the same run and the script exits 1 loudly if any check fails:
 every Kurahi sample must give the same sha256 of the canonical JSON of the messages, the
@@ -156,6 +159,7 @@ def run_json(cmd: list[str], env: dict[str, str] | None = None, timeout: float =
 
 def measure_pi(version: str, path: Path, runs: int, repeat: int) -> dict[str, Any]:
     cold_runs = [_pi.time_open(version, path, runs=1, warmup=0) for _ in range(runs)]
+    agent_runs = [_pi.time_open(version, path, runs=1, warmup=0, full_import=True) for _ in range(runs)]
     warm = _pi.time_open(version, path, runs=repeat, warmup=1)
     counts = {r["messages"] for r in [*cold_runs, warm]}
     if len(counts) != 1:
@@ -163,6 +167,9 @@ def measure_pi(version: str, path: Path, runs: int, repeat: int) -> dict[str, An
     return {
         "version": version,
         "process_s": statistics.median(r["process_s"] for r in cold_runs),
+        # The same after loading Pi's whole agent first, as Pi's own command does.
+        "process_agent_s": statistics.median(r["process_s"] for r in agent_runs),
+        "process_agent_samples_s": [r["process_s"] for r in agent_runs],
         "cold_s": statistics.median(r["ms"][0] / 1000 for r in cold_runs),
         "median_s": warm["medianMs"] / 1000,
         # Peak RSS from the single-open processes: one that opens the file several times keeps
@@ -252,6 +259,7 @@ def bench_file(label: str, path: Path, args: argparse.Namespace, log: Any) -> di
         k["speedup_cold"] = {v: pi["cold_s"] / k["cold_s"] for v, pi in pis.items()}
         k["rss_ratio"] = {v: k["peak_rss_mb"] / pi["peak_rss_mb"] for v, pi in pis.items()}
     kp["speedup_process"] = {v: pi["process_s"] / kp["process_s"] for v, pi in pis.items()}
+    kp["speedup_process_agent"] = {v: pi["process_agent_s"] / kp["process_s"] for v, pi in pis.items()}
     return {
         "file": label,
         "path": str(path),
@@ -279,9 +287,10 @@ def bars(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         k = r["kurahi_project"]
         for version, bar in BARS.items():
-            value = k["speedup_process"][version]
-            name = f"tree: open + project, whole process, >= {bar:.0f}x faster than Pi {version}"
-            out.append({"bar": name, "value": value, "ok": value >= bar})
+            for key, what in (("speedup_process", "session module"), ("speedup_process_agent", "agent loaded")):
+                value = k[key][version]
+                name = f"tree: open + project, whole process, >= {bar:.0f}x faster than Pi {version} ({what})"
+                out.append({"bar": name, "value": value, "ok": value >= bar})
         ratio = k["rss_ratio"]["1.6.0"]
         out.append({"bar": "tree: peak RSS <= 1/3 of Pi 1.6.0's", "value": ratio, "ok": ratio <= 1 / 3})
     return out
@@ -297,6 +306,7 @@ def print_table(results: list[dict[str, Any]], checks: list[dict[str, Any]]) -> 
         "file",
         "implementation",
         "process s",
+        "+agent s",
         "cold s",
         "median s",
         "peak RSS MB",
@@ -315,19 +325,26 @@ def print_table(results: list[dict[str, Any]], checks: list[dict[str, Any]]) -> 
     for r in results:
         name = f"{r['file']} ({r['size_mb']:.0f} MB)"
         for version, pi in r["pi"].items():
-            row = [f"{pi['process_s']:.3f}", f"{pi['cold_s']:.3f}", f"{pi['median_s']:.3f}", f"{pi['peak_rss_mb']:.0f}"]
+            row = [
+                f"{pi['process_s']:.3f}",
+                f"{pi['process_agent_s']:.3f}",
+                f"{pi['cold_s']:.3f}",
+                f"{pi['median_s']:.3f}",
+                f"{pi['peak_rss_mb']:.0f}",
+            ]
             table.add_row(name, f"Pi {version}", *row, "", "", str(pi["messages"]))
             name = ""
         for key, impl in (("kurahi_project", "Kurahi project_file"), ("kurahi_full", "Kurahi full index")):
             k = r[key]
             process = f"{k['process_s']:.3f}" if "process_s" in k else ""
-            row = [process, f"{k['cold_s']:.3f}", f"{k['median_s']:.3f}", f"{k['peak_rss_mb']:.0f}"]
+            row = [process, "", f"{k['cold_s']:.3f}", f"{k['median_s']:.3f}", f"{k['peak_rss_mb']:.0f}"]
             table.add_row("", impl, *row, speed(k, "1.6.0"), speed(k, "0.73.1"), str(k["messages"]))
         table.add_section()
     console.print(table)
     console.print(
         "process s = spawn to exit of a fresh process that opens and projects once (Pi: less the harness's copying); "
-        "vs Pi = Pi's time / Kurahi's: whole process, then (in-process medians)."
+        "+agent s = the same after loading Pi's whole agent (dist/index.js), as Pi's command does; "
+        "vs Pi = Pi's time / Kurahi's: whole process (session module), then (in-process medians)."
     )
     for r in results:
         if r["messages_identical"]:

@@ -357,6 +357,17 @@ def js_stringify(value: Any) -> str:
     return "".join(parts)
 
 
+def utf8_bytes(text: str) -> bytes:
+    """``text`` as Node writes a string to a file in UTF-8: a lone surrogate becomes U+FFFD.
+
+    (A pair split into two code points is joined first, as JavaScript holds it as one.)
+    """
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace").encode("utf-8")
+
+
 def json_utf8(text: str) -> bytes:
     r"""JSON text (``json.dumps(..., ensure_ascii=False)``) as UTF-8, a lone surrogate as ``\udXXX``.
 

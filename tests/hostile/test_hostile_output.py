@@ -60,7 +60,7 @@ COMMANDS: dict[str, Row] = {
     "session context --json": row("session", "context", "{t}", "--json"),
     "session context --json --llm": row("session", "context", "{t}", "--json", "--llm"),
     "session context --leaf odd id": row("session", "context", "{t}", "--leaf", "x-[/]-" + RAW, codes=(1,)),
-    "session context BOM file": row("session", "context", "{bom}", codes=(0, 4)),
+    "session context BOM file": row("session", "context", "{bom}", codes=(4,)),  # Pi 1.6.0 finds no header
     "session tree": row("session", "tree", "{t}"),
     "session tree --full --all": row("session", "tree", "{t}", "--full", "--all"),
     "session tree --json": row("session", "tree", "{t}", "--json"),
@@ -136,9 +136,9 @@ COMMANDS: dict[str, Row] = {
         "alice",
         "--json",
         'save [[tool:write {"path": "s.md", "content": "\\ud800 [/]"}]]',
-        codes=(0, 1),
+        codes=(0,),  # the file gets U+FFFD, as Node writes a lone surrogate; the transcript its escape
     ),
-    "agent send raw byte": row("agent", "send", "--home", "{home}", "--agent", "alice", RAW, codes=(0, 1, 2)),
+    "agent send raw byte": row("agent", "send", "--home", "{home}", "--agent", "alice", RAW, codes=(0,)),
     "agent jobs": row("agent", "jobs", "--home", "{home}", "--agent", "alice"),
     "audit tail": row("audit", "tail", "--home", "{home}"),
     "audit tail --json": row("audit", "tail", "--home", "{home}", "--json"),

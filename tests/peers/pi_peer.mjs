@@ -21,7 +21,8 @@
 // before building the context: Pi's projection of the file at that entry.
 // context: for each file, the very bytes of JSON.stringify({leafId, thinkingLevel, model, messages})
 // after open + buildSessionContext (Kurahi's `session context --json` shape), on one line; or
-// {"error": ...} when Pi cannot open it.
+// {"error": ...} when Pi cannot open it. --no-copy opens the file itself (for benchmarks, on a
+// version-3 file that ends with a newline, which Pi does not change; the caller checks).
 // report: everything Pi makes of a file: read's fields plus entryCount, rewritten (whether open
 // changed the bytes of the copy it worked on), branch, labels, tree (getTree() as nested
 // {id, type, label?, children}), llmMessages (convertToLlm), tokens / tokensPerMessage
@@ -59,6 +60,9 @@ if (seedIds) {
 	syncBuiltinESMExports();
 }
 const core = (...parts) => pathToFileURL(join(pkg, "dist", "core", ...parts)).href;
+// --full-import: load the whole agent first, as Pi's own command does before it opens a session
+// (benchmarks report Pi both ways; tests never need it).
+if (process.argv.includes("--full-import")) await import(pathToFileURL(join(pkg, "dist", "index.js")).href);
 const { SessionManager } = await import(core("session-manager.js"));
 
 const NO_USAGE = {
@@ -375,10 +379,11 @@ function time(files) {
 
 function context(files) {
 	const work = mkdtempSync(join(tmpdir(), "pi-context-"));
+	const inPlace = process.argv.includes("--no-copy");
 	try {
 		for (const [i, file] of files.entries()) {
-			const copy = join(work, `${i}.jsonl`);
-			copyFileSync(file, copy);
+			const copy = inPlace ? file : join(work, `${i}.jsonl`);
+			if (!inPlace) copyFileSync(file, copy);
 			try {
 				const sm = SessionManager.open(copy, work);
 				const ctx = sm.buildSessionContext();
@@ -401,6 +406,6 @@ else if (mode === "report") await report(lines(await readStdin()));
 else if (mode === "context") context(lines(await readStdin()));
 else if (mode === "time") time(lines(await readStdin()));
 else {
-	process.stderr.write("usage: node pi_peer.mjs write|read|at|context|report [--seed-ids] | time [--runs N] [--warmup W]  (input on stdin)\n");
+	process.stderr.write("usage: node pi_peer.mjs write|read|at|context [--no-copy] [--full-import]|report [--seed-ids] | time [--runs N] [--warmup W]  (input on stdin)\n");
 	process.exit(2);
 }

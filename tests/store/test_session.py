@@ -289,3 +289,16 @@ def test_projection_stops_reading_once_settled(tmp_path: Path) -> None:
     assert fc.context.thinking_level == "low"
     with Transcript.open(p) as t:
         assert first in t and len(t) == 3005
+
+
+def test_a_lone_surrogate_is_written_as_json_stringify_writes_it(session_path: Path, pi: Any) -> None:
+    """JSON can carry a lone surrogate (``\\ud800``), UTF-8 cannot: such a message is still appended."""
+    text = "half a pair: \ud800 and \udfff, a whole one: \U0001f600"
+    with Session.create(session_path, cwd="/home/ava", fsync="never") as s:
+        s.append_message(user_message(text, 1_764_489_600_000))
+        s.append_message(assistant_message([{"type": "text", "text": "ok"}], 1_764_489_601_000))
+    raw = session_path.read_bytes()
+    assert b"\\ud800" in raw and b"\\udfff" in raw and "\U0001f600".encode() in raw
+    ours = project_file(session_path).context.to_dict()["messages"]
+    assert ours[0]["content"] == text
+    assert pi.context(session_path)["messages"] == ours

@@ -22,7 +22,16 @@ from kurahi.store import fsio
 
 __all__ = ["Journal"]
 
-_encode = msgspec.json.Encoder().encode
+_fast_encode = msgspec.json.Encoder().encode
+
+
+def _encode(rec: Any) -> bytes:
+    try:
+        return _fast_encode(rec)
+    except UnicodeEncodeError:  # a lone surrogate: written as JSON.stringify writes it
+        from kurahi.jsvalues import js_json
+
+        return js_json(rec)
 
 
 class Journal:

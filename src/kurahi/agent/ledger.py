@@ -13,6 +13,7 @@ line, one ``write(2)`` each, a torn last line (a crash mid-write) skipped on rea
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 from collections.abc import Iterable
@@ -36,7 +37,13 @@ def action_id(session_id: str, tool_call_id: str) -> str:
 
 def args_hash(args: Any) -> str:
     """SHA-256 of the arguments' JSON with sorted keys."""
-    return hashlib.sha256(msgspec.json.encode(args, order="sorted")).hexdigest()
+    try:
+        data = msgspec.json.encode(args, order="sorted")
+    except UnicodeEncodeError:  # a lone surrogate, which JSON carries as an escape
+        from kurahi.jsvalues import json_utf8
+
+        data = json_utf8(json.dumps(args, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
+    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass

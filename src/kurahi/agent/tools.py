@@ -26,6 +26,7 @@ from typing import Any
 
 from kurahi.agent.types import ToolOutput, ToolSpec
 from kurahi.errors import PathRefusedError, ToolError
+from kurahi.jsvalues import utf8_bytes
 from kurahi.store import fsio
 
 __all__ = [
@@ -211,7 +212,7 @@ class WriteTool(Tool):
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         """Replace the file with ``content`` (temp file, fsync, rename)."""
-        content = _str_arg(args, "content", self.name).encode()
+        content = utf8_bytes(_str_arg(args, "content", self.name))
         if len(content) > _MAX_WRITE:
             raise ToolError(f"content larger than {_MAX_WRITE} bytes", tool=self.name)
         p = resolve_in_workspace(ctx.workspace, args.get("path"), tool=self.name)
@@ -226,7 +227,7 @@ class WriteTool(Tool):
     def lookup(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput | None:
         """The file holds the intended bytes: written. It does not: not written (safe to retry)."""
         try:
-            content = _str_arg(args, "content", self.name).encode()
+            content = utf8_bytes(_str_arg(args, "content", self.name))
             p = resolve_in_workspace(ctx.workspace, args.get("path"), tool=self.name)
         except ToolError:
             return None
@@ -278,7 +279,7 @@ class MemoryAppendTool(Tool):
             if p.exists() and self._tag(ctx) in p.read_bytes():
                 return ToolOutput(f"already appended to memory/{p.name} by this action")
             _make_dirs(p.parent)
-            block = text.rstrip("\n").encode() + b"\n" + self._tag(ctx) + b"\n"
+            block = utf8_bytes(text.rstrip("\n")) + b"\n" + self._tag(ctx) + b"\n"
             fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
             try:
                 fsio.write_all(fd, block)

@@ -48,7 +48,21 @@ __all__ = ["CURRENT_VERSION", "Session"]
 CURRENT_VERSION = 3
 """The session format version Kurahi writes (Pi 0.73.1's ``CURRENT_SESSION_VERSION``)."""
 
-_encode = msgspec.json.Encoder().encode
+_fast_encode = msgspec.json.Encoder().encode
+
+
+def _encode(entry: dict[str, Any]) -> bytes:
+    r"""One entry as a JSON line's bytes.
+
+    msgspec for nearly everything; a string holding a lone surrogate (which a JSON text may
+    carry as ``\ud800``, and which UTF-8 cannot) is written as ``JSON.stringify`` writes it.
+    """
+    try:
+        return _fast_encode(entry)
+    except UnicodeEncodeError:
+        from kurahi.jsvalues import js_json
+
+        return js_json(entry)
 
 
 def _present(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -85,7 +85,7 @@ class DeterministicProvider(Provider):
             if delay:
                 await asyncio.sleep(delay / 1000)
             seed = f"{len(request.messages)}:{step}:{message_text(last_user)}"
-            call_id = "call_" + hashlib.sha256(seed.encode()).hexdigest()[:12]
+            call_id = "call_" + hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:12]
             raw = "{not json" if kind == "badargs" else (args or "{}")
             yield ToolCallReady(call_id, name, raw)
             usage.output = len(raw) // 4 + 1

@@ -1,0 +1,168 @@
+"""``kurahi session context --json`` on a large live context, against Pi and a plain decode + encode.
+
+The file: a 200,000-entry linear path with no compaction (every entry is in the context),
+generated once with :mod:`kurahi.testing_sessions` and cached under ``bench-data/``
+(git-ignored). A resident with a 1M-token window projects thousands of messages on every
+turn, so this is the constant that counts.
+
+Each round runs, as fresh processes, stdout to a file:
+
+* **kurahi**: ``kurahi session context FILE --json`` (the console script);
+* **pi-1.6.0** and **pi-0.73.1**: ``tests/peers/pi_peer.mjs context --no-copy``, which imports
+  Pi's session module, opens the file (``SessionManager.open``), builds the context and
+  prints ``JSON.stringify({leafId, thinkingLevel, model, messages})``;
+* **pi-1.6.0-cli**: the same after loading Pi's whole agent (``dist/index.js``), as Pi's own
+  command does before it opens a session;
+* **msgspec**: a Python process that reads the file, decodes every line with msgspec and
+  encodes the list of message values: the floor for "decode and encode the same lines".
+
+Medians over ``--rounds`` (the order of the programs rotates each round). The run checks
+that Kurahi's output is byte-identical to Pi 1.6.0's, that both Pis printed the same context
+(parsed), and that no program changed the file; it exits 1 if a check fails.
+
+Bars: Kurahi at least 5x faster than Pi 1.6.0, and within 3x of msgspec.
+
+Usage::
+
+    .venv/bin/python benchmarks/context_json.py [--entries 200000] [--rounds 5] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import _pi
+
+from kurahi.testing_sessions import write_session
+
+ROOT = Path(__file__).resolve().parents[1]
+KURAHI = Path(sys.executable).with_name("kurahi")
+
+MSGSPEC_SRC = """
+import sys, msgspec
+decode = msgspec.json.Decoder().decode
+with open(sys.argv[1], "rb") as f:
+    lines = f.read().split(b"\\n")
+values = [decode(line) for line in lines if line.strip()]
+messages = [v["message"] for v in values[1:] if v.get("type") == "message"]
+sys.stdout.buffer.write(msgspec.json.encode(messages))
+"""
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _commands(data: Path) -> dict[str, tuple[list[str], dict[str, str], str | None]]:
+    node = _pi.node()
+    pi = str(_pi.PI_PEER)
+
+    def pi_env(version: str) -> dict[str, str]:
+        return {**os.environ, "PI_PKG": str(_pi.package_dir(version))}
+
+    return {
+        "kurahi": ([str(KURAHI), "session", "context", str(data), "--json"], dict(os.environ), None),
+        "pi-1.6.0": ([node, pi, "context", "--no-copy"], pi_env("1.6.0"), str(data)),
+        "pi-1.6.0-cli": ([node, pi, "context", "--no-copy", "--full-import"], pi_env("1.6.0"), str(data)),
+        "pi-0.73.1": ([node, pi, "context", "--no-copy"], pi_env("0.73.1"), str(data)),
+        "msgspec": ([sys.executable, "-c", MSGSPEC_SRC, str(data)], dict(os.environ), None),
+    }
+
+
+def _run(argv: list[str], env: dict[str, str], stdin: str | None, out: Path) -> float:
+    with open(out, "wb") as f:
+        t0 = time.perf_counter()
+        proc = subprocess.run(argv, input=None if stdin is None else stdin.encode(), stdout=f, env=env, check=False)
+        elapsed = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv[0]} exited {proc.returncode}")
+    return elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--entries", type=int, default=200_000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--data-dir", type=Path, default=ROOT / "bench-data")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    a = ap.parse_args(argv)
+
+    for version in _pi.VERSIONS:
+        _pi.check(version)
+    a.data_dir.mkdir(exist_ok=True)
+    data = a.data_dir / f"context-linear-{a.entries}-s8-nocompaction-ks1.jsonl"
+    if not data.exists():
+        print(f"generating {data.name} ...", file=sys.stderr)
+        write_session(data, entries=a.entries, seed=8, branch=0, compact_every=0)
+    before = _sha256(data)
+    commands = _commands(data)
+    names = list(commands)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    problems: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="kurahi-bench-") as tmp:
+        outs = {n: Path(tmp) / f"{n}.out" for n in names}
+        for r in range(a.rounds):
+            order = names[r % len(names) :] + names[: r % len(names)]
+            for n in order:
+                cmd, env, stdin = commands[n]
+                times[n].append(_run(cmd, env, stdin, outs[n]))
+            print(f"round {r + 1}: " + "  ".join(f"{n} {times[n][-1]:.2f}s" for n in names), file=sys.stderr)
+        mine = outs["kurahi"].read_bytes().rstrip(b"\n")
+        theirs = outs["pi-1.6.0"].read_bytes().rstrip(b"\n")
+        if mine != theirs:
+            problems.append("Kurahi's output is not byte-identical to Pi 1.6.0's")
+        if json.loads(outs["pi-0.73.1"].read_bytes())["messages"] != json.loads(theirs)["messages"]:
+            problems.append("Pi 0.73.1 and Pi 1.6.0 printed different messages")
+        messages = len(json.loads(theirs)["messages"])
+    if _sha256(data) != before:
+        problems.append(f"{data} changed during the run")
+
+    med = {n: statistics.median(v) for n, v in times.items()}
+    result: dict[str, Any] = {
+        "file": data.name,
+        "bytes": data.stat().st_size,
+        "entries": a.entries,
+        "messages": messages,
+        "rounds": a.rounds,
+        "median_s": med,
+        "samples_s": times,
+        "kurahi_vs_pi_1_6_0": med["pi-1.6.0"] / med["kurahi"],
+        "kurahi_vs_pi_1_6_0_cli": med["pi-1.6.0-cli"] / med["kurahi"],
+        "kurahi_vs_pi_0_73_1": med["pi-0.73.1"] / med["kurahi"],
+        "kurahi_over_msgspec": med["kurahi"] / med["msgspec"],
+        "byte_identical_to_pi_1_6_0": not any("byte-identical" in p for p in problems),
+        "problems": problems,
+    }
+    if a.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{data.name}: {result['bytes'] / 1e6:.0f} MB, {messages} messages in the context")
+        for n in names:
+            print(f"  {n:14} median {med[n]:.2f} s   ({', '.join(f'{t:.2f}' for t in times[n])})")
+        print(
+            f"  Kurahi is {result['kurahi_vs_pi_1_6_0']:.1f}x faster than Pi 1.6.0 "
+            f"({result['kurahi_vs_pi_1_6_0_cli']:.1f}x counting Pi's agent load, bar 5x), "
+            f"{result['kurahi_vs_pi_0_73_1']:.1f}x faster than Pi 0.73.1, "
+            f"{result['kurahi_over_msgspec']:.2f}x msgspec's decode + encode (bar: within 3x)"
+        )
+    for p in problems:
+        print(f"!!! {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -26,6 +26,8 @@ ROOMS = [
     "kurahi.canonical",
     "kurahi.jsvalues",
     "kurahi.testing",
+    "kurahi.testing_sessions",
+    "kurahi.jsops",
 ]
 
 

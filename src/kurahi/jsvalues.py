@@ -21,6 +21,7 @@ __all__ = [
     "MISSING",
     "date_ms",
     "js_json",
+    "js_json_items",
     "js_number",
     "js_quote",
     "js_string",
@@ -29,6 +30,7 @@ __all__ = [
     "js_whitespace_strip",
     "json_utf8",
     "utf16_len",
+    "utf8_bytes",
 ]
 
 # JS String.prototype.trim() removes WhiteSpace and LineTerminator code points.

@@ -21,12 +21,12 @@ import pytest
 
 from kurahi.context import build_context, convert_to_llm, estimate_context_tokens, estimate_tokens
 from kurahi.context.files import project_file
-from kurahi.context.system import current_system_message
 from kurahi.context.tokens import estimate_projected_context_tokens
 from kurahi.errors import KurahiError
 from kurahi.lineage.check import messages_sha256
 from kurahi.lineage.reference import reference_projection
 from kurahi.store import Transcript, native
+from kurahi.store.system import current_system_message
 from peer import PiPeer
 
 HEADER = {"type": "session", "version": 3, "id": "s-new", "timestamp": "2026-05-01T10:00:00.000Z", "cwd": "/w"}

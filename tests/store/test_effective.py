@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kurahi.store.effective import effective_path, is_editable
-from kurahi.store.system_prompt import current_system_message, path_system_messages
+from kurahi.store.system import current_system_message, path_system_messages
 from kurahi.store.transcript import Transcript
 from peer import PiPeer
 

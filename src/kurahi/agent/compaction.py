@@ -25,11 +25,11 @@ from kurahi.agent.types import Finished, ModelRequest, TextDelta
 from kurahi.context.budget import find_projected_cut_point
 from kurahi.context.llm import convert_to_llm
 from kurahi.context.project import ProjectedEntry, build_context
-from kurahi.context.system import current_system_message
 from kurahi.context.tokens import estimate_projected_context_tokens
 from kurahi.errors import ProviderError
 from kurahi.jsvalues import date_ms
 from kurahi.store.ids import iso_now
+from kurahi.store.system import current_system_message
 
 __all__ = ["SUMMARY_PROMPT", "compact", "maybe_compact"]
 

@@ -26,10 +26,10 @@ from typing import Any, Literal
 
 import msgspec
 
-from kurahi.context._js import prop
 from kurahi.context.project import ProjectedEntry, entry_messages
 from kurahi.context.tokens import ContextTokens, estimate_context_tokens, estimate_tokens
 from kurahi.errors import UsageError
+from kurahi.jsops import prop
 from kurahi.jsvalues import MISSING
 from kurahi.store.scan import id_key
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kurahi.context._js import is_js_zero, js_string, prop, truthy
 from kurahi.errors import UsageError
+from kurahi.jsops import is_js_zero, js_string, prop, truthy
 from kurahi.jsvalues import MISSING
 
 __all__ = [

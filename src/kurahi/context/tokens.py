@@ -29,12 +29,12 @@ from typing import Any
 
 import msgspec
 
-from kurahi.context._js import js_length, prop, truthy
 from kurahi.context.project import PathEntry, SessionContext
-from kurahi.context.system import current_system_message
 from kurahi.errors import UsageError
+from kurahi.jsops import js_length, prop, truthy
 from kurahi.jsvalues import MISSING, js_stringify, utf16_len
 from kurahi.store.scan import id_key
+from kurahi.store.system import current_system_message
 
 __all__ = [
     "IMAGE_CHARS",
@@ -313,7 +313,7 @@ def estimate_projected_context_tokens(projection: SessionContext, path: Sequence
     the entry that holds it comes after the last ``context_edit`` or ``compaction`` on the
     path: an edit or a compaction changes the context the usage measured. Otherwise every
     message is estimated, the system messages as one (their replay,
-    :func:`~kurahi.context.system.current_system_message`).
+    :func:`~kurahi.store.system.current_system_message`).
 
     Args:
         projection: ``build_context(path, with_entries=True)`` (or ``project_from_leaf``).

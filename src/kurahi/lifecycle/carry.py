@@ -37,7 +37,7 @@ from kurahi.context.tokens import estimate_context_tokens
 from kurahi.jsvalues import MISSING
 from kurahi.store.effective import EffectivePath, Source, effective_path
 from kurahi.store.session import Session
-from kurahi.store.system_prompt import current_system_message, path_system_messages
+from kurahi.store.system import current_system_message, path_system_messages
 from kurahi.store.transcript import LEAF_MARKER_TYPE
 
 __all__ = ["CarryCheck", "CarryReport", "carry_into", "check_carry"]

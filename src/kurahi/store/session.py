@@ -40,7 +40,7 @@ from kurahi.store.effective import EDITABLE_ROLES, is_editable
 from kurahi.store.fsio import FsyncPolicy
 from kurahi.store.ids import entry_id, iso_now, session_id
 from kurahi.store.locks import FileLock
-from kurahi.store.system_prompt import current_system_message, path_system_messages
+from kurahi.store.system import current_system_message, path_system_messages
 from kurahi.store.transcript import LEAF_MARKER_TYPE, Entry, Transcript, is_leaf_marker
 
 __all__ = ["CURRENT_VERSION", "Session"]

@@ -1,5 +1,11 @@
 """System-role messages: what Pi 1.6.0 (``pi-ai``) makes of the prompt state in a transcript.
 
+Used where messages are read (token estimates, the turn loop's compaction) and where a
+compaction is written: :meth:`kurahi.store.session.Session.append_compaction` stores the
+replay of the context's system messages as the entry's ``systemMessage``, as Pi's
+``appendCompaction`` does, so a compaction Kurahi appends projects in Pi exactly as one Pi
+appended.
+
 Pi 1.6.0 stores the system prompt and tool set as ``system``-role messages on the path.
 A compaction entry carries their replay (``systemMessage``, from ``getCurrentSystemMessage``)
 because the compaction leaves the system messages before it out of the retained window.
@@ -16,12 +22,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kurahi.context._js import prop
 from kurahi.errors import UsageError
+from kurahi.jsops import prop
 from kurahi.jsvalues import MISSING, js_string
+from kurahi.store.effective import PathLike, effective_path
 from kurahi.store.scan import id_key
 
-__all__ = ["content_text", "current_system_message", "current_tools"]
+__all__ = ["content_text", "current_system_message", "current_tools", "path_system_messages"]
 
 
 def content_text(content: Any, separator: str = "\n") -> str:
@@ -133,4 +140,22 @@ def current_system_message(messages: Sequence[Any]) -> dict[str, Any] | None:
     if tools:
         out["toolsAdded"] = tools
     out["timestamp"] = 0 if timestamp is MISSING or timestamp is None else timestamp
+    return out
+
+
+def path_system_messages(path: Sequence[PathLike]) -> list[dict[str, Any]]:
+    """The system-role messages the projection of ``path`` (root first) holds, in order."""
+    out: list[dict[str, Any]] = []
+    for s in effective_path(path).sources:
+        if not s.messages:
+            continue
+        e = s.entry
+        if e.type == "compaction":
+            sm = e.data.get("systemMessage")
+            if s.messages == 2 and isinstance(sm, dict):
+                out.append(sm)
+        elif e.type == "message":
+            msg = e.data.get("message")
+            if isinstance(msg, dict) and msg.get("role") == "system":
+                out.append({**msg, "content": ""} if msg.get("content") is None else msg)
     return out

@@ -1,6 +1,6 @@
 """The few JavaScript operations Pi's message helpers perform on stored JSON.
 
-Private to the ``context`` room. Pi's helpers read properties (``m.role``), take lengths
+Used by the ``context`` room and by :mod:`kurahi.store.system`. Pi's helpers read properties (``m.role``), take lengths
 (``text.length``), build strings (`` `Ran ${command}` ``) and test truthiness; each of those
 has a JavaScript meaning that differs from Python's on odd inputs. Where Pi would throw a
 ``TypeError`` (reading a property of ``null``/``undefined``, iterating a non-iterable) or

@@ -29,8 +29,8 @@ __all__ = [
     "js_truthy",
     "js_whitespace_strip",
     "json_utf8",
-    "utf16_len",
     "utf8_bytes",
+    "utf16_len",
 ]
 
 # JS String.prototype.trim() removes WhiteSpace and LineTerminator code points.

@@ -116,13 +116,21 @@ def check(home: Path, report: CampaignReport) -> None:
             report.failures.append(f"job {jid} is still {s} after a restart")
 
 
-def run_campaign(home: Path, turns: int, *, seed: int = 1, max_kill_after: float = 0.6) -> CampaignReport:
-    """Run ``turns`` acknowledged-or-retried turns under random SIGKILLs; see the module docstring."""
+def run_campaign(
+    home: Path, turns: int, *, seed: int = 1, max_kill_after: float = 0.6, min_kills: int = 0
+) -> CampaignReport:
+    """Run ``turns`` acknowledged-or-retried turns under random SIGKILLs; see the module docstring.
+
+    With ``min_kills``, the campaign goes on, 20 turns at a time, until that many kills
+    happened (on a fast machine a run may finish its turns before the random moments come).
+    """
     rng = random.Random(seed)
     report = CampaignReport(turns=turns)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     nxt = 0
-    while nxt < turns:
+    while nxt < turns or (report.kills < min_kills and turns < 20 * report.turns):
+        if nxt >= turns:
+            turns += 20
         proc = subprocess.Popen(
             [sys.executable, str(WORKER), str(home), str(nxt), str(turns)],
             stdin=subprocess.PIPE,
@@ -161,6 +169,7 @@ def run_campaign(home: Path, turns: int, *, seed: int = 1, max_kill_after: float
         if proc.returncode not in (0, -signal.SIGKILL):
             raise RuntimeError(f"worker exited {proc.returncode}: {err}")
         nxt = max(report.acked, default=-1) + 1
+    report.turns = turns
     # One last start settles whatever the last kill left, then the final check.
     proc = subprocess.run(
         [sys.executable, str(WORKER), str(home), str(turns), str(turns)], input="go\n", capture_output=True, text=True

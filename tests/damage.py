@@ -43,8 +43,15 @@ def damage(data: bytes, rnd: random.Random, kinds: list[str]) -> bytes:
             body.insert(at, body[rnd.randrange(len(body))])
         elif kind == "long":
             i = rnd.randrange(len(body))
-            entry = json.loads(body[i])
-            if entry.get("type") == "message" and isinstance(entry["message"].get("content"), str):
+            try:
+                entry = json.loads(body[i])
+            except ValueError:
+                continue  # a garbage, blank or CRLF line an earlier kind put there: nothing to lengthen
+            if (
+                isinstance(entry, dict)
+                and entry.get("type") == "message"
+                and isinstance(entry["message"].get("content"), str)
+            ):
                 entry["message"]["content"] += "x" * rnd.randrange(70_000, 200_000)
                 body[i] = json.dumps(entry).encode()
         elif kind == "header":

@@ -239,7 +239,7 @@ def elide(
         if line.startswith("warning: "):
             warn(line.removeprefix("warning: "))
         else:
-            console.print(escape(line))
+            console.print(escape(line), soft_wrap=True)  # one line each, never wrapped in a pipe
 
 
 @app.command("tree")

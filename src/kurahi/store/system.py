@@ -143,8 +143,35 @@ def current_system_message(messages: Sequence[Any]) -> dict[str, Any] | None:
     return out
 
 
+def _foldable(msg: dict[str, Any]) -> dict[str, Any]:
+    """A system message with the parts pi-ai would throw on made harmless, for the writer.
+
+    A compaction Kurahi appends folds what it can (content that is neither a string nor an
+    array counts as no text, ``null`` blocks and tool lists that are not lists are dropped)
+    where Pi's ``appendCompaction`` would throw and append nothing: one odd old message must
+    not stop a resident's compaction.
+    """
+    out = dict(msg)
+    content = out.get("content")
+    if isinstance(content, list):
+        out["content"] = [b for b in content if isinstance(b, dict)]
+    elif not isinstance(content, str):
+        out["content"] = ""
+    for key in ("toolsAdded", "toolsRemoved"):
+        tools = out.get(key)
+        if key in out and not isinstance(tools, list):
+            del out[key]
+        elif isinstance(tools, list):
+            out[key] = [t for t in tools if isinstance(t, dict)]
+    return out
+
+
 def path_system_messages(path: Sequence[PathLike]) -> list[dict[str, Any]]:
-    """The system-role messages the projection of ``path`` (root first) holds, in order."""
+    """The system-role messages the projection of ``path`` (root first) holds, in order.
+
+    For the writer (:meth:`kurahi.store.session.Session.append_compaction`), so each is
+    :func:`_foldable`.
+    """
     out: list[dict[str, Any]] = []
     for s in effective_path(path).sources:
         if not s.messages:
@@ -153,9 +180,9 @@ def path_system_messages(path: Sequence[PathLike]) -> list[dict[str, Any]]:
         if e.type == "compaction":
             sm = e.data.get("systemMessage")
             if s.messages == 2 and isinstance(sm, dict):
-                out.append(sm)
+                out.append(_foldable(sm))
         elif e.type == "message":
             msg = e.data.get("message")
             if isinstance(msg, dict) and msg.get("role") == "system":
-                out.append({**msg, "content": ""} if msg.get("content") is None else msg)
+                out.append(_foldable(msg))
     return out

@@ -563,11 +563,11 @@ class Transcript:
             indices: entry positions.
             raw_messages: also set each entry's ``raw_message`` (see :meth:`raw_messages`).
         """
-        if not isinstance(self._skeletons, TableSkeletons) or len(indices) < 256:
+        if not isinstance(self._skeletons, TableSkeletons) or len(indices) < max(256, len(self._skeletons) // 8):
             out = [Entry(self, i) for i in indices]
         else:
-            # The C table's columns in one call each: a row lookup per entry costs more than
-            # the entry (a 200k-entry path: 0.1 s instead of 0.9 s).
+            # Most of the file: the C table's columns in one call each, since a row lookup per
+            # entry costs more than the entry (a 200k-entry path: 0.1 s instead of 0.9 s).
             table = self._skeletons.table
             types, ids, parents = table.types(), table.ids(), table.parents()
             new = Entry.__new__

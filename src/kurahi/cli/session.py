@@ -259,7 +259,7 @@ def tree(
         on_path: set[int] = set()
         edited: dict[int, str] = {}
         if t.leaf_id is not None:
-            from kurahi.store.effective import effective_path
+            from kurahi.context.effective import effective_path
 
             indices = t.path_indices(len(t) - 1)
             on_path = set(indices)

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 import msgspec
 
 from kurahi.jsvalues import MISSING, date_ms, js_truthy
+from kurahi.store.effective import context_entries
 from kurahi.store.scan import id_key
 
 __all__ = [
@@ -90,6 +91,10 @@ class ProjectedEntry(msgspec.Struct):
     """The :class:`PathEntry`."""
     messages: list[Any]
     """What it contributes after its edit (possibly nothing)."""
+    part: str = "messages"
+    """``messages`` (the path has no compaction), ``summary``, ``retained`` or ``later``."""
+    edit: Any = None
+    """The ``context_edit`` entry that applies to it, if any."""
 
 
 class SessionContext(msgspec.Struct):
@@ -286,13 +291,6 @@ def apply_context_edit(
     return out
 
 
-def _is_system_message(entry: PathEntry) -> bool:
-    if entry.type != "message":
-        return False
-    msg = entry.data.get("message")
-    return type(msg) is dict and msg.get("role") == "system"
-
-
 def build_context(path: Sequence[PathEntry], leaf_id: Any = MISSING, *, with_entries: bool = False) -> SessionContext:
     """Project a path (root first) into Pi's session context.
 
@@ -333,7 +331,6 @@ def project_from_leaf(
     thinking_found = model_found = False
     comp: PathEntry | None = None
     comp_at = -1
-    kept_at = -1
     kept_key: Any = MISSING
     kept_settled = False  # the first kept entry found, or known not to be on the path
     has_edits = False
@@ -371,44 +368,24 @@ def project_from_leaf(
             kept_settled = not exact_walk and kept_key == entry.id
             continue
         if comp is not None and not kept_settled and id_key(entry.id) == kept_key:
-            kept_at = len(up) - 1
             kept_settled = True
         if thinking_found and model_found and kept_settled and not exact_walk:
             break
 
     path = up[::-1]  # root first (the part that was walked)
-    context_entries: list[PathEntry]
-    if comp is None:
-        context_entries = path
-    else:
+    if comp is not None:
         ctx.compaction_id = comp.id
-        if exact_walk:
-            comp_key = id_key(comp.id)
-            at = next(i for i, e in enumerate(path) if e is comp or id_key(e.id) == comp_key)
-        else:
-            at = len(path) - 1 - comp_at
-        context_entries = [comp]
-        if kept_at >= 0 or exact_walk:
-            found = False
-            for e in path[:at]:
-                if not found and id_key(e.id) == kept_key:
-                    found = True
-                if found and not _is_system_message(e):
-                    context_entries.append(e)
-        context_entries.extend(path[at + 1 :])
-
-    edits: dict[Any, PathEntry] = {}
-    if has_edits:
-        for e in context_entries:
-            if e.type == "context_edit":
-                edits[id_key(e.data.get("targetId", MISSING))] = e  # the latest wins
+    newest = len(path) - 1 - comp_at if comp is not None else -1
+    chosen = context_entries(path, newest_compaction=newest, edits=has_edits)
+    chosen_entries = path if chosen.compaction < 0 else [path[i] for i in chosen.positions(len(path))]
+    edits = {key: path[i] for key, i in chosen.edits.items()}
 
     messages = ctx.messages
     projected: list[ProjectedEntry] | None = [] if with_entries else None
     if not edits and projected is None:
         # The common case, kept lean: 200k entries without edits.
         append = messages.append
-        for index, e in enumerate(context_entries):
+        for index, e in enumerate(chosen_entries):
             t = e.type
             if t == "message":
                 if copy_stored:
@@ -427,7 +404,8 @@ def project_from_leaf(
                 if msg is not MISSING:
                     append(msg)
         return ctx
-    for index, e in enumerate(context_entries):
+    for index, e in enumerate(chosen_entries):
+        edit = None
         if e.type == "compaction" and index > 0:
             contributed: list[Any] = []
         else:
@@ -441,6 +419,6 @@ def project_from_leaf(
                     contributed = apply_context_edit(contributed, edit, warnings)
         messages.extend(contributed)
         if projected is not None:
-            projected.append(ProjectedEntry(e, contributed))
+            projected.append(ProjectedEntry(e, contributed, chosen.part(index), edit))
     ctx.entries = projected
     return ctx

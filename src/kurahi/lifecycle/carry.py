@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kurahi.context.budget import DEFAULT_KEEP_RECENT_TOKENS, find_cut_point
+from kurahi.context.effective import EffectivePath, Source, effective_path
 from kurahi.context.files import project_file
 from kurahi.context.project import PathEntry, build_context, entry_message
 from kurahi.context.text import message_text
 from kurahi.context.tokens import estimate_context_tokens
 from kurahi.jsvalues import MISSING
-from kurahi.store.effective import EffectivePath, Source, effective_path
 from kurahi.store.session import Session
 from kurahi.store.system import current_system_message, path_system_messages
 from kurahi.store.transcript import LEAF_MARKER_TYPE

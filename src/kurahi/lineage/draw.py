@@ -21,10 +21,10 @@ from typing import Any
 
 import msgspec
 
+from kurahi.context.effective import effective_path
 from kurahi.errors import EntryNotFoundError
 from kurahi.jsvalues import json_utf8
 from kurahi.lineage.canonical import CanonicalPath, SideBranch, canonical_path
-from kurahi.store.effective import effective_path
 from kurahi.store.transcript import Entry, Transcript
 
 __all__ = ["Column", "Drawing", "Node", "Run", "StitchEdge", "draw_lineage"]

@@ -49,7 +49,7 @@ def first_replies(transcript: Path, count: int, *, after: str | None = None) -> 
         count: how many replies.
         after: only replies after this entry id (e.g. the last entry of the activated candidate).
     """
-    from kurahi.store.effective import effective_path
+    from kurahi.context.effective import effective_path
     from kurahi.store.transcript import Transcript
 
     out: list[dict[str, Any]] = []

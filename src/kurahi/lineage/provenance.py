@@ -43,11 +43,11 @@ from typing import Any
 
 import msgspec
 
+from kurahi.context.effective import EffectivePath, Source, effective_path
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import EntryNotFoundError, ProvenanceError
 from kurahi.jsvalues import MISSING
 from kurahi.resident.memory import memory_files
-from kurahi.store.effective import EffectivePath, Source, effective_path
 from kurahi.store.transcript import Entry, Transcript
 
 __all__ = [

@@ -25,7 +25,7 @@ from typing import Any
 from kurahi.errors import UsageError
 from kurahi.jsops import prop
 from kurahi.jsvalues import MISSING, js_string
-from kurahi.store.effective import PathLike, effective_path
+from kurahi.store.effective import PathLike, context_entries
 from kurahi.store.scan import id_key
 
 __all__ = ["content_text", "current_system_message", "current_tools", "path_system_messages"]
@@ -173,13 +173,15 @@ def path_system_messages(path: Sequence[PathLike]) -> list[dict[str, Any]]:
     :func:`_foldable`.
     """
     out: list[dict[str, Any]] = []
-    for s in effective_path(path).sources:
-        if not s.messages:
-            continue
-        e = s.entry
+    chosen = context_entries(path)
+    for k, i in enumerate(chosen.positions(len(path))):
+        e = path[i]
+        edit_at = chosen.edits.get(id_key(e.id))
+        if edit_at is not None and path[edit_at].data.get("replacement", MISSING) is None:
+            continue  # removed from the model's view, its system message with it
         if e.type == "compaction":
             sm = e.data.get("systemMessage")
-            if s.messages == 2 and isinstance(sm, dict):
+            if k == 0 and isinstance(sm, dict):  # only the newest compaction speaks
                 out.append(_foldable(sm))
         elif e.type == "message":
             msg = e.data.get("message")

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from kurahi.store.effective import effective_path, is_editable
+from kurahi.context.effective import effective_path
+from kurahi.store.effective import is_editable
 from kurahi.store.system import current_system_message, path_system_messages
 from kurahi.store.transcript import Transcript
 from peer import PiPeer

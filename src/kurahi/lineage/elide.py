@@ -13,7 +13,6 @@ rid of the bytes, write a new file without them (``docs/elide.md``).
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import msgspec
 
 from kurahi.errors import KurahiError
+from kurahi.store.fsio import file_sha256
 from kurahi.store.session import Session
 
 __all__ = ["ContextSize", "ElideReport", "describe", "elide"]
@@ -90,19 +90,6 @@ def _size(messages: list[Any]) -> ContextSize:
     return ContextSize(len(messages), tokens)
 
 
-def _prefix_sha256(path: Path, size: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        left = size
-        while left:
-            chunk = f.read(min(left, 1 << 20))
-            if not chunk:
-                break
-            h.update(chunk)
-            left -= len(chunk)
-    return h.hexdigest()
-
-
 def elide(path: str | os.PathLike[str], entry_id: str, replacement: str | None = None) -> ElideReport:
     """Append a ``context_edit`` that removes ``entry_id`` from the model's view (or replaces its text).
 
@@ -126,7 +113,7 @@ def elide(path: str | os.PathLike[str], entry_id: str, replacement: str | None =
         leaf = s.leaf_id
         ctx_before = project_file(p, leaf).context.messages if leaf is not None else []
         size_before = os.path.getsize(p)
-        prefix = _prefix_sha256(p, size_before)
+        prefix = file_sha256(p, limit=size_before)
         with s.transcript() as t:
             idx = t.index_of(entry_id)
             target = t.entry_at(idx) if idx is not None else None
@@ -135,7 +122,7 @@ def elide(path: str | os.PathLike[str], entry_id: str, replacement: str | None =
         edit_id = s.append_context_edit(entry_id, replacement)
         s.sync()
     ctx_after = project_file(p).context.messages
-    after_prefix = _prefix_sha256(p, size_before)
+    after_prefix = file_sha256(p, limit=size_before)
     if after_prefix != prefix:  # pragma: no cover - an append that rewrote history would be a bug
         raise KurahiError(f"{p}: the first {size_before} bytes changed while appending; report this")
     assert original is not None  # append_context_edit refused an unknown id

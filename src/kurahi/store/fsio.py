@@ -90,10 +90,12 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600
     fsync_dir(target.parent)
 
 
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """The lowercase hex SHA-256 of a file's bytes, read in 1 MiB blocks."""
+def file_sha256(path: str | os.PathLike[str], limit: int | None = None) -> str:
+    """The lowercase hex SHA-256 of a file's bytes (its first ``limit`` bytes), read in 1 MiB blocks."""
     h = hashlib.sha256()
+    remaining = float("inf") if limit is None else limit
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
+        while remaining > 0 and (block := fh.read(int(min(remaining, 1 << 20)))):
             h.update(block)
+            remaining -= len(block)
     return h.hexdigest()

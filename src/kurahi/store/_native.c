@@ -519,49 +519,6 @@ static PyObject *table_parents(PyObject *self, PyObject *unused)
     return column((Table *)self, 2);
 }
 
-/* For each position in rows: (file offset, length) of the entry's message value when it
- * may be copied into JSON output as stored (see classify), else None. */
-static PyObject *table_message_spans(PyObject *self, PyObject *rows)
-{
-    Table *t = (Table *)self;
-    PyObject *seq = PySequence_Fast(rows, "rows must be a sequence");
-    if (seq == NULL)
-        return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    PyObject *out = PyList_New(n);
-    if (out == NULL) {
-        Py_DECREF(seq);
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t k = PyNumber_AsSsize_t(items[i], PyExc_IndexError);
-        if (k == -1 && PyErr_Occurred())
-            goto fail;
-        if (k < 0 || k >= t->n) {
-            PyErr_SetString(PyExc_IndexError, "table index out of range");
-            goto fail;
-        }
-        const Ent *e = &t->ents[k];
-        PyObject *v;
-        if (e->mlen == 0) {
-            v = Py_None;
-            Py_INCREF(v);
-        } else {
-            v = Py_BuildValue("(KI)", (unsigned long long)e->moff, (unsigned int)e->mlen);
-            if (v == NULL)
-                goto fail;
-        }
-        PyList_SET_ITEM(out, i, v);
-    }
-    Py_DECREF(seq);
-    return out;
-fail:
-    Py_DECREF(seq);
-    Py_DECREF(out);
-    return NULL;
-}
-
 /* Strict UTF-8 (what Python's bytes.decode accepts): no overlong forms, no surrogates, nothing
  * past U+10FFFF. Node reads anything else as U+FFFD, so such a message is not copied. */
 static int valid_utf8(const unsigned char *p, size_t n)
@@ -614,89 +571,106 @@ static int row_of(Table *t, PyObject *item, Py_ssize_t *k)
     return 0;
 }
 
-/* message_extent(rows) -> (lo, hi, total): the file range the copyable message values of rows
- * lie in, and their total length; (0, 0, 0) when there is none. */
-static PyObject *table_message_extent(PyObject *self, PyObject *rows)
+/* message_bytes(rows, fd) -> per row the bytes of its message value when they may be copied
+ * into JSON output as stored (see classify) and are valid UTF-8, else None. The values are
+ * read from fd: when they lie close together (a live context), in one read of the range
+ * they span; otherwise one read each. A file that got shorter gives None past its end. */
+static PyObject *table_message_bytes(PyObject *self, PyObject *args)
 {
     Table *t = (Table *)self;
+    PyObject *rows;
+    int fd;
+    if (!PyArg_ParseTuple(args, "Oi", &rows, &fd))
+        return NULL;
     PyObject *seq = PySequence_Fast(rows, "rows must be a sequence");
     if (seq == NULL)
         return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject **items = PySequence_Fast_ITEMS(seq);
-    uint64_t lo = UINT64_MAX, hi = 0, total = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t k;
-        if (row_of(t, items[i], &k) < 0) {
-            Py_DECREF(seq);
-            return NULL;
-        }
-        const Ent *e = &t->ents[k];
-        if (e->mlen == 0)
-            continue;
-        if (e->moff < lo)
-            lo = e->moff;
-        if (e->moff + e->mlen > hi)
-            hi = e->moff + e->mlen;
-        total += e->mlen;
+    PyObject *out = NULL;
+    char *buf = NULL;
+    const Ent **ents = malloc((size_t)(n ? n : 1) * sizeof *ents);
+    if (ents == NULL) {
+        PyErr_NoMemory();
+        goto done;
     }
-    Py_DECREF(seq);
-    if (total == 0)
-        lo = 0;
-    return Py_BuildValue("(KKK)", (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)total);
-}
-
-/* message_bytes(rows, data, base) -> per row the bytes of its copyable message value, cut
- * from data (the file's bytes from offset base), or None: not copyable, not valid UTF-8, or
- * outside data. */
-static PyObject *table_message_bytes(PyObject *self, PyObject *args)
-{
-    Table *t = (Table *)self;
-    PyObject *rows;
-    Py_buffer view;
-    unsigned long long base;
-    if (!PyArg_ParseTuple(args, "Oy*K", &rows, &view, &base))
-        return NULL;
-    PyObject *seq = PySequence_Fast(rows, "rows must be a sequence");
-    if (seq == NULL) {
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    PyObject *out = PyList_New(n);
-    if (out == NULL)
-        goto fail;
-    const unsigned char *data = (const unsigned char *)view.buf;
-    uint64_t end = base + (uint64_t)view.len;
+    uint64_t lo = UINT64_MAX, hi = 0, total = 0, longest = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t k;
         if (row_of(t, items[i], &k) < 0)
-            goto fail;
-        const Ent *e = &t->ents[k];
-        PyObject *v = NULL;
-        if (e->mlen != 0 && e->moff >= base && e->moff + e->mlen <= end) {
-            const unsigned char *piece = data + (e->moff - base);
-            if (valid_utf8(piece, e->mlen)) {
-                v = PyBytes_FromStringAndSize((const char *)piece, (Py_ssize_t)e->mlen);
-                if (v == NULL)
-                    goto fail;
+            goto done;
+        const Ent *e = ents[i] = &t->ents[k];
+        if (e->mlen == 0)
+            continue;
+        lo = e->moff < lo ? e->moff : lo;
+        hi = e->moff + e->mlen > hi ? e->moff + e->mlen : hi;
+        total += e->mlen;
+        longest = e->mlen > longest ? e->mlen : longest;
+    }
+    out = PyList_New(n);
+    if (out == NULL)
+        goto done;
+    int dense = total > 0 && hi - lo <= 2 * total + (1u << 20);
+    size_t got = 0;
+    if (total > 0) {
+        size_t cap = (size_t)(dense ? hi - lo : longest);
+        buf = malloc(cap ? cap : 1);
+        if (buf == NULL) {
+            PyErr_NoMemory();
+            Py_CLEAR(out);
+            goto done;
+        }
+        if (dense) {
+            int err;
+            Py_BEGIN_ALLOW_THREADS
+            err = read_full(fd, buf, cap, lo, &got);
+            Py_END_ALLOW_THREADS
+            if (err) {
+                errno = err;
+                PyErr_SetFromErrno(PyExc_OSError);
+                Py_CLEAR(out);
+                goto done;
             }
         }
-        if (v == NULL) {
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Ent *e = ents[i];
+        const char *piece = NULL;
+        if (e->mlen != 0) {
+            if (dense) {
+                if (e->moff + e->mlen <= lo + got)
+                    piece = buf + (e->moff - lo);
+            } else {
+                size_t one;
+                int err = read_full(fd, buf, e->mlen, e->moff, &one);
+                if (err) {
+                    errno = err;
+                    PyErr_SetFromErrno(PyExc_OSError);
+                    Py_CLEAR(out);
+                    goto done;
+                }
+                if (one == e->mlen)
+                    piece = buf;
+            }
+        }
+        PyObject *v;
+        if (piece != NULL && valid_utf8((const unsigned char *)piece, e->mlen)) {
+            v = PyBytes_FromStringAndSize(piece, (Py_ssize_t)e->mlen);
+            if (v == NULL) {
+                Py_CLEAR(out);
+                goto done;
+            }
+        } else {
             v = Py_None;
             Py_INCREF(v);
         }
         PyList_SET_ITEM(out, i, v);
     }
+done:
+    free(buf);
+    free(ents);
     Py_DECREF(seq);
-    PyBuffer_Release(&view);
     return out;
-fail:
-    Py_DECREF(seq);
-    Py_XDECREF(out);
-    PyBuffer_Release(&view);
-    return NULL;
 }
 
 static void table_dealloc(PyObject *self)
@@ -717,12 +691,8 @@ static PyMethodDef table_methods[] = {
     {"types", table_types, METH_NOARGS, "types() -> list of every entry's type"},
     {"ids", table_ids, METH_NOARGS, "ids() -> list of every entry's id"},
     {"parents", table_parents, METH_NOARGS, "parents() -> list of every entry's parent (None for null)"},
-    {"message_extent", table_message_extent, METH_O,
-     "message_extent(rows) -> (lo, hi, total) of the copyable message values of rows"},
     {"message_bytes", table_message_bytes, METH_VARARGS,
-     "message_bytes(rows, data, base) -> per row its copyable message value's bytes (valid UTF-8), or None"},
-    {"message_spans", table_message_spans, METH_O,
-     "message_spans(rows) -> per row (offset, length) of a message value to copy as stored, or None"},
+     "message_bytes(rows, fd) -> per row its message value's bytes when they may be copied as stored, or None"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -934,45 +904,47 @@ out:
     return result;
 }
 
+/* classify() on a bytes-like test line; -1 on error (set), else whether the line is plain. */
+static int classify_arg(PyObject *arg, Field f[3], Span *m)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return -1;
+    const char *p = (const char *)view.buf;
+    int plain = memchr(p, '\n', (size_t)view.len) == NULL && classify(p, p + view.len, f, m);
+    PyBuffer_Release(&view);
+    return plain;
+}
+
 static PyObject *native_classify(PyObject *self, PyObject *arg)
 {
-    /* One line's verdict, for tests: (type, id, parent) when plain, else None. */
-    Py_buffer view;
+    /* One line's verdict, for tests: (type, id, parent) when plain, else None. The fields
+     * point into arg's buffer, which arg keeps alive while they are copied out. */
     Field f[3];
     Span m;
     (void)self;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+    int plain = classify_arg(arg, f, &m);
+    if (plain < 0)
         return NULL;
-    const char *p = (const char *)view.buf;
-    int plain = memchr(p, '\n', (size_t)view.len) == NULL && classify(p, p + view.len, f, &m);
-    PyObject *result;
-    if (!plain) {
-        result = Py_None;
-        Py_INCREF(result);
-    } else if (f[F_PARENT].null) {
-        result = Py_BuildValue("(s#s#O)", f[F_TYPE].p, (Py_ssize_t)f[F_TYPE].n, f[F_ID].p, (Py_ssize_t)f[F_ID].n,
-                               Py_None);
-    } else {
-        result = Py_BuildValue("(s#s#s#)", f[F_TYPE].p, (Py_ssize_t)f[F_TYPE].n, f[F_ID].p, (Py_ssize_t)f[F_ID].n,
-                               f[F_PARENT].p, (Py_ssize_t)f[F_PARENT].n);
-    }
-    PyBuffer_Release(&view);
-    return result;
+    if (!plain)
+        Py_RETURN_NONE;
+    if (f[F_PARENT].null)
+        return Py_BuildValue("(s#s#O)", f[F_TYPE].p, (Py_ssize_t)f[F_TYPE].n, f[F_ID].p, (Py_ssize_t)f[F_ID].n,
+                             Py_None);
+    return Py_BuildValue("(s#s#s#)", f[F_TYPE].p, (Py_ssize_t)f[F_TYPE].n, f[F_ID].p, (Py_ssize_t)f[F_ID].n,
+                         f[F_PARENT].p, (Py_ssize_t)f[F_PARENT].n);
 }
 
 static PyObject *native_message_span(PyObject *self, PyObject *arg)
 {
     /* For tests: (offset, length) of a plain line's message value when it may be copied as
      * stored, else None. */
-    Py_buffer view;
     Field f[3];
     Span m;
     (void)self;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+    int plain = classify_arg(arg, f, &m);
+    if (plain < 0)
         return NULL;
-    const char *p = (const char *)view.buf;
-    int plain = memchr(p, '\n', (size_t)view.len) == NULL && classify(p, p + view.len, f, &m);
-    PyBuffer_Release(&view);
     if (!plain || m.len == 0)
         Py_RETURN_NONE;
     return Py_BuildValue("(II)", (unsigned int)m.off, (unsigned int)m.len);

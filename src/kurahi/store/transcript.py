@@ -23,7 +23,7 @@ from kurahi.jsvalues import MISSING, js_truthy, js_whitespace_strip
 from kurahi.store.columns import TableSkeletons
 from kurahi.store.idindex import IdIndex
 from kurahi.store.migrate import header_version, migrate_v1
-from kurahi.store.native import copyable, fd_sha256, scan_native
+from kurahi.store.native import fd_sha256, scan_native
 from kurahi.store.parallel import scan_file
 from kurahi.store.scan import (
     Reader,
@@ -593,28 +593,21 @@ class Transcript:
         That is where the C scanner found them to be exactly what ``JSON.stringify`` writes
         for the value ``JSON.parse`` reads from them, the value an object with a content that
         is not null (so Pi 1.6.0 reads it unchanged), and the bytes valid UTF-8. ``None``
-        elsewhere, and everywhere in a file the C scanner did not read alone or that is
-        migrated in memory (a version 1 or 2 file). Writing JSON from these bytes instead of
+        elsewhere, and everywhere in a file the C scanner did not read alone, that is
+        migrated in memory (a version 1 or 2 file) or that was read from bytes. Writing JSON from these bytes instead of
         decoding and encoding every message is what makes a large live context cheap to print.
         """
         none: list[msgspec.Raw | None] = [None] * len(indices)
-        if not isinstance(self._skeletons, TableSkeletons) or self._overrides or self._rename_hook or not indices:
-            return none
-        table = self._skeletons.table
-        lo, hi, total = table.message_extent(indices)
-        if total == 0:
+        if (
+            not isinstance(self._skeletons, TableSkeletons)
+            or self._fd is None
+            or self._overrides
+            or self._rename_hook
+            or not indices
+        ):
             return none
         try:
-            if hi - lo <= 2 * total + (1 << 20):
-                # Dense, as a live context is: one read, cut (and checked for UTF-8) in C.
-                pieces: list[bytes | None] = table.message_bytes(indices, self._read(lo, hi - lo), lo)
-            else:  # a few messages far apart in a large file
-                spans: list[tuple[int, int] | None] = table.message_spans(indices)
-                pieces = [None if s is None else self._read(s[0], s[1]) for s in spans]
-                return [
-                    None if p is None or s is None or len(p) != s[1] else copyable(p)
-                    for p, s in zip(pieces, spans, strict=True)
-                ]
+            pieces: list[bytes | None] = self._skeletons.table.message_bytes(indices, self._fd)
         except OSError as exc:
             raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
         raw = msgspec.Raw

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -324,3 +325,9 @@ def test_tables_show_a_replacement_character(state: dict[str, str]) -> None:
     assert "lone \ufffd high \ufffd low" in utf8 and "\U0001f600" in utf8
     ascii_out = _run("session", "context", state["t"], env=ENVIRONMENTS["ascii"], check=True).stdout
     assert ascii_out.isascii() and b"lone ? high ? low" in ascii_out
+
+
+def test_the_readme_states_this_sweep() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    m = re.search(r"a sweep of (\d+) command lines on hostile input", readme)
+    assert m is not None and int(m[1]) == len(COMMANDS)

@@ -27,8 +27,6 @@ from kurahi.context.llm import convert_to_llm
 from kurahi.context.project import ProjectedEntry, build_context
 from kurahi.context.tokens import estimate_projected_context_tokens
 from kurahi.errors import ProviderError
-from kurahi.jsvalues import date_ms
-from kurahi.store.ids import iso_now
 from kurahi.store.system import current_system_message
 
 __all__ = ["SUMMARY_PROMPT", "compact", "maybe_compact"]
@@ -92,23 +90,10 @@ async def compact(
         raise ProviderError("the compaction summary came back empty", provider=provider.kind)
     details = {"kurahi": {"summarizedMessages": len(dropped), "provider": provider.kind, "model": profile.model}}
     tokens_before = int(estimate_projected_context_tokens(projection, path).tokens)
+    # The context's system messages, folded as Pi 1.6.0 folds them into the compaction's
+    # systemMessage (the session stamps it with the compaction's time).
     system = current_system_message(projection.messages)
-    if system is None:
-        return conv.append_compaction(summary, first_kept, tokens_before, details)
-    # 1.6.0 stamps the replayed system message with the compaction's own time.
-    timestamp = iso_now()
-    entry = {
-        "type": "compaction",
-        "timestamp": timestamp,
-        "summary": summary,
-        "firstKeptEntryId": first_kept,
-        "tokensBefore": tokens_before,
-        "details": details,
-        "systemMessage": {**system, "timestamp": date_ms(timestamp)},
-    }
-    eid = conv.session.append_entry(entry, keep_timestamp=True)
-    conv.reload()
-    return eid
+    return conv.append_compaction(summary, first_kept, tokens_before, details, system_message=system)
 
 
 def _conversation(entries: Sequence[ProjectedEntry], *, summaries: bool = False) -> list[Any]:

@@ -18,6 +18,7 @@ from kurahi.context.llm import convert_to_llm
 from kurahi.context.project import SessionContext, build_context
 from kurahi.context.tokens import estimate_context_tokens, estimate_tokens
 from kurahi.errors import UsageError
+from kurahi.jsvalues import MISSING
 from kurahi.store.fsio import FsyncPolicy
 from kurahi.store.session import Session
 
@@ -135,9 +136,16 @@ class Conversation:
         self.context.leaf_id = eid
         return eid
 
-    def append_compaction(self, summary: str, first_kept_entry_id: str, tokens_before: int, details: Any) -> str:
-        """Append a compaction and re-project (the summary replaces what lies before the kept entry)."""
-        eid = self.session.append_compaction(summary, first_kept_entry_id, tokens_before, details=details)
+    def append_compaction(
+        self, summary: str, first_kept_entry_id: str, tokens_before: int, details: Any, *, system_message: Any = MISSING
+    ) -> str:
+        """Append a compaction and re-project (the summary replaces what lies before the kept entry).
+
+        ``system_message`` is :meth:`kurahi.store.session.Session.append_compaction`'s.
+        """
+        eid = self.session.append_compaction(
+            summary, first_kept_entry_id, tokens_before, details=details, system_message=system_message
+        )
         with self.session.transcript() as t:
             e = t.entry(eid)
             self.path.append(PathItem(e.id, e.type, e.data, e.line))

@@ -21,7 +21,9 @@
  * scan(source, start, end, max_line, threads) -> (table, runs, lines) or None
  *   source:  a file descriptor (read with pread) or a bytes-like object.
  *   table:   a Table of the plain lines in file order: row(k) -> (type, id, parent), and
- *            get(id) -> the position of the last plain line with that id (Pi's byId).
+ *            get(id) -> the position of the last plain line with that id (Pi's byId), and
+ *            message_bytes(rows, fd) -> the stored bytes of the rows' message values that
+ *            JSON output may copy as they are (see classify in _native_json.h).
  *   runs:    (offset, nbytes, nlines, flagged) in file order: a run of plain lines
  *            (nbytes counts their newlines) or one flagged line (nbytes without newline).
  *   lines:   how many lines there were.

@@ -438,12 +438,17 @@ def js_json(value: Any, *, _depth: int = 0) -> bytes:
     return js_stringify(value).encode("utf-8")
 
 
-def js_json_items(values: list[Any], *, _depth: int = 0) -> list[Any]:
-    """Each item's ``JSON.stringify`` bytes (``msgspec.Raw`` items as they are), for a caller that joins them."""
+def js_json_items(values: list[Any], *, keep: tuple[type, ...] = (), _depth: int = 0) -> list[Any]:
+    """Each item's ``JSON.stringify`` bytes, for a caller that joins them.
+
+    ``msgspec.Raw`` items, and items of the types in ``keep`` (other forms of JSON text the
+    caller knows how to join, such as :data:`kurahi.store.native.COPIED_TYPES`), are kept
+    as they are.
+    """
     import msgspec
 
-    raw = msgspec.Raw
-    return [v if type(v) is raw else js_json(v, _depth=_depth) for v in values]
+    kinds = (msgspec.Raw, *keep)
+    return [v if type(v) in kinds else js_json(v, _depth=_depth) for v in values]
 
 
 # StringToNumber's grammar: decimal literals with ASCII digits only (Python's float() also

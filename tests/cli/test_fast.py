@@ -1,4 +1,4 @@
-"""The fast path of `lineage stitch` / `lineage check`: same options and results as the Typer commands, no typer."""
+"""The fast path of `lineage stitch|check` and `session context --json`: as the Typer commands, without typer."""
 
 from __future__ import annotations
 
@@ -19,12 +19,16 @@ from typer.testing import CliRunner
 from cli_probe import run_main
 from kurahi.cli.fast import SPECS, parse
 from kurahi.cli.lineage import app
+from kurahi.cli.session import app as session_app
 from kurahi.testing import build_session
+
+_APPS = {"stitch": app, "check": app, "context": session_app}
+"""The Typer app that holds each command the fast parser serves."""
 
 
 def _click_options(name: str) -> dict[str, tuple[bool, bool, bool]]:
     """Option string -> (takes many, is a flag, required) of the Typer command."""
-    cmd = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
+    cmd = typer.main.get_command(_APPS[name]).commands[name]  # type: ignore[attr-defined]
     out: dict[str, tuple[bool, bool, bool]] = {}
     for p in cmd.params:
         if p.param_type_name == "option":
@@ -38,7 +42,7 @@ def _fast_options(name: str) -> dict[str, tuple[bool, bool, bool]]:
     return {opt: (o.kind == "many", o.kind == "flag", o.required) for opt, o in options.items()}
 
 
-@pytest.mark.parametrize("name", ["stitch", "check"])
+@pytest.mark.parametrize("name", sorted(SPECS))
 def test_the_fast_parser_takes_exactly_the_typer_commands_options(name: str) -> None:
     assert _fast_options(name) == _click_options(name)
 
@@ -49,7 +53,7 @@ _CLICK_USAGE_ERROR = typer.BadParameter.__bases__[0]
 
 def _click_values(name: str, args: list[str]) -> dict[str, Any] | None:
     """What Click makes of ``args`` (positionals as one list), or ``None`` when it refuses them."""
-    cmd = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
+    cmd = typer.main.get_command(_APPS[name]).commands[name]  # type: ignore[attr-defined]
     try:
         with cmd.make_context(name, list(args)) as ctx:
             params = dict(ctx.params)
@@ -59,6 +63,8 @@ def _click_values(name: str, args: list[str]) -> dict[str, Any] | None:
         params["sources"] = [params.pop("before"), *params.pop("after")]
     else:
         params["file"] = [params["file"]]
+    if name == "context":
+        params["context_window"] = params.pop("window")
     params["json"] = params.pop("as_json")
     return _plain(params)
 
@@ -76,11 +82,23 @@ def _plain(values: dict[str, Any]) -> dict[str, Any]:
 _TOKENS = {
     "stitch": ["--out", "--leaf", "--report", "--evidence", "--json", "--force", "--rename-colliding", "--out=C"],
     "check": ["--marker", "--window", "--reserve", "--system-prompt-tokens", "--evidence", "--json", "--window=5"],
+    "context": ["--leaf", "--json", "--llm", "--context-window", "--reserve", "--reserve=3", "--context-window=9"],
 }
 _VALUES = ["A.jsonl", "B.jsonl", "C", "7", "0", "+5", "1_000", "-x", "", "--", "-", "x=y", "--unknown", "--json=1"]
 
 
-@pytest.mark.parametrize("name", ["stitch", "check"])
+def _click_defaults(name: str, fast: dict[str, Any]) -> None:
+    """The defaults Click fills in where the fast parser leaves ``None`` (its runner applies them)."""
+    if name == "check" and fast["window"] is None:
+        fast["window"] = 200_000
+    if name == "context":
+        if fast["context_window"] is None:
+            fast["context_window"] = 200_000
+        if fast["reserve"] is None:
+            fast["reserve"] = 16_384
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
 @settings(max_examples=400, deadline=None)
 @given(data=st.data())
 def test_whatever_the_fast_parser_accepts_click_reads_the_same_way(name: str, data: st.DataObject) -> None:
@@ -90,8 +108,7 @@ def test_whatever_the_fast_parser_accepts_click_reads_the_same_way(name: str, da
         return  # the full CLI decides
     click_values = _click_values(name, args)
     assert click_values is not None, f"fast path took {args} that Click refuses"
-    if name == "check" and fast["window"] is None:
-        fast["window"] = 200_000
+    _click_defaults(name, fast)
     assert _plain(fast) == click_values, args
 
 
@@ -102,13 +119,14 @@ def test_whatever_the_fast_parser_accepts_click_reads_the_same_way(name: str, da
         ("stitch", ["--out=C", "A", "B", "B2", "--leaf", "e1", "--report=r.json", "--force", "--rename-colliding"]),
         ("check", ["C", "--marker", "one", "--marker=two", "--reserve", "4096", "--window=1000"]),
         ("check", ["C", "--system-prompt-tokens", "9000", "--evidence", "ev", "--json"]),
+        ("context", ["T.jsonl", "--json"]),
+        ("context", ["--leaf", "e1", "T.jsonl", "--json", "--context-window=1000", "--reserve", "0"]),
     ],
 )
 def test_the_plain_forms_are_taken_by_the_fast_parser(name: str, args: list[str]) -> None:
     fast = parse(name, args)
     assert fast is not None
-    if name == "check" and fast["window"] is None:
-        fast["window"] = 200_000
+    _click_defaults(name, fast)
     assert _plain(fast) == _click_values(name, args)
 
 
@@ -127,6 +145,9 @@ def test_the_plain_forms_are_taken_by_the_fast_parser(name: str, args: list[str]
         ("check", ["C", "--reserve", "1_000"]),  # Click's int() takes it; let Click say so
         ("check", ["C", "D"]),
         ("check", ["C", "--marker"]),
+        ("context", ["T.jsonl", "--json", "--leaf", "a", "--leaf", "b"]),
+        ("context", ["T.jsonl", "U.jsonl", "--json"]),
+        ("context", ["T.jsonl", "--json", "-h"]),
     ],
 )
 def test_anything_else_goes_to_the_full_cli(name: str, args: list[str]) -> None:
@@ -242,3 +263,32 @@ def test_the_fast_path_exits_at_once_with_its_output_flushed_and_its_exit_code_k
         assert r.returncode == want, r.stderr
         table = (tmp_path / "check.txt").read_text()
         assert marker in table and "agree" in table
+
+
+def test_session_context_json_is_the_same_both_ways_and_the_fast_way_never_loads_typer(
+    pieces: tuple[Path, Path],
+) -> None:
+    a, _ = pieces
+    leaf = json.loads(CliRunner().invoke(session_app, ["context", str(a), "--json"]).stdout)["leafId"]
+    for extra in ([], ["--leaf", leaf], ["--context-window=1000", "--reserve", "0"]):
+        slow = CliRunner().invoke(session_app, ["context", str(a), "--json", *extra])
+        code, out, err, loaded = _kurahi("session", "context", str(a), "--json", *extra)
+        assert slow.exit_code == code == 0 and not loaded, err
+        assert out == slow.stdout and json.loads(out)["messages"]
+    # Tables and the model's messages are the full CLI's.
+    for extra in ([], ["--json", "--llm"]):
+        code, out, err, loaded = _kurahi("session", "context", str(a), *extra)
+        assert code == 0 and loaded, err
+
+
+@pytest.mark.parametrize(
+    "args,code,says",
+    [
+        (["session", "context", "missing.jsonl", "--json"], 3, "no such file"),
+        (["session", "context", "T.jsonl", "--json", "--context-window", "0"], 2, "0 is not in the range"),
+        (["session", "context", "--json"], 2, "Missing argument"),
+    ],
+)
+def test_session_context_errors_are_the_full_clis(args: list[str], code: int, says: str, tmp_path: Path) -> None:
+    got, out, err, _ = _kurahi(*args)
+    assert got == code and says in out + err and "Traceback" not in err

@@ -10,6 +10,7 @@ show the copy really happens where it should and never where it must not.
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -72,6 +73,9 @@ NOT_COPIED = {
     "no content (system)": b'{"role":"system"}',
     "null content (toolResult)": b'{"role":"toolResult","toolCallId":"t","content":null}',
     "not an object": b'"just text"',
+    "bytes that are not UTF-8": b'{"role":"user","content":"caf\xe9"}',
+    "an encoded surrogate": b'{"role":"user","content":"\xed\xa0\x80"}',
+    "a cut-off character": b'{"role":"user","content":"\xe2\x80"}',
 }
 
 
@@ -165,7 +169,7 @@ def _cli_context(path: Path) -> bytes:
 
 def _copied(path: Path) -> int:
     ctx = project_file(path, copy_stored=True).context
-    return sum(type(m) is msgspec.Raw for m in ctx.messages)
+    return sum(native.is_copied(m) for m in ctx.messages)
 
 
 @pytest.fixture(scope="module")
@@ -187,10 +191,10 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 def test_large_live_contexts_are_copied(generated: list[Path]) -> None:
     ctx = project_file(generated[0], copy_stored=True).context
-    stored = [m for m in ctx.messages if type(m) is msgspec.Raw]
+    stored = [m for m in ctx.messages if native.is_copied(m)]
     assert len(stored) > 0.8 * len(ctx.messages) > 1000
     plain = project_file(generated[0]).context
-    assert [json.loads(bytes(m)) if type(m) is msgspec.Raw else m for m in ctx.messages] == plain.messages
+    assert [json.loads(bytes(m)) if native.is_copied(m) else m for m in ctx.messages] == plain.messages
 
 
 def test_session_context_json_is_pis_bytes(pi: PiPeer, generated: list[Path], tmp_path: Path) -> None:
@@ -212,7 +216,7 @@ def test_migrated_and_damaged_messages_are_never_copied(pi: PiPeer, tmp_path: Pa
     bad_utf8.write_bytes(b"\n".join(lines))
     ctx = project_file(bad_utf8, copy_stored=True).context
     assert _copied(bad_utf8) > 0
-    assert not any(type(m) is msgspec.Raw and b"\xff" in bytes(m) for m in ctx.messages)
+    assert not any(native.is_copied(m) and b"\xff" in bytes(m) for m in ctx.messages)
     for path, theirs in zip([v2, bad_utf8], pi.context_bytes([v2, bad_utf8]), strict=True):
         assert _cli_context(path) == theirs, path.name
 
@@ -235,3 +239,101 @@ def test_transcript_raw_messages_agree_with_the_line_verdict(tmp_path: Path, spa
     assert [None if g is None else bytes(g) for g in got] == [None if w is None else bytes(w) for w in want]
     assert got[indices.index(k - 1)] is None  # the line with the bad bytes (entries count from 0)
     assert sum(g is not None for g in got) >= len(indices) // 2
+
+
+# -- stored references, the JSON join, and the entries the C table makes ------------------------
+
+
+def test_stored_references_are_the_message_bytes_and_outlive_the_transcript(tmp_path: Path) -> None:
+    from kurahi.store import Transcript
+
+    p = tmp_path / "t.jsonl"
+    write_session(p, entries=500, seed=11, branch=0, compact_every=0)
+    with Transcript.open(p) as t:
+        indices = list(range(len(t)))
+        refs = t.raw_messages(indices)
+        lines = [t.raw_line(i) for i in indices]
+    # The transcript is closed: the references still read their bytes (their own descriptor).
+    for ref, line in zip(refs, lines, strict=True):
+        want = native.copyable_message(line)
+        assert (ref is None) == (want is None)
+        if ref is not None:
+            assert native.is_copied(ref) and bytes(ref) == bytes(want) and len(ref) == len(bytes(want))
+    assert sum(r is not None for r in refs) > 400
+
+
+def test_join_json_mixes_references_bytes_and_raw_and_writes_what_it_returns(tmp_path: Path) -> None:
+    from kurahi.store import Transcript
+
+    p = tmp_path / "t.jsonl"
+    write_session(p, entries=300, seed=12, branch=0, compact_every=0)
+    with Transcript.open(p) as t:
+        refs = [r for r in t.raw_messages(list(range(len(t)))) if r is not None]
+    items: list[Any] = [refs[5], b'{"role":"x"}', msgspec.Raw(b"[1,2]"), *refs[:3], refs[200], refs[1]]
+    want = b"<" + b",".join(bytes(i) for i in items) + b">"
+    assert native.join_json(items, b"<", b">") == want
+    assert native.join_json([], b"[", b"]") == b"[]"
+    out = tmp_path / "out.json"
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        assert native.join_json(items, b"<", b">", fd) is None
+    finally:
+        os.close(fd)
+    assert out.read_bytes() == want
+
+
+def test_a_transcript_that_shrinks_before_it_is_printed_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    write_session(p, entries=3000, seed=13, branch=0, compact_every=0)
+    ctx = project_file(p, copy_stored=True).context
+    assert sum(native.is_copied(m) for m in ctx.messages) > 1000
+    size = p.stat().st_size
+    with p.open("r+b") as fh:
+        fh.truncate(size // 2)
+    with pytest.raises(OSError):
+        ctx.to_json()
+
+
+def test_the_entries_the_c_table_makes_are_the_entries_python_makes(tmp_path: Path) -> None:
+    from kurahi.store import Transcript
+    from kurahi.store.transcript import Entry
+
+    p = tmp_path / "t.jsonl"
+    write_session(p, entries=2000, seed=14, new_kinds=True)
+    with Transcript.open(p) as t:
+        indices = t.path_indices(len(t) - 1)
+        made = t.path_entries(indices, raw_messages=True)
+        by_python = [Entry(t, i) for i in indices]
+        assert [(e.index, e.type, e.id, e.parent_id) for e in made] == [
+            (e.index, e.type, e.id, e.parent_id) for e in by_python
+        ]
+        assert [e.data for e in made] == [e.data for e in by_python]
+        assert [e.line for e in made] == [e.line for e in by_python]
+        refs = t.raw_messages(indices)
+        assert [None if e.raw_message is None else bytes(e.raw_message) for e in made] == [
+            None if r is None else bytes(r) for r in refs
+        ]
+        plain = t.path_entries(indices)
+        assert all(e.raw_message is None for e in plain)
+
+        class NotAnEntry:
+            __slots__ = ("_t", "id", "index", "parent_id", "type")  # no raw_message
+
+        with pytest.raises(TypeError, match="raw_message"):
+            t._skeletons.table.entries(NotAnEntry, indices[:3], t, -1)
+
+
+def test_a_closed_pipe_ends_session_context_quietly(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    write_session(p, entries=20000, seed=15, branch=0, compact_every=0)
+    kurahi = str(Path(sys.executable).with_name("kurahi"))
+    with subprocess.Popen(
+        [kurahi, "session", "context", str(p), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.read(10) == b'{"leafId":'
+        proc.stdout.close()
+        err = proc.stderr.read()
+        code = proc.wait(timeout=120)
+    assert b"Traceback" not in err, err.decode()
+    assert code == 1  # cut short, quietly

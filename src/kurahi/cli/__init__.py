@@ -96,8 +96,22 @@ def main() -> None:
     from kurahi.cli.common import safe_streams
 
     safe_streams()
-    if sys.argv[1:2] == ["lineage"] and sys.argv[2:3] in (["stitch"], ["check"]):
-        from kurahi.cli.fast import run  # only for the two commands it serves
+    try:
+        _run()
+    except BrokenPipeError:
+        # The reader went away (``kurahi ... | head``): stop quietly, as a pipe's writer
+        # should. Python would flush stdout again at exit and fail again, so point it at
+        # /dev/null first. Exit code 1: the output was cut short.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os._exit(1)
+
+
+def _run() -> None:
+    if (sys.argv[1:2] == ["lineage"] and sys.argv[2:3] in (["stitch"], ["check"])) or (
+        sys.argv[1:3] == ["session", "context"] and "--json" in sys.argv
+    ):
+        from kurahi.cli.fast import run  # only for the commands it serves
 
         code = run(sys.argv[1:])
         if code is not None:

@@ -155,6 +155,31 @@ def write_json_bytes(data: bytes) -> None:
     sys.stdout.flush()
 
 
+def write_context_json(ctx: Any, source: str) -> None:
+    """Write a projected context as JSON and a newline on stdout (``session context --json``).
+
+    Where stdout is a real descriptor the JSON is streamed to it, the stored messages copied
+    from the transcript a few MB at a time, never one document in memory (a live context
+    can be 100 MB); elsewhere (a test's captured stream) it is built and written whole.
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = -1
+    if fd < 0 or getattr(sys.stdout, "buffer", None) is None:
+        write_json_bytes(ctx.to_json())
+        return
+    sys.stdout.flush()
+    try:
+        ctx.write_json(fd)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        # A stored message could not be read back (the file shrank or went away since it
+        # was scanned); what was written so far is cut short, and the exit code says so.
+        fail(f"{source}: reading the transcript failed while printing it: {exc.strerror or exc}", EXIT.FAILED)
+
+
 _REPLACE = "kurahi.replace"
 
 

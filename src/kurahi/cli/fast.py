@@ -1,10 +1,12 @@
-"""The fast path for ``kurahi lineage stitch`` and ``kurahi lineage check``, without typer.
+"""The fast path for ``kurahi lineage stitch|check`` and ``kurahi session context --json``, without typer.
 
-Scripts run these two on whole histories (a 200k-entry tree is a few tenths of a second of
-work), so start-up is a large share of a run: importing typer alone takes 70–100 ms on a
-small machine, and argparse (which did this job before) 9 ms with its two parsers. A
-well-formed invocation of either is parsed here by a deliberately small parser and run by
-the same code as the Typer command (:mod:`kurahi.cli.lineage_run`).
+Scripts run these on whole histories (a 200k-entry tree is a few tenths of a second of
+work) and gateways print a live context as JSON on every turn, so start-up is a large share
+of a run: importing typer alone takes 70–100 ms on a small machine, and argparse (which did
+this job before) 9 ms with its two parsers. A well-formed invocation is parsed here by a
+deliberately small parser and run by the same code as the Typer command
+(:mod:`kurahi.cli.lineage_run`, :mod:`kurahi.cli.context_run`). ``session context`` comes
+here only for its JSON (``--json`` without ``--llm``); its tables are drawn by the full CLI.
 
 The parser takes only the plainest forms: ``--option value``, ``--option=value``, flags,
 and arguments that do not start with ``-``. Everything else (``--help``, ``--``, an
@@ -22,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-__all__ = ["SPECS", "Option", "parse", "run"]
+__all__ = ["GROUPS", "SPECS", "Option", "parse", "run"]
 
 
 class _Fallback(Exception):
@@ -77,8 +79,21 @@ SPECS: dict[str, tuple[tuple[str, int, int | None], dict[str, Option]]] = {
             "--json": Option("json", "flag"),
         },
     ),
+    "context": (
+        ("file", 1, 1),
+        {
+            "--leaf": Option("leaf", "one"),
+            "--json": Option("json", "flag"),
+            "--llm": Option("llm", "flag"),
+            "--context-window": Option("context_window", "one", _positive),
+            "--reserve": Option("reserve", "one", _count),
+        },
+    ),
 }
 """Command -> ((positional name, fewest, most), option string -> :class:`Option`)."""
+
+GROUPS = {"stitch": "lineage", "check": "lineage", "context": "session"}
+"""The command group of each command served here."""
 
 
 def parse(command: str, args: Sequence[str]) -> dict[str, Any] | None:
@@ -147,12 +162,19 @@ def _import_msgspec_lean() -> None:
 
 
 def run(argv: list[str]) -> int | None:
-    """Run ``argv`` (without the program name) if it is one of the two commands; else ``None``."""
-    if len(argv) < 2 or argv[0] != "lineage" or argv[1] not in SPECS:
+    """Run ``argv`` (without the program name) if it is one of the commands served here; else ``None``."""
+    if len(argv) < 2 or GROUPS.get(argv[1]) != argv[0]:
         return None
     ns = parse(argv[1], argv[2:])
     if ns is None:
         return None
+    if argv[1] == "context":
+        if not ns["json"] or ns["llm"]:
+            return None  # tables and the model's messages: the full CLI
+        _import_msgspec_lean()
+        from kurahi.cli.context_run import run_context_json
+
+        return run_context_json(ns["file"][0], leaf=ns["leaf"])
     _import_msgspec_lean()
     from kurahi.cli.lineage_run import run_check, run_stitch
 

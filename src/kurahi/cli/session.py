@@ -12,7 +12,16 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from kurahi.cli.common import EXIT, console, err_console, fail, print_json, translate_errors, warn, write_json_bytes
+from kurahi.cli.common import (
+    EXIT,
+    console,
+    err_console,
+    fail,
+    print_json,
+    translate_errors,
+    warn,
+)
+from kurahi.cli.context_run import print_warnings, run_context_json
 from kurahi.context.budget import DEFAULT_RESERVE_TOKENS
 
 if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
@@ -24,13 +33,6 @@ __all__ = ["app"]
 app = typer.Typer(help="Work with one transcript file (Pi session format).", no_args_is_help=True)
 
 FileArg = typer.Argument(..., help="A transcript (.jsonl) in Pi's session format.", show_default=False)
-
-
-def _warn(warnings: list[Any], name: str) -> None:
-    for w in warnings[:20]:
-        warn(f"{name}:{w.line}: {w.message}")
-    if len(warnings) > 20:
-        warn(f"… and {len(warnings) - 20} more")
 
 
 def _text_of(message: Any) -> str:
@@ -69,6 +71,8 @@ def context(
     reserve: int = typer.Option(DEFAULT_RESERVE_TOKENS, "--reserve", help="Tokens kept free for the reply.", min=0),
 ) -> None:
     """Show the context Pi would send to the model for a transcript (identical to Pi)."""
+    if as_json and not llm:
+        raise typer.Exit(run_context_json(file, leaf))
     from kurahi.context.budget import route
     from kurahi.context.files import project_file
     from kurahi.context.llm import convert_to_llm
@@ -76,14 +80,10 @@ def context(
     from kurahi.jsvalues import MISSING
 
     with translate_errors():
-        # Printed as JSON only, a stored message is copied rather than decoded and encoded.
-        result = project_file(file, leaf, copy_stored=as_json and not llm)
-    _warn(result.warnings + result.context.warnings, str(file))
+        result = project_file(file, leaf)
+    print_warnings(result.warnings + result.context.warnings, str(file))
     ctx = result.context
     if as_json:
-        if not llm:
-            write_json_bytes(ctx.to_json())
-            return
         out = ctx.to_dict()
         out["llmMessages"] = convert_to_llm(ctx.messages)
         print_json(out)
@@ -135,7 +135,7 @@ def stats(
     if as_json:
         print_json(facts)
         return
-    _warn(t.warnings, str(file))
+    print_warnings(t.warnings, str(file))
     table = Table(show_header=False, box=None)
     table.add_column(style="bold")
     table.add_column()

@@ -130,22 +130,37 @@ class SessionContext(msgspec.Struct):
     def to_json(self) -> bytes:
         """:meth:`to_dict` as Node's ``JSON.stringify`` writes it (UTF-8, compact).
 
-        Messages given as ``msgspec.Raw`` (:func:`project_from_leaf` with ``copy_stored``)
+        Messages kept as their stored bytes (:func:`project_from_leaf` with ``copy_stored``)
         are copied as they are: they are already those bytes.
         """
+        from kurahi.store.native import join_json
+
+        opening, items, closing = self._json_parts()
+        out = join_json(items, opening, closing)
+        assert out is not None  # no descriptor: the bytes are returned
+        return out
+
+    def write_json(self, fd: int) -> None:
+        """Write :meth:`to_json` and a newline to the descriptor ``fd``, without building it in memory.
+
+        Raises:
+            OSError: writing failed (``BrokenPipeError`` for a closed pipe), or a stored
+                message could not be read back from its transcript.
+        """
+        from kurahi.store.native import join_json
+
+        opening, items, closing = self._json_parts()
+        join_json(items, opening, closing + b"\n", fd)
+
+    def _json_parts(self) -> tuple[bytes, list[Any], bytes]:
         from kurahi.jsvalues import js_json, js_json_items
+        from kurahi.store.native import COPIED_TYPES
 
         head = self.to_dict()
         messages = head.pop("messages")
-        opening = js_json(head)[:-1] + b',"messages":['
-        if not messages:
-            return opening + b"]}"
-        # One join for a context of any size (each copy of a 100 MB document costs); the
-        # messages, never checked again as one document, after the rest (their key is last).
-        items = js_json_items(messages)
-        items[0] = opening + items[0]
-        items[-1] = bytes(items[-1]) + b"]}"
-        return b",".join(items)
+        # The messages after the rest (their key is last), each encoded alone: a 100 MB
+        # document is never checked or copied whole.
+        return js_json(head)[:-1] + b',"messages":[', js_json_items(messages, keep=COPIED_TYPES), b"]}"
 
 
 def _present(**kv: Any) -> dict[str, Any]:
@@ -319,9 +334,10 @@ def project_from_leaf(
         leaf_id: the leaf id to report; ``None`` means Pi's explicit empty leaf.
         with_entries: also fill :attr:`SessionContext.entries`.
         copy_stored: where a message entry carries a ``raw_message`` (the stored bytes of a
-            message Pi reads unchanged, fit to copy into JSON output), emit that
-            ``msgspec.Raw`` instead of decoding the message; only for a context that is
-            written out as JSON (:meth:`SessionContext.to_json`), and only where no edit applies.
+            message Pi reads unchanged, fit to copy into JSON output, or a reference to them:
+            :func:`kurahi.store.native.is_copied`), emit it instead of decoding the message;
+            only for a context that is written out as JSON (:meth:`SessionContext.to_json`),
+            and only where no edit applies.
     """
     if leaf_id is None:
         return SessionContext(leaf_id=None, messages=[], entries=[] if with_entries else None)

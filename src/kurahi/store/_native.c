@@ -21,13 +21,17 @@
  * scan(source, start, end, max_line, threads) -> (table, runs, lines) or None
  *   source:  a file descriptor (read with pread) or a bytes-like object.
  *   table:   a Table of the plain lines in file order: row(k) -> (type, id, parent), and
- *            get(id) -> the position of the last plain line with that id (Pi's byId), and
- *            message_bytes(rows, fd) -> the stored bytes of the rows' message values that
- *            JSON output may copy as they are (see classify in _native_json.h).
+ *            get(id) -> the position of the last plain line with that id (Pi's byId),
+ *            span(k) -> where line k lies in the file, and stored(rows, fd) -> Stored
+ *            references to the rows' message values that JSON output may copy as they are
+ *            (see classify in _native_json.h).
  *   runs:    (offset, nbytes, nlines, flagged) in file order: a run of plain lines
  *            (nbytes counts their newlines) or one flagged line (nbytes without newline).
  *   lines:   how many lines there were.
  *   None:    a line is longer than max_line; the caller scans in Python.
+ *
+ * join_json(items, prefix, suffix, fd=-1): JSON output made of Stored references (copied
+ *   from the file) and bytes, returned or written to a descriptor.
  *
  * Also SHA-256 (_native_sha256.h), for stitch reports, without the GIL:
  *   sha256_split(data, portable=False) -> the hex digest of each piece of data.split(b"\n")
@@ -36,8 +40,10 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -278,6 +284,8 @@ typedef struct {
     int32_t plen;   /* -1: null */
     uint32_t mlen;  /* the message value's length, 0 when it is not to be copied as stored */
     uint64_t moff;  /* and its file offset */
+    uint64_t loff;  /* the line's file offset */
+    uint64_t llen;  /* and its length, newline excluded */
 } Ent;
 
 #define TYPE_CACHE 16
@@ -521,46 +529,6 @@ static PyObject *table_parents(PyObject *self, PyObject *unused)
     return column((Table *)self, 2);
 }
 
-/* Strict UTF-8 (what Python's bytes.decode accepts): no overlong forms, no surrogates, nothing
- * past U+10FFFF. Node reads anything else as U+FFFD, so such a message is not copied. */
-static int valid_utf8(const unsigned char *p, size_t n)
-{
-    const unsigned char *pe = p + n;
-    while (p < pe) {
-        unsigned char c = *p;
-        if (c < 0x80) {
-            p++;
-            continue;
-        }
-        size_t need;
-        unsigned char lo = 0x80, hi = 0xbf;
-        if (c >= 0xc2 && c <= 0xdf) {
-            need = 1;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            need = 2;
-            if (c == 0xe0)
-                lo = 0xa0;
-            else if (c == 0xed)
-                hi = 0x9f;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            need = 3;
-            if (c == 0xf0)
-                lo = 0x90;
-            else if (c == 0xf4)
-                hi = 0x8f;
-        } else {
-            return 0;
-        }
-        if ((size_t)(pe - p) <= need || p[1] < lo || p[1] > hi)
-            return 0;
-        for (size_t i = 2; i <= need; i++)
-            if ((p[i] & 0xc0) != 0x80)
-                return 0;
-        p += need + 1;
-    }
-    return 1;
-}
-
 static int row_of(Table *t, PyObject *item, Py_ssize_t *k)
 {
     *k = PyNumber_AsSsize_t(item, PyExc_IndexError);
@@ -573,11 +541,240 @@ static int row_of(Table *t, PyObject *item, Py_ssize_t *k)
     return 0;
 }
 
-/* message_bytes(rows, fd) -> per row the bytes of its message value when they may be copied
- * into JSON output as stored (see classify) and are valid UTF-8, else None. The values are
- * read from fd: when they lie close together (a live context), in one read of the range
- * they span; otherwise one read each. A file that got shorter gives None past its end. */
-static PyObject *table_message_bytes(PyObject *self, PyObject *args)
+/* span(k) -> (offset, length) of entry k's line in the file, newline excluded. */
+static PyObject *table_span(PyObject *self, PyObject *arg)
+{
+    Table *t = (Table *)self;
+    Py_ssize_t k;
+    if (row_of(t, arg, &k) < 0)
+        return NULL;
+    return Py_BuildValue("(KK)", (unsigned long long)t->ents[k].loff, (unsigned long long)t->ents[k].llen);
+}
+
+/* -- stored messages: bytes of the file copied into JSON output without being decoded ------ */
+
+/* Printing a live context of 200k messages as JSON means copying ~100 MB of message values
+ * that are already the bytes JSON.stringify would write (see classify). Making a Python
+ * bytes object of each costs more than the copy itself, so the projection carries a small
+ * Stored reference per message (file offset and length), and join_json copies them from the
+ * file straight into the output: one read per few MB, no object per message. */
+
+typedef struct {
+    PyObject_HEAD
+    int fd; /* a duplicate of the transcript's descriptor, closed with the last Stored */
+} Source;
+
+typedef struct {
+    PyObject_HEAD
+    Source *src;
+    uint64_t off;
+    uint32_t len;
+} Stored;
+
+static void source_dealloc(PyObject *self)
+{
+    Source *s = (Source *)self;
+    if (s->fd >= 0)
+        close(s->fd);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyTypeObject SourceType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kurahi.store._native.Source",
+    .tp_doc = "A transcript's descriptor kept open for the Stored messages that point into it.",
+    .tp_basicsize = sizeof(Source),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = source_dealloc,
+};
+
+static void stored_dealloc(PyObject *self)
+{
+    Py_XDECREF(((Stored *)self)->src);
+    Py_TYPE(self)->tp_free(self);
+}
+
+/* The stored bytes, read now; OSError when they are no longer all there. */
+static int stored_read(const Stored *m, char *dst)
+{
+    size_t got;
+    int err;
+    Py_BEGIN_ALLOW_THREADS
+    err = read_full(m->src->fd, dst, m->len, m->off, &got);
+    Py_END_ALLOW_THREADS
+    if (!err && got < m->len)
+        err = EIO; /* the file got shorter since it was scanned */
+    if (err) {
+        errno = err;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *stored_bytes(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    const Stored *m = (const Stored *)self;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)m->len);
+    if (out != NULL && stored_read(m, PyBytes_AS_STRING(out)) < 0)
+        Py_CLEAR(out);
+    return out;
+}
+
+static Py_ssize_t stored_len(PyObject *self) { return (Py_ssize_t)((Stored *)self)->len; }
+
+static PyObject *stored_repr(PyObject *self)
+{
+    const Stored *m = (const Stored *)self;
+    return PyUnicode_FromFormat("Stored(offset=%llu, length=%u)", (unsigned long long)m->off, (unsigned)m->len);
+}
+
+static PyMethodDef stored_methods[] = {
+    {"__bytes__", stored_bytes, METH_NOARGS, "The stored bytes, read from the file now."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods stored_as_sequence = {.sq_length = stored_len};
+
+static PyTypeObject StoredType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kurahi.store._native.Stored",
+    .tp_doc = "A message value stored in a transcript, fit to copy into JSON output as it is.",
+    .tp_basicsize = sizeof(Stored),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = stored_dealloc,
+    .tp_repr = stored_repr,
+    .tp_methods = stored_methods,
+    .tp_as_sequence = &stored_as_sequence,
+};
+
+/* -- entry objects for a path, made here ----------------------------------------------------
+ *
+ * A 200k-entry path as Python objects cost 0.3 s when Python set each attribute; here an
+ * object costs an allocation and six stores. The objects are instances of the Python class
+ * kurahi.store.transcript.Entry, whose __slots__ are written through the offsets of their
+ * member descriptors (checked to be writable object slots first, so a changed class gives
+ * a TypeError, never a bad store). */
+
+static const char *const ENTRY_SLOTS[] = {"_t", "index", "type", "id", "parent_id", "raw_message"};
+#define N_ENTRY_SLOTS 6
+
+static int slot_offsets(PyTypeObject *cls, Py_ssize_t off[N_ENTRY_SLOTS])
+{
+    for (int i = 0; i < N_ENTRY_SLOTS; i++) {
+        PyObject *d = PyObject_GetAttrString((PyObject *)cls, ENTRY_SLOTS[i]);
+        if (d == NULL)
+            PyErr_Clear();
+        int ok = d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+                 ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
+                 !(((PyMemberDescrObject *)d)->d_member->flags & READONLY) &&
+                 PyType_IsSubtype(cls, PyDescr_TYPE(d));
+        if (ok)
+            off[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_XDECREF(d);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError, "%s.%s is not a writable object slot", cls->tp_name, ENTRY_SLOTS[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *new_stored(Source **src, int fd, const Ent *e)
+{
+    if (*src == NULL) {
+        *src = PyObject_New(Source, &SourceType);
+        if (*src == NULL)
+            return NULL;
+        (*src)->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        if ((*src)->fd < 0) {
+            PyErr_SetFromErrno(PyExc_OSError);
+            Py_CLEAR(*src);
+            return NULL;
+        }
+    }
+    Stored *m = PyObject_New(Stored, &StoredType);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(*src);
+    m->src = *src;
+    m->off = e->moff;
+    m->len = e->mlen;
+    return (PyObject *)m;
+}
+
+/* entries(cls, rows, owner, fd) -> [cls instance per row] with _t = owner, index = the row,
+ * type, id and parent_id from the table, and raw_message a Stored reference (fd >= 0, and
+ * the row's message may be copied as stored) or None. */
+static PyObject *table_entries(PyObject *self, PyObject *args)
+{
+    Table *t = (Table *)self;
+    PyTypeObject *cls;
+    PyObject *rows, *owner;
+    int fd;
+    if (!PyArg_ParseTuple(args, "O!OOi", &PyType_Type, &cls, &rows, &owner, &fd))
+        return NULL;
+    Py_ssize_t off[N_ENTRY_SLOTS];
+    if (slot_offsets(cls, off) < 0)
+        return NULL;
+    PyObject *seq = PySequence_Fast(rows, "rows must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    Source *src = NULL;
+    /* No collection while the objects are made: each of the collections that so many new
+     * objects would set off walks every object made so far, and none of them is garbage. */
+    int gc_was_on = PyGC_Disable();
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t k;
+        if (row_of(t, items[i], &k) < 0)
+            goto fail;
+        const Ent *e = &t->ents[k];
+        PyObject *v[N_ENTRY_SLOTS];
+        v[0] = owner;
+        Py_INCREF(owner);
+        v[1] = items[i];
+        Py_INCREF(items[i]);
+        v[2] = cell(t, k, 0);
+        v[3] = v[2] ? cell(t, k, 1) : NULL;
+        v[4] = v[3] ? cell(t, k, 2) : NULL;
+        if (v[4] != NULL && fd >= 0 && e->mlen != 0) {
+            v[5] = new_stored(&src, fd, e);
+        } else {
+            v[5] = Py_None;
+            Py_INCREF(Py_None);
+        }
+        PyObject *obj = v[4] && v[5] ? cls->tp_alloc(cls, 0) : NULL;
+        if (obj == NULL) {
+            for (int j = 0; j < N_ENTRY_SLOTS; j++)
+                Py_XDECREF(v[j]);
+            goto fail;
+        }
+        for (int j = 0; j < N_ENTRY_SLOTS; j++)
+            *(PyObject **)((char *)obj + off[j]) = v[j];
+        PyList_SET_ITEM(out, i, obj);
+    }
+    if (gc_was_on)
+        PyGC_Enable();
+    Py_XDECREF(src);
+    Py_DECREF(seq);
+    return out;
+fail:
+    if (gc_was_on)
+        PyGC_Enable();
+    Py_XDECREF(src);
+    Py_XDECREF(out);
+    Py_DECREF(seq);
+    return NULL;
+}
+
+/* stored(rows, fd) -> per row a Stored reference to its message value when it may be copied
+ * into JSON output as stored (see classify), else None. fd is duplicated once: the Stored
+ * objects keep the file readable after the caller closes its descriptor. */
+static PyObject *table_stored(PyObject *self, PyObject *args)
 {
     Table *t = (Table *)self;
     PyObject *rows;
@@ -589,90 +786,215 @@ static PyObject *table_message_bytes(PyObject *self, PyObject *args)
         return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject **items = PySequence_Fast_ITEMS(seq);
-    PyObject *out = NULL;
-    char *buf = NULL;
-    const Ent **ents = malloc((size_t)(n ? n : 1) * sizeof *ents);
-    if (ents == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    uint64_t lo = UINT64_MAX, hi = 0, total = 0, longest = 0;
+    Source *src = NULL;
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t k;
         if (row_of(t, items[i], &k) < 0)
-            goto done;
-        const Ent *e = ents[i] = &t->ents[k];
-        if (e->mlen == 0)
-            continue;
-        lo = e->moff < lo ? e->moff : lo;
-        hi = e->moff + e->mlen > hi ? e->moff + e->mlen : hi;
-        total += e->mlen;
-        longest = e->mlen > longest ? e->mlen : longest;
-    }
-    out = PyList_New(n);
-    if (out == NULL)
-        goto done;
-    int dense = total > 0 && hi - lo <= 2 * total + (1u << 20);
-    size_t got = 0;
-    if (total > 0) {
-        size_t cap = (size_t)(dense ? hi - lo : longest);
-        buf = malloc(cap ? cap : 1);
-        if (buf == NULL) {
-            PyErr_NoMemory();
-            Py_CLEAR(out);
-            goto done;
-        }
-        if (dense) {
-            int err;
-            Py_BEGIN_ALLOW_THREADS
-            err = read_full(fd, buf, cap, lo, &got);
-            Py_END_ALLOW_THREADS
-            if (err) {
-                errno = err;
-                PyErr_SetFromErrno(PyExc_OSError);
-                Py_CLEAR(out);
-                goto done;
-            }
-        }
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const Ent *e = ents[i];
-        const char *piece = NULL;
+            goto fail;
+        const Ent *e = &t->ents[k];
+        PyObject *v = Py_None;
         if (e->mlen != 0) {
-            if (dense) {
-                if (e->moff + e->mlen <= lo + got)
-                    piece = buf + (e->moff - lo);
-            } else {
-                size_t one;
-                int err = read_full(fd, buf, e->mlen, e->moff, &one);
-                if (err) {
-                    errno = err;
-                    PyErr_SetFromErrno(PyExc_OSError);
-                    Py_CLEAR(out);
-                    goto done;
-                }
-                if (one == e->mlen)
-                    piece = buf;
-            }
-        }
-        PyObject *v;
-        if (piece != NULL && valid_utf8((const unsigned char *)piece, e->mlen)) {
-            v = PyBytes_FromStringAndSize(piece, (Py_ssize_t)e->mlen);
-            if (v == NULL) {
-                Py_CLEAR(out);
-                goto done;
-            }
+            v = new_stored(&src, fd, e);
+            if (v == NULL)
+                goto fail;
         } else {
-            v = Py_None;
             Py_INCREF(v);
         }
         PyList_SET_ITEM(out, i, v);
     }
-done:
-    free(buf);
-    free(ents);
+    Py_XDECREF(src);
     Py_DECREF(seq);
     return out;
+fail:
+    Py_XDECREF(src);
+    Py_XDECREF(out);
+    Py_DECREF(seq);
+    return NULL;
+}
+
+#define WINDOW_BYTES (4u << 20) /* file bytes read at once for the Stored items */
+#define SINK_BYTES (1u << 20)   /* output written at once to a descriptor */
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int fd; /* -1: buf is the result, sized exactly */
+} Sink;
+
+static int sink_flush(Sink *k)
+{
+    size_t done = 0;
+    int err = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (done < k->len) {
+        ssize_t w = write(k->fd, k->buf + done, k->len - done);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            err = errno;
+            break;
+        }
+        done += (size_t)w;
+    }
+    Py_END_ALLOW_THREADS
+    k->len = 0;
+    if (err) {
+        errno = err;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    return 0;
+}
+
+static int sink_put(Sink *k, const char *p, size_t n)
+{
+    while (n > 0) {
+        if (k->len == k->cap && sink_flush(k) < 0)
+            return -1;
+        size_t take = k->cap - k->len < n ? k->cap - k->len : n;
+        memcpy(k->buf + k->len, p, take);
+        k->len += take;
+        p += take;
+        n -= take;
+    }
+    return 0;
+}
+
+typedef struct {
+    char *buf;
+    const Source *src;
+    uint64_t off, len; /* the file bytes buf holds */
+} Window;
+
+/* Put a Stored item's bytes into the sink, reading its file a window at a time. */
+static int put_stored(Sink *k, Window *w, const Stored *m)
+{
+    if (m->len > WINDOW_BYTES) { /* one very large message: read it alone */
+        char *tmp = malloc(m->len);
+        if (tmp == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        int rc = stored_read(m, tmp) < 0 ? -1 : sink_put(k, tmp, m->len);
+        free(tmp);
+        return rc;
+    }
+    if (w->src != m->src || m->off < w->off || m->off + m->len > w->off + w->len) {
+        size_t got;
+        int err;
+        Py_BEGIN_ALLOW_THREADS
+        err = read_full(m->src->fd, w->buf, WINDOW_BYTES, m->off, &got);
+        Py_END_ALLOW_THREADS
+        if (err) {
+            errno = err;
+            PyErr_SetFromErrno(PyExc_OSError);
+            return -1;
+        }
+        w->src = m->src;
+        w->off = m->off;
+        w->len = got;
+        if (got < m->len) {
+            errno = EIO; /* the file got shorter since it was scanned */
+            PyErr_SetFromErrno(PyExc_OSError);
+            return -1;
+        }
+    }
+    return sink_put(k, w->buf + (m->off - w->off), m->len);
+}
+
+/* join_json(items, prefix, suffix, fd=-1) -> prefix + b",".join(items) + suffix, as bytes, or
+ * written to fd (None returned). An item is a Stored reference or a bytes-like object. */
+static PyObject *native_join_json(PyObject *self, PyObject *args)
+{
+    PyObject *items_arg;
+    Py_buffer prefix, suffix;
+    int fd = -1;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "Oy*y*|i", &items_arg, &prefix, &suffix, &fd))
+        return NULL;
+    PyObject *result = NULL;
+    Window w = {NULL, NULL, 0, 0};
+    Sink k = {NULL, 0, 0, fd};
+    PyObject *seq = PySequence_Fast(items_arg, "items must be a sequence");
+    if (seq == NULL)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    size_t total = (size_t)prefix.len + (size_t)suffix.len + (n > 0 ? (size_t)n - 1 : 0);
+    int any_stored = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (Py_TYPE(items[i]) == &StoredType) {
+            total += ((Stored *)items[i])->len;
+            any_stored = 1;
+        } else {
+            Py_buffer b;
+            if (PyObject_GetBuffer(items[i], &b, PyBUF_SIMPLE) < 0)
+                goto done;
+            total += (size_t)b.len;
+            PyBuffer_Release(&b);
+        }
+    }
+    if (fd < 0) {
+        result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+        if (result == NULL)
+            goto done;
+        k.buf = PyBytes_AS_STRING(result);
+        k.cap = total;
+    } else {
+        k.cap = SINK_BYTES;
+        k.buf = malloc(k.cap);
+        if (k.buf == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    if (any_stored && (w.buf = malloc(WINDOW_BYTES)) == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    if (sink_put(&k, prefix.buf, (size_t)prefix.len) < 0)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i > 0 && sink_put(&k, ",", 1) < 0)
+            goto fail;
+        if (Py_TYPE(items[i]) == &StoredType) {
+            if (put_stored(&k, &w, (const Stored *)items[i]) < 0)
+                goto fail;
+            continue;
+        }
+        Py_buffer b;
+        if (PyObject_GetBuffer(items[i], &b, PyBUF_SIMPLE) < 0)
+            goto fail;
+        int rc = sink_put(&k, b.buf, (size_t)b.len);
+        PyBuffer_Release(&b);
+        if (rc < 0)
+            goto fail;
+    }
+    if (sink_put(&k, suffix.buf, (size_t)suffix.len) < 0)
+        goto fail;
+    if (fd >= 0) {
+        if (sink_flush(&k) < 0)
+            goto fail;
+        result = Py_None;
+        Py_INCREF(result);
+    } else if (k.len != total) { /* an item changed size while being joined */
+        PyErr_SetString(PyExc_RuntimeError, "join_json: an item changed while being joined");
+        goto fail;
+    }
+    goto done;
+fail:
+    Py_CLEAR(result);
+done:
+    if (fd >= 0)
+        free(k.buf);
+    free(w.buf);
+    Py_XDECREF(seq);
+    PyBuffer_Release(&prefix);
+    PyBuffer_Release(&suffix);
+    return result;
 }
 
 static void table_dealloc(PyObject *self)
@@ -693,8 +1015,11 @@ static PyMethodDef table_methods[] = {
     {"types", table_types, METH_NOARGS, "types() -> list of every entry's type"},
     {"ids", table_ids, METH_NOARGS, "ids() -> list of every entry's id"},
     {"parents", table_parents, METH_NOARGS, "parents() -> list of every entry's parent (None for null)"},
-    {"message_bytes", table_message_bytes, METH_VARARGS,
-     "message_bytes(rows, fd) -> per row its message value's bytes when they may be copied as stored, or None"},
+    {"span", table_span, METH_O, "span(k) -> (offset, length) of entry k's line, newline excluded"},
+    {"entries", table_entries, METH_VARARGS,
+     "entries(cls, rows, owner, fd) -> an Entry per row (raw_message a Stored reference when fd >= 0)"},
+    {"stored", table_stored, METH_VARARGS,
+     "stored(rows, fd) -> per row a Stored reference to its message value when it may be copied as stored, or None"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -770,6 +1095,8 @@ static int assemble(Table *t, Runs *runs, Seg *segs, int nseg)
             e->plen = r->plen;
             e->mlen = r->msg.len;
             e->moff = r->off + r->msg.off;
+            e->loff = r->off;
+            e->llen = r->len;
             if (runs->lines == 0)
                 runs->off = r->off;
             runs->end = r->off + r->len + r->newline;
@@ -1077,6 +1404,8 @@ static PyMethodDef methods[] = {
      "scan(source, start, end, max_line, threads) -> (table, runs, lines) | None"},
     {"classify", native_classify, METH_O, "classify(line) -> (type, id, parent) | None"},
     {"message_span", native_message_span, METH_O, "message_span(line) -> (offset, length) | None"},
+    {"join_json", native_join_json, METH_VARARGS,
+     "join_json(items, prefix, suffix, fd=-1) -> prefix + b','.join(items) + suffix (bytes, or written to fd)"},
     {"sha256_split", (PyCFunction)(void (*)(void))native_sha256_split, METH_VARARGS | METH_KEYWORDS,
      "sha256_split(data, portable=False) -> hex SHA-256 of each piece of data.split(b'\\n')"},
     {"sha256_fd", (PyCFunction)(void (*)(void))native_sha256_fd, METH_VARARGS | METH_KEYWORDS,
@@ -1093,8 +1422,17 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__native(void)
 {
-    if (PyType_Ready(&TableType) < 0)
+    if (PyType_Ready(&TableType) < 0 || PyType_Ready(&SourceType) < 0 || PyType_Ready(&StoredType) < 0)
         return NULL;
     sha256_fast = sha256_best();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&StoredType);
+    if (PyModule_AddObject(m, "Stored", (PyObject *)&StoredType) < 0) {
+        Py_DECREF(&StoredType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -205,6 +205,63 @@ static int printable_ascii(const char *p, size_t n)
     return 1;
 }
 
+/* Strict UTF-8 (what Python's bytes.decode accepts): no overlong forms, no surrogates, nothing
+ * past U+10FFFF. Node reads anything else as U+FFFD, so such a message is not copied. */
+static int valid_utf8(const unsigned char *p, size_t n)
+{
+    const unsigned char *pe = p + n;
+    while (p < pe) {
+        unsigned char c = *p;
+        if (c < 0x80) {
+            p++;
+            continue;
+        }
+        size_t need;
+        unsigned char lo = 0x80, hi = 0xbf;
+        if (c >= 0xc2 && c <= 0xdf) {
+            need = 1;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            need = 2;
+            if (c == 0xe0)
+                lo = 0xa0;
+            else if (c == 0xed)
+                hi = 0x9f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            need = 3;
+            if (c == 0xf0)
+                lo = 0x90;
+            else if (c == 0xf4)
+                hi = 0x8f;
+        } else {
+            return 0;
+        }
+        if ((size_t)(pe - p) <= need || p[1] < lo || p[1] > hi)
+            return 0;
+        for (size_t i = 2; i <= need; i++)
+            if ((p[i] & 0xc0) != 0x80)
+                return 0;
+        p += need + 1;
+    }
+    return 1;
+}
+
+/* Whether [p, p + n) is valid UTF-8, at memory speed for the common all-ASCII text. */
+static int utf8_ok(const char *p, size_t n)
+{
+    size_t i = 0;
+#if defined(__SSE2__)
+    __m128i acc = _mm_setzero_si128();
+    for (; i + 16 <= n; i += 16)
+        acc = _mm_or_si128(acc, _mm_loadu_si128((const __m128i *)(const void *)(p + i)));
+    if (_mm_movemask_epi8(acc) != 0)
+        return valid_utf8((const unsigned char *)p, n);
+#endif
+    for (; i < n; i++)
+        if ((unsigned char)p[i] >= 0x80)
+            return valid_utf8((const unsigned char *)p, n);
+    return 1;
+}
+
 typedef struct {
     uint32_t off; /* from the start of the line */
     uint32_t len; /* 0: the message is not to be copied as stored */
@@ -219,7 +276,7 @@ typedef struct {
  * from them (no whitespace between tokens, only the escapes JSON.stringify uses, numbers in
  * its form, no key repeated in an object or led by a digit, which JavaScript orders first),
  * and the value an object with one "content" key that is not null (Pi 1.6.0 rewrites a null
- * or missing content). Whether the bytes are valid UTF-8 is left to the caller. */
+ * or missing content), and the bytes valid UTF-8 (Node reads anything else as U+FFFD). */
 static int classify(const char *p, const char *pe, Field f[3], Span *m)
 {
     char stack[MAX_DEPTH];
@@ -436,7 +493,7 @@ done:
      * a null one) an empty content: such a message is not copied. */
     int content_kept = (content_count == 1 && !content_null) || !normalised_role;
     if (msg_count == 1 && canon && msg_end != NULL && *msg_start == '{' && content_kept &&
-        (uint64_t)(msg_end - msg_start) < 0xffffffffu) {
+        (uint64_t)(msg_end - msg_start) < 0xffffffffu && utf8_ok(msg_start, (size_t)(msg_end - msg_start))) {
         m->off = (uint32_t)(msg_start - line);
         m->len = (uint32_t)(msg_end - msg_start);
     }

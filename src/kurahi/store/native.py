@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+from collections.abc import Sequence
 from itertools import islice
 from typing import Any
 
@@ -35,7 +36,18 @@ from kurahi.store.scan import (
     finish_scan,
 )
 
-__all__ = ["ENABLED", "THREADS_MIN_BYTES", "available", "fd_sha256", "line_digests", "scan_native"]
+__all__ = [
+    "COPIED_TYPES",
+    "ENABLED",
+    "THREADS_MIN_BYTES",
+    "available",
+    "copyable_message",
+    "fd_sha256",
+    "is_copied",
+    "join_json",
+    "line_digests",
+    "scan_native",
+]
 
 _native: Any
 try:
@@ -55,31 +67,53 @@ def available() -> bool:
     return ENABLED and _native is not None
 
 
-def copyable(piece: bytes) -> msgspec.Raw | None:
-    """``piece`` (a message value the C scanner found fit to copy) as ``msgspec.Raw``, if valid UTF-8.
-
-    The scanner accepts any bytes inside strings, as Node does (it reads them as U+FFFD);
-    such a message must be decoded, so that its output is what Pi prints.
-    """
-    if not piece.isascii():
-        try:
-            piece.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-    return msgspec.Raw(piece)
-
-
 def copyable_message(line: bytes) -> msgspec.Raw | None:
     """The ``message`` value of one stored line, when its bytes can be copied into JSON output.
 
     That is when they are exactly what ``JSON.stringify`` writes for the value
-    ``JSON.parse`` reads from them and Pi 1.6.0 reads the message unchanged (the C
-    scanner's verdict), and valid UTF-8. ``None`` otherwise, and without the extension.
+    ``JSON.parse`` reads from them, Pi 1.6.0 reads the message unchanged, and they are valid
+    UTF-8 (Node reads anything else as U+FFFD): the C scanner's verdict. ``None`` otherwise,
+    and without the extension.
     """
     if not available():
         return None
     span = _native.message_span(line)
-    return None if span is None else copyable(line[span[0] : span[0] + span[1]])
+    return None if span is None else msgspec.Raw(line[span[0] : span[0] + span[1]])
+
+
+COPIED_TYPES: tuple[type, ...] = (msgspec.Raw,) if _native is None else (msgspec.Raw, _native.Stored)
+"""The types of messages kept as their stored bytes: see :func:`is_copied`."""
+
+
+def is_copied(value: object) -> bool:
+    """Whether ``value`` is a message kept as its stored bytes (``msgspec.Raw`` or a stored reference).
+
+    Such values appear in a context projected with ``copy_stored`` and stand for JSON text
+    to write as it is; ``bytes(value)`` gives that text.
+    """
+    return type(value) in COPIED_TYPES
+
+
+def join_json(items: Sequence[Any], prefix: bytes, suffix: bytes, fd: int | None = None) -> bytes | None:
+    """``prefix + b",".join(items) + suffix``, returned, or written to the descriptor ``fd``.
+
+    Each item is a bytes-like object (``msgspec.Raw`` included) or a stored reference from
+    :meth:`~kurahi.store.transcript.Transcript.raw_messages`, whose bytes are copied from
+    the file here, a few MB per read, without a Python object per message.
+
+    Raises:
+        OSError: a read or write failed, or the transcript got shorter since it was scanned.
+    """
+    if available():
+        out: bytes | None = _native.join_json(items, prefix, suffix, -1 if fd is None else fd)
+        return out
+    data = prefix + b",".join(map(bytes, items)) + suffix
+    if fd is None:
+        return data
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    return None
 
 
 def line_digests(joined: bytes) -> list[str]:

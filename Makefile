@@ -18,8 +18,10 @@ $(STAMP): pyproject.toml
 # the current 1.6.0, plus node 24 from the npm package node@24 when the system's node is older
 # than 24 (Pi 1.6.0 needs 22.19, OpenClaw needs 24). Then two OpenClaw releases, each in a
 # prefix of its own (same package name, two versions), scripts off: 2026.5.28 (the JSON session
-# era) and 2026.9.6 (the SQLite era). Every step is skipped when the right version is already
-# there. Needs node and npm; without them the peer tests are SKIPPED.
+# era) and 2026.9.6 (the SQLite era). npm runs them on node 24: under an older node it drops
+# the optional native packages whose engines want 22+ (2026.9's fs-safe addon, without which
+# its doctor cannot migrate a state dir). Every step is skipped when the right version is
+# already there. Needs node and npm; without them the peer tests are SKIPPED.
 PEER_PKGS := @mariozechner/pi-coding-agent@0.73.1 @earendil-works/pi-coding-agent@1.6.0
 OPENCLAW_VERSIONS := 2026.5.28 2026.9.6
 peer:
@@ -35,12 +37,14 @@ peer:
 	if [ $$have = 0 ]; then \
 	  echo "installing into .peer/: $$want"; \
 	  npm install --prefix .peer --save-exact --no-audit --no-fund --silent $$want || exit 1; fi; \
+	nodebin=; test -x .peer/node_modules/.bin/node && nodebin="$$PWD/.peer/node_modules/.bin:"; \
 	for v in $(OPENCLAW_VERSIONS); do \
 	  dir=.peer/openclaw-$$v; \
-	  if ! grep -qs "\"version\": \"$$v\"" $$dir/node_modules/openclaw/package.json; then \
+	  if ! grep -qs "\"version\": \"$$v\"" $$dir/node_modules/openclaw/package.json || ! test -f $$dir/.complete; then \
 	    echo "installing into $$dir/: openclaw@$$v (--ignore-scripts)"; \
-	    npm install --prefix $$dir --save-exact --no-audit --no-fund --silent --ignore-scripts openclaw@$$v \
-	      || exit 1; fi; done
+	    PATH="$$nodebin$$PATH" npm install --prefix $$dir --save-exact --no-audit --no-fund --silent --ignore-scripts \
+	      openclaw@$$v || exit 1; \
+	    touch $$dir/.complete; fi; done
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks

@@ -22,6 +22,7 @@ the node 24 that ``make peer`` puts in ``.peer/node_modules/.bin`` when the syst
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import secrets
@@ -33,7 +34,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -75,11 +76,16 @@ class OpenClawError(RuntimeError):
     """A real OpenClaw did not do what the harness asked (its output tail is in the message)."""
 
 
+OpenClawFactory = Callable[..., "OpenClawPeer"]
+"""What the ``openclaw`` fixture gives a test: ``openclaw(version, root=None, **options)``."""
+
+
 def package_dir(version: OpenClawVersion) -> Path:
     """Where ``make peer`` puts this release."""
     return PEER_DIR / f"openclaw-{version}" / "node_modules" / "openclaw"
 
 
+@functools.cache
 def _node_version(node: str) -> tuple[int, int] | None:
     try:
         out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30, check=False).stdout
@@ -127,6 +133,19 @@ def unavailable(version: OpenClawVersion) -> OpenClawUnavailable | None:
         why = f"the install of OpenClaw {version} at {pkg} is unfinished: run `make peer`"
         return OpenClawUnavailable(why, skip=False)
     return None
+
+
+def require(version: OpenClawVersion) -> None:
+    """In a test: skip loudly when this machine cannot have OpenClaw (no node, no npm), fail
+    when ``make peer`` was not run."""
+    import pytest  # only tests call this; the harness itself does not need pytest
+
+    why = unavailable(version)
+    if why is None:
+        return
+    if why.skip:
+        pytest.skip(f"!!! {why} !!!")
+    pytest.fail(str(why), pytrace=False)
 
 
 def _free_port() -> int:
@@ -352,6 +371,11 @@ class OpenClawPeer:
                 f"openclaw {' '.join(args[:2])} exited {result.returncode}:\n{result.stdout[-2000:]}\n{result.stderr}"
             )
         return result
+
+    @property
+    def pid(self) -> int | None:
+        """The gateway's process id (also its process group's), while it is started."""
+        return None if self._gateway is None else self._gateway.pid
 
     @property
     def running(self) -> bool:

@@ -45,8 +45,9 @@ OpenClawVersion = Literal["2026.5.28", "2026.9.6"]
 OPENCLAW_VERSIONS: tuple[OpenClawVersion, ...] = ("2026.5.28", "2026.9.6")
 JSON_ERA: OpenClawVersion = "2026.5.28"
 SQLITE_ERA: OpenClawVersion = "2026.9.6"
-MIN_NODE: dict[OpenClawVersion, tuple[int, int]] = {"2026.5.28": (22, 19), "2026.9.6": (24, 16)}
-"""The ``engines.node`` floor of each release's package.json."""
+MIN_NODE: dict[OpenClawVersion, tuple[int, int]] = {"2026.5.28": (24, 0), "2026.9.6": (24, 16)}
+"""The node each release needs: 2026.9.6's ``engines`` says 24.16; 2026.5.28's says 22.19, but
+it has only been run offline on 24, so the harness asks for 24 (``make peer`` provides it)."""
 
 AGENT = "main"
 MAIN_KEY = f"agent:{AGENT}:main"
@@ -324,6 +325,8 @@ class OpenClawPeer:
         gateway = config.setdefault("gateway", {})
         gateway |= {"mode": "local", "bind": "loopback", "port": self.port}
         gateway.setdefault("auth", {})["mode"] = "token"
+        # No browser UI: 2026.9 would otherwise unpack ~50 MB of its assets into every state dir.
+        gateway.setdefault("controlUi", {})["enabled"] = False
         # Without a policy OpenClaw resets every session daily at 04:00 local time, which would
         # make a test that runs across that hour see a rollover nobody asked for.
         config.setdefault("session", {})["reset"] = {"mode": "idle", "idleMinutes": self.idle_minutes}
@@ -371,6 +374,11 @@ class OpenClawPeer:
                 f"openclaw {' '.join(args[:2])} exited {result.returncode}:\n{result.stdout[-2000:]}\n{result.stderr}"
             )
         return result
+
+    @property
+    def token(self) -> str:
+        """The throwaway gateway token of this peer (in its processes' environment, never argv)."""
+        return self._token
 
     @property
     def pid(self) -> int | None:

@@ -84,6 +84,9 @@ def run_reset_scenario(peer: OpenClawPeer) -> tuple[str, str, int]:
     assert peer.stop() == 0, "OpenClaw did not stop cleanly on SIGTERM"
     assert not peer.running
     assert_group_gone(pid)
+    token = peer.token.encode()
+    holding = [str(f) for f in peer.root.rglob("*") if f.is_file() and token in f.read_bytes()]
+    assert not holding, f"the gateway token was written to {holding}"
     return before, after, cut
 
 

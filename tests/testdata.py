@@ -7,6 +7,7 @@ is not called ``data`` because ``tests/data/`` is the folder beside it.)
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from pathlib import Path
 from typing import Literal
@@ -52,3 +53,11 @@ def openclaw_state_copy(era: OpenClawEra, dst: Path) -> Path:
     for path in [dst, *dst.rglob("*")]:
         path.chmod(0o700 if path.is_dir() else 0o600)
     return dst
+
+
+def tree_hash(root: Path) -> dict[str, str]:
+    """Every file and folder under ``root`` with the sha256 of its bytes (folders: ``dir``)."""
+    return {
+        str(p.relative_to(root)): "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+    }

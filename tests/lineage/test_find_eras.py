@@ -22,21 +22,13 @@ from kurahi.cli.common import EXIT
 from kurahi.errors import SqliteSchemaError, SqliteStoreError
 from kurahi.lineage.find import find_lineage
 from kurahi.lineage.sqlite_snapshot import open_store_snapshot
-from testdata import IDLE_UPGRADED, JSON_ERA, SQLITE_ERA, UPGRADED, OpenClawEra, openclaw_state_copy
+from testdata import IDLE_UPGRADED, JSON_ERA, SQLITE_ERA, UPGRADED, OpenClawEra, openclaw_state_copy, tree_hash
 
 OLD_ID = "fe0cc71e-f9a6-41ee-8e2a-ecb95f96fc86"
 NEW_ID = "ed83c604-551f-41af-9a44-65881d6be000"
 SQLITE_ID = "d3b1d651-8d78-4ca9-8fb6-be6778f74d05"
 ROLLED_ID = "5e55a0e1-0000-4000-8000-00000000beef"
 runner = CliRunner()
-
-
-def tree_hash(root: Path) -> dict[str, str]:
-    """Every file and folder under ``root`` with the sha256 of its bytes (folders: ``dir``)."""
-    return {
-        str(p.relative_to(root)): "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-    }
 
 
 def db_of(state: Path) -> Path:

@@ -74,6 +74,7 @@ SPECS: dict[str, tuple[tuple[str, int, int | None], dict[str, Option]]] = {
             "--reserve": Option("reserve", "many", _count),
             "--system-prompt-tokens": Option("system_prompt_tokens", "many", _count),
             "--evidence": Option("evidence", "one", Path),
+            "--runtime": Option("runtime", "one"),
             "--json": Option("json", "flag"),
         },
     ),
@@ -174,5 +175,6 @@ def run(argv: list[str]) -> int | None:
         reserves=ns["reserve"],
         system_prompt_tokens=ns["system_prompt_tokens"],
         evidence=ns["evidence"],
+        runtime=ns["runtime"],
         as_json=ns["json"],
     )

@@ -79,22 +79,39 @@ def stitch_cmd(
 
 @app.command("check")
 def check_cmd(
-    file: Path = typer.Argument(..., help="A transcript (usually the stitched C).", show_default=False),
-    marker: list[str] = typer.Option([], "--marker", help="Text that must be in the effective context."),
+    file: Path = typer.Argument(
+        ...,
+        help="A transcript (usually the stitched C), or a SQLite session as `lineage find` names it "
+        "(sqlite:<db>#<session id>).",
+        show_default=False,
+    ),
+    marker: list[str] = typer.Option(
+        [], "--marker", help="Text that must be in what the runtime sends (the effective context)."
+    ),
     window: int = typer.Option(200_000, "--window", help="The model's context window (tokens).", min=1),
     reserve: list[int] = typer.Option([], "--reserve", help="Reserve tokens to route against (repeatable)."),
     system_prompt_tokens: list[int] = typer.Option(
         [], "--system-prompt-tokens", help="Synthetic system-prompt loads to add (repeatable)."
     ),
     evidence: Path | None = typer.Option(None, "--evidence", help="Write an evidence folder here."),
+    runtime: str | None = typer.Option(
+        None,
+        "--runtime",
+        help="Whose view decides: pi, openclaw-2026.5 (Pi's projection) or openclaw-2026.9 (only what follows "
+        "the last reset entry). Default: the runtime the source belongs to (a SQLite session: openclaw-2026.9; "
+        "a file beside sessions.json: openclaw-2026.5; any other file: pi).",
+        show_default=False,
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Project a transcript two independent ways and check markers and token pressure.
 
-    Exits 1 when a marker is missing or the two projections disagree.
+    Reports what Pi and OpenClaw 2026.9 would send. Exits 1 when a marker is missing from
+    the chosen runtime's view or the two projections disagree.
     """
     code = run_check(
         file,
+        runtime=runtime,
         markers=marker,
         window=window,
         reserves=reserve,

@@ -83,18 +83,23 @@ def run_check(
     reserves: Sequence[int] = (),
     system_prompt_tokens: Sequence[int] = (),
     evidence: Path | None = None,
+    runtime: str | None = None,
     as_json: bool = False,
 ) -> int:
-    """Check ``file``; print the report. 1 when a marker is missing or the projections disagree."""
+    """Check ``file``; print the report.
+
+    1 when a marker is missing from the chosen runtime's view or the projections disagree.
+    """
     from kurahi.lineage.check import check
 
     with translate_errors():
         rep = check(
-            file,
+            str(file) if str(file).startswith("sqlite:") else file,
             markers=list(markers),
             window=window,
             reserves=list(reserves) or None,
             system_prompt_tokens=list(system_prompt_tokens) or [0],
+            runtime=runtime,
         )
         if evidence is not None:
             from kurahi.lineage.evidence import write_evidence
@@ -113,20 +118,20 @@ def run_check(
     if rep.compaction_id:
         say(f"operative compaction {rep.compaction_id}: 1 summary + {rep.retained} retained + {rep.later} later")
     if rep.runtime_messages is not None:
-        say(f"OpenClaw's runtime sends only what follows the last reset: {rep.runtime_messages} messages")
+        say(f"OpenClaw 2026.9 sends only what follows the last reset entry: {rep.runtime_messages} messages")
+    source = "the last recorded usage" if rep.tokens_from == "usage" else "the content"
+    say(
+        f"verdict for {rep.runtime} ({rep.runtime_reason}): {rep.view_messages} messages, "
+        f"about {rep.tokens} tokens (estimated from {source})"
+    )
     if rep.markers:
+
+        def cell(index: int | None) -> Part:
+            return (f"yes ({index})", "green") if index is not None else ("missing", "bold red")
+
         table(
-            ["marker", "found", "message", "part"],
-            [
-                [
-                    m.marker,
-                    ("yes", "green") if m.index is not None else ("missing", "bold red"),
-                    str(m.index if m.index is not None else "-"),
-                    m.part or "-",
-                ]
-                for m in rep.markers
-            ],
-            right=[2],
+            ["marker", "pi / openclaw-2026.5", "openclaw-2026.9", "part"],
+            [[m.marker, cell(m.index), cell(m.runtime_index), m.part or "-"] for m in rep.markers],
         )
     if rep.routes:
         keys = ("systemPromptTokens", "reserveTokens", "contextTokens", "threshold", "headroom", "route")

@@ -55,7 +55,7 @@ class Option(NamedTuple):
 
 SPECS: dict[str, tuple[tuple[str, int, int | None], dict[str, Option]]] = {
     "stitch": (
-        ("sources", 2, None),
+        ("sources", 1, None),
         {
             "--out": Option("out", "one", Path, required=True),
             "--leaf": Option("leaf", "one"),

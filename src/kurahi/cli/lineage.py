@@ -52,8 +52,17 @@ def path_cmd(
 
 @app.command("stitch")
 def stitch_cmd(
-    before: Path = typer.Argument(..., help="A: the transcript before the reset.", show_default=False),
-    after: list[Path] = typer.Argument(..., help="B (and later pieces), in time order.", show_default=False),
+    before: Path = typer.Argument(
+        ...,
+        help="A: the transcript before the reset (a file, or sqlite:<db>#<session id> as `lineage find` names it).",
+        show_default=False,
+    ),
+    after: list[Path] | None = typer.Argument(
+        None,
+        help="B (and later pieces), in time order. None when A holds in-transcript reset entries (OpenClaw 2026.9): "
+        "they are bypassed.",
+        show_default=False,
+    ),
     out: Path = typer.Option(..., "--out", help="C: the new transcript (must not exist)."),
     leaf: str | None = typer.Option(None, "--leaf", help="A's reset-time leaf (default: Pi's leaf of A)."),
     report: Path | None = typer.Option(None, "--report", help="Write the line-by-line report here (JSON)."),
@@ -62,9 +71,13 @@ def stitch_cmd(
     evidence: Path | None = typer.Option(None, "--evidence", help="Write an evidence folder here."),
     as_json: bool = typer.Option(False, "--json", help="Print a summary as JSON."),
 ) -> None:
-    """Stitch A + B → C: A's canonical path, then B's whole tree re-parented onto A's leaf."""
+    """Stitch A + B → C: A's canonical path, then B's whole tree re-parented onto A's leaf.
+
+    Reset entries (OpenClaw 2026.9) are bypassed: the entry after each is re-parented onto the
+    entry before it, so `stitch S --out C` rebuilds one session across its in-transcript reset.
+    """
     code = run_stitch(
-        [before, *after],
+        [_source(before), *(_source(a) for a in after or [])],
         out,
         leaf=leaf,
         report=report,
@@ -75,6 +88,12 @@ def stitch_cmd(
     )
     if code:
         raise typer.Exit(code)
+
+
+def _source(path: Path) -> Path | str:
+    """A SQLite source stays a string (a Path would fold its ``//``)."""
+    text = str(path)
+    return text if text.startswith("sqlite:") else path
 
 
 @app.command("check")

@@ -18,8 +18,16 @@ from kurahi.errors import UsageError
 __all__ = ["run_check", "run_stitch"]
 
 
+def _input_file(source: Path | str) -> Path:
+    """The file an evidence manifest records for a source: a SQLite session's store."""
+    from kurahi.lineage.sources import parse_sqlite_source
+
+    parsed = parse_sqlite_source(source)
+    return parsed[0] if parsed is not None else Path(source)
+
+
 def run_stitch(
-    sources: Sequence[Path],
+    sources: Sequence[Path | str],
     out: Path,
     *,
     leaf: str | None = None,
@@ -52,7 +60,7 @@ def run_stitch(
 
             write_evidence(
                 evidence,
-                inputs={f"source{i}": p for i, p in enumerate(sources)},
+                inputs={f"source{i}": _input_file(p) for i, p in enumerate(sources)},
                 outputs={"stitched": out},
                 reports={"stitch": data},
             )
@@ -104,7 +112,9 @@ def run_check(
         if evidence is not None:
             from kurahi.lineage.evidence import write_evidence
 
-            write_evidence(evidence, inputs={"transcript": file}, outputs={}, reports={"check": rep.to_dict()})
+            write_evidence(
+                evidence, inputs={"transcript": _input_file(str(file))}, outputs={}, reports={"check": rep.to_dict()}
+            )
     if as_json:
         print_json(rep.to_dict())
         return EXIT.OK if rep.ok else EXIT.FAILED

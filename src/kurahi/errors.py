@@ -12,6 +12,9 @@ Hierarchy::
     │   ├── TranscriptError           a transcript file (path, line)
     │   │   ├── NotASessionError      first parseable line is not a session header
     │   │   ├── TranscriptReadError   missing, a directory, unreadable, oversized line
+    │   │   │   └── SqliteStoreError  an OpenClaw SQLite store that cannot be read
+    │   │   │       ├── SqliteStoreBusyError    locked, or kept changing while it was copied
+    │   │   │       └── SqliteSchemaError       a schema version Kurahi does not know
     │   │   ├── TreeError             parent cycles, unknown entry ids
     │   │   │   ├── ParentCycleError
     │   │   │   └── EntryNotFoundError
@@ -112,6 +115,9 @@ __all__ = [
     "QueueFullError",
     "SecretFileError",
     "SigningKeyError",
+    "SqliteSchemaError",
+    "SqliteStoreBusyError",
+    "SqliteStoreError",
     "StitchError",
     "StoreError",
     "ToolDeniedError",
@@ -167,6 +173,30 @@ class NotASessionError(TranscriptError):
 
 class TranscriptReadError(TranscriptError):
     """A transcript could not be read at all: missing, a directory, unreadable, oversized."""
+
+
+class SqliteStoreError(TranscriptReadError):
+    """An OpenClaw agent store (``openclaw-agent.sqlite``) cannot be read: missing, not SQLite, corrupt."""
+
+
+class SqliteStoreBusyError(SqliteStoreError):
+    """A writer held the store's lock past the busy timeout, or it kept changing while being copied."""
+
+
+class SqliteSchemaError(SqliteStoreError):
+    """The store's ``schema_meta`` names a schema version Kurahi does not know (or it has none).
+
+    Attributes:
+        version: the version found (``None`` when the store has no ``schema_meta`` row).
+        known: the versions Kurahi reads.
+    """
+
+    def __init__(
+        self, message: str, *, path: str | Path | None = None, version: int | None = None, known: tuple[int, ...] = ()
+    ) -> None:
+        self.version = version
+        self.known = known
+        super().__init__(message, path=path)
 
 
 class TreeError(TranscriptError):

@@ -60,7 +60,7 @@ def _click_values(name: str, args: list[str]) -> dict[str, Any] | None:
     except _CLICK_USAGE_ERROR:
         return None
     if name == "stitch":
-        params["sources"] = [params.pop("before"), *params.pop("after")]
+        params["sources"] = [params.pop("before"), *(params.pop("after") or [])]
     else:
         params["file"] = [params["file"]]
     if name == "context":
@@ -81,7 +81,16 @@ def _plain(values: dict[str, Any]) -> dict[str, Any]:
 # Tokens to draw from: every option in its two spellings, values of every kind, odd ones.
 _TOKENS = {
     "stitch": ["--out", "--leaf", "--report", "--evidence", "--json", "--force", "--rename-colliding", "--out=C"],
-    "check": ["--marker", "--window", "--reserve", "--system-prompt-tokens", "--evidence", "--json", "--window=5"],
+    "check": [
+        "--marker",
+        "--window",
+        "--reserve",
+        "--system-prompt-tokens",
+        "--evidence",
+        "--json",
+        "--window=5",
+        "--runtime",
+    ],
     "context": ["--leaf", "--json", "--llm", "--context-window", "--reserve", "--reserve=3", "--context-window=9"],
 }
 _VALUES = ["A.jsonl", "B.jsonl", "C", "7", "0", "+5", "1_000", "-x", "", "--", "-", "x=y", "--unknown", "--json=1"]
@@ -116,6 +125,8 @@ def test_whatever_the_fast_parser_accepts_click_reads_the_same_way(name: str, da
     "name,args",
     [
         ("stitch", ["A", "B", "--out", "C", "--json"]),
+        ("stitch", ["A", "--out", "C"]),  # one source with in-transcript resets
+        ("check", ["C", "--runtime", "openclaw-2026.9"]),
         ("stitch", ["--out=C", "A", "B", "B2", "--leaf", "e1", "--report=r.json", "--force", "--rename-colliding"]),
         ("check", ["C", "--marker", "one", "--marker=two", "--reserve", "4096", "--window=1000"]),
         ("check", ["C", "--system-prompt-tokens", "9000", "--evidence", "ev", "--json"]),
@@ -133,7 +144,7 @@ def test_the_plain_forms_are_taken_by_the_fast_parser(name: str, args: list[str]
 @pytest.mark.parametrize(
     "name,args",
     [
-        ("stitch", ["A", "--out", "C"]),  # one source
+        ("stitch", ["--out", "C"]),  # no source
         ("stitch", ["A", "B"]),  # no --out
         ("stitch", ["A", "B", "--out", "C", "--out", "D"]),  # repeated
         ("stitch", ["A", "B", "--out", "-C"]),  # a value like an option
@@ -210,7 +221,7 @@ def test_stitch_and_check_give_the_same_results_both_ways_and_the_fast_way_never
 @pytest.mark.parametrize(
     "args,code,says",
     [
-        (["lineage", "stitch", "A.jsonl", "--out", "C.jsonl"], 2, "Missing argument"),
+        (["lineage", "stitch", "--out", "C.jsonl"], 2, "Missing argument"),
         (["lineage", "stitch", "A.jsonl", "B.jsonl", "--out", "C.jsonl", "--rep", "r.json"], 2, "No such option"),
         (["lineage", "check", "C.jsonl", "--window", "0"], 2, "0 is not in the range"),
         (["lineage", "check", "C.jsonl", "--reserve", "many"], 2, "is not a valid int"),

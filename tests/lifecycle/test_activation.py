@@ -396,6 +396,29 @@ def test_openclaw_json_era_state_directory_offline(tmp_path: Path) -> None:
     assert snapshot(sessions) == old  # the catalog's layout included, byte for byte
 
 
+def test_openclaw_state_directory_without_offline_gets_no_audit_folder(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    shutil.copytree(OPENCLAW, state)
+    sessions = state / "agents" / "main" / "sessions"
+    c = tmp_path / "C.jsonl"
+    stitch([sessions / OC_OLD, sessions / OC_NEW], c)
+    pkg = plan_activation(state, "main", "agent:main:main", c, tmp_path / "pkg")
+    res = cli("apply", str(pkg.root), "--home", str(state), "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["audited"] is False
+    assert not (state / "audit").exists() and not (state / "run").exists()
+    assert cli("rollback", str(pkg.root), "--home", str(state)).exit_code == 0
+    assert not (state / "audit").exists()
+
+
+@pytest.mark.parametrize("command", ["plan", "verify"])
+def test_help_offers_only_the_options_a_command_takes(command: str) -> None:
+    res = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0 and "--offline" not in res.output
+    refused = cli(command, "--offline")
+    assert refused.exit_code == EXIT.USAGE
+
+
 # -- CLI surface ----------------------------------------------------------------------------------
 
 

@@ -27,7 +27,16 @@ HomeOpt = Annotated[
         "--home",
         envvar="KOLO_HOME",
         show_default="$KOLO_HOME, else ~/.kolo",
-        help="State directory (a Kurahi home, or an OpenClaw state directory with --offline).",
+        help="State directory (a Kurahi home, or an OpenClaw state directory: always handled as --offline).",
+    ),
+]
+PlainHomeOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--home",
+        envvar="KOLO_HOME",
+        show_default="$KOLO_HOME, else ~/.kolo",
+        help="State directory (a Kurahi home, or an OpenClaw state directory).",
     ),
 ]
 PackageArg = Annotated[
@@ -52,9 +61,15 @@ def _root(home: Path | None) -> Path:
 
 
 def _host(root: Path, offline: bool) -> Any:
-    from kurahi.gateway.activation_host import GatewayHost, OfflineHost
+    """The gateway host for a Kurahi home; files only with --offline or for an OpenClaw state directory.
 
-    return OfflineHost(root) if offline else GatewayHost(root)
+    A directory without Kurahi's ``config.json`` is not a Kurahi home: it has no Kurahi gateway to
+    stop or read through, and Kurahi must not add its own ``audit/`` folder to it.
+    """
+    from kurahi.gateway.activation_host import GatewayHost, OfflineHost
+    from kurahi.resident.home import Home
+
+    return OfflineHost(root) if offline or not Home(root).config.is_file() else GatewayHost(root)
 
 
 @contextmanager
@@ -96,7 +111,7 @@ def plan_cmd(
         list[str] | None,
         typer.Option("--marker", help="Text that must be in the effective context (repeatable); checked again live."),
     ] = None,
-    home: HomeOpt = None,
+    home: PlainHomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Check a candidate and write an activation package; nothing live is changed.
@@ -216,7 +231,7 @@ def _validation(v: dict[str, Any] | None) -> None:
 
 
 @app.command("verify")
-def verify_cmd(package: PackageArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+def verify_cmd(package: PackageArg, home: PlainHomeOpt = None, as_json: JsonOpt = False) -> None:
     """Check that the live state is the package's new state (exit 0), or say which part differs (exit 1)."""
     from kurahi.lifecycle.activation import verify_package
 

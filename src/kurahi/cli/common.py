@@ -17,6 +17,8 @@ from kurahi.errors import (
     LockHeldError,
     NotASessionError,
     SecretFileError,
+    SqliteSchemaError,
+    SqliteStoreBusyError,
     TranscriptReadError,
     UnknownAgentError,
     UsageError,
@@ -118,6 +120,10 @@ def translate_errors() -> Iterator[None]:
     """Turn Kurahi errors into a one-line message and a meaningful exit code."""
     try:
         yield
+    except SqliteStoreBusyError as exc:
+        fail(str(exc), EXIT.BUSY)
+    except SqliteSchemaError as exc:
+        fail(str(exc), EXIT.INVALID)
     except (NotASessionError, CatalogCorruptError, ConfigError, SecretFileError, CheckError) as exc:
         fail(str(exc), EXIT.INVALID)
     except (TranscriptReadError, UnknownAgentError, GatewayUnavailableError) as exc:

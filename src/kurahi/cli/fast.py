@@ -57,7 +57,7 @@ class Option(NamedTuple):
 
 SPECS: dict[str, tuple[tuple[str, int, int | None], dict[str, Option]]] = {
     "stitch": (
-        ("sources", 2, None),
+        ("sources", 1, None),
         {
             "--out": Option("out", "one", Path, required=True),
             "--leaf": Option("leaf", "one"),
@@ -76,6 +76,7 @@ SPECS: dict[str, tuple[tuple[str, int, int | None], dict[str, Option]]] = {
             "--reserve": Option("reserve", "many", _count),
             "--system-prompt-tokens": Option("system_prompt_tokens", "many", _count),
             "--evidence": Option("evidence", "one", Path),
+            "--runtime": Option("runtime", "one"),
             "--json": Option("json", "flag"),
         },
     ),
@@ -196,5 +197,6 @@ def run(argv: list[str]) -> int | None:
         reserves=ns["reserve"],
         system_prompt_tokens=ns["system_prompt_tokens"],
         evidence=ns["evidence"],
+        runtime=ns["runtime"],
         as_json=ns["json"],
     )

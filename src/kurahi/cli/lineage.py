@@ -52,8 +52,17 @@ def path_cmd(
 
 @app.command("stitch")
 def stitch_cmd(
-    before: Path = typer.Argument(..., help="A: the transcript before the reset.", show_default=False),
-    after: list[Path] = typer.Argument(..., help="B (and later pieces), in time order.", show_default=False),
+    before: Path = typer.Argument(
+        ...,
+        help="A: the transcript before the reset (a file, or sqlite:<db>#<session id> as `lineage find` names it).",
+        show_default=False,
+    ),
+    after: list[Path] | None = typer.Argument(
+        None,
+        help="B (and later pieces), in time order. None when A holds in-transcript reset entries (OpenClaw 2026.9): "
+        "they are bypassed.",
+        show_default=False,
+    ),
     out: Path = typer.Option(..., "--out", help="C: the new transcript (must not exist)."),
     leaf: str | None = typer.Option(None, "--leaf", help="A's reset-time leaf (default: Pi's leaf of A)."),
     report: Path | None = typer.Option(None, "--report", help="Write the line-by-line report here (JSON)."),
@@ -62,9 +71,13 @@ def stitch_cmd(
     evidence: Path | None = typer.Option(None, "--evidence", help="Write an evidence folder here."),
     as_json: bool = typer.Option(False, "--json", help="Print a summary as JSON."),
 ) -> None:
-    """Stitch A + B → C: A's canonical path, then B's whole tree re-parented onto A's leaf."""
+    """Stitch A + B → C: A's canonical path, then B's whole tree re-parented onto A's leaf.
+
+    Reset entries (OpenClaw 2026.9) are bypassed: the entry after each is re-parented onto the
+    entry before it, so `stitch S --out C` rebuilds one session across its in-transcript reset.
+    """
     code = run_stitch(
-        [before, *after],
+        [_source(before), *(_source(a) for a in after or [])],
         out,
         leaf=leaf,
         report=report,
@@ -77,24 +90,47 @@ def stitch_cmd(
         raise typer.Exit(code)
 
 
+def _source(path: Path) -> Path | str:
+    """A SQLite source stays a string (a Path would fold its ``//``)."""
+    text = str(path)
+    return text if text.startswith("sqlite:") else path
+
+
 @app.command("check")
 def check_cmd(
-    file: Path = typer.Argument(..., help="A transcript (usually the stitched C).", show_default=False),
-    marker: list[str] = typer.Option([], "--marker", help="Text that must be in the effective context."),
+    file: Path = typer.Argument(
+        ...,
+        help="A transcript (usually the stitched C), or a SQLite session as `lineage find` names it "
+        "(sqlite:<db>#<session id>).",
+        show_default=False,
+    ),
+    marker: list[str] = typer.Option(
+        [], "--marker", help="Text that must be in what the runtime sends (the effective context)."
+    ),
     window: int = typer.Option(200_000, "--window", help="The model's context window (tokens).", min=1),
     reserve: list[int] = typer.Option([], "--reserve", help="Reserve tokens to route against (repeatable)."),
     system_prompt_tokens: list[int] = typer.Option(
         [], "--system-prompt-tokens", help="Synthetic system-prompt loads to add (repeatable)."
     ),
     evidence: Path | None = typer.Option(None, "--evidence", help="Write an evidence folder here."),
+    runtime: str | None = typer.Option(
+        None,
+        "--runtime",
+        help="Whose view decides: pi, openclaw-2026.5 (Pi's projection) or openclaw-2026.9 (only what follows "
+        "the last reset entry). Default: the runtime the source belongs to (a SQLite session: openclaw-2026.9; "
+        "a file beside sessions.json: openclaw-2026.5; any other file: pi).",
+        show_default=False,
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Project a transcript two independent ways and check markers and token pressure.
 
-    Exits 1 when a marker is missing or the two projections disagree.
+    Reports what Pi and OpenClaw 2026.9 would send. Exits 1 when a marker is missing from
+    the chosen runtime's view or the two projections disagree.
     """
     code = run_check(
         file,
+        runtime=runtime,
         markers=marker,
         window=window,
         reserves=reserve,

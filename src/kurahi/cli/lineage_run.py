@@ -18,8 +18,16 @@ from kurahi.errors import UsageError
 __all__ = ["run_check", "run_stitch"]
 
 
+def _input_file(source: Path | str) -> Path:
+    """The file an evidence manifest records for a source: a SQLite session's store."""
+    from kurahi.lineage.sources import parse_sqlite_source
+
+    parsed = parse_sqlite_source(source)
+    return parsed[0] if parsed is not None else Path(source)
+
+
 def run_stitch(
-    sources: Sequence[Path],
+    sources: Sequence[Path | str],
     out: Path,
     *,
     leaf: str | None = None,
@@ -52,7 +60,7 @@ def run_stitch(
 
             write_evidence(
                 evidence,
-                inputs={f"source{i}": p for i, p in enumerate(sources)},
+                inputs={f"source{i}": _input_file(p) for i, p in enumerate(sources)},
                 outputs={"stitched": out},
                 reports={"stitch": data},
             )
@@ -83,23 +91,30 @@ def run_check(
     reserves: Sequence[int] = (),
     system_prompt_tokens: Sequence[int] = (),
     evidence: Path | None = None,
+    runtime: str | None = None,
     as_json: bool = False,
 ) -> int:
-    """Check ``file``; print the report. 1 when a marker is missing or the projections disagree."""
+    """Check ``file``; print the report.
+
+    1 when a marker is missing from the chosen runtime's view or the projections disagree.
+    """
     from kurahi.lineage.check import check
 
     with translate_errors():
         rep = check(
-            file,
+            str(file) if str(file).startswith("sqlite:") else file,
             markers=list(markers),
             window=window,
             reserves=list(reserves) or None,
             system_prompt_tokens=list(system_prompt_tokens) or [0],
+            runtime=runtime,
         )
         if evidence is not None:
             from kurahi.lineage.evidence import write_evidence
 
-            write_evidence(evidence, inputs={"transcript": file}, outputs={}, reports={"check": rep.to_dict()})
+            write_evidence(
+                evidence, inputs={"transcript": _input_file(str(file))}, outputs={}, reports={"check": rep.to_dict()}
+            )
     if as_json:
         print_json(rep.to_dict())
         return EXIT.OK if rep.ok else EXIT.FAILED
@@ -113,20 +128,20 @@ def run_check(
     if rep.compaction_id:
         say(f"operative compaction {rep.compaction_id}: 1 summary + {rep.retained} retained + {rep.later} later")
     if rep.runtime_messages is not None:
-        say(f"OpenClaw's runtime sends only what follows the last reset: {rep.runtime_messages} messages")
+        say(f"OpenClaw 2026.9 sends only what follows the last reset entry: {rep.runtime_messages} messages")
+    source = "the last recorded usage" if rep.tokens_from == "usage" else "the content"
+    say(
+        f"verdict for {rep.runtime} ({rep.runtime_reason}): {rep.view_messages} messages, "
+        f"about {rep.tokens} tokens (estimated from {source})"
+    )
     if rep.markers:
+
+        def cell(index: int | None) -> Part:
+            return (f"yes ({index})", "green") if index is not None else ("missing", "bold red")
+
         table(
-            ["marker", "found", "message", "part"],
-            [
-                [
-                    m.marker,
-                    ("yes", "green") if m.index is not None else ("missing", "bold red"),
-                    str(m.index if m.index is not None else "-"),
-                    m.part or "-",
-                ]
-                for m in rep.markers
-            ],
-            right=[2],
+            ["marker", "pi / openclaw-2026.5", "openclaw-2026.9", "part"],
+            [[m.marker, cell(m.index), cell(m.runtime_index), m.part or "-"] for m in rep.markers],
         )
     if rep.routes:
         keys = ("systemPromptTokens", "reserveTokens", "contextTokens", "threshold", "headroom", "route")

@@ -41,6 +41,7 @@ __all__ = [
     "ContextTokens",
     "assistant_usage",
     "calculate_context_tokens",
+    "estimate_content_tokens",
     "estimate_context_tokens",
     "estimate_projected_context_tokens",
     "estimate_tokens",
@@ -346,6 +347,19 @@ def estimate_projected_context_tokens(projection: SessionContext, path: Sequence
         )
         if usage_at > invalidated_at:
             return estimate
+    tokens = estimate_content_tokens(messages)
+    return ContextTokens(tokens=tokens, usage_tokens=0, trailing_tokens=tokens, last_usage_index=None)
+
+
+def estimate_content_tokens(messages: Sequence[Any]) -> int:
+    """Every message estimated from its content, no recorded usage.
+
+    This is Pi 1.6.0's projected estimate when it distrusts the usage (the system messages
+    counted once, as their replay).
+
+    Raises:
+        UsageError: a message Pi would crash on; the message names its index.
+    """
     index = -1  # -1: the system messages' replay
     try:
         system = current_system_message(messages)
@@ -355,4 +369,4 @@ def estimate_projected_context_tokens(projection: SessionContext, path: Sequence
                 tokens += _estimate(message)
     except UsageError as exc:
         raise UsageError(f"messages[{index}]: {exc}") from exc
-    return ContextTokens(tokens=tokens, usage_tokens=0, trailing_tokens=tokens, last_usage_index=None)
+    return tokens

@@ -4,6 +4,17 @@
 in :mod:`kurahi.lineage.reference`), requires the same message count and content hash,
 and reports the operative compaction, where each marker sits, and how much room the
 context leaves for each reserve and each synthetic system-prompt load.
+
+It reports the view of every runtime that may load the file (:mod:`kurahi.lineage.sources`):
+Pi's projection of the whole path (also OpenClaw 2026.5's), and OpenClaw 2026.9's, which
+sends only what follows the last ``reset`` entry. The verdict is taken on the view of one
+runtime: ``runtime``, by default the one the source belongs to.
+
+Token pressure is estimated for that view. A recorded ``usage`` measured the context its
+runtime sent at the time; it is trusted only when it is newer than a stitch (a header with a
+``lineage`` field: the stitched history is longer than what any reply has seen) and, for Pi's
+view of a path with a ``reset`` entry, never (OpenClaw measured only the part after the reset).
+Otherwise every projected message is estimated, as Pi does when it distrusts a usage.
 """
 
 from __future__ import annotations
@@ -17,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from kurahi.errors import KurahiError
+from kurahi.errors import KurahiError, UsageError
 from kurahi.lineage.reference import ReferenceProjection, reference_projection
 from kurahi.store.twoproc import fork_is_safe, run_halves
 
@@ -45,7 +56,7 @@ class MarkerHit(msgspec.Struct, frozen=True):
     part: str | None
     """``summary``, ``retained`` or ``later``."""
     runtime_index: int | None = None
-    """Index in OpenClaw's runtime view (after the last ``reset`` entry), when there is one."""
+    """Index in OpenClaw 2026.9's view (after the last ``reset`` entry; the whole path without one)."""
 
 
 class CheckReport(msgspec.Struct):
@@ -65,17 +76,43 @@ class CheckReport(msgspec.Struct):
     markers: list[MarkerHit] = msgspec.field(default_factory=list)
     routes: list[dict[str, Any]] = msgspec.field(default_factory=list)
     runtime_messages: int | None = None
+    """Messages OpenClaw 2026.9 sends when the path has a ``reset`` entry (``None`` without one)."""
     warnings: list[str] = msgspec.field(default_factory=list)
+    runtime: str = "pi"
+    """The runtime whose view decides the verdict."""
+    runtime_reason: str = "a plain file"
+    """Why that runtime: ``--runtime``, or what the source is."""
+    tokens_from: str = "content"
+    """``usage`` (the last reply's recorded usage plus estimates after it) or ``content``."""
+    pi_view: list[Any] | None = None
+    """Pi's messages (not serialised)."""
+    runtime_view: list[Any] | None = None
+    """OpenClaw 2026.9's messages when the path has a reset (not serialised)."""
+    stitched_ms: int | float | None = None
+    """When the file was stitched (its header's ``timestamp`` when it has ``lineage``)."""
 
     @property
     def projections_agree(self) -> bool:
         """Both projections gave the same messages."""
         return self.messages == self.reference_messages and self.fast_sha256 == self.reference_sha256
 
+    def view_index(self, hit: MarkerHit) -> int | None:
+        """The marker's message index in the chosen runtime's view."""
+        if self.runtime == "openclaw-2026.9":
+            return hit.runtime_index
+        return hit.index
+
+    @property
+    def view_messages(self) -> int:
+        """Messages the chosen runtime sends."""
+        if self.runtime == "openclaw-2026.9" and self.runtime_messages is not None:
+            return self.runtime_messages
+        return self.messages
+
     @property
     def ok(self) -> bool:
-        """Projections agree and every marker is in the effective context."""
-        return self.projections_agree and all(m.index is not None for m in self.markers)
+        """Projections agree and every marker is in the chosen runtime's view."""
+        return self.projections_agree and all(self.view_index(m) is not None for m in self.markers)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -93,12 +130,23 @@ class CheckReport(msgspec.Struct):
                 "retained": self.retained,
                 "later": self.later,
             },
+            "runtime": self.runtime,
+            "runtimeReason": self.runtime_reason,
+            "views": [
+                {"runtime": "pi", "alsoFor": ["openclaw-2026.5"], "messages": self.messages},
+                {
+                    "runtime": "openclaw-2026.9",
+                    "messages": self.messages if self.runtime_messages is None else self.runtime_messages,
+                    "afterReset": self.runtime_messages is not None,
+                },
+            ],
             "tokens": self.tokens,
+            "tokensFrom": self.tokens_from,
             "window": self.window,
             "markers": [
                 {
                     "marker": m.marker,
-                    "found": m.index is not None,
+                    "found": self.view_index(m) is not None,
                     "index": m.index,
                     "part": m.part,
                     "runtimeIndex": m.runtime_index,
@@ -168,17 +216,44 @@ def check(
     window: int = 200_000,
     reserves: Sequence[int] | None = None,
     system_prompt_tokens: Sequence[int] = (0,),
+    runtime: str | None = None,
 ) -> CheckReport:
     """Check what a transcript projects; see the module docstring.
 
+    ``path`` is a file or a SQLite source ``sqlite:<db>#<session id>`` (as ``lineage find``
+    prints it). ``runtime`` is one of :data:`~kurahi.lineage.sources.RUNTIMES`; by default
+    the one the source belongs to (:func:`~kurahi.lineage.sources.runtime_of`).
     ``reserves`` defaults to Pi's own reserve (:data:`kurahi.context.budget.DEFAULT_RESERVE_TOKENS`).
 
     Raises:
         CheckError: a version-1/2 session, which Pi rewrites to version 3 when it opens it;
             the reference walk reads version 3 only (stitch output always is).
         NotASessionError, TranscriptReadError, ParentCycleError: the file cannot be projected.
+        UsageError: an unknown runtime, or a malformed SQLite source.
     """
-    p = Path(path)
+    from kurahi.lineage.sources import RUNTIMES, materialize, runtime_of
+
+    if runtime is not None and runtime not in RUNTIMES:
+        raise UsageError(f"--runtime {runtime!r}: not a runtime Kurahi knows (choose from {', '.join(RUNTIMES)})")
+    chosen, reason = (runtime, "--runtime") if runtime is not None else runtime_of(path)
+    with materialize(path) as p:
+        report = _check(p, markers, window, reserves, system_prompt_tokens)
+    report.file = os.fspath(path)
+    report.runtime, report.runtime_reason = chosen, reason
+    if report.runtime_messages is not None and chosen == "openclaw-2026.9":
+        _estimate(report, report.runtime_view, window, reserves, system_prompt_tokens, trust_usage=report.stitched_ms)
+    else:
+        _estimate(report, report.pi_view, window, reserves, system_prompt_tokens, trust_usage=report.stitched_ms)
+    return report
+
+
+def _check(
+    p: Path,
+    markers: Sequence[str],
+    window: int,
+    reserves: Sequence[int] | None,
+    system_prompt_tokens: Sequence[int],
+) -> CheckReport:
     fast, (ref, ref_sha256) = _both_projections(p)
     msgs = fast.context.messages
     # The compaction speaks once, or twice with a systemMessage (Pi 1.6.0): what the
@@ -204,19 +279,56 @@ def check(
         part = None
         if idx is not None:
             part = "summary" if idx < summary else "retained" if idx < summary + ref.retained_count else "later"
-        runtime = _find(ref.runtime_messages, marker) if ref.runtime_messages is not None else None
+        runtime = _find(ref.runtime_messages, marker) if ref.runtime_messages is not None else idx
         report.markers.append(MarkerHit(marker, idx, part, runtime))
-    from kurahi.context.budget import DEFAULT_RESERVE_TOKENS, route
-    from kurahi.context.tokens import estimate_context_tokens
+    report.pi_view = msgs
+    report.runtime_view = ref.runtime_messages
+    report.stitched_ms = _stitched_ms(p)
+    return report
+
+
+def _stitched_ms(path: Path) -> int | float | None:
+    """The time of the stitch that made this file (a header ``lineage`` field), else ``None``."""
+    from kurahi.jsvalues import date_ms
 
     try:
-        tokens = estimate_context_tokens(msgs).tokens
+        with open(path, "rb") as f:
+            header = json.loads(f.readline() or b"null")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(header, dict) or not isinstance(header.get("lineage"), dict):
+        return None
+    return date_ms(header.get("timestamp")) or 0
+
+
+def _estimate(
+    report: CheckReport,
+    msgs: list[Any] | None,
+    window: int,
+    reserves: Sequence[int] | None,
+    system_prompt_tokens: Sequence[int],
+    *,
+    trust_usage: int | float | None,
+) -> None:
+    """Token pressure of the chosen view; see the module docstring for when usage is trusted."""
+    from kurahi.context.budget import DEFAULT_RESERVE_TOKENS, route
+    from kurahi.context.tokens import estimate_content_tokens, estimate_context_tokens
+
+    msgs = msgs if msgs is not None else []
+    try:
+        est = estimate_context_tokens(msgs)
+        usable = est.last_usage_index is not None
+        if usable and trust_usage is not None:
+            at = msgs[est.last_usage_index].get("timestamp") if est.last_usage_index is not None else None
+            usable = isinstance(at, (int, float)) and at > trust_usage
+        if usable and report.runtime != "openclaw-2026.9" and report.runtime_messages is not None:
+            usable = False  # the usage measured OpenClaw's view after the reset, not this whole path
+        tokens = est.tokens if usable else estimate_content_tokens(msgs)
     except KurahiError as exc:
         report.warnings.append(f"token estimate unavailable: {exc}")
-        return report
-    report.tokens = tokens
+        return
+    report.tokens, report.tokens_from = tokens, "usage" if usable else "content"
     for load in system_prompt_tokens:
         for reserve in reserves if reserves is not None else [DEFAULT_RESERVE_TOKENS]:
             r = route(tokens + load, window, reserve)
             report.routes.append({"systemPromptTokens": load, **r.to_dict()})
-    return report

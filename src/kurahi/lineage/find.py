@@ -32,6 +32,7 @@ SQLite sessions with events but no key, are listed in ``Lineage.unlinked``.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -53,6 +54,7 @@ from kurahi.lineage.openclaw_sqlite import (
     sqlite_key_sessions,
     sqlite_source,
 )
+from kurahi.lineage.sqlite_snapshot import StoreSnapshot, open_store_snapshot
 from kurahi.store.catalog import CATALOG_NAME, Catalog, validate_agent_id
 from kurahi.store.fsio import fsync_dir, write_all
 from kurahi.store.listing import locate_transcript
@@ -261,7 +263,15 @@ class _Files:
                 yield sid, path, kind, stamp
 
 
-def _json_pieces(folder: Path, key: str, entry: dict[str, Any], skip: set[str], notes: list[str]) -> list[Piece]:
+def _json_pieces(folder: Path, key: str, entry: dict[str, Any], anchors: list[Piece], notes: list[str]) -> list[Piece]:
+    """The key's file pieces; ``anchors`` are pieces already found elsewhere (the SQLite store).
+
+    A session id an anchor has is not read again from a file, but reset archives are matched
+    against the anchors' header times too: after OpenClaw 2026.9's doctor imports a 2026.5
+    directory, the pre-reset ``.reset.<ts>`` archive stays in ``sessions/`` while the session
+    that followed it lives in the store.
+    """
+    skip = {p.session_id for p in anchors}
     files = _Files(folder)
     found: dict[Path, list[str]] = {}
     queue: list[tuple[str, str]] = []
@@ -276,7 +286,7 @@ def _json_pieces(folder: Path, key: str, entry: dict[str, Any], skip: set[str], 
         if isinstance(entry.get(field), str):
             queue.append((entry[field], rule))
     pieces: dict[Path, Piece] = {}
-    checked: set[Path] = set()
+    checked: set[str] = set()
     while True:
         while queue:
             sid, rule = queue.pop(0)
@@ -294,7 +304,7 @@ def _json_pieces(folder: Path, key: str, entry: dict[str, Any], skip: set[str], 
             queue.append((pieces[path].session_id, _SAME))
             if parent:
                 queue.append((parent, "header parentSession"))
-        if not queue and not _match_reset_archives(files, pieces, found, checked):
+        if not queue and not _match_reset_archives(files, [*pieces.values(), *anchors], found, checked):
             break
     return [replace(p, found_by=tuple(found[path])) for path, p in pieces.items() if p.session_id not in skip]
 
@@ -321,15 +331,13 @@ def _open_file(
     return piece, named["sid"] if named else name
 
 
-def _match_reset_archives(
-    files: _Files, pieces: dict[Path, Piece], found: dict[Path, list[str]], checked: set[Path]
-) -> bool:
+def _match_reset_archives(files: _Files, pieces: list[Piece], found: dict[Path, list[str]], checked: set[str]) -> bool:
     """Apply the reset-time heuristic to each piece not yet checked; whether it linked one."""
     added = False
-    for path, piece in list(pieces.items()):
-        if path in checked or piece.header_ms is None:
+    for piece in pieces:
+        if piece.source in checked or piece.header_ms is None:
             continue
-        checked.add(path)
+        checked.add(piece.source)
         best: tuple[int, Path] | None = None
         for _, cand, kind, stamp in files.all():
             if kind != "reset-archive" or stamp is None or cand in found:
@@ -346,10 +354,24 @@ def _match_reset_archives(
     return added
 
 
-def _sqlite_pieces(db: Path, node: SqliteNode | None, key: str, notes: list[str]) -> tuple[list[Piece], list[str]]:
-    sessions = list_sqlite_sessions(db)
+def _sqlite_pieces(
+    snap: StoreSnapshot, nodes: dict[str, SqliteNode], key: str, agent: str, notes: list[str]
+) -> tuple[list[Piece], list[str]]:
+    db = snap.source
+    sessions = list_sqlite_sessions(snap)
     counts = {s.session_id: s.event_count for s in sessions}
-    found, orphans = sqlite_key_sessions(node, sessions, key)
+    found, orphans = sqlite_key_sessions(nodes.get(key), sessions, key)
+    if key == f"agent:{agent}:main":
+        # OpenClaw 2026.9's doctor moves a 2026.5 transcript no catalog entry named (the session
+        # an idle or daily rollover left behind) to its own key: its original key is not
+        # recorded, and such orphans come from the agent's main conversation.
+        prefix = f"agent:{agent}:recovered:"
+        for other, node in nodes.items():
+            if other.startswith(prefix):
+                rule = f"recovered key {other} (orphan imported by OpenClaw's doctor)"
+                for sid in (node.current_session_id, *(s.session_id for s in sessions if s.session_key == other)):
+                    if rule not in found.setdefault(sid, []):
+                        found[sid].append(rule)
     order = list(found)  # header parentSession links are appended as they are read
     pieces: dict[str, Piece] = {}
     for sid in order:
@@ -358,7 +380,7 @@ def _sqlite_pieces(db: Path, node: SqliteNode | None, key: str, notes: list[str]
             notes.append(f"{source}: no transcript events stored")
             continue
         try:
-            t = Transcript.from_bytes(export_session_jsonl(db, sid), name=source)
+            t = Transcript.from_bytes(export_session_jsonl(snap, sid), name=source)
         except TranscriptError as exc:
             notes.append(f"skipped {source}: {exc.detail}")
             continue
@@ -423,7 +445,15 @@ def find_lineage(state_dir: str | os.PathLike[str], *, agent: str | None = None,
         raise UsageError(f"{root}: no agent {agent!r}; agents present: {', '.join(agents)}")
     folder, db = agents[agent]
     catalog = dict(Catalog(folder / CATALOG_NAME).items()) if folder else {}
-    nodes = {n.session_key: n for n in list_sqlite_nodes(db)} if db else {}
+    with contextlib.ExitStack() as stack:
+        snap = stack.enter_context(open_store_snapshot(db)) if db is not None else None
+        return _find(root, agent, key, folder, catalog, snap)
+
+
+def _find(
+    root: Path, agent: str, key: str | None, folder: Path | None, catalog: dict[str, Any], snap: StoreSnapshot | None
+) -> Lineage:
+    nodes = {n.session_key: n for n in list_sqlite_nodes(snap)} if snap is not None else {}
     keys = sorted({*catalog, *nodes})
     if key is None:
         main = f"agent:{agent}:main"
@@ -438,13 +468,12 @@ def find_lineage(state_dir: str | os.PathLike[str], *, agent: str | None = None,
     pieces: list[Piece] = []
     unlinked: list[str] = []
     current: str | None = None
-    if db is not None:
-        pieces, unlinked = _sqlite_pieces(db, nodes.get(key), key, notes)
+    if snap is not None:
+        pieces, unlinked = _sqlite_pieces(snap, nodes, key, agent, notes)
         current = nodes[key].current_session_id if key in nodes else None
     if folder is not None:
         entry = catalog.get(key, {})
-        taken = {p.session_id for p in pieces}
-        json_pieces = _json_pieces(folder, key, entry, taken, notes)
+        json_pieces = _json_pieces(folder, key, entry, pieces, notes)
         if current is None and isinstance(entry.get("sessionId"), str):
             current = entry["sessionId"]
         pieces += json_pieces
@@ -454,7 +483,7 @@ def find_lineage(state_dir: str | os.PathLike[str], *, agent: str | None = None,
     pieces.sort(key=lambda p: (p.sort_ms, p.source))
     return Lineage(
         state_dir=str(root),
-        layout="+".join(name for name, there in (("json", folder), ("sqlite", db)) if there is not None),
+        layout="+".join(name for name, there in (("json", folder), ("sqlite", snap)) if there is not None),
         agent=agent,
         key=key,
         current_session_id=current,

@@ -11,14 +11,11 @@ and ``*.jsonl`` files. The tables used here:
   the session header. Exporting a session writes each ``event_json`` text as it is stored,
   one per line, so the result is a JSONL transcript the store can open.
 
-The file is opened with ``mode=ro`` and every query runs in one read transaction, so the
-listing and the export see one consistent version even while a gateway writes. A store whose
-writer holds the lock past a short busy timeout gives a clear error instead of a hang.
-
-Read-only is not enough on its own in WAL mode: when no ``-wal`` file exists (no process has
-the database open), SQLite creates ``-wal`` and ``-shm`` next to the file for a ``mode=ro``
-reader and leaves them there. In that one case the file is opened ``immutable=1``, which is
-safe because nobody is writing it, and no file appears in the state directory.
+Every function reads through :func:`~kurahi.lineage.sqlite_snapshot.open_store_snapshot`:
+a private copy of the store, so not one byte of the state directory changes (``-wal`` and
+``-shm`` included), and committed transactions still in the WAL are seen. Pass a
+:class:`~kurahi.lineage.sqlite_snapshot.StoreSnapshot` to read several things from one
+consistent copy; pass a path to take a snapshot for that one call.
 """
 
 from __future__ import annotations
@@ -26,15 +23,19 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import stat
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from kurahi.errors import TranscriptReadError, UsageError
+from kurahi.lineage.sqlite_snapshot import (
+    DEFAULT_BUSY_TIMEOUT,
+    StoreSnapshot,
+    open_store_snapshot,
+    translate_sqlite_error,
+)
 
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT",
@@ -50,11 +51,6 @@ __all__ = [
 
 SQLITE_STORE_NAME = "openclaw-agent.sqlite"
 """The store's file name inside ``agents/<agentId>/agent/``."""
-DEFAULT_BUSY_TIMEOUT = 2.0
-"""Seconds to wait for a writer (the gateway) to release its lock before giving up."""
-
-_MAGIC = b"SQLite format 3\x00"
-_REQUIRED_TABLES = ("session_nodes", "session_windows", "transcript_events")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,70 +102,21 @@ def _camel(value: dict[str, Any]) -> dict[str, Any]:
     return {name(k): v for k, v in value.items()}
 
 
-def _check_file(path: Path) -> bool:
-    """Check that ``path`` is a readable SQLite file; return whether it is in WAL mode."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError as exc:
-        raise TranscriptReadError("no such file (expected an OpenClaw SQLite store)", path=path) from exc
-    except IsADirectoryError as exc:
-        raise TranscriptReadError("is a directory, expected an OpenClaw SQLite store", path=path) from exc
-    except OSError as exc:
-        raise TranscriptReadError(f"cannot open: {exc.strerror}", path=path) from exc
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise TranscriptReadError("is not a regular file", path=path)
-        head = os.read(fd, 100)
-    except OSError as exc:
-        raise TranscriptReadError(f"cannot read: {exc.strerror}", path=path) from exc
-    finally:
-        os.close(fd)
-    if not head.startswith(_MAGIC) or len(head) < 100:
-        raise TranscriptReadError("not an SQLite database (the file does not start with the SQLite header)", path=path)
-    # Bytes 18 and 19 are the file format's write and read versions: 2 means WAL.
-    return head[18] == 2 or head[19] == 2
-
-
-def _translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> TranscriptReadError:
-    name = getattr(exc, "sqlite_errorname", "")
-    if name.startswith("SQLITE_BUSY") or "locked" in str(exc):
-        return TranscriptReadError(
-            f"database is locked by another process (waited {busy_timeout:g} s); "
-            "try again when the gateway is idle, or read a copy",
-            path=path,
-        )
-    if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):
-        return TranscriptReadError(f"corrupt SQLite database: {exc}", path=path)
-    return TranscriptReadError(f"cannot read the SQLite store: {exc}", path=path)
-
-
 @contextmanager
-def _reading(db_path: str | os.PathLike[str], busy_timeout: float) -> Iterator[sqlite3.Connection]:
-    """Open the store read-only inside one read transaction; SQLite errors become ours."""
-    path = Path(db_path)
-    wal = _check_file(path)
-    query = "mode=ro"
-    if wal and not path.with_name(path.name + "-wal").exists():
-        query += "&immutable=1"  # see the module docstring: avoids leaving -wal/-shm behind
-    uri = f"file:{quote(str(path.absolute()))}?{query}"
-    try:
-        with closing(sqlite3.connect(uri, uri=True, timeout=busy_timeout, isolation_level=None)) as conn:
-            conn.execute("PRAGMA query_only = ON")
-            conn.execute("BEGIN")
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            missing = [t for t in _REQUIRED_TABLES if t not in tables]
-            if missing:
-                raise TranscriptReadError(
-                    f"not an OpenClaw agent store: no table {', '.join(missing)} "
-                    f"(expected {', '.join(_REQUIRED_TABLES)})",
-                    path=path,
-                )
-            try:
-                yield conn
-            finally:
-                conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        raise _translate(exc, path, busy_timeout) from exc
+def _reading(store: str | os.PathLike[str] | StoreSnapshot, busy_timeout: float) -> Iterator[sqlite3.Connection]:
+    """The snapshot's connection, or one of a snapshot taken for this call."""
+    if isinstance(store, StoreSnapshot):
+        try:
+            yield store.conn
+        except sqlite3.Error as exc:
+            raise translate_sqlite_error(exc, store.source, busy_timeout) from exc
+        return
+    with open_store_snapshot(store, busy_timeout=busy_timeout) as snap:
+        yield snap.conn
+
+
+def _db_path(store: str | os.PathLike[str] | StoreSnapshot) -> Path:
+    return store.source if isinstance(store, StoreSnapshot) else Path(store)
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -177,7 +124,7 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def list_sqlite_sessions(
-    db_path: str | os.PathLike[str], *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    store: str | os.PathLike[str] | StoreSnapshot, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
 ) -> list[SqliteSession]:
     """List every session id of a store, oldest window first.
 
@@ -188,7 +135,7 @@ def list_sqlite_sessions(
         TranscriptReadError: the file is missing, not SQLite, corrupt, not an OpenClaw store,
             or locked by a writer for longer than ``busy_timeout`` seconds.
     """
-    with _reading(db_path, busy_timeout) as conn:
+    with _reading(store, busy_timeout) as conn:
         counts = dict(conn.execute("SELECT session_id, count(*) FROM transcript_events GROUP BY session_id"))
         rows = conn.execute(
             "SELECT session_id, session_key, previous_session_id, reason, created_at, updated_at "
@@ -212,14 +159,14 @@ def list_sqlite_sessions(
 
 
 def list_sqlite_nodes(
-    db_path: str | os.PathLike[str], *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    store: str | os.PathLike[str] | StoreSnapshot, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
 ) -> list[SqliteNode]:
     """List every session key of a store with its current session and catalog entry, by key.
 
     Raises:
         TranscriptReadError: as for :func:`list_sqlite_sessions`.
     """
-    with _reading(db_path, busy_timeout) as conn:
+    with _reading(store, busy_timeout) as conn:
         rows = conn.execute(
             "SELECT session_key, current_session_id, entry_json FROM session_nodes ORDER BY session_key"
         ).fetchall()
@@ -234,7 +181,7 @@ def list_sqlite_nodes(
 
 
 def export_session_jsonl(
-    db_path: str | os.PathLike[str], session_id: str, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    store: str | os.PathLike[str] | StoreSnapshot, session_id: str, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
 ) -> bytes:
     """Return one session's ``transcript_events`` as a JSONL transcript, ordered by ``seq``.
 
@@ -246,13 +193,17 @@ def export_session_jsonl(
         TranscriptReadError: as for :func:`list_sqlite_sessions`; also when an event is stored
             zstd-compressed (not supported here) or its JSON text spans several lines.
     """
-    path = Path(db_path)
-    with _reading(path, busy_timeout) as conn:
+    path = _db_path(store)
+    with _reading(store, busy_timeout) as conn:
         conn.text_factory = bytes  # the stored bytes exactly, not a decode/encode round trip
-        rows = conn.execute(
-            "SELECT seq, event_json, event_zstd IS NOT NULL FROM transcript_events WHERE session_id = ? ORDER BY seq",
-            (session_id,),
-        ).fetchall()
+        try:
+            rows = conn.execute(
+                "SELECT seq, event_json, event_zstd IS NOT NULL FROM transcript_events "
+                "WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+        finally:
+            conn.text_factory = str
     if not rows:
         raise UsageError(f"{path}: no transcript events for session {session_id!r}")
     out = bytearray()

@@ -7,6 +7,13 @@ change is the stitch edge: the root of each later source's path is re-parented o
 previous source's reset-time leaf, and only its ``parentId`` changes. The report proves it
 line by line with hashes, so anyone can re-check C against its sources.
 
+OpenClaw 2026.9 keeps a reset inside one session: a ``{"type": "reset"}`` entry after which
+its runtime sends nothing older. Stitch bypasses every ``reset`` entry it would copy: the
+reset's line is left out and the entry that followed it is re-parented onto the entry before
+it (another stitch edge, with ``bypassed`` naming the reset). So one source is enough when it
+holds a reset (``stitch S --out C``): C is S's canonical path without its resets, under a new
+session id. A source without a reset still needs a BEFORE and an AFTER.
+
 Pi 1.6.0's ``context_edit`` entries are copied byte for byte like every other line. One
 thing changes meaning, and the report says so: an edit in a later source that names an
 entry of an earlier one does nothing in its own file (the target is not there) but applies
@@ -111,10 +118,11 @@ class StitchReport(msgspec.Struct):
 
 
 def _reparent(raw: bytes, parent: str) -> tuple[bytes, str]:
-    """Give a root line a parent, changing nothing else in its bytes when possible."""
+    """Give a line a new parent, changing nothing else in its bytes when possible."""
     value, _ = decode_line(raw)
     want = {**value, "parentId": parent}
-    needle = b'"parentId":null'
+    old = value.get("parentId")
+    needle = b'"parentId":' + (json.dumps(old, ensure_ascii=False).encode() if isinstance(old, str) else b"null")
     if raw.count(needle) == 1:
         candidate = raw.replace(needle, b'"parentId":' + json.dumps(parent).encode())
         got, _ = decode_line(candidate)
@@ -136,7 +144,7 @@ def _rename(data: dict[str, Any], mapping: dict[str, str]) -> dict[str, Any]:
 
 
 def _check_sources(paths: Sequence[Path], out: Path) -> None:
-    if len(paths) < 2:
+    if not paths:
         raise StitchError("stitch needs a BEFORE and at least one AFTER transcript")
     for i, a in enumerate(paths):
         for b in paths[i + 1 :]:
@@ -175,14 +183,36 @@ def stitch(
             root already has a parent, a later source older than the one before it.
         NotASessionError, TranscriptReadError, ParentCycleError: a source cannot be read.
     """
-    paths = [Path(p) for p in sources]
+    from kurahi.lineage.sources import materialize
+
+    names = [os.fspath(p) for p in sources]
     out_path = Path(out)
-    _check_sources(paths, out_path)
     report = StitchReport(out=str(out_path))
     transcripts: list[Transcript] = []
+    with contextlib.ExitStack() as stack:
+        paths = [stack.enter_context(materialize(n)) for n in names]
+        _check_sources(paths, out_path)
+        try:
+            transcripts.extend(Transcript.open(p) for p in paths)
+            return _stitch_open(paths, names, transcripts, out_path, report, leaf_id, rename_colliding, force)
+        finally:
+            for t in transcripts:
+                t.close()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _stitch_open(
+    paths: list[Path],
+    names: list[str],
+    transcripts: list[Transcript],
+    out_path: Path,
+    report: StitchReport,
+    leaf_id: str | None,
+    rename_colliding: bool,
+    force: bool,
+) -> StitchReport:
     hashes: _Hashes | None = None
     try:
-        transcripts.extend(Transcript.open(p) for p in paths)
         for p, t in zip(paths, transcripts, strict=True):
             if t.migrated_from is not None or t.version is MISSING:
                 raise StitchError(
@@ -190,13 +220,16 @@ def stitch(
                 )
         # The sources' sha256 (for the report) is computed on a second thread from here on:
         # the scans above had both cores, and what follows is mostly one thread's work.
+        if len(paths) == 1 and not any(e.type == "reset" for e in canonical_path(transcripts[0], leaf_id).entries):
+            raise StitchError(
+                f"{names[0]}: no reset entry on its path, so one transcript has nothing to stitch: stitch needs "
+                "a BEFORE and at least one AFTER transcript (the pieces `lineage find` lists)"
+            )
         hashes = _Hashes(transcripts)
-        return _stitch(paths, transcripts, out_path, report, leaf_id, rename_colliding, force, hashes)
+        return _stitch(paths, names, transcripts, out_path, report, leaf_id, rename_colliding, force, hashes)
     finally:
         if hashes is not None:
             hashes.wait()
-        for t in transcripts:
-            t.close()
 
 
 class _Hashes:
@@ -243,10 +276,50 @@ class _Piece(msgspec.Struct):
     """Renamed ids (``--rename-colliding``)."""
     leaf: str | None = None
     """Where the next source attaches (after renaming)."""
+    bypassed: dict[int, str] = msgspec.field(default_factory=dict)
+    """Entry position -> id of the ``reset`` entry its new parent edge skips."""
+
+
+def _bypass_resets(t: Transcript, piece: _Piece, attach: str | None) -> None:
+    """Leave the piece's ``reset`` entries out; re-parent what followed each onto what preceded it."""
+    skeletons = t._skeletons
+    resets = {i for i in piece.indices if skeletons[i].type == "reset"}
+    if not resets:
+        return
+    kept = [i for i in piece.indices if i not in resets]
+
+    def resolved(index: int) -> str | None:
+        """The nearest ancestor of a reset that is not itself a reset (``attach`` above a root)."""
+        entry = t.entry_at(index)
+        while entry.type == "reset":
+            parent = entry.parent_id
+            if not isinstance(parent, str):
+                return attach
+            at = t.index_of(parent)
+            if at is None:
+                return parent
+            entry = t.entry_at(at)
+        return str(entry.id)
+
+    for i in kept:
+        parent = t.entry_at(i).parent_id
+        at = t.index_of(parent) if isinstance(parent, str) else None
+        if at is not None and at in resets:
+            new = resolved(at)
+            if new is None:
+                raise StitchError(f"reset entry {parent} is a root with nothing before it to attach line {i} to")
+            piece.reparent[i] = new
+            piece.bypassed[i] = str(parent)
+    piece.indices = kept
+    if piece.leaf is not None:
+        leaf_at = t.index_of(piece.leaf)
+        if leaf_at is not None and leaf_at in resets:
+            piece.leaf = resolved(leaf_at)
 
 
 def _stitch(
     paths: list[Path],
+    names: list[str],
     ts: list[Transcript],
     out: Path,
     report: StitchReport,
@@ -269,6 +342,7 @@ def _stitch(
                     "--leaf chooses another entry"
                 )
             piece = _Piece(k, [e.index for e in cp.entries], leaf=cp.leaf_id)
+            _bypass_resets(t, piece, None)
         else:
             if not len(t):
                 raise StitchError(f"{p}: AFTER has no entries")
@@ -283,6 +357,9 @@ def _stitch(
             if attach is None:  # a middle source whose leaf has no id (BEFORE's is checked above)
                 raise StitchError(f"{paths[k - 1]}: its leaf has no id for {p} to attach to")
             piece = _Piece(k, list(range(len(t))), {root.index: attach}, leaf=cp.leaf_id)
+            if root.type == "reset":
+                del piece.reparent[root.index]
+            _bypass_resets(t, piece, attach)
             first_ms = date_ms(t.entry_at(0).data.get("timestamp", MISSING))
             if isinstance(first_ms, int) and isinstance(prev_last_ms, int) and first_ms < prev_last_ms:
                 msg = f"{p} starts ({t.entry_at(0).data.get('timestamp')}) before {paths[k - 1]} ends"
@@ -307,12 +384,15 @@ def _stitch(
             piece.leaf = piece.mapping.get(piece.leaf, piece.leaf)
         for index, parent in piece.reparent.items():
             child = str(t.entry_at(index).id)
-            report.edges.append({"child": piece.mapping.get(child, child), "parent": parent, "source": str(p)})
+            edge = {"child": piece.mapping.get(child, child), "parent": parent, "source": names[k]}
+            if index in piece.bypassed:
+                edge["bypassed"] = piece.bypassed[index]
+            report.edges.append(edge)
         if k > 0:
             _edits_across(t, p, piece, pieces, ts, report)
         pieces.append(piece)
         prev_last_ms = date_ms(t.entry_at(len(t) - 1).data.get("timestamp", MISSING))
-    _write(paths, ts, out, report, pieces, hashes)
+    _write(names, ts, out, report, pieces, hashes)
     return report
 
 
@@ -340,7 +420,7 @@ def _edits_across(
                 break
 
 
-def _header(paths: list[Path], ts: list[Transcript], report: StitchReport) -> dict[str, Any]:
+def _header(paths: list[str], ts: list[Transcript], report: StitchReport) -> dict[str, Any]:
     versions = [t.version for t in ts if isinstance(t.version, int) and not isinstance(t.version, bool)]
     return {
         "type": "session",
@@ -393,7 +473,7 @@ def _copied(t: Transcript, piece: _Piece, out_line: int) -> Iterator[tuple[bytes
 
 
 def _write(
-    paths: list[Path], ts: list[Transcript], out: Path, report: StitchReport, pieces: list[_Piece], hashes: _Hashes
+    paths: list[str], ts: list[Transcript], out: Path, report: StitchReport, pieces: list[_Piece], hashes: _Hashes
 ) -> None:
     header = _header(paths, ts, report)
     report.header = header

@@ -16,13 +16,19 @@ $(STAMP): pyproject.toml
 
 # The two Pis (the reference peers) from the npm registry, into .peer/ (not committed): 0.73.1 and
 # the current 1.6.0, plus node 24 from the npm package node@24 when the system's node is older
-# than the 22.19 that 1.6.0 needs. Needs node and npm; without them the peer tests are SKIPPED.
+# than 24 (Pi 1.6.0 needs 22.19, OpenClaw needs 24). Then two OpenClaw releases, each in a
+# prefix of its own (same package name, two versions), scripts off: 2026.5.28 (the JSON session
+# era) and 2026.9.6 (the SQLite era). npm runs them on node 24: under an older node it drops
+# the optional native packages whose engines want 22+ (2026.9's fs-safe addon, without which
+# its doctor cannot migrate a state dir). Every step is skipped when the right version is
+# already there. Needs node and npm; without them the peer tests are SKIPPED.
 PEER_PKGS := @mariozechner/pi-coding-agent@0.73.1 @earendil-works/pi-coding-agent@1.6.0
+OPENCLAW_VERSIONS := 2026.5.28 2026.9.6
 peer:
 	@if ! command -v npm >/dev/null 2>&1; then \
-	  echo "!!! npm not found: the Pi conformance tests will be SKIPPED !!!"; exit 0; fi; \
+	  echo "!!! npm not found: the Pi conformance and OpenClaw peer tests will be SKIPPED !!!"; exit 0; fi; \
 	want="$(PEER_PKGS)"; \
-	if ! node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a>22||(a===22&&b>=19)?0:1)' 2>/dev/null; then \
+	if ! node -e 'process.exit(Number(process.versions.node.split(".")[0])>=24?0:1)' 2>/dev/null; then \
 	  want="$$want node@24"; fi; \
 	have=1; for p in $(PEER_PKGS); do \
 	  name=$${p%@*}; ver=$${p##*@}; \
@@ -30,7 +36,15 @@ peer:
 	case "$$want" in *node@24*) test -x .peer/node_modules/.bin/node || have=0;; esac; \
 	if [ $$have = 0 ]; then \
 	  echo "installing into .peer/: $$want"; \
-	  npm install --prefix .peer --save-exact --no-audit --no-fund --silent $$want; fi
+	  npm install --prefix .peer --save-exact --no-audit --no-fund --silent $$want || exit 1; fi; \
+	nodebin=; test -x .peer/node_modules/.bin/node && nodebin="$$PWD/.peer/node_modules/.bin:"; \
+	for v in $(OPENCLAW_VERSIONS); do \
+	  dir=.peer/openclaw-$$v; \
+	  if ! grep -qs "\"version\": \"$$v\"" $$dir/node_modules/openclaw/package.json || ! test -f $$dir/.complete; then \
+	    echo "installing into $$dir/: openclaw@$$v (--ignore-scripts)"; \
+	    PATH="$$nodebin$$PATH" npm install --prefix $$dir --save-exact --no-audit --no-fund --silent --ignore-scripts \
+	      openclaw@$$v || exit 1; \
+	    touch $$dir/.complete; fi; done
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks

@@ -1,0 +1,479 @@
+"""A real OpenClaw from npm, driven offline, for end-to-end tests on state dirs it writes itself.
+
+``make peer`` installs two releases, each in its own prefix under ``.peer/``:
+``openclaw-2026.5.28/`` (the JSON session era: ``sessions.json`` + ``<id>.jsonl``) and
+``openclaw-2026.9.6/`` (the SQLite era: ``agents/<id>/agent/openclaw-agent.sqlite``). Both run on
+the node 24 that ``make peer`` puts in ``.peer/node_modules/.bin`` when the system's is older.
+
+:class:`OpenClawPeer` runs one of them the way a user would, but sealed off:
+
+- its only model provider is a :class:`~openclaw_model.StandInModel` on loopback that logs
+  every request body (the evidence of what OpenClaw really sent the model);
+- HOME, the state dir and the logs live under the folder the test gives it;
+- every non-loopback fetch goes to a proxy address on loopback where nothing listens;
+- ``openclaw gateway run --bind loopback`` is started in a process group of its own, ready when
+  its ``/readyz`` answers 200 (polled against a deadline), stopped by SIGTERM, and the whole
+  group is killed on :meth:`OpenClawPeer.close` whatever happened before;
+- turns and resets go through OpenClaw's own CLI (``openclaw agent --session-key ...``).
+
+``docs/openclaw-peer.md`` says how it works and what OpenClaw does in each era.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from openclaw_model import MODEL_ID, StandInModel, request_messages, text_of
+from peer import PEER_DIR
+
+OpenClawVersion = Literal["2026.5.28", "2026.9.6"]
+OPENCLAW_VERSIONS: tuple[OpenClawVersion, ...] = ("2026.5.28", "2026.9.6")
+JSON_ERA: OpenClawVersion = "2026.5.28"
+SQLITE_ERA: OpenClawVersion = "2026.9.6"
+MIN_NODE: dict[OpenClawVersion, tuple[int, int]] = {"2026.5.28": (22, 19), "2026.9.6": (24, 16)}
+"""The ``engines.node`` floor of each release's package.json."""
+
+AGENT = "main"
+MAIN_KEY = f"agent:{AGENT}:main"
+SQLITE_STORE = Path("agents") / AGENT / "agent" / "openclaw-agent.sqlite"
+"""Where 2026.9 keeps an agent's sessions, relative to the state dir."""
+SESSIONS_DIR = Path("agents") / AGENT / "sessions"
+"""Where 2026.5 keeps an agent's catalog and transcripts (and where leftovers stay after an upgrade)."""
+
+START_DEADLINE = 180.0
+TURN_DEADLINE = 180.0
+STOP_DEADLINE = 60.0
+
+
+class OpenClawUnavailable(RuntimeError):
+    """OpenClaw cannot run here; :attr:`skip` says whether that is the machine's lack (no node or
+    npm at all, a loud skip) or a missing ``make peer`` (a failure)."""
+
+    def __init__(self, reason: str, *, skip: bool) -> None:
+        super().__init__(reason)
+        self.skip = skip
+
+
+class OpenClawError(RuntimeError):
+    """A real OpenClaw did not do what the harness asked (its output tail is in the message)."""
+
+
+def package_dir(version: OpenClawVersion) -> Path:
+    """Where ``make peer`` puts this release."""
+    return PEER_DIR / f"openclaw-{version}" / "node_modules" / "openclaw"
+
+
+def _node_version(node: str) -> tuple[int, int] | None:
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30, check=False).stdout
+    except OSError:
+        return None
+    parts = out.strip().lstrip("v").split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def find_node(version: OpenClawVersion) -> str | None:
+    """A node new enough for ``version``: ``.peer``'s own first, then the system's."""
+    for candidate in (PEER_DIR / "node_modules" / ".bin" / "node", shutil.which("node")):
+        if candidate is not None and Path(candidate).exists():
+            found = _node_version(str(candidate))
+            if found is not None and found >= MIN_NODE[version]:
+                return str(candidate)
+    return None
+
+
+def unavailable(version: OpenClawVersion) -> OpenClawUnavailable | None:
+    """Why ``version`` cannot run here, or ``None`` when it can.
+
+    Only a machine without node or npm is a reason to skip: there ``make peer`` cannot install
+    anything. With npm present, a missing package or node 24 means ``make peer`` was not run,
+    which must fail rather than pass as a skip.
+    """
+    if shutil.which("node") is None and not (PEER_DIR / "node_modules" / ".bin" / "node").exists():
+        return OpenClawUnavailable("node is not installed: the OpenClaw peer tests need node and npm", skip=True)
+    if shutil.which("npm") is None and find_node(version) is None:
+        return OpenClawUnavailable("npm is not installed: `make peer` cannot install OpenClaw here", skip=True)
+    if find_node(version) is None:
+        need = ".".join(map(str, MIN_NODE[version]))
+        return OpenClawUnavailable(f"OpenClaw {version} needs node >= {need}: run `make peer`", skip=False)
+    pkg = package_dir(version)
+    try:
+        found = json.loads((pkg / "package.json").read_text(encoding="utf-8"))["version"]
+    except (OSError, ValueError, KeyError):
+        return OpenClawUnavailable(f"OpenClaw {version} is not installed at {pkg}: run `make peer`", skip=False)
+    if found != version:
+        return OpenClawUnavailable(f"{pkg} holds OpenClaw {found}, not {version}: run `make peer`", skip=False)
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "(no output)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _kill_group(proc: subprocess.Popen[Any]) -> None:
+    # Every OpenClaw process is started as the leader of its own session, so its group id is its
+    # pid; killing the group also reaches the children it spawned (workers, plugin hosts).
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=30)
+
+
+def phrases_in(body: dict[str, Any], phrases: Iterable[str]) -> set[str]:
+    """Which of ``phrases`` appear in the text of a logged request's messages (any role)."""
+    texts = [text_of(m.get("content")) for m in request_messages(body)]
+    instructions = body.get("instructions")
+    if isinstance(instructions, str):
+        texts.append(instructions)
+    joined = "\n".join(texts)
+    return {p for p in phrases if p in joined}
+
+
+def read_sqlite_copy(db: Path, scratch: Path, query: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Run ``query`` on a private copy of an SQLite store (with its ``-wal``), never on the store.
+
+    Opening OpenClaw's own file would rewrite its ``-shm``; a copy leaves its dir untouched.
+    """
+    scratch.mkdir(parents=True, exist_ok=True)
+    copy = scratch / db.name
+    for suffix in ("", "-wal"):
+        src = db.with_name(db.name + suffix)
+        dst = copy.with_name(copy.name + suffix)
+        dst.unlink(missing_ok=True)
+        if src.exists():
+            shutil.copyfile(src, dst)
+    con = sqlite3.connect(copy)
+    try:
+        return con.execute(query, tuple(args)).fetchall()
+    finally:
+        con.close()
+
+
+class OpenClawPeer:
+    """One OpenClaw release run on a private state dir against the stand-in model.
+
+    ``root`` holds ``home/`` (HOME), ``state/`` (OPENCLAW_STATE_DIR, with ``openclaw.json``),
+    ``logs/`` (the gateway's and every CLI call's output, the model request log). Two peers may
+    share a root one after the other: that is how a state dir is upgraded from one release to
+    the next (:meth:`upgrade_from`). Use it as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, version: OpenClawVersion, root: Path) -> None:
+        why = unavailable(version)
+        if why is not None:
+            raise why
+        node = find_node(version)
+        assert node is not None
+        self.version: OpenClawVersion = version
+        self.node = node
+        self.package = package_dir(version)
+        self.root = root
+        self.home = root / "home"
+        self.state_dir = root / "state"
+        self.logs = root / "logs"
+        for folder in (self.home, self.state_dir, self.logs):
+            folder.mkdir(parents=True, exist_ok=True)
+        self.model = StandInModel(self.logs / f"model-requests-{version}.jsonl")
+        self.port = 0
+        self._token = secrets.token_hex(16)
+        self._dead_proxy: socket.socket | None = None
+        self._gateway: subprocess.Popen[bytes] | None = None
+        self._gateway_log = self.logs / f"gateway-{version}.log"
+        self._calls = 0
+
+    def __repr__(self) -> str:
+        return f"OpenClawPeer({self.version!r}, {str(self.root)!r})"
+
+    def __enter__(self) -> OpenClawPeer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- environment -------------------------------------------------------------------
+
+    @property
+    def era(self) -> Literal["json", "sqlite"]:
+        """Where this release keeps sessions."""
+        return "json" if self.version == JSON_ERA else "sqlite"
+
+    def _blocked_proxy(self) -> str:
+        # A loopback port that is bound but never listens refuses every connection at once, so a
+        # fetch that would leave the machine fails fast instead of hanging or reaching out.
+        if self._dead_proxy is None:
+            self._dead_proxy = socket.socket()
+            self._dead_proxy.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{self._dead_proxy.getsockname()[1]}"
+
+    def env(self) -> dict[str, str]:
+        """The environment of every OpenClaw process: sealed HOME and state, no updates, no
+        channels, no outside network, no model keys of the person running the tests."""
+        keep = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "SYSTEMROOT")
+        env = {k: v for k, v in os.environ.items() if k in keep}
+        proxy = self._blocked_proxy()
+        loopback = "127.0.0.1,localhost,::1"
+        env |= {
+            "PATH": f"{Path(self.node).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            "HOME": str(self.home),
+            "OPENCLAW_STATE_DIR": str(self.state_dir),
+            "OPENCLAW_GATEWAY_TOKEN": self._token,
+            "OPENCLAW_NO_AUTO_UPDATE": "1",
+            "OPENCLAW_OFFLINE": "1",
+            "OPENCLAW_DISABLE_BONJOUR": "1",
+            "OPENCLAW_SKIP_CHANNELS": "1",
+            "OPENCLAW_SKIP_CRON": "1",
+            "OPENCLAW_SKIP_GMAIL_WATCHER": "1",
+            "OPENCLAW_SKIP_CANVAS_HOST": "1",
+            "OPENCLAW_SKIP_ACPX_RUNTIME_PROBE": "1",
+            "OPENCLAW_NO_RESPAWN": "1",
+            "NODE_USE_ENV_PROXY": "1",
+            "HTTP_PROXY": proxy,
+            "HTTPS_PROXY": proxy,
+            "http_proxy": proxy,
+            "https_proxy": proxy,
+            "NO_PROXY": loopback,
+            "no_proxy": loopback,
+        }
+        return env
+
+    def write_config(self) -> Path:
+        """``openclaw.json``: the stand-in as the only model provider, the gateway on loopback."""
+        provider = {
+            "baseUrl": self.model.base_url,
+            "apiKey": "stand-in-key",
+            "api": "openai-completions",
+            "models": [
+                {
+                    "id": MODEL_ID,
+                    "name": "Stand-in",
+                    "reasoning": False,
+                    "input": ["text"],
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                    "contextWindow": 128000,
+                    "maxTokens": 4096,
+                }
+            ],
+        }
+        models: dict[str, Any] = {"mode": "replace", "providers": {"standin": provider}}
+        if self.version != JSON_ERA:
+            # 2026.9 fetches a remote model catalog unless told not to; 2026.5 rejects the key.
+            models["catalogRefresh"] = {"enabled": False}
+        config = {
+            "update": {"checkOnStart": False},
+            "logging": {"file": str(self.logs / f"openclaw-{self.version}.log")},
+            "gateway": {"mode": "local", "bind": "loopback", "port": self.port, "auth": {"mode": "token"}},
+            "agents": {
+                "defaults": {
+                    "workspace": str(self.state_dir / "workspace"),
+                    "model": {"primary": f"standin/{MODEL_ID}"},
+                }
+            },
+            "models": models,
+        }
+        path = self.state_dir / "openclaw.json"
+        path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        return path
+
+    # ---- processes ---------------------------------------------------------------------
+
+    def cli(self, *args: str, deadline: float = TURN_DEADLINE, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run ``openclaw ARGS`` (its own process group, killed whole on the deadline)."""
+        self._calls += 1
+        log = self.logs / f"cli-{self.version}-{self._calls:03d}-{args[0]}.log"
+        with log.open("wb") as err:
+            proc = subprocess.Popen(
+                [self.node, str(self.package / "openclaw.mjs"), *args],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env=self.env(),
+                cwd=self.root,
+                start_new_session=True,
+            )
+            try:
+                out, _ = proc.communicate(timeout=deadline)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                raise OpenClawError(f"openclaw {args[0]} took over {deadline:.0f} s:\n{_tail(log)}") from None
+            finally:
+                # A CLI call leaves nothing behind, whatever it spawned.
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+        result = subprocess.CompletedProcess(proc.args, proc.returncode, out.decode("utf-8", "replace"), _tail(log))
+        if check and result.returncode != 0:
+            raise OpenClawError(
+                f"openclaw {' '.join(args[:2])} exited {result.returncode}:\n{result.stdout[-2000:]}\n{result.stderr}"
+            )
+        return result
+
+    @property
+    def running(self) -> bool:
+        """Whether the gateway process is alive."""
+        return self._gateway is not None and self._gateway.poll() is None
+
+    def start(self) -> None:
+        """Start the stand-in model and ``openclaw gateway run --bind loopback``; return once
+        ``/readyz`` answers 200 (or raise with the gateway's output when it dies or the deadline
+        passes)."""
+        if self.running:
+            return
+        self.model.start()
+        self.port = _free_port()
+        self.write_config()
+        out = self._gateway_log.open("ab")
+        try:
+            self._gateway = subprocess.Popen(
+                [self.node, str(self.package / "openclaw.mjs"), "gateway", "run", "--bind", "loopback"]
+                + ["--port", str(self.port), "--auth", "token"],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.env(),
+                cwd=self.root,
+                start_new_session=True,
+            )
+        finally:
+            out.close()
+        self._wait_ready()
+        self._pair_cli()
+
+    def _pair_cli(self) -> None:
+        # The CLI is a device that the gateway pairs on its first connection: silently on
+        # loopback, with the scopes that connection asks for, while a later request for more
+        # scopes waits for a person to approve it. The CLI asks for the least scope a known
+        # method needs (`agent`: write) but for its whole default set (admin included) when the
+        # method is one it does not know. 2026.5 wants operator.admin for `/reset`, so the first
+        # connection is a call of an unknown method: it fails, and leaves the CLI paired with
+        # every operator scope.
+        self.cli("gateway", "call", "kurahi.harness.pair-cli", "--json", check=False)
+
+    def _wait_ready(self) -> None:
+        url = f"http://127.0.0.1:{self.port}/readyz"
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        end = time.monotonic() + START_DEADLINE
+        while True:
+            assert self._gateway is not None
+            if self._gateway.poll() is not None:
+                raise OpenClawError(
+                    f"OpenClaw {self.version} gateway exited {self._gateway.returncode}:\n{_tail(self._gateway_log)}"
+                )
+            try:
+                with opener.open(url, timeout=5) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass  # not listening yet, or listening but not ready (503)
+            if time.monotonic() > end:
+                self.close()
+                raise OpenClawError(f"OpenClaw {self.version} not ready in {START_DEADLINE:.0f} s")
+            # A poll interval, not a synchronisation: readiness is decided by /readyz above.
+            time.sleep(0.25)
+
+    def stop(self) -> int:
+        """Stop the gateway cleanly (SIGTERM, wait), as a user's service manager does; kill its
+        group if it does not end in time. Returns its exit code."""
+        proc, self._gateway = self._gateway, None
+        if proc is None:
+            return 0
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=STOP_DEADLINE)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                raise OpenClawError(
+                    f"OpenClaw {self.version} ignored SIGTERM for {STOP_DEADLINE:.0f} s:\n{_tail(self._gateway_log)}"
+                ) from None
+        # Anything the gateway left in its group goes too.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        return proc.returncode
+
+    def close(self) -> None:
+        """Leave nothing running: the gateway's whole group killed, the stand-in stopped."""
+        proc, self._gateway = self._gateway, None
+        if proc is not None:
+            _kill_group(proc)
+        self.model.stop()
+        if self._dead_proxy is not None:
+            self._dead_proxy.close()
+            self._dead_proxy = None
+
+    # ---- conversation ------------------------------------------------------------------
+
+    def turn(self, text: str, *, key: str = MAIN_KEY) -> str:
+        """One turn through ``openclaw agent`` on session ``key``; returns the reply's text."""
+        result = self.cli("agent", "--session-key", key, "--message", text, "--json")
+        raw = result.stdout
+        try:
+            doc = json.loads(raw[raw.index("{") :])
+        except ValueError:
+            raise OpenClawError(f"openclaw agent printed no JSON:\n{raw[-2000:]}\n{result.stderr}") from None
+        body = doc.get("result") or doc
+        replies = [p.get("text") for p in body.get("payloads") or [] if isinstance(p, dict)]
+        return "\n".join(r for r in replies if isinstance(r, str))
+
+    def reset(self, *, key: str = MAIN_KEY, via: Literal["command", "rpc"] | None = None) -> None:
+        """Reset session ``key`` as a user does.
+
+        ``via="command"`` sends ``/reset`` as a message (what a person types; 2026.9 accepts it
+        from the CLI); ``via="rpc"`` calls the gateway's ``sessions.reset`` (what 2026.5 needs
+        from the CLI: its ``agent`` connection carries only the write scope, and a reset wants
+        operator.admin). The default is what the release accepts.
+        """
+        if via is None:
+            via = "rpc" if self.version == JSON_ERA else "command"
+        if via == "command":
+            self.cli("agent", "--session-key", key, "--message", "/reset", "--json")
+        else:
+            params = json.dumps({"key": key, "reason": "reset"})
+            self.cli("gateway", "call", "sessions.reset", "--params", params, "--json")
+
+    def requests(self) -> list[dict[str, Any]]:
+        """Every request body the stand-in model received from this peer, oldest first."""
+        return self.model.requests()
+
+    # ---- state dir ---------------------------------------------------------------------
+
+    @property
+    def sessions_dir(self) -> Path:
+        """``agents/main/sessions`` (JSON era; leftovers after an upgrade)."""
+        return self.state_dir / SESSIONS_DIR
+
+    @property
+    def sqlite_store(self) -> Path:
+        """``agents/main/agent/openclaw-agent.sqlite`` (SQLite era)."""
+        return self.state_dir / SQLITE_STORE
+
+    def doctor(self, *args: str, deadline: float = TURN_DEADLINE) -> subprocess.CompletedProcess[str]:
+        """``openclaw doctor ARGS`` on this state dir (the gateway must be stopped)."""
+        assert not self.running, "openclaw doctor runs with the gateway stopped"
+        return self.cli("doctor", *args, deadline=deadline)

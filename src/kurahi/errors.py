@@ -18,6 +18,9 @@ Hierarchy::
     │   │   ├── AppendError           an append could not be made durable
     │   │   └── ContextEditError      a context_edit refused on write (nothing appended)
     │   ├── JournalWriteError         a journal record (ledger, jobs, queue) could not be appended durably
+    │   ├── SqliteStoreError          an OpenClaw SQLite store that cannot be written (path)
+    │   │   ├── StoreBusyError        another process holds its database lock
+    │   │   └── UnknownSchemaError    a schema version Kurahi does not know
     │   ├── LockError                 lock files
     │   │   └── LockHeldError         another live process holds the lock
     │   └── CatalogError              sessions.json
@@ -36,6 +39,7 @@ Hierarchy::
     │       │   └── WrongHomeError         planned for another home or agent
     │       ├── PreconditionError     the live state is neither what was planned against nor the new state
     │       ├── GatewayStopError      the gateway did not stop in time (nothing was changed)
+    │       ├── OpenClawRunningError  an OpenClaw gateway runs on the state dir (nothing was changed)
     │       └── PreTurnValidationError  the live session did not project as planned (rolled back)
     ├── AgentError                    the `agent` room
     │   ├── ProviderError             a model call failed (network, status, malformed reply)
@@ -98,6 +102,7 @@ __all__ = [
     "LockHeldError",
     "ManifestError",
     "NotASessionError",
+    "OpenClawRunningError",
     "PackageError",
     "PackageNotFoundError",
     "PackageTamperedError",
@@ -112,7 +117,9 @@ __all__ = [
     "QueueFullError",
     "SecretFileError",
     "SigningKeyError",
+    "SqliteStoreError",
     "StitchError",
+    "StoreBusyError",
     "StoreError",
     "ToolDeniedError",
     "ToolError",
@@ -120,6 +127,7 @@ __all__ = [
     "TranscriptReadError",
     "TreeError",
     "UnknownAgentError",
+    "UnknownSchemaError",
     "UnknownToolError",
     "UsageError",
     "WrongHomeError",
@@ -256,6 +264,26 @@ class LockHeldError(LockError):
         super().__init__(message, path=path)
 
 
+class SqliteStoreError(StoreError):
+    """An OpenClaw SQLite agent store that cannot be used as asked (missing, corrupt, not a store).
+
+    Attributes:
+        path: the database file.
+    """
+
+    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+class StoreBusyError(SqliteStoreError):
+    """Another process holds the store's database lock; nothing was changed."""
+
+
+class UnknownSchemaError(SqliteStoreError):
+    """The store's schema version is not one Kurahi knows how to write; nothing was changed."""
+
+
 class CatalogError(StoreError):
     """A problem with a ``sessions.json`` catalog."""
 
@@ -375,6 +403,10 @@ class PreconditionError(ActivationError):
 
 class GatewayStopError(ActivationError):
     """The running gateway did not stop within the timeout; nothing was changed."""
+
+
+class OpenClawRunningError(ActivationError):
+    """An OpenClaw gateway runs on the state directory; its store is written only while it is stopped."""
 
 
 class PreTurnValidationError(ActivationError):

@@ -63,7 +63,10 @@ def _errors() -> Iterator[None]:
     from kurahi.errors import (
         CandidateError,
         GatewayStopError,
+        OpenClawRunningError,
         PackageNotFoundError,
+        SqliteStoreError,
+        StoreBusyError,
         PackageTamperedError,
         PreconditionError,
         WrongHomeError,
@@ -76,8 +79,10 @@ def _errors() -> Iterator[None]:
             fail(str(exc), EXIT.NOT_FOUND)
         except (PackageTamperedError, WrongHomeError, CandidateError) as exc:
             fail(str(exc), EXIT.INVALID)
-        except GatewayStopError as exc:
+        except (GatewayStopError, OpenClawRunningError, StoreBusyError) as exc:
             fail(str(exc), EXIT.BUSY)
+        except SqliteStoreError as exc:
+            fail(str(exc), EXIT.INVALID)
         except PreconditionError as exc:
             fail(f"{exc}; the live state was left as it was", EXIT.FAILED)
 
@@ -113,6 +118,9 @@ def plan_cmd(
     if as_json:
         print_json({"package": str(pkg.root), "plan": _plan_dict(pkg)})
         return
+    if getattr(plan, "store", None) == "openclaw-sqlite":
+        _sqlite_plan(pkg.root, plan)
+        return
     console.print(
         f"wrote [bold]{escape(str(pkg.root))}[/] for [bold]{escape(plan.agent)}[/] key [bold]{escape(plan.key)}[/]"
     )
@@ -131,6 +139,29 @@ def plan_cmd(
         f"session {escape(str(old_sid))} → [cyan]{escape(plan.candidate_session_id)}[/], "
         f"{plan.compaction_count} compactions; projects {p.messages} messages (sha256 {p.sha256[:16]}…)"
         + (", replaces the live transcript (old bytes kept in the package)" if plan.replaces_live else "")
+    )
+    _markers(p.markers_found, p.markers_missing)
+
+
+def _sqlite_plan(root: Path, plan: Any) -> None:
+    pre = plan.preconditions
+    console.print(
+        f"wrote [bold]{escape(str(root))}[/] for [bold]{escape(plan.agent)}[/] key [bold]{escape(plan.key)}[/] "
+        f"in {escape(plan.db)} (schema version {pre.schema_version})"
+    )
+    table = Table(header_style="bold", title="preconditions")
+    for col in ("part", "value"):
+        table.add_column(col)
+    table.add_row("current session", escape(pre.current_session_id))
+    table.add_row("events", f"{pre.event_count} (last seq {pre.last_seq}), sha256 {pre.events_sha256}")
+    table.add_row("session node", pre.node_sha256)
+    table.add_row("store content", pre.content_sha256)
+    table.add_row("candidate", f"{plan.candidate_events} events, sha256 {plan.candidate_sha256}")
+    console.print(table)
+    p = plan.projection
+    console.print(
+        f"session {escape(plan.old_session_id)} → [cyan]{escape(plan.new_session_id)}[/] (new rows; the old session "
+        f"is kept and linked); projects {p.messages} messages (sha256 {p.sha256[:16]}…)"
     )
     _markers(p.markers_found, p.markers_missing)
 

@@ -104,8 +104,12 @@ def plan_activation(
         UsageError: ``out`` exists and is not empty.
     """
     root = Path(home).resolve()
-    (_, catalog_path), *_ = find_catalogs(root, agent)
     validate_key(key)
+    if _sqlite_era(root, agent):
+        from kurahi.lifecycle.openclaw_sqlite_activation import plan_sqlite
+
+        return plan_sqlite(root, agent, key, Path(candidate), out, markers)
+    (_, catalog_path), *_ = find_catalogs(root, agent)
     staging = Package.staging_dir(out)
     try:
         cand = staging / "candidate.jsonl"
@@ -157,6 +161,15 @@ def plan_activation(
     except BaseException:
         discard_staging(staging)
         raise
+
+
+def _sqlite_era(root: Path, agent: str) -> bool:
+    """An OpenClaw 2026.9 state dir: the agent's SQLite store, and no ``sessions.json`` (an
+    upgraded dir keeps leftover archives in ``sessions/``, but no catalog)."""
+    agent_dir = root / "agents" / agent
+    return (agent_dir / "agent" / "openclaw-agent.sqlite").is_file() and not (
+        agent_dir / "sessions" / "sessions.json"
+    ).exists()
 
 
 def new_entry(old: dict[str, Any] | None, session_id: str, file_name: str, compactions: int) -> dict[str, Any]:

@@ -9,9 +9,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from testdata import data_path
-
 from kurahi.lineage.openclaw_sqlite import export_session_jsonl, list_sqlite_nodes
+from testdata import data_path
 
 FULL_STORE = "2026.9.6-full"
 """A complete store written by OpenClaw 2026.9.6 (three turns, /reset, two turns; see the data README)."""

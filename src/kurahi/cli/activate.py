@@ -65,10 +65,10 @@ def _errors() -> Iterator[None]:
         GatewayStopError,
         OpenClawRunningError,
         PackageNotFoundError,
-        SqliteStoreError,
-        StoreBusyError,
         PackageTamperedError,
         PreconditionError,
+        SqliteStoreError,
+        StoreBusyError,
         WrongHomeError,
     )
 

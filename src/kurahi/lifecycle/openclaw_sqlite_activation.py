@@ -48,7 +48,6 @@ from kurahi.errors import (
 )
 from kurahi.lifecycle.activation_package import (
     PACKAGE_VERSION,
-    Journal,
     Package,
     Projection,
     check_package_files,
@@ -226,7 +225,9 @@ def plan_sqlite(
             taken = con.execute("SELECT 1 FROM session_windows WHERE session_id = ?", (new_sid,)).fetchone()
             events = con.execute("SELECT 1 FROM transcript_events WHERE session_id = ?", (new_sid,)).fetchone()
             was_pending = bool(
-                con.execute("SELECT 1 FROM session_canonical_validation_pending WHERE session_key = ?", (key,)).fetchone()
+                con.execute(
+                    "SELECT 1 FROM session_canonical_validation_pending WHERE session_key = ?", (key,)
+                ).fetchone()
             )
         if taken or events:
             raise CandidateError(
@@ -278,7 +279,9 @@ def _candidate_lines(copy: Path, shown: Path) -> list[str]:
         try:
             obj = json.loads(line)
         except ValueError as exc:
-            raise CandidateError(f"line {n} is not one JSON object (a row holds exactly one entry)", path=shown) from exc
+            raise CandidateError(
+                f"line {n} is not one JSON object (a row holds exactly one entry)", path=shown
+            ) from exc
         if not isinstance(obj, dict):
             raise CandidateError(f"line {n} is not a JSON object", path=shown)
     return lines
@@ -308,7 +311,7 @@ def _check_preconditions(con: Any, db: Path, plan: SqlitePlan) -> None:
     for field in ("schema_version", "current_session_id", "event_count", "last_seq", "events_sha256", "node_sha256"):
         if getattr(pre, field) != getattr(want, field):
             raise PreconditionError(
-                f"the store changed since planning (a turn was taken?): plan again; nothing was changed",
+                "the store changed since planning (a turn was taken?): plan again; nothing was changed",
                 part=field,
                 expected=str(getattr(want, field)),
                 actual=str(getattr(pre, field)),

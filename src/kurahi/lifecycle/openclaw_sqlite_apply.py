@@ -70,7 +70,9 @@ def sqlite_apply(package: str | os.PathLike[str], home: str | os.PathLike[str]) 
         if state == "old":
             journal.add("apply", "intent", step="store")
             lines = pkg.candidate.read_bytes().decode("utf-8").split("\n")
-            oc.install_session(con, plan.key, lines[: plan.candidate_events], plan.old_session_id, plan.new_session_id, _now_ms())
+            oc.install_session(
+                con, plan.key, lines[: plan.candidate_events], plan.old_session_id, plan.new_session_id, _now_ms()
+            )
             journal.add("apply", "done", step="store")
             res.steps.append("store")
         _checkpoint(con)
@@ -202,7 +204,9 @@ def sqlite_verify(package: str | os.PathLike[str], home: str | os.PathLike[str])
         sha = sha256_bytes(data)
     except Exception:
         data, sha = b"", "absent"
-    rep.parts.append({"part": "transcript", "ok": sha == plan.candidate_sha256, "expected": plan.candidate_sha256, "actual": sha})
+    rep.parts.append(
+        {"part": "transcript", "ok": sha == plan.candidate_sha256, "expected": plan.candidate_sha256, "actual": sha}
+    )
     want = projection_dict(plan.projection)
     try:
         actual = _projection_of(data, plan.markers)

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from kurahi.errors import OpenClawRunningError, SqliteStoreError, StoreBusyError, UnknownSchemaError
+from kurahi.errors import SqliteStoreError, StoreBusyError, UnknownSchemaError
 
 __all__ = [
     "KNOWN_SCHEMA_VERSIONS",
@@ -137,7 +137,9 @@ def open_store(db: Path, *, write: bool, busy_timeout: float = 0.5) -> Iterator[
     """
     if not db.is_file():
         raise SqliteStoreError("no such file (expected an OpenClaw SQLite store)", path=db)
-    uri = f"file:{quote(str(db.absolute()))}?mode={'rw' if write else 'ro'}"
+    # A reader opens immutable: it runs only where no OpenClaw runs and the WAL is empty, and
+    # a plain read-only open would leave a -shm file behind in the state dir.
+    uri = f"file:{quote(str(db.absolute()))}?mode={'rw' if write else 'ro&immutable=1'}"
     try:
         con = sqlite3.connect(uri, uri=True, timeout=busy_timeout, isolation_level=None)
     except sqlite3.Error as exc:
@@ -222,8 +224,7 @@ def content_sha256(con: sqlite3.Connection) -> str:
     lays out its segments is not content).
     """
     names = [
-        r[0]
-        for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+        r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
     ]
     virtual = {
         r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL%'")
@@ -281,8 +282,10 @@ def _swap_ids(value: Any, old: str, new: str) -> Any:
 def install_session(
     con: sqlite3.Connection, key: str, lines: Sequence[str], old_sid: str, new_sid: str, now_ms: int
 ) -> None:
-    """Write ``lines`` (a transcript, header first, ids already the new session's) as session
-    ``new_sid`` and point ``key`` at it, in one transaction (see the module docstring).
+    """Write ``lines`` as session ``new_sid`` and point ``key`` at it, in one transaction.
+
+    ``lines`` is a transcript, header first, its header id already ``new_sid`` (see the
+    module docstring for the rows written).
 
     Raises:
         sqlite3.Error: anything SQLite refuses; the transaction is rolled back.
@@ -337,7 +340,7 @@ def _insert_rows(con: sqlite3.Connection, key: str, lines: Sequence[str], old: s
         if seq == 0:
             continue
         has_message = "message" in entry
-        if isinstance(eid, str) and eid or has_message:
+        if (isinstance(eid, str) and eid) or has_message:
             message = entry.get("message")
             excluded = isinstance(message, dict) and message.get("excludeFromContext") is True
             con.execute(
@@ -363,7 +366,9 @@ def _insert_rows(con: sqlite3.Connection, key: str, lines: Sequence[str], old: s
     con.execute("INSERT INTO transcript_rewrite_watermarks VALUES (?, ?, ?)", (new, secrets.token_hex(16), now))
     node = node_row(con, key)
     assert node is not None
-    entry_json = json.dumps(_swap_ids(json.loads(node["entry_json"]), old, new), ensure_ascii=False, separators=(",", ":"))
+    entry_json = json.dumps(
+        _swap_ids(json.loads(node["entry_json"]), old, new), ensure_ascii=False, separators=(",", ":")
+    )
     con.execute(
         "UPDATE session_nodes SET current_session_id = ?, entry_json = ? WHERE session_key = ?", (new, entry_json, key)
     )

@@ -164,8 +164,10 @@ def plan_activation(
 
 
 def _sqlite_era(root: Path, agent: str) -> bool:
-    """An OpenClaw 2026.9 state dir: the agent's SQLite store, and no ``sessions.json`` (an
-    upgraded dir keeps leftover archives in ``sessions/``, but no catalog).
+    """Whether ``root`` is an OpenClaw 2026.9 state dir for ``agent``.
+
+    That is: the agent's SQLite store, and no ``sessions.json`` (an upgraded dir keeps
+    leftover archives in ``sessions/``, but no catalog).
     """
     agent_dir = root / "agents" / agent
     return (agent_dir / "agent" / "openclaw-agent.sqlite").is_file() and not (

@@ -1,21 +1,32 @@
-"""Shared fixtures: the Pi peer (skipped loudly when absent)."""
+"""Shared fixtures: the Pi peer and the OpenClaw peer (skipped loudly when node is absent)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kurahi.store import native
+from openclaw_peer import OPENCLAW_VERSIONS, OpenClawFactory, OpenClawPeer, OpenClawVersion, require, unavailable
 from peer import PI_MISSING, PI_VERSIONS, PiPeer, missing, package_dir
 
 C_SCANNER = "C scanner: built" if native.available() else "!!! C scanner: NOT BUILT (its tests are SKIPPED) !!!"
 
 
+OPENCLAW_MISSING = "; ".join(f"{v}: {why}" for v in OPENCLAW_VERSIONS if (why := unavailable(v))) or None
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    openclaw = (
+        f"!!! OpenClaw peers missing: {OPENCLAW_MISSING} !!!"
+        if OPENCLAW_MISSING
+        else f"OpenClaw peers: {', '.join(OPENCLAW_VERSIONS)}"
+    )
     if PI_MISSING:
-        return [f"!!! Pi peers missing: {PI_MISSING} !!!", C_SCANNER]
-    return [f"Pi peers: {', '.join(str(package_dir(v)) for v in PI_VERSIONS)}", C_SCANNER]
+        return [f"!!! Pi peers missing: {PI_MISSING} !!!", openclaw, C_SCANNER]
+    return [f"Pi peers: {', '.join(str(package_dir(v)) for v in PI_VERSIONS)}", openclaw, C_SCANNER]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -57,6 +68,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(f"!!! {PI_MISSING} !!!", red=True, bold=True)
     else:
         terminalreporter.write_line(f"Pi conformance checked against Pi {' and '.join(PI_VERSIONS)}")
+    if OPENCLAW_MISSING:
+        terminalreporter.write_line(f"!!! OpenClaw: {OPENCLAW_MISSING} !!!", red=True, bold=True)
     terminalreporter.write_line(C_SCANNER, red=not native.available())
 
 
@@ -85,3 +98,21 @@ def any_pi(request: pytest.FixtureRequest) -> PiPeer:
     if why:
         pytest.skip(why)
     return PiPeer(request.param)
+
+
+@pytest.fixture
+def openclaw(tmp_path: Path) -> Iterator[OpenClawFactory]:
+    """Make :class:`OpenClawPeer` s: ``openclaw("2026.9.6")`` (root ``tmp_path/openclaw-VERSION``
+    unless ``root=`` is given). Skips loudly without node or npm, fails without ``make peer``;
+    every peer made is closed at teardown (its whole process group killed), pass or fail."""
+    made: list[OpenClawPeer] = []
+
+    def make(version: OpenClawVersion, root: Path | None = None, **options: Any) -> OpenClawPeer:
+        require(version)
+        peer = OpenClawPeer(version, root or tmp_path / f"openclaw-{version}", **options)
+        made.append(peer)
+        return peer
+
+    yield make
+    for peer in made:
+        peer.close()

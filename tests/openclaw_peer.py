@@ -22,6 +22,7 @@ the node 24 that ``make peer`` puts in ``.peer/node_modules/.bin`` when the syst
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import secrets
@@ -33,7 +34,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,6 +58,9 @@ SESSIONS_DIR = Path("agents") / AGENT / "sessions"
 START_DEADLINE = 180.0
 TURN_DEADLINE = 180.0
 STOP_DEADLINE = 60.0
+IDLE_MINUTES = 7 * 24 * 60
+"""The idle reset window the harness configures unless told otherwise: a week, so that no
+session rolls over during a test unless the test asks for it (OpenClaw's smallest is 1)."""
 
 
 class OpenClawUnavailable(RuntimeError):
@@ -72,11 +76,16 @@ class OpenClawError(RuntimeError):
     """A real OpenClaw did not do what the harness asked (its output tail is in the message)."""
 
 
+OpenClawFactory = Callable[..., "OpenClawPeer"]
+"""What the ``openclaw`` fixture gives a test: ``openclaw(version, root=None, **options)``."""
+
+
 def package_dir(version: OpenClawVersion) -> Path:
     """Where ``make peer`` puts this release."""
     return PEER_DIR / f"openclaw-{version}" / "node_modules" / "openclaw"
 
 
+@functools.cache
 def _node_version(node: str) -> tuple[int, int] | None:
     try:
         out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30, check=False).stdout
@@ -120,7 +129,23 @@ def unavailable(version: OpenClawVersion) -> OpenClawUnavailable | None:
         return OpenClawUnavailable(f"OpenClaw {version} is not installed at {pkg}: run `make peer`", skip=False)
     if found != version:
         return OpenClawUnavailable(f"{pkg} holds OpenClaw {found}, not {version}: run `make peer`", skip=False)
+    if not (pkg.parents[1] / ".complete").exists():
+        why = f"the install of OpenClaw {version} at {pkg} is unfinished: run `make peer`"
+        return OpenClawUnavailable(why, skip=False)
     return None
+
+
+def require(version: OpenClawVersion) -> None:
+    """In a test: skip loudly when this machine cannot have OpenClaw (no node, no npm), fail
+    when ``make peer`` was not run."""
+    import pytest  # only tests call this; the harness itself does not need pytest
+
+    why = unavailable(version)
+    if why is None:
+        return
+    if why.skip:
+        pytest.skip(f"!!! {why} !!!")
+    pytest.fail(str(why), pytrace=False)
 
 
 def _free_port() -> int:
@@ -185,7 +210,7 @@ class OpenClawPeer:
     the next (:meth:`upgrade_from`). Use it as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, version: OpenClawVersion, root: Path) -> None:
+    def __init__(self, version: OpenClawVersion, root: Path, *, idle_minutes: int = IDLE_MINUTES) -> None:
         why = unavailable(version)
         if why is not None:
             raise why
@@ -200,6 +225,9 @@ class OpenClawPeer:
         self.logs = root / "logs"
         for folder in (self.home, self.state_dir, self.logs):
             folder.mkdir(parents=True, exist_ok=True)
+        self.idle_minutes = idle_minutes
+        self.last_turn_at: float | None = None
+        """Wall-clock time (``time.time()``) at which the last turn's reply came back."""
         self.model = StandInModel(self.logs / f"model-requests-{version}.jsonl")
         self.port = 0
         self._token = secrets.token_hex(16)
@@ -264,7 +292,17 @@ class OpenClawPeer:
         return env
 
     def write_config(self) -> Path:
-        """``openclaw.json``: the stand-in as the only model provider, the gateway on loopback."""
+        """Write ``openclaw.json``: the stand-in as the only model provider, the gateway on
+        loopback, an explicit reset policy.
+
+        A config already there (one an earlier release or its doctor wrote) is kept and only
+        these settings are set in it, as a user's edits would be.
+        """
+        path = self.state_dir / "openclaw.json"
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            config = {}
         provider = {
             "baseUrl": self.model.base_url,
             "apiKey": "stand-in-key",
@@ -281,23 +319,24 @@ class OpenClawPeer:
                 }
             ],
         }
-        models: dict[str, Any] = {"mode": "replace", "providers": {"standin": provider}}
-        if self.version != JSON_ERA:
-            # 2026.9 fetches a remote model catalog unless told not to; 2026.5 rejects the key.
-            models["catalogRefresh"] = {"enabled": False}
-        config = {
-            "update": {"checkOnStart": False},
-            "logging": {"file": str(self.logs / f"openclaw-{self.version}.log")},
-            "gateway": {"mode": "local", "bind": "loopback", "port": self.port, "auth": {"mode": "token"}},
-            "agents": {
-                "defaults": {
-                    "workspace": str(self.state_dir / "workspace"),
-                    "model": {"primary": f"standin/{MODEL_ID}"},
-                }
-            },
-            "models": models,
-        }
-        path = self.state_dir / "openclaw.json"
+        config.setdefault("update", {})["checkOnStart"] = False
+        config.setdefault("logging", {})["file"] = str(self.logs / f"openclaw-{self.version}.log")
+        gateway = config.setdefault("gateway", {})
+        gateway |= {"mode": "local", "bind": "loopback", "port": self.port}
+        gateway.setdefault("auth", {})["mode"] = "token"
+        # Without a policy OpenClaw resets every session daily at 04:00 local time, which would
+        # make a test that runs across that hour see a rollover nobody asked for.
+        config.setdefault("session", {})["reset"] = {"mode": "idle", "idleMinutes": self.idle_minutes}
+        defaults = config.setdefault("agents", {}).setdefault("defaults", {})
+        defaults["workspace"] = str(self.state_dir / "workspace")
+        defaults["model"] = {"primary": f"standin/{MODEL_ID}"}
+        models = config.setdefault("models", {})
+        models["mode"] = "replace"
+        models["providers"] = {"standin": provider}
+        if self.version == JSON_ERA:
+            models.pop("catalogRefresh", None)  # 2026.5 rejects a key it does not know
+        else:
+            models["catalogRefresh"] = {"enabled": False}  # else 2026.9 fetches a remote catalog
         path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         return path
 
@@ -334,6 +373,11 @@ class OpenClawPeer:
         return result
 
     @property
+    def pid(self) -> int | None:
+        """The gateway's process id (also its process group's), while it is started."""
+        return None if self._gateway is None else self._gateway.pid
+
+    @property
     def running(self) -> bool:
         """Whether the gateway process is alive."""
         return self._gateway is not None and self._gateway.poll() is None
@@ -349,9 +393,9 @@ class OpenClawPeer:
         self.write_config()
         out = self._gateway_log.open("ab")
         try:
+            argv = ["gateway", "run", "--bind", "loopback", "--port", str(self.port), "--auth", "token"]
             self._gateway = subprocess.Popen(
-                [self.node, str(self.package / "openclaw.mjs"), "gateway", "run", "--bind", "loopback"]
-                + ["--port", str(self.port), "--auth", "token"],
+                [self.node, str(self.package / "openclaw.mjs"), *argv],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -437,6 +481,7 @@ class OpenClawPeer:
             doc = json.loads(raw[raw.index("{") :])
         except ValueError:
             raise OpenClawError(f"openclaw agent printed no JSON:\n{raw[-2000:]}\n{result.stderr}") from None
+        self.last_turn_at = time.time()
         body = doc.get("result") or doc
         replies = [p.get("text") for p in body.get("payloads") or [] if isinstance(p, dict)]
         return "\n".join(r for r in replies if isinstance(r, str))
@@ -477,3 +522,46 @@ class OpenClawPeer:
         """``openclaw doctor ARGS`` on this state dir (the gateway must be stopped)."""
         assert not self.running, "openclaw doctor runs with the gateway stopped"
         return self.cli("doctor", *args, deadline=deadline)
+
+
+def wait_past_idle_window(peer: OpenClawPeer) -> None:
+    """Let the idle window after ``peer``'s last turn run out on the wall clock.
+
+    This is time passing in the scenario (a user away longer than ``idle_minutes``), not a
+    stand-in for synchronisation: OpenClaw decides staleness from real timestamps.
+    """
+    assert peer.last_turn_at is not None, "no turn yet"
+    expires = peer.last_turn_at + peer.idle_minutes * 60 + 2
+    while (left := expires - time.time()) > 0:
+        time.sleep(min(left, 5.0))
+
+
+def build_upgraded_dir(
+    root: Path, *, pre_reset: Sequence[str], post_reset: Sequence[str], after_idle: str
+) -> tuple[OpenClawPeer, subprocess.CompletedProcess[str]]:
+    """A state dir a user ran on 2026.5.28 and then upgraded to 2026.9.6.
+
+    On 2026.5.28 (idle reset window of one minute): a turn per ``pre_reset`` text, a reset,
+    a turn per ``post_reset`` text, stop; then, past the idle window, start again and say
+    ``after_idle`` (OpenClaw rolls the key over to a new session and leaves the post-reset
+    transcript behind, unrenamed and referenced by nothing), stop. Then 2026.9.6's own upgrade
+    path: ``openclaw doctor --fix --non-interactive`` with the gateway stopped, which imports the
+    sessions into SQLite, keeps the pre-reset ``<id>.jsonl.reset.<ts>`` archive in ``sessions/``
+    and files the orphan under ``agent:main:recovered:<id>``.
+
+    Returns the 2026.9.6 peer (not started) and the doctor's result. Costs a minute of idle time.
+    """
+    with OpenClawPeer(JSON_ERA, root, idle_minutes=1) as old:
+        old.start()
+        for text in pre_reset:
+            old.turn(text)
+        old.reset()
+        for text in post_reset:
+            old.turn(text)
+        old.stop()
+        old.start()  # started inside the idle window: its start-up time is not waited twice
+        wait_past_idle_window(old)
+        old.turn(after_idle)
+        old.stop()
+    new = OpenClawPeer(SQLITE_ERA, root)
+    return new, new.doctor("--fix", "--non-interactive", deadline=300)

@@ -7,6 +7,7 @@ is not called ``data`` because ``tests/data/`` is the folder beside it.)
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Literal
 
@@ -14,11 +15,15 @@ import pytest
 
 DATA = Path(__file__).resolve().parent / "data"
 
-OpenClawEra = Literal["2026.5.28-reset", "2026.9.6-reset"]
+OpenClawEra = Literal["2026.5.28-reset", "2026.9.6-reset", "2026.5.28-upgraded", "2026.5.28-idle-upgraded"]
 JSON_ERA: OpenClawEra = "2026.5.28-reset"
 """OpenClaw 2026.5.28: ``sessions.json`` and one ``.jsonl`` transcript per session."""
 SQLITE_ERA: OpenClawEra = "2026.9.6-reset"
 """OpenClaw 2026.9.6: everything in ``agents/main/agent/openclaw-agent.sqlite``."""
+UPGRADED: OpenClawEra = "2026.5.28-upgraded"
+"""The JSON-era sample after OpenClaw 2026.9.6's ``doctor --fix``: the reset archive left in ``sessions/``."""
+IDLE_UPGRADED: OpenClawEra = "2026.5.28-idle-upgraded"
+"""An idle orphan of the JSON era after 2026.9.6's doctor: key ``agent:main:recovered:<id>``."""
 
 
 def data_path(*parts: str) -> Path:
@@ -39,3 +44,11 @@ def openclaw_state(era: OpenClawEra) -> Path:
 def openclaw_turns(era: OpenClawEra) -> Path:
     """``cap/turns.jsonl`` of that run: each turn's message, the session that answered and the reply."""
     return data_path("openclaw", era, "cap", "turns.jsonl")
+
+
+def openclaw_state_copy(era: OpenClawEra, dst: Path) -> Path:
+    """A writable copy of that era's state directory at ``dst`` (tests never touch the samples)."""
+    shutil.copytree(openclaw_state(era), dst)
+    for path in [dst, *dst.rglob("*")]:
+        path.chmod(0o700 if path.is_dir() else 0o600)
+    return dst

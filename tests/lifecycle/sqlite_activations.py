@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import sqlite3
 import uuid
@@ -10,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kurahi.lineage.openclaw_sqlite import export_session_jsonl, list_sqlite_nodes
+from reset_bypass import bypass_reset
 from testdata import data_path
 
 FULL_STORE = "2026.9.6-full"
@@ -26,27 +26,6 @@ class SqliteSetup:
     candidate: Path
     old_sid: str
     new_sid: str
-
-
-def bypass_reset(exported: bytes, new_sid: str) -> bytes:
-    """C: the path with the reset entry left out, the entry after it re-parented onto the one before it,
-    and a new header id; every other line byte for byte."""
-    lines = exported.decode().split("\n")[:-1]
-    header = json.loads(lines[0])
-    header["id"] = new_sid
-    out = [json.dumps(header, separators=(",", ":"))]
-    before = None
-    for line in lines[1:]:
-        entry = json.loads(line)
-        if entry.get("type") == "reset":
-            before = entry["parentId"]
-            continue
-        if before is not None:
-            entry["parentId"] = before
-            before = None
-            line = json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
-        out.append(line)
-    return ("\n".join(out) + "\n").encode()
 
 
 def sqlite_setup(tmp_path: Path) -> SqliteSetup:

@@ -26,6 +26,7 @@ import pytest
 from openclaw_model import REPLY_PREFIX
 from openclaw_peer import JSON_ERA, MAIN_KEY, SQLITE_ERA, OpenClawFactory, OpenClawPeer, phrases_in
 from reset_bypass import bypass_reset
+from testdata import UPGRADED, openclaw_state_copy
 
 pytestmark = pytest.mark.openclaw
 
@@ -123,5 +124,25 @@ def test_repair_sqlite_era(openclaw: OpenClawFactory, tmp_path: Path) -> None:
     assert exported.is_file(), sorted(p.name for p in export.iterdir())
     candidate = tmp_path / "C.jsonl"
     candidate.write_bytes(bypass_reset(exported.read_bytes(), str(uuid.uuid4())))
+    kurahi("lineage", "check", str(candidate), "--marker", a, "--marker", b)
+    activate_and_roll_back(peer, candidate, a, b, tmp_path / "pkg")
+
+
+def test_repair_upgraded_dir(openclaw: OpenClawFactory, tmp_path: Path) -> None:
+    """A 2026.5.28 dir upgraded by 2026.9.6's doctor (the sample it made): the leftover reset archive
+    stitched with the live SQLite session, activated into the store, run by 2026.9.6, rolled back."""
+    root = tmp_path / "upgraded"
+    openclaw_state_copy(UPGRADED, root / "state")
+    peer = openclaw(SQLITE_ERA, root=root)
+    a, b = "PURPLE-GIRAFFE-ALPHA", "ORANGE-WALRUS-OMEGA"  # the sample's phrases (tests/data/openclaw/README.md)
+    state, export = str(peer.state_dir), tmp_path / "export"
+    found = json.loads(
+        kurahi("lineage", "find", "--state-dir", state, "--agent", "main", "--export", str(export), "--json").stdout
+    )
+    (archive,) = peer.sessions_dir.glob("*.jsonl.reset.*")
+    candidate = tmp_path / "C.jsonl"
+    kurahi(
+        "lineage", "stitch", str(archive), str(export / f"{found['currentSessionId']}.jsonl"), "--out", str(candidate)
+    )
     kurahi("lineage", "check", str(candidate), "--marker", a, "--marker", b)
     activate_and_roll_back(peer, candidate, a, b, tmp_path / "pkg")

@@ -148,3 +148,42 @@ def test_octet_length_has_sqlite_semantics(value: Any, expected: int | None) -> 
     if sqlite3.sqlite_version_info >= (3, 43, 0):
         native = sqlite3.connect(":memory:").execute("SELECT octet_length(?)", (value,)).fetchone()[0]
         assert native == expected
+
+
+@pytest.mark.parametrize("command", ["apply", "rollback"])
+def test_timeout_is_a_usage_error_for_the_sqlite_store_and_changes_nothing(
+    s: SqliteSetup, tmp_path: Path, command: str
+) -> None:
+    assert plan(s, tmp_path / "pkg").exit_code == 0
+    if command == "rollback":
+        assert cli("apply", str(tmp_path / "pkg"), "--home", str(s.home), "--offline").exit_code == 0
+    before, journal = store_content(s.db), (tmp_path / "pkg" / "journal.jsonl")
+    logged = journal.read_bytes() if journal.exists() else None
+    res = cli(command, str(tmp_path / "pkg"), "--home", str(s.home), "--offline", "--timeout", "5")
+    assert res.exit_code == EXIT.USAGE, res.output
+    assert "--timeout does not apply" in " ".join(res.output.split()) and "Traceback" not in res.output
+    assert store_content(s.db) == before
+    assert (journal.read_bytes() if journal.exists() else None) == logged
+    assert "Refused (usage error) for a package into OpenClaw 2026.9" in " ".join(
+        cli(command, "--help").output.replace("│", " ").split()
+    )
+
+
+def test_no_stop_is_honoured_for_the_sqlite_store(s: SqliteSetup, tmp_path: Path) -> None:
+    """--no-stop is what the SQLite path always does: a running OpenClaw is refused (exit 5), else it applies."""
+    assert plan(s, tmp_path / "pkg").exit_code == 0
+    lock_dir = s.home / "tmp" / f"openclaw-{os.getuid()}"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    holder = sqlite3.connect(lock_dir / "gateway.state.lock.sqlite", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        before = store_content(s.db)
+        res = cli("apply", str(tmp_path / "pkg"), "--home", str(s.home), "--offline", "--no-stop")
+        assert res.exit_code == EXIT.BUSY and "OpenClaw gateway is running" in res.output, res.output
+        assert store_content(s.db) == before
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    res = cli("apply", str(tmp_path / "pkg"), "--home", str(s.home), "--offline", "--no-stop")
+    assert res.exit_code == 0, res.output
+    assert "always so" in " ".join(cli("apply", "--help").output.replace("│", " ").split())

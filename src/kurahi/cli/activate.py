@@ -42,7 +42,30 @@ OfflineOpt = Annotated[
         "Audit records only go to an existing chain.",
     ),
 ]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", min=0, help="Seconds the gateway gets to stop.")]
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        min=0,
+        show_default="30",
+        help="Seconds the gateway gets to stop. Refused (usage error) for a package into OpenClaw 2026.9's "
+        "SQLite store: Kurahi never stops OpenClaw, it refuses while it runs.",
+    ),
+]
+
+
+def _refuse_timeout(package: Path, timeout: float | None) -> float:
+    """``--timeout`` for a file activation; a usage error for a SQLite-store package (nothing to stop)."""
+    from kurahi.lifecycle.openclaw_sqlite_activation import is_sqlite_package
+
+    if timeout is not None and is_sqlite_package(package):
+        fail(
+            "--timeout does not apply to an activation into OpenClaw 2026.9's SQLite store: Kurahi never stops "
+            "OpenClaw there (stop it with `openclaw gateway stop`, then run this again without --timeout); "
+            "nothing was changed",
+            EXIT.USAGE,
+        )
+    return 30.0 if timeout is None else timeout
 
 
 def _root(home: Path | None) -> Path:
@@ -191,9 +214,14 @@ def apply_cmd(
     home: HomeOpt = None,
     offline: OfflineOpt = False,
     no_stop: Annotated[
-        bool, typer.Option("--no-stop", help="Refuse if a gateway runs instead of stopping it.")
+        bool,
+        typer.Option(
+            "--no-stop",
+            help="Refuse if a gateway runs instead of stopping it. Into OpenClaw 2026.9's SQLite store this is "
+            "always so (with or without the flag): a running OpenClaw is refused, exit 5.",
+        ),
     ] = False,
-    timeout: TimeoutOpt = 30.0,
+    timeout: TimeoutOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Stop the gateway, install the candidate, rewrite the catalog entry, restart, validate.
@@ -206,9 +234,10 @@ def apply_cmd(
     from kurahi.lifecycle.activation import apply_package
 
     root = _root(home)
+    stop_timeout = _refuse_timeout(package, timeout)
     with _errors():
         try:
-            res = apply_package(package, root, _host(root, offline), stop_timeout=timeout, require_stopped=no_stop)
+            res = apply_package(package, root, _host(root, offline), stop_timeout=stop_timeout, require_stopped=no_stop)
         except PreTurnValidationError as exc:
             if as_json and exc.result is not None:
                 print_json(exc.result)
@@ -284,7 +313,7 @@ def rollback_cmd(
             "package's evidence/.",
         ),
     ] = False,
-    timeout: TimeoutOpt = 30.0,
+    timeout: TimeoutOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Put the state before `apply` back, byte for byte (or finish an interrupted rollback).
@@ -295,8 +324,9 @@ def rollback_cmd(
     from kurahi.lifecycle.activation import rollback_package
 
     root = _root(home)
+    stop_timeout = _refuse_timeout(package, timeout)
     with _errors():
-        res = rollback_package(package, root, _host(root, offline), stop_timeout=timeout, force=force)
+        res = rollback_package(package, root, _host(root, offline), stop_timeout=stop_timeout, force=force)
     if as_json:
         print_json(res.to_dict())
     else:

@@ -206,7 +206,7 @@ def plan_sqlite(
         SqliteStoreError, StoreBusyError, UnknownSchemaError: the store cannot be used.
         OpenClawRunningError: a gateway runs on ``home``.
     """
-    from kurahi.lifecycle.activation_plan import _check_candidate, _planned_projection
+    from kurahi.lifecycle.activation_plan import check_candidate
 
     db = sqlite_store_path(home, agent)
     refuse_if_running(home)
@@ -215,8 +215,7 @@ def plan_sqlite(
     try:
         cand = staging / "candidate.jsonl"
         cand_sha = copy_durably(candidate, cand)
-        new_sid, _ = _check_candidate(cand, candidate)
-        projection = _planned_projection(cand, candidate, markers)
+        new_sid, _, projection = check_candidate(cand, candidate, markers)
         lines = _candidate_lines(cand, candidate)
         ids = {e.get("id") for e in map(json.loads, lines[1:])}
         with oc.open_store(db, write=False) as con:

@@ -53,7 +53,7 @@ def sqlite_apply(package: str | os.PathLike[str], home: str | os.PathLike[str]) 
     fresh = phase.name != "applying"
     if fresh:
         _refuse_wal(db)
-    with oc.open_store(db, write=True) as con, oc._translated(db):
+    with oc.open_store(db, write=True) as con:
         state = live_state(con, plan)
         if fresh:
             _check_preconditions(con, db, plan)
@@ -138,7 +138,7 @@ def sqlite_rollback(
     res = ActivationResult(str(pkg.root), "rollback", "rolled-back", plan.agent, plan.key, plan.old_session_id)
     refuse_if_running(root)
     if phase.name in ("planned", "rolled-back"):
-        with oc.open_store(db, write=False) as con, oc._translated(db):
+        with oc.open_store(db, write=False) as con:
             state = live_state(con, plan)
         if state != "old":
             raise ActivationError(
@@ -156,7 +156,7 @@ def sqlite_rollback(
 
 
 def _backward(pkg: Any, plan: Any, db: Path, res: ActivationResult, *, force: bool) -> None:
-    with oc.open_store(db, write=True) as con, oc._translated(db):
+    with oc.open_store(db, write=True) as con:
         state = live_state(con, plan)
         if state == "used" and not force:
             raise PreconditionError(
@@ -193,7 +193,7 @@ def sqlite_verify(package: str | os.PathLike[str], home: str | os.PathLike[str])
     pkg, plan = open_package(package, root)
     db = root / plan.db
     rep = VerifyReport(str(pkg.root), journal_phase(pkg.journal.records()).name)
-    with oc.open_store(db, write=False) as con, oc._translated(db):
+    with oc.open_store(db, write=False) as con:
         node = oc.node_row(con, plan.key)
     got = None if node is None else node["current_session_id"]
     rep.parts.append(

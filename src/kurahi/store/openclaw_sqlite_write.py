@@ -127,6 +127,9 @@ def wal_pending(db: Path) -> bool:
 def open_store(db: Path, *, write: bool, busy_timeout: float = 0.5) -> Iterator[sqlite3.Connection]:
     """Open the store; SQLite's errors become :class:`SqliteStoreError` naming the file.
 
+    The translation covers the caller's ``with`` block too (the one place SQLite errors are
+    turned into Kurahi's): an error raised there passes back through this generator.
+
     Read-only opens never create a file; a writer gets foreign keys on (so OpenClaw's
     cascades and references hold for what is written) and ``octet_length``.
 
@@ -164,6 +167,7 @@ def open_store(db: Path, *, write: bool, busy_timeout: float = 0.5) -> Iterator[
 
 @contextlib.contextmanager
 def _translated(db: Path) -> Iterator[None]:
+    # sqlite3.Error -> StoreBusyError / SqliteStoreError; used only by open_store, around its yield.
     try:
         yield
     except sqlite3.Error as exc:

@@ -187,3 +187,11 @@ def test_no_stop_is_honoured_for_the_sqlite_store(s: SqliteSetup, tmp_path: Path
     res = cli("apply", str(tmp_path / "pkg"), "--home", str(s.home), "--offline", "--no-stop")
     assert res.exit_code == 0, res.output
     assert "always so" in " ".join(cli("apply", "--help").output.replace("│", " ").split())
+
+
+def test_sqlite_errors_in_the_callers_block_are_translated_by_open_store(s: SqliteSetup) -> None:
+    from kurahi.errors import SqliteStoreError
+    from kurahi.store.openclaw_sqlite_write import open_store
+
+    with pytest.raises(SqliteStoreError, match="no such table"), open_store(s.db, write=False) as con:
+        con.execute("SELECT * FROM no_such_table")

@@ -12,7 +12,7 @@ Hierarchy::
     │   ├── TranscriptError           a transcript file (path, line)
     │   │   ├── NotASessionError      first parseable line is not a session header
     │   │   ├── TranscriptReadError   missing, a directory, unreadable, oversized line
-    │   │   │   └── SqliteStoreError  an OpenClaw SQLite store that cannot be read
+    │   │   │   └── SqliteStoreError  an OpenClaw SQLite store that cannot be read or written
     │   │   │       ├── SqliteStoreBusyError    locked, or kept changing while it was copied
     │   │   │       └── SqliteSchemaError       a schema version Kurahi does not know
     │   │   ├── TreeError             parent cycles, unknown entry ids
@@ -39,6 +39,7 @@ Hierarchy::
     │       │   └── WrongHomeError         planned for another home or agent
     │       ├── PreconditionError     the live state is neither what was planned against nor the new state
     │       ├── GatewayStopError      the gateway did not stop in time (nothing was changed)
+    │       ├── OpenClawRunningError  an OpenClaw gateway runs on the state dir (nothing was changed)
     │       └── PreTurnValidationError  the live session did not project as planned (rolled back)
     ├── AgentError                    the `agent` room
     │   ├── ProviderError             a model call failed (network, status, malformed reply)
@@ -101,6 +102,7 @@ __all__ = [
     "LockHeldError",
     "ManifestError",
     "NotASessionError",
+    "OpenClawRunningError",
     "PackageError",
     "PackageNotFoundError",
     "PackageTamperedError",
@@ -405,6 +407,10 @@ class PreconditionError(ActivationError):
 
 class GatewayStopError(ActivationError):
     """The running gateway did not stop within the timeout; nothing was changed."""
+
+
+class OpenClawRunningError(ActivationError):
+    """An OpenClaw gateway runs on the state directory; its store is written only while it is stopped."""
 
 
 class PreTurnValidationError(ActivationError):

@@ -51,7 +51,30 @@ OfflineOpt = Annotated[
         "Audit records only go to an existing chain.",
     ),
 ]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", min=0, help="Seconds the gateway gets to stop.")]
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        min=0,
+        show_default="30",
+        help="Seconds the gateway gets to stop. Refused (usage error) for a package into OpenClaw 2026.9's "
+        "SQLite store: Kurahi never stops OpenClaw, it refuses while it runs.",
+    ),
+]
+
+
+def _refuse_timeout(package: Path, timeout: float | None) -> float:
+    """``--timeout`` for a file activation; a usage error for a SQLite-store package (nothing to stop)."""
+    from kurahi.lifecycle.openclaw_sqlite_activation import is_sqlite_package
+
+    if timeout is not None and is_sqlite_package(package):
+        fail(
+            "--timeout does not apply to an activation into OpenClaw 2026.9's SQLite store: Kurahi never stops "
+            "OpenClaw there (stop it with `openclaw gateway stop`, then run this again without --timeout); "
+            "nothing was changed",
+            EXIT.USAGE,
+        )
+    return 30.0 if timeout is None else timeout
 
 
 def _root(home: Path | None) -> Path:
@@ -78,9 +101,12 @@ def _errors() -> Iterator[None]:
     from kurahi.errors import (
         CandidateError,
         GatewayStopError,
+        OpenClawRunningError,
         PackageNotFoundError,
         PackageTamperedError,
         PreconditionError,
+        SqliteStoreBusyError,
+        SqliteStoreError,
         WrongHomeError,
     )
 
@@ -91,8 +117,10 @@ def _errors() -> Iterator[None]:
             fail(str(exc), EXIT.NOT_FOUND)
         except (PackageTamperedError, WrongHomeError, CandidateError) as exc:
             fail(str(exc), EXIT.INVALID)
-        except GatewayStopError as exc:
+        except (GatewayStopError, OpenClawRunningError, SqliteStoreBusyError) as exc:
             fail(str(exc), EXIT.BUSY)
+        except SqliteStoreError as exc:
+            fail(str(exc), EXIT.INVALID)
         except PreconditionError as exc:
             fail(f"{exc}; the live state was left as it was", EXIT.FAILED)
 
@@ -128,6 +156,9 @@ def plan_cmd(
     if as_json:
         print_json({"package": str(pkg.root), "plan": _plan_dict(pkg)})
         return
+    if getattr(plan, "store", None) == "openclaw-sqlite":
+        _sqlite_plan(pkg.root, plan)
+        return
     console.print(
         f"wrote [bold]{escape(str(pkg.root))}[/] for [bold]{escape(plan.agent)}[/] key [bold]{escape(plan.key)}[/]"
     )
@@ -146,6 +177,29 @@ def plan_cmd(
         f"session {escape(str(old_sid))} → [cyan]{escape(plan.candidate_session_id)}[/], "
         f"{plan.compaction_count} compactions; projects {p.messages} messages (sha256 {p.sha256[:16]}…)"
         + (", replaces the live transcript (old bytes kept in the package)" if plan.replaces_live else "")
+    )
+    _markers(p.markers_found, p.markers_missing)
+
+
+def _sqlite_plan(root: Path, plan: Any) -> None:
+    pre = plan.preconditions
+    console.print(
+        f"wrote [bold]{escape(str(root))}[/] for [bold]{escape(plan.agent)}[/] key [bold]{escape(plan.key)}[/] "
+        f"in {escape(plan.db)} (schema version {pre.schema_version})"
+    )
+    table = Table(header_style="bold", title="preconditions")
+    for col in ("part", "value"):
+        table.add_column(col)
+    table.add_row("current session", escape(pre.current_session_id))
+    table.add_row("events", f"{pre.event_count} (last seq {pre.last_seq}), sha256 {pre.events_sha256}")
+    table.add_row("session node", pre.node_sha256)
+    table.add_row("store content", pre.content_sha256)
+    table.add_row("candidate", f"{plan.candidate_events} events, sha256 {plan.candidate_sha256}")
+    console.print(table)
+    p = plan.projection
+    console.print(
+        f"session {escape(plan.old_session_id)} → [cyan]{escape(plan.new_session_id)}[/] (new rows; the old session "
+        f"is kept and linked); projects {p.messages} messages (sha256 {p.sha256[:16]}…)"
     )
     _markers(p.markers_found, p.markers_missing)
 
@@ -175,9 +229,14 @@ def apply_cmd(
     home: HomeOpt = None,
     offline: OfflineOpt = False,
     no_stop: Annotated[
-        bool, typer.Option("--no-stop", help="Refuse if a gateway runs instead of stopping it.")
+        bool,
+        typer.Option(
+            "--no-stop",
+            help="Refuse if a gateway runs instead of stopping it. Into OpenClaw 2026.9's SQLite store this is "
+            "always so (with or without the flag): a running OpenClaw is refused, exit 5.",
+        ),
     ] = False,
-    timeout: TimeoutOpt = 30.0,
+    timeout: TimeoutOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Stop the gateway, install the candidate, rewrite the catalog entry, restart, validate.
@@ -190,9 +249,10 @@ def apply_cmd(
     from kurahi.lifecycle.activation import apply_package
 
     root = _root(home)
+    stop_timeout = _refuse_timeout(package, timeout)
     with _errors():
         try:
-            res = apply_package(package, root, _host(root, offline), stop_timeout=timeout, require_stopped=no_stop)
+            res = apply_package(package, root, _host(root, offline), stop_timeout=stop_timeout, require_stopped=no_stop)
         except PreTurnValidationError as exc:
             if as_json and exc.result is not None:
                 print_json(exc.result)
@@ -268,7 +328,7 @@ def rollback_cmd(
             "package's evidence/.",
         ),
     ] = False,
-    timeout: TimeoutOpt = 30.0,
+    timeout: TimeoutOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Put the state before `apply` back, byte for byte (or finish an interrupted rollback).
@@ -279,8 +339,9 @@ def rollback_cmd(
     from kurahi.lifecycle.activation import rollback_package
 
     root = _root(home)
+    stop_timeout = _refuse_timeout(package, timeout)
     with _errors():
-        res = rollback_package(package, root, _host(root, offline), stop_timeout=timeout, force=force)
+        res = rollback_package(package, root, _host(root, offline), stop_timeout=stop_timeout, force=force)
     if as_json:
         print_json(res.to_dict())
     else:

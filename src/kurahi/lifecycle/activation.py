@@ -205,6 +205,10 @@ def apply_package(
         PreTurnValidationError: the live session did not project as planned; rolled back.
         ActivationError: an interrupted rollback must be finished first.
     """
+    if _sqlite(package):
+        from kurahi.lifecycle.openclaw_sqlite_apply import sqlite_apply
+
+        return sqlite_apply(package, home)
     pkg = open_for_home(package, home)
     plan, journal = pkg.plan, pkg.journal
     live = LiveState(pkg, Path(home).resolve())
@@ -285,6 +289,10 @@ def rollback_package(
         PreconditionError: the state is neither old nor new (or the session was used, without ``force``).
         GatewayStopError: the gateway did not stop (nothing was changed).
     """
+    if _sqlite(package):
+        from kurahi.lifecycle.openclaw_sqlite_apply import sqlite_rollback
+
+        return sqlite_rollback(package, home, force=force)
     pkg = open_for_home(package, home)
     plan, journal = pkg.plan, pkg.journal
     live = LiveState(pkg, Path(home).resolve())
@@ -310,6 +318,12 @@ def rollback_package(
     res.gateway_port = port
     _backward(pkg, live, host, journal, port, stop_timeout, res, force=force)
     return res
+
+
+def _sqlite(package: str | os.PathLike[str]) -> bool:
+    from kurahi.lifecycle.openclaw_sqlite_activation import is_sqlite_package
+
+    return is_sqlite_package(package)
 
 
 def _forward(live: LiveState, journal: Journal, res: ActivationResult) -> None:
@@ -485,6 +499,10 @@ def verify_package(package: str | os.PathLike[str], home: str | os.PathLike[str]
     Raises:
         PackageError: missing, tampered with, or for another home.
     """
+    if _sqlite(package):
+        from kurahi.lifecycle.openclaw_sqlite_apply import sqlite_verify
+
+        return sqlite_verify(package, home)
     pkg = open_for_home(package, home)
     plan = pkg.plan
     live = LiveState(pkg, Path(home).resolve())

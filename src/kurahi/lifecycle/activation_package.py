@@ -50,6 +50,7 @@ __all__ = [
     "Plan",
     "Preconditions",
     "Projection",
+    "check_package_files",
     "entry_sha256",
     "now_iso",
 ]
@@ -204,28 +205,7 @@ class Package:
             PackageNotFoundError: no directory, or no plan in it.
             PackageTamperedError: a file missing, added, or changed; a plan that does not parse.
         """
-        root = Path(path)
-        if not root.is_dir():
-            raise PackageNotFoundError("no activation package here (make one with `kurahi activate plan`)", path=root)
-        manifest = root / MANIFEST_NAME
-        if not (root / PLAN_NAME).is_file() or not manifest.is_file():
-            raise PackageNotFoundError(f"not an activation package (no {PLAN_NAME} or {MANIFEST_NAME})", path=root)
-        listed = _read_manifest(manifest)
-        present = {
-            p.relative_to(root).as_posix()
-            for p in root.rglob("*")
-            if not p.is_dir() and p.relative_to(root).parts[0] != EVIDENCE_DIR
-        } - _UNLISTED
-        if missing := sorted(set(listed) - present):
-            raise PackageTamperedError(f"files listed in {MANIFEST_NAME} are missing: {missing}", path=root)
-        if added := sorted(present - set(listed)):
-            raise PackageTamperedError(f"files not in {MANIFEST_NAME}: {added}", path=root)
-        for rel, sha in listed.items():
-            actual = fsio.file_sha256(root / rel)
-            if actual != sha:
-                raise PackageTamperedError(
-                    f"{rel} changed since planning (sha256 {actual}, manifest says {sha})", path=root
-                )
+        root = check_package_files(path)
         try:
             plan = msgspec.json.decode((root / PLAN_NAME).read_bytes(), type=Plan)
         except msgspec.ValidationError as exc:
@@ -238,7 +218,7 @@ class Package:
         return cls(root, plan)
 
     @classmethod
-    def write(cls, out: str | os.PathLike[str], plan: Plan, staging: Path) -> Package:
+    def write(cls, out: str | os.PathLike[str], plan: Any, staging: Path) -> Package:
         """Finish a package staged in ``staging``: add the plan and the manifest, move it to ``out``.
 
         ``staging`` already holds the candidate copy and the rollback files; it is renamed to
@@ -279,6 +259,38 @@ class Package:
         staging.mkdir(mode=0o700)
         (staging / "rollback").mkdir()
         return staging
+
+
+def check_package_files(path: str | os.PathLike[str]) -> Path:
+    """Check a package directory's files against ``SHA256SUMS``; its root.
+
+    Raises:
+        PackageNotFoundError: no directory, or no plan in it.
+        PackageTamperedError: a file missing, added, or changed.
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise PackageNotFoundError("no activation package here (make one with `kurahi activate plan`)", path=root)
+    manifest = root / MANIFEST_NAME
+    if not (root / PLAN_NAME).is_file() or not manifest.is_file():
+        raise PackageNotFoundError(f"not an activation package (no {PLAN_NAME} or {MANIFEST_NAME})", path=root)
+    listed = _read_manifest(manifest)
+    present = {
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if not p.is_dir() and p.relative_to(root).parts[0] != EVIDENCE_DIR
+    } - _UNLISTED
+    if missing := sorted(set(listed) - present):
+        raise PackageTamperedError(f"files listed in {MANIFEST_NAME} are missing: {missing}", path=root)
+    if added := sorted(present - set(listed)):
+        raise PackageTamperedError(f"files not in {MANIFEST_NAME}: {added}", path=root)
+    for rel, sha in listed.items():
+        actual = fsio.file_sha256(root / rel)
+        if actual != sha:
+            raise PackageTamperedError(
+                f"{rel} changed since planning (sha256 {actual}, manifest says {sha})", path=root
+            )
+    return root
 
 
 def _plain_name(name: str) -> bool:

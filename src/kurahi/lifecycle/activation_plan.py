@@ -14,7 +14,7 @@ import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kurahi import __version__
 from kurahi.errors import ActivationError, CandidateError, NotASessionError, PreconditionError, TreeError
@@ -36,7 +36,16 @@ from kurahi.lifecycle.activation_state import live_file_name
 from kurahi.store import fsio
 from kurahi.store.catalog import Catalog, find_catalogs, validate_key
 
-__all__ = ["TERMINAL_RUN_FIELDS", "differences", "new_entry", "plan_activation", "project", "projection_dict"]
+__all__ = [
+    "TERMINAL_RUN_FIELDS",
+    "CheckedCandidate",
+    "check_candidate",
+    "differences",
+    "new_entry",
+    "plan_activation",
+    "project",
+    "projection_dict",
+]
 
 TERMINAL_RUN_FIELDS = ("status", "endedAt", "abortedLastRun", "runtimeMs")
 """Catalog fields that describe how the previous run ended; the new entry does not inherit them."""
@@ -104,14 +113,17 @@ def plan_activation(
         UsageError: ``out`` exists and is not empty.
     """
     root = Path(home).resolve()
-    (_, catalog_path), *_ = find_catalogs(root, agent)
     validate_key(key)
+    if _sqlite_era(root, agent):
+        from kurahi.lifecycle.openclaw_sqlite_activation import plan_sqlite
+
+        return plan_sqlite(root, agent, key, Path(candidate), out, markers)
+    (_, catalog_path), *_ = find_catalogs(root, agent)
     staging = Package.staging_dir(out)
     try:
         cand = staging / "candidate.jsonl"
         cand_sha = copy_durably(Path(candidate), cand)
-        session_id, compactions = _check_candidate(cand, Path(candidate))
-        projection = _planned_projection(cand, Path(candidate), markers)
+        session_id, compactions, projection = check_candidate(cand, Path(candidate), markers)
         sessions = catalog_path.parent
         old_entry = Catalog(catalog_path).get(key)
         live_name = live_file_name(old_entry)
@@ -159,6 +171,18 @@ def plan_activation(
         raise
 
 
+def _sqlite_era(root: Path, agent: str) -> bool:
+    """Whether ``root`` is an OpenClaw 2026.9 state dir for ``agent``.
+
+    That is: the agent's SQLite store, and no ``sessions.json`` (an upgraded dir keeps
+    leftover archives in ``sessions/``, but no catalog).
+    """
+    agent_dir = root / "agents" / agent
+    return (agent_dir / "agent" / "openclaw-agent.sqlite").is_file() and not (
+        agent_dir / "sessions" / "sessions.json"
+    ).exists()
+
+
 def new_entry(old: dict[str, Any] | None, session_id: str, file_name: str, compactions: int) -> dict[str, Any]:
     """The catalog entry after activation.
 
@@ -178,7 +202,31 @@ def new_entry(old: dict[str, Any] | None, session_id: str, file_name: str, compa
     return entry
 
 
-def _check_candidate(copy: Path, shown: Path) -> tuple[str, int]:
+class CheckedCandidate(NamedTuple):
+    """What :func:`check_candidate` found."""
+
+    session_id: str
+    """The header's id: the session the candidate becomes."""
+    compactions: int
+    """Compactions on its canonical path."""
+    projection: Projection
+    """Its Pi-identical projection, every marker found."""
+
+
+def check_candidate(copy: Path, shown: Path, markers: Sequence[str]) -> CheckedCandidate:
+    """The checks every activation makes of a candidate, whatever the store (files or SQLite).
+
+    ``copy`` is the package's copy (the file that is checked is the file that gets installed);
+    ``shown`` is the path the user gave, named in errors.
+
+    Raises:
+        CandidateError: see ``docs/lifecycle.md`` (1. Plan) for each reason.
+    """
+    session_id, compactions = _check_transcript(copy, shown)
+    return CheckedCandidate(session_id, compactions, _planned_projection(copy, shown, markers))
+
+
+def _check_transcript(copy: Path, shown: Path) -> tuple[str, int]:
     from kurahi.lineage.canonical import canonical_path
     from kurahi.store.transcript import Transcript
 

@@ -1,0 +1,405 @@
+"""Write a session into an OpenClaw 2026.9 agent store (``openclaw-agent.sqlite``), and take it out again.
+
+Only activation writes the store, and only with OpenClaw stopped. A session is installed as
+new rows under a new session id, in one transaction, and the key's ``session_nodes`` row is
+pointed at it; the old session's rows stay untouched (the new window names it as
+``previous_session_id``). What each table gets, as OpenClaw 2026.9.6 keeps them:
+
+- ``session_windows``: the old session's window with the new id, ``previous_session_id`` set
+  and reason ``recovery``;
+- ``transcript_events``: one row per transcript line, ``seq`` 0 the header, the line's text
+  as ``event_json``;
+- ``transcript_event_identities``: one row per entry with an id (message idempotency keys
+  carried over from the old session for the same entry);
+- ``session_transcript_active_events``, ``session_transcript_index_state``: the projection
+  index OpenClaw reads context through, complete (``needs_rebuild`` 0) for a linear path;
+- ``transcript_rewrite_watermarks``: a fresh generation (the index is read only with one);
+- ``session_transcript_fts_rows`` + ``session_transcript_fts``: the search rows of each
+  user or assistant message with text;
+- ``session_nodes``: ``current_session_id`` and every ``sessionId`` inside ``entry_json``
+  that named the old session; OpenClaw's own triggers mark the entry for revalidation.
+
+Some CHECK constraints call ``octet_length()``, which SQLite gained in 3.43: on an older
+library :func:`register_octet_length` supplies it with SQLite's semantics.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import sqlite3
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from kurahi.errors import SqliteSchemaError, SqliteStoreBusyError, SqliteStoreError
+
+__all__ = [
+    "KNOWN_SCHEMA_VERSIONS",
+    "content_sha256",
+    "install_session",
+    "node_row",
+    "octet_length",
+    "open_store",
+    "openclaw_running",
+    "register_octet_length",
+    "schema_version",
+    "session_digest",
+    "uninstall_session",
+    "wal_pending",
+]
+
+KNOWN_SCHEMA_VERSIONS = frozenset({23})
+"""``schema_meta.schema_version`` values whose session tables this module knows (OpenClaw 2026.9.6: 23)."""
+
+_FTS = "session_transcript_fts"
+# Tables holding rows of one session, children before parents (deleted in this order).
+_SESSION_TABLES = (
+    "session_transcript_fts_rows",
+    "session_transcript_active_events",
+    "session_transcript_index_state",
+    "transcript_event_identities",
+    "transcript_rewrite_watermarks",
+    "transcript_events",
+    "session_windows",
+)
+_render = sqlite3.connect(":memory:", check_same_thread=False)
+
+
+def octet_length(value: Any) -> int | None:
+    """SQLite's ``octet_length(X)``: bytes of text as UTF-8, of a blob; numbers as their text form."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return len(value)
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    # A number counts as the text SQLite itself would render it as.
+    text = _render.execute("SELECT CAST(? AS TEXT)", (value,)).fetchone()[0]
+    return len(text.encode())
+
+
+def register_octet_length(con: sqlite3.Connection) -> bool:
+    """Give ``con`` an ``octet_length()`` when its SQLite lacks one; whether it had to."""
+    try:
+        con.execute("SELECT octet_length('x')")
+        return False
+    except sqlite3.OperationalError:
+        con.create_function("octet_length", 1, octet_length, deterministic=True)
+        return True
+
+
+def openclaw_running(state_dir: Path) -> Path | None:
+    """The gateway lock a running OpenClaw holds in ``state_dir``, or ``None``.
+
+    A running 2026.9 gateway keeps an exclusive SQLite lock on
+    ``tmp/openclaw-<uid>/gateway.*.lock.sqlite`` in its state dir. Taking a shared lock in a
+    read-only connection tells whether it is held, and writes nothing.
+    """
+    lock_dir = state_dir / "tmp" / f"openclaw-{os.getuid()}"
+    for lock in sorted(lock_dir.glob("gateway.*.lock.sqlite")):
+        try:
+            with contextlib.closing(
+                sqlite3.connect(f"file:{quote(str(lock.absolute()))}?mode=ro", uri=True, timeout=0)
+            ) as con:
+                con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                return lock
+    return None
+
+
+def wal_pending(db: Path) -> bool:
+    """Whether ``db`` has a write-ahead log with frames not yet checkpointed into the file."""
+    wal = db.with_name(db.name + "-wal")
+    try:
+        return wal.stat().st_size > 0
+    except FileNotFoundError:
+        return False
+
+
+@contextlib.contextmanager
+def open_store(db: Path, *, write: bool, busy_timeout: float = 0.5) -> Iterator[sqlite3.Connection]:
+    """Open the store; SQLite's errors become :class:`SqliteStoreError` naming the file.
+
+    The translation covers the caller's ``with`` block too (the one place SQLite errors are
+    turned into Kurahi's): an error raised there passes back through this generator.
+
+    Read-only opens never create a file; a writer gets foreign keys on (so OpenClaw's
+    cascades and references hold for what is written) and ``octet_length``.
+
+    Raises:
+        SqliteStoreError: missing, not SQLite, corrupt, not an OpenClaw agent store.
+        SqliteStoreBusyError: another process holds the database lock.
+        SqliteSchemaError: a schema version this module does not know.
+    """
+    if not db.is_file():
+        raise SqliteStoreError("no such file (expected an OpenClaw SQLite store)", path=db)
+    # A reader opens immutable: it runs only where no OpenClaw runs and the WAL is empty, and
+    # a plain read-only open would leave a -shm file behind in the state dir.
+    uri = f"file:{quote(str(db.absolute()))}?mode={'rw' if write else 'ro&immutable=1'}"
+    try:
+        con = sqlite3.connect(uri, uri=True, timeout=busy_timeout, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise SqliteStoreError(f"cannot open: {exc}", path=db) from exc
+    try:
+        with _translated(db):
+            if write:
+                con.execute("PRAGMA foreign_keys = ON")
+                register_octet_length(con)
+            version = schema_version(con, db)
+            if version not in KNOWN_SCHEMA_VERSIONS:
+                known = ", ".join(str(v) for v in sorted(KNOWN_SCHEMA_VERSIONS))
+                raise SqliteSchemaError(
+                    f"schema version {version}, Kurahi writes only {known} (OpenClaw 2026.9.6); "
+                    "refusing to touch a store it does not know",
+                    path=db,
+                )
+            yield con
+    finally:
+        con.close()
+
+
+@contextlib.contextmanager
+def _translated(db: Path) -> Iterator[None]:
+    # sqlite3.Error -> SqliteStoreBusyError / SqliteStoreError; used only by open_store, around its yield.
+    try:
+        yield
+    except sqlite3.Error as exc:
+        text = str(exc)
+        name = getattr(exc, "sqlite_errorname", "")
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
+            raise SqliteStoreBusyError("database is locked by another process; nothing was changed", path=db) from exc
+        if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")) or "malformed" in text or "not a database" in text:
+            raise SqliteStoreError(f"corrupt SQLite database ({text}); nothing was changed", path=db) from exc
+        raise SqliteStoreError(f"SQLite error: {text}", path=db) from exc
+
+
+def schema_version(con: sqlite3.Connection, db: Path) -> int:
+    """``schema_meta.schema_version`` of the primary agent store.
+
+    Raises:
+        SqliteStoreError: no ``schema_meta`` (not an OpenClaw agent store).
+    """
+    try:
+        row = con.execute("SELECT schema_version FROM schema_meta WHERE role = 'agent' LIMIT 1").fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            raise SqliteStoreError("not an OpenClaw agent store (no schema_meta table)", path=db) from exc
+        raise
+    if row is None:
+        raise SqliteStoreError("not an OpenClaw agent store (schema_meta has no agent row)", path=db)
+    return int(row[0])
+
+
+def node_row(con: sqlite3.Connection, key: str) -> dict[str, Any] | None:
+    """The key's ``session_nodes`` row, every column, or ``None``."""
+    cur = con.execute("SELECT * FROM session_nodes WHERE session_key = ?", (key,))
+    row = cur.fetchone()
+    return None if row is None else dict(zip([d[0] for d in cur.description], row, strict=True))
+
+
+def session_digest(con: sqlite3.Connection, session_id: str) -> tuple[int, int, str, str | None]:
+    """``(event count, last seq, sha256 of the events' text, last entry id)`` of one session."""
+    h = hashlib.sha256()
+    count, last, leaf = 0, -1, None
+    for seq, text in con.execute(
+        "SELECT seq, event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (session_id,)
+    ):
+        count, last = count + 1, seq
+        data = (text or "").encode("utf-8", "surrogatepass")
+        h.update(f"{seq}:{len(data)}:".encode() + data)
+        with contextlib.suppress(ValueError, TypeError):
+            obj = json.loads(text)
+            if isinstance(obj, dict) and isinstance(obj.get("id"), str) and seq > 0:
+                leaf = obj["id"]
+    return count, last, h.hexdigest(), leaf
+
+
+def content_sha256(con: sqlite3.Connection) -> str:
+    """sha256 over every row of every table, in primary-key order: the store's content.
+
+    Full-text tables count by their rows (their private shadow tables are skipped: how FTS
+    lays out its segments is not content).
+    """
+    names = [
+        r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+    ]
+    virtual = {
+        r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL%'")
+    }
+    shadow = {n for n in names for v in virtual if n.startswith(v + "_") and n not in virtual}
+    h = hashlib.sha256()
+    for name in sorted(set(names) - shadow):
+        q = f'"{name}"'
+        info = sorted((r for r in con.execute(f"PRAGMA table_info({q})") if r[5]), key=lambda r: r[5])
+        order = ", ".join(f'"{r[1]}"' for r in info) if info and name not in virtual else "rowid"
+        sel = "rowid, *" if name in virtual else "*"
+        h.update(f"table {name}\n".encode())
+        for row in con.execute(f"SELECT {sel} FROM {q} ORDER BY {order}"):
+            h.update(repr(row).encode("utf-8", "surrogatepass") + b"\n")
+    return h.hexdigest()
+
+
+def _ms(value: Any, fallback: int) -> int:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+    return fallback
+
+
+def _message_text(message: Any) -> str | None:
+    if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+        return None
+    content = message.get("content")
+    if isinstance(content, str):
+        return content.strip() or None
+    if not isinstance(content, list):
+        text = message.get("text")
+        return text.strip() or None if isinstance(text, str) else None
+    parts = [
+        b["text"]
+        for b in content
+        if isinstance(b, dict)
+        and b.get("type") in ("text", "input_text", "output_text")
+        and isinstance(b.get("text"), str)
+        and b["text"].strip()
+    ]
+    return "\n".join(parts) if parts else None
+
+
+def _swap_ids(value: Any, old: str, new: str) -> Any:
+    if isinstance(value, dict):
+        return {k: (new if k == "sessionId" and v == old else _swap_ids(v, old, new)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_swap_ids(v, old, new) for v in value]
+    return value
+
+
+def install_session(
+    con: sqlite3.Connection, key: str, lines: Sequence[str], old_sid: str, new_sid: str, now_ms: int
+) -> None:
+    """Write ``lines`` as session ``new_sid`` and point ``key`` at it, in one transaction.
+
+    ``lines`` is a transcript, header first, its header id already ``new_sid`` (see the
+    module docstring for the rows written).
+
+    Raises:
+        sqlite3.Error: anything SQLite refuses; the transaction is rolled back.
+    """
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        _insert_rows(con, key, lines, old_sid, new_sid, now_ms)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def _insert_rows(con: sqlite3.Connection, key: str, lines: Sequence[str], old: str, new: str, now: int) -> None:
+    cur = con.execute("SELECT * FROM session_windows WHERE session_id = ?", (old,))
+    window = dict(zip([d[0] for d in cur.description], cur.fetchone(), strict=True))
+    window |= {
+        "session_id": new,
+        "previous_session_id": old,
+        "reason": "recovery",
+        "created_at": now,
+        "updated_at": now,
+        "transcript_updated_at": now,
+        "transcript_observed_at": now,
+    }
+    cols = ", ".join(f'"{c}"' for c in window)
+    con.execute(f"INSERT INTO session_windows ({cols}) VALUES ({', '.join('?' * len(window))})", tuple(window.values()))
+    idem = dict(
+        con.execute(
+            "SELECT event_id, message_idempotency_key FROM transcript_event_identities "
+            "WHERE session_id = ? AND message_idempotency_key IS NOT NULL",
+            (old,),
+        ).fetchall()
+    )
+    active = messages = 0
+    leaf: str | None = None
+    for seq, line in enumerate(lines):
+        entry = json.loads(line)
+        created = _ms(entry.get("timestamp"), now)
+        con.execute(
+            "INSERT INTO transcript_events (session_id, seq, event_json, created_at, event_utf8_bytes) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (new, seq, line, created, len(line.encode("utf-8", "surrogatepass"))),
+        )
+        eid = entry.get("id")
+        if isinstance(eid, str) and eid:
+            parent = entry.get("parentId") if isinstance(entry.get("parentId"), str) else None
+            con.execute(
+                "INSERT INTO transcript_event_identities VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (new, eid, seq, entry.get("type"), parent, idem.get(eid), created),
+            )
+        if seq == 0:
+            continue
+        has_message = "message" in entry
+        if (isinstance(eid, str) and eid) or has_message:
+            message = entry.get("message")
+            excluded = isinstance(message, dict) and message.get("excludeFromContext") is True
+            con.execute(
+                "INSERT INTO session_transcript_active_events VALUES (?, ?, ?, ?, ?)",
+                (new, active, seq, messages if has_message else None, 0 if excluded else 1),
+            )
+            active += 1
+            messages += 1 if has_message else 0
+            leaf = eid if isinstance(eid, str) else leaf
+        text = _message_text(entry.get("message")) if entry.get("type") == "message" else None
+        if text is not None and isinstance(eid, str):
+            rowid = con.execute(
+                "INSERT INTO session_transcript_fts_rows (session_id, message_id) VALUES (?, ?)", (new, eid)
+            ).lastrowid
+            con.execute(
+                f"INSERT INTO {_FTS} (rowid, text, session_id, message_id, role, timestamp) VALUES (?, ?, ?, ?, ?, ?)",
+                (rowid, text, new, eid, entry["message"]["role"], created),
+            )
+    con.execute(
+        "INSERT INTO session_transcript_index_state VALUES (?, ?, ?, 0, ?, ?, ?)",
+        (new, len(lines) - 1, leaf, active, messages, now),
+    )
+    con.execute("INSERT INTO transcript_rewrite_watermarks VALUES (?, ?, ?)", (new, secrets.token_hex(16), now))
+    node = node_row(con, key)
+    assert node is not None
+    entry_json = json.dumps(
+        _swap_ids(json.loads(node["entry_json"]), old, new), ensure_ascii=False, separators=(",", ":")
+    )
+    con.execute(
+        "UPDATE session_nodes SET current_session_id = ?, entry_json = ? WHERE session_key = ?", (new, entry_json, key)
+    )
+
+
+def uninstall_session(
+    con: sqlite3.Connection, key: str, new_sid: str, old_node: dict[str, Any], was_pending: bool
+) -> None:
+    """Remove session ``new_sid`` and put the key's node row back exactly, in one transaction.
+
+    ``was_pending``: whether ``session_canonical_validation_pending`` held the key before
+    apply (OpenClaw's triggers add it on every change of the node; it is put back as it was).
+    """
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        for table in _SESSION_TABLES:
+            con.execute(f'DELETE FROM "{table}" WHERE session_id = ?', (new_sid,))
+        cols = [c for c in old_node if c not in ("session_key", "entry_valid")]
+        con.execute(
+            f"UPDATE session_nodes SET {', '.join(f'{c!s} = ?' for c in cols)} WHERE session_key = ?",
+            (*[old_node[c] for c in cols], key),
+        )
+        # After the triggers that reset entry_valid have run: its old value.
+        con.execute("UPDATE session_nodes SET entry_valid = ? WHERE session_key = ?", (old_node["entry_valid"], key))
+        if not was_pending:
+            con.execute("DELETE FROM session_canonical_validation_pending WHERE session_key = ?", (key,))
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise

@@ -1,8 +1,9 @@
 """Candidate C across an in-transcript reset (OpenClaw 2026.9), built from an exported session.
 
-Until ``kurahi lineage stitch`` does this itself, tests build C here: the path with the
-``reset`` entry left out, the first entry after it re-parented onto the last entry before it,
-a new header id; every other line byte for byte.
+``kurahi lineage stitch`` does this for users (the end-to-end tests use it); the activation
+tests build C here, independently of stitch, so that a stitch bug cannot hide an activation
+bug: the path with the ``reset`` entry left out, the first entry after it re-parented onto
+the last entry before it, a new header id; every other line byte for byte.
 """
 
 from __future__ import annotations

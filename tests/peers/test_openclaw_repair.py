@@ -17,7 +17,6 @@ import os
 import secrets
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,6 @@ import pytest
 
 from openclaw_model import REPLY_PREFIX
 from openclaw_peer import JSON_ERA, MAIN_KEY, SQLITE_ERA, OpenClawFactory, OpenClawPeer, phrases_in
-from reset_bypass import bypass_reset
 from testdata import UPGRADED, openclaw_state_copy
 
 pytestmark = pytest.mark.openclaw
@@ -38,14 +36,17 @@ def phrase(tag: str) -> str:
     return f"{tag}-{secrets.token_hex(5).upper()}"
 
 
-def kurahi(*args: str) -> subprocess.CompletedProcess[str]:
-    """``kurahi ARGS`` as the console script runs it, in a process of its own; fails the test on a non-zero exit."""
+def kurahi(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """``kurahi ARGS`` as the console script runs it, in a process of its own; with ``check``, fails the test
+    on a non-zero exit."""
     code = "import sys; from kurahi.cli import main; sys.argv[0] = 'kurahi'; sys.exit(main())"
     env = {k: v for k, v in os.environ.items() if k not in ("KOLO_HOME", "COLUMNS")} | {"COLUMNS": "200"}
     res = subprocess.run(
         [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=KURAHI_DEADLINE, env=env
     )
-    assert res.returncode == 0, f"kurahi {' '.join(args[:2])} exited {res.returncode}:\n{res.stdout}\n{res.stderr}"
+    assert res.returncode == 0 or not check, (
+        f"kurahi {' '.join(args[:2])} exited {res.returncode}:\n{res.stdout}\n{res.stderr}"
+    )
     assert "Traceback" not in res.stderr, res.stderr
     return res
 
@@ -109,8 +110,8 @@ def test_repair_json_era(openclaw: OpenClawFactory, tmp_path: Path) -> None:
 
 
 def test_repair_sqlite_era(openclaw: OpenClawFactory, tmp_path: Path) -> None:
-    """2026.9.6: the live session exported, its in-transcript reset bypassed (C), activated into the
-    SQLite store, rolled back."""
+    """2026.9.6: the live session exported, stitched across its in-transcript reset (C), checked as
+    OpenClaw 2026.9 would send it, activated into the SQLite store, rolled back."""
     peer = openclaw(SQLITE_ERA)
     a, b = converse(peer)
     state = str(peer.state_dir)
@@ -122,9 +123,12 @@ def test_repair_sqlite_era(openclaw: OpenClawFactory, tmp_path: Path) -> None:
     assert len(live) == 1 and len(live[0]["resetEntries"]) == 1, found
     exported = export / f"{found['currentSessionId']}.jsonl"
     assert exported.is_file(), sorted(p.name for p in export.iterdir())
+    # Before the repair, OpenClaw's own view of the live session lacks the pre-reset phrase.
+    before = kurahi("lineage", "check", str(exported), "--runtime", "openclaw-2026.9", "--marker", a, check=False)
+    assert before.returncode == 1, before.stdout + before.stderr
     candidate = tmp_path / "C.jsonl"
-    candidate.write_bytes(bypass_reset(exported.read_bytes(), str(uuid.uuid4())))
-    kurahi("lineage", "check", str(candidate), "--marker", a, "--marker", b)
+    kurahi("lineage", "stitch", str(exported), "--out", str(candidate))
+    kurahi("lineage", "check", str(candidate), "--runtime", "openclaw-2026.9", "--marker", a, "--marker", b)
     activate_and_roll_back(peer, candidate, a, b, tmp_path / "pkg")
 
 

@@ -195,3 +195,22 @@ def test_sqlite_errors_in_the_callers_block_are_translated_by_open_store(s: Sqli
 
     with pytest.raises(SqliteStoreError, match="no such table"), open_store(s.db, write=False) as con:
         con.execute("SELECT * FROM no_such_table")
+
+
+def test_a_reader_sees_changes_still_in_the_wal_and_changes_no_byte(s: SqliteSetup) -> None:
+    """verify and rollback read the store while OpenClaw may run: committed changes not yet
+    checkpointed must be seen (an immutable open would miss them), and nothing may be written."""
+    from kurahi.store.openclaw_sqlite_write import open_store
+
+    writer = sqlite3.connect(s.db, isolation_level=None)
+    try:
+        writer.execute("PRAGMA journal_mode = WAL")
+        writer.execute("PRAGMA wal_autocheckpoint = 0")
+        writer.execute("UPDATE schema_meta SET updated_at = 4242")
+        assert Path(str(s.db) + "-wal").stat().st_size > 0
+        before = files(s.home)
+        with open_store(s.db, write=False) as con:
+            assert con.execute("SELECT updated_at FROM schema_meta").fetchone()[0] == 4242
+        assert files(s.home) == before
+    finally:
+        writer.close()

@@ -54,10 +54,10 @@ from kurahi.lineage.openclaw_sqlite import (
     sqlite_key_sessions,
     sqlite_source,
 )
-from kurahi.lineage.sqlite_snapshot import StoreSnapshot, open_store_snapshot
 from kurahi.store.catalog import CATALOG_NAME, Catalog, validate_agent_id
 from kurahi.store.fsio import fsync_dir, write_all
 from kurahi.store.listing import locate_transcript
+from kurahi.store.openclaw_sqlite_snapshot import StoreSnapshot, open_store_snapshot
 from kurahi.store.transcript import Transcript
 
 __all__ = ["RESET_MATCH_WINDOW", "Boundary", "Lineage", "Piece", "ResetEntry", "export_piece", "find_lineage", "iso"]

@@ -11,10 +11,10 @@ and ``*.jsonl`` files. The tables used here:
   the session header. Exporting a session writes each ``event_json`` text as it is stored,
   one per line, so the result is a JSONL transcript the store can open.
 
-Every function reads through :func:`~kurahi.lineage.sqlite_snapshot.open_store_snapshot`:
+Every function reads through :func:`~kurahi.store.openclaw_sqlite_snapshot.open_store_snapshot`:
 a private copy of the store, so not one byte of the state directory changes (``-wal`` and
 ``-shm`` included), and committed transactions still in the WAL are seen. Pass a
-:class:`~kurahi.lineage.sqlite_snapshot.StoreSnapshot` to read several things from one
+:class:`~kurahi.store.openclaw_sqlite_snapshot.StoreSnapshot` to read several things from one
 consistent copy; pass a path to take a snapshot for that one call.
 """
 
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.errors import TranscriptReadError, UsageError
-from kurahi.lineage.sqlite_snapshot import (
+from kurahi.store.openclaw_sqlite_snapshot import (
     DEFAULT_BUSY_TIMEOUT,
     StoreSnapshot,
     open_store_snapshot,

@@ -38,6 +38,8 @@ from typing import Any
 from urllib.parse import quote
 
 from kurahi.errors import SqliteSchemaError, SqliteStoreBusyError, SqliteStoreError
+from kurahi.store.openclaw_sqlite_snapshot import KNOWN_SCHEMA_VERSIONS as SNAPSHOT_SCHEMA_VERSIONS
+from kurahi.store.openclaw_sqlite_snapshot import open_store_snapshot
 
 __all__ = [
     "KNOWN_SCHEMA_VERSIONS",
@@ -54,8 +56,8 @@ __all__ = [
     "wal_pending",
 ]
 
-KNOWN_SCHEMA_VERSIONS = frozenset({23})
-"""``schema_meta.schema_version`` values whose session tables this module knows (OpenClaw 2026.9.6: 23)."""
+KNOWN_SCHEMA_VERSIONS = SNAPSHOT_SCHEMA_VERSIONS
+"""``schema_meta.schema_version`` values whose session tables Kurahi knows (OpenClaw 2026.9.6: 23), read or written."""
 
 _FTS = "session_transcript_fts"
 # Tables holding rows of one session, children before parents (deleted in this order).
@@ -140,8 +142,15 @@ def open_store(db: Path, *, write: bool, busy_timeout: float = 0.5) -> Iterator[
     """
     if not db.is_file():
         raise SqliteStoreError("no such file (expected an OpenClaw SQLite store)", path=db)
-    # A reader opens immutable: it runs only where no OpenClaw runs and the WAL is empty, and
-    # a plain read-only open would leave a -shm file behind in the state dir.
+    if not write and wal_pending(db):
+        # Changes still in the WAL (OpenClaw runs, or did not stop cleanly): an immutable
+        # open would not see them, and a plain one would write -shm into the state dir. Read
+        # a private consistent copy of the database and its WAL instead.
+        with open_store_snapshot(db, busy_timeout=busy_timeout) as snap, _translated(db):
+            yield snap.conn
+        return
+    # A reader with an empty WAL opens immutable: nothing is pending, and a plain read-only
+    # open would leave a -shm file behind in the state dir.
     uri = f"file:{quote(str(db.absolute()))}?mode={'rw' if write else 'ro&immutable=1'}"
     try:
         con = sqlite3.connect(uri, uri=True, timeout=busy_timeout, isolation_level=None)

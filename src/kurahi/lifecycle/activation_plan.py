@@ -35,6 +35,7 @@ from kurahi.lifecycle.activation_package import (
 from kurahi.lifecycle.activation_state import live_file_name
 from kurahi.store import fsio
 from kurahi.store.catalog import Catalog, find_catalogs, validate_key
+from kurahi.store.catalog_format import validate_agent_id
 
 __all__ = [
     "TERMINAL_RUN_FIELDS",
@@ -113,6 +114,7 @@ def plan_activation(
         UsageError: ``out`` exists and is not empty.
     """
     root = Path(home).resolve()
+    validate_agent_id(agent)  # before the id names any path
     validate_key(key)
     if _sqlite_era(root, agent):
         from kurahi.lifecycle.openclaw_sqlite_activation import plan_sqlite

@@ -315,6 +315,8 @@ def test_the_entries_the_c_table_makes_are_the_entries_python_makes(tmp_path: Pa
         ]
         plain = t.path_entries(indices)
         assert all(e.raw_message is None for e in plain)
+        (one,) = t._skeletons.table.entries(Entry, [True], t, -1)  # an integer-like row: the index is an int
+        assert type(one.index) is int and one.index == 1
 
         class NotAnEntry:
             __slots__ = ("_t", "id", "index", "parent_id", "type")  # no raw_message

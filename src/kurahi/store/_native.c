@@ -736,9 +736,8 @@ static PyObject *table_entries(PyObject *self, PyObject *args)
         PyObject *v[N_ENTRY_SLOTS];
         v[0] = owner;
         Py_INCREF(owner);
-        v[1] = items[i];
-        Py_INCREF(items[i]);
-        v[2] = cell(t, k, 0);
+        v[1] = PyLong_FromSsize_t(k); /* an int, whatever integer-like object the caller passed */
+        v[2] = v[1] ? cell(t, k, 0) : NULL;
         v[3] = v[2] ? cell(t, k, 1) : NULL;
         v[4] = v[3] ? cell(t, k, 2) : NULL;
         if (v[4] != NULL && fd >= 0 && e->mlen != 0) {

@@ -56,6 +56,7 @@ __all__ = [
     "Host",
     "Phase",
     "VerifyReport",
+    "already_applied",
     "apply_package",
     "journal_phase",
     "new_entry",
@@ -101,6 +102,20 @@ class Phase:
     """The gateway's port when the current apply began (``None``: none ran)."""
     rollback_port: int | None = None
     """The gateway's port when the current rollback began."""
+
+
+def already_applied(phase: Phase, root: Path, res: ActivationResult) -> bool:
+    """Where an apply of either store starts: ``True`` (outcome set) when it has nothing to do.
+
+    Raises:
+        ActivationError: a rollback was interrupted; it must be finished first.
+    """
+    if phase.name == "applied":
+        res.outcome = "already-applied"
+        return True
+    if phase.name == "rolling-back":
+        raise ActivationError(f"{root}: a rollback was interrupted; finish it with `kurahi activate rollback`")
+    return False
 
 
 def journal_phase(records: list[dict[str, Any]]) -> Phase:
@@ -214,11 +229,8 @@ def apply_package(
     live = LiveState(pkg, Path(home).resolve())
     phase = journal_phase(journal.records())
     res = ActivationResult(str(pkg.root), "apply", "applied", plan.agent, plan.key, plan.candidate_session_id)
-    if phase.name == "applied":
-        res.outcome = "already-applied"
+    if already_applied(phase, pkg.root, res):
         return res
-    if phase.name == "rolling-back":
-        raise ActivationError(f"{pkg.root}: a rollback was interrupted; finish it with `kurahi activate rollback`")
     if phase.name == "applying":
         port = phase.apply_port
         res.steps.append("resume")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.errors import ActivationError, PreconditionError
-from kurahi.lifecycle.activation import ActivationResult, VerifyReport, journal_phase
+from kurahi.lifecycle.activation import ActivationResult, VerifyReport, already_applied, journal_phase
 from kurahi.lifecycle.activation_plan import differences, projection_dict
 from kurahi.lifecycle.openclaw_sqlite_activation import (
     _check_preconditions,
@@ -44,11 +44,8 @@ def sqlite_apply(package: str | os.PathLike[str], home: str | os.PathLike[str]) 
     journal = pkg.journal
     phase = journal_phase(journal.records())
     res = ActivationResult(str(pkg.root), "apply", "applied", plan.agent, plan.key, plan.new_session_id)
-    if phase.name == "applied":
-        res.outcome = "already-applied"
+    if already_applied(phase, pkg.root, res):
         return res
-    if phase.name == "rolling-back":
-        raise ActivationError(f"{pkg.root}: a rollback was interrupted; finish it with `kurahi activate rollback`")
     refuse_if_running(root)
     fresh = phase.name != "applying"
     if fresh:

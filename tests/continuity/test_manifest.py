@@ -31,7 +31,7 @@ from kurahi.continuity import (
 )
 from kurahi.continuity.manifest import MANIFEST_KEYS, seal_manifest
 from kurahi.errors import ManifestError, SigningKeyError, UnknownAgentError
-from kurahi.gateway.audit import AuditChain
+from kurahi.store.audit_file import AuditChain
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
 from kurahi.store.catalog import Catalog

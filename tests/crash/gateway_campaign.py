@@ -39,7 +39,7 @@ from typing import Any
 import httpx
 
 from gateways import KURAHI, run_kurahi, start_gateway
-from kurahi.gateway.audit import AuditChain
+from kurahi.store.audit_file import AuditChain
 from kurahi.gateway.lock import gateway_info
 from kurahi.lifecycle.activation import plan_activation, verify_package
 from kurahi.lineage.stitch import stitch

@@ -32,9 +32,9 @@ from kurahi.errors import (
 )
 from kurahi.gateway import audit as audit_mod
 from kurahi.gateway import audit_scan
-from kurahi.gateway.audit import AuditChain, chain_path
-from kurahi.gateway.audit_record import MAX_LINE_BYTES, ChainVerification, build_record
-from kurahi.gateway.redact import REDACTED, looks_secret, redact
+from kurahi.store.audit_file import AuditChain, chain_path
+from kurahi.store.audit_record import MAX_LINE_BYTES, ChainVerification, build_record
+from kurahi.store.redact import REDACTED, looks_secret, redact
 from kurahi.store import fsio
 from kurahi.store.locks import FileLock
 from kurahi.store.twoproc import fork_is_safe
@@ -545,7 +545,7 @@ def test_a_held_lock_is_reported(chain: AuditChain) -> None:
 WORKER = textwrap.dedent(
     """
     import sys
-    from kurahi.gateway.audit import AuditChain
+    from kurahi.store.audit_file import AuditChain
     chain = AuditChain(sys.argv[1], lock_timeout=None)
     for i in range(int(sys.argv[3])):
         chain.append("device:" + sys.argv[2], "job.running", {"worker": sys.argv[2], "i": i})

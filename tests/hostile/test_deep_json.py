@@ -17,7 +17,7 @@ import pytest
 
 from gateways import make_gateway_home, serve_in_thread
 from kurahi.agent.config import load_config
-from kurahi.agent.journal import Journal
+from kurahi.store.journal import Journal
 from kurahi.errors import ConfigError
 from kurahi.lineage.provenance import _scan_lines
 

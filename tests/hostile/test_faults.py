@@ -25,7 +25,7 @@ import pytest
 from faults import KINDS, cases, inject, trace
 
 from kurahi.agent.jobs import JobStore
-from kurahi.agent.journal import Journal
+from kurahi.store.journal import Journal
 from kurahi.agent.ledger import Ledger, action_id
 from kurahi.errors import (
     AppendError,
@@ -35,7 +35,7 @@ from kurahi.errors import (
     JournalWriteError,
     KurahiError,
 )
-from kurahi.gateway.audit import AuditChain
+from kurahi.store.audit_file import AuditChain
 from kurahi.gateway.service import Gateway
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home

@@ -45,7 +45,7 @@ def test_a_home_made_under_umask_0_is_private(tmp_path: Path) -> None:
     k = [*KURAHI]
     turn = '[[tool:write {"path": "d/e/f.md", "content": "x"}]] [[tool:memory_append {"text": "n", "file": "n.md"}]]'
     sign = (
-        "from kurahi.continuity.signing import load_signing_key; from kurahi.gateway.audit import AuditChain; "
+        "from kurahi.continuity.signing import load_signing_key; from kurahi.store.audit_file import AuditChain; "
         f"load_signing_key({str(root)!r}); AuditChain({str(root / 'audit/chain.jsonl')!r}).append('cli', 'x', {{}})"
     )
     for args in (

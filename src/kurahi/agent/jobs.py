@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kurahi.agent.journal import Journal
+from kurahi.store.journal import Journal
 
 __all__ = ["Job", "JobStore"]
 

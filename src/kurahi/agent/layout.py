@@ -13,41 +13,14 @@ Sessions follow OpenClaw's layout so tools work on both homes::
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from kurahi.errors import UnknownAgentError, UsageError
+from kurahi.errors import UnknownAgentError
+from kurahi.store.names import check_agent_id, check_session_key
 
 __all__ = ["AgentPaths", "check_agent_id", "check_session_key"]
-
-_AGENT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-
-
-def check_agent_id(agent_id: str) -> str:
-    """Return ``agent_id`` if it is a safe directory name (lowercase, digits, ``-``/``_``, ≤64).
-
-    Raises:
-        UsageError: anything else, path separators and ``..`` included.
-    """
-    if not isinstance(agent_id, str) or not _AGENT_ID.match(agent_id):
-        raise UsageError(f"agent id {agent_id!r} is not allowed: use 1-64 of a-z, 0-9, '-', '_'")
-    return agent_id
-
-
-def check_session_key(key: str) -> str:
-    """Return ``key`` if it is an acceptable session key (printable, no NUL, ≤ 512 characters).
-
-    Session keys are never used as file names, so ``/`` and ``:`` are fine in them.
-
-    Raises:
-        UsageError: empty, too long, or holding control characters.
-    """
-    if not isinstance(key, str) or not key or len(key) > 512 or any(ord(c) < 32 or ord(c) == 127 for c in key):
-        raise UsageError(f"session key {key!r} is not allowed: 1-512 printable characters")
-    return key
-
 
 @dataclass(frozen=True)
 class AgentPaths:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kurahi.agent.config import QueueMode
-from kurahi.agent.journal import Journal
+from kurahi.store.journal import Journal
 from kurahi.agent.turn import Listener, TurnControl, TurnResult
 from kurahi.errors import QueueFullError
 

@@ -26,7 +26,7 @@ from kurahi.agent import routing
 from kurahi.agent.config import Config, ModelProfile, QueueMode, load_config
 from kurahi.agent.conversation import Conversation
 from kurahi.agent.jobs import JobStore
-from kurahi.agent.journal import Journal
+from kurahi.store.journal import Journal
 from kurahi.agent.layout import AgentPaths, check_session_key
 from kurahi.agent.ledger import Ledger
 from kurahi.agent.pairing import Settlement, settle

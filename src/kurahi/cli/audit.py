@@ -31,7 +31,7 @@ HomeOption = Annotated[
 
 
 def _chain_file(home: Path | None) -> Path:
-    from kurahi.gateway.audit import chain_path
+    from kurahi.store.audit_file import chain_path
 
     return chain_path(home if home is not None else Path.home() / ".kolo")
 
@@ -46,7 +46,7 @@ def verify_command(
 ) -> None:
     """Recompute every hash of the chain; exit 0 if it holds, 1 naming the first bad record, 3 if missing."""
     from kurahi.errors import AuditError
-    from kurahi.gateway.audit import AuditChain
+    from kurahi.store.audit_file import AuditChain
 
     path = _chain_file(home)
     with translate_errors():
@@ -89,7 +89,7 @@ def tail_command(
     import msgspec
 
     from kurahi.errors import AuditChainError, AuditError
-    from kurahi.gateway.audit import AuditChain
+    from kurahi.store.audit_file import AuditChain
 
     path = _chain_file(home)
     if not path.is_file():

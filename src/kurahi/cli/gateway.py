@@ -147,7 +147,7 @@ def pair_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Pair a device and print its token once (only its hash is stored)."""
-    from kurahi.gateway.audit import AuditChain
+    from kurahi.store.audit_file import AuditChain
     from kurahi.resident.devices import DeviceRegistry
 
     h = _home(home)
@@ -185,7 +185,7 @@ def devices_revoke(
     device_id: Annotated[str, typer.Argument(help="The device id (dev_...).")], home: HomeOpt = None
 ) -> None:
     """Revoke a device: its token stops working at once."""
-    from kurahi.gateway.audit import AuditChain
+    from kurahi.store.audit_file import AuditChain
     from kurahi.resident.devices import DeviceRegistry
 
     h = _home(home)

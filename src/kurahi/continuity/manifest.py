@@ -36,7 +36,7 @@ audit       ``chain``                            ``{"verified", "entries", "last
 Never file contents, never anything under ``secrets/``: files are found only in the
 agent's workspace and sessions directory, symlinks are skipped (one could point anywhere),
 dot-files are skipped (the temporary files of atomic writes), and every structured value
-passes through :func:`kurahi.gateway.redact.redact`.
+passes through :func:`kurahi.store.redact.redact`.
 """
 
 from __future__ import annotations
@@ -58,9 +58,9 @@ from kurahi.canonical import ZERO_HASH, chain_hash
 from kurahi.continuity.hashcache import FileDigest, HashCache
 from kurahi.continuity.signing import SigningKey, fingerprint_of, load_signing_key, verify_signature
 from kurahi.errors import AuditNotFoundError, CanonicalJSONError, ContinuityError, ManifestError, UsageError
-from kurahi.gateway.audit import AuditChain
-from kurahi.gateway.audit_record import format_ts
-from kurahi.gateway.redact import redact
+from kurahi.store.audit_file import AuditChain
+from kurahi.store.audit_record import format_ts
+from kurahi.store.redact import redact
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
 from kurahi.store.catalog import Catalog

@@ -9,21 +9,21 @@ from kurahi._lazy import lazy_getattr
 if TYPE_CHECKING:
     from kurahi.gateway.activation_host import GatewayHost, OfflineHost
     from kurahi.gateway.app import create_app
-    from kurahi.gateway.audit import AuditChain, chain_path
-    from kurahi.gateway.audit_record import AuditRecord, ChainVerification
+    from kurahi.store.audit_file import AuditChain, chain_path
+    from kurahi.store.audit_record import AuditRecord, ChainVerification
     from kurahi.gateway.client import GatewayClient
     from kurahi.gateway.lock import GatewayInfo, GatewayLock, gateway_info
-    from kurahi.gateway.redact import REDACTED, looks_secret, redact
+    from kurahi.store.redact import REDACTED, looks_secret, redact
     from kurahi.gateway.server import serve
     from kurahi.gateway.service import Gateway
 
 # Names load on first use (PEP 562), so `kurahi --help` does not import every room.
 _WHERE = {
-    "REDACTED": "kurahi.gateway.redact",
-    "AuditChain": "kurahi.gateway.audit",
-    "AuditRecord": "kurahi.gateway.audit_record",
-    "ChainVerification": "kurahi.gateway.audit_record",
-    "chain_path": "kurahi.gateway.audit",
+    "REDACTED": "kurahi.store.redact",
+    "AuditChain": "kurahi.store.audit_file",
+    "AuditRecord": "kurahi.store.audit_record",
+    "ChainVerification": "kurahi.store.audit_record",
+    "chain_path": "kurahi.store.audit_file",
     "GatewayHost": "kurahi.gateway.activation_host",
     "OfflineHost": "kurahi.gateway.activation_host",
     "create_app": "kurahi.gateway.app",
@@ -33,8 +33,8 @@ _WHERE = {
     "GatewayLock": "kurahi.gateway.lock",
     "gateway_info": "kurahi.gateway.lock",
     "serve": "kurahi.gateway.server",
-    "looks_secret": "kurahi.gateway.redact",
-    "redact": "kurahi.gateway.redact",
+    "looks_secret": "kurahi.store.redact",
+    "redact": "kurahi.store.redact",
 }
 
 __all__ = [

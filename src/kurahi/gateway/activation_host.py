@@ -55,7 +55,7 @@ class OfflineHost:
         raise UsageError("offline: there is no gateway to read the live session through")
 
     def _chain(self) -> Any:
-        from kurahi.gateway.audit import AuditChain, chain_path
+        from kurahi.store.audit_file import AuditChain, chain_path
 
         return AuditChain(chain_path(self.root))
 

@@ -26,11 +26,12 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
 from kurahi.errors import CatalogCorruptError, CatalogEntryError, CatalogError, UsageError
+from kurahi.store.backend import SessionCatalog
 from kurahi.store.catalog_format import (
     MAX_KEY_LENGTH,
     Entry,
@@ -70,36 +71,11 @@ MAX_CATALOG_BYTES = 256 * 1024 * 1024
 T = TypeVar("T")
 
 
-class SessionCatalog(Protocol):
-    """What any catalog backend offers: the file one here, a database one later."""
-
-    def get(self, key: str) -> Entry | None:
-        """Return the entry for ``key`` (a copy), or ``None``."""
-
-    def items(self) -> list[tuple[str, Entry]]:
-        """Every ``(key, entry)`` pair of one consistent version, in catalog order."""
-
-    def keys(self) -> list[str]:
-        """Every key of one consistent version, in catalog order."""
-
-    def upsert(self, key: str, fields: Mapping[str, Any], *, touch: bool = False) -> Entry:
-        """Merge ``fields`` into the entry for ``key`` (creating it) and return the result."""
-
-    def upsert_many(self, changes: Mapping[str, Mapping[str, Any]]) -> None:
-        """Merge fields into several existing entries at once (keys not present are skipped)."""
-
-    def update(self, key: str, fn: Callable[[Entry | None], Mapping[str, Any] | None]) -> Entry | None:
-        """Replace the entry for ``key`` by ``fn(current)`` atomically; ``None`` deletes it."""
-
-    def delete(self, key: str) -> bool:
-        """Remove ``key``; whether it was there."""
-
-
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Catalog:
+class Catalog(SessionCatalog):
     """A ``sessions.json`` file, read without a lock and changed under one.
 
     Example::

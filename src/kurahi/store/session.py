@@ -22,24 +22,21 @@ better on purpose:
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from kurahi.errors import AppendError, ContextEditError, EntryNotFoundError, TranscriptReadError, UsageError
+from kurahi.errors import AppendError, ContextEditError, EntryNotFoundError, UsageError
 from kurahi.jsvalues import MISSING, date_ms, js_whitespace_strip
-from kurahi.store import fsio
+from kurahi.store.backend import RecordLog, TranscriptHandle, TranscriptStore
 from kurahi.store.effective import EDITABLE_ROLES, is_editable
 from kurahi.store.fsio import FsyncPolicy
 from kurahi.store.ids import entry_id, iso_now, session_id
-from kurahi.store.locks import FileLock
 from kurahi.store.system import current_system_message, path_system_messages
 from kurahi.store.transcript import LEAF_MARKER_TYPE, Entry, Transcript, is_leaf_marker
 
@@ -86,26 +83,19 @@ class Session:
 
     def __init__(
         self,
-        path: Path,
-        fd: int,
-        lock: FileLock,
+        handle: TranscriptHandle,
         header: dict[str, Any],
         ids: set[str],
         leaf: str | None,
-        size: int,
         fsync: FsyncPolicy,
-        needs_newline: bool = False,
     ) -> None:
-        self.path = path
-        self._fd: int | None = fd
-        self._lock = lock
+        self._handle: TranscriptHandle | None = handle
+        self.path = Path(handle.locator)
+        """Where the transcript lives: the file for the file backend, a locator for others."""
         self.header = header
         self._ids = ids
         self._leaf = leaf
-        self._size = size
         self.fsync = fsync
-        self._needs_newline = needs_newline
-        self._dirty = False
         self._mutex = threading.Lock()
 
     # -- opening ----------------------------------------------------------------------
@@ -120,56 +110,55 @@ class Session:
         parent_session: str | None = None,
         fsync: FsyncPolicy | str = FsyncPolicy.TURN,
     ) -> Session:
-        """Create a new transcript; the header is on disk when this returns.
+        """Create a new transcript file; the header is on disk when this returns.
+
+        The file-backend shorthand for :meth:`create_in` (``path``'s folder is the store).
 
         Raises:
             UsageError: the file already exists (it is never overwritten).
             TranscriptReadError: the directory is missing or not writable.
         """
         p = Path(path)
+        return cls.create_in(
+            _files(p.parent), p.name, cwd=cwd, session_id_=session_id_, parent_session=parent_session, fsync=fsync
+        )
+
+    @classmethod
+    def create_in(
+        cls,
+        store: TranscriptStore,
+        name: str,
+        *,
+        cwd: str | None = None,
+        session_id_: str | None = None,
+        parent_session: str | None = None,
+        fsync: FsyncPolicy | str = FsyncPolicy.TURN,
+    ) -> Session:
+        """Create transcript ``name`` in ``store``; its header is durable when this returns.
+
+        Raises:
+            UsageError: a transcript by that name exists (it is never overwritten), or a bad name.
+            TranscriptReadError: the store cannot create it.
+        """
         policy = FsyncPolicy(fsync)
-        lock = FileLock(_lock_path(p), purpose=f"transcript {p.name}").acquire(timeout=0)
-        try:
-            try:
-                fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-            except FileExistsError as exc:
-                raise UsageError(f"{p}: already exists; Kurahi never overwrites a transcript") from exc
-            except FileNotFoundError as exc:
-                raise TranscriptReadError("directory does not exist", path=p.parent) from exc
-            except OSError as exc:
-                raise TranscriptReadError(f"cannot create: {exc.strerror}", path=p) from exc
-            header = _present(
-                [
-                    ("type", "session"),
-                    ("version", CURRENT_VERSION),
-                    ("id", session_id_ or session_id()),
-                    ("timestamp", iso_now()),
-                    ("cwd", cwd if cwd is not None else os.getcwd()),
-                    ("parentSession", parent_session if parent_session is not None else MISSING),
-                ]
-            )
-            session = cls(p, fd, lock, header, set(), None, 0, policy)
-            try:
-                session._write_line(_encode(header) + b"\n", durable=policy is not FsyncPolicy.NEVER)
-                if policy is not FsyncPolicy.NEVER:
-                    try:
-                        fsio.fsync_dir(p.parent)
-                    except OSError as exc:
-                        raise AppendError(f"cannot fsync the directory: {exc.strerror or exc}", path=p) from exc
-            except BaseException:
-                # We made the file (O_EXCL, under the lock): leave no half-made transcript behind.
-                with contextlib.suppress(OSError):
-                    os.unlink(p)
-                session.close()
-                raise
-            return session
-        except BaseException:
-            lock.release()
-            raise
+        header = _present(
+            [
+                ("type", "session"),
+                ("version", CURRENT_VERSION),
+                ("id", session_id_ or session_id()),
+                ("timestamp", iso_now()),
+                ("cwd", cwd if cwd is not None else os.getcwd()),
+                ("parentSession", parent_session if parent_session is not None else MISSING),
+            ]
+        )
+        handle = store.create(name, _encode(header) + b"\n", durable=policy is not FsyncPolicy.NEVER)
+        return cls(handle, header, set(), None, policy)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, fsync: FsyncPolicy | str = FsyncPolicy.TURN) -> Session:
-        """Open an existing transcript for appending (takes the writer lock).
+        """Open an existing transcript file for appending (takes the writer lock).
+
+        The file-backend shorthand for :meth:`open_in`.
 
         Raises:
             LockHeldError: another process is writing it.
@@ -177,23 +166,32 @@ class Session:
             UsageError: it is a v1/v2 file (Pi would rewrite it; Kurahi will not append to it).
         """
         p = Path(path)
-        lock = FileLock(_lock_path(p), purpose=f"transcript {p.name}").acquire(timeout=0)
+        return cls.open_in(_files(p.parent), p.name, fsync=fsync)
+
+    @classmethod
+    def open_in(cls, store: TranscriptStore, name: str, *, fsync: FsyncPolicy | str = FsyncPolicy.TURN) -> Session:
+        """Open transcript ``name`` of ``store`` for appending, as its only writer.
+
+        Raises:
+            LockHeldError: another writer has it.
+            NotASessionError, TranscriptReadError: it cannot be read as a session.
+            UsageError: it is a v1/v2 file (Pi would rewrite it; Kurahi will not append to it).
+        """
+        handle = store.open(name)
         try:
-            with Transcript.open(p) as t:
+            with handle.read() as t:
                 if t.migrated_from is not None or t.version is MISSING:
                     raise UsageError(
-                        f"{p}: session format version {t.version if t.version is not MISSING else 1} is older "
-                        f"than {CURRENT_VERSION}; appending would break its migration. Stitch or copy it first."
+                        f"{handle.locator}: session format version {t.version if t.version is not MISSING else 1} "
+                        f"is older than {CURRENT_VERSION}; appending would break its migration. "
+                        "Stitch or copy it first."
                     )
                 ids = t.entry_ids()
                 leaf = _append_position(t)
-                needs_newline = t.size > 0 and not t.ends_with_newline
                 header = t.header
-            fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
-            size = os.fstat(fd).st_size
-            return cls(p, fd, lock, header, ids, leaf, size, FsyncPolicy(fsync), needs_newline)
+            return cls(handle, header, ids, leaf, FsyncPolicy(fsync))
         except BaseException:
-            lock.release()
+            handle.close()
             raise
 
     # -- state --------------------------------------------------------------------------
@@ -217,59 +215,36 @@ class Session:
         return len(self._ids)
 
     def transcript(self) -> Transcript:
-        """A fresh read view of the file (the caller closes it)."""
-        return Transcript.open(self.path)
+        """A fresh read view of the transcript (the caller closes it).
+
+        Raises:
+            AppendError: the session is closed.
+        """
+        if self._handle is None:
+            raise AppendError("session is closed", path=self.path)
+        return self._handle.read()
 
     # -- appending ----------------------------------------------------------------------
 
     def _append(
-        self, build: Any, *, move_leaf_to: Any = MISSING, parent: Any = MISSING, timestamp: str | None = None
+        self,
+        build: Any,
+        *,
+        move_leaf_to: Any = MISSING,
+        parent: Any = MISSING,
+        timestamp: str | None = None,
+        records: Sequence[tuple[RecordLog, Mapping[str, Any]]] = (),
     ) -> str:
         with self._mutex:
-            if self._fd is None:
+            if self._handle is None:
                 raise AppendError("session is closed", path=self.path)
             new_id = entry_id(self._ids)
             parent_id = self._leaf if parent is MISSING else parent
             entry = build(new_id, parent_id, timestamp if timestamp is not None else iso_now())
-            line = _encode(entry) + b"\n"
-            self._write_line(line, durable=self.fsync is FsyncPolicy.ALWAYS)
+            self._handle.append(_encode(entry) + b"\n", durable=self.fsync is FsyncPolicy.ALWAYS, records=records)
             self._ids.add(new_id)
             self._leaf = new_id if move_leaf_to is MISSING else move_leaf_to
             return new_id
-
-    def _write_line(self, line: bytes, *, durable: bool) -> None:
-        assert self._fd is not None
-        if self._needs_newline:
-            # The file ends in a torn line; start ours on a line of its own.
-            line = b"\n" + line
-        before = self._size
-        try:
-            n = fsio.ops.write(self._fd, line)
-            if n != len(line):
-                fsio.write_all(self._fd, line[n:])
-            if durable:
-                fsio.ops.fdatasync(self._fd)
-        except OSError as exc:
-            self._undo(before)
-            raise AppendError(
-                f"append failed ({os.strerror(exc.errno) if exc.errno else exc}); "
-                "the file still holds every earlier entry",
-                path=self.path,
-            ) from exc
-        self._size = before + len(line)
-        self._needs_newline = False
-        self._dirty = not durable
-
-    def _undo(self, size: int) -> None:
-        # We are the only writer (the lock), so cutting our own partial line is safe; if
-        # even that fails, make sure the next line starts on a fresh line.
-        assert self._fd is not None
-        try:
-            fsio.ops.ftruncate(self._fd, size)
-        except OSError:
-            self._needs_newline = True
-            with contextlib.suppress(OSError):
-                self._size = os.fstat(self._fd).st_size
 
     def append_entry(self, entry: Mapping[str, Any], *, keep_timestamp: bool = False) -> str:
         """Append an entry of any type; ``id``, ``parentId`` and ``timestamp`` are filled in.
@@ -658,24 +633,19 @@ class Session:
     def sync(self) -> None:
         """Force appended entries to stable storage (the end of a turn, under policy ``turn``)."""
         with self._mutex:
-            if self._fd is not None and self._dirty and self.fsync is not FsyncPolicy.NEVER:
-                try:
-                    fsio.ops.fdatasync(self._fd)
-                except OSError as exc:
-                    raise AppendError(f"fsync failed: {os.strerror(exc.errno or errno.EIO)}", path=self.path) from exc
-                self._dirty = False
+            if self._handle is not None and self.fsync is not FsyncPolicy.NEVER:
+                self._handle.sync()
 
     def close(self) -> None:
-        """Sync (unless the policy is ``never``), close the file and release the writer lock."""
+        """Sync (unless the policy is ``never``), then give up the writer's claim."""
+        handle = self._handle
+        if handle is None:
+            return
         try:
-            if self._fd is not None:
-                try:
-                    self.sync()
-                finally:
-                    fd, self._fd = self._fd, None
-                    os.close(fd)
+            self.sync()
         finally:
-            self._lock.release()
+            self._handle = None
+            handle.close()
 
     def __enter__(self) -> Session:
         return self
@@ -684,7 +654,7 @@ class Session:
         self.close()
 
     def __del__(self) -> None:
-        if getattr(self, "_fd", None) is not None:
+        if getattr(self, "_handle", None) is not None:
             self.close()
 
 
@@ -731,8 +701,10 @@ def _replacement(value: Any, target_id: str, path: Path) -> dict[str, Any] | Non
     )
 
 
-def _lock_path(path: Path) -> Path:
-    return path.with_name(path.name + ".lock")
+def _files(directory: Path) -> TranscriptStore:
+    from kurahi.store.file_backend import FileTranscripts
+
+    return FileTranscripts(directory)
 
 
 def _append_position(t: Transcript) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import msgspec
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import JournalWriteError
 from kurahi.store import fsio
+from kurahi.store.backend import RecordLog
 
 __all__ = ["Journal"]
 
@@ -34,11 +35,18 @@ def _encode(rec: Any) -> bytes:
         return js_json(rec)
 
 
-class Journal:
-    """An append-only JSONL file."""
+class Journal(RecordLog):
+    """An append-only JSONL file: the file backend's :class:`~kurahi.store.backend.RecordLog`.
 
-    def __init__(self, path: str | os.PathLike[str], *, durable: bool = True) -> None:
+    Args:
+        path: the file (created, with its directory, by the first append).
+        durable: flush every record with ``fdatasync``.
+        name: which log it is (for messages); the file's stem by default.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, durable: bool = True, name: str | None = None) -> None:
         self.path = Path(path)
+        self.name = name if name is not None else self.path.stem
         self.durable = durable
         self._fd: int | None = None
         self._mutex = threading.Lock()
@@ -59,7 +67,7 @@ class Journal:
             if isinstance(rec, dict):
                 yield rec
 
-    def append(self, rec: dict[str, Any]) -> None:
+    def append(self, rec: Mapping[str, Any]) -> None:
         """Append one record (flushed when ``durable``).
 
         Raises:

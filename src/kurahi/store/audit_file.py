@@ -1,7 +1,7 @@
 """The hash-chained audit log: who did what to the gateway, in an order nobody can quietly change.
 
 The chain lives in ``<home>/audit/chain.jsonl`` (directory 0700, file 0600), one record per
-line as :mod:`kurahi.gateway.audit_record` describes. It is append-only:
+line as :mod:`kurahi.store.audit_record` describes. It is append-only:
 
 - :meth:`AuditChain.append` takes ``<file>.lock`` (``flock(2)``, shared by every process),
   reads the last record from the end of the file (never the whole file), checks that it is
@@ -37,7 +37,8 @@ import msgspec
 from kurahi.canonical import sha256_hex
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import AuditChainError, AuditError, AuditNotFoundError, AuditWriteError, LockError
-from kurahi.gateway.audit_record import (
+from kurahi.store import fsio
+from kurahi.store.audit_record import (
     AuditRecord,
     ChainVerification,
     build_record,
@@ -45,8 +46,8 @@ from kurahi.gateway.audit_record import (
     format_ts,
     record_from_dict,
 )
-from kurahi.gateway.audit_scan import iter_lines, scan_file
-from kurahi.store import fsio
+from kurahi.store.audit_scan import iter_lines, scan_file
+from kurahi.store.backend import AuditLog
 from kurahi.store.locks import FileLock
 
 __all__ = ["AuditChain", "chain_path"]
@@ -62,7 +63,7 @@ def chain_path(home: str | os.PathLike[str]) -> Path:
     return Path(home) / "audit" / "chain.jsonl"
 
 
-class AuditChain:
+class AuditChain(AuditLog):
     """The audit chain in one file.
 
     Example::
@@ -86,6 +87,7 @@ class AuditChain:
         lock_timeout: float | None = 10.0,
     ) -> None:
         self.path = Path(path)
+        self.locator = str(self.path)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.lock_timeout = lock_timeout
         self._clock = clock or (lambda: datetime.now(UTC))
@@ -107,7 +109,7 @@ class AuditChain:
             actor: who: ``owner``, ``device:<id>``, ``gateway``, ``cli``.
             action: what, dotted: ``gateway.start``, ``config.apply``, ``device.revoke``.
             details: a JSON object; values under secret-looking keys are stored as
-                ``"[redacted]"`` (:mod:`kurahi.gateway.redact`).
+                ``"[redacted]"`` (:mod:`kurahi.store.redact`).
 
         Raises:
             UsageError, CanonicalJSONError: the record cannot be made (checked before the file is touched).

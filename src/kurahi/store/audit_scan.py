@@ -1,6 +1,6 @@
 """Verifying a chain file quickly: a fast yes for each sound line, and two cores for big files.
 
-The rules are :class:`~kurahi.gateway.audit_record.LineChecker`'s; this module only finds a
+The rules are :class:`~kurahi.store.audit_record.LineChecker`'s; this module only finds a
 cheaper way to say yes. A line passes the fast test when it decodes into the seven fields
 with the right types (msgspec, in C), carries the expected ``seq`` and ``prevHash``, its
 details take the canonical fast path (:func:`~kurahi.canonical.fast_path_applies`: no float,
@@ -29,7 +29,7 @@ import msgspec
 
 from kurahi.canonical import ZERO_HASH, fast_path_applies
 from kurahi.decoding import DECODE_ERRORS
-from kurahi.gateway.audit_record import LineChecker
+from kurahi.store.audit_record import LineChecker
 from kurahi.store.twoproc import fork_is_safe, run_halves
 
 __all__ = ["PARALLEL_MIN_BYTES", "Segment", "iter_lines", "scan_file", "scan_range"]

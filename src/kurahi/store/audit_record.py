@@ -7,7 +7,7 @@ A record is one line of canonical JSON (RFC 8785) with seven fields::
 
 ``hash`` = SHA-256 of the 64 hex characters of ``prevHash`` followed by the canonical JSON
 of the record without ``hash``; ``prevHash`` is the previous record's ``hash`` (64 zeros
-for seq 1). Nothing here touches a file: :mod:`kurahi.gateway.audit` does the I/O.
+for seq 1). Nothing here touches a file: :mod:`kurahi.store.audit_file` does the I/O.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import msgspec
 from kurahi.canonical import ZERO_HASH, canonical_json, chain_hash, is_hash
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import CanonicalJSONError, UsageError
-from kurahi.gateway.redact import redact
+from kurahi.store.redact import redact
 
 __all__ = [
     "FIELDS",

@@ -1,0 +1,304 @@
+"""The file backend: a Kurahi home as it has always been laid out, byte for byte.
+
+::
+
+    <home>/agents/<agentId>/
+        sessions/sessions.json      the catalog (:class:`~kurahi.store.catalog.Catalog`)
+        sessions/<name>.jsonl       transcripts, each with a ``<name>.jsonl.lock`` while written
+        actions/ledger.jsonl        record logs (:class:`~kurahi.store.journal.Journal`)
+        jobs/jobs.jsonl
+        queue/queue.jsonl
+    <home>/audit/chain.jsonl        the audit chain (:class:`~kurahi.store.audit_file.AuditChain`)
+
+A transcript is appended one whole line per ``write(2)`` on an ``O_APPEND`` descriptor, under
+a lock file that makes its writer the only one; a write that fails is cut back off, so the
+file holds exactly the entries before it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kurahi.errors import AppendError, TranscriptReadError, UsageError
+from kurahi.store import fsio
+from kurahi.store.audit_file import AuditChain, chain_path
+from kurahi.store.backend import AgentStore, Backend, LogName, RecordLog, TranscriptHandle, TranscriptStore
+from kurahi.store.catalog import CATALOG_NAME, Catalog
+from kurahi.store.journal import Journal
+from kurahi.store.locks import FileLock
+from kurahi.store.names import check_agent_id, check_transcript_name
+from kurahi.store.transcript import Transcript
+
+__all__ = ["FileAgentStore", "FileBackend", "FileTranscripts", "log_path"]
+
+_LOG_PLACES: dict[LogName, tuple[str, str]] = {
+    "ledger": ("actions", "ledger.jsonl"),
+    "jobs": ("jobs", "jobs.jsonl"),
+    "queue": ("queue", "queue.jsonl"),
+}
+
+
+def log_path(agent_root: Path, name: LogName) -> Path:
+    """Where an agent's record log ``name`` lives under ``agents/<id>``."""
+    folder, file = _LOG_PLACES[name]
+    return agent_root / folder / file
+
+
+class FileTranscriptHandle(TranscriptHandle):
+    """A transcript file open for appending, its lock held (see the module docstring)."""
+
+    def __init__(self, path: Path, fd: int, lock: FileLock, size: int, needs_newline: bool) -> None:
+        self.path = path
+        self.locator = str(path)
+        self._fd: int | None = fd
+        self._lock = lock
+        self._size = size
+        self._needs_newline = needs_newline
+        self._dirty = False
+        self._mutex = threading.Lock()
+
+    def append(
+        self, line: bytes, *, durable: bool, records: Sequence[tuple[RecordLog, Mapping[str, Any]]] = ()
+    ) -> None:
+        """See :meth:`TranscriptHandle.append`."""
+        with self._mutex:
+            if self._fd is None:
+                raise AppendError("session is closed", path=self.path)
+            if self._needs_newline:
+                line = b"\n" + line  # the file ends in a torn line; ours starts on a line of its own
+            before = self._size
+            try:
+                n = fsio.ops.write(self._fd, line)
+                if n != len(line):
+                    fsio.write_all(self._fd, line[n:])
+                if durable:
+                    fsio.ops.fdatasync(self._fd)
+            except OSError as exc:
+                self._undo(before)
+                raise AppendError(
+                    f"append failed ({os.strerror(exc.errno) if exc.errno else exc}); "
+                    "the file still holds every earlier entry",
+                    path=self.path,
+                ) from exc
+            self._size = before + len(line)
+            self._needs_newline = False
+            self._dirty = self._dirty or not durable
+        for log, rec in records:
+            log.append(rec)
+
+    def _undo(self, size: int) -> None:
+        # We are the only writer (the lock), so cutting our own partial line is safe; if
+        # even that fails, make sure the next line starts on a fresh line.
+        assert self._fd is not None
+        try:
+            fsio.ops.ftruncate(self._fd, size)
+        except OSError:
+            self._needs_newline = True
+            with contextlib.suppress(OSError):
+                self._size = os.fstat(self._fd).st_size
+
+    def sync(self) -> None:
+        """See :meth:`TranscriptHandle.sync`."""
+        with self._mutex:
+            if self._fd is not None and self._dirty:
+                try:
+                    fsio.ops.fdatasync(self._fd)
+                except OSError as exc:
+                    raise AppendError(f"fsync failed: {os.strerror(exc.errno or 5)}", path=self.path) from exc
+                self._dirty = False
+
+    def read(self) -> Transcript:
+        """See :meth:`TranscriptHandle.read`."""
+        return Transcript.open(self.path)
+
+    def close(self) -> None:
+        """Close the file and release the lock (no sync: :class:`~kurahi.store.session.Session` decides)."""
+        try:
+            with self._mutex:
+                if self._fd is not None:
+                    fd, self._fd = self._fd, None
+                    os.close(fd)
+        finally:
+            self._lock.release()
+
+
+class FileTranscripts(TranscriptStore):
+    """The transcripts of one directory (an agent's ``sessions/``, or any folder of Pi files)."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+
+    def __repr__(self) -> str:
+        return f"FileTranscripts({str(self.directory)!r})"
+
+    def _path(self, name: str) -> Path:
+        return self.directory / check_transcript_name(name)
+
+    def locator(self, name: str) -> str:
+        """The file's path."""
+        return str(self._path(name))
+
+    def _lock(self, p: Path) -> FileLock:
+        return FileLock(p.with_name(p.name + ".lock"), purpose=f"transcript {p.name}").acquire(timeout=0)
+
+    def create(self, name: str, header_line: bytes, *, durable: bool) -> FileTranscriptHandle:
+        """See :meth:`TranscriptStore.create`."""
+        p = self._path(name)
+        lock = self._lock(p)
+        try:
+            try:
+                fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            except FileExistsError as exc:
+                raise UsageError(f"{p}: already exists; Kurahi never overwrites a transcript") from exc
+            except FileNotFoundError as exc:
+                raise TranscriptReadError("directory does not exist", path=p.parent) from exc
+            except OSError as exc:
+                raise TranscriptReadError(f"cannot create: {exc.strerror}", path=p) from exc
+            handle = FileTranscriptHandle(p, fd, lock, 0, False)
+            try:
+                handle.append(header_line, durable=durable)
+                if durable:
+                    try:
+                        fsio.fsync_dir(p.parent)
+                    except OSError as exc:
+                        raise AppendError(f"cannot fsync the directory: {exc.strerror or exc}", path=p) from exc
+            except BaseException:
+                # We made the file (O_EXCL, under the lock): leave no half-made transcript behind.
+                with contextlib.suppress(OSError):
+                    os.unlink(p)
+                handle.close()
+                raise
+            return handle
+        except BaseException:
+            lock.release()
+            raise
+
+    def open(self, name: str) -> FileTranscriptHandle:
+        """See :meth:`TranscriptStore.open`."""
+        p = self._path(name)
+        lock = self._lock(p)
+        try:
+            try:
+                fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            except FileNotFoundError as exc:
+                raise TranscriptReadError("no such file", path=p) from exc
+            except OSError as exc:
+                raise TranscriptReadError(f"cannot open for appending: {exc.strerror}", path=p) from exc
+            try:
+                size = os.fstat(fd).st_size
+                needs_newline = size > 0 and _last_byte(p, size) != b"\n"
+            except OSError as exc:
+                os.close(fd)
+                raise TranscriptReadError(f"cannot read: {exc.strerror}", path=p) from exc
+            return FileTranscriptHandle(p, fd, lock, size, needs_newline)
+        except BaseException:
+            lock.release()
+            raise
+
+    def read(self, name: str) -> Transcript:
+        """See :meth:`TranscriptStore.read`."""
+        return Transcript.open(self._path(name))
+
+    def exists(self, name: str) -> bool:
+        """See :meth:`TranscriptStore.exists`."""
+        return self._path(name).is_file()
+
+    def names(self) -> list[str]:
+        """See :meth:`TranscriptStore.names`."""
+        try:
+            return sorted(
+                e.name
+                for e in os.scandir(self.directory)
+                if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False)
+            )
+        except FileNotFoundError:
+            return []
+
+    def export(self, name: str) -> bytes:
+        """See :meth:`TranscriptStore.export`."""
+        p = self._path(name)
+        try:
+            fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise TranscriptReadError(f"cannot read: {exc.strerror}", path=p) from exc
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read()
+
+    def import_bytes(self, name: str, data: bytes) -> None:
+        """See :meth:`TranscriptStore.import_bytes` (written whole: temp file, fsync, link, directory fsync)."""
+        p = self._path(name)
+        with self._lock(p):
+            if p.exists() or p.is_symlink():
+                raise UsageError(f"{p}: already exists; Kurahi never overwrites a transcript")
+            tmp = p.with_name(f".{p.name}.{os.urandom(4).hex()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            try:
+                try:
+                    fsio.write_all(fd, data)
+                    fsio.ops.fsync(fd)
+                finally:
+                    os.close(fd)
+                os.link(tmp, p)  # fails if the name appeared meanwhile: never overwrite
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            fsio.fsync_dir(p.parent)
+
+
+def _last_byte(p: Path, size: int) -> bytes:
+    fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.pread(fd, 1, size - 1)
+    finally:
+        os.close(fd)
+
+
+class FileAgentStore(AgentStore):
+    """One agent's files under ``<home>/agents/<id>``."""
+
+    def __init__(self, home: Path, agent_id: str) -> None:
+        self.agent_id = check_agent_id(agent_id)
+        self.root = home / "agents" / agent_id
+        self.sessions_dir = self.root / "sessions"
+        self.transcripts = FileTranscripts(self.sessions_dir)
+        self.catalog = Catalog(self.sessions_dir / CATALOG_NAME)
+
+    def log(self, name: LogName, *, durable: bool = True) -> Journal:
+        """See :meth:`AgentStore.log`."""
+        return Journal(log_path(self.root, name), durable=durable, name=name)
+
+
+class FileBackend(Backend):
+    """A home on the local file system (see the module docstring)."""
+
+    kind = "file"
+
+    def __init__(self, home: str | os.PathLike[str]) -> None:
+        self.home = Path(home)
+
+    def __repr__(self) -> str:
+        return f"FileBackend({str(self.home)!r})"
+
+    def describe(self) -> str:
+        """``file:<home>``."""
+        return f"file:{self.home}"
+
+    def agent(self, agent_id: str) -> FileAgentStore:
+        """See :meth:`Backend.agent`."""
+        return FileAgentStore(self.home, agent_id)
+
+    def agent_ids(self) -> list[str]:
+        """See :meth:`Backend.agent_ids`."""
+        try:
+            return sorted(e.name for e in os.scandir(self.home / "agents") if e.is_dir(follow_symlinks=False))
+        except FileNotFoundError:
+            return []
+
+    def audit(self) -> AuditChain:
+        """See :meth:`Backend.audit`."""
+        return AuditChain(chain_path(self.home))

@@ -18,8 +18,17 @@ from typing import Any
 
 from kurahi.store.fsio import FsyncPolicy
 from kurahi.store.session import Session
+from kurahi.testing_backend import BackendConformance
 
-__all__ = ["BuildReport", "assistant_message", "build_session", "random_text", "tool_result", "user_message"]
+__all__ = [
+    "BackendConformance",
+    "BuildReport",
+    "assistant_message",
+    "build_session",
+    "random_text",
+    "tool_result",
+    "user_message",
+]
 
 _WORDS = [
     "checklist",

@@ -22,6 +22,7 @@ from kurahi.store.names import check_agent_id, check_session_key
 
 __all__ = ["AgentPaths", "check_agent_id", "check_session_key"]
 
+
 @dataclass(frozen=True)
 class AgentPaths:
     """The files of one agent under a home."""

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kurahi.agent.config import QueueMode
-from kurahi.store.journal import Journal
 from kurahi.agent.turn import Listener, TurnControl, TurnResult
 from kurahi.errors import QueueFullError
+from kurahi.store.journal import Journal
 
 if TYPE_CHECKING:
     from kurahi.agent.runtime import Runtime

@@ -26,7 +26,6 @@ from kurahi.agent import routing
 from kurahi.agent.config import Config, ModelProfile, QueueMode, load_config
 from kurahi.agent.conversation import Conversation
 from kurahi.agent.jobs import JobStore
-from kurahi.store.journal import Journal
 from kurahi.agent.layout import AgentPaths, check_session_key
 from kurahi.agent.ledger import Ledger
 from kurahi.agent.pairing import Settlement, settle
@@ -40,6 +39,7 @@ from kurahi.lifecycle.policy import Decision
 from kurahi.store.catalog import Catalog
 from kurahi.store.fsio import FsyncPolicy
 from kurahi.store.ids import session_id as new_session_id
+from kurahi.store.journal import Journal
 
 __all__ = ["Runtime", "make_provider"]
 

@@ -147,8 +147,8 @@ def pair_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Pair a device and print its token once (only its hash is stored)."""
-    from kurahi.store.audit_file import AuditChain
     from kurahi.resident.devices import DeviceRegistry
+    from kurahi.store.audit_file import AuditChain
 
     h = _home(home)
     with translate_errors():
@@ -185,8 +185,8 @@ def devices_revoke(
     device_id: Annotated[str, typer.Argument(help="The device id (dev_...).")], home: HomeOpt = None
 ) -> None:
     """Revoke a device: its token stops working at once."""
-    from kurahi.store.audit_file import AuditChain
     from kurahi.resident.devices import DeviceRegistry
+    from kurahi.store.audit_file import AuditChain
 
     h = _home(home)
     with translate_errors():

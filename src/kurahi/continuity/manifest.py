@@ -58,12 +58,12 @@ from kurahi.canonical import ZERO_HASH, chain_hash
 from kurahi.continuity.hashcache import FileDigest, HashCache
 from kurahi.continuity.signing import SigningKey, fingerprint_of, load_signing_key, verify_signature
 from kurahi.errors import AuditNotFoundError, CanonicalJSONError, ContinuityError, ManifestError, UsageError
-from kurahi.store.audit_file import AuditChain
-from kurahi.store.audit_record import format_ts
-from kurahi.store.redact import redact
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
+from kurahi.store.audit_file import AuditChain
+from kurahi.store.audit_record import format_ts
 from kurahi.store.catalog import Catalog
+from kurahi.store.redact import redact
 
 __all__ = [
     "KINDS",

@@ -9,13 +9,13 @@ from kurahi._lazy import lazy_getattr
 if TYPE_CHECKING:
     from kurahi.gateway.activation_host import GatewayHost, OfflineHost
     from kurahi.gateway.app import create_app
-    from kurahi.store.audit_file import AuditChain, chain_path
-    from kurahi.store.audit_record import AuditRecord, ChainVerification
     from kurahi.gateway.client import GatewayClient
     from kurahi.gateway.lock import GatewayInfo, GatewayLock, gateway_info
-    from kurahi.store.redact import REDACTED, looks_secret, redact
     from kurahi.gateway.server import serve
     from kurahi.gateway.service import Gateway
+    from kurahi.store.audit_file import AuditChain, chain_path
+    from kurahi.store.audit_record import AuditRecord, ChainVerification
+    from kurahi.store.redact import REDACTED, looks_secret, redact
 
 # Names load on first use (PEP 562), so `kurahi --help` does not import every room.
 _WHERE = {

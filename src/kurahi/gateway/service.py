@@ -19,10 +19,10 @@ from kurahi.agent.config import MAX_CONFIG_BYTES, Config, load_config
 from kurahi.agent.runtime import Runtime
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import ConfigError
-from kurahi.store.audit_file import AuditChain
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
 from kurahi.store import fsio
+from kurahi.store.audit_file import AuditChain
 from kurahi.store.catalog import Catalog
 
 __all__ = ["Gateway", "merge_patch"]

@@ -356,8 +356,13 @@ class Backend(ABC):
         """Where the data lives, safe to print (no password)."""
 
     @abstractmethod
-    def agent(self, agent_id: str) -> AgentStore:
-        """The stores of ``agent_id`` (created on first write).
+    def agent(self, agent_id: str, *, create: bool = False) -> AgentStore:
+        """The stores of ``agent_id``.
+
+        Args:
+            agent_id: the agent.
+            create: make what its stores need before a first write (the file backend's
+                directories, mode 0700); reading never creates anything.
 
         Raises:
             UsageError: not a safe agent id.

@@ -75,40 +75,25 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Catalog(SessionCatalog):
-    """A ``sessions.json`` file, read without a lock and changed under one.
+class CatalogBase(SessionCatalog):
+    """The catalog's rules over any storage: a subclass supplies :meth:`_load` and :meth:`_transaction`.
 
-    Example::
-
-        catalog = Catalog(home / "agents" / "main" / "sessions" / "sessions.json")
-        catalog.upsert("agent:main:main", {"sessionId": sid, "sessionFile": f"{sid}.jsonl"})
-        catalog.upsert("agent:main:main", {"compactionCount": 3})  # clocks untouched
-        catalog.upsert("agent:main:main", {}, touch=True)  # updatedAt = now
-
-    Args:
-        path: the catalog file; its directory must exist before the first change.
-        lock_timeout: seconds a change waits for another writer.
-        clock: epoch milliseconds, for ``touch`` and new entries (tests pass a fixed one).
+    Keys are checked, fields normalised, clocks set and no-op changes detected here, once,
+    so every backend's catalog behaves the same; a backend only reads one consistent
+    version of its entries and applies a change to them atomically.
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-        clock: Callable[[], int] = _now_ms,
-    ) -> None:
-        self.path = Path(path)
-        self.lock_path = self.path.with_name(self.path.name + ".lock")
-        self.lock_timeout = lock_timeout
-        self._clock = clock
-        # The bytes this object last wrote or read under the lock and their parse: when the
-        # file still holds exactly those bytes, a change need not parse it again.
-        self._cached: tuple[bytes, Store] | None = None
-        self._read_cache: tuple[tuple[int, int, int], Store] | None = None
+    path: str | Path
+    """Where the catalog lives, for messages."""
+    _clock: Callable[[], int]
 
-    def __repr__(self) -> str:
-        return f"Catalog({str(self.path)!r})"
+    def _load(self) -> Store:
+        """One consistent version of the entries (shared: callers copy before handing out)."""
+        raise NotImplementedError
+
+    def _transaction(self, change: Callable[[Store], tuple[T, bool]]) -> T:
+        """Apply ``change`` (mutating the store, returning its result and whether it changed) atomically."""
+        raise NotImplementedError
 
     # Reads -----------------------------------------------------------------------------
 
@@ -231,6 +216,44 @@ class Catalog(SessionCatalog):
             return found, found
 
         return self._transaction(change)
+
+
+class Catalog(CatalogBase):
+    """A ``sessions.json`` file, read without a lock and changed under one.
+
+    Example::
+
+        catalog = Catalog(home / "agents" / "main" / "sessions" / "sessions.json")
+        catalog.upsert("agent:main:main", {"sessionId": sid, "sessionFile": f"{sid}.jsonl"})
+        catalog.upsert("agent:main:main", {"compactionCount": 3})  # clocks untouched
+        catalog.upsert("agent:main:main", {}, touch=True)  # updatedAt = now
+
+    Args:
+        path: the catalog file; its directory must exist before the first change.
+        lock_timeout: seconds a change waits for another writer.
+        clock: epoch milliseconds, for ``touch`` and new entries (tests pass a fixed one).
+    """
+
+    path: Path
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        clock: Callable[[], int] = _now_ms,
+    ) -> None:
+        self.path = Path(path)
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.lock_timeout = lock_timeout
+        self._clock = clock
+        # The bytes this object last wrote or read under the lock and their parse: when the
+        # file still holds exactly those bytes, a change need not parse it again.
+        self._cached: tuple[bytes, Store] | None = None
+        self._read_cache: tuple[tuple[int, int, int], Store] | None = None
+
+    def __repr__(self) -> str:
+        return f"Catalog({str(self.path)!r})"
 
     def repair(self) -> Path | None:
         """Move a corrupt catalog aside to ``sessions.json.corrupt.<UTC time>``, under the lock.

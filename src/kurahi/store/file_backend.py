@@ -288,9 +288,13 @@ class FileBackend(Backend):
         """``file:<home>``."""
         return f"file:{self.home}"
 
-    def agent(self, agent_id: str) -> FileAgentStore:
+    def agent(self, agent_id: str, *, create: bool = False) -> FileAgentStore:
         """See :meth:`Backend.agent`."""
-        return FileAgentStore(self.home, agent_id)
+        store = FileAgentStore(self.home, agent_id)
+        if create:
+            for d in (self.home, self.home / "agents", store.root, store.sessions_dir):
+                d.mkdir(exist_ok=True, mode=0o700)
+        return store
 
     def agent_ids(self) -> list[str]:
         """See :meth:`Backend.agent_ids`."""

@@ -21,12 +21,13 @@ from kurahi.errors import JournalWriteError
 from kurahi.store import fsio
 from kurahi.store.backend import RecordLog
 
-__all__ = ["Journal"]
+__all__ = ["Journal", "encode_record"]
 
 _fast_encode = msgspec.json.Encoder().encode
 
 
-def _encode(rec: Any) -> bytes:
+def encode_record(rec: Any) -> bytes:
+    """One record as JSON (no newline): msgspec, or ``JSON.stringify``'s form for a lone surrogate."""
     try:
         return _fast_encode(rec)
     except UnicodeEncodeError:  # a lone surrogate: written as JSON.stringify writes it
@@ -74,7 +75,10 @@ class Journal(RecordLog):
             JournalWriteError: it could not be written (or flushed); the file holds exactly the
                 records before it, or a torn line that readers skip and the next append steps over.
         """
-        line = _encode(rec) + b"\n"
+        try:
+            line = encode_record(rec) + b"\n"
+        except (TypeError, ValueError) as exc:
+            raise JournalWriteError(f"not a JSON record: {exc}", path=self.path) from exc
         with self._mutex:
             try:
                 if self._fd is None:

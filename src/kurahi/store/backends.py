@@ -1,0 +1,52 @@
+"""Choosing a backend: from a home, ``memory:``, or a ``postgres://`` URL.
+
+``open_backend(home)`` is the file backend (a Kurahi home as files); ``--store`` on the
+command line and ``KOLO_STORE`` in the environment name another one. A database URL may
+carry a password: it is kept inside the backend and never printed (``describe()`` hides it).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kurahi.errors import UsageError
+from kurahi.store.backend import Backend
+
+__all__ = ["open_backend"]
+
+
+def open_backend(home: str | os.PathLike[str], store: str | None = None) -> Backend:
+    """The backend for ``home``, stored where ``store`` says (default: files in the home).
+
+    Args:
+        home: the Kurahi home (identity, memory, config and secrets stay files there).
+        store: ``None``, ``file:`` or ``file:<home>`` for files; ``memory:``; or a
+            ``postgres://`` / ``postgresql://`` URL.
+
+    Raises:
+        UsageError: a store the name of which no backend answers to (the message never
+            repeats a password).
+    """
+    if store is None or store in ("file", "file:"):
+        from kurahi.store.file_backend import FileBackend
+
+        return FileBackend(home)
+    if store.startswith("file:"):
+        from kurahi.store.file_backend import FileBackend
+
+        where = Path(store[len("file:") :])
+        if where.resolve() != Path(home).resolve():
+            raise UsageError(f"--store file:{where} names another home than {home}; use --home {where}")
+        return FileBackend(home)
+    if store in ("memory", "memory:"):
+        from kurahi.store.memory_backend import MemoryBackend
+
+        return MemoryBackend(home)
+    if store.startswith(("postgres://", "postgresql://")):
+        from kurahi.store.postgres import PostgresBackend  # type: ignore[import-not-found,unused-ignore]
+
+        backend: Backend = PostgresBackend(store, home=Path(home))
+        return backend
+    scheme = store.split(":", 1)[0] if ":" in store else store
+    raise UsageError(f"unknown store {scheme!r}: use file:, memory: or postgres://user@host/db")

@@ -44,9 +44,10 @@ def open_backend(home: str | os.PathLike[str], store: str | None = None) -> Back
 
         return MemoryBackend(home)
     if store.startswith(("postgres://", "postgresql://")):
-        from kurahi.store.postgres import PostgresBackend  # type: ignore[import-not-found,unused-ignore]
+        import importlib
 
-        backend: Backend = PostgresBackend(store, home=Path(home))
+        postgres = importlib.import_module("kurahi.store.postgres")
+        backend: Backend = postgres.PostgresBackend(store, home=Path(home))
         return backend
     scheme = store.split(":", 1)[0] if ":" in store else store
     raise UsageError(f"unknown store {scheme!r}: use file:, memory: or postgres://user@host/db")

@@ -42,7 +42,7 @@ def open_backend(home: str | os.PathLike[str], store: str | None = None) -> Back
     if store in ("memory", "memory:"):
         from kurahi.store.memory_backend import MemoryBackend
 
-        return MemoryBackend(home)
+        return MemoryBackend(Path(home))
     if store.startswith(("postgres://", "postgresql://")):
         import importlib
 

@@ -72,6 +72,9 @@ class BackendConformance:
             assert t.entry("a1b2c3d4").data["message"]["content"] == "hello é"
         assert ts.names() == ["s1.jsonl"]
         assert ts.exists("s1.jsonl") and not ts.exists("s2.jsonl")
+        info = ts.info("s1.jsonl")
+        assert info is not None and info.size == len(_HEADER + _ENTRY) and info.modified_ms > 1_700_000_000_000
+        assert ts.info("s2.jsonl") is None
 
     def test_create_never_overwrites(self) -> None:
         ts = self.make_backend().agent("main", create=True).transcripts

@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,6 +54,7 @@ __all__ = [
     "RecordLog",
     "SessionCatalog",
     "TranscriptHandle",
+    "TranscriptInfo",
     "TranscriptStore",
     "check_transcript_name",
     "transcript_name",
@@ -82,6 +84,16 @@ def transcript_name(entry: Mapping[str, Any] | None) -> str | None:
 
 
 # -- transcripts -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptInfo:
+    """What a store knows about a transcript without reading it."""
+
+    size: int
+    """Bytes, as :meth:`TranscriptStore.export` would return them."""
+    modified_ms: int
+    """When it last changed (epoch milliseconds): a file's mtime, a row's commit time."""
 
 
 class TranscriptHandle(ABC):
@@ -175,6 +187,10 @@ class TranscriptStore(ABC):
     @abstractmethod
     def names(self) -> list[str]:
         """Every transcript's name, sorted."""
+
+    @abstractmethod
+    def info(self, name: str) -> TranscriptInfo | None:
+        """Its size and when it last changed, or ``None`` when there is no transcript by that name."""
 
     @abstractmethod
     def export(self, name: str) -> bytes:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,7 +28,15 @@ from typing import Any
 from kurahi.errors import AppendError, TranscriptReadError, UsageError
 from kurahi.store import fsio
 from kurahi.store.audit_file import AuditChain, chain_path
-from kurahi.store.backend import AgentStore, Backend, LogName, RecordLog, TranscriptHandle, TranscriptStore
+from kurahi.store.backend import (
+    AgentStore,
+    Backend,
+    LogName,
+    RecordLog,
+    TranscriptHandle,
+    TranscriptInfo,
+    TranscriptStore,
+)
 from kurahi.store.catalog import CATALOG_NAME, Catalog
 from kurahi.store.journal import Journal
 from kurahi.store.locks import FileLock
@@ -218,6 +227,16 @@ class FileTranscripts(TranscriptStore):
             )
         except FileNotFoundError:
             return []
+
+    def info(self, name: str) -> TranscriptInfo | None:
+        """See :meth:`TranscriptStore.info` (``None`` for anything but a regular file)."""
+        try:
+            st = os.stat(self._path(name))
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return TranscriptInfo(st.st_size, st.st_mtime_ns // 1_000_000)
 
     def export(self, name: str) -> bytes:
         """See :meth:`TranscriptStore.export`."""

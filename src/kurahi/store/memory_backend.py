@@ -8,6 +8,7 @@ per transcript, atomic catalog changes, byte-identical export, a verifiable audi
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -18,7 +19,15 @@ import msgspec
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import AppendError, JournalWriteError, LockHeldError, TranscriptReadError, UsageError
 from kurahi.store.audit_lines import LineAuditLog
-from kurahi.store.backend import AgentStore, Backend, LogName, RecordLog, TranscriptHandle, TranscriptStore
+from kurahi.store.backend import (
+    AgentStore,
+    Backend,
+    LogName,
+    RecordLog,
+    TranscriptHandle,
+    TranscriptInfo,
+    TranscriptStore,
+)
 from kurahi.store.catalog import CatalogBase
 from kurahi.store.catalog_format import Store
 from kurahi.store.journal import encode_record
@@ -46,6 +55,7 @@ class _MemoryHandle(TranscriptHandle):
             if not self._open or self._store._writers.get(self._name) is not self:
                 raise AppendError("session is closed", path=self.locator)
             self._store._data[self._name] += line
+            self._store._modified[self._name] = time.time_ns() // 1_000_000
         for log, rec in records:
             log.append(rec)
 
@@ -68,6 +78,7 @@ class MemoryTranscripts(TranscriptStore):
     def __init__(self, prefix: str) -> None:
         self._prefix = prefix
         self._data: dict[str, bytearray] = {}
+        self._modified: dict[str, int] = {}
         self._writers: dict[str, _MemoryHandle] = {}
         self._mutex = threading.Lock()
 
@@ -110,6 +121,12 @@ class MemoryTranscripts(TranscriptStore):
         with self._mutex:
             return sorted(self._data)
 
+    def info(self, name: str) -> TranscriptInfo | None:
+        """See :meth:`TranscriptStore.info`."""
+        with self._mutex:
+            data = self._data.get(check_transcript_name(name))
+            return None if data is None else TranscriptInfo(len(data), self._modified.get(name, 0))
+
     def export(self, name: str) -> bytes:
         """See :meth:`TranscriptStore.export`."""
         with self._mutex:
@@ -125,14 +142,13 @@ class MemoryTranscripts(TranscriptStore):
             if name in self._data:
                 raise UsageError(f"{self.locator(name)}: already exists; Kurahi never overwrites a transcript")
             self._data[name] = bytearray(data)
+            self._modified[name] = time.time_ns() // 1_000_000
 
 
 class MemoryCatalog(CatalogBase):
     """A catalog in a dict, changed under a lock."""
 
     def __init__(self, locator: str, *, clock: Callable[[], int] | None = None) -> None:
-        import time
-
         self.path = locator
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)
         self._store: Store = {}

@@ -104,6 +104,8 @@ class TranscriptHandle(ABC):
     writer's claim (a lock file, a lease row) from open to close.
     """
 
+    name: str
+    """The transcript's name in its store."""
     locator: str
     """Where the transcript lives, for messages and for a successor's ``parentSession``
     (the file's path for the file backend)."""

@@ -63,6 +63,7 @@ class FileTranscriptHandle(TranscriptHandle):
 
     def __init__(self, path: Path, fd: int, lock: FileLock, size: int, needs_newline: bool) -> None:
         self.path = path
+        self.name = path.name
         self.locator = str(path)
         self._fd: int | None = fd
         self._lock = lock

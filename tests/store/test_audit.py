@@ -31,8 +31,7 @@ from kurahi.errors import (
     UsageError,
 )
 from kurahi.store import audit_file as audit_mod
-from kurahi.store import audit_scan
-from kurahi.store import fsio
+from kurahi.store import audit_scan, fsio
 from kurahi.store.audit_file import AuditChain, chain_path
 from kurahi.store.audit_record import MAX_LINE_BYTES, ChainVerification, build_record
 from kurahi.store.locks import FileLock

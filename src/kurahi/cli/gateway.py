@@ -65,6 +65,16 @@ def run_command(
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0 picks a free one).")] = 0,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     grace: Annotated[float, typer.Option("--grace", min=0, help="Seconds running turns get at shutdown.")] = 5.0,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            envvar="KOLO_STORE",
+            show_envvar=True,
+            help="Where sessions, logs and the audit chain live: files in the home (default), or "
+            "postgres://user@host/db (password from PGPASSWORD or ~/.pgpass, never on the command line).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the home's residents over HTTP until SIGTERM or SIGINT.
 
@@ -73,12 +83,20 @@ def run_command(
     """
     from kurahi.continuity.api import install as continuity_api
     from kurahi.gateway.server import serve
+    from kurahi.store.backends import open_backend, url_has_password
 
     h = _home(home)
     if not h.root.is_dir():
         fail(f"{h.root}: no such home (create it with `kurahi init --home {h.root}`)", EXIT.NOT_FOUND)
+    if store is not None and url_has_password(store) and store != os.environ.get("KOLO_STORE"):
+        fail(
+            "--store holds a password, which every user of this machine can read in the process list: "
+            "put it in PGPASSWORD or ~/.pgpass, or pass the whole URL in KOLO_STORE",
+            EXIT.USAGE,
+        )
     with translate_errors():
-        serve(h, host=host, port=port, grace=grace, plugins=[continuity_api])
+        backend = open_backend(h.root, store)
+        serve(h, host=host, port=port, grace=grace, plugins=[continuity_api], backend=backend)
 
 
 @gateway_app.command("status")

@@ -234,9 +234,9 @@ class BackendConformance:
     def test_audit_chain_appends_and_verifies(self) -> None:
         audit = self.make_backend().audit()
         _raises(AuditNotFoundError, audit.verify)
-        assert audit.head() is None and audit.tail() == []
+        assert not audit.exists() and audit.head() is None and audit.tail() == []
         recs = [audit.append("owner", "session.reset", {"n": i, "token": "s3cret"}) for i in range(1, 4)]
-        assert [r.seq for r in recs] == [1, 2, 3]
+        assert [r.seq for r in recs] == [1, 2, 3] and audit.exists()
         assert recs[1].prev_hash == recs[0].hash
         assert all(r.details["token"] == "[redacted]" for r in recs)
         result = audit.verify()

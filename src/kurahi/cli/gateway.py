@@ -165,13 +165,15 @@ def pair_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Pair a device and print its token once (only its hash is stored)."""
+    from kurahi.cli.sessions import open_store
     from kurahi.resident.devices import DeviceRegistry
-    from kurahi.store.audit_file import AuditChain
 
     h = _home(home)
     with translate_errors():
         device, token = DeviceRegistry(h.devices).pair(name, scopes)
-        AuditChain(h.audit).append("cli", "device.pair", {"device": device.id, "name": name, "scopes": device.scopes})
+        open_store(h.root).audit().append(
+            "cli", "device.pair", {"device": device.id, "name": name, "scopes": device.scopes}
+        )
     if as_json:
         print_json({"device": device.to_dict(), "token": token})
         return
@@ -203,15 +205,15 @@ def devices_revoke(
     device_id: Annotated[str, typer.Argument(help="The device id (dev_...).")], home: HomeOpt = None
 ) -> None:
     """Revoke a device: its token stops working at once."""
+    from kurahi.cli.sessions import open_store
     from kurahi.resident.devices import DeviceRegistry
-    from kurahi.store.audit_file import AuditChain
 
     h = _home(home)
     with translate_errors():
         device = DeviceRegistry(h.devices).revoke(device_id)
         if device is None:
             fail(f"no device {device_id!r}", EXIT.NOT_FOUND)
-        AuditChain(h.audit).append("cli", "device.revoke", {"device": device.id})
+        open_store(h.root).audit().append("cli", "device.revoke", {"device": device.id})
     console.print(f"revoked {device.id} ({device.name})")
 
 

@@ -318,6 +318,10 @@ class AuditLog(ABC):
         """
 
     @abstractmethod
+    def exists(self) -> bool:
+        """Whether a chain was ever started here (an empty chain exists; a missing one does not)."""
+
+    @abstractmethod
     def head(self) -> AuditRecord | None:
         """The last record, checked against its own hash (``None``: an empty chain)."""
 

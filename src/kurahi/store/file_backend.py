@@ -281,6 +281,9 @@ def _last_byte(p: Path, size: int) -> bytes:
 class FileAgentStore(AgentStore):
     """One agent's files under ``<home>/agents/<id>``."""
 
+    transcripts: FileTranscripts
+    catalog: Catalog
+
     def __init__(self, home: Path, agent_id: str) -> None:
         self.agent_id = check_agent_id(agent_id)
         self.root = home / "agents" / agent_id

@@ -95,7 +95,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(f"!!! OpenClaw: {OPENCLAW_MISSING} !!!", red=True, bold=True)
     terminalreporter.write_line(C_SCANNER, red=not native.available())
     if "why" in _PG:
-        skipped = sum(1 for r in terminalreporter.stats.get("skipped", []) if "postgres" in r.keywords)
+        skipped = sum(
+            1 for r in terminalreporter.stats.get("skipped", []) if "PostgreSQL could not start" in str(r.longrepr)
+        )
         terminalreporter.write_line(
             f"!!! PostgreSQL could not start ({skipped} tests SKIPPED): {_PG['why']} !!!", red=True, bold=True
         )

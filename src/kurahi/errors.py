@@ -110,7 +110,6 @@ __all__ = [
     "PairingRefusedError",
     "ParentCycleError",
     "PathRefusedError",
-    "PostgresUnavailable",
     "PostgresUnavailableError",
     "PreTurnValidationError",
     "PreconditionError",
@@ -631,10 +630,6 @@ class PostgresUnavailableError(KurahiError):
         self.log_tail = list(log_tail or [])
         tail = "".join(f"\n    {line}" for line in self.log_tail)
         super().__init__(message + (f"; last lines:{tail}" if tail else ""))
-
-
-PostgresUnavailable = PostgresUnavailableError
-"""The name issue 17 uses for :class:`PostgresUnavailableError` (the same class)."""
 
 
 class SecretFileError(KurahiError):

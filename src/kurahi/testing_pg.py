@@ -54,9 +54,9 @@ from pathlib import Path
 from types import TracebackType
 from urllib.parse import quote
 
-from kurahi.errors import PostgresUnavailable, PostgresUnavailableError, UsageError
+from kurahi.errors import PostgresUnavailableError, UsageError
 
-__all__ = ["PostgresUnavailable", "PostgresUnavailableError", "ThrowawayPostgres", "find_bindir", "main"]
+__all__ = ["PostgresUnavailableError", "ThrowawayPostgres", "find_bindir", "main"]
 
 SUPERUSER = "kurahi"
 """The superuser every throwaway cluster is made with."""

@@ -18,7 +18,8 @@ from typing import Any
 import msgspec
 
 from kurahi.decoding import DECODE_ERRORS
-from kurahi.errors import CatalogCorruptError, CatalogEntryError, UsageError
+from kurahi.errors import CatalogCorruptError, CatalogEntryError
+from kurahi.store.names import MAX_AGENT_ID_LENGTH, MAX_KEY_LENGTH, validate_agent_id, validate_key
 
 __all__ = [
     "MAX_AGENT_ID_LENGTH",
@@ -33,10 +34,6 @@ __all__ = [
     "validate_key",
 ]
 
-MAX_KEY_LENGTH = 1024
-"""Longest session key accepted (characters)."""
-MAX_AGENT_ID_LENGTH = 128
-"""Longest agent id accepted (characters)."""
 
 Entry = dict[str, Any]
 """One catalog entry: field name to JSON value."""
@@ -52,56 +49,6 @@ _INT_FIELDS = frozenset(
 )
 _STR_FIELDS = frozenset({"sessionId", "sessionFile", "status"})
 _BOOL_FIELDS = frozenset({"abortedLastRun"})
-
-
-def validate_key(key: object) -> str:
-    """Check a session key given by a caller and return it.
-
-    Raises:
-        CatalogEntryError: not a string, empty, too long, control characters, unpaired
-            surrogates, or ``__proto__`` (which OpenClaw's JavaScript would not store as a key).
-    """
-    if not isinstance(key, str):
-        raise CatalogEntryError(f"a session key must be a string, got {type(key).__name__}")
-    problem = _name_problem(key, MAX_KEY_LENGTH)
-    if problem is None and key == "__proto__":
-        problem = "is reserved in JavaScript objects"
-    if problem is not None:
-        raise CatalogEntryError(f"session key {key[:80]!r} {problem}")
-    return key
-
-
-def validate_agent_id(agent: object) -> str:
-    """Check an agent id that becomes a directory name under ``agents/`` and return it.
-
-    Raises:
-        UsageError: empty, ``.`` or ``..``, a path separator, a leading dot, control
-            characters, or longer than 128 characters.
-    """
-    if not isinstance(agent, str):
-        raise UsageError(f"an agent id must be a string, got {type(agent).__name__}")
-    problem = _name_problem(agent, MAX_AGENT_ID_LENGTH)
-    if problem is None and ("/" in agent or "\\" in agent):
-        problem = "contains a path separator"
-    if problem is None and agent.startswith("."):
-        problem = "starts with a dot"
-    if problem is not None:
-        raise UsageError(f"agent id {agent[:80]!r} {problem}")
-    return agent
-
-
-def _name_problem(name: str, limit: int) -> str | None:
-    if not name:
-        return "is empty"
-    if len(name) > limit:
-        return f"is {len(name)} characters long, at most {limit} allowed"
-    for ch in name:
-        code = ord(ch)
-        if code < 0x20 or 0x7F <= code < 0xA0:
-            return f"contains the control character U+{code:04X}"
-        if 0xD800 <= code < 0xE000:
-            return "contains an unpaired surrogate"
-    return None
 
 
 def parse_catalog(data: bytes, *, path: str | Path | None = None) -> Store:

@@ -44,10 +44,8 @@ def open_backend(home: str | os.PathLike[str], store: str | None = None) -> Back
 
         return MemoryBackend(Path(home))
     if store.startswith(("postgres://", "postgresql://")):
-        import importlib
+        from kurahi.store.postgres import PostgresBackend
 
-        postgres = importlib.import_module("kurahi.store.postgres")
-        backend: Backend = postgres.PostgresBackend(store, home=Path(home))
-        return backend
+        return PostgresBackend(store, home=Path(home))
     scheme = store.split(":", 1)[0] if ":" in store else store
     raise UsageError(f"unknown store {scheme!r}: use file:, memory: or postgres://user@host/db")

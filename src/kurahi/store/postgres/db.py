@@ -4,6 +4,10 @@
 conn`` runs one transaction on a pooled connection (committed when the block ends, rolled
 back when it raises). A connection that broke is dropped by the pool and the next one is
 new, so a database that went away and came back is reconnected to without anyone asking.
+A transaction that fails because the server went away in the middle of it raises
+:class:`~kurahi.errors.DatabaseUnavailableError`; it was rolled back (or, for an append
+whose commit was under way, the append finds out which, see
+:mod:`kurahi.store.postgres.transcripts`).
 """
 
 from __future__ import annotations
@@ -59,6 +63,10 @@ class Database:
             timeout=connect_timeout,
             reconnect_timeout=connect_timeout,
             name="kurahi",
+            # A pooled connection is checked (an empty query) before it is handed out, so
+            # one the server dropped (a restart, a failover, an idle timeout) is replaced
+            # instead of failing the caller's transaction.
+            check=psycopg_pool.ConnectionPool.check_connection,
         )
         try:
             self._pool.open(wait=True, timeout=connect_timeout)

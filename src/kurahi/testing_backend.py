@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from kurahi.context.project import build_context
@@ -99,11 +100,11 @@ class BackendConformance:
     def test_names_are_never_paths(self) -> None:
         ts = self.make_backend().agent("main", create=True).transcripts
         for bad in _BAD_NAMES:
-            _raises(UsageError, lambda bad=bad: ts.create(bad, _HEADER, durable=True))
-            _raises(UsageError, lambda bad=bad: ts.open(bad))
-            _raises(UsageError, lambda bad=bad: ts.read(bad))
-            _raises(UsageError, lambda bad=bad: ts.export(bad))
-            _raises(UsageError, lambda bad=bad: ts.import_bytes(bad, _HEADER))
+            _raises(UsageError, partial(ts.create, bad, _HEADER, durable=True))
+            _raises(UsageError, partial(ts.open, bad))
+            _raises(UsageError, partial(ts.read, bad))
+            _raises(UsageError, partial(ts.export, bad))
+            _raises(UsageError, partial(ts.import_bytes, bad, _HEADER))
         assert ts.names() == []
 
     def test_missing_transcripts_are_named(self) -> None:
@@ -184,7 +185,7 @@ class BackendConformance:
     def test_catalog_refuses_bad_keys_and_values(self) -> None:
         cat = self.make_backend().agent("main", create=True).catalog
         for key in ["", "a\x00b", "a\nb", "x" * 5000]:
-            _raises(CatalogEntryError, lambda key=key: cat.upsert(key, {"sessionId": "s1"}))
+            _raises(CatalogEntryError, partial(cat.upsert, key, {"sessionId": "s1"}))
         _raises(CatalogEntryError, lambda: cat.upsert("k", {"sessionId": 7}))
         _raises(KurahiError, lambda: cat.upsert("k", {"sessionId": "s", "bad": float("nan")}))
         assert cat.items() == []
@@ -233,9 +234,9 @@ class BackendConformance:
     def test_audit_chain_appends_and_verifies(self) -> None:
         audit = self.make_backend().audit()
         _raises(AuditNotFoundError, audit.verify)
-        assert audit.head() is None and audit.tail() == []
+        assert not audit.exists() and audit.head() is None and audit.tail() == []
         recs = [audit.append("owner", "session.reset", {"n": i, "token": "s3cret"}) for i in range(1, 4)]
-        assert [r.seq for r in recs] == [1, 2, 3]
+        assert [r.seq for r in recs] == [1, 2, 3] and audit.exists()
         assert recs[1].prev_hash == recs[0].hash
         assert all(r.details["token"] == "[redacted]" for r in recs)
         result = audit.verify()
@@ -262,7 +263,7 @@ class BackendConformance:
     def test_agents(self) -> None:
         backend = self.make_backend()
         for bad in ["", "..", "a/b", "A" * 200, "x\x00"]:
-            _raises(UsageError, lambda bad=bad: backend.agent(bad))
+            _raises(UsageError, partial(backend.agent, bad))
         backend.agent("beta", create=True).catalog.upsert("k", {"sessionId": "s"})
         backend.agent("alpha", create=True).transcripts.create("s.jsonl", _HEADER, durable=True).close()
         assert {"alpha", "beta"} <= set(backend.agent_ids())

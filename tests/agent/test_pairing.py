@@ -15,6 +15,7 @@ from kurahi.agent.runtime import Runtime
 from kurahi.agent.tools import BUILTIN_TOOLS
 from kurahi.context.files import project_file
 from kurahi.errors import PairingRefusedError
+from kurahi.store.journal import Journal
 from kurahi.testing import assistant_message, tool_result, user_message
 from peer import PiPeer
 from residents import config, make_home, run, with_runtime
@@ -35,7 +36,7 @@ def _setup(tmp_path: Path, calls: list[dict[str, Any]], *, later: bool = False) 
     if later:
         conv.append_message(user_message("hello? (sent after the crash)", 3))
         conv.append_message(assistant_message([{"type": "text", "text": "hi"}], 4))
-    return conv, Ledger(tmp_path / "ledger.jsonl"), ws
+    return conv, Ledger(Journal(tmp_path / "ledger.jsonl")), ws
 
 
 def _results(file: Path) -> list[dict[str, Any]]:
@@ -70,7 +71,7 @@ def test_lookup_settles_an_intent_without_outcome(tmp_path: Path, written: bool)
         (ws / "a.md").write_text("intended")
     [s] = settle(conv, ledger, TOOLS, ws)
     assert s.settled_by == "lookup" and s.is_error is (not written)
-    action = Ledger(tmp_path / "ledger.jsonl").get(action_id(conv.session_id, "c1"))
+    action = Ledger(Journal(tmp_path / "ledger.jsonl")).get(action_id(conv.session_id, "c1"))
     assert action is not None and action.status == ("ok" if written else "error") and action.settled_by == "lookup"
     conv.close()
 
@@ -83,7 +84,7 @@ def test_unknown_outcome_is_explicit_and_says_verify_before_retry(tmp_path: Path
     [r] = _results(conv.file)
     assert r["isError"] is True and r["content"][0]["text"].startswith("Outcome unknown")
     assert "Verify the current state before any retry" in r["content"][0]["text"]
-    assert Ledger(tmp_path / "ledger.jsonl").get(action_id(conv.session_id, "c1")).status == "unknown"  # type: ignore[union-attr]
+    assert Ledger(Journal(tmp_path / "ledger.jsonl")).get(action_id(conv.session_id, "c1")).status == "unknown"  # type: ignore[union-attr]
     conv.close()
 
 

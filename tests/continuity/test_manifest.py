@@ -31,10 +31,11 @@ from kurahi.continuity import (
 )
 from kurahi.continuity.manifest import MANIFEST_KEYS, seal_manifest
 from kurahi.errors import ManifestError, SigningKeyError, UnknownAgentError
-from kurahi.store.audit_file import AuditChain
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
+from kurahi.store.audit_file import AuditChain
 from kurahi.store.catalog import Catalog
+from kurahi.store.journal import Journal
 
 T1 = datetime(2026, 1, 1, tzinfo=UTC)
 T2 = datetime(2026, 6, 1, 12, 30, tzinfo=UTC)
@@ -61,7 +62,7 @@ def home(tmp_path: Path) -> Home:
     for key, sid in (("agent:alice:main", "s-main"), ("agent:alice:other", "s-other")):
         (paths.sessions / f"{sid}.jsonl").write_bytes(b'{"type":"session","version":3,"id":"' + sid.encode() + b'"}\n')
         catalog.upsert(key, {"sessionId": sid, "sessionFile": f"{sid}.jsonl", "label": f"label {sid}"})
-    jobs = JobStore(paths.jobs)
+    jobs = JobStore(Journal(paths.jobs))
     jid = jobs.create("agent:alice:main")
     jobs.mark(jid, "running")
     jobs.mark(jid, "failed", error="boom")

@@ -39,11 +39,11 @@ from typing import Any
 import httpx
 
 from gateways import KURAHI, run_kurahi, start_gateway
-from kurahi.store.audit_file import AuditChain
 from kurahi.gateway.lock import gateway_info
 from kurahi.lifecycle.activation import plan_activation, verify_package
 from kurahi.lineage.stitch import stitch
 from kurahi.resident.home import Home
+from kurahi.store.audit_file import AuditChain
 from kurahi.store.catalog import Catalog
 from kurahi.testing import build_session
 

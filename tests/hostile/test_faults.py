@@ -25,7 +25,6 @@ import pytest
 from faults import KINDS, cases, inject, trace
 
 from kurahi.agent.jobs import JobStore
-from kurahi.store.journal import Journal
 from kurahi.agent.ledger import Ledger, action_id
 from kurahi.errors import (
     AppendError,
@@ -35,13 +34,14 @@ from kurahi.errors import (
     JournalWriteError,
     KurahiError,
 )
-from kurahi.store.audit_file import AuditChain
 from kurahi.gateway.service import Gateway
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
 from kurahi.store import fsio
+from kurahi.store.audit_file import AuditChain
 from kurahi.store.catalog import Catalog
+from kurahi.store.journal import Journal
 from kurahi.store.session import Session
 from kurahi.store.transcript import Transcript
 
@@ -153,7 +153,7 @@ def _catalog_read(s: State) -> set[str]:
 
 
 def _ledger_setup(s: State) -> None:
-    s.obj = Ledger(s.root / "ledger.jsonl")
+    s.obj = Ledger(Journal(s.root / "ledger.jsonl"))
     for k in range(3):
         a = s.obj.intent("sess", f"c{k}", "bash", {"command": f"echo {k}"})
         s.acked.add(f"intent:{a.action_id}")
@@ -173,12 +173,12 @@ def _outcome_op(s: State, k: int) -> set[str]:
 
 
 def _ledger_read(s: State) -> set[str]:
-    fresh = Ledger(s.root / "ledger.jsonl")
+    fresh = Ledger(Journal(s.root / "ledger.jsonl"))
     return {f"{rec['kind']}:{aid}" for aid, a in fresh.actions().items() for rec in a.history}
 
 
 def _jobs_setup(s: State) -> None:
-    s.obj = JobStore(s.root / "jobs.jsonl")
+    s.obj = JobStore(Journal(s.root / "jobs.jsonl"))
     ids = [s.obj.create("agent:main:main") for _ in range(3)]
     s.acked.update(ids)
     s.extra["ids"] = ids
@@ -195,7 +195,7 @@ def _job_mark_op(s: State, k: int) -> set[str]:
 
 
 def _jobs_read(s: State) -> set[str]:
-    jobs = JobStore(s.root / "jobs.jsonl").jobs()
+    jobs = JobStore(Journal(s.root / "jobs.jsonl")).jobs()
     return set(jobs) | {f"{jid}:{j.status}" for jid, j in jobs.items() if j.status != "queued"}
 
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from kurahi.errors import GatewayStopError
 from kurahi.gateway.activation_host import OfflineHost
-from kurahi.store.audit_file import AuditChain, chain_path
 from kurahi.lifecycle.activation_state import live_file_name
 from kurahi.resident.init import init_home
+from kurahi.store.audit_file import AuditChain, chain_path
 from kurahi.store.catalog import Catalog
 from kurahi.store.transcript import Transcript
 from kurahi.testing import build_session

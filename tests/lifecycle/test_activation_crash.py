@@ -22,9 +22,9 @@ import pytest
 from activations import OC_NEW, OC_OLD, OPENCLAW, make_home, snapshot
 
 from kurahi.gateway.activation_host import OfflineHost
-from kurahi.store.audit_file import AuditChain, chain_path
 from kurahi.lifecycle.activation import apply_package, plan_activation, rollback_package, verify_package
 from kurahi.lineage.stitch import stitch
+from kurahi.store.audit_file import AuditChain, chain_path
 from kurahi.store.catalog_format import parse_catalog, serialize_catalog
 
 CRASH_EXIT = 77

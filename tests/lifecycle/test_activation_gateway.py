@@ -19,11 +19,11 @@ from kurahi.cli.activate import app as activate_app
 from kurahi.cli.common import EXIT
 from kurahi.errors import PreTurnValidationError
 from kurahi.gateway.activation_host import GatewayHost
-from kurahi.store.audit_file import AuditChain
 from kurahi.gateway.lock import gateway_info
 from kurahi.lifecycle.activation import apply_package, plan_activation
 from kurahi.lineage.stitch import stitch
 from kurahi.resident.home import Home
+from kurahi.store.audit_file import AuditChain
 from kurahi.store.catalog import Catalog
 from kurahi.testing import build_session
 from peer import PiPeer

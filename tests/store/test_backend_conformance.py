@@ -24,3 +24,47 @@ class TestFileBackend(BackendConformance):
 class TestMemoryBackend(BackendConformance):
     def make_backend(self) -> Backend:
         return MemoryBackend()
+
+
+def test_open_backend_picks_by_name(tmp_path: Path) -> None:
+    from kurahi.errors import UsageError
+    from kurahi.store.backends import open_backend, url_has_password
+
+    assert isinstance(open_backend(tmp_path), FileBackend)
+    assert isinstance(open_backend(tmp_path, f"file:{tmp_path}"), FileBackend)
+    assert isinstance(open_backend(tmp_path, "memory:"), MemoryBackend)
+    with pytest.raises(UsageError, match="another home"):
+        open_backend(tmp_path, f"file:{tmp_path / 'elsewhere'}")
+    with pytest.raises(UsageError) as info:
+        open_backend(tmp_path, "mysql://root:hunter2@db/x")
+    assert "hunter2" not in str(info.value) and "mysql" in str(info.value)
+    assert url_has_password("postgres://u:hunter2@h/db")
+    assert url_has_password("postgresql://u@h/db?password=hunter2")
+    assert not url_has_password("postgres://u@h/db")
+
+
+def test_gateway_run_refuses_a_password_on_the_command_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    subprocess.run([sys.executable, "-m", "kurahi.cli", "init", "--home", str(home)], check=True, capture_output=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kurahi.cli",
+            "gateway",
+            "run",
+            "--home",
+            str(home),
+            "--store",
+            "postgres://u:hunter2@h/db",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in __import__("os").environ.items() if k != "KOLO_STORE"},
+    )
+    assert r.returncode == 2, r.stderr
+    assert "process list" in r.stderr and "hunter2" not in r.stderr + r.stdout

@@ -19,6 +19,7 @@ from kurahi.context.project import SessionContext, build_context
 from kurahi.context.tokens import estimate_context_tokens, estimate_tokens
 from kurahi.errors import UsageError
 from kurahi.jsvalues import MISSING
+from kurahi.store.backend import TranscriptStore
 from kurahi.store.fsio import FsyncPolicy
 from kurahi.store.session import Session
 
@@ -75,9 +76,34 @@ class Conversation:
         return cls(session, [])
 
     @classmethod
+    def create_in(
+        cls,
+        store: TranscriptStore,
+        name: str,
+        *,
+        fsync: FsyncPolicy | str,
+        cwd: str,
+        session_id: str | None = None,
+        parent_session: str | None = None,
+    ) -> Conversation:
+        """Start transcript ``name`` in ``store`` (its header is durable when this returns)."""
+        session = Session.create_in(
+            store, name, cwd=cwd, session_id_=session_id, fsync=fsync, parent_session=parent_session
+        )
+        return cls(session, [])
+
+    @classmethod
     def open(cls, file: str | os.PathLike[str], *, fsync: FsyncPolicy | str) -> Conversation:
-        """Open an existing transcript at its append position (Pi's leaf, or a durable leaf move)."""
-        session = Session.open(file, fsync=fsync)
+        """Open an existing transcript file at its append position (Pi's leaf, or a durable leaf move)."""
+        return cls._opened(Session.open(file, fsync=fsync))
+
+    @classmethod
+    def open_in(cls, store: TranscriptStore, name: str, *, fsync: FsyncPolicy | str) -> Conversation:
+        """Open transcript ``name`` of ``store`` at its append position."""
+        return cls._opened(Session.open_in(store, name, fsync=fsync))
+
+    @classmethod
+    def _opened(cls, session: Session) -> Conversation:
         try:
             with session.transcript() as t:
                 leaf = session.leaf_id
@@ -92,8 +118,13 @@ class Conversation:
 
     @property
     def file(self) -> Path:
-        """The transcript file."""
+        """Where the transcript lives (the file, for the file backend)."""
         return self.session.path
+
+    @property
+    def name(self) -> str:
+        """The transcript's name in its store."""
+        return self.session.name
 
     @property
     def session_id(self) -> str:

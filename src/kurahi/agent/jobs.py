@@ -9,14 +9,13 @@ claims a success it did not have.
 
 from __future__ import annotations
 
-import os
 import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kurahi.store.journal import Journal
+from kurahi.store.backend import RecordLog
 
 __all__ = ["Job", "JobStore"]
 
@@ -54,16 +53,15 @@ class Job:
 
 
 class JobStore:
-    """One agent's jobs."""
+    """One agent's jobs, as events in its ``jobs`` record log.
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        durable: bool = True,
-        on_mark: Callable[[str, str, dict[str, Any]], None] | None = None,
-    ) -> None:
-        self._journal = Journal(path, durable=durable)
+    Args:
+        log: the record log (:meth:`kurahi.store.backend.AgentStore.log` ``("jobs")``).
+        on_mark: told about every status change (for the audit chain).
+    """
+
+    def __init__(self, log: RecordLog, *, on_mark: Callable[[str, str, dict[str, Any]], None] | None = None) -> None:
+        self._journal = log
         self._on_mark = on_mark
 
     def jobs(self) -> dict[str, Job]:

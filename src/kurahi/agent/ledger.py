@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
-from kurahi.store.journal import Journal
+from kurahi.store.backend import RecordLog
 
 __all__ = ["Action", "Ledger", "action_id"]
 
@@ -82,16 +80,16 @@ class Action:
 
 
 class Ledger:
-    """One agent's ledger file (see the module docstring).
+    """One agent's ledger (see the module docstring).
 
     Args:
-        path: the ledger file (created on first write).
-        durable: flush each intent and outcome with ``fdatasync`` (on unless fsync is ``never``).
+        log: the record log it lives in (:meth:`kurahi.store.backend.AgentStore.log` ``("ledger")``),
+            flushed on every record unless the agent's fsync policy is ``never``.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, durable: bool = True) -> None:
-        self.path = Path(path)
-        self._journal = Journal(self.path, durable=durable)
+    def __init__(self, log: RecordLog) -> None:
+        self.log = log
+        self._journal = log
         self._actions: dict[str, Action] | None = None
 
     # -- reading --------------------------------------------------------------------

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from kurahi.agent.config import QueueMode
 from kurahi.agent.turn import Listener, TurnControl, TurnResult
 from kurahi.errors import QueueFullError
-from kurahi.store.journal import Journal
+from kurahi.store.backend import RecordLog
 
 if TYPE_CHECKING:
     from kurahi.agent.runtime import Runtime
@@ -63,7 +63,7 @@ class Pending:
 class Lane:
     """The queue and the running turn of one session key."""
 
-    def __init__(self, runtime: Runtime, key: str, journal: Journal) -> None:
+    def __init__(self, runtime: Runtime, key: str, journal: RecordLog) -> None:
         self.rt = runtime
         self.key = key
         self.journal = journal
@@ -243,7 +243,7 @@ class Lane:
             await task
 
 
-def pending_from_journal(journal: Journal) -> dict[str, list[dict[str, Any]]]:
+def pending_from_journal(journal: RecordLog) -> dict[str, list[dict[str, Any]]]:
     """Messages put in the journal and neither done nor dropped, by session key, in order."""
     puts: dict[str, dict[str, Any]] = {}
     for rec in journal.records():

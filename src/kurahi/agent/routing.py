@@ -9,10 +9,8 @@ the policy asks (:mod:`kurahi.lifecycle.carry`), recorded as ``session.rollover`
 from __future__ import annotations
 
 import datetime as dt
-import os
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kurahi.agent.conversation import Conversation, PathItem
@@ -20,25 +18,26 @@ from kurahi.errors import KurahiError, LockHeldError
 from kurahi.lifecycle.carry import carry_into
 from kurahi.lifecycle.facts import session_facts
 from kurahi.lifecycle.policy import Decision, Inbound, decide
+from kurahi.store.backend import transcript_name
 from kurahi.store.ids import session_id as new_session_id
-from kurahi.store.transcript import Transcript
 
 if TYPE_CHECKING:
     from kurahi.agent.runtime import Runtime
 
-__all__ = ["file_of", "rollover", "route"]
+__all__ = ["rollover", "route"]
 
 
 def route(rt: Runtime, key: str, text: str) -> Decision:
     """Decide reuse / rollover / new for a message to an idle session, and carry it out."""
     entry = rt.catalog.get(key)
-    conv = rt._convs.get(key)
+    conv = rt.open_conversation(key)
     path: list[PathItem] | None = None
     header: str | None = None
-    file = conv.file if conv is not None else file_of(rt, entry)
+    name = conv.name if conv is not None else transcript_name(entry)
+    info = rt.store.transcripts.info(name) if name is not None else None
     if conv is not None:
         path, header = conv.path, conv.session_id
-    elif entry is not None and file is not None and file.exists():
+    elif entry is not None and info is not None:
         try:
             conv = rt.conversation(key)
             path, header = conv.path, conv.session_id
@@ -46,7 +45,9 @@ def route(rt: Runtime, key: str, text: str) -> Decision:
             raise  # another process writes this session: busy, never a reason to replace it
         except KurahiError:
             path = None  # missing, unreadable or not a session: the decision rolls it over
-    facts = session_facts(entry, file, path, header_id=header, session_type=_session_type(key))
+    facts = session_facts(
+        entry, info.modified_ms if info is not None else None, path, header_id=header, session_type=_session_type(key)
+    )
     now = int(time.time() * 1000)
     msg = Inbound(text, now, _local_offset_minutes(now))
     decision = decide(facts, msg, rt.settings.lifecycle)
@@ -55,52 +56,45 @@ def route(rt: Runtime, key: str, text: str) -> Decision:
     return decision
 
 
-def file_of(rt: Runtime, entry: Mapping[str, Any] | None) -> Path | None:
-    """The transcript a catalog entry names, in the agent's sessions directory (by file name only)."""
-    if entry is None or not isinstance(entry.get("sessionId"), str):
-        return None
-    name = entry.get("sessionFile") or f"{entry['sessionId']}.jsonl"
-    return rt.paths.sessions / os.path.basename(str(name))
-
-
 def rollover(rt: Runtime, key: str, decision: Decision) -> tuple[str | None, str]:
     """Replace ``key``'s session with a new one that carries what ``decision.carry`` asks; keep and link the old."""
+    transcripts = rt.store.transcripts
     old_entry = rt.catalog.get(key)
-    conv = rt._convs.pop(key, None)
-    old_file = file_of(rt, old_entry)
+    conv = rt.detach_conversation(key)
+    old_name = conv.name if conv is not None else transcript_name(old_entry)
     old_path: list[PathItem] | None = conv.path if conv is not None else None
     if conv is not None:
-        old_file = conv.file
         conv.close()
-    elif old_file is not None and decision.carry != "none":
+    elif old_name is not None and decision.carry != "none":
         try:
-            with Transcript.open(old_file) as t:
+            with transcripts.read(old_name) as t:
                 old_path = [PathItem(e.id, e.type, e.data, e.line) for e in t.path()]
         except KurahiError:
             old_path = None  # unusable: nothing to carry
     old_id = old_entry.get("sessionId") if old_entry is not None else None
     sid = new_session_id()
-    file = rt.paths.sessions / f"{sid}.jsonl"
+    name = f"{sid}.jsonl"
     now = int(time.time() * 1000)
-    parent = str(old_file) if old_file is not None and old_file.exists() else None
-    conv = Conversation.create(
-        file, fsync=rt.settings.fsync, cwd=str(rt.paths.workspace), session_id=sid, parent_session=parent
+    old_exists = old_name is not None and transcripts.exists(old_name)
+    parent = transcripts.locator(old_name) if old_name is not None and old_exists else None
+    conv = Conversation.create_in(
+        transcripts, name, fsync=rt.settings.fsync, cwd=str(rt.paths.workspace), session_id=sid, parent_session=parent
     )
     carried = None
-    if old_path and decision.carry != "none" and isinstance(old_id, str) and old_file is not None:
+    if old_path and decision.carry != "none" and isinstance(old_id, str) and parent is not None:
         carried = carry_into(
             old_path,
             conv.session,
             decision.carry,
             old_session_id=old_id,
-            old_file=old_file,
+            old_file=parent,
             keep_recent_tokens=rt.settings.compaction.keep_recent_tokens,
         )
         conv.reload()
     conv.sync()
     fields: dict[str, Any] = {
         "sessionId": sid,
-        "sessionFile": file.name,
+        "sessionFile": name,
         "sessionStartedAt": now,
         "updatedAt": now,
         "lastInteractionAt": now,
@@ -111,7 +105,7 @@ def rollover(rt: Runtime, key: str, decision: Decision) -> tuple[str | None, str
         rt.catalog.update(key, lambda cur: {**_carryable(cur or {}), **fields})
     else:
         rt.catalog.upsert(key, fields)
-    rt._convs[key] = conv
+    rt.attach_conversation(key, conv)
     if rt.on_event is not None:
         rt.on_event(
             "session.rollover",

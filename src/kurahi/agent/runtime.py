@@ -36,10 +36,10 @@ from kurahi.agent.turn import Listener, TurnControl, TurnResult, run_turn, user_
 from kurahi.errors import ConfigError, KurahiError, PairingRefusedError
 from kurahi.lifecycle.carry import Carry
 from kurahi.lifecycle.policy import Decision
-from kurahi.store.catalog import Catalog
+from kurahi.store.backend import Backend, transcript_name
+from kurahi.store.file_backend import FileBackend
 from kurahi.store.fsio import FsyncPolicy
 from kurahi.store.ids import session_id as new_session_id
-from kurahi.store.journal import Journal
 
 __all__ = ["Runtime", "make_provider"]
 
@@ -82,6 +82,8 @@ class Runtime:
         providers: providers by profile name, overriding what the config would build (tests).
         listener: told about every entry and streamed piece of text, with the session key.
         on_event: told about job state changes (``job.<status>``) for an audit log.
+        backend: where sessions, the catalog and the record logs live (default: files in
+            ``home``); the workspace and config are files in ``home`` whatever the backend.
     """
 
     def __init__(
@@ -94,17 +96,20 @@ class Runtime:
         providers: dict[str, Provider] | None = None,
         listener: Listener | None = None,
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
+        backend: Backend | None = None,
     ) -> None:
         self.paths = AgentPaths.of(home, agent_id).ensure()
+        self.backend = backend if backend is not None else FileBackend(home)
+        self.store = self.backend.agent(agent_id, create=True)
         self.on_event = on_event
         self.config = config if config is not None else load_config(home)
         self.settings = self.config.agent(agent_id)
         self.model_name = self.settings.model
         durable = self.settings.fsync != "never"
-        self.ledger = Ledger(self.paths.ledger, durable=durable)
-        self.jobs = JobStore(self.paths.jobs, durable=durable, on_mark=self._job_event)
-        self.queue_journal = Journal(self.paths.queue, durable=durable)
-        self.catalog = Catalog(self.paths.catalog)
+        self.ledger = Ledger(self.store.log("ledger", durable=durable))
+        self.jobs = JobStore(self.store.log("jobs", durable=durable), on_mark=self._job_event)
+        self.queue_journal = self.store.log("queue", durable=durable)
+        self.catalog = self.store.catalog
         self.tools: dict[str, Tool] = {
             t.name: t for t in (tools if tools is not None else [c() for c in BUILTIN_TOOLS])
         }
@@ -210,21 +215,19 @@ class Runtime:
         entry = self.catalog.get(key)
         now = int(time.time() * 1000)
         fsync = self.settings.fsync
-        file = None
-        if entry is not None and isinstance(entry.get("sessionId"), str):
-            name = entry.get("sessionFile") or f"{entry['sessionId']}.jsonl"
-            file = self.paths.sessions / os.path.basename(str(name))
-        if file is not None and file.exists():
-            conv = Conversation.open(file, fsync=fsync)
+        transcripts = self.store.transcripts
+        name = transcript_name(entry)
+        if name is not None and transcripts.exists(name):
+            conv = Conversation.open_in(transcripts, name, fsync=fsync)
         else:
             sid = new_session_id()
-            file = self.paths.sessions / f"{sid}.jsonl"
-            conv = Conversation.create(file, fsync=fsync, cwd=str(self.paths.workspace), session_id=sid)
+            name = f"{sid}.jsonl"
+            conv = Conversation.create_in(transcripts, name, fsync=fsync, cwd=str(self.paths.workspace), session_id=sid)
             self.catalog.upsert(
                 key,
                 {
                     "sessionId": sid,
-                    "sessionFile": file.name,
+                    "sessionFile": name,
                     "sessionStartedAt": now,
                     "lastInteractionAt": now,
                     "updatedAt": now,
@@ -238,6 +241,18 @@ class Runtime:
             )
         conv.sync()
         return conv
+
+    def open_conversation(self, key: str) -> Conversation | None:
+        """``key``'s session if it is open now (never opens one)."""
+        return self._convs.get(key)
+
+    def detach_conversation(self, key: str) -> Conversation | None:
+        """Take ``key``'s open session out of the runtime (a rollover closes it and attaches another)."""
+        return self._convs.pop(key, None)
+
+    def attach_conversation(self, key: str, conv: Conversation) -> None:
+        """Make ``conv`` the open session of ``key``."""
+        self._convs[key] = conv
 
     def lane(self, key: str) -> Lane:
         """The lane of a session key."""

@@ -12,7 +12,7 @@ from rich import box
 from rich.table import Table
 
 from kurahi.cli.common import EXIT, console, fail, print_json, translate_errors
-from kurahi.cli.sessions import default_home
+from kurahi.cli.sessions import default_home, open_store
 
 if TYPE_CHECKING:
     from kurahi.agent.ledger import Action
@@ -83,8 +83,8 @@ def jobs_command(home: HomeOpt = None, agent: AgentOpt = "main", as_json: JsonOp
     from kurahi.agent.layout import AgentPaths
 
     with translate_errors():
-        paths = AgentPaths.of(home or default_home(), agent, must_exist=True)
-    jobs = list(JobStore(paths.jobs).jobs().values())
+        AgentPaths.of(home or default_home(), agent, must_exist=True)
+        jobs = list(JobStore(open_store(home).agent(agent).log("jobs")).jobs().values())
     if as_json:
         print_json([j.to_dict() for j in jobs])
         return
@@ -101,8 +101,8 @@ def _ledger(home: Path | None, agent: str) -> dict[str, Action]:
     from kurahi.agent.ledger import Ledger
 
     with translate_errors():
-        paths = AgentPaths.of(home or default_home(), agent, must_exist=True)
-    return Ledger(paths.ledger).actions()
+        AgentPaths.of(home or default_home(), agent, must_exist=True)
+        return Ledger(open_store(home).agent(agent).log("ledger")).actions()
 
 
 _STYLE = {"ok": "green", "error": "red", "unknown": "bold yellow", "pending": "yellow"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
@@ -11,6 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from kurahi.cli.common import EXIT, console, fail, print_json, translate_errors
+
+if TYPE_CHECKING:
+    from kurahi.store.backend import AuditLog
 
 __all__ = ["app", "tail_command", "verify_command"]
 
@@ -30,10 +33,11 @@ HomeOption = Annotated[
 ]
 
 
-def _chain_file(home: Path | None) -> Path:
-    from kurahi.store.audit_file import chain_path
+def _chain(home: Path | None) -> AuditLog:
+    """The home's audit chain, wherever the home's store keeps it (``KOLO_STORE``)."""
+    from kurahi.cli.sessions import open_store
 
-    return chain_path(home if home is not None else Path.home() / ".kolo")
+    return open_store(home).audit()
 
 
 @app.command("verify")
@@ -46,12 +50,12 @@ def verify_command(
 ) -> None:
     """Recompute every hash of the chain; exit 0 if it holds, 1 naming the first bad record, 3 if missing."""
     from kurahi.errors import AuditError
-    from kurahi.store.audit_file import AuditChain
 
-    path = _chain_file(home)
     with translate_errors():
+        chain = _chain(home)
+        path = chain.locator
         try:
-            result = AuditChain(path).verify()
+            result = chain.verify()
         except AuditError as exc:  # missing or unreadable: a broken chain is a result, not an error
             fail(str(exc), EXIT.NOT_FOUND)
     if as_json:
@@ -89,14 +93,14 @@ def tail_command(
     import msgspec
 
     from kurahi.errors import AuditChainError, AuditError
-    from kurahi.store.audit_file import AuditChain
 
-    path = _chain_file(home)
-    if not path.is_file():
-        fail(f"{path}: no audit chain here", EXIT.NOT_FOUND)
     with translate_errors():
+        chain = _chain(home)
+        path = chain.locator
+        if not chain.exists():
+            fail(f"{path}: no audit chain here", EXIT.NOT_FOUND)
         try:
-            records = AuditChain(path).tail(count)
+            records = chain.tail(count)
         except AuditChainError as exc:
             fail(f"{exc} (run `kurahi audit verify`)", EXIT.INVALID)
         except AuditError as exc:

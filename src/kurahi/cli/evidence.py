@@ -31,18 +31,20 @@ def _home_sources(home: Path, agent: str, key: str) -> tuple[Path, Path, list[Pa
     """The transcript, workspace and other transcripts of a catalog key in a Kurahi home."""
     from kurahi.errors import ProvenanceError
     from kurahi.resident.home import Home
-    from kurahi.store.catalog import Catalog
-    from kurahi.store.listing import locate_transcript
+    from kurahi.store.backend import transcript_name
+    from kurahi.store.file_backend import FileBackend
 
+    # Provenance reads files (transcripts and the workspace), so it works on the file backend.
     paths = Home.at(home).agent(agent, must_exist=True)
-    entry = Catalog(paths.catalog).get(key) if paths.catalog.is_file() else None
+    store = FileBackend(home).agent(agent)
+    entry = store.catalog.get(key)
     if entry is None:
-        raise ProvenanceError(f"no session key {key!r}", kind="not-found", path=paths.catalog)
-    transcript, exists = locate_transcript(paths.sessions, entry)
-    if transcript is None or not exists:
-        raise ProvenanceError(f"the transcript of {key!r} is missing", kind="not-found", path=transcript)
-    others = sorted(p for p in paths.sessions.glob("*.jsonl") if p.is_file() and p.resolve() != transcript.resolve())
-    return transcript, paths.workspace, others
+        raise ProvenanceError(f"no session key {key!r}", kind="not-found", path=store.catalog.path)
+    name = transcript_name(entry)
+    if name is None or not store.transcripts.exists(name):
+        raise ProvenanceError(f"the transcript of {key!r} is missing", kind="not-found", path=store.sessions_dir)
+    others = [store.sessions_dir / n for n in store.transcripts.names() if n != name]
+    return store.sessions_dir / name, paths.workspace, others
 
 
 @app.command("provenance")

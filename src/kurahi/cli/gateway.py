@@ -65,6 +65,16 @@ def run_command(
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0 picks a free one).")] = 0,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     grace: Annotated[float, typer.Option("--grace", min=0, help="Seconds running turns get at shutdown.")] = 5.0,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            envvar="KOLO_STORE",
+            show_envvar=True,
+            help="Where sessions, logs and the audit chain live: files in the home (default), or "
+            "postgres://user@host/db (password from PGPASSWORD or ~/.pgpass, never on the command line).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the home's residents over HTTP until SIGTERM or SIGINT.
 
@@ -73,12 +83,20 @@ def run_command(
     """
     from kurahi.continuity.api import install as continuity_api
     from kurahi.gateway.server import serve
+    from kurahi.store.backends import open_backend, url_has_password
 
     h = _home(home)
     if not h.root.is_dir():
         fail(f"{h.root}: no such home (create it with `kurahi init --home {h.root}`)", EXIT.NOT_FOUND)
+    if store is not None and url_has_password(store) and store != os.environ.get("KOLO_STORE"):
+        fail(
+            "--store holds a password, which every user of this machine can read in the process list: "
+            "put it in PGPASSWORD or ~/.pgpass, or pass the whole URL in KOLO_STORE",
+            EXIT.USAGE,
+        )
     with translate_errors():
-        serve(h, host=host, port=port, grace=grace, plugins=[continuity_api])
+        backend = open_backend(h.root, store)
+        serve(h, host=host, port=port, grace=grace, plugins=[continuity_api], backend=backend)
 
 
 @gateway_app.command("status")
@@ -147,13 +165,15 @@ def pair_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Pair a device and print its token once (only its hash is stored)."""
+    from kurahi.cli.sessions import open_store
     from kurahi.resident.devices import DeviceRegistry
-    from kurahi.store.audit_file import AuditChain
 
     h = _home(home)
     with translate_errors():
         device, token = DeviceRegistry(h.devices).pair(name, scopes)
-        AuditChain(h.audit).append("cli", "device.pair", {"device": device.id, "name": name, "scopes": device.scopes})
+        open_store(h.root).audit().append(
+            "cli", "device.pair", {"device": device.id, "name": name, "scopes": device.scopes}
+        )
     if as_json:
         print_json({"device": device.to_dict(), "token": token})
         return
@@ -185,15 +205,15 @@ def devices_revoke(
     device_id: Annotated[str, typer.Argument(help="The device id (dev_...).")], home: HomeOpt = None
 ) -> None:
     """Revoke a device: its token stops working at once."""
+    from kurahi.cli.sessions import open_store
     from kurahi.resident.devices import DeviceRegistry
-    from kurahi.store.audit_file import AuditChain
 
     h = _home(home)
     with translate_errors():
         device = DeviceRegistry(h.devices).revoke(device_id)
         if device is None:
             fail(f"no device {device_id!r}", EXIT.NOT_FOUND)
-        AuditChain(h.audit).append("cli", "device.revoke", {"device": device.id})
+        open_store(h.root).audit().append("cli", "device.revoke", {"device": device.id})
     console.print(f"revoked {device.id} ({device.name})")
 
 

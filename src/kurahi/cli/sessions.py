@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -14,9 +15,9 @@ from rich.text import Text
 from kurahi.cli.common import EXIT, console, fail, print_json, translate_errors
 
 if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
-    pass
+    from kurahi.store.backend import Backend
 
-__all__ = ["app", "default_home", "list_command", "repair_command"]
+__all__ = ["app", "default_home", "list_command", "open_store", "repair_command"]
 
 app = typer.Typer(
     help="Session catalogs (sessions.json): list the keys of every agent, repair a corrupt catalog.",
@@ -27,6 +28,13 @@ app = typer.Typer(
 def default_home() -> Path:
     """Return the state directory used when ``--home`` is not given and ``KOLO_HOME`` is unset."""
     return Path.home() / ".kolo"
+
+
+def open_store(home: Path | None) -> Backend:
+    """The backend of a home: files in it, unless ``KOLO_STORE`` names another store (a database URL)."""
+    from kurahi.store.backends import open_backend
+
+    return open_backend(home or default_home(), os.environ.get("KOLO_STORE") or None)
 
 
 def _human_time(ms: int | None) -> str:

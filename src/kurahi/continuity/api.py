@@ -69,7 +69,7 @@ def install(app: FastAPI, gateway: Gateway) -> None:
         model = (provider.provider_name, profile.model, rt.model_name)
 
         def build() -> dict[str, Any]:
-            manifest = build_manifest(gateway.home, agent, model=model, cache=cache)
+            manifest = build_manifest(gateway.home, agent, model=model, cache=cache, backend=gateway.backend)
             cache.save()
             return manifest
 

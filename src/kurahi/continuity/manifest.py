@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import os
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -60,9 +61,9 @@ from kurahi.continuity.signing import SigningKey, fingerprint_of, load_signing_k
 from kurahi.errors import AuditNotFoundError, CanonicalJSONError, ContinuityError, ManifestError, UsageError
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
-from kurahi.store.audit_file import AuditChain
 from kurahi.store.audit_record import format_ts
-from kurahi.store.catalog import Catalog
+from kurahi.store.backend import AgentStore, Backend
+from kurahi.store.file_backend import FileBackend, FileTranscripts
 from kurahi.store.redact import redact
 
 __all__ = [
@@ -130,6 +131,7 @@ def build_manifest(
     cache: HashCache | None = None,
     now: datetime | None = None,
     key: SigningKey | None = None,
+    backend: Backend | None = None,
 ) -> dict[str, Any]:
     """Take the signed manifest of one resident.
 
@@ -140,6 +142,7 @@ def build_manifest(
         cache: file digests (default: the home's ``run/hash-cache.json``, saved afterwards).
         now: ``createdAt`` (default: now); outside the chain, so the root does not depend on it.
         key: the signer (default: the home's key, created on first use).
+        backend: where its sessions, jobs and audit chain are stored (default: files in the home).
 
     Raises:
         UsageError: an unsafe agent id.
@@ -153,25 +156,34 @@ def build_manifest(
     signer = key if key is not None else load_signing_key(h)
     own_cache = cache is None
     digests = HashCache.for_home(h.root) if cache is None else cache
-    items = collect_entries(h, agent, model=model, cache=digests)
+    items = collect_entries(h, agent, model=model, cache=digests, backend=backend)
     if own_cache:
         digests.save()
     return seal_manifest(agent, items, key=signer, now=now)
 
 
-def collect_entries(home: Home, agent: str, *, model: ModelRef | None, cache: HashCache) -> list[Item]:
+def collect_entries(
+    home: Home, agent: str, *, model: ModelRef | None, cache: HashCache, backend: Backend | None = None
+) -> list[Item]:
     """The ``(kind, name, value)`` of every entry, in manifest order (see the module docstring)."""
     paths = home.agent(agent, must_exist=True)
+    backend = backend if backend is not None else FileBackend(home.root)
+    store = backend.agent(agent)
     config = load_config(home.root)
     settings = config.agent(agent)
     if model is None:
         profile = config.profile(settings.model)
         model = (profile.provider, profile.model, settings.model)
 
-    identity, memory, transcripts, digests = _hash_files(paths.workspace, paths.sessions, cache)
+    # Files (identity, memory, and the file backend's transcripts) are hashed in one batch
+    # through the stat-keyed cache; another backend's transcripts are hashed from their bytes.
+    sessions_dir = store.transcripts.directory if isinstance(store.transcripts, FileTranscripts) else None
+    identity, memory, transcript_files, digests = _hash_files(paths.workspace, sessions_dir, cache)
 
     def files(kind: str, found: list[tuple[str, Path]]) -> list[Item]:
         return [(kind, name, {"sha256": digests[p].sha256, "size": digests[p].size}) for name, p in found]
+
+    transcripts = files("transcript", transcript_files) if sessions_dir is not None else _hash_stored(store)
 
     agent_value: dict[str, Any] = msgspec.to_builtins(settings)
     agent_value.pop("model", None)
@@ -187,11 +199,11 @@ def collect_entries(home: Home, agent: str, *, model: ModelRef | None, cache: Ha
     ]
     jobs: list[Item] = [
         ("job", jid, {k: j[k] for k in ("status", "kind", "sessionKey", "createdAt", "startedAt", "endedAt", "error")})
-        for jid, j in sorted((jid, job.to_dict()) for jid, job in JobStore(paths.jobs).jobs().items())
+        for jid, j in sorted((jid, job.to_dict()) for jid, job in JobStore(store.log("jobs")).jobs().items())
     ]
     sessions: list[Item] = [
         ("session", k, {f: e.get(f) for f in ("sessionId", "label", "model", "updatedAt")})
-        for k, e in sorted(Catalog(paths.catalog).items())
+        for k, e in sorted(store.catalog.items())
     ]
     items = [
         *files("identity", identity),
@@ -200,8 +212,8 @@ def collect_entries(home: Home, agent: str, *, model: ModelRef | None, cache: Ha
         ("model", "primary", {"provider": model[0], "model": model[1], "profile": model[2]}),
         *jobs,
         *sessions,
-        *files("transcript", transcripts),
-        ("audit", "chain", _audit(home)),
+        *transcripts,
+        ("audit", "chain", _audit(backend)),
     ]
     return [(kind, name, redact(value)) for kind, name, value in items]
 
@@ -219,8 +231,16 @@ def _regular_files(directory: Path, keep: Callable[[str], bool]) -> list[str]:
 Listed = list[tuple[str, Path]]
 
 
+def _hash_stored(store: AgentStore) -> list[Item]:
+    out: list[Item] = []
+    for name in store.transcripts.names():
+        data = store.transcripts.export(name)
+        out.append(("transcript", name, {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}))
+    return out
+
+
 def _hash_files(
-    workspace: Path, sessions: Path, cache: HashCache
+    workspace: Path, sessions: Path | None, cache: HashCache
 ) -> tuple[Listed, Listed, Listed, dict[Path, FileDigest]]:
     """List the identity, memory and transcript files and hash them all in one batch."""
     attempt = 0
@@ -237,11 +257,13 @@ def _hash_files(
             raise ContinuityError(f"{exc.filename}: cannot read: {exc.strerror}") from exc
 
 
-def _files(workspace: Path, sessions: Path) -> tuple[Listed, Listed, Listed]:
+def _files(workspace: Path, sessions: Path | None) -> tuple[Listed, Listed, Listed]:
     identity = [(n, workspace / n) for n in _regular_files(workspace, lambda n: n != "MEMORY.md")]
     memory = [(n, workspace / n) for n in _regular_files(workspace, lambda n: n == "MEMORY.md")]
     memory += [(f"memory/{n}", workspace / "memory" / n) for n in _regular_files(workspace / "memory", _is_md)]
-    transcripts = [(n, sessions / n) for n in _regular_files(sessions, lambda n: n.endswith(".jsonl"))]
+    transcripts = (
+        [(n, sessions / n) for n in _regular_files(sessions, lambda n: n.endswith(".jsonl"))] if sessions else []
+    )
     return identity, sorted(memory), transcripts
 
 
@@ -249,9 +271,9 @@ def _is_md(name: str) -> bool:
     return name.endswith(".md")
 
 
-def _audit(home: Home) -> dict[str, Any]:
+def _audit(backend: Backend) -> dict[str, Any]:
     try:
-        v = AuditChain(home.audit).verify()
+        v = backend.audit().verify()
     except AuditNotFoundError:
         return {"verified": False, "entries": 0, "lastSeq": 0, "headHash": None}
     return {"verified": v.ok, "entries": v.entries, "lastSeq": v.head_seq or 0, "headHash": v.head_hash}

@@ -158,7 +158,8 @@ def create_app(
         row = _session_row(k, entry)
         conv = rt.conversation(k)
         row["entries"] = conv.session.entry_count
-        row["sizeBytes"] = conv.file.stat().st_size
+        info = rt.store.transcripts.info(conv.name)
+        row["sizeBytes"] = info.size if info is not None else 0
         return row
 
     @app.get(
@@ -176,7 +177,7 @@ def create_app(
         k = _key(agent, key)
         if rt.catalog.get(k) is None:
             raise HTTPError(404, "unknown_session", f"no session with key {k!r}")
-        data = rt.conversation(k).file.read_bytes()
+        data = rt.store.transcripts.export(rt.conversation(k).name)
         return Response(data, media_type="application/x-ndjson")
 
     @app.post("/api/agents/{agent}/sessions/reset", response_model=m.ResetOut, tags=["sessions"])

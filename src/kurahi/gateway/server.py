@@ -20,6 +20,7 @@ from kurahi.resident.home import Home
 
 if TYPE_CHECKING:
     from kurahi.gateway.app import Plugin
+    from kurahi.store.backend import Backend
 
 __all__ = ["serve"]
 
@@ -46,10 +47,13 @@ def serve(
     on_ready: Callable[[GatewayInfo], None] | None = None,
     log_level: str = "warning",
     plugins: Sequence[Plugin] = (),
+    backend: Backend | None = None,
 ) -> None:
     """Run the gateway until SIGTERM/SIGINT.
 
     ``plugins`` are passed to :func:`kurahi.gateway.app.create_app` (routes of other rooms).
+    ``backend`` stores sessions, logs and the audit chain (default: files in the home); it is
+    closed when the gateway stops.
 
     Raises:
         LockHeldError: another gateway runs on this home.
@@ -70,7 +74,7 @@ def serve(
         sock.listen(512)
         sock.set_inheritable(True)
         port_bound = sock.getsockname()[1]
-        gateway = Gateway(home)
+        gateway = Gateway(home, backend=backend)
         gateway.stop_grace = grace
 
         def started() -> None:
@@ -102,4 +106,6 @@ def serve(
         server = _Server(config)
         server.run(sockets=[sock])
     finally:
+        if backend is not None:
+            backend.close()
         lock.release()

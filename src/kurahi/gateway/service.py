@@ -22,8 +22,8 @@ from kurahi.errors import ConfigError
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
 from kurahi.store import fsio
-from kurahi.store.audit_file import AuditChain
-from kurahi.store.catalog import Catalog
+from kurahi.store.backend import Backend
+from kurahi.store.file_backend import FileBackend
 
 __all__ = ["Gateway", "merge_patch"]
 
@@ -44,8 +44,12 @@ def merge_patch(target: Any, patch: Any) -> Any:
 class Gateway:
     """Everything a running gateway holds (see the module docstring)."""
 
-    def __init__(self, home: Home, *, runtime_options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, home: Home, *, runtime_options: dict[str, Any] | None = None, backend: Backend | None = None
+    ) -> None:
         """Load the home's config and devices.
+
+        ``backend`` holds sessions, record logs and the audit chain (default: files in the home).
 
         Raises:
             SecretFileError: the home's token, devices or directories are open to other users.
@@ -56,10 +60,11 @@ class Gateway:
         home.check_private()
         self.home = home
         self.devices = DeviceRegistry(home.devices)
-        self.audit = AuditChain(home.audit)
+        self.backend = backend if backend is not None else FileBackend(home.root)
+        self.audit = self.backend.audit()
         self.config: Config = load_config(home.root)
         for agent in home.agents():
-            Catalog(home.agent(agent).catalog).items()
+            self.backend.agent(agent).catalog.items()
         self.runtimes: dict[str, Runtime] = {}
         self._runtime_options = runtime_options or {}
         self._lock = asyncio.Lock()
@@ -114,6 +119,7 @@ class Gateway:
                     agent,
                     config=self.config,
                     on_event=lambda action, details: self.record("gateway", action, details),
+                    backend=self.backend,
                     **self._runtime_options,
                 )
                 await rt.start()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -45,7 +44,7 @@ def _int(v: Any) -> int | None:
 
 def session_facts(
     entry: Mapping[str, Any] | None,
-    transcript: str | os.PathLike[str] | None,
+    transcript_mtime: int | None,
     path: Sequence[PathEntry] | None,
     *,
     header_id: str | None,
@@ -56,7 +55,8 @@ def session_facts(
 
     Args:
         entry: its catalog entry (``None``: no entry).
-        transcript: the transcript file the entry names.
+        transcript_mtime: when the transcript the entry names last changed (epoch ms;
+            ``None`` when there is none).
         path: the transcript's current path (``None`` when it could not be read).
         header_id: the transcript header's id (``None`` when it could not be read).
         session_type: ``main``, ``group``, ...
@@ -64,12 +64,7 @@ def session_facts(
     """
     if entry is None:
         return SessionFacts(exists=False, session_type=session_type, channel=channel)
-    mtime: int | None = None
-    if transcript is not None:
-        try:
-            mtime = os.stat(transcript).st_mtime_ns // 1_000_000
-        except OSError:
-            mtime = None
+    mtime = transcript_mtime
     ok = mtime is not None and path is not None and header_id is not None
     return SessionFacts(
         exists=True,

@@ -223,6 +223,10 @@ class AuditChain(AuditLog):
         except OSError as exc:
             raise AuditError(f"cannot read: {exc.strerror}", path=self.path) from exc
 
+    def exists(self) -> bool:
+        """Whether the chain file exists (as a regular file)."""
+        return self.path.is_file()
+
     def head(self) -> AuditRecord | None:
         """The last record (``None`` for a missing or empty chain), checked against its own hash.
 

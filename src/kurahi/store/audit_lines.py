@@ -77,6 +77,10 @@ class LineAuditLog(AuditLog):
             raise AuditChainError(f"{what} is not a valid record ({reason}); nothing was written", path=self.locator)
         return record_from_dict(rec)
 
+    def exists(self) -> bool:
+        """See :meth:`AuditLog.exists`."""
+        return self._lines() is not None
+
     def head(self) -> AuditRecord | None:
         """See :meth:`AuditLog.head`."""
         lines = self._lines()

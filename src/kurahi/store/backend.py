@@ -104,6 +104,8 @@ class TranscriptHandle(ABC):
     writer's claim (a lock file, a lease row) from open to close.
     """
 
+    name: str
+    """The transcript's name in its store."""
     locator: str
     """Where the transcript lives, for messages and for a successor's ``parentSession``
     (the file's path for the file backend)."""
@@ -314,6 +316,10 @@ class AuditLog(ABC):
             AuditChainError: the last stored record is damaged; nothing was written.
             AuditWriteError: it could not be made durable; the chain is as it was.
         """
+
+    @abstractmethod
+    def exists(self) -> bool:
+        """Whether a chain was ever started here (an empty chain exists; a missing one does not)."""
 
     @abstractmethod
     def head(self) -> AuditRecord | None:

@@ -13,7 +13,18 @@ from pathlib import Path
 from kurahi.errors import UsageError
 from kurahi.store.backend import Backend
 
-__all__ = ["open_backend"]
+__all__ = ["open_backend", "url_has_password"]
+
+
+def url_has_password(url: str) -> bool:
+    """Whether a store URL carries a password (``postgres://user:secret@host/db``, or ``password=`` in its query)."""
+    from urllib.parse import parse_qs, urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return bool(parts.password) or "password" in parse_qs(parts.query)
 
 
 def open_backend(home: str | os.PathLike[str], store: str | None = None) -> Backend:

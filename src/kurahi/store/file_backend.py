@@ -63,6 +63,7 @@ class FileTranscriptHandle(TranscriptHandle):
 
     def __init__(self, path: Path, fd: int, lock: FileLock, size: int, needs_newline: bool) -> None:
         self.path = path
+        self.name = path.name
         self.locator = str(path)
         self._fd: int | None = fd
         self._lock = lock
@@ -279,6 +280,9 @@ def _last_byte(p: Path, size: int) -> bytes:
 
 class FileAgentStore(AgentStore):
     """One agent's files under ``<home>/agents/<id>``."""
+
+    transcripts: FileTranscripts
+    catalog: Catalog
 
     def __init__(self, home: Path, agent_id: str) -> None:
         self.agent_id = check_agent_id(agent_id)

@@ -42,7 +42,7 @@ T = TypeVar("T")
 class _MemoryHandle(TranscriptHandle):
     def __init__(self, store: MemoryTranscripts, name: str) -> None:
         self._store = store
-        self._name = name
+        self._name = self.name = name
         self.locator = store.locator(name)
         self._open = True
 

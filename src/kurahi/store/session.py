@@ -92,6 +92,8 @@ class Session:
         self._handle: TranscriptHandle | None = handle
         self.path = Path(handle.locator)
         """Where the transcript lives: the file for the file backend, a locator for others."""
+        self.name = handle.name
+        """The transcript's name in its store."""
         self.header = header
         self._ids = ids
         self._leaf = leaf

@@ -30,13 +30,12 @@ from kurahi.errors import (
     LockHeldError,
     UsageError,
 )
-from kurahi.gateway import audit as audit_mod
-from kurahi.gateway import audit_scan
+from kurahi.store import audit_file as audit_mod
+from kurahi.store import audit_scan, fsio
 from kurahi.store.audit_file import AuditChain, chain_path
 from kurahi.store.audit_record import MAX_LINE_BYTES, ChainVerification, build_record
-from kurahi.store.redact import REDACTED, looks_secret, redact
-from kurahi.store import fsio
 from kurahi.store.locks import FileLock
+from kurahi.store.redact import REDACTED, looks_secret, redact
 from kurahi.store.twoproc import fork_is_safe
 
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")

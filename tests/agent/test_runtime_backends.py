@@ -1,0 +1,113 @@
+"""The runtime on each backend: turns, tool calls with their ledger, a restart, a reset, jobs.
+
+The same scenario runs on the file backend and the memory backend (PostgreSQL binds it in
+tests/store/test_postgres_backend.py): what a resident keeps across a restart must not
+depend on where it is stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kurahi.agent.ledger import Ledger
+from kurahi.agent.runtime import Runtime
+from kurahi.context.project import build_context
+from kurahi.store.backend import Backend, transcript_name
+from kurahi.store.file_backend import FileBackend
+from kurahi.store.memory_backend import MemoryBackend
+from residents import make_home, run
+
+KEY = "agent:alice:main"
+
+BACKENDS: dict[str, Callable[[Path], Backend]] = {
+    "file": FileBackend,
+    "memory": MemoryBackend,
+}
+
+
+async def _session(home: Path, backend: Backend, fn: Callable[[Runtime], Any]) -> Any:
+    rt = Runtime(home, "alice", backend=backend)
+    await rt.start()
+    try:
+        return await fn(rt)
+    finally:
+        await rt.close()
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+
+
+def scenario(home: Path, backend: Backend) -> None:
+    """A resident's life on ``backend``: every check fails if the backend loses or reorders anything."""
+
+    async def first(rt: Runtime) -> Any:
+        a = await rt.send(KEY, "remember the word heliotrope")
+        b = await rt.send(KEY, 'save it [[tool:write {"path": "note.md", "content": "heliotrope"}]]')
+        return a, b
+
+    a, b = run(_session(home, backend, first))
+    assert a.status == "ok" and b.status == "ok"
+    store = backend.agent("alice")
+    entry = store.catalog.get(KEY)
+    name = transcript_name(entry)
+    assert name is not None and store.transcripts.exists(name)
+    first_bytes = store.transcripts.export(name)
+    assert b"heliotrope" in first_bytes
+
+    actions = Ledger(store.log("ledger")).actions()
+    assert [x.status for x in actions.values()] == ["ok"]
+    assert next(iter(actions.values())).tool == "write"
+
+    async def second(rt: Runtime) -> Any:
+        # A restart: a new runtime on the same backend continues the same session.
+        assert rt.conversation(KEY).name == name
+        r = await rt.send(KEY, "what was the word?")
+        jid = rt.start_job(KEY, "a background turn")
+        await rt.wait_job(jid)
+        return r, jid
+
+    r, jid = run(_session(home, backend, second))
+    assert r.status == "ok"
+    after = store.transcripts.export(name)
+    assert after.startswith(first_bytes)  # appended, never rewritten
+    with store.transcripts.read(name) as t:
+        ctx = build_context(t.path(), t.leaf_id)
+    texts = [_text(m["content"]) for m in ctx.messages if m["role"] == "user"]
+    assert texts[0] == "remember the word heliotrope" and "what was the word?" in texts
+    jobs = {rec["id"]: rec["event"] for rec in store.log("jobs").records()}
+    assert jobs[jid] == "succeeded"
+
+    async def third(rt: Runtime) -> Any:
+        return await rt.reset_session(KEY)
+
+    old, new = run(_session(home, backend, third))
+    entry = store.catalog.get(KEY)
+    assert entry is not None and entry["sessionId"] == new and entry["previousSessionId"] == old
+    new_name = transcript_name(entry)
+    assert new_name is not None and new_name != name
+    with store.transcripts.read(new_name) as t:
+        assert t.header["parentSession"] == store.transcripts.locator(name)
+    assert store.transcripts.export(name) == after  # the old history is kept as it was
+    assert sorted(store.transcripts.names()) == sorted([name, new_name])
+
+
+@pytest.mark.parametrize("kind", sorted(BACKENDS))
+def test_a_resident_lives_the_same_on_every_backend(tmp_path: Path, kind: str) -> None:
+    home = make_home(tmp_path)
+    scenario(home, BACKENDS[kind](home))
+
+
+def test_memory_backend_leaves_the_sessions_out_of_the_home(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    backend = MemoryBackend(home)
+    run(_session(home, backend, lambda rt: rt.send(KEY, "hello")))
+    assert not (home / "agents" / "alice" / "sessions" / "sessions.json").exists()
+    assert not list((home / "agents" / "alice").rglob("*.jsonl"))
+    assert backend.agent("alice").catalog.get(KEY) is not None

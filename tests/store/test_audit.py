@@ -505,12 +505,31 @@ def test_tail_names_a_line_that_is_not_a_record(chain: AuditChain) -> None:
 # -- failures while writing -------------------------------------------------------------------
 
 
-def test_a_short_write_is_cut_back(chain: AuditChain, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_short_write_is_continued(chain: AuditChain, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every append-only writer shares fsio.append_durably: a short write carries on to the end.
     fill(chain, 3)
     before = chain.path.read_bytes()
     real_write = fsio.ops.write
     monkeypatch.setattr(fsio.ops, "write", lambda fd, data: real_write(fd, bytes(data)[:17]))
-    with pytest.raises(AuditWriteError, match="short write"):
+    assert chain.append("owner", "session.reset").seq == 4
+    monkeypatch.setattr(fsio.ops, "write", real_write)
+    assert chain.path.read_bytes().startswith(before) and chain.verify().ok and chain.verify().entries == 4
+
+
+def test_a_short_write_then_an_error_is_cut_back(chain: AuditChain, monkeypatch: pytest.MonkeyPatch) -> None:
+    fill(chain, 3)
+    before = chain.path.read_bytes()
+    real_write = fsio.ops.write
+    calls = []
+
+    def short_then_enospc(fd: int, data: bytes) -> int:
+        calls.append(1)
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, bytes(data)[:17])
+
+    monkeypatch.setattr(fsio.ops, "write", short_then_enospc)
+    with pytest.raises(AuditWriteError, match="No space left"):
         chain.append("owner", "session.reset")
     assert chain.path.read_bytes() == before
     monkeypatch.setattr(fsio.ops, "write", real_write)

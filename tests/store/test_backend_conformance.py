@@ -68,3 +68,19 @@ def test_gateway_run_refuses_a_password_on_the_command_line(tmp_path: Path) -> N
     )
     assert r.returncode == 2, r.stderr
     assert "process list" in r.stderr and "hunter2" not in r.stderr + r.stdout
+
+
+def test_sessions_are_listed_from_a_database_backend(tmp_path: Path) -> None:
+    from kurahi.store.listing import list_sessions
+    from kurahi.store.session import Session
+
+    backend = MemoryBackend(tmp_path)
+    store = backend.agent("main", create=True)
+    Session.create_in(store.transcripts, "s1.jsonl", cwd="/", session_id_="s1").close()
+    store.catalog.upsert("agent:main:main", {"sessionId": "s1", "sessionFile": "s1.jsonl", "updatedAt": 5})
+    store.catalog.upsert("agent:main:gone", {"sessionId": "s2", "updatedAt": 6})
+    rows = [r.to_dict() for r in list_sessions(tmp_path, backend=backend)]
+    assert [(r["key"], r["transcript"], r["transcriptExists"]) for r in rows] == [
+        ("agent:main:main", "memory:main/s1.jsonl", True),
+        ("agent:main:gone", "memory:main/s2.jsonl", False),
+    ]

@@ -71,7 +71,7 @@ def list_command(
 
     root = home if home is not None else default_home()
     with translate_errors():
-        listings = list_sessions(root, agent)
+        listings = list_sessions(root, agent, backend=open_store(root) if os.environ.get("KOLO_STORE") else None)
     if as_json:
         print_json([listing.to_dict() for listing in listings])
         return

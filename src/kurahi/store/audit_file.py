@@ -25,7 +25,6 @@ checks the bytes up to that size, which appends never change.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -201,16 +200,10 @@ class AuditChain(AuditLog):
 
     def _write(self, fd: int, line: bytes, size_before: int) -> None:
         try:
-            written = fsio.ops.write(fd, line)
-            if written != len(line):
-                raise OSError(errno.EIO, f"short write ({written} of {len(line)} bytes)")
-            fsio.ops.fdatasync(fd)
+            fsio.append_durably(fd, line, size_before=size_before, durable=True)
         except OSError as exc:
             # Cut back, so the file holds exactly the records before this one. If even that
-            # fails, the next append finds a torn tail and moves it aside.
-            with contextlib.suppress(OSError):
-                fsio.ops.ftruncate(fd, size_before)
-                fsio.ops.fsync(fd)
+            # failed, the next append finds a torn tail and moves it aside.
             raise AuditWriteError(f"could not append a record: {exc.strerror or exc}", path=self.path) from exc
 
     # -- reading ---------------------------------------------------------------------------

@@ -83,13 +83,13 @@ class FileTranscriptHandle(TranscriptHandle):
                 line = b"\n" + line  # the file ends in a torn line; ours starts on a line of its own
             before = self._size
             try:
-                n = fsio.ops.write(self._fd, line)
-                if n != len(line):
-                    fsio.write_all(self._fd, line[n:])
-                if durable:
-                    fsio.ops.fdatasync(self._fd)
+                fsio.append_durably(self._fd, line, size_before=before, durable=durable)
             except OSError as exc:
-                self._undo(before)
+                if not getattr(exc, "cut_back", True):
+                    # Our partial line could not be cut off: the next one starts on a line of its own.
+                    self._needs_newline = True
+                    with contextlib.suppress(OSError):
+                        self._size = os.fstat(self._fd).st_size
                 raise AppendError(
                     f"append failed ({os.strerror(exc.errno) if exc.errno else exc}); "
                     "the file still holds every earlier entry",
@@ -100,17 +100,6 @@ class FileTranscriptHandle(TranscriptHandle):
             self._dirty = self._dirty or not durable
         for log, rec in records:
             log.append(rec)
-
-    def _undo(self, size: int) -> None:
-        # We are the only writer (the lock), so cutting our own partial line is safe; if
-        # even that fails, make sure the next line starts on a fresh line.
-        assert self._fd is not None
-        try:
-            fsio.ops.ftruncate(self._fd, size)
-        except OSError:
-            self._needs_newline = True
-            with contextlib.suppress(OSError):
-                self._size = os.fstat(self._fd).st_size
 
     def sync(self) -> None:
         """See :meth:`TranscriptHandle.sync`."""

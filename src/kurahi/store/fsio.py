@@ -14,7 +14,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
-__all__ = ["FsyncPolicy", "Ops", "atomic_write", "file_sha256", "fsync_dir", "ops"]
+__all__ = ["FsyncPolicy", "Ops", "append_durably", "atomic_write", "file_sha256", "fsync_dir", "ops"]
 
 
 class FsyncPolicy(StrEnum):
@@ -65,6 +65,35 @@ def write_all(fd: int, data: bytes) -> None:
         if n <= 0:  # pragma: no cover - write(2) returns >0 or raises for regular files
             raise OSError(5, "write returned 0")
         view = view[n:]
+
+
+def append_durably(fd: int, data: bytes, *, size_before: int, durable: bool) -> None:
+    """Append ``data`` to an ``O_APPEND`` file this process alone writes, all or nothing.
+
+    Every writer of an append-only file (transcripts, journals, the audit chain) goes through
+    here, so fault injection on :data:`ops` reaches all of them. A short write is continued;
+    with ``durable`` the data is flushed with ``fdatasync`` before this returns.
+
+    Raises:
+        OSError: the append failed. The file was cut back to ``size_before`` (and that cut
+            flushed, when ``durable``), so it holds exactly what it held before; the
+            exception's ``cut_back`` attribute is ``False`` when even the cut failed, and
+            the caller must then start its next line on a fresh line.
+    """
+    try:
+        write_all(fd, data)
+        if durable:
+            ops.fdatasync(fd)
+    except OSError as exc:
+        cut = True
+        try:
+            ops.ftruncate(fd, size_before)
+            if durable:
+                ops.fsync(fd)
+        except OSError:
+            cut = False
+        exc.cut_back = cut  # type: ignore[attr-defined]
+        raise
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600) -> None:

@@ -7,7 +7,6 @@ and the next record starts on a line of its own.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 from collections.abc import Iterator, Mapping
@@ -90,14 +89,10 @@ class Journal(RecordLog):
             except OSError as exc:
                 raise JournalWriteError(f"cannot open for appending: {exc.strerror or exc}", path=self.path) from exc
             try:
-                fsio.write_all(self._fd, line)
-                if self.durable:
-                    fsio.ops.fdatasync(self._fd)
+                fsio.append_durably(self._fd, line, size_before=size, durable=self.durable)
             except OSError as exc:
-                # Cut our own partial (or unflushed) record back off; if that fails too, the
-                # torn line is skipped by readers and the next append starts after a newline.
-                with contextlib.suppress(OSError):
-                    fsio.ops.ftruncate(self._fd, size)
+                # Cut back off; if even that failed, the torn line is skipped by readers and
+                # the next append starts after a newline.
                 raise JournalWriteError(
                     f"could not append a record ({exc.strerror or exc}); the file still holds every earlier record",
                     path=self.path,

@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from kurahi.store.backend import Backend, transcript_name
 from kurahi.store.catalog import Catalog, find_catalogs
 
 __all__ = ["SessionListing", "list_sessions", "locate_transcript"]
@@ -86,30 +87,50 @@ def locate_transcript(sessions_dir: str | os.PathLike[str], entry: Mapping[str, 
     return (candidates[0] if candidates else None), False
 
 
-def list_sessions(home: str | os.PathLike[str], agent: str | None = None) -> list[SessionListing]:
+def list_sessions(
+    home: str | os.PathLike[str], agent: str | None = None, *, backend: Backend | None = None
+) -> list[SessionListing]:
     """List every key of every catalog under ``home`` (or of one agent), in catalog order.
+
+    With a ``backend`` other than files (a database), its catalogs are listed instead; the
+    transcript column then holds where the backend keeps each one.
 
     Raises:
         UsageError: ``agent`` is not a valid agent id.
         CatalogCorruptError: a catalog does not parse (nothing is listed then).
         CatalogError: ``home`` is not a directory, or the agent has no sessions directory.
     """
+    if backend is not None and backend.kind != "file":
+        return _list_backend(backend, agent)
     listings: list[SessionListing] = []
     for agent_id, path in find_catalogs(home, agent):
         for key, entry in Catalog(path).items():
             transcript, exists = locate_transcript(path.parent, entry)
-            session_id = entry.get("sessionId")
-            updated_at = entry.get("updatedAt")
-            status = entry.get("status")
-            listings.append(
-                SessionListing(
-                    agent=agent_id,
-                    key=key,
-                    session_id=session_id if isinstance(session_id, str) else None,
-                    updated_at=updated_at if isinstance(updated_at, int) and not isinstance(updated_at, bool) else None,
-                    status=status if isinstance(status, str) else None,
-                    transcript=str(transcript) if transcript is not None else None,
-                    transcript_exists=exists,
-                )
-            )
+            listings.append(_listing(agent_id, key, entry, str(transcript) if transcript is not None else None, exists))
     return listings
+
+
+def _list_backend(backend: Backend, agent: str | None) -> list[SessionListing]:
+    listings: list[SessionListing] = []
+    for agent_id in [agent] if agent is not None else backend.agent_ids():
+        store = backend.agent(agent_id)
+        for key, entry in store.catalog.items():
+            name = transcript_name(entry)
+            where = store.transcripts.locator(name) if name is not None else None
+            listings.append(_listing(agent_id, key, entry, where, name is not None and store.transcripts.exists(name)))
+    return listings
+
+
+def _listing(agent: str, key: str, entry: Mapping[str, Any], transcript: str | None, exists: bool) -> SessionListing:
+    session_id = entry.get("sessionId")
+    updated_at = entry.get("updatedAt")
+    status = entry.get("status")
+    return SessionListing(
+        agent=agent,
+        key=key,
+        session_id=session_id if isinstance(session_id, str) else None,
+        updated_at=updated_at if isinstance(updated_at, int) and not isinstance(updated_at, bool) else None,
+        status=status if isinstance(status, str) else None,
+        transcript=transcript,
+        transcript_exists=exists,
+    )

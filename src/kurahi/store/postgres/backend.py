@@ -238,8 +238,7 @@ class PostgresBackend(Backend):
 
     def agent_ids(self) -> list[str]:
         """See :meth:`Backend.agent_ids`."""
-        with self.db.transaction() as conn:
-            return sorted(r[0] for r in conn.execute(SQL_AGENT_IDS))
+        return sorted(r[0] for r in self.db.query(SQL_AGENT_IDS))
 
     def audit(self) -> PostgresAudit:
         """See :meth:`Backend.audit`."""

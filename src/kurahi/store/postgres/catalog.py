@@ -75,17 +75,20 @@ class PostgresCatalog(CatalogBase):
         return f"PostgresCatalog({self.path!r})"
 
     def _rows(self, conn: psycopg.Connection[tuple[Any, ...]]) -> tuple[Store, dict[str, int]]:
+        return self._decode(conn.execute(SQL_LOAD, (self._agent.agent_id,)).fetchall())
+
+    def _decode(self, rows: list[tuple[Any, ...]]) -> tuple[Store, dict[str, int]]:
         store: Store = {}
         positions: dict[str, int] = {}
-        for key, position, text in conn.execute(SQL_LOAD, (self._agent.agent_id,)):
+        for key, position, text in rows:
             store[key] = decode_entry(text, path=str(self.path), key=key)
             positions[key] = int(position)
         return store, positions
 
     def _load(self) -> Store:
         try:
-            with self._agent.backend.db.transaction() as conn:
-                return self._rows(conn)[0]
+            rows = self._agent.backend.db.query(SQL_LOAD, (self._agent.agent_id,))
+            return self._decode(rows)[0]
         except DatabaseUnavailableError as exc:
             raise CatalogError(str(exc), path=self.path) from exc
 

@@ -13,7 +13,8 @@ whose commit was under way, the append finds out which, see
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -50,6 +51,7 @@ class Database:
         self.where = safe_url(params)
         self._secrets = (params.get("password"), password)
         self._timeout = connect_timeout
+        self._idle_since: dict[int, float] = {}
         self._conninfo = psycopg.conninfo.make_conninfo(conninfo, connect_timeout=max(1, round(connect_timeout)))
         # Connect once by hand first: a server that is down fails here at once, with libpq's
         # reason, instead of after the pool's whole wait.
@@ -63,10 +65,9 @@ class Database:
             timeout=connect_timeout,
             reconnect_timeout=connect_timeout,
             name="kurahi",
-            # A pooled connection is checked (an empty query) before it is handed out, so
-            # one the server dropped (a restart, a failover, an idle timeout) is replaced
-            # instead of failing the caller's transaction.
-            check=psycopg_pool.ConnectionPool.check_connection,
+            kwargs={"autocommit": True},
+            check=self._check,
+            reset=self._returned,
         )
         try:
             self._pool.open(wait=True, timeout=connect_timeout)
@@ -76,6 +77,22 @@ class Database:
 
     def __repr__(self) -> str:
         return f"Database({self.where!r})"
+
+    # A connection that sat in the pool for a while is checked (an empty query) before it is
+    # handed out, so one the server dropped meanwhile (a restart, a failover, an idle
+    # timeout) is replaced instead of failing the caller's work. One used moments ago is
+    # not: checking every time would add a round trip to every append. If the server went
+    # away in between anyway, that one call fails cleanly (DatabaseUnavailableError) and the
+    # pool replaces the broken connection.
+    _CHECK_AFTER_IDLE = 1.0
+
+    def _returned(self, conn: Conn) -> None:
+        self._idle_since[id(conn)] = time.monotonic()
+
+    def _check(self, conn: Conn) -> None:
+        since = self._idle_since.pop(id(conn), None)
+        if since is None or time.monotonic() - since > self._CHECK_AFTER_IDLE:
+            psycopg_pool.ConnectionPool.check_connection(conn)
 
     def unavailable(self, exc: BaseException) -> DatabaseUnavailableError:
         """The error for a connection that could not be made or broke (the driver's words, scrubbed)."""
@@ -100,6 +117,38 @@ class Database:
             yield conn
         finally:
             conn.close()
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[Conn]:
+        """A pooled connection in autocommit mode: each statement is a transaction of its own.
+
+        For work that is one statement (an append without records, a read): one round trip.
+
+        Raises:
+            DatabaseUnavailableError: no connection could be had, or it broke.
+        """
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except psycopg_pool.PoolTimeout as exc:
+            raise self.unavailable(exc) from None
+        except psycopg.OperationalError as exc:
+            raise self.unavailable(exc) from None
+
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        """Run one reading statement and return its rows, once more on a new connection if the first broke.
+
+        Only for statements that change nothing (running one twice is harmless).
+
+        Raises:
+            DatabaseUnavailableError: it failed twice.
+        """
+        try:
+            with self.connection() as conn:
+                return conn.execute(sql, params).fetchall()
+        except DatabaseUnavailableError:
+            with self.connection() as conn:
+                return conn.execute(sql, params).fetchall()
 
     @contextlib.contextmanager
     def transaction(self, *, durable: bool = True) -> Iterator[Conn]:

@@ -79,8 +79,7 @@ class PostgresLog(RecordLog):
 
     def lines(self) -> list[bytes]:
         """Every record's stored bytes, in order."""
-        with self.db.transaction() as conn:
-            return [bytes(r[0]) for r in conn.execute(SQL_RECORDS, (self.agent_id, self.name))]
+        return [bytes(r[0]) for r in self.db.query(SQL_RECORDS, (self.agent_id, self.name))]
 
     def records(self) -> Iterator[dict[str, Any]]:
         """See :meth:`RecordLog.records`."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import msgspec
 import psycopg
@@ -58,10 +58,14 @@ WITH lease AS (
     RETURNING id
 )
 INSERT INTO kurahi.entries (transcript_id, seq, line)
-SELECT id, %(seq)s, %(line)s FROM grown
+SELECT id, %(seq)s, %(line)s FROM grown, (SELECT set_config('synchronous_commit', %(sync)s, true)) AS durability
 RETURNING seq
 """
-"""Append one line at ``seq`` if the lease is still ours (renewing it) and ``seq`` is next; the seq or no row."""
+"""Append one line at ``seq`` if the lease is still ours (renewing it) and ``seq`` is next; the seq or no row.
+
+One statement, so in autocommit it is one transaction and one round trip; ``sync`` is
+``on`` (the commit waits for the WAL to reach disk) or ``off`` (a later durable commit does).
+"""
 SQL_HAS_LINE = "SELECT line = %s FROM kurahi.entries WHERE transcript_id = %s AND seq = %s"
 SQL_LAST_LINE = """
 SELECT t.last_seq, (SELECT e.line FROM kurahi.entries e WHERE e.transcript_id = t.id AND e.seq = t.last_seq)
@@ -132,24 +136,46 @@ class PostgresHandle(TranscriptHandle):
             if self._needs_newline:
                 line = b"\n" + line  # the transcript ends in a torn line; ours starts on a line of its own
             seq = self._seq + 1
-            try:
-                self._append(seq, line, durable, ours)
-            except DatabaseUnavailableError as exc:
-                # The commit may have happened before the connection broke: we are the only
-                # writer, so the row at seq says which.
-                try:
-                    done = self._landed(seq, line)
-                except DatabaseUnavailableError:
-                    done = False
-                if not done:
-                    raise AppendError(f"append failed, nothing was appended ({exc})", path=self.locator) from exc
+            self._append_once(seq, line, durable, ours)
             self._seq = seq
             self._needs_newline = False
             self._dirty = self._dirty or not durable
         for log, rec in later:
             log.append(rec)
 
-    def _append(self, seq: int, line: bytes, durable: bool, records: list[tuple[PostgresLog, bytes]]) -> None:
+    def _append_once(self, seq: int, line: bytes, durable: bool, records: list[tuple[PostgresLog, bytes]]) -> None:
+        """Append at ``seq``, exactly once, through a connection that breaks (a restart, a failover).
+
+        A broken connection leaves it unknown whether the commit happened. We are the only
+        writer (the lease), so the row at ``seq`` says which: there with our line, it did;
+        absent, nothing was written and trying again on a new connection is safe (the
+        fencing and the ``seq`` check still hold).
+        """
+        failure: DatabaseUnavailableError | None = None
+        for attempt in range(3):
+            try:
+                if self._append(seq, line, durable, records):
+                    return
+            except DatabaseUnavailableError as exc:
+                failure = exc
+            else:
+                # No row: the lease is not ours, or (on a retry) our first attempt did commit.
+                try:
+                    if attempt and self._landed(seq, line):
+                        return
+                except DatabaseUnavailableError as exc:
+                    failure = exc
+                    continue
+                self._lose()
+            try:
+                if self._landed(seq, line):
+                    return
+            except DatabaseUnavailableError as exc:
+                failure = exc
+        raise AppendError(f"append failed, nothing was appended ({failure})", path=self.locator) from failure
+
+    def _append(self, seq: int, line: bytes, durable: bool, records: list[tuple[PostgresLog, bytes]]) -> bool:
+        """One attempt; ``False`` when the lease (or ``seq``) did not match and nothing was written."""
         backend = self._store.agent.backend
         params = {
             "t": self.transcript_id,
@@ -159,30 +185,36 @@ class PostgresHandle(TranscriptHandle):
             "seq": seq,
             "n": len(line),
             "line": line,
+            "sync": "on" if durable else "off",
         }
         try:
+            if not records:
+                with self._db.connection() as conn:  # one statement: its own transaction
+                    return conn.execute(SQL_APPEND, params).fetchone() is not None
             with self._db.transaction(durable=durable) as conn:
                 if conn.execute(SQL_APPEND, params).fetchone() is None:
-                    self._lost = True
-                    raise LeaseLostError(
-                        "this writer's lease was taken over by another gateway (its fencing token is stale); "
-                        "nothing was appended",
-                        path=self.locator,
-                    )
+                    return False
                 backend.fault_point("append.after_entry")
                 for log, data in records:
                     log.ensure_agent(conn)
                     conn.execute(SQL_APPEND_RECORDS, (log.agent_id, log.name, [data]))
+            return True
         except psycopg.Error as exc:
             raise AppendError(
                 f"append refused by the database: {self._db.failed(exc, 'append')}; nothing was appended",
                 path=self.locator,
             ) from None
 
+    def _lose(self) -> NoReturn:
+        self._lost = True
+        raise LeaseLostError(
+            "this writer's lease was taken over by another gateway (its fencing token is stale); nothing was appended",
+            path=self.locator,
+        )
+
     def _landed(self, seq: int, line: bytes) -> bool:
-        with self._db.transaction() as conn:
-            row = conn.execute(SQL_HAS_LINE, (line, self.transcript_id, seq)).fetchone()
-        return bool(row and row[0])
+        rows = self._db.query(SQL_HAS_LINE, (line, self.transcript_id, seq))
+        return bool(rows and rows[0][0])
 
     def sync(self) -> None:
         """Make earlier appends durable: one durable commit (a lease renewal) flushes every commit before it."""
@@ -190,7 +222,7 @@ class PostgresHandle(TranscriptHandle):
             if not self._open or not self._dirty:
                 return
             try:
-                with self._db.transaction() as conn:
+                with self._db.connection() as conn:
                     conn.execute(SQL_TOUCH, {"t": self.transcript_id, "token": self.token})
             except DatabaseUnavailableError as exc:
                 raise AppendError(f"cannot make appends durable: {exc}", path=self.locator) from exc
@@ -211,7 +243,7 @@ class PostgresHandle(TranscriptHandle):
         if self._lost:
             return
         try:
-            with self._db.transaction() as conn:
+            with self._db.connection() as conn:
                 conn.execute(SQL_RELEASE, {"t": self.transcript_id, "owner": backend.owner_id, "token": self.token})
         except DatabaseUnavailableError:
             pass  # the lease expires on its own
@@ -298,32 +330,28 @@ class PostgresTranscripts(TranscriptStore):
     def exists(self, name: str) -> bool:
         """See :meth:`TranscriptStore.exists`."""
         check_transcript_name(name)
-        with self.agent.backend.db.transaction() as conn:
-            return conn.execute(SQL_FIND, (self.agent.agent_id, name)).fetchone() is not None
+        return bool(self.agent.backend.db.query(SQL_FIND, (self.agent.agent_id, name)))
 
     def names(self) -> list[str]:
         """See :meth:`TranscriptStore.names` (sorted here, by code point, whatever the database's collation)."""
-        with self.agent.backend.db.transaction() as conn:
-            return sorted(r[0] for r in conn.execute(SQL_NAMES, (self.agent.agent_id,)))
+        return sorted(r[0] for r in self.agent.backend.db.query(SQL_NAMES, (self.agent.agent_id,)))
 
     def info(self, name: str) -> TranscriptInfo | None:
         """See :meth:`TranscriptStore.info` (``modified_ms``: the last append's commit time)."""
         check_transcript_name(name)
-        with self.agent.backend.db.transaction() as conn:
-            row = conn.execute(SQL_INFO, (self.agent.agent_id, name)).fetchone()
-        return None if row is None else TranscriptInfo(int(row[0]), int(row[1]))
+        rows = self.agent.backend.db.query(SQL_INFO, (self.agent.agent_id, name))
+        return TranscriptInfo(int(rows[0][0]), int(rows[0][1])) if rows else None
 
     def export(self, name: str) -> bytes:
         """See :meth:`TranscriptStore.export` (the lines in order, concatenated)."""
         check_transcript_name(name)
         try:
-            with self.agent.backend.db.transaction() as conn:
-                row = conn.execute(SQL_EXPORT, (self.agent.agent_id, name)).fetchone()
+            rows = self.agent.backend.db.query(SQL_EXPORT, (self.agent.agent_id, name))
         except DatabaseUnavailableError as exc:
             raise TranscriptReadError(str(exc), path=self.locator(name)) from exc
-        if row is None:
+        if not rows:
             raise TranscriptReadError("no such transcript", path=self.locator(name))
-        return bytes(row[1])
+        return bytes(rows[0][1])
 
     def import_bytes(self, name: str, data: bytes) -> None:
         """See :meth:`TranscriptStore.import_bytes` (one transaction: the row and every line)."""

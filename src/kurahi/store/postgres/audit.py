@@ -41,7 +41,7 @@ class PostgresAudit(LineAuditLog):
         return f"PostgresAudit({self.locator!r})"
 
     def _lines(self) -> list[bytes] | None:
-        lines = [bytes(r[0]) for r in self._db.query(SQL_LINES)]
+        lines = [bytes(r[0]) for r in self._db.query(SQL_LINES, binary=True)]
         return lines or None
 
     def _append_after_last(self, make: Callable[[bytes | None], bytes]) -> None:

@@ -135,20 +135,23 @@ class Database:
         except psycopg.OperationalError as exc:
             raise self.unavailable(exc) from None
 
-    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
+    def query(
+        self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None, *, binary: bool = False
+    ) -> list[tuple[Any, ...]]:
         """Run one reading statement and return its rows, once more on a new connection if the first broke.
 
-        Only for statements that change nothing (running one twice is harmless).
+        Only for statements that change nothing (running one twice is harmless). ``binary``
+        asks for results in binary form: ``bytea`` comes as its bytes, not twice as many hex digits.
 
         Raises:
             DatabaseUnavailableError: it failed twice.
         """
         try:
             with self.connection() as conn:
-                return conn.execute(sql, params).fetchall()
+                return conn.execute(sql, params, binary=binary).fetchall()
         except DatabaseUnavailableError:
             with self.connection() as conn:
-                return conn.execute(sql, params).fetchall()
+                return conn.execute(sql, params, binary=binary).fetchall()
 
     @contextlib.contextmanager
     def transaction(self, *, durable: bool = True) -> Iterator[Conn]:

@@ -79,7 +79,7 @@ class PostgresLog(RecordLog):
 
     def lines(self) -> list[bytes]:
         """Every record's stored bytes, in order."""
-        return [bytes(r[0]) for r in self.db.query(SQL_RECORDS, (self.agent_id, self.name))]
+        return [bytes(r[0]) for r in self.db.query(SQL_RECORDS, (self.agent_id, self.name), binary=True)]
 
     def records(self) -> Iterator[dict[str, Any]]:
         """See :meth:`RecordLog.records`."""

@@ -72,10 +72,10 @@ SELECT t.last_seq, (SELECT e.line FROM kurahi.entries e WHERE e.transcript_id = 
 FROM kurahi.transcripts t WHERE t.id = %s
 """
 SQL_EXPORT = """
-SELECT t.id, (SELECT coalesce(string_agg(e.line, ''::bytea ORDER BY e.seq), ''::bytea)
-              FROM kurahi.entries e WHERE e.transcript_id = t.id)
-FROM kurahi.transcripts t WHERE t.agent_id = %s AND t.name = %s
+SELECT e.line FROM kurahi.transcripts t LEFT JOIN kurahi.entries e ON e.transcript_id = t.id
+WHERE t.agent_id = %s AND t.name = %s ORDER BY e.seq
 """
+"""A transcript's lines in order (no row: no such transcript; one NULL: no line yet)."""
 SQL_NAMES = "SELECT name FROM kurahi.transcripts WHERE agent_id = %s"
 SQL_INFO = """
 SELECT size, (extract(epoch FROM modified_at) * 1000)::bigint
@@ -346,12 +346,12 @@ class PostgresTranscripts(TranscriptStore):
         """See :meth:`TranscriptStore.export` (the lines in order, concatenated)."""
         check_transcript_name(name)
         try:
-            rows = self.agent.backend.db.query(SQL_EXPORT, (self.agent.agent_id, name))
+            rows = self.agent.backend.db.query(SQL_EXPORT, (self.agent.agent_id, name), binary=True)
         except DatabaseUnavailableError as exc:
             raise TranscriptReadError(str(exc), path=self.locator(name)) from exc
         if not rows:
             raise TranscriptReadError("no such transcript", path=self.locator(name))
-        return bytes(rows[0][1])
+        return b"".join(r[0] for r in rows if r[0] is not None)
 
     def import_bytes(self, name: str, data: bytes) -> None:
         """See :meth:`TranscriptStore.import_bytes` (one transaction: the row and every line)."""

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint demo peer bench clean
+.PHONY: install test lint demo peer postgres bench clean
 
 install: $(STAMP)
 
@@ -46,12 +46,31 @@ peer:
 	      openclaw@$$v || exit 1; \
 	    touch $$dir/.complete; fi; done
 
+# PostgreSQL for the tests marked postgres, which start a throwaway cluster of their own
+# (kurahi.testing_pg: a temp dir, a loopback port, removed at the end). When its server
+# binaries cannot be found (`python -m kurahi.testing_pg` looks where the tests do) and we
+# are root, the Debian package postgresql is installed (apt-get update first when the
+# package lists lack it). Not root or no apt-get: the PostgreSQL tests are SKIPPED, loudly.
+# Nothing to do, and fast, when the binaries are there.
+PG_FOUND = $(BIN)/python -m kurahi.testing_pg >/dev/null 2>&1
+postgres: install
+	@if $(PG_FOUND); then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+	  echo "!!! PostgreSQL server binaries not found, and installing them needs root and apt-get: the PostgreSQL tests will be SKIPPED !!!"; \
+	  exit 0; fi; \
+	echo "installing the Debian package postgresql (apt-get) for the PostgreSQL tests"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	apt-get install -y -qq -o Dpkg::Use-Pty=0 postgresql >/dev/null 2>&1 || \
+	  { apt-get update -qq >/dev/null && apt-get install -y -qq -o Dpkg::Use-Pty=0 postgresql >/dev/null; } || \
+	  { echo "!!! apt-get install postgresql failed !!!"; exit 1; }; \
+	$(PG_FOUND) || { echo "!!! postgresql is installed, but its server binaries are still not found !!!"; exit 1; }
+
 lint: install
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
-test: install peer lint
+test: install peer postgres lint
 	$(BIN)/pytest -q
 
 # The main job: a throwaway gateway with the deterministic provider, all four disruptions,

@@ -1,14 +1,18 @@
-"""Shared fixtures: the Pi peer and the OpenClaw peer (skipped loudly when node is absent)."""
+"""Shared fixtures: the Pi peer and the OpenClaw peer (skipped loudly when node is absent), and a
+throwaway PostgreSQL (``pg_server``, ``pg_url``; skipped loudly when it cannot start)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
+from kurahi.errors import PostgresUnavailableError
 from kurahi.store import native
+from kurahi.testing_pg import ThrowawayPostgres, find_bindir
 from openclaw_peer import OPENCLAW_VERSIONS, OpenClawFactory, OpenClawPeer, OpenClawVersion, require, unavailable
 from peer import PI_MISSING, PI_VERSIONS, PiPeer, missing, package_dir
 
@@ -16,6 +20,18 @@ C_SCANNER = "C scanner: built" if native.available() else "!!! C scanner: NOT BU
 
 
 OPENCLAW_MISSING = "; ".join(f"{v}: {why}" for v in OPENCLAW_VERSIONS if (why := unavailable(v))) or None
+
+PG_FIXTURES = {"pg_server", "pg_url"}
+# What became of the run's PostgreSQL: "started" (a description), "why" (it could not start),
+# "databases" (how many pg_url made). Empty when no test asked for it.
+_PG: dict[str, Any] = {}
+
+
+def _pg_binaries() -> str:
+    try:
+        return f"PostgreSQL server binaries: {find_bindir()}"
+    except PostgresUnavailableError as exc:
+        return f"!!! {exc}: the tests marked postgres will be SKIPPED !!!"
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -25,8 +41,15 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         else f"OpenClaw peers: {', '.join(OPENCLAW_VERSIONS)}"
     )
     if PI_MISSING:
-        return [f"!!! Pi peers missing: {PI_MISSING} !!!", openclaw, C_SCANNER]
-    return [f"Pi peers: {', '.join(str(package_dir(v)) for v in PI_VERSIONS)}", openclaw, C_SCANNER]
+        return [f"!!! Pi peers missing: {PI_MISSING} !!!", openclaw, C_SCANNER, _pg_binaries()]
+    return [f"Pi peers: {', '.join(str(package_dir(v)) for v in PI_VERSIONS)}", openclaw, C_SCANNER, _pg_binaries()]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Every test that uses the PostgreSQL fixtures is marked postgres (so -m "not postgres" leaves them out).
+    for item in items:
+        if PG_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.postgres)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -71,6 +94,15 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if OPENCLAW_MISSING:
         terminalreporter.write_line(f"!!! OpenClaw: {OPENCLAW_MISSING} !!!", red=True, bold=True)
     terminalreporter.write_line(C_SCANNER, red=not native.available())
+    if "why" in _PG:
+        skipped = sum(
+            1 for r in terminalreporter.stats.get("skipped", []) if "PostgreSQL could not start" in str(r.longrepr)
+        )
+        terminalreporter.write_line(
+            f"!!! PostgreSQL could not start ({skipped} tests SKIPPED): {_PG['why']} !!!", red=True, bold=True
+        )
+    elif "started" in _PG:
+        terminalreporter.write_line(f"PostgreSQL: {_PG['started']}, {_PG.get('databases', 0)} test databases")
 
 
 @pytest.fixture
@@ -116,3 +148,35 @@ def openclaw(tmp_path: Path) -> Iterator[OpenClawFactory]:
     yield make
     for peer in made:
         peer.close()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[ThrowawayPostgres]:
+    """One throwaway PostgreSQL for the whole run (:mod:`kurahi.testing_pg`), stopped and removed at the end.
+
+    When it cannot start, every test that uses it is skipped with the reason, and the
+    terminal summary says so in red: the only case where these tests do not run.
+    """
+    from gateways import ALL_SECRETS
+
+    server = ThrowawayPostgres()
+    try:
+        server.start()
+    except PostgresUnavailableError as exc:
+        _PG["why"] = str(exc)
+        pytest.skip(f"!!! PostgreSQL could not start: {exc} !!!")
+    password = urlsplit(server.url).password
+    assert password
+    ALL_SECRETS.add(password)  # the end-of-run leak scan looks for it in every file the suite left
+    _PG["started"] = f"a throwaway PostgreSQL {server.server_version} ({server.bindir}) on {server.host}:{server.port}"
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: ThrowawayPostgres) -> str:
+    """A fresh database of the run's server for this test: its URL, with the password (never print it)."""
+    _PG["databases"] = n = _PG.get("databases", 0) + 1
+    return pg_server.create_database(f"test_{n}")

@@ -27,6 +27,7 @@ ROOMS = [
     "kurahi.jsvalues",
     "kurahi.testing",
     "kurahi.testing_sessions",
+    "kurahi.testing_pg",
     "kurahi.jsops",
 ]
 

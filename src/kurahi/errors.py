@@ -69,6 +69,7 @@ Hierarchy::
     ├── ContinuityError               the `continuity` room: reports and runs that cannot be used
     │   ├── ManifestError             a manifest that is not in the manifest format (field)
     │   └── SigningKeyError           the signing key file: unreadable, malformed, too open
+    ├── PostgresUnavailableError      a throwaway PostgreSQL (`kurahi.testing_pg`) that could not start
     ├── SecretFileError               the owner token, device registry or home open to other users
     └── UsageError                    a caller passed something that cannot work
 """
@@ -118,6 +119,7 @@ __all__ = [
     "PairingRefusedError",
     "ParentCycleError",
     "PathRefusedError",
+    "PostgresUnavailableError",
     "PreTurnValidationError",
     "PreconditionError",
     "ProvenanceError",
@@ -675,6 +677,28 @@ class SigningKeyError(ContinuityError):
     def __init__(self, message: str, *, path: str | Path | None = None) -> None:
         self.path = str(path) if path is not None else None
         super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+class PostgresUnavailableError(KurahiError):
+    """A throwaway PostgreSQL server (:mod:`kurahi.testing_pg`) could not be started or used.
+
+    The message says why: no server binaries found, no user to run the server as (under
+    root), ``initdb`` or ``pg_ctl start`` failed (with the last lines of their output or of
+    the server log), or a database could not be created. It never holds the password: every
+    line taken from a tool's output is scrubbed of it first.
+
+    Attributes:
+        reason: ``binaries``, ``user``, ``directory``, ``initdb``, ``start`` or ``createdb``.
+        log_tail: the last lines of the output or log concerned (scrubbed), oldest first.
+    """
+
+    REASONS = ("binaries", "user", "directory", "initdb", "start", "createdb")
+
+    def __init__(self, message: str, *, reason: str, log_tail: list[str] | None = None) -> None:
+        self.reason = reason
+        self.log_tail = list(log_tail or [])
+        tail = "".join(f"\n    {line}" for line in self.log_tail)
+        super().__init__(message + (f"; last lines:{tail}" if tail else ""))
 
 
 class SecretFileError(KurahiError):

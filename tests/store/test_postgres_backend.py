@@ -317,3 +317,28 @@ def test_appending_after_a_torn_tail_matches_the_file_backend(
 def test_open_backend_names_postgres(pg_url: str, tmp_path: Path) -> None:
     with open_backend(tmp_path, pg_url) as backend:
         assert isinstance(backend, PostgresBackend) and backend.kind == "postgres"
+
+
+def test_a_database_that_goes_away_mid_session_fails_cleanly_and_comes_back(
+    open_pg: Callable[..., PostgresBackend], pg_url: str
+) -> None:
+    backend = open_pg(connect_timeout=0.5, renew_in_background=False)
+    ledger = backend.agent("main", create=True).log("ledger")
+    h = backend.agent("main").transcripts.create("s.jsonl", HEADER, durable=True)
+    h.append(line(1), durable=True)
+    db = urlsplit(pg_url).path.lstrip("/")
+    admin = pg_url.rsplit("/", 1)[0] + "/postgres"
+    sql(admin, f'ALTER DATABASE "{db}" ALLOW_CONNECTIONS false')
+    sql(admin, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [db])
+    try:
+        with pytest.raises(AppendError, match="nothing was appended") as info:
+            h.append(line(2), durable=True, records=[(ledger, {"kind": "intent", "actionId": "s:2"})])
+        assert urlsplit(pg_url).password not in str(info.value)
+        with pytest.raises(KurahiError):
+            backend.agent("main").transcripts.export("s.jsonl")
+    finally:
+        sql(admin, f'ALTER DATABASE "{db}" ALLOW_CONNECTIONS true')
+    h.append(line(3), durable=True, records=[(ledger, {"kind": "intent", "actionId": "s:3"})])  # reconnected
+    h.close()
+    assert backend.agent("main").transcripts.export("s.jsonl") == HEADER + line(1) + line(3)
+    assert [r["actionId"] for r in ledger.records()] == ["s:3"]

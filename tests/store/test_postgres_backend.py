@@ -22,6 +22,7 @@ from kurahi.errors import (
     LockHeldError,
     OwnerInUseError,
     SchemaVersionError,
+    UsageError,
 )
 from kurahi.store.backend import Backend
 from kurahi.store.backends import open_backend
@@ -342,3 +343,13 @@ def test_a_database_that_goes_away_mid_session_fails_cleanly_and_comes_back(
     h.close()
     assert backend.agent("main").transcripts.export("s.jsonl") == HEADER + line(1) + line(3)
     assert [r["actionId"] for r in ledger.records()] == ["s:3"]
+
+
+def test_without_the_driver_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import sys
+
+    for name in [m for m in sys.modules if m == "kurahi.store.postgres" or m.startswith("kurahi.store.postgres.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if the extra 'postgres' were not installed
+    with pytest.raises(UsageError, match=r"pip install 'kurahi\[postgres\]'"):
+        open_backend(tmp_path, "postgres://kurahi@127.0.0.1/kurahi")

@@ -69,10 +69,10 @@ def _open(option: str, store: str, password: Path | None) -> Backend:
         home = Path(store[len("file:") :]).expanduser()
         return FileBackend(home)
     if _is_database(store):
-        from kurahi.store.postgres import PostgresBackend
+        from kurahi.store.backends import postgres_backend
 
         _refuse_password_in(option, store)
-        return PostgresBackend(
+        return postgres_backend()(
             store,
             home=Path.cwd(),  # the database holds everything a copy touches; no home file is read
             owner_id=f"kurahi-store-{os.getpid()}",
@@ -116,14 +116,17 @@ def migrate_command(
 
     A schema newer than this Kurahi knows is refused (exit 4) and left as it is.
     """
-    from kurahi.store.postgres.db import Database
-    from kurahi.store.postgres.migrate import migrate
-
     if not _is_database(store):
         fail("--store must be a postgres:// URL (a file store has no schema to migrate)", EXIT.USAGE)
     if store != os.environ.get("KOLO_STORE"):
         _refuse_password_in("--store", store)
     with _store_errors():
+        from kurahi.store.backends import postgres_backend
+
+        postgres_backend()  # a clear error when the driver is not installed
+        from kurahi.store.postgres.db import Database
+        from kurahi.store.postgres.migrate import migrate
+
         db = Database(store, password=_password(password_file), max_connections=1)
         try:
             with db.connect() as conn:

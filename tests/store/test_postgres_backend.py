@@ -353,3 +353,69 @@ def test_without_the_driver_the_error_says_what_to_install(monkeypatch: pytest.M
     monkeypatch.setitem(sys.modules, "psycopg", None)  # as if the extra 'postgres' were not installed
     with pytest.raises(UsageError, match=r"pip install 'kurahi\[postgres\]'"):
         open_backend(tmp_path, "postgres://kurahi@127.0.0.1/kurahi")
+
+
+def test_takeovers_under_load_lose_nothing_acknowledged_and_accept_nothing_stale(
+    open_pg: Callable[..., PostgresBackend], pg_url: str
+) -> None:
+    """Two gateways contend for one session while its lease is cut under them, again and again."""
+    gateways = [open_pg(owner_id=f"gw-{i}", renew_in_background=False) for i in range(2)]
+    gateways[0].agent("main", create=True).transcripts.create("s.jsonl", HEADER, durable=True).close()
+    cond = threading.Condition()
+    state = {"since_cut": 0, "done": False}
+    acked: list[int] = []
+    refused: list[int] = []
+    numbers = iter(range(1, 1_000_000))
+    errors: list[BaseException] = []
+
+    def worker(backend: PostgresBackend) -> None:
+        ts = backend.agent("main").transcripts
+        try:
+            while not state["done"]:
+                try:
+                    h = ts.open("s.jsonl")
+                except LockHeldError:
+                    with cond:
+                        cond.wait(0.05)  # until the lease is cut (or look again)
+                    continue
+                try:
+                    while not state["done"]:
+                        with cond:
+                            n = next(numbers)
+                        try:
+                            h.append(line(n), durable=False)
+                        except LeaseLostError:
+                            refused.append(n)
+                            break
+                        acked.append(n)
+                        with cond:
+                            state["since_cut"] += 1
+                            cond.notify_all()
+                finally:
+                    h.close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(g,)) for g in gateways]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(25):
+            with cond:
+                assert cond.wait_for(lambda: state["since_cut"] >= 3 or bool(errors), timeout=60), "no progress"
+                state["since_cut"] = 0
+            sql(pg_url, "UPDATE kurahi.leases SET expires_at = now() - interval '1 second' WHERE owner_id IS NOT NULL")
+            with cond:
+                cond.notify_all()
+    finally:
+        state["done"] = True
+        with cond:
+            cond.notify_all()
+        for t in threads:
+            t.join()
+    assert not errors, errors
+    data = gateways[0].agent("main").transcripts.export("s.jsonl")
+    stored = [int(ln.split(b'"content":"m', 1)[1].split(b'"', 1)[0]) for ln in split_lines(data)[1:]]
+    assert stored == sorted(stored) and len(stored) == len(set(stored))  # in order, none twice
+    assert set(stored) == set(acked)  # every acknowledged append is there, nothing else
+    assert refused and not set(refused) & set(stored)  # stale writers were refused and wrote nothing

@@ -354,7 +354,15 @@ class StoreDatabaseError(StoreError):
 
 
 class DatabaseUnavailableError(StoreDatabaseError):
-    """The database cannot be reached: down at start, or the connection dropped; nothing was acknowledged."""
+    """The database cannot be reached: down at start, or the connection dropped; nothing was acknowledged.
+
+    Attributes:
+        unsent: no connection could be had, so nothing was sent (a write certainly did not happen).
+    """
+
+    def __init__(self, message: str, *, where: str | None = None, unsent: bool = False) -> None:
+        self.unsent = unsent
+        super().__init__(message, where=where)
 
 
 class SchemaVersionError(StoreDatabaseError):

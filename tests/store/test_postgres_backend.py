@@ -332,14 +332,20 @@ def test_a_database_that_goes_away_mid_session_fails_cleanly_and_comes_back(
     sql(admin, f'ALTER DATABASE "{db}" ALLOW_CONNECTIONS false')
     sql(admin, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [db])
     try:
-        with pytest.raises(AppendError, match="nothing was appended") as info:
+        # The connection broke under the statement, and no other could be had to ask whether
+        # it landed: the append fails, and this writer stops rather than guess.
+        with pytest.raises(AppendError, match="unknown") as info:
             h.append(line(2), durable=True, records=[(ledger, {"kind": "intent", "actionId": "s:2"})])
         assert urlsplit(pg_url).password not in str(info.value)
         with pytest.raises(KurahiError):
             backend.agent("main").transcripts.export("s.jsonl")
     finally:
         sql(admin, f'ALTER DATABASE "{db}" ALLOW_CONNECTIONS true')
-    h.append(line(3), durable=True, records=[(ledger, {"kind": "intent", "actionId": "s:3"})])  # reconnected
+    with pytest.raises(AppendError, match="open the transcript again"):
+        h.append(line(3), durable=True)
+    h.close()
+    h = backend.agent("main").transcripts.open("s.jsonl")  # reconnected: the writer reads the truth again
+    h.append(line(3), durable=True, records=[(ledger, {"kind": "intent", "actionId": "s:3"})])
     h.close()
     assert backend.agent("main").transcripts.export("s.jsonl") == HEADER + line(1) + line(3)
     assert [r["actionId"] for r in ledger.records()] == ["s:3"]
@@ -419,3 +425,17 @@ def test_takeovers_under_load_lose_nothing_acknowledged_and_accept_nothing_stale
     assert stored == sorted(stored) and len(stored) == len(set(stored))  # in order, none twice
     assert set(stored) == set(acked)  # every acknowledged append is there, nothing else
     assert refused and not set(refused) & set(stored)  # stale writers were refused and wrote nothing
+
+
+def test_an_append_that_cannot_get_a_connection_wrote_nothing_and_the_writer_goes_on(
+    open_pg: Callable[..., PostgresBackend], pg_url: str
+) -> None:
+    backend = open_pg(connect_timeout=0.5, renew_in_background=False, max_connections=1)
+    h = backend.agent("main", create=True).transcripts.create("s.jsonl", HEADER, durable=True)
+    db = backend.db
+    # The pool's only connection is busy: nothing can be sent.
+    with db.connection(), pytest.raises(AppendError, match="nothing was appended"):
+        h.append(line(1), durable=True)
+    h.append(line(2), durable=True)  # the same writer goes on
+    h.close()
+    assert backend.agent("main").transcripts.export("s.jsonl") == HEADER + line(2)

@@ -94,10 +94,10 @@ class Database:
         if since is None or time.monotonic() - since > self._CHECK_AFTER_IDLE:
             psycopg_pool.ConnectionPool.check_connection(conn)
 
-    def unavailable(self, exc: BaseException) -> DatabaseUnavailableError:
+    def unavailable(self, exc: BaseException, *, unsent: bool = False) -> DatabaseUnavailableError:
         """The error for a connection that could not be made or broke (the driver's words, scrubbed)."""
         reason = scrub(str(exc).strip() or type(exc).__name__, self._secrets)
-        return DatabaseUnavailableError(f"cannot reach the database: {reason}", where=self.where)
+        return DatabaseUnavailableError(f"cannot reach the database: {reason}", where=self.where, unsent=unsent)
 
     def failed(self, exc: psycopg.Error, what: str) -> StoreDatabaseError:
         """The error for a statement the database refused."""
@@ -130,8 +130,8 @@ class Database:
         try:
             with self._pool.connection() as conn:
                 yield conn
-        except psycopg_pool.PoolTimeout as exc:
-            raise self.unavailable(exc) from None
+        except psycopg_pool.PoolTimeout as exc:  # no connection to be had: nothing was sent
+            raise self.unavailable(exc, unsent=True) from None
         except psycopg.OperationalError as exc:
             raise self.unavailable(exc) from None
 

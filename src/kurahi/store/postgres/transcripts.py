@@ -109,6 +109,7 @@ class PostgresHandle(TranscriptHandle):
         self._dirty = False
         self._open = True
         self._lost = False
+        self._broken = False
         self._mutex = threading.Lock()
         store.agent.backend.hold(self)
 
@@ -133,6 +134,11 @@ class PostgresHandle(TranscriptHandle):
                 raise AppendError("session is closed", path=self.locator)
             if self._lost:
                 raise LeaseLostError("this writer's lease was taken over; nothing was appended", path=self.locator)
+            if self._broken:
+                raise AppendError(
+                    "this writer stopped after an append whose outcome is unknown; open the transcript again",
+                    path=self.locator,
+                )
             if self._needs_newline:
                 line = b"\n" + line  # the transcript ends in a torn line; ours starts on a line of its own
             seq = self._seq + 1
@@ -144,35 +150,50 @@ class PostgresHandle(TranscriptHandle):
             log.append(rec)
 
     def _append_once(self, seq: int, line: bytes, durable: bool, records: list[tuple[PostgresLog, bytes]]) -> None:
-        """Append at ``seq``, exactly once, through a connection that breaks (a restart, a failover).
+        """Append at ``seq`` exactly once, through a connection that breaks (a restart, a failover).
 
-        A broken connection leaves it unknown whether the commit happened. We are the only
-        writer (the lease), so the row at ``seq`` says which: there with our line, it did;
-        absent, nothing was written and trying again on a new connection is safe (the
-        fencing and the ``seq`` check still hold).
+        A connection that broke during the statement leaves it unknown whether the commit
+        happened. We are the only writer (the lease), so the row at ``seq`` says which:
+        there with our line, it did; absent, nothing was written and trying again on a new
+        connection is safe (the fencing and the ``seq`` check still hold). When the database
+        stays away so that nobody can say, this writer stops: its next append is refused
+        until the transcript is opened again (and read, which tells).
         """
         failure: DatabaseUnavailableError | None = None
+        absent = False  # known not to be stored
         for attempt in range(3):
             try:
                 if self._append(seq, line, durable, records):
                     return
             except DatabaseUnavailableError as exc:
-                failure = exc
+                # Not sent at all: this attempt wrote nothing; whether an earlier one did is
+                # what we knew before it.
+                failure, absent = exc, (absent or attempt == 0) if exc.unsent else False
             else:
                 # No row: the lease is not ours, or (on a retry) our first attempt did commit.
                 try:
                     if attempt and self._landed(seq, line):
                         return
                 except DatabaseUnavailableError as exc:
-                    failure = exc
+                    failure, absent = exc, False
                     continue
                 self._lose()
+            if absent:
+                continue
             try:
                 if self._landed(seq, line):
                     return
+                absent = True
             except DatabaseUnavailableError as exc:
                 failure = exc
-        raise AppendError(f"append failed, nothing was appended ({failure})", path=self.locator) from failure
+        if absent:
+            raise AppendError(f"append failed, nothing was appended ({failure})", path=self.locator) from failure
+        self._broken = True
+        raise AppendError(
+            f"the database went away during the append ({failure}); whether it was stored is unknown, "
+            "so this writer stops: open the transcript again",
+            path=self.locator,
+        ) from failure
 
     def _append(self, seq: int, line: bytes, durable: bool, records: list[tuple[PostgresLog, bytes]]) -> bool:
         """One attempt; ``False`` when the lease (or ``seq``) did not match and nothing was written."""

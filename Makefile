@@ -93,6 +93,7 @@ bench: install peer
 	$(BIN)/python benchmarks/gateway_load.py
 	$(BIN)/python benchmarks/audit_verify.py
 	$(BIN)/python benchmarks/provenance.py
+	$(BIN)/python benchmarks/store_backends.py
 
 clean:
 	rm -rf $(VENV) .peer .pytest_cache .mypy_cache .ruff_cache build src/kurahi/store/_native*.so

@@ -23,9 +23,15 @@ Hierarchy::
     │   ├── JournalWriteError         a journal record (ledger, jobs, queue) could not be appended durably
     │   ├── LockError                 lock files
     │   │   └── LockHeldError         another live process holds the lock
-    │   └── CatalogError              sessions.json
-    │       ├── CatalogCorruptError   exists but does not parse: never overwritten
-    │       └── CatalogEntryError     an entry or key is not acceptable
+    │   │       ├── LeaseLostError    a database lease taken over: this writer is fenced off, nothing written
+    │   │       └── OwnerInUseError   another live gateway runs with the same lease owner id
+    │   ├── CatalogError              sessions.json
+    │   │   ├── CatalogCorruptError   exists but does not parse: never overwritten
+    │   │   └── CatalogEntryError     an entry or key is not acceptable
+    │   ├── StoreDatabaseError        the PostgreSQL backend's database (never a password in the message)
+    │   │   ├── DatabaseUnavailableError  cannot connect, or the connection dropped (names host and database)
+    │   │   └── SchemaVersionError    the schema is newer than this code (refused) or not migrated
+    │   └── StoreCopyError            a copy between stores refused (non-empty target) or not verified
     ├── LineageError                  the `lineage` room
     │   ├── StitchError               sources that cannot be stitched as asked
     │   ├── CheckError                a file check cannot vouch for (a version-1/2 session)
@@ -90,6 +96,7 @@ __all__ = [
     "ConfigError",
     "ContextEditError",
     "ContinuityError",
+    "DatabaseUnavailableError",
     "EntryNotFoundError",
     "GatewayError",
     "GatewayRequestError",
@@ -97,6 +104,7 @@ __all__ = [
     "GatewayUnavailableError",
     "JournalWriteError",
     "KurahiError",
+    "LeaseLostError",
     "LifecycleError",
     "LineageError",
     "LockError",
@@ -104,6 +112,7 @@ __all__ = [
     "ManifestError",
     "NotASessionError",
     "OpenClawRunningError",
+    "OwnerInUseError",
     "PackageError",
     "PackageNotFoundError",
     "PackageTamperedError",
@@ -117,12 +126,15 @@ __all__ = [
     "ProviderError",
     "ProviderTimeoutError",
     "QueueFullError",
+    "SchemaVersionError",
     "SecretFileError",
     "SigningKeyError",
     "SqliteSchemaError",
     "SqliteStoreBusyError",
     "SqliteStoreError",
     "StitchError",
+    "StoreCopyError",
+    "StoreDatabaseError",
     "StoreError",
     "ToolDeniedError",
     "ToolError",
@@ -307,6 +319,71 @@ class CatalogCorruptError(CatalogError):
 
 class CatalogEntryError(CatalogError):
     """A catalog key or entry is not acceptable."""
+
+
+class LeaseLostError(LockHeldError):
+    """A writer's lease on a transcript was taken over (it had expired): the writer is fenced off.
+
+    Raised by an append whose transaction found the lease no longer held with this
+    writer's fencing token: nothing was written, and nothing this handle appends will be.
+    Open the transcript again (once the new holder lets go) to write to it.
+    """
+
+
+class OwnerInUseError(LockHeldError):
+    """Another live gateway is using the same lease owner id on this database; this one is refused.
+
+    Two processes with one owner id could not be told apart by their leases. The other
+    one's heartbeat is recent; once it stops (and its claim expires), the id is free.
+    """
+
+
+class StoreDatabaseError(StoreError):
+    """The PostgreSQL backend's database could not be used as asked.
+
+    Messages name the server and database (``postgresql://user@host:port/db``), never a
+    password: everything quoted from the driver is scrubbed of it first.
+
+    Attributes:
+        where: the database, without a password.
+    """
+
+    def __init__(self, message: str, *, where: str | None = None) -> None:
+        self.where = where
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class DatabaseUnavailableError(StoreDatabaseError):
+    """The database cannot be reached: down at start, or the connection dropped; nothing was acknowledged.
+
+    Attributes:
+        unsent: no connection could be had, so nothing was sent (a write certainly did not happen).
+    """
+
+    def __init__(self, message: str, *, where: str | None = None, unsent: bool = False) -> None:
+        self.unsent = unsent
+        super().__init__(message, where=where)
+
+
+class SchemaVersionError(StoreDatabaseError):
+    """The database's schema version is not the code's.
+
+    A schema newer than this code knows is refused (an older Kurahi must not write a newer
+    layout); an older one needs ``kurahi store migrate`` when the backend does not migrate.
+
+    Attributes:
+        found: the database's version.
+        known: the newest version this code knows.
+    """
+
+    def __init__(self, message: str, *, where: str | None = None, found: int, known: int) -> None:
+        self.found = found
+        self.known = known
+        super().__init__(message, where=where)
+
+
+class StoreCopyError(StoreError):
+    """A copy between stores was refused (a non-empty target without ``force``) or did not verify."""
 
 
 class LineageError(KurahiError):

@@ -97,6 +97,27 @@ class BackendConformance:
         second.close()
         assert ts.export("s1.jsonl") == _HEADER + _ENTRY
 
+    def test_reopened_transcripts_append_after_what_is_there(self) -> None:
+        ts = self.make_backend().agent("main", create=True).transcripts
+        h = ts.create("s1.jsonl", _HEADER, durable=True)
+        h.append(_ENTRY, durable=False)
+        h.close()
+        for _ in range(2):
+            h = ts.open("s1.jsonl")
+            h.append(_ENTRY.replace(b"a1b2c3d4", b"e5f6a7b8"), durable=True)
+            h.close()
+        expected = _HEADER + _ENTRY + 2 * _ENTRY.replace(b"a1b2c3d4", b"e5f6a7b8")
+        assert ts.export("s1.jsonl") == expected
+        info = ts.info("s1.jsonl")
+        assert info is not None and info.size == len(expected)
+
+    def test_names_sort_by_code_point(self) -> None:
+        ts = self.make_backend().agent("main", create=True).transcripts
+        names = ["b.jsonl", "a.jsonl", "B.jsonl", "\u00e9.jsonl", "a-1.jsonl", "a_1.jsonl"]
+        for name in names:
+            ts.import_bytes(name, _HEADER)
+        assert ts.names() == sorted(names)
+
     def test_names_are_never_paths(self) -> None:
         ts = self.make_backend().agent("main", create=True).transcripts
         for bad in _BAD_NAMES:
@@ -181,6 +202,18 @@ class BackendConformance:
         cat.upsert_many({"k1": {"lastInteractionAt": 7}, "missing": {"lastInteractionAt": 7}})
         assert cat.get("k1") == {"sessionId": "s9", "updatedAt": 2, "lastInteractionAt": 7}
         assert cat.get("missing") is None
+
+    def test_catalog_keeps_its_order(self) -> None:
+        cat = self.make_backend().agent("main", create=True).catalog
+        for key in ("k3", "k1", "k2"):
+            cat.upsert(key, {"sessionId": key, "updatedAt": 1, "zeta": 1, "alpha": 2})
+        cat.upsert("k1", {"sessionId": "changed"})  # an update keeps the key's place
+        assert cat.keys() == ["k3", "k1", "k2"]
+        assert list(cat.get("k1") or {}) == ["sessionId", "updatedAt", "zeta", "alpha"]  # and the fields' order
+        cat.delete("k3")
+        cat.upsert("k3", {"sessionId": "again", "updatedAt": 2})  # back, at the end
+        assert cat.keys() == ["k1", "k2", "k3"]
+        assert [k for k, _ in cat.items()] == cat.keys()
 
     def test_catalog_refuses_bad_keys_and_values(self) -> None:
         cat = self.make_backend().agent("main", create=True).catalog

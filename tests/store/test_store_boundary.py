@@ -22,6 +22,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cli/__init__.py", "main"): "/dev/null for a closed stdout",
     ("cli/continuity.py", "run_command"): "the user's --facts JSON file",
     ("cli/demo.py", "demo"): "the demo's own scratch transcript, torn on purpose to show the repair",
+    ("cli/store.py", "_password"): "a --password-file: the database password for store migrate/copy",
     ("continuity/hashcache.py", "_load"): "run/hash-cache.json",
     ("continuity/hashcache.py", "hash_file"): "any file named in a manifest, hashed without following links",
     ("continuity/report.py", "read_report"): "a continuity report",

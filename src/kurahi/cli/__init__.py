@@ -35,6 +35,7 @@ GROUPS = {
     "continuity": "kurahi.cli.continuity:app",
     "activate": "kurahi.cli.activate:app",
     "evidence": "kurahi.cli.evidence:app",
+    "store": "kurahi.cli.store:app",
 }
 """Sub-app name -> ``module:attribute`` of its Typer app."""
 

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kurahi.errors import UsageError
 from kurahi.store.backend import Backend
 
-__all__ = ["open_backend", "url_has_password"]
+if TYPE_CHECKING:
+    from kurahi.store.postgres import PostgresBackend
+
+__all__ = ["open_backend", "postgres_backend", "url_has_password"]
 
 
 def url_has_password(url: str) -> bool:
@@ -25,6 +29,21 @@ def url_has_password(url: str) -> bool:
     except ValueError:
         return False
     return bool(parts.password) or "password" in parse_qs(parts.query)
+
+
+def postgres_backend() -> type[PostgresBackend]:
+    """The PostgreSQL backend's class, or a clear error when its driver is not installed.
+
+    Raises:
+        UsageError: psycopg (the optional extra ``postgres``) is missing.
+    """
+    try:
+        from kurahi.store.postgres import PostgresBackend
+    except ImportError as exc:
+        raise UsageError(
+            f"the PostgreSQL backend needs psycopg 3 and psycopg-pool ({exc}): pip install 'kurahi[postgres]'"
+        ) from exc
+    return PostgresBackend
 
 
 def open_backend(home: str | os.PathLike[str], store: str | None = None) -> Backend:
@@ -55,10 +74,6 @@ def open_backend(home: str | os.PathLike[str], store: str | None = None) -> Back
 
         return MemoryBackend(Path(home))
     if store.startswith(("postgres://", "postgresql://")):
-        import importlib
-
-        postgres = importlib.import_module("kurahi.store.postgres")
-        backend: Backend = postgres.PostgresBackend(store, home=Path(home))
-        return backend
+        return postgres_backend()(store, home=Path(home))
     scheme = store.split(":", 1)[0] if ":" in store else store
     raise UsageError(f"unknown store {scheme!r}: use file:, memory: or postgres://user@host/db")

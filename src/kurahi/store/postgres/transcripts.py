@@ -1,0 +1,389 @@
+"""Transcripts as rows: one row per line, exactly as written, appended under a lease.
+
+A transcript is ``transcripts`` (its name, size, last ``seq``) and its lines in ``entries``;
+reading it back is the concatenation of its lines in ``seq`` order, byte for byte what the
+file backend would hold. An append is one transaction: check and renew the lease (see
+:mod:`kurahi.store.postgres.leases`), insert the line at the next ``seq``, and insert the
+ledger records that belong with it, so an entry and its records are stored together or not
+at all.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import msgspec
+import psycopg
+
+from kurahi.errors import (
+    AppendError,
+    DatabaseUnavailableError,
+    LeaseLostError,
+    LockHeldError,
+    TranscriptReadError,
+    UsageError,
+)
+from kurahi.store.backend import RecordLog, TranscriptHandle, TranscriptInfo, TranscriptStore
+from kurahi.store.journal import encode_record
+from kurahi.store.names import check_transcript_name
+from kurahi.store.postgres.leases import SQL_ACQUIRE, SQL_HOLDER, SQL_RELEASE
+from kurahi.store.postgres.logs import SQL_APPEND_RECORDS, PostgresLog
+from kurahi.store.transcript import Transcript
+
+if TYPE_CHECKING:
+    from kurahi.store.postgres.backend import PostgresAgentStore
+
+__all__ = ["PostgresHandle", "PostgresTranscripts", "split_lines"]
+
+SQL_FIND = "SELECT id FROM kurahi.transcripts WHERE agent_id = %s AND name = %s"
+SQL_CREATE = """
+INSERT INTO kurahi.transcripts (agent_id, name, size, last_seq) VALUES (%s, %s, %s, %s)
+ON CONFLICT (agent_id, name) DO NOTHING
+RETURNING id
+"""
+SQL_INSERT_LINES = """
+INSERT INTO kurahi.entries (transcript_id, seq, line)
+SELECT %s, s, l FROM unnest(%s::bigint[], %s::bytea[]) AS u (s, l)
+"""
+SQL_APPEND = """
+WITH lease AS (
+    UPDATE kurahi.leases SET expires_at = now() + make_interval(secs => %(secs)s)
+    WHERE transcript_id = %(t)s AND owner_id = %(owner)s AND token = %(token)s
+    RETURNING transcript_id
+), grown AS (
+    UPDATE kurahi.transcripts SET last_seq = %(seq)s, size = size + %(n)s, modified_at = now()
+    WHERE id IN (SELECT transcript_id FROM lease) AND last_seq = %(seq)s - 1
+    RETURNING id
+)
+INSERT INTO kurahi.entries (transcript_id, seq, line)
+SELECT id, %(seq)s, %(line)s FROM grown, (SELECT set_config('synchronous_commit', %(sync)s, true)) AS durability
+RETURNING seq
+"""
+"""Append one line at ``seq`` if the lease is still ours (renewing it) and ``seq`` is next; the seq or no row.
+
+One statement, so in autocommit it is one transaction and one round trip; ``sync`` is
+``on`` (the commit waits for the WAL to reach disk) or ``off`` (a later durable commit does).
+"""
+SQL_HAS_LINE = "SELECT line = %s FROM kurahi.entries WHERE transcript_id = %s AND seq = %s"
+SQL_LAST_LINE = """
+SELECT t.last_seq, (SELECT e.line FROM kurahi.entries e WHERE e.transcript_id = t.id AND e.seq = t.last_seq)
+FROM kurahi.transcripts t WHERE t.id = %s
+"""
+SQL_EXPORT = """
+SELECT e.line FROM kurahi.transcripts t LEFT JOIN kurahi.entries e ON e.transcript_id = t.id
+WHERE t.agent_id = %s AND t.name = %s ORDER BY e.seq
+"""
+"""A transcript's lines in order (no row: no such transcript; one NULL: no line yet)."""
+SQL_NAMES = "SELECT name FROM kurahi.transcripts WHERE agent_id = %s"
+SQL_INFO = """
+SELECT size, (extract(epoch FROM modified_at) * 1000)::bigint
+FROM kurahi.transcripts WHERE agent_id = %s AND name = %s
+"""
+SQL_TOUCH = "UPDATE kurahi.leases SET expires_at = expires_at WHERE transcript_id = %(t)s AND token = %(token)s"
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    r"""``data`` cut after every ``\n`` (a last piece without one is kept as it is); joined, they are ``data``."""
+    parts = data.split(b"\n")
+    lines = [p + b"\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+class PostgresHandle(TranscriptHandle):
+    """A transcript open for appending under this process's lease (see the module docstring)."""
+
+    def __init__(self, store: PostgresTranscripts, name: str, tid: int, token: int, seq: int, torn: bool) -> None:
+        self._store = store
+        self._db = store.agent.backend.db
+        self.name = name
+        self.locator = store.locator(name)
+        self.transcript_id = tid
+        self.token = token
+        """This tenure's fencing token."""
+        self._seq = seq
+        self._needs_newline = torn
+        self._dirty = False
+        self._open = True
+        self._lost = False
+        self._broken = False
+        self._mutex = threading.Lock()
+        store.agent.backend.hold(self)
+
+    def append(
+        self, line: bytes, *, durable: bool, records: Sequence[tuple[RecordLog, Mapping[str, Any]]] = ()
+    ) -> None:
+        """See :meth:`TranscriptHandle.append` (the line and the records of this database in one transaction)."""
+        if not line.endswith(b"\n"):
+            raise AppendError("a line must end with a newline", path=self.locator)
+        ours: list[tuple[PostgresLog, bytes]] = []
+        later: list[tuple[RecordLog, Mapping[str, Any]]] = []
+        for log, rec in records:
+            if isinstance(log, PostgresLog) and log.db is self._db:
+                try:
+                    ours.append((log, encode_record(rec)))
+                except (TypeError, ValueError, msgspec.EncodeError) as exc:
+                    raise AppendError(f"a record is not JSON ({exc}); nothing was appended", path=self.locator) from exc
+            else:
+                later.append((log, rec))
+        with self._mutex:
+            if not self._open:
+                raise AppendError("session is closed", path=self.locator)
+            if self._lost:
+                raise LeaseLostError("this writer's lease was taken over; nothing was appended", path=self.locator)
+            if self._broken:
+                raise AppendError(
+                    "this writer stopped after an append whose outcome is unknown; open the transcript again",
+                    path=self.locator,
+                )
+            if self._needs_newline:
+                line = b"\n" + line  # the transcript ends in a torn line; ours starts on a line of its own
+            seq = self._seq + 1
+            self._append_once(seq, line, durable, ours)
+            self._seq = seq
+            self._needs_newline = False
+            self._dirty = self._dirty or not durable
+        for log, rec in later:
+            log.append(rec)
+
+    def _append_once(self, seq: int, line: bytes, durable: bool, records: list[tuple[PostgresLog, bytes]]) -> None:
+        """Append at ``seq`` exactly once, through a connection that breaks (a restart, a failover).
+
+        A connection that broke during the statement leaves it unknown whether the commit
+        happened. We are the only writer (the lease), so the row at ``seq`` says which:
+        there with our line, it did; absent, nothing was written and trying again on a new
+        connection is safe (the fencing and the ``seq`` check still hold). When the database
+        stays away so that nobody can say, this writer stops: its next append is refused
+        until the transcript is opened again (and read, which tells).
+        """
+        failure: DatabaseUnavailableError | None = None
+        absent = False  # known not to be stored
+        for attempt in range(3):
+            try:
+                if self._append(seq, line, durable, records):
+                    return
+            except DatabaseUnavailableError as exc:
+                # Not sent at all: this attempt wrote nothing; whether an earlier one did is
+                # what we knew before it.
+                failure, absent = exc, (absent or attempt == 0) if exc.unsent else False
+            else:
+                # No row: the lease is not ours, or (on a retry) our first attempt did commit.
+                try:
+                    if attempt and self._landed(seq, line):
+                        return
+                except DatabaseUnavailableError as exc:
+                    failure, absent = exc, False
+                    continue
+                self._lose()
+            if absent:
+                continue
+            try:
+                if self._landed(seq, line):
+                    return
+                absent = True
+            except DatabaseUnavailableError as exc:
+                failure = exc
+        if absent:
+            raise AppendError(f"append failed, nothing was appended ({failure})", path=self.locator) from failure
+        self._broken = True
+        raise AppendError(
+            f"the database went away during the append ({failure}); whether it was stored is unknown, "
+            "so this writer stops: open the transcript again",
+            path=self.locator,
+        ) from failure
+
+    def _append(self, seq: int, line: bytes, durable: bool, records: list[tuple[PostgresLog, bytes]]) -> bool:
+        """One attempt; ``False`` when the lease (or ``seq``) did not match and nothing was written."""
+        backend = self._store.agent.backend
+        params = {
+            "t": self.transcript_id,
+            "owner": backend.owner_id,
+            "token": self.token,
+            "secs": backend.lease_seconds,
+            "seq": seq,
+            "n": len(line),
+            "line": line,
+            "sync": "on" if durable else "off",
+        }
+        try:
+            if not records:
+                with self._db.connection() as conn:  # one statement: its own transaction
+                    return conn.execute(SQL_APPEND, params).fetchone() is not None
+            with self._db.transaction(durable=durable) as conn:
+                if conn.execute(SQL_APPEND, params).fetchone() is None:
+                    return False
+                backend.fault_point("append.after_entry")
+                for log, data in records:
+                    log.ensure_agent(conn)
+                    conn.execute(SQL_APPEND_RECORDS, (log.agent_id, log.name, [data]))
+            return True
+        except psycopg.Error as exc:
+            raise AppendError(
+                f"append refused by the database: {self._db.failed(exc, 'append')}; nothing was appended",
+                path=self.locator,
+            ) from None
+
+    def _lose(self) -> NoReturn:
+        self._lost = True
+        raise LeaseLostError(
+            "this writer's lease was taken over by another gateway (its fencing token is stale); nothing was appended",
+            path=self.locator,
+        )
+
+    def _landed(self, seq: int, line: bytes) -> bool:
+        rows = self._db.query(SQL_HAS_LINE, (line, self.transcript_id, seq))
+        return bool(rows and rows[0][0])
+
+    def sync(self) -> None:
+        """Make earlier appends durable: one durable commit (a lease renewal) flushes every commit before it."""
+        with self._mutex:
+            if not self._open or not self._dirty:
+                return
+            try:
+                with self._db.connection() as conn:
+                    conn.execute(SQL_TOUCH, {"t": self.transcript_id, "token": self.token})
+            except DatabaseUnavailableError as exc:
+                raise AppendError(f"cannot make appends durable: {exc}", path=self.locator) from exc
+            self._dirty = False
+
+    def read(self) -> Transcript:
+        """See :meth:`TranscriptHandle.read`."""
+        return self._store.read(self.name)
+
+    def close(self) -> None:
+        """Give the lease up (no sync: :class:`~kurahi.store.session.Session` decides). Closing twice is harmless."""
+        with self._mutex:
+            if not self._open:
+                return
+            self._open = False
+        backend = self._store.agent.backend
+        backend.drop(self)
+        if self._lost:
+            return
+        try:
+            with self._db.connection() as conn:
+                conn.execute(SQL_RELEASE, {"t": self.transcript_id, "owner": backend.owner_id, "token": self.token})
+        except DatabaseUnavailableError:
+            pass  # the lease expires on its own
+
+    def lost(self) -> None:
+        """Mark the lease as taken over (the renewal found it gone): every later append is refused."""
+        self._lost = True
+
+
+class PostgresTranscripts(TranscriptStore):
+    """An agent's transcripts in the database."""
+
+    def __init__(self, agent: PostgresAgentStore) -> None:
+        self.agent = agent
+        self._prefix = f"{agent.backend.describe()}#{agent.agent_id}/"
+
+    def __repr__(self) -> str:
+        return f"PostgresTranscripts({self._prefix!r})"
+
+    def locator(self, name: str) -> str:
+        """``postgresql://user@host:port/db#<agent>/<name>``."""
+        return self._prefix + check_transcript_name(name)
+
+    def _failed(self, exc: psycopg.Error, name: str, what: str) -> TranscriptReadError:
+        return TranscriptReadError(str(self.agent.backend.db.failed(exc, what)), path=self.locator(name))
+
+    def create(self, name: str, header_line: bytes, *, durable: bool) -> PostgresHandle:
+        """See :meth:`TranscriptStore.create` (the row, its header line and its lease in one transaction)."""
+        check_transcript_name(name)
+        backend = self.agent.backend
+        lines = split_lines(header_line)
+        try:
+            with backend.db.transaction(durable=durable) as conn:
+                self.agent.ensure_agent(conn)
+                row = conn.execute(SQL_CREATE, (self.agent.agent_id, name, len(header_line), len(lines))).fetchone()
+                if row is None:
+                    raise UsageError(f"{self.locator(name)}: already exists; Kurahi never overwrites a transcript")
+                tid = int(row[0])
+                conn.execute(SQL_INSERT_LINES, (tid, list(range(1, len(lines) + 1)), lines))
+                token = conn.execute(
+                    SQL_ACQUIRE, {"t": tid, "owner": backend.owner_id, "secs": backend.lease_seconds}
+                ).fetchone()
+                assert token is not None  # a new transcript has no lease yet
+            self.agent.known()
+        except DatabaseUnavailableError as exc:
+            raise AppendError(f"cannot create: {exc}; nothing was created", path=self.locator(name)) from exc
+        except psycopg.Error as exc:
+            raise self._failed(exc, name, "create") from None
+        torn = bool(lines) and not lines[-1].endswith(b"\n")
+        return PostgresHandle(self, name, tid, int(token[0]), len(lines), torn)
+
+    def open(self, name: str) -> PostgresHandle:
+        """See :meth:`TranscriptStore.open` (takes the lease, or says who holds it and for how long)."""
+        check_transcript_name(name)
+        backend = self.agent.backend
+        try:
+            with backend.db.transaction() as conn:
+                row = conn.execute(SQL_FIND, (self.agent.agent_id, name)).fetchone()
+                if row is None:
+                    raise TranscriptReadError("no such transcript", path=self.locator(name))
+                tid = int(row[0])
+                got = conn.execute(
+                    SQL_ACQUIRE, {"t": tid, "owner": backend.owner_id, "secs": backend.lease_seconds}
+                ).fetchone()
+                if got is None:
+                    holder = conn.execute(SQL_HOLDER, (tid,)).fetchone()
+                    who, left = (holder[0], float(holder[1])) if holder else ("?", 0.0)
+                    raise LockHeldError(
+                        f"transcript {name} is open for writing by {who} (its lease runs {left:.1f} s more "
+                        "unless renewed)",
+                        path=self.locator(name),
+                    )
+                last = conn.execute(SQL_LAST_LINE, (tid,)).fetchone()
+        except psycopg.Error as exc:
+            raise self._failed(exc, name, "open") from None
+        assert last is not None
+        seq, tail = int(last[0]), last[1]
+        return PostgresHandle(self, name, tid, int(got[0]), seq, tail is not None and not bytes(tail).endswith(b"\n"))
+
+    def read(self, name: str) -> Transcript:
+        """See :meth:`TranscriptStore.read`."""
+        return Transcript.from_bytes(self.export(name), name=self.locator(name))
+
+    def exists(self, name: str) -> bool:
+        """See :meth:`TranscriptStore.exists`."""
+        check_transcript_name(name)
+        return bool(self.agent.backend.db.query(SQL_FIND, (self.agent.agent_id, name)))
+
+    def names(self) -> list[str]:
+        """See :meth:`TranscriptStore.names` (sorted here, by code point, whatever the database's collation)."""
+        return sorted(r[0] for r in self.agent.backend.db.query(SQL_NAMES, (self.agent.agent_id,)))
+
+    def info(self, name: str) -> TranscriptInfo | None:
+        """See :meth:`TranscriptStore.info` (``modified_ms``: the last append's commit time)."""
+        check_transcript_name(name)
+        rows = self.agent.backend.db.query(SQL_INFO, (self.agent.agent_id, name))
+        return TranscriptInfo(int(rows[0][0]), int(rows[0][1])) if rows else None
+
+    def export(self, name: str) -> bytes:
+        """See :meth:`TranscriptStore.export` (the lines in order, concatenated)."""
+        check_transcript_name(name)
+        try:
+            rows = self.agent.backend.db.query(SQL_EXPORT, (self.agent.agent_id, name), binary=True)
+        except DatabaseUnavailableError as exc:
+            raise TranscriptReadError(str(exc), path=self.locator(name)) from exc
+        if not rows:
+            raise TranscriptReadError("no such transcript", path=self.locator(name))
+        return b"".join(r[0] for r in rows if r[0] is not None)
+
+    def import_bytes(self, name: str, data: bytes) -> None:
+        """See :meth:`TranscriptStore.import_bytes` (one transaction: the row and every line)."""
+        check_transcript_name(name)
+        lines = split_lines(data)
+        with self.agent.backend.db.transaction() as conn:
+            self.agent.ensure_agent(conn)
+            row = conn.execute(SQL_CREATE, (self.agent.agent_id, name, len(data), len(lines))).fetchone()
+            if row is None:
+                raise UsageError(f"{self.locator(name)}: already exists; Kurahi never overwrites a transcript")
+            with conn.cursor() as cur, cur.copy("COPY kurahi.entries (transcript_id, seq, line) FROM STDIN") as copy:
+                for seq, line in enumerate(lines, 1):
+                    copy.write_row((row[0], seq, line))
+        self.agent.known()

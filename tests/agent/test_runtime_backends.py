@@ -111,3 +111,91 @@ def test_memory_backend_leaves_the_sessions_out_of_the_home(tmp_path: Path) -> N
     assert not (home / "agents" / "alice" / "sessions" / "sessions.json").exists()
     assert not list((home / "agents" / "alice").rglob("*.jsonl"))
     assert backend.agent("alice").catalog.get(KEY) is not None
+
+
+@pytest.mark.parametrize("kind", sorted(BACKENDS))
+def test_intent_and_outcome_travel_with_their_entries(tmp_path: Path, kind: str) -> None:
+    """The intent is written with the tool-call entry, the outcome with the tool result (one write)."""
+    home = make_home(tmp_path)
+    backend = BACKENDS[kind](home)
+    store = backend.agent("alice", create=True)
+    seen: list[tuple[str, int, int]] = []  # (entry role, ledger records at the time, intents at the time)
+
+    def listener(kind_: str, payload: dict[str, Any]) -> None:
+        if kind_ == "entry":
+            recs = list(store.log("ledger").records())
+            seen.append((payload["message"]["role"], len(recs), sum(r["kind"] == "intent" for r in recs)))
+
+    async def go(rt: Runtime) -> Any:
+        return await rt.send(
+            KEY, 'two [[tool:write {"path": "a.md", "content": "x"}]] [[tool:write {"path": "b.md", "content": "y"}]]'
+        )
+
+    rt_result = run(_with_listener(home, backend, go, listener))
+    assert rt_result.status == "ok"
+    # The provider asks for one call per reply. When a tool-call entry is announced, its intent
+    # is already in the ledger; when a tool result is, its outcome is; nothing comes early.
+    assert seen == [
+        ("user", 0, 0),
+        ("assistant", 1, 1),
+        ("toolResult", 2, 1),
+        ("assistant", 3, 2),
+        ("toolResult", 4, 2),
+        ("assistant", 4, 2),
+    ]
+    actions = Ledger(store.log("ledger")).actions()
+    assert sorted(a.status for a in actions.values()) == ["ok", "ok"]
+
+
+async def _with_listener(home: Path, backend: Backend, fn: Callable[[Runtime], Any], listener: Any) -> Any:
+    rt = Runtime(home, "alice", backend=backend, listener=listener)
+    await rt.start()
+    try:
+        return await fn(rt)
+    finally:
+        await rt.close()
+
+
+@pytest.mark.postgres
+def test_a_resident_lives_the_same_on_postgres(tmp_path: Path, pg_url: str) -> None:
+    from kurahi.store.backends import open_backend
+
+    home = make_home(tmp_path)
+    with open_backend(home, pg_url) as backend:
+        scenario(home, backend)
+
+
+@pytest.mark.postgres
+def test_a_session_whose_lease_was_taken_over_is_dropped_and_reopened(tmp_path: Path, pg_url: str) -> None:
+    """A gateway that lost a session's lease writes nothing more to it, and serves it again once it is free."""
+    import psycopg
+
+    from kurahi.errors import LockHeldError
+    from kurahi.store.postgres import PostgresBackend
+
+    home = make_home(tmp_path)
+    with (
+        PostgresBackend(pg_url, home=home, owner_id="gw-a") as a,
+        PostgresBackend(pg_url, home=home, owner_id="gw-b") as b,
+    ):
+
+        async def go(rt: Runtime) -> Any:
+            first = await rt.send(KEY, "one")
+            name = rt.conversation(KEY).name
+            # Another gateway takes the session over once the lease has (been made to) run out.
+            with psycopg.connect(pg_url, autocommit=True) as conn:
+                conn.execute("UPDATE kurahi.leases SET expires_at = now() - interval '1 second'")
+            other = b.agent("alice").transcripts.open(name)
+            with pytest.raises(LockHeldError):
+                await rt.send(KEY, "two")  # refused by fencing: nothing written
+            assert KEY not in rt._convs  # dropped, not kept broken
+            with pytest.raises(LockHeldError):
+                await rt.send(KEY, "three")  # busy while the other gateway holds it
+            other.close()
+            third = await rt.send(KEY, "four")  # free again: reopened and served
+            return first, third, name
+
+        first, third, name = run(_session(home, a, go))
+        assert first.status == "ok" and third.status == "ok"
+        data = a.agent("alice").transcripts.export(name)
+        assert b'"one"' in data and b'"four"' in data and b'"two"' not in data and b'"three"' not in data

@@ -9,7 +9,7 @@ only when an entry can change more than the tail (a compaction, a leaf move).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from kurahi.context.project import SessionContext, build_context
 from kurahi.context.tokens import estimate_context_tokens, estimate_tokens
 from kurahi.errors import UsageError
 from kurahi.jsvalues import MISSING
-from kurahi.store.backend import TranscriptStore
+from kurahi.store.backend import RecordLog, TranscriptStore
 from kurahi.store.fsio import FsyncPolicy
 from kurahi.store.session import Session
 
@@ -142,9 +142,15 @@ class Conversation:
 
     # -- appending (each returns once the entry is written under the fsync policy) ---------
 
-    def append_message(self, message: Mapping[str, Any], *, extra: Mapping[str, Any] | None = None) -> str:
-        """Append a message on the leaf and extend the projection with it."""
-        eid = self.session.append_message(message, extra=extra)
+    def append_message(
+        self,
+        message: Mapping[str, Any],
+        *,
+        extra: Mapping[str, Any] | None = None,
+        records: Sequence[tuple[RecordLog, Mapping[str, Any]]] = (),
+    ) -> str:
+        """Append a message on the leaf and extend the projection (``records``: see :meth:`Session.append_message`)."""
+        eid = self.session.append_message(message, extra=extra, records=records)
         data: dict[str, Any] = {"type": "message", "id": eid, "parentId": self._parent(), "message": dict(message)}
         if extra:
             data.update(extra)

@@ -23,7 +23,7 @@ import msgspec
 
 from kurahi.store.backend import RecordLog
 
-__all__ = ["Action", "Ledger", "action_id"]
+__all__ = ["Action", "Ledger", "action_id", "intent_record", "outcome_record"]
 
 Status = Literal["pending", "ok", "error", "unknown"]
 
@@ -108,31 +108,31 @@ class Ledger:
 
     def intent(self, session_id: str, tool_call_id: str, tool: str, args: Any) -> Action:
         """Record what is about to run; on disk (and flushed) when this returns."""
-        aid = action_id(session_id, tool_call_id)
-        now = _now()
-        rec = {
-            "kind": "intent",
-            "actionId": aid,
-            "sessionId": session_id,
-            "toolCallId": tool_call_id,
-            "tool": tool,
-            "args": args,
-            "argsSha256": args_hash(args),
-            "ts": now,
-        }
+        rec = intent_record(session_id, tool_call_id, tool, args)
         self._write(rec)
-        action = Action(aid, tool, args, session_id, tool_call_id, now, history=[rec])
-        self.actions()[aid] = action
+        action = self.noted(rec)
+        assert action is not None  # an intent always makes its action
         return action
 
     def outcome(self, aid: str, *, status: Status, result: str, settled_by: str) -> None:
         """Record how an action ended (``ok``/``error``) or that it cannot be known (``unknown``)."""
-        now = _now()
-        rec = {"kind": "outcome", "actionId": aid, "status": status, "result": result, "via": settled_by, "ts": now}
+        rec = outcome_record(aid, status=status, result=result, settled_by=settled_by)
         self._write(rec)
-        action = self.actions().get(aid)
-        if action is not None:
-            _apply(action, rec)
+        self.noted(rec)
+
+    def noted(self, rec: dict[str, Any]) -> Action | None:
+        """Take a record written elsewhere (with its transcript entry) into the ledger's view; its action."""
+        aid = rec["actionId"]
+        if rec["kind"] == "intent":
+            action = Action(
+                aid, rec["tool"], rec["args"], rec["sessionId"], rec["toolCallId"], rec["ts"], history=[rec]
+            )
+            self.actions()[aid] = action
+            return action
+        found = self.actions().get(aid)
+        if found is not None:
+            _apply(found, rec)
+        return found
 
     def _write(self, rec: dict[str, Any]) -> None:
         self._journal.append(rec)
@@ -140,6 +140,25 @@ class Ledger:
     def close(self) -> None:
         """Close the file."""
         self._journal.close()
+
+
+def intent_record(session_id: str, tool_call_id: str, tool: str, args: Any) -> dict[str, Any]:
+    """The ledger record of what is about to run (see :meth:`Ledger.intent`)."""
+    return {
+        "kind": "intent",
+        "actionId": action_id(session_id, tool_call_id),
+        "sessionId": session_id,
+        "toolCallId": tool_call_id,
+        "tool": tool,
+        "args": args,
+        "argsSha256": args_hash(args),
+        "ts": _now(),
+    }
+
+
+def outcome_record(aid: str, *, status: Status, result: str, settled_by: str) -> dict[str, Any]:
+    """The ledger record of how an action ended (see :meth:`Ledger.outcome`)."""
+    return {"kind": "outcome", "actionId": aid, "status": status, "result": result, "via": settled_by, "ts": _now()}
 
 
 def _int(value: Any) -> int:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from kurahi.agent.config import QueueMode
 from kurahi.agent.turn import Listener, TurnControl, TurnResult
-from kurahi.errors import QueueFullError
+from kurahi.errors import LockHeldError, QueueFullError
 from kurahi.store.backend import RecordLog
 
 if TYPE_CHECKING:
@@ -207,6 +207,20 @@ class Lane:
                     result = self.turn_task.result()
                 self._finish(batch + steered, result)
                 raise
+        except LockHeldError as exc:
+            # The session belongs to another writer now (a gateway took it over): these messages
+            # were not answered here. Their senders hear "busy" and may send them where the
+            # session lives, so the journal drops them: a restart must not deliver them again.
+            for p in batch + steered:
+                if p.persisted:
+                    self.journal.append(
+                        {"op": "dropped", "qid": p.qid, "reason": "the session was taken over", "ts": _now()}
+                    )
+                if not p.future.done():
+                    p.future.set_exception(exc)
+            self.control = None
+            self.turn_task = None
+            return
         except Exception as exc:  # an error outside the turn's own handling: tell every sender
             result = TurnResult("error", error=f"{type(exc).__name__}: {exc}")
         finally:

@@ -33,7 +33,7 @@ from kurahi.agent.providers.base import Provider
 from kurahi.agent.queue import Lane, pending_from_journal
 from kurahi.agent.tools import BUILTIN_TOOLS, Tool
 from kurahi.agent.turn import Listener, TurnControl, TurnResult, run_turn, user_message
-from kurahi.errors import ConfigError, KurahiError, PairingRefusedError
+from kurahi.errors import ConfigError, KurahiError, LockHeldError, PairingRefusedError
 from kurahi.lifecycle.carry import Carry
 from kurahi.lifecycle.policy import Decision
 from kurahi.store.backend import Backend, transcript_name
@@ -250,6 +250,13 @@ class Runtime:
         """Take ``key``'s open session out of the runtime (a rollover closes it and attaches another)."""
         return self._convs.pop(key, None)
 
+    def drop_conversation(self, key: str) -> None:
+        """Close ``key``'s open session without writing to it (its writer's claim is gone)."""
+        conv = self._convs.pop(key, None)
+        if conv is not None:
+            with contextlib.suppress(KurahiError):
+                conv.close()
+
     def attach_conversation(self, key: str, conv: Conversation) -> None:
         """Make ``conv`` the open session of ``key``."""
         self._convs[key] = conv
@@ -367,19 +374,26 @@ class Runtime:
             if listener is not None:
                 listener(kind, payload)
 
-        result = await run_turn(
-            conv,
-            inputs,
-            provider=provider,
-            profile=profile,
-            settings=self.settings,
-            tools=self.tools,
-            ledger=self.ledger,
-            workspace=self.paths.workspace,
-            listener=listen if self.listener is not None or listener is not None else None,
-            control=control,
-            offload_sync=self._others_busy,
-        )
+        try:
+            result = await run_turn(
+                conv,
+                inputs,
+                provider=provider,
+                profile=profile,
+                settings=self.settings,
+                tools=self.tools,
+                ledger=self.ledger,
+                workspace=self.paths.workspace,
+                listener=listen if self.listener is not None or listener is not None else None,
+                control=control,
+                offload_sync=self._others_busy,
+            )
+        except LockHeldError:
+            # This writer lost the session to another gateway (its lease expired and was taken
+            # over): nothing more may be written through it. Drop it, so the next message opens
+            # the session afresh, as busy while the other gateway holds it.
+            self.drop_conversation(key)
+            raise
         self._touch(key)
         return result
 

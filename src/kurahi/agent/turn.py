@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -35,7 +35,7 @@ from typing import Any, Literal
 from kurahi.agent.compaction import maybe_compact
 from kurahi.agent.config import AgentSettings, ModelProfile
 from kurahi.agent.conversation import Conversation
-from kurahi.agent.ledger import Ledger, action_id
+from kurahi.agent.ledger import Ledger, action_id, intent_record, outcome_record
 from kurahi.agent.pairing import settle, tool_result_message
 from kurahi.agent.providers.base import Provider
 from kurahi.agent.tools import Tool, ToolContext
@@ -131,17 +131,37 @@ class _Turn:
     listener: Listener | None
     control: TurnControl
     result: TurnResult = field(default_factory=lambda: TurnResult("ok"))
+    outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Ledger outcomes waiting for their tool result's entry, by tool call id."""
 
     def emit(self, kind: str, payload: dict[str, Any]) -> None:
         if self.listener is not None:
             self.listener(kind, payload)
 
-    def append(self, msg: dict[str, Any], extra: Mapping[str, Any] | None = None) -> str:
+    def append(
+        self, msg: dict[str, Any], extra: Mapping[str, Any] | None = None, *, ledger: Sequence[dict[str, Any]] = ()
+    ) -> str:
+        """Append an entry, with the ledger records that belong to it written in the same write."""
         self.control.phase = "write"
-        eid = self.conv.append_message(msg, extra=extra)
+        eid = self.conv.append_message(msg, extra=extra, records=[(self.ledger.log, rec) for rec in ledger])
+        for rec in ledger:
+            self.ledger.noted(rec)
         self.result.entries.append(eid)
         self.emit("entry", {"id": eid, "message": msg})
         return eid
+
+    def runnable(self, call: ToolCallReady) -> tuple[Tool, dict[str, Any]] | None:
+        """The tool and arguments of a call that will run and has a side effect (``None`` otherwise)."""
+        args = _parse_args(call.arguments)
+        tool = self.tools.get(call.name)
+        if args is None or tool is None or not tool.side_effecting or not self.settings.tools.permits(call.name):
+            return None
+        return tool, args
+
+    def tool_result(self, call_id: str, name: str, out: ToolOutput) -> None:
+        """Append a call's result with its pending ledger outcome."""
+        pending = self.outcomes.pop(call_id, None)
+        self.append(tool_result_message(call_id, name, out), ledger=[pending] if pending else ())
 
     def assistant(
         self, content: list[dict[str, Any]], stop: str, usage: Usage, error: str | None = None
@@ -229,7 +249,14 @@ class _Turn:
                 {"type": "toolCall", "id": c.id, "name": c.name, "arguments": args if args is not None else {}}
             )
         stop = "toolUse" if calls else finished.stop_reason
-        eid = self.append(self.assistant(content, stop, finished.usage))
+        # Write-ahead: the intent of every side effect the reply asks for is committed with
+        # the entry that asks for it (one transaction where the backend has them).
+        intents = []
+        for c in calls:
+            found = self.runnable(c)
+            if found is not None:
+                intents.append(intent_record(self.conv.session_id, c.id, c.name, found[1]))
+        eid = self.append(self.assistant(content, stop, finished.usage), ledger=intents)
         if not calls:
             self.result.reply, self.result.reply_entry_id = "".join(text), eid
         return content, calls, stop
@@ -244,8 +271,8 @@ class _Turn:
         if not self.settings.tools.permits(call.name):
             return ToolOutput(f"tool {call.name!r} is denied by this agent's tool policy", True)
         aid = action_id(self.conv.session_id, call.id)
-        if tool.side_effecting:
-            self.ledger.intent(self.conv.session_id, call.id, call.name, args)
+        if tool.side_effecting and self.ledger.get(aid) is None:
+            self.ledger.intent(self.conv.session_id, call.id, call.name, args)  # not planned with its entry
         self.control.phase = "tool"
         try:
             # In a thread: a slow tool must not stall other sessions. Shielded: an interrupt
@@ -260,7 +287,10 @@ class _Turn:
         finally:
             self.control.phase = "write"
         if tool.side_effecting:
-            self.ledger.outcome(aid, status="error" if out.is_error else "ok", result=out.text, settled_by="run")
+            # Committed with the tool result's entry, before the next model call sees it.
+            self.outcomes[call.id] = outcome_record(
+                aid, status="error" if out.is_error else "ok", result=out.text, settled_by="run"
+            )
         return out
 
 
@@ -344,9 +374,14 @@ async def _drive(t: _Turn, inputs: list[dict[str, Any]]) -> None:
             if t.control.stop_requested:
                 for rest in calls[i:]:
                     out = ToolOutput(f"not run: the turn was stopped before this call ({t.control.stop_reason})", True)
-                    t.append(tool_result_message(rest.id, rest.name, out))
+                    aid = action_id(conv.session_id, rest.id)
+                    if t.ledger.get(aid) is not None:  # its intent was written: say it never ran
+                        t.outcomes[rest.id] = outcome_record(
+                            aid, status="error", result=out.text, settled_by="interrupt"
+                        )
+                    t.tool_result(rest.id, rest.name, out)
                 break
             out = await t.run_tool(call)
-            t.append(tool_result_message(call.id, call.name, out))
+            t.tool_result(call.id, call.name, out)
         conv.paired_upto = len(conv.path)
         t.take_steered()

@@ -75,6 +75,16 @@ def run_command(
             "postgres://user@host/db (password from PGPASSWORD or ~/.pgpass, never on the command line).",
         ),
     ] = None,
+    gateway_id: Annotated[
+        str | None,
+        typer.Option(
+            "--gateway-id",
+            envvar="KOLO_GATEWAY_ID",
+            show_envvar=True,
+            help="With a database store: this gateway's lease owner id, unique among the gateways on it "
+            "(default: host, pid and a random part). A second live gateway with the same id is refused.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the home's residents over HTTP until SIGTERM or SIGINT.
 
@@ -95,7 +105,7 @@ def run_command(
             EXIT.USAGE,
         )
     with translate_errors():
-        backend = open_backend(h.root, store)
+        backend = open_backend(h.root, store, owner_id=gateway_id)
         serve(h, host=host, port=port, grace=grace, plugins=[continuity_api], backend=backend)
 
 

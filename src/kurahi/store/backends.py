@@ -46,13 +46,15 @@ def postgres_backend() -> type[PostgresBackend]:
     return PostgresBackend
 
 
-def open_backend(home: str | os.PathLike[str], store: str | None = None) -> Backend:
+def open_backend(home: str | os.PathLike[str], store: str | None = None, *, owner_id: str | None = None) -> Backend:
     """The backend for ``home``, stored where ``store`` says (default: files in the home).
 
     Args:
         home: the Kurahi home (identity, memory, config and secrets stay files there).
         store: ``None``, ``file:`` or ``file:<home>`` for files; ``memory:``; or a
             ``postgres://`` / ``postgresql://`` URL.
+        owner_id: for a database, this gateway's lease owner id, unique among the live
+            gateways on it (default: host, pid and a random part).
 
     Raises:
         UsageError: a store the name of which no backend answers to (the message never
@@ -74,6 +76,6 @@ def open_backend(home: str | os.PathLike[str], store: str | None = None) -> Back
 
         return MemoryBackend(Path(home))
     if store.startswith(("postgres://", "postgresql://")):
-        return postgres_backend()(store, home=Path(home))
+        return postgres_backend()(store, home=Path(home), owner_id=owner_id)
     scheme = store.split(":", 1)[0] if ":" in store else store
     raise UsageError(f"unknown store {scheme!r}: use file:, memory: or postgres://user@host/db")

@@ -268,20 +268,29 @@ class Session:
         kept = entry.get("timestamp") if keep_timestamp and isinstance(entry.get("timestamp"), str) else None
         return self._append(build, timestamp=kept)
 
-    def append_message(self, message: Mapping[str, Any], *, extra: Mapping[str, Any] | None = None) -> str:
+    def append_message(
+        self,
+        message: Mapping[str, Any],
+        *,
+        extra: Mapping[str, Any] | None = None,
+        records: Sequence[tuple[RecordLog, Mapping[str, Any]]] = (),
+    ) -> str:
         """Append a ``message`` entry (any role: user, assistant, toolResult, bashExecution, custom).
 
         Args:
             message: the message.
             extra: fields stored on the entry after ``message`` (Pi keeps and ignores them;
                 the runtime records a queued message's id there, for exactly-once delivery).
+            records: log records that belong with this entry (a tool call's ledger intent, a
+                tool result's outcome), written with it (see :meth:`TranscriptHandle.append`).
         """
         if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
             raise UsageError('a message needs a string "role"')
         msg = dict(message)
         more = {k: v for k, v in (extra or {}).items() if k not in ("type", "id", "parentId", "timestamp", "message")}
         return self._append(
-            lambda i, p, ts: {"type": "message", "id": i, "parentId": p, "timestamp": ts, "message": msg, **more}
+            lambda i, p, ts: {"type": "message", "id": i, "parentId": p, "timestamp": ts, "message": msg, **more},
+            records=records,
         )
 
     def append_thinking_level_change(self, thinking_level: str) -> str:

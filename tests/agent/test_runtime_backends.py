@@ -199,3 +199,35 @@ def test_a_session_whose_lease_was_taken_over_is_dropped_and_reopened(tmp_path: 
         assert first.status == "ok" and third.status == "ok"
         data = a.agent("alice").transcripts.export(name)
         assert b'"one"' in data and b'"four"' in data and b'"two"' not in data and b'"three"' not in data
+
+
+@pytest.mark.postgres
+def test_a_runtime_starts_while_another_gateway_holds_a_session_with_queued_messages(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """The queue journal is shared on a database: messages queued on a session another live gateway
+    holds are its to settle. Starting next to it must not fail on them (it did: the restarted
+    gateway's start-up tried to open the session, got LockHeldError and exited)."""
+    from kurahi.store.postgres import PostgresBackend
+
+    home = make_home(tmp_path)
+    with (
+        PostgresBackend(pg_url, home=home, owner_id="gw-a") as a,
+        PostgresBackend(pg_url, home=home, owner_id="gw-b") as b,
+    ):
+
+        async def hold(rt: Runtime) -> Any:
+            assert (await rt.send(KEY, "one")).status == "ok"
+            # A message gateway A has queued but not yet answered (its turn is on the way).
+            rt.queue_journal.append(
+                {"op": "put", "qid": "q-a-1", "key": KEY, "mode": "followup", "message": {"role": "user"}, "ts": 1}
+            )
+            other = Runtime(home, "alice", backend=b)
+            try:
+                return await other.start()
+            finally:
+                await other.close()
+
+        recovered = run(_session(home, a, hold))
+        assert recovered["queuedElsewhere"] == 1 and recovered["requeuedMessages"] == 0
+        assert KEY in recovered["openErrors"]

@@ -137,7 +137,9 @@ class Runtime:
         Jobs left ``queued``/``running`` become ``interrupted``; every session in the catalog
         is opened, so the pairing guard answers its unanswered tool calls; queued messages
         whose entry is already in their transcript are marked done and the others are queued
-        again. A session that cannot be opened is reported in ``openErrors`` and left as it is.
+        again. A session that cannot be opened is reported in ``openErrors`` and left as it is;
+        so are the queued messages of a session another writer holds (a gateway on the same
+        database: they are in its lanes), counted in ``queuedElsewhere``.
         """
         if self.recovered is not None:
             return self.recovered  # started already: recovering twice would queue messages twice
@@ -150,8 +152,16 @@ class Runtime:
             except KurahiError as exc:
                 self.open_errors[key] = str(exc)
         requeued = 0
+        held_elsewhere = 0
         for key, recs in pending_from_journal(self.queue_journal).items():
-            conv = self.conversation(key)
+            try:
+                conv = self.conversation(key)
+            except LockHeldError as exc:
+                # Another live writer (a gateway on the same database) holds the session: these
+                # messages are queued in its lanes, not ours; whoever holds it settles them.
+                self.open_errors.setdefault(key, str(exc))
+                held_elsewhere += 1
+                continue
             seen = {
                 (p.data.get("kurahi") or {}).get("queueId") for p in conv.path if isinstance(p.data.get("kurahi"), dict)
             }
@@ -176,6 +186,7 @@ class Runtime:
         self.recovered = {
             "interruptedJobs": interrupted,
             "requeuedMessages": requeued,
+            "queuedElsewhere": held_elsewhere,
             "settled": [s.tool_call_id for s in self.settlements],
             "openErrors": dict(self.open_errors),
         }

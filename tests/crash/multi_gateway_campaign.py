@@ -103,9 +103,15 @@ BEGIN
     RETURN NEW;
 END $$;
 DROP TRIGGER IF EXISTS mg_audit_entry ON kurahi.entries;
-CREATE TRIGGER mg_audit_entry AFTER INSERT ON kurahi.entries FOR EACH ROW EXECUTE FUNCTION public.mg_audit_entry();
+CREATE CONSTRAINT TRIGGER mg_audit_entry AFTER INSERT ON kurahi.entries
+DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.mg_audit_entry();
 """
-"""Who wrote each line, and the lease as the writing transaction saw it (the harness's, not Kurahi's)."""
+"""Who wrote each line, and its transcript's lease as the writing transaction sees it when it commits.
+
+Deferred to the commit: a transcript's first lines are inserted before its lease in the
+transaction that creates both, and an append's statement locks the lease row until its
+commit, so what the trigger sees then is what the write was accepted under. (The harness's
+instrument, not Kurahi's.)"""
 
 SQL_HELD_KEYS = """
 SELECT c.key FROM kurahi.leases l
@@ -123,11 +129,27 @@ def with_app_name(url: str, name: str) -> str:
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 
+def _refused_owner(proc: subprocess.Popen[bytes], log_path: Path, start: int) -> bool:
+    """Whether ``proc`` exited (within a few seconds) refusing a gateway id still claimed by a dead instance."""
+    deadline = time.monotonic() + 10
+    while proc.poll() is None and time.monotonic() < deadline:
+        with log_path.open("rb") as f:
+            f.seek(start)
+            if b"listening on" in f.read():
+                return False
+        time.sleep(0.02)
+    if proc.poll() != 5:
+        return False
+    with log_path.open("rb") as f:
+        f.seek(start)
+        return b"is in use by another live process" in f.read()
+
+
 def _percentile(values: list[float], q: float) -> float | None:
     if not values:
         return None
     s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(round(q * (len(s) - 1)))))]
+    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
 
 
 @dataclass
@@ -308,15 +330,25 @@ class MultiGatewayCampaign:
         if self.has_gateway_id:
             cmd += ["--gateway-id", f"mg-gw{i}"]
         log_path = home.root / "gateway.log"
-        with log_path.open("ab") as log:
-            log.write(f"\n=== {name} ===\n".encode())
-            proc = subprocess.Popen(cmd, stdout=log, stderr=log, env=env, start_new_session=True)
         deadline = time.monotonic() + 60
+        while True:
+            with log_path.open("ab") as log:
+                log.write(f"\n=== {name} ===\n".encode())
+                start = log.tell()
+                proc = subprocess.Popen(cmd, stdout=log, stderr=log, env=env, start_new_session=True)
+            if proc.wait() if _refused_owner(proc, log_path, start) else False:
+                # The dead instance's claim on the gateway id has not expired yet (it lasts a
+                # lease): a supervisor starts it again a moment later, and so do we.
+                time.sleep(0.5)
+                continue
+            break
         while (info := gateway_info(home.lock)) is None or info.pid != proc.pid:
             if proc.poll() is not None or time.monotonic() > deadline:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                raise RuntimeError(f"gateway {name} did not start (exit {proc.poll()}):\n{log_path.read_text()[-3000:]}")
+                raise RuntimeError(
+                    f"gateway {name} did not start (exit {proc.poll()}):\n{log_path.read_text()[-3000:]}"
+                )
             time.sleep(0.02)
         owner = f"mg-gw{i}" if self.has_gateway_id else self._owner_of(proc.pid)
         inc = Incarnation(i, n, proc, info.port, home.token_file.read_text().strip(), owner)
@@ -567,7 +599,9 @@ class MultiGatewayCampaign:
         for i, home in enumerate(self.homes):
             text = (home.root / "gateway.log").read_text(errors="replace")
             rep.lease_lost_in_logs += text.count("LeaseLostError")
-            for m in re.finditer(r"Traceback \(most recent call last\):\n(?:.*\n){0,60}?(\w+(?:Error|Exception)[^\n]*)", text):
+            for m in re.finditer(
+                r"Traceback \(most recent call last\):\n(?:.*\n){0,60}?(\w+(?:Error|Exception)[^\n]*)", text
+            ):
                 rep.other_errors[f"gw{i} log: {m.group(1)[:120]}"] += 1
         if rep.never_served_again:
             rep.failures.append(f"{rep.never_served_again} sessions of killed gateways were never served again")
@@ -676,7 +710,8 @@ class MultiGatewayCampaign:
             if prev is not None and token < prev[0]:
                 rep.stale_writes += 1
                 rep.failures.append(
-                    f"{name} line {seq} written by {writer} with token {token} after line {prev[1]} with token {prev[0]}"
+                    f"{name} line {seq} written by {writer} with token {token} "
+                    f"after line {prev[1]} with token {prev[0]}"
                 )
             if prev is not None and token == prev[0] and writer != prev[2]:
                 rep.stale_writes += 1

@@ -8,6 +8,7 @@ the policy asks (:mod:`kurahi.lifecycle.carry`), recorded as ``session.rollover`
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
 from collections.abc import Mapping
@@ -59,13 +60,36 @@ def route(rt: Runtime, key: str, text: str) -> Decision:
 def rollover(rt: Runtime, key: str, decision: Decision) -> tuple[str | None, str]:
     """Replace ``key``'s session with a new one that carries what ``decision.carry`` asks; keep and link the old."""
     transcripts = rt.store.transcripts
-    old_entry = rt.catalog.get(key)
     conv = rt.detach_conversation(key)
+    if conv is None:
+        name = transcript_name(rt.catalog.get(key))
+        if name is not None and transcripts.exists(name):
+            # Only the session's writer may replace it: take the old session's claim first (a
+            # database shared by gateways: busy while another gateway holds it), and keep it
+            # until the catalog names the new one, so nobody writes on in the old one unseen.
+            try:
+                rt.conversation(key)
+            except LockHeldError:
+                raise
+            except KurahiError:
+                pass  # unreadable or not a session: replaced without being opened, as before
+            conv = rt.detach_conversation(key)
+    old_entry = rt.catalog.get(key)
+    try:
+        return _replace(rt, key, decision, conv, old_entry)
+    finally:
+        if conv is not None:
+            with contextlib.suppress(KurahiError):
+                conv.close()
+
+
+def _replace(
+    rt: Runtime, key: str, decision: Decision, conv: Conversation | None, old_entry: Mapping[str, Any] | None
+) -> tuple[str | None, str]:
+    transcripts = rt.store.transcripts
     old_name = conv.name if conv is not None else transcript_name(old_entry)
     old_path: list[PathItem] | None = conv.path if conv is not None else None
-    if conv is not None:
-        conv.close()
-    elif old_name is not None and decision.carry != "none":
+    if conv is None and old_name is not None and decision.carry != "none":
         try:
             with transcripts.read(old_name) as t:
                 old_path = [PathItem(e.id, e.type, e.data, e.line) for e in t.path()]

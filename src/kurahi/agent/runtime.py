@@ -223,27 +223,7 @@ class Runtime:
         if conv is not None:
             return conv
         check_session_key(key)
-        entry = self.catalog.get(key)
-        now = int(time.time() * 1000)
-        fsync = self.settings.fsync
-        transcripts = self.store.transcripts
-        name = transcript_name(entry)
-        if name is not None and transcripts.exists(name):
-            conv = Conversation.open_in(transcripts, name, fsync=fsync)
-        else:
-            sid = new_session_id()
-            name = f"{sid}.jsonl"
-            conv = Conversation.create_in(transcripts, name, fsync=fsync, cwd=str(self.paths.workspace), session_id=sid)
-            self.catalog.upsert(
-                key,
-                {
-                    "sessionId": sid,
-                    "sessionFile": name,
-                    "sessionStartedAt": now,
-                    "lastInteractionAt": now,
-                    "updatedAt": now,
-                },
-            )
+        conv = self._open_or_create(key)
         self._convs[key] = conv
         # Policy "refuse" leaves the calls as they are; every turn on the session then says why it will not run.
         with contextlib.suppress(PairingRefusedError):
@@ -252,6 +232,47 @@ class Runtime:
             )
         conv.sync()
         return conv
+
+    def _open_or_create(self, key: str) -> Conversation:
+        """Open the session the catalog names for ``key``, or create one and name it there.
+
+        Several gateways may share the catalog (a database store), and the key's session is
+        switched only by a writer holding it (a reset holds the old session's claim, see
+        :func:`kurahi.agent.routing.rollover`). So the catalog is read again once the session
+        is ours: a session the key left meanwhile (reset elsewhere between the read and the
+        open) is let go and the new one opened. A new session is named in the catalog only if
+        the entry is still the one read (compare-and-set): of two gateways creating the
+        key's first session at once, one wins and the other opens the winner's.
+
+        Raises:
+            LockHeldError: another writer holds the session (or keeps switching it).
+        """
+        fsync = self.settings.fsync
+        transcripts = self.store.transcripts
+        for _ in range(5):
+            entry = self.catalog.get(key)
+            name = transcript_name(entry)
+            if name is not None and transcripts.exists(name):
+                conv = Conversation.open_in(transcripts, name, fsync=fsync)
+                if transcript_name(self.catalog.get(key)) == name:
+                    return conv
+                conv.close()  # the key moved on to another session while we opened this one
+                continue
+            now = int(time.time() * 1000)
+            sid = new_session_id()
+            name = f"{sid}.jsonl"
+            conv = Conversation.create_in(transcripts, name, fsync=fsync, cwd=str(self.paths.workspace), session_id=sid)
+            fields = {
+                "sessionId": sid,
+                "sessionFile": name,
+                "sessionStartedAt": now,
+                "lastInteractionAt": now,
+                "updatedAt": now,
+            }
+            if self.catalog.compare_and_set(key, entry, {**dict(entry or {}), **fields}):
+                return conv
+            conv.close()  # another writer named a session for the key first: use that one
+        raise LockHeldError(f"session {key!r} keeps being switched by another writer; try again")
 
     def open_conversation(self, key: str) -> Conversation | None:
         """``key``'s session if it is open now (never opens one)."""

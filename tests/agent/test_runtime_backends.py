@@ -231,3 +231,71 @@ def test_a_runtime_starts_while_another_gateway_holds_a_session_with_queued_mess
         recovered = run(_session(home, a, hold))
         assert recovered["queuedElsewhere"] == 1 and recovered["requeuedMessages"] == 0
         assert KEY in recovered["openErrors"]
+
+
+def _stale_once(rt: Runtime, entry: Any) -> None:
+    """Make ``rt``'s next catalog read of a key return ``entry`` (a read that lost a race with another gateway)."""
+    real = rt.catalog.get
+    calls = {"n": 0}
+
+    def get(key: str) -> Any:
+        calls["n"] += 1
+        return entry if calls["n"] == 1 else real(key)
+
+    rt.catalog.get = get  # type: ignore[method-assign]
+
+
+@pytest.mark.postgres
+def test_gateways_sharing_a_database_switch_a_key_only_while_holding_its_session(tmp_path: Path, pg_url: str) -> None:
+    """A reset (or a first session) replaces what the catalog names only under the session's claim.
+
+    Found by benchmarks/multi_gateway.py: a gateway that did not hold a key's session could reset
+    it (the holder went on writing the old one) or create it beside another gateway's first
+    session, and the turns acknowledged in the session the key left were outside its lineage.
+    """
+    from kurahi.errors import LockHeldError
+    from kurahi.store.postgres import PostgresBackend
+
+    home = make_home(tmp_path)
+    with (
+        PostgresBackend(pg_url, home=home, owner_id="gw-a") as a,
+        PostgresBackend(pg_url, home=home, owner_id="gw-b") as b,
+    ):
+        catalog = a.agent("alice", create=True).catalog
+
+        async def go(rt_a: Runtime) -> None:
+            assert (await rt_a.send(KEY, "one")).status == "ok"
+            first = catalog.get(KEY)
+            assert first is not None
+            rt_b = Runtime(home, "alice", backend=b)
+            await rt_b.start()
+            try:
+                # B holds nothing: it may not reset the session A is writing.
+                with pytest.raises(LockHeldError):
+                    await rt_b.reset_session(KEY)
+                assert catalog.get(KEY) == first
+                # B read the catalog before A made the key's first session: its own loses the
+                # compare-and-set, and A's (held) is busy, not replaced.
+                _stale_once(rt_b, None)
+                with pytest.raises(LockHeldError):
+                    rt_b.conversation(KEY)
+                assert transcript_name(catalog.get(KEY)) == first["sessionFile"]
+                # A resets; B read the catalog just before: the old session it then opens is no
+                # longer the key's, so it lets it go and finds the new one busy.
+                await rt_a.reset_session(KEY)
+                second = catalog.get(KEY)
+                assert second is not None and second["sessionFile"] != first["sessionFile"]
+                _stale_once(rt_b, first)
+                with pytest.raises(LockHeldError):
+                    rt_b.conversation(KEY)
+                assert rt_b.open_conversation(KEY) is None
+                assert (await rt_a.send(KEY, "two")).status == "ok"
+                rt_a.drop_conversation(KEY)  # A lets the session go: now B may reset it
+                old, new = await rt_b.reset_session(KEY)
+                assert old == second["sessionId"] and catalog.get(KEY)["sessionId"] == new  # type: ignore[index]
+                header = b.agent("alice").transcripts.export(f"{new}.jsonl").split(b"\n", 1)[0]
+                assert second["sessionFile"].encode() in header  # linked: "two" stays in the key's lineage
+            finally:
+                await rt_b.close()
+
+        run(_session(home, a, go))

@@ -76,6 +76,13 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=16)
     ap.add_argument("--kill-every", type=_range, default=(20.0, 40.0), metavar="LO-HI", help="seconds (20-40)")
     ap.add_argument("--down", type=_range, default=(0.5, 2.0), metavar="LO-HI", help="seconds dead (0.5-2)")
+    ap.add_argument(
+        "--stall-share",
+        type=float,
+        default=0.0,
+        help="share of disruptions that SIGSTOP a gateway for --stall-seconds instead of killing it (fencing)",
+    )
+    ap.add_argument("--stall-seconds", type=float, default=6.0)
     ap.add_argument("--serve-bar", type=float, default=5.0, help="seconds from a kill to its sessions served again")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", action="store_true", help="keep the homes (bench-data/multi-gw-*) for a look")
@@ -108,6 +115,8 @@ def main() -> int:
             down=args.down,
             serve_bar=args.serve_bar,
             seed=args.seed,
+            stall_share=args.stall_share,
+            stall_seconds=args.stall_seconds,
             log=log,
         )
         report = campaign.run()

@@ -175,6 +175,7 @@ class MultiGatewayReport:
     seconds: float = 0.0
     kills: int = 0
     restarts: int = 0
+    stalls: int = 0
     chats_sent: int = 0
     chats_acked: int = 0
     resets_acked: int = 0
@@ -208,6 +209,7 @@ class MultiGatewayReport:
             "seconds": round(self.seconds, 1),
             "kills": self.kills,
             "restarts": self.restarts,
+            "stalls": self.stalls,
             "chatsSent": self.chats_sent,
             "chatsAcknowledged": self.chats_acked,
             "resetsAcknowledged": self.resets_acked,
@@ -265,6 +267,8 @@ class MultiGatewayCampaign:
         seed: int = 1,
         job_share: float = 0.15,
         reset_share: float = 0.05,
+        stall_share: float = 0.0,
+        stall_seconds: float = 6.0,
         log: Any = None,
     ) -> None:
         self.root = root
@@ -280,6 +284,8 @@ class MultiGatewayCampaign:
         self.seed = seed
         self.job_share = job_share
         self.reset_share = reset_share
+        self.stall_share = stall_share
+        self.stall_seconds = stall_seconds
         self.log = log or (lambda msg: None)
         self.report = MultiGatewayReport(gateways=gateways, sessions=sessions)
         self.homes: list[Home] = []
@@ -381,6 +387,30 @@ class MultiGatewayCampaign:
         self.report.kills += 1
         self.log(f"killed {inc.name}: it held {len(held)} sessions")
         threading.Thread(target=self._probe, args=(held,), daemon=True).start()
+
+    def _stall(self, i: int) -> None:
+        """SIGSTOP gateway ``i`` for longer than a lease, then SIGCONT: it wakes up with stale leases.
+
+        Its sessions are taken over meanwhile; what it tries to write when it wakes (turns in
+        flight, renewals) must be refused by fencing, never accepted.
+        """
+        with self.mutex:
+            inc = self.live.pop(i)  # not offered to the load while frozen
+        with psycopg.connect(with_app_name(self.url, "mg-harness"), autocommit=True) as conn:
+            held = [r[0] for r in conn.execute(SQL_HELD_KEYS, (inc.owner_id,))]
+        t = time.monotonic()
+        os.killpg(inc.proc.pid, signal.SIGSTOP)
+        with self.mutex:
+            for k in held:
+                self.pending.setdefault(k, t)
+        self.report.stalls += 1
+        self.log(f"stopped {inc.name} for {self.stall_seconds:g} s: it held {len(held)} sessions")
+        threading.Thread(target=self._probe, args=(held,), daemon=True).start()
+        time.sleep(self.stall_seconds)
+        os.killpg(inc.proc.pid, signal.SIGCONT)
+        with self.mutex:
+            self.live[i] = inc
+        self.log(f"continued {inc.name}")
 
     # -- load --------------------------------------------------------------------------------
 
@@ -545,6 +575,9 @@ class MultiGatewayCampaign:
                     break
                 time.sleep(wait)
                 victim = self.rng.choice(sorted(self.live))
+                if self.rng.random() < self.stall_share:
+                    self._stall(victim)
+                    continue
                 self._kill(victim)
                 time.sleep(self.rng.uniform(*self.down))
                 self._start(victim)
@@ -764,6 +797,16 @@ class MultiGatewayCampaign:
         for aid, n in definite.items():
             if n > 1:
                 rep.failures.append(f"action {aid}: {n} definite outcomes in the ledger")
+        for rec in ledger:
+            if (
+                rec.get("kind") == "outcome"
+                and rec.get("via") == "lookup"
+                and rec.get("status") == "error"
+                and rec.get("actionId") in tags
+            ):
+                rep.failures.append(
+                    f"action {rec.get('actionId')}: settled by a lookup as not done, but its side effect is done"
+                )
         for tag in tags:
             if tag not in intents:
                 rep.failures.append(f"side effect {tag} is in the workspace with no intent in the ledger")

@@ -36,6 +36,8 @@ class Job:
     ended_at: int | None = None
     error: str | None = None
     reply_entry_id: str | None = None
+    owner: str | None = None
+    """The writer id of the process that created it, on a store several processes share."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape (also used by the continuity manifest)."""
@@ -74,7 +76,10 @@ class JobStore:
             ev = rec.get("event")
             ts = rec["ts"] if isinstance(rec.get("ts"), int) else 0
             if ev == "created":
-                out[jid] = Job(jid, str(rec.get("kind", "turn")), str(rec.get("sessionKey", "")), "queued", ts)
+                owner = rec.get("owner") if isinstance(rec.get("owner"), str) else None
+                out[jid] = Job(
+                    jid, str(rec.get("kind", "turn")), str(rec.get("sessionKey", "")), "queued", ts, owner=owner
+                )
                 continue
             job = out.get(jid)
             if job is None or job.status in _FINAL:
@@ -91,10 +96,13 @@ class JobStore:
         """One job."""
         return self.jobs().get(job_id)
 
-    def create(self, session_key: str, kind: str = "turn") -> str:
-        """A new ``queued`` job; returns its id."""
+    def create(self, session_key: str, kind: str = "turn", *, owner: str | None = None) -> str:
+        """A new ``queued`` job; returns its id (``owner``: the creating process's writer id on a shared store)."""
         jid = "job_" + secrets.token_hex(6)
-        self._journal.append({"id": jid, "event": "created", "kind": kind, "sessionKey": session_key, "ts": _now()})
+        rec: dict[str, Any] = {"id": jid, "event": "created", "kind": kind, "sessionKey": session_key, "ts": _now()}
+        if owner is not None:
+            rec["owner"] = owner
+        self._journal.append(rec)
         if self._on_mark is not None:
             self._on_mark(jid, "queued", {"sessionKey": session_key, "kind": kind})
         return jid
@@ -112,9 +120,18 @@ class JobStore:
         if self._on_mark is not None:
             self._on_mark(job_id, event, {k: v for k, v in rec.items() if k in ("error", "replyEntryId")})
 
-    def recover(self) -> list[str]:
-        """Mark every job left ``queued`` or ``running`` as ``interrupted``; returns their ids."""
-        cut = [j for j in self.jobs().values() if j.status not in _FINAL]
+    def recover(self, *, me: str | None = None, live: set[str] | None = None) -> list[str]:
+        """Mark every job left ``queued`` or ``running`` as ``interrupted``; returns their ids.
+
+        On a store several processes share (``live``: the writer ids alive now, ``me`` this
+        one's), a job another live process created is its own, still running there, and is
+        left alone; the jobs of this process's previous run and of dead processes are cut.
+        """
+        cut = [
+            j
+            for j in self.jobs().values()
+            if j.status not in _FINAL and (live is None or j.owner is None or j.owner == me or j.owner not in live)
+        ]
         for job in cut:
             was = "running" if job.status == "running" else "queued but not started"
             self.mark(job.id, "interrupted", error=f"the runtime stopped (restart or crash) while the job was {was}")

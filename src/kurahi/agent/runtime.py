@@ -134,7 +134,8 @@ class Runtime:
     async def start(self) -> dict[str, Any]:
         """Settle what the last stop left behind; returns what was done.
 
-        Jobs left ``queued``/``running`` become ``interrupted``; every session in the catalog
+        Jobs left ``queued``/``running`` become ``interrupted`` (on a shared store, only those
+        of this process's previous run and of dead processes); every session in the catalog
         is opened, so the pairing guard answers its unanswered tool calls; queued messages
         whose entry is already in their transcript are marked done and the others are queued
         again. A session that cannot be opened is reported in ``openErrors`` and left as it is;
@@ -143,7 +144,7 @@ class Runtime:
         """
         if self.recovered is not None:
             return self.recovered  # started already: recovering twice would queue messages twice
-        interrupted = self.jobs.recover()
+        interrupted = self.jobs.recover(me=self.backend.owner_id, live=self.backend.live_owners())
         # Open every session now, not on its first message: the pairing guard runs on open,
         # so no transcript is left with an unanswered tool call while it waits for a message.
         for key, _ in self.catalog.items():
@@ -468,7 +469,7 @@ class Runtime:
         """
         user_message(text, max_bytes=self.settings.max_message_bytes)  # refuse bad input now, not in the job
         check_session_key(key)
-        jid = self.jobs.create(key)
+        jid = self.jobs.create(key, owner=self.backend.owner_id)
 
         async def run() -> None:
             self.jobs.mark(jid, "running")

@@ -372,6 +372,17 @@ class Backend(ABC):
 
     kind: str
     home: Path
+    owner_id: str | None = None
+    """This process's writer id among the processes sharing the store (``None``: it is the only one)."""
+
+    def live_owners(self) -> set[str] | None:
+        """The writer ids of the processes alive on this store now; ``None`` when only one process uses it.
+
+        What a process left unfinished (a job left ``running``) is its own while it lives: a
+        process starting next to it settles only what its own previous run and dead
+        processes left.
+        """
+        return None
 
     @abstractmethod
     def describe(self) -> str:

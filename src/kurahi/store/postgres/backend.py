@@ -55,6 +55,7 @@ DEFAULT_LEASE_SECONDS = 4.0
 
 SQL_ENSURE_AGENT = "INSERT INTO kurahi.agents (id) VALUES (%s) ON CONFLICT DO NOTHING"
 SQL_AGENT_IDS = "SELECT id FROM kurahi.agents"
+SQL_LIVE_OWNERS = "SELECT owner_id FROM kurahi.owners WHERE expires_at > now()"
 
 
 class PostgresAgentStore(AgentStore):
@@ -129,7 +130,7 @@ class PostgresBackend(Backend):
             raise UsageError("lease_seconds must be positive")
         self.home = Path(home)
         self.lease_seconds = float(lease_seconds)
-        self.owner_id = owner_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.owner_id: str = owner_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.instance = uuid.uuid4().hex
         self.fault_point: Callable[[str], None] = _no_fault
         """Called at named points inside write transactions (tests inject failures here)."""
@@ -224,6 +225,10 @@ class PostgresBackend(Backend):
             return
         except psycopg.Error:
             return
+
+    def live_owners(self) -> set[str]:
+        """See :meth:`Backend.live_owners`: the owner ids whose claim has not expired (this one included)."""
+        return {str(r[0]) for r in self.db.query(SQL_LIVE_OWNERS)} | {self.owner_id}
 
     # -- the stores ---------------------------------------------------------------------------
 

@@ -13,7 +13,12 @@ marker), and drives them over HTTP from ``workers`` client threads:
 * session resets (``POST /sessions/reset``), like chats.
 
 Every ``kill_every`` seconds (uniform in the range) one live gateway is SIGKILLed, its
-whole process group, as a power cut would, and started again ``down`` seconds later.
+whole process group, as a power cut would, and started again ``down`` seconds later (with
+the same ``--gateway-id``; while the dead instance's claim on it has not expired the start is
+refused, and it is started again half a second later, as a supervisor would). With
+``stall_share`` some disruptions instead SIGSTOP a gateway for ``stall_seconds`` (longer than
+a lease) and SIGCONT it: it wakes up holding stale leases, with turns in flight, and fencing
+must refuse whatever it then tries to write.
 
 **Shared workspace.** The homes' workspaces are one directory (``agents/<id>/workspace`` of
 every home is a symlink to ``<root>/workspace``): a side effect is done in the world, not in

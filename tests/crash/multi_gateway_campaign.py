@@ -391,7 +391,7 @@ class MultiGatewayCampaign:
                 self.pending.setdefault(k, t)
         self.report.kills += 1
         self.log(f"killed {inc.name}: it held {len(held)} sessions")
-        threading.Thread(target=self._probe, args=(held,), daemon=True).start()
+        self._probe_all(held)
 
     def _stall(self, i: int) -> None:
         """SIGSTOP gateway ``i`` for longer than a lease, then SIGCONT: it wakes up with stale leases.
@@ -410,7 +410,7 @@ class MultiGatewayCampaign:
                 self.pending.setdefault(k, t)
         self.report.stalls += 1
         self.log(f"stopped {inc.name} for {self.stall_seconds:g} s: it held {len(held)} sessions")
-        threading.Thread(target=self._probe, args=(held,), daemon=True).start()
+        self._probe_all(held)
         time.sleep(self.stall_seconds)
         os.killpg(inc.proc.pid, signal.SIGCONT)
         with self.mutex:
@@ -544,18 +544,21 @@ class MultiGatewayCampaign:
             for c in clients.values():
                 c.close()
 
-    def _probe(self, keys: list[str]) -> None:
-        """Ask for each of ``keys`` until it is served again (the bar measures kill to first acknowledged write)."""
+    def _probe_all(self, keys: list[str]) -> None:
+        """A prober per key (one after another would make the last key wait for all the others)."""
+        for k in keys:
+            threading.Thread(target=self._probe, args=(k,), daemon=True).start()
+
+    def _probe(self, key: str) -> None:
+        """Ask for ``key`` until it is served again (the bar measures kill to first acknowledged write)."""
         rng = random.Random()
         clients: dict[str, httpx.Client] = {}
         try:
             while not self.stop.is_set():
                 with self.mutex:
-                    left = [k for k in keys if k in self.pending]
-                if not left:
-                    return
-                for k in left:
-                    self._chat(clients, rng, k, kind="probe")
+                    if key not in self.pending:
+                        return
+                self._chat(clients, rng, key, kind="probe")
                 self.stop.wait(0.05)
         finally:
             for c in clients.values():

@@ -299,3 +299,22 @@ def test_gateways_sharing_a_database_switch_a_key_only_while_holding_its_session
                 await rt_b.close()
 
         run(_session(home, a, go))
+
+
+@pytest.mark.parametrize("kind", sorted(BACKENDS))
+def test_a_reset_switches_the_key_only_from_the_session_it_replaces(tmp_path: Path, kind: str) -> None:
+    """If the key was moved to another session under a writer (its claim lapsed unseen), its reset switches nothing."""
+    from kurahi.errors import LockHeldError
+
+    home = make_home(tmp_path)
+    backend = BACKENDS[kind](home)
+
+    async def go(rt: Runtime) -> None:
+        assert (await rt.send(KEY, "one")).status == "ok"
+        elsewhere = {**dict(rt.catalog.get(KEY) or {}), "sessionId": "other", "sessionFile": "other.jsonl"}
+        rt.catalog.upsert(KEY, elsewhere)
+        with pytest.raises(LockHeldError):
+            await rt.reset_session(KEY)
+        assert transcript_name(rt.catalog.get(KEY)) == "other.jsonl"
+
+    run(_session(home, backend, go))

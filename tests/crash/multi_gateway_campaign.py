@@ -305,6 +305,8 @@ class MultiGatewayCampaign:
         self.pending: dict[str, float] = {}
         """Key -> when the gateway holding it was killed (until it is served again)."""
         self.counter = 0
+        self.probing: set[str] = set()
+        self.probed: dict[str, float] = {}
         self.has_gateway_id = False
 
     # -- setup -------------------------------------------------------------------------------
@@ -391,7 +393,6 @@ class MultiGatewayCampaign:
                 self.pending.setdefault(k, t)
         self.report.kills += 1
         self.log(f"killed {inc.name}: it held {len(held)} sessions")
-        self._probe_all(held)
 
     def _stall(self, i: int) -> None:
         """SIGSTOP gateway ``i`` for longer than a lease, then SIGCONT: it wakes up with stale leases.
@@ -410,7 +411,6 @@ class MultiGatewayCampaign:
                 self.pending.setdefault(k, t)
         self.report.stalls += 1
         self.log(f"stopped {inc.name} for {self.stall_seconds:g} s: it held {len(held)} sessions")
-        self._probe_all(held)
         time.sleep(self.stall_seconds)
         os.killpg(inc.proc.pid, signal.SIGCONT)
         with self.mutex:
@@ -544,22 +544,32 @@ class MultiGatewayCampaign:
             for c in clients.values():
                 c.close()
 
-    def _probe_all(self, keys: list[str]) -> None:
-        """A prober per key (one after another would make the last key wait for all the others)."""
-        for k in keys:
-            threading.Thread(target=self._probe, args=(k,), daemon=True).start()
+    def _prober(self, p: int) -> None:
+        """Ask for the sessions of killed gateways until each is served again (least recently asked first).
 
-    def _probe(self, key: str) -> None:
-        """Ask for ``key`` until it is served again (the bar measures kill to first acknowledged write)."""
-        rng = random.Random()
+        The bar is the time from a kill to the first acknowledged write on each of its sessions;
+        ``probers`` threads share them, so a kill that freed 64 sessions is asked about at
+        once, not one session after another.
+        """
+        rng = random.Random(self.seed * 7919 + p)
         clients: dict[str, httpx.Client] = {}
         try:
             while not self.stop.is_set():
                 with self.mutex:
-                    if key not in self.pending:
-                        return
-                self._chat(clients, rng, key, kind="probe")
-                self.stop.wait(0.05)
+                    free = [k for k in self.pending if k not in self.probing]
+                    key = min(free, key=lambda k: self.probed.get(k, 0.0)) if free else None
+                    if key is not None:
+                        self.probing.add(key)
+                        self.probed[key] = time.monotonic()
+                if key is None:
+                    self.stop.wait(0.05)
+                    continue
+                try:
+                    if not self._chat(clients, rng, key, kind="probe"):
+                        self.stop.wait(0.05)
+                finally:
+                    with self.mutex:
+                        self.probing.discard(key)
         finally:
             for c in clients.values():
                 c.close()
@@ -572,6 +582,7 @@ class MultiGatewayCampaign:
         for i in range(self.n_gateways):
             self._start(i)
         workers = [threading.Thread(target=self._worker, args=(w,), daemon=True) for w in range(self.n_workers)]
+        workers += [threading.Thread(target=self._prober, args=(p,), daemon=True) for p in range(self.n_workers)]
         for w in workers:
             w.start()
         end = time.monotonic() + self.seconds

@@ -125,10 +125,21 @@ def _replace(
     }
     if isinstance(old_id, str):
         fields["previousSessionId"] = old_id
-    if old_entry is not None:
-        rt.catalog.update(key, lambda cur: {**_carryable(cur or {}), **fields})
-    else:
-        rt.catalog.upsert(key, fields)
+    # The key moves on only from the session replaced here: if another writer switched it
+    # meanwhile (possible only for one whose claim lapsed unseen), nothing is switched.
+    switched = False
+
+    def swap(cur: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        nonlocal switched
+        if transcript_name(cur) != old_name:
+            return cur
+        switched = True
+        return {**_carryable(cur or {}), **fields}
+
+    rt.catalog.update(key, swap)
+    if not switched:
+        conv.close()
+        raise LockHeldError(f"session {key!r} was switched by another writer meanwhile; nothing was replaced")
     rt.attach_conversation(key, conv)
     if rt.on_event is not None:
         rt.on_event(

@@ -12,7 +12,7 @@ from kurahi.agent.conversation import Conversation
 from kurahi.agent.ledger import Ledger, action_id
 from kurahi.agent.pairing import settle, unpaired_calls
 from kurahi.agent.runtime import Runtime
-from kurahi.agent.tools import BUILTIN_TOOLS
+from kurahi.agent.tools import BUILTIN_TOOLS, ToolContext
 from kurahi.context.files import project_file
 from kurahi.errors import PairingRefusedError
 from kurahi.store.journal import Journal
@@ -166,3 +166,24 @@ def test_refuse_policy_refuses_the_turn_and_says_why(tmp_path: Path) -> None:
 def test_tool_result_helper_matches_pi_shape() -> None:
     r = tool_result("c", "read", "x", 1)
     assert set(r) == {"role", "toolCallId", "toolName", "content", "isError", "timestamp"}
+
+
+def test_a_call_whose_intent_another_process_wrote_is_not_settled_as_never_started(tmp_path: Path) -> None:
+    """A ledger read before another process (a gateway on the same database) wrote an intent sees it when settling.
+
+    Found by benchmarks/multi_gateway.py: a gateway that took over a session from one that died
+    mid-call settled the call as "never started, safe to call again" from its ledger as read at
+    its start, while the dead gateway's intent was in the log and its side effect was done.
+    """
+    args = {"text": "note", "file": "notes.md"}
+    conv, mine, ws = _setup(tmp_path, [_call("c1", "memory_append", args)])
+    assert mine.actions() == {}  # read (and kept) before the other process wrote
+    theirs = Ledger(Journal(tmp_path / "ledger.jsonl"))
+    theirs.intent(conv.session_id, "c1", "memory_append", args)
+    aid = action_id(conv.session_id, "c1")
+    TOOLS["memory_append"].run(args, ToolContext(ws, aid))  # it ran, then that process died
+    assert mine.get(aid) is None and mine.get(aid, fresh=True) is not None
+    mine._actions = {}  # as read before the intent again
+    [s] = settle(conv, mine, TOOLS, ws)
+    assert s.settled_by == "lookup" and s.is_error is False
+    conv.close()

@@ -318,3 +318,24 @@ def test_a_reset_switches_the_key_only_from_the_session_it_replaces(tmp_path: Pa
         assert transcript_name(rt.catalog.get(KEY)) == "other.jsonl"
 
     run(_session(home, backend, go))
+
+
+@pytest.mark.postgres
+def test_a_gateway_starting_on_a_shared_database_opens_sessions_when_asked(tmp_path: Path, pg_url: str) -> None:
+    """On a database gateways share, a start takes no session's lease (it would hoard every free one)."""
+    from kurahi.store.postgres import PostgresBackend
+
+    home = make_home(tmp_path)
+    with PostgresBackend(pg_url, home=home, owner_id="gw-a") as a:
+
+        async def first(rt: Runtime) -> None:
+            assert (await rt.send(KEY, "one")).status == "ok"
+
+        run(_session(home, a, first))
+
+        async def later(rt: Runtime) -> None:
+            assert rt.open_conversation(KEY) is None  # not taken at start
+            assert (await rt.send(KEY, "two")).status == "ok"  # opened (and settled) when asked
+            assert rt.open_conversation(KEY) is not None
+
+        run(_session(home, a, later))

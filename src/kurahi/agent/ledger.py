@@ -100,9 +100,20 @@ class Ledger:
             self._actions = _fold(self._journal.records())
         return self._actions
 
-    def get(self, action_id_: str) -> Action | None:
-        """One action, or ``None``."""
-        return self.actions().get(action_id_)
+    def get(self, action_id_: str, *, fresh: bool = False) -> Action | None:
+        """One action, or ``None``.
+
+        ``fresh``: when the action is unknown here or has no definite outcome, read the log
+        again first. What this object keeps is current only for what this process wrote; on
+        a store several gateways share, a session taken over from a gateway that died has
+        calls whose intent (and maybe outcome) that gateway wrote, which the pairing guard must
+        see (or it would settle a call that ran as "never started").
+        """
+        action = self.actions().get(action_id_)
+        if fresh and (action is None or action.status in ("pending", "unknown")):
+            self._actions = None
+            action = self.actions().get(action_id_)
+        return action
 
     # -- writing --------------------------------------------------------------------
 

@@ -116,7 +116,7 @@ def _decide(
 ) -> tuple[ToolOutput, SettledBy]:
     name = str(call.get("name"))
     aid = action_id(sid, call["id"])
-    action = ledger.get(aid)
+    action = ledger.get(aid, fresh=True)
     tool = tools.get(name)
     if action is not None and action.status in ("ok", "error") and action.result is not None:
         return ToolOutput(action.result, is_error=action.status == "error"), "ledger"

@@ -136,7 +136,8 @@ class Runtime:
 
         Jobs left ``queued``/``running`` become ``interrupted`` (on a shared store, only those
         of this process's previous run and of dead processes); every session in the catalog
-        is opened, so the pairing guard answers its unanswered tool calls; queued messages
+        is opened, so the pairing guard answers its unanswered tool calls (on a shared store,
+        only when asked for: see below); queued messages
         whose entry is already in their transcript are marked done and the others are queued
         again. A session that cannot be opened is reported in ``openErrors`` and left as it is;
         so are the queued messages of a session another writer holds (a gateway on the same
@@ -144,10 +145,15 @@ class Runtime:
         """
         if self.recovered is not None:
             return self.recovered  # started already: recovering twice would queue messages twice
-        interrupted = self.jobs.recover(me=self.backend.owner_id, live=self.backend.live_owners())
+        live = self.backend.live_owners()
+        interrupted = self.jobs.recover(me=self.backend.owner_id, live=live)
         # Open every session now, not on its first message: the pairing guard runs on open,
         # so no transcript is left with an unanswered tool call while it waits for a message.
-        for key, _ in self.catalog.items():
+        # Not on a store other gateways share: a gateway (re)starting would take every session
+        # that is free at that moment and serve none until all were open, while the gateways
+        # already running could have; there a session is opened, and settled, by whichever
+        # gateway it is next asked of.
+        for key, _ in self.catalog.items() if live is None else ():
             try:
                 self.conversation(key)
             except KurahiError as exc:

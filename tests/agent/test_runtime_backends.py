@@ -199,3 +199,39 @@ def test_a_session_whose_lease_was_taken_over_is_dropped_and_reopened(tmp_path: 
         assert first.status == "ok" and third.status == "ok"
         data = a.agent("alice").transcripts.export(name)
         assert b'"one"' in data and b'"four"' in data and b'"two"' not in data and b'"three"' not in data
+
+
+@pytest.mark.postgres
+def test_a_starting_gateway_settles_only_what_dead_gateways_left(tmp_path: Path, pg_url: str) -> None:
+    """Jobs and queued messages of a live gateway on the same database are left to it."""
+    import psycopg
+
+    from kurahi.agent.jobs import JobStore
+    from kurahi.agent.queue import pending_from_journal
+    from kurahi.store.postgres import PostgresBackend
+
+    home = make_home(tmp_path)
+    with (
+        PostgresBackend(pg_url, home=home, owner_id="gw-a") as a,
+        PostgresBackend(pg_url, home=home, owner_id="gw-b") as b,
+    ):
+        jobs_a = JobStore(a.agent("alice", create=True).log("jobs"), instance=a.instance)
+        jid = jobs_a.create(KEY)
+        jobs_a.mark(jid, "running")
+        a.agent("alice").log("queue").append(
+            {"op": "put", "qid": "q1", "key": KEY, "message": {}, "gateway": a.instance}
+        )
+        jobs_b = JobStore(b.agent("alice").log("jobs"), instance=b.instance)
+        live = b.live_instances()
+        assert live is not None and {a.instance, b.instance} <= live
+        assert jobs_b.recover(live) == []
+        assert jobs_b.get(jid) is not None and jobs_b.get(jid).status == "running"  # type: ignore[union-attr]
+        assert pending_from_journal(b.agent("alice").log("queue"), live) == {}
+        # A dies: its claim runs out. Now what it left is B's to settle.
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("UPDATE kurahi.owners SET expires_at = now() - interval '1 second' WHERE owner_id = 'gw-a'")
+        live = b.live_instances()
+        assert live is not None and a.instance not in live
+        assert jobs_b.recover(live) == [jid]
+        assert jobs_b.get(jid).status == "interrupted"  # type: ignore[union-attr]
+        assert list(pending_from_journal(b.agent("alice").log("queue"), live)) == [KEY]

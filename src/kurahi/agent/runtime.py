@@ -107,7 +107,9 @@ class Runtime:
         self.model_name = self.settings.model
         durable = self.settings.fsync != "never"
         self.ledger = Ledger(self.store.log("ledger", durable=durable))
-        self.jobs = JobStore(self.store.log("jobs", durable=durable), on_mark=self._job_event)
+        self.jobs = JobStore(
+            self.store.log("jobs", durable=durable), on_mark=self._job_event, instance=self.backend.instance
+        )
         self.queue_journal = self.store.log("queue", durable=durable)
         self.catalog = self.store.catalog
         self.tools: dict[str, Tool] = {
@@ -141,7 +143,9 @@ class Runtime:
         """
         if self.recovered is not None:
             return self.recovered  # started already: recovering twice would queue messages twice
-        interrupted = self.jobs.recover()
+        # What dead writers left is settled here; a live gateway on the same database keeps its own.
+        live = self.backend.live_instances()
+        interrupted = self.jobs.recover(live)
         # Open every session now, not on its first message: the pairing guard runs on open,
         # so no transcript is left with an unanswered tool call while it waits for a message.
         for key, _ in self.catalog.items():
@@ -150,7 +154,7 @@ class Runtime:
             except KurahiError as exc:
                 self.open_errors[key] = str(exc)
         requeued = 0
-        for key, recs in pending_from_journal(self.queue_journal).items():
+        for key, recs in pending_from_journal(self.queue_journal, live).items():
             conv = self.conversation(key)
             seen = {
                 (p.data.get("kurahi") or {}).get("queueId") for p in conv.path if isinstance(p.data.get("kurahi"), dict)

@@ -175,8 +175,9 @@ def test_a_session_whose_lease_was_taken_over_is_dropped_and_reopened(tmp_path: 
 
     home = make_home(tmp_path)
     with (
-        PostgresBackend(pg_url, home=home, owner_id="gw-a") as a,
-        PostgresBackend(pg_url, home=home, owner_id="gw-b") as b,
+        # No background renewal: a lease or claim the test lets run out stays run out.
+        PostgresBackend(pg_url, home=home, owner_id="gw-a", renew_in_background=False) as a,
+        PostgresBackend(pg_url, home=home, owner_id="gw-b", renew_in_background=False) as b,
     ):
 
         async def go(rt: Runtime) -> Any:
@@ -212,8 +213,9 @@ def test_a_starting_gateway_settles_only_what_dead_gateways_left(tmp_path: Path,
 
     home = make_home(tmp_path)
     with (
-        PostgresBackend(pg_url, home=home, owner_id="gw-a") as a,
-        PostgresBackend(pg_url, home=home, owner_id="gw-b") as b,
+        # No background renewal: a lease or claim the test lets run out stays run out.
+        PostgresBackend(pg_url, home=home, owner_id="gw-a", renew_in_background=False) as a,
+        PostgresBackend(pg_url, home=home, owner_id="gw-b", renew_in_background=False) as b,
     ):
         jobs_a = JobStore(a.agent("alice", create=True).log("jobs"), instance=a.instance)
         jid = jobs_a.create(KEY)

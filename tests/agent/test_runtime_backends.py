@@ -175,8 +175,9 @@ def test_a_session_whose_lease_was_taken_over_is_dropped_and_reopened(tmp_path: 
 
     home = make_home(tmp_path)
     with (
-        PostgresBackend(pg_url, home=home, owner_id="gw-a") as a,
-        PostgresBackend(pg_url, home=home, owner_id="gw-b") as b,
+        # No background renewal: a lease or claim the test lets run out stays run out.
+        PostgresBackend(pg_url, home=home, owner_id="gw-a", renew_in_background=False) as a,
+        PostgresBackend(pg_url, home=home, owner_id="gw-b", renew_in_background=False) as b,
     ):
 
         async def go(rt: Runtime) -> Any:
@@ -202,12 +203,51 @@ def test_a_session_whose_lease_was_taken_over_is_dropped_and_reopened(tmp_path: 
 
 
 @pytest.mark.postgres
+def test_a_starting_gateway_settles_only_what_dead_gateways_left(tmp_path: Path, pg_url: str) -> None:
+    """Jobs and queued messages of a live gateway on the same database are left to it."""
+    import psycopg
+
+    from kurahi.agent.jobs import JobStore
+    from kurahi.agent.queue import pending_from_journal
+    from kurahi.store.postgres import PostgresBackend
+
+    home = make_home(tmp_path)
+    with (
+        # No background renewal: a lease or claim the test lets run out stays run out.
+        PostgresBackend(pg_url, home=home, owner_id="gw-a", renew_in_background=False) as a,
+        PostgresBackend(pg_url, home=home, owner_id="gw-b", renew_in_background=False) as b,
+    ):
+        jobs_a = JobStore(a.agent("alice", create=True).log("jobs"), instance=a.instance)
+        jid = jobs_a.create(KEY)
+        jobs_a.mark(jid, "running")
+        a.agent("alice").log("queue").append(
+            {"op": "put", "qid": "q1", "key": KEY, "message": {}, "gateway": a.instance}
+        )
+        jobs_b = JobStore(b.agent("alice").log("jobs"), instance=b.instance)
+        live = b.live_instances()
+        assert live is not None and {a.instance, b.instance} <= live
+        assert jobs_b.recover(live) == []
+        assert jobs_b.get(jid) is not None and jobs_b.get(jid).status == "running"  # type: ignore[union-attr]
+        assert pending_from_journal(b.agent("alice").log("queue"), live) == {}
+        # A dies: its claim runs out. Now what it left is B's to settle.
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("UPDATE kurahi.owners SET expires_at = now() - interval '1 second' WHERE owner_id = 'gw-a'")
+        live = b.live_instances()
+        assert live is not None and a.instance not in live
+        assert jobs_b.recover(live) == [jid]
+        assert jobs_b.get(jid).status == "interrupted"  # type: ignore[union-attr]
+        assert list(pending_from_journal(b.agent("alice").log("queue"), live)) == [KEY]
+
+
+@pytest.mark.postgres
 def test_a_runtime_starts_while_another_gateway_holds_a_session_with_queued_messages(
     tmp_path: Path, pg_url: str
 ) -> None:
-    """The queue journal is shared on a database: messages queued on a session another live gateway
-    holds are its to settle. Starting next to it must not fail on them (it did: the restarted
-    gateway's start-up tried to open the session, got LockHeldError and exited)."""
+    """Messages a dead writer left queued on a session a live gateway has since taken over stay queued.
+
+    Starting next to that gateway must not fail on them (it did: the restarted gateway's
+    start-up tried to open the session, got LockHeldError and exited).
+    """
     from kurahi.store.postgres import PostgresBackend
 
     home = make_home(tmp_path)
@@ -218,7 +258,7 @@ def test_a_runtime_starts_while_another_gateway_holds_a_session_with_queued_mess
 
         async def hold(rt: Runtime) -> Any:
             assert (await rt.send(KEY, "one")).status == "ok"
-            # A message gateway A has queued but not yet answered (its turn is on the way).
+            # A message a dead writer queued (it names no live gateway) on the session A now holds.
             rt.queue_journal.append(
                 {"op": "put", "qid": "q-a-1", "key": KEY, "mode": "followup", "message": {"role": "user"}, "ts": 1}
             )

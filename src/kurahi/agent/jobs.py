@@ -36,8 +36,8 @@ class Job:
     ended_at: int | None = None
     error: str | None = None
     reply_entry_id: str | None = None
-    owner: str | None = None
-    """The writer id of the process that created it, on a store several processes share."""
+    gateway: str | None = None
+    """The instance (see :attr:`kurahi.store.backend.Backend.instance`) that runs it."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape (also used by the continuity manifest)."""
@@ -62,8 +62,15 @@ class JobStore:
         on_mark: told about every status change (for the audit chain).
     """
 
-    def __init__(self, log: RecordLog, *, on_mark: Callable[[str, str, dict[str, Any]], None] | None = None) -> None:
+    def __init__(
+        self,
+        log: RecordLog,
+        *,
+        on_mark: Callable[[str, str, dict[str, Any]], None] | None = None,
+        instance: str | None = None,
+    ) -> None:
         self._journal = log
+        self.instance = instance
         self._on_mark = on_mark
 
     def jobs(self) -> dict[str, Job]:
@@ -76,9 +83,14 @@ class JobStore:
             ev = rec.get("event")
             ts = rec["ts"] if isinstance(rec.get("ts"), int) else 0
             if ev == "created":
-                owner = rec.get("owner") if isinstance(rec.get("owner"), str) else None
+                gw = rec.get("gateway")
                 out[jid] = Job(
-                    jid, str(rec.get("kind", "turn")), str(rec.get("sessionKey", "")), "queued", ts, owner=owner
+                    jid,
+                    str(rec.get("kind", "turn")),
+                    str(rec.get("sessionKey", "")),
+                    "queued",
+                    ts,
+                    gateway=gw if isinstance(gw, str) else None,
                 )
                 continue
             job = out.get(jid)
@@ -96,12 +108,12 @@ class JobStore:
         """One job."""
         return self.jobs().get(job_id)
 
-    def create(self, session_key: str, kind: str = "turn", *, owner: str | None = None) -> str:
-        """A new ``queued`` job; returns its id (``owner``: the creating process's writer id on a shared store)."""
+    def create(self, session_key: str, kind: str = "turn") -> str:
+        """A new ``queued`` job; returns its id."""
         jid = "job_" + secrets.token_hex(6)
         rec: dict[str, Any] = {"id": jid, "event": "created", "kind": kind, "sessionKey": session_key, "ts": _now()}
-        if owner is not None:
-            rec["owner"] = owner
+        if self.instance is not None:
+            rec["gateway"] = self.instance
         self._journal.append(rec)
         if self._on_mark is not None:
             self._on_mark(jid, "queued", {"sessionKey": session_key, "kind": kind})
@@ -120,17 +132,17 @@ class JobStore:
         if self._on_mark is not None:
             self._on_mark(job_id, event, {k: v for k, v in rec.items() if k in ("error", "replyEntryId")})
 
-    def recover(self, *, me: str | None = None, live: set[str] | None = None) -> list[str]:
-        """Mark every job left ``queued`` or ``running`` as ``interrupted``; returns their ids.
+    def recover(self, live: frozenset[str] | None = None) -> list[str]:
+        """Mark every job a dead writer left ``queued`` or ``running`` as ``interrupted``; returns their ids.
 
-        On a store several processes share (``live``: the writer ids alive now, ``me`` this
-        one's), a job another live process created is its own, still running there, and is
-        left alone; the jobs of this process's previous run and of dead processes are cut.
+        Args:
+            live: the writers alive now (:meth:`kurahi.store.backend.Backend.live_instances`);
+                their jobs are theirs to finish. ``None``: no other writer, every job left is cut off.
         """
         cut = [
             j
             for j in self.jobs().values()
-            if j.status not in _FINAL and (live is None or j.owner is None or j.owner == me or j.owner not in live)
+            if j.status not in _FINAL and (live is None or j.gateway is None or j.gateway not in live)
         ]
         for job in cut:
             was = "running" if job.status == "running" else "queued but not started"

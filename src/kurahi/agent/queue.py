@@ -149,6 +149,7 @@ class Lane:
     def _persist(self, p: Pending) -> None:
         if not p.persisted:
             rec = {"op": "put", "qid": p.qid, "key": self.key, "mode": p.mode, "message": p.message, "ts": _now()}
+            rec["gateway"] = self.rt.backend.instance
             if p.job_id is not None:
                 rec["job"] = p.job_id
             self.journal.append(rec)
@@ -257,8 +258,12 @@ class Lane:
             await task
 
 
-def pending_from_journal(journal: RecordLog) -> dict[str, list[dict[str, Any]]]:
-    """Messages put in the journal and neither done nor dropped, by session key, in order."""
+def pending_from_journal(journal: RecordLog, live: frozenset[str] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Messages put in the journal and neither done nor dropped, by session key, in order.
+
+    ``live``: the writers alive now; messages one of them queued are its own to deliver and
+    are left out (``None``: no other writer).
+    """
     puts: dict[str, dict[str, Any]] = {}
     for rec in journal.records():
         op = rec.get("op")
@@ -271,6 +276,8 @@ def pending_from_journal(journal: RecordLog) -> dict[str, list[dict[str, Any]]]:
             puts.pop(rec.get("qid"), None)  # type: ignore[arg-type]
     out: dict[str, list[dict[str, Any]]] = {}
     for rec in puts.values():
+        if live is not None and rec.get("gateway") in live:
+            continue
         out.setdefault(str(rec.get("key")), []).append(rec)
     return out
 

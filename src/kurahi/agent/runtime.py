@@ -107,7 +107,9 @@ class Runtime:
         self.model_name = self.settings.model
         durable = self.settings.fsync != "never"
         self.ledger = Ledger(self.store.log("ledger", durable=durable))
-        self.jobs = JobStore(self.store.log("jobs", durable=durable), on_mark=self._job_event)
+        self.jobs = JobStore(
+            self.store.log("jobs", durable=durable), on_mark=self._job_event, instance=self.backend.instance
+        )
         self.queue_journal = self.store.log("queue", durable=durable)
         self.catalog = self.store.catalog
         self.tools: dict[str, Tool] = {
@@ -134,19 +136,19 @@ class Runtime:
     async def start(self) -> dict[str, Any]:
         """Settle what the last stop left behind; returns what was done.
 
-        Jobs left ``queued``/``running`` become ``interrupted`` (on a shared store, only those
-        of this process's previous run and of dead processes); every session in the catalog
-        is opened, so the pairing guard answers its unanswered tool calls (on a shared store,
-        only when asked for: see below); queued messages
-        whose entry is already in their transcript are marked done and the others are queued
-        again. A session that cannot be opened is reported in ``openErrors`` and left as it is;
-        so are the queued messages of a session another writer holds (a gateway on the same
-        database: they are in its lanes), counted in ``queuedElsewhere``.
+        Jobs left ``queued``/``running`` by dead writers become ``interrupted``; every session
+        in the catalog is opened, so the pairing guard answers its unanswered tool calls (on a
+        store gateways share, a session is opened when it is asked for instead); queued
+        messages whose entry is already in their transcript are marked done and the others are
+        queued again. A session that cannot be opened is reported in ``openErrors`` and left
+        as it is; so are the queued messages of a dead writer on a session a live gateway has
+        taken over, counted in ``queuedElsewhere``.
         """
         if self.recovered is not None:
             return self.recovered  # started already: recovering twice would queue messages twice
-        live = self.backend.live_owners()
-        interrupted = self.jobs.recover(me=self.backend.owner_id, live=live)
+        # What dead writers left is settled here; a live gateway on the same database keeps its own.
+        live = self.backend.live_instances()
+        interrupted = self.jobs.recover(live)
         # Open every session now, not on its first message: the pairing guard runs on open,
         # so no transcript is left with an unanswered tool call while it waits for a message.
         # Not on a store other gateways share: a gateway (re)starting would take every session
@@ -160,12 +162,13 @@ class Runtime:
                 self.open_errors[key] = str(exc)
         requeued = 0
         held_elsewhere = 0
-        for key, recs in pending_from_journal(self.queue_journal).items():
+        for key, recs in pending_from_journal(self.queue_journal, live).items():
             try:
                 conv = self.conversation(key)
             except LockHeldError as exc:
-                # Another live writer (a gateway on the same database) holds the session: these
-                # messages are queued in its lanes, not ours; whoever holds it settles them.
+                # A live gateway on the same database holds the session (it took it over from
+                # the dead writer that queued these): they stay queued, for a start that can
+                # open it; failing here would keep this gateway from starting at all.
                 self.open_errors.setdefault(key, str(exc))
                 held_elsewhere += 1
                 continue
@@ -475,7 +478,7 @@ class Runtime:
         """
         user_message(text, max_bytes=self.settings.max_message_bytes)  # refuse bad input now, not in the job
         check_session_key(key)
-        jid = self.jobs.create(key, owner=self.backend.owner_id)
+        jid = self.jobs.create(key)
 
         async def run() -> None:
             self.jobs.mark(jid, "running")

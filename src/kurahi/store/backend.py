@@ -32,6 +32,7 @@ the memory backend (:mod:`kurahi.store.memory_backend`) is for tests and embeddi
 from __future__ import annotations
 
 import os
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -59,6 +60,8 @@ __all__ = [
     "check_transcript_name",
     "transcript_name",
 ]
+
+_PROCESS_INSTANCE = uuid.uuid4().hex[:16]
 
 LogName = Literal["ledger", "jobs", "queue"]
 """The record logs of an agent: the action-outcome ledger, job events, queued messages."""
@@ -372,15 +375,18 @@ class Backend(ABC):
 
     kind: str
     home: Path
-    owner_id: str | None = None
-    """This process's writer id among the processes sharing the store (``None``: it is the only one)."""
 
-    def live_owners(self) -> set[str] | None:
-        """The writer ids of the processes alive on this store now; ``None`` when only one process uses it.
+    @property
+    def instance(self) -> str:
+        """The identity of this process as a writer, recorded with the work it starts (jobs, queued messages)."""
+        return _PROCESS_INSTANCE
 
-        What a process left unfinished (a job left ``running``) is its own while it lives: a
-        process starting next to it settles only what its own previous run and dead
-        processes left.
+    def live_instances(self) -> frozenset[str] | None:
+        """The writers alive now, by :attr:`instance`; ``None`` when only this process writes here.
+
+        A process that starts settles what dead writers left (jobs cut off, messages still
+        queued), never what a live one is doing. A single-writer backend (files, memory)
+        has no live writer but this process, so everything left is a dead writer's.
         """
         return None
 

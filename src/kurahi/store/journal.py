@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from kurahi.errors import JournalWriteError
 from kurahi.store import fsio
 from kurahi.store.backend import RecordLog
 
-__all__ = ["Journal", "encode_record"]
+__all__ = ["Journal", "decode_records", "encode_record"]
 
 _fast_encode = msgspec.json.Encoder().encode
 
@@ -33,6 +33,19 @@ def encode_record(rec: Any) -> bytes:
         from kurahi.jsvalues import js_json
 
         return js_json(rec)
+
+
+def decode_records(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
+    """The records of a log's lines: JSON objects, in order; blank, torn or foreign lines skipped."""
+    for raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            rec = msgspec.json.decode(raw)
+        except DECODE_ERRORS:
+            continue
+        if isinstance(rec, dict):
+            yield rec
 
 
 class Journal(RecordLog):
@@ -57,15 +70,7 @@ class Journal(RecordLog):
             data = self.path.read_bytes()
         except FileNotFoundError:
             return
-        for raw in data.split(b"\n"):
-            if not raw.strip():
-                continue
-            try:
-                rec = msgspec.json.decode(raw)
-            except DECODE_ERRORS:
-                continue
-            if isinstance(rec, dict):
-                yield rec
+        yield from decode_records(data.split(b"\n"))
 
     def append(self, rec: Mapping[str, Any]) -> None:
         """Append one record (flushed when ``durable``).

@@ -16,7 +16,6 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import AppendError, JournalWriteError, LockHeldError, TranscriptReadError, UsageError
 from kurahi.store.audit_lines import LineAuditLog
 from kurahi.store.backend import (
@@ -30,7 +29,7 @@ from kurahi.store.backend import (
 )
 from kurahi.store.catalog import CatalogBase
 from kurahi.store.catalog_format import Store
-from kurahi.store.journal import encode_record
+from kurahi.store.journal import decode_records, encode_record
 from kurahi.store.names import check_agent_id, check_transcript_name
 from kurahi.store.transcript import Transcript
 
@@ -189,13 +188,7 @@ class MemoryLog(RecordLog):
         """See :meth:`RecordLog.records`."""
         with self._mutex:
             lines = list(self._lines)
-        for line in lines:
-            try:
-                rec = msgspec.json.decode(line)
-            except DECODE_ERRORS:
-                continue
-            if isinstance(rec, dict):
-                yield rec
+        yield from decode_records(lines)
 
     def close(self) -> None:
         """Nothing to release."""

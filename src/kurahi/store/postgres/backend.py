@@ -55,7 +55,7 @@ DEFAULT_LEASE_SECONDS = 4.0
 
 SQL_ENSURE_AGENT = "INSERT INTO kurahi.agents (id) VALUES (%s) ON CONFLICT DO NOTHING"
 SQL_AGENT_IDS = "SELECT id FROM kurahi.agents"
-SQL_LIVE_OWNERS = "SELECT owner_id FROM kurahi.owners WHERE expires_at > now()"
+SQL_LIVE_INSTANCES = "SELECT instance FROM kurahi.owners WHERE expires_at > now()"
 
 
 class PostgresAgentStore(AgentStore):
@@ -130,8 +130,8 @@ class PostgresBackend(Backend):
             raise UsageError("lease_seconds must be positive")
         self.home = Path(home)
         self.lease_seconds = float(lease_seconds)
-        self.owner_id: str = owner_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self.instance = uuid.uuid4().hex
+        self.owner_id = owner_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._instance = uuid.uuid4().hex
         self.fault_point: Callable[[str], None] = _no_fault
         """Called at named points inside write transactions (tests inject failures here)."""
         self._held: dict[int, PostgresHandle] = {}
@@ -156,6 +156,15 @@ class PostgresBackend(Backend):
 
     def __repr__(self) -> str:
         return f"PostgresBackend({self.db.where!r}, owner_id={self.owner_id!r})"
+
+    @property
+    def instance(self) -> str:
+        """The instance id of this process (a new one each start; its owner id may be reused)."""
+        return self._instance
+
+    def live_instances(self) -> frozenset[str] | None:
+        """The instances whose owner claim has not expired (the gateways alive on this database)."""
+        return frozenset(str(r[0]) for r in self.db.query(SQL_LIVE_INSTANCES))
 
     def describe(self) -> str:
         """``postgresql://user@host:port/db``, never the password."""
@@ -225,10 +234,6 @@ class PostgresBackend(Backend):
             return
         except psycopg.Error:
             return
-
-    def live_owners(self) -> set[str]:
-        """See :meth:`Backend.live_owners`: the owner ids whose claim has not expired (this one included)."""
-        return {str(r[0]) for r in self.db.query(SQL_LIVE_OWNERS)} | {self.owner_id}
 
     # -- the stores ---------------------------------------------------------------------------
 

@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import psycopg
 
-from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import DatabaseUnavailableError, JournalWriteError
 from kurahi.store.backend import RecordLog
-from kurahi.store.journal import encode_record
+from kurahi.store.journal import decode_records, encode_record
 
 if TYPE_CHECKING:
     from kurahi.store.postgres.backend import PostgresAgentStore
@@ -83,13 +82,7 @@ class PostgresLog(RecordLog):
 
     def records(self) -> Iterator[dict[str, Any]]:
         """See :meth:`RecordLog.records`."""
-        for line in self.lines():
-            try:
-                rec = msgspec.json.decode(line)
-            except DECODE_ERRORS:
-                continue
-            if isinstance(rec, dict):
-                yield rec
+        yield from decode_records(self.lines())
 
     def close(self) -> None:
         """Nothing to release (connections belong to the backend's pool)."""

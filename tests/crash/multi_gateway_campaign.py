@@ -119,7 +119,7 @@ commit, so what the trigger sees then is what the write was accepted under. (The
 instrument, not Kurahi's.)"""
 
 SQL_HELD_KEYS = """
-SELECT c.key FROM kurahi.leases l
+SELECT c.key, t.id, clock_timestamp() FROM kurahi.leases l
 JOIN kurahi.transcripts t ON t.id = l.transcript_id
 JOIN kurahi.catalog_entries c ON c.agent_id = t.agent_id AND (c.value ->> 'sessionFile') = t.name
 WHERE l.owner_id = %s AND l.expires_at > now()
@@ -203,6 +203,8 @@ class MultiGatewayReport:
     results_twice: int = 0
     settlements: Counter[str] = field(default_factory=Counter)
     served_again: list[float] = field(default_factory=list)
+    first_line_again: list[float] = field(default_factory=list)
+    """Seconds from a disruption to the first line another gateway committed to the session (diagnostic)."""
     never_served_again: int = 0
     jobs_unfinished: int = 0
     failures: list[str] = field(default_factory=list)
@@ -241,6 +243,11 @@ class MultiGatewayReport:
             "servedAgainP99Seconds": round(p, 3) if (p := _percentile(self.served_again, 0.99)) is not None else None,
             "servedAgainP50Seconds": round(p, 3) if (p := _percentile(self.served_again, 0.5)) is not None else None,
             "neverServedAgain": self.never_served_again,
+            "firstLineAgainCount": len(self.first_line_again),
+            "firstLineAgainMaxSeconds": round(max(self.first_line_again), 3) if self.first_line_again else None,
+            "firstLineAgainP99Seconds": round(p, 3)
+            if (p := _percentile(self.first_line_again, 0.99)) is not None
+            else None,
             "jobsUnfinished": self.jobs_unfinished,
             "failures": self.failures,
         }
@@ -306,6 +313,8 @@ class MultiGatewayCampaign:
         """Key -> when the gateway holding it was killed (until it is served again)."""
         self.counter = 0
         self.probing: set[str] = set()
+        self.disruptions: list[tuple[int, str, Any]] = []
+        """(transcript id, incarnation, database time) for each session a disruption took away."""
         self.probed: dict[str, float] = {}
         self.has_gateway_id = False
 
@@ -379,11 +388,18 @@ class MultiGatewayCampaign:
             raise RuntimeError(f"no lease owner row for gateway pid {pid}")
         return str(row[0])
 
+    def _held(self, inc: Incarnation) -> list[str]:
+        """The session keys whose lease ``inc`` holds now; notes each one's transcript and the database's clock."""
+        with psycopg.connect(with_app_name(self.url, "mg-harness"), autocommit=True) as conn:
+            rows = conn.execute(SQL_HELD_KEYS, (inc.owner_id,)).fetchall()
+        for _, tid, at in rows:
+            self.disruptions.append((int(tid), inc.name, at))
+        return [str(r[0]) for r in rows]
+
     def _kill(self, i: int) -> None:
         with self.mutex:
             inc = self.live.pop(i)
-        with psycopg.connect(with_app_name(self.url, "mg-harness"), autocommit=True) as conn:
-            held = [r[0] for r in conn.execute(SQL_HELD_KEYS, (inc.owner_id,))]
+        held = self._held(inc)
         t = time.monotonic()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(inc.proc.pid, signal.SIGKILL)
@@ -402,8 +418,7 @@ class MultiGatewayCampaign:
         """
         with self.mutex:
             inc = self.live.pop(i)  # not offered to the load while frozen
-        with psycopg.connect(with_app_name(self.url, "mg-harness"), autocommit=True) as conn:
-            held = [r[0] for r in conn.execute(SQL_HELD_KEYS, (inc.owner_id,))]
+        held = self._held(inc)
         t = time.monotonic()
         os.killpg(inc.proc.pid, signal.SIGSTOP)
         with self.mutex:
@@ -461,6 +476,8 @@ class MultiGatewayCampaign:
         nonce = self._nonce()
         idx = key.rsplit("mg", 1)[1]
         text = f'{kind} mg-{nonce}-mg [[tool:memory_append {{"text": "{nonce}", "file": "s{idx}.md"}}]]'
+        if kind == "probe":  # asking to be served: a plain turn, checked like every other
+            text = f"{kind} mg-{nonce}-mg"
         with self.mutex:
             self.report.chats_sent += 1
         for inc in self._order(rng):
@@ -566,7 +583,7 @@ class MultiGatewayCampaign:
                     continue
                 try:
                     if not self._chat(clients, rng, key, kind="probe"):
-                        self.stop.wait(0.05)
+                        self.stop.wait(0.1)
                 finally:
                     with self.mutex:
                         self.probing.discard(key)
@@ -744,6 +761,14 @@ class MultiGatewayCampaign:
                 "ORDER BY a.transcript_id, a.seq"
             ).fetchall()
             n_entries = conn.execute("SELECT count(*) FROM kurahi.entries").fetchone()
+            for tid, name_, at in self.disruptions:
+                row = conn.execute(
+                    "SELECT extract(epoch FROM min(a.at) - %(at)s)::float8 FROM public.mg_entry_audit a "
+                    "WHERE a.transcript_id = %(t)s AND a.writer <> %(w)s AND a.at > %(at)s",
+                    {"at": at, "t": tid, "w": name_},
+                ).fetchone()
+                if row is not None and row[0] is not None:
+                    rep.first_line_again.append(float(row[0]))
         rep.entries_audited = len(rows)
         if n_entries is not None and n_entries[0] != len(rows):
             rep.failures.append(f"{n_entries[0]} entries in the database, {len(rows)} audited")

@@ -468,7 +468,7 @@ class MultiGatewayCampaign:
     def _refused(self, r: httpx.Response) -> None:
         with self.mutex:
             self.report.busy_answers += 1
-            if "lease" in r.text.lower() and "lost" in r.text.lower():
+            if "taken over" in r.text:  # LeaseLostError: a stale writer refused by fencing
                 self.report.lease_lost_answers += 1
 
     def _chat(self, clients: dict[str, httpx.Client], rng: random.Random, key: str, *, kind: str = "chat") -> bool:
@@ -480,7 +480,9 @@ class MultiGatewayCampaign:
             text = f"{kind} mg-{nonce}-mg"
         with self.mutex:
             self.report.chats_sent += 1
-        for inc in self._order(rng):
+        # A probe asks one gateway at a time: once the dead one's lease has run out any live
+        # gateway takes the session, so asking them all in turn would only slow the asking.
+        for inc in self._order(rng)[: 1 if kind == "probe" else None]:
             try:
                 r = self._post(clients, inc, f"/api/agents/{AGENT}/chat", {"message": text, "key": key})
             except httpx.HTTPError:
@@ -583,7 +585,7 @@ class MultiGatewayCampaign:
                     continue
                 try:
                     if not self._chat(clients, rng, key, kind="probe"):
-                        self.stop.wait(0.1)
+                        self.stop.wait(0.05)
                 finally:
                     with self.mutex:
                         self.probing.discard(key)
@@ -762,9 +764,12 @@ class MultiGatewayCampaign:
             ).fetchall()
             n_entries = conn.execute("SELECT count(*) FROM kurahi.entries").fetchone()
             for tid, name_, at in self.disruptions:
+                # The session's transcript, or its successor if another gateway reset it first.
                 row = conn.execute(
                     "SELECT extract(epoch FROM min(a.at) - %(at)s)::float8 FROM public.mg_entry_audit a "
-                    "WHERE a.transcript_id = %(t)s AND a.writer <> %(w)s AND a.at > %(at)s",
+                    "WHERE a.writer <> %(w)s AND a.at > %(at)s AND (a.transcript_id = %(t)s OR a.transcript_id IN ("
+                    "  SELECT e.transcript_id FROM kurahi.entries e, kurahi.transcripts t"
+                    "  WHERE t.id = %(t)s AND e.seq = 1 AND position(convert_to(t.name, 'UTF8') IN e.line) > 0))",
                     {"at": at, "t": tid, "w": name_},
                 ).fetchone()
                 if row is not None and row[0] is not None:

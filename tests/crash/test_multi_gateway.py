@@ -1,7 +1,7 @@
 """Three gateways on one PostgreSQL database, SIGKILLed in turn under mixed load (issue 17's first bar, short).
 
 The full campaign is ``benchmarks/multi_gateway.py`` (64 sessions, 10 minutes); this runs
-the same harness for about a minute: 8 sessions, a kill every 15-25 s.
+the same harness for about a minute: 8 sessions, a kill every 12-16 s.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from multi_gateway_campaign import MultiGatewayCampaign
 
 def test_three_gateways_survive_sigkills_on_one_database(tmp_path: Path, pg_url: str) -> None:
     campaign = MultiGatewayCampaign(
-        tmp_path, pg_url, gateways=3, sessions=8, seconds=50, workers=6, kill_every=(15.0, 20.0), seed=7
+        tmp_path, pg_url, gateways=3, sessions=8, seconds=50, workers=6, kill_every=(12.0, 16.0), seed=7
     )
     report = campaign.run()
     assert report.failures == [], report.failures[:20]

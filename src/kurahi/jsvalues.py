@@ -11,11 +11,12 @@ exactly where Pi's ``JSON.stringify`` would.
 
 from __future__ import annotations
 
-import datetime as _dt
-import decimal
 import math
-import re
-from typing import Any
+
+TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING
+if TYPE_CHECKING:
+    import re
+    from typing import Any
 
 __all__ = [
     "MISSING",
@@ -32,6 +33,30 @@ __all__ = [
     "utf8_bytes",
     "utf16_len",
 ]
+
+
+class _Pattern:
+    """A regular expression compiled on first use.
+
+    Projecting a file needs this module but rarely its patterns, and importing ``re`` costs
+    a fresh process about 5 ms.
+    """
+
+    __slots__ = ("_compiled", "_source", "_verbose")
+
+    def __init__(self, source: str, *, verbose: bool = False) -> None:
+        self._source = source
+        self._verbose = verbose
+        self._compiled: re.Pattern[str] | None = None
+
+    def get(self) -> re.Pattern[str]:
+        compiled = self._compiled
+        if compiled is None:
+            import re
+
+            compiled = self._compiled = re.compile(self._source, re.VERBOSE if self._verbose else 0)
+        return compiled
+
 
 # JS String.prototype.trim() removes WhiteSpace and LineTerminator code points.
 _JS_WS = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" + (
@@ -73,32 +98,55 @@ def utf16_len(text: str) -> int:
 # ---------------------------------------------------------------------------
 
 # ECMAScript date-time string format (and V8's acceptance of a few relaxations).
-_ISO = re.compile(
+_ISO = _Pattern(
     r"""^(?P<year>[+-]\d{6}|\d{4})
         (?:-(?P<month>\d{2})(?:-(?P<day>\d{2}))?)?
         (?:T(?P<hour>\d{2}):(?P<minute>\d{2})
            (?::(?P<second>\d{2})(?:\.(?P<frac>\d+))?)?
            (?P<tz>Z|[+-]\d{2}:\d{2})?)?$""",
-    re.VERBOSE,
+    verbose=True,
 )
 _MAX_MS = 8.64e15
 
 
 def _iso_ms(text: str) -> float | None:
-    m = _ISO.match(text)
+    if (
+        len(text) == 24
+        and text[23] == "Z"
+        and text[4] == text[7] == "-"
+        and text[10] == "T"
+        and text[13] == text[16] == ":"
+        and text[19] == "."
+        and text.isascii()
+        and (text[:4] + text[5:7] + text[8:10] + text[11:13] + text[14:16] + text[17:19] + text[20:23]).isdigit()
+    ):
+        # What toISOString() writes, read without the pattern (the same groups it would give).
+        year, month, day = int(text[:4]), int(text[5:7]), int(text[8:10])
+        hour, minute, second, millis = int(text[11:13]), int(text[14:16]), int(text[17:19]), int(text[20:23])
+        return _civil_ms(year, month, day, hour, minute, second, millis, "Z", True)
+    m = _ISO.get().match(text)
     if m is None:
         return None
     year_s = m.group("year")
     if year_s == "-000000":
         return None
-    year = int(year_s)
-    month = int(m.group("month") or 1)
-    day = int(m.group("day") or 1)
-    hour = int(m.group("hour") or 0)
-    minute = int(m.group("minute") or 0)
-    second = int(m.group("second") or 0)
     frac = m.group("frac") or ""
-    millis = int((frac + "000")[:3]) if frac else 0
+    return _civil_ms(
+        int(year_s),
+        int(m.group("month") or 1),
+        int(m.group("day") or 1),
+        int(m.group("hour") or 0),
+        int(m.group("minute") or 0),
+        int(m.group("second") or 0),
+        int((frac + "000")[:3]) if frac else 0,
+        m.group("tz"),
+        m.group("hour") is not None,
+    )
+
+
+def _civil_ms(
+    year: int, month: int, day: int, hour: int, minute: int, second: int, millis: int, tz: str | None, timed: bool
+) -> float | None:
     if not (1 <= month <= 12) or hour > 24 or minute > 59 or second > 59:
         return None
     if hour == 24 and (minute or second or millis):
@@ -107,8 +155,7 @@ def _iso_ms(text: str) -> float | None:
         return None
     days = _days_from_civil(year, month, day)
     ms = ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis
-    tz = m.group("tz")
-    if tz is None and m.group("hour") is not None:
+    if tz is None and timed:
         # A date-time without an offset is local time in JavaScript.
         ms = _local_to_utc_ms(ms)
     elif tz and tz != "Z":
@@ -137,6 +184,8 @@ def _days_from_civil(y: int, m: int, d: int) -> int:
 
 
 def _local_to_utc_ms(local_ms: int) -> int:
+    import datetime as _dt
+
     try:
         naive = _dt.datetime(1970, 1, 1) + _dt.timedelta(milliseconds=local_ms)
         return int(naive.astimezone(_dt.UTC).timestamp() * 1000)
@@ -238,6 +287,8 @@ def _js_number(value: float) -> str:
         return "null"  # JSON.stringify writes NaN and Infinity as null
     if value == 0:
         return "0"
+    import decimal
+
     sign = "-" if value < 0 else ""
     digits_t = decimal.Decimal(repr(abs(value))).normalize().as_tuple()
     digits = "".join(map(str, digits_t.digits))
@@ -257,9 +308,9 @@ def _js_number(value: float) -> str:
 # JSON.stringify escapes these in strings: '"', '\\', C0 controls and (since ES2019) any
 # surrogate that is not half of a pair, as a lowercase \uXXXX.
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_TO_ESCAPE = re.compile('["\\\\\x00-\x1f\ud800-\udfff]')
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_INDEX_KEY = re.compile(r"0|[1-9][0-9]{0,9}")
+_TO_ESCAPE = _Pattern('["\\\\\x00-\x1f\ud800-\udfff]')
+_SURROGATE = _Pattern("[\ud800-\udfff]")
+_INDEX_KEY = _Pattern(r"0|[1-9][0-9]{0,9}")
 _MAX_SAFE = 2**53
 _MAX_INDEX = 2**32 - 2
 
@@ -276,9 +327,9 @@ def js_quote(text: str) -> str:
     strings are UTF-16, so there they are one character); they are joined first, so only a
     surrogate without its partner is escaped, as JavaScript does.
     """
-    if _SURROGATE.search(text) is not None:
+    if _SURROGATE.get().search(text) is not None:
         text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-    return '"' + _TO_ESCAPE.sub(_escape, text) + '"'
+    return '"' + _TO_ESCAPE.get().sub(_escape, text) + '"'
 
 
 def _js_int(value: int) -> str:
@@ -294,11 +345,11 @@ def _js_int(value: int) -> str:
 def _ordered_items(obj: dict[Any, Any]) -> list[tuple[str, Any]]:
     """An object's keys in JavaScript's order: integer indices ascending first, then insertion order."""
     items = [(k if isinstance(k, str) else js_string(k), v) for k, v in obj.items() if v is not MISSING]
-    indices = [kv for kv in items if _INDEX_KEY.fullmatch(kv[0]) and int(kv[0]) <= _MAX_INDEX]
+    indices = [kv for kv in items if _INDEX_KEY.get().fullmatch(kv[0]) and int(kv[0]) <= _MAX_INDEX]
     if not indices:
         return items
     indices.sort(key=lambda kv: int(kv[0]))
-    return indices + [kv for kv in items if not (_INDEX_KEY.fullmatch(kv[0]) and int(kv[0]) <= _MAX_INDEX)]
+    return indices + [kv for kv in items if not (_INDEX_KEY.get().fullmatch(kv[0]) and int(kv[0]) <= _MAX_INDEX)]
 
 
 def js_stringify(value: Any) -> str:
@@ -380,7 +431,7 @@ def json_utf8(text: str) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-        return _SURROGATE.sub(_escape, joined).encode("utf-8")
+        return _SURROGATE.get().sub(_escape, joined).encode("utf-8")
 
 
 # Where msgspec's compact JSON may differ from JavaScript's: an integral or negative-zero
@@ -453,8 +504,8 @@ def js_json_items(values: list[Any], *, keep: tuple[type, ...] = (), _depth: int
 
 # StringToNumber's grammar: decimal literals with ASCII digits only (Python's float() also
 # takes "1_0", "inf", "nan" and other scripts' digits), and unsigned 0x / 0o / 0b integers.
-_JS_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_JS_RADIX = re.compile(r"0(?:[xX](?P<x>[0-9a-fA-F]+)|[oO](?P<o>[0-7]+)|[bB](?P<b>[01]+))")
+_JS_DECIMAL = _Pattern(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_JS_RADIX = _Pattern(r"0(?:[xX](?P<x>[0-9a-fA-F]+)|[oO](?P<o>[0-7]+)|[bB](?P<b>[01]+))")
 
 
 def _string_to_number(text: str) -> float | None:
@@ -465,9 +516,9 @@ def _string_to_number(text: str) -> float | None:
         return math.inf
     if text == "-Infinity":
         return -math.inf
-    if _JS_DECIMAL.fullmatch(text):
+    if _JS_DECIMAL.get().fullmatch(text):
         return float(text)
-    radix = _JS_RADIX.fullmatch(text)
+    radix = _JS_RADIX.get().fullmatch(text)
     if radix is not None:
         base, digits = next((b, d) for b, d in zip((16, 8, 2), radix.groups(), strict=True) if d is not None)
         try:

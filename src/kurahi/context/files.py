@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from kurahi.context.project import SessionContext, project_from_leaf
-from kurahi.errors import EntryNotFoundError
 from kurahi.store import native
-from kurahi.store.backward import BackwardIndex, OverBudget, read_header
-from kurahi.store.migrate import header_version
-from kurahi.store.scan import ScanWarning, file_reader
-from kurahi.store.transcript import Transcript, open_for_reading
+from kurahi.store.quick import QuickFile, Unusual
 
-__all__ = ["BACKWARD_BUDGET", "FileContext", "project_file"]
+# What a fresh process that projects one file imports is most of what it costs: the full
+# reader (msgspec, typing, the Python scanner) loads only for a file the quick way leaves
+# to it (see kurahi.store.quick).
+TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+    from kurahi.store.quick import QuickEntry, _Lines
+    from kurahi.store.scan import ScanWarning
+
+__all__ = ["BACKWARD_BUDGET", "QUICK_TAIL_BYTES", "FileContext", "project_file"]
 
 
 class FileContext:
@@ -34,6 +40,11 @@ def project_file(path: str | os.PathLike[str], leaf_id: str | None = None, *, co
     live context, not the history. Version 1 files (which Pi renumbers from the top) are
     read in full.
 
+    With the C scanner, a file that is plainly what Pi reads (see :mod:`kurahi.store.quick`)
+    is read the quick way: the scanner reads the file's last :data:`QUICK_TAIL_BYTES` (or
+    0.5%), and the whole file when the projection reaches above that. Any other file is
+    read from the end in Python, then in full if the path reaches far up.
+
     Args:
         path: the transcript.
         leaf_id: project from this entry instead of Pi's leaf (the last entry line).
@@ -48,6 +59,83 @@ def project_file(path: str | os.PathLike[str], leaf_id: str | None = None, *, co
         EntryNotFoundError: ``leaf_id`` is not in the file.
         ParentCycleError: the path loops.
     """
+    if leaf_id is None or type(leaf_id) is str:
+        try:
+            with QuickFile.open(path) as f:
+                got = _project_quick(f, leaf_id, copy_stored)
+        except Unusual:
+            got = None
+        if got is not None:
+            return got
+    return _project_read(path, leaf_id, copy_stored)
+
+
+QUICK_TAIL_BYTES = 1024 * 1024
+"""Bytes of the file's end (or 0.5% of the file if more) the quick way reads first."""
+
+
+class _More(Exception):
+    """The projection reaches above the lines read: read the whole file."""
+
+
+def _project_quick(f: QuickFile, leaf_id: str | None, copy_stored: bool) -> FileContext | None:
+    tail = max(QUICK_TAIL_BYTES, f.size // 200)
+    if f.size - tail > f.body:
+        start = f.line_start(f.size - tail)
+        if start < f.size:
+            try:
+                return _project_lines(f, f.scan(start), leaf_id, copy_stored)
+            except _More:
+                pass
+    try:
+        return _project_lines(f, f.scan(f.body), leaf_id, copy_stored)
+    except _More:  # pragma: no cover - the whole body answers every lookup
+        return None
+
+
+def _project_lines(f: QuickFile, lines: _Lines, leaf_id: str | None, copy_stored: bool) -> FileContext:
+    """Project from what one scan read; :class:`_More` when that is not enough."""
+    table = lines.table
+    whole = lines.start == f.body
+    n = len(table)
+    if leaf_id is None:
+        if n == 0:
+            if whole:
+                return FileContext(project_from_leaf([], None), [], 0, f.session_id)
+            raise _More
+        k = n - 1
+    else:
+        k = table.get(leaf_id)
+        if k < 0:
+            if whole:
+                raise Unusual("no such entry: the full reader says so")
+            raise _More
+    chain: list[int] | None = table.walk(k)
+    if chain is None:
+        raise Unusual("a parent loop: the full reader names it")
+    # The walk stops at a null or empty parentId, or at one no line read has: above the lines
+    # read, unless they are the whole file (then Pi's walk stops there too).
+    complete = whole or not table.row(chain[-1])[2]
+
+    def up() -> Iterator[QuickEntry]:
+        yield from f.path_up(lines, chain, stored=copy_stored)
+        if not complete:
+            raise _More
+
+    leaf = table.row(k)[1]
+    ctx = project_from_leaf(up(), leaf, copy_stored=copy_stored)
+    return FileContext(ctx, [], n, f.session_id)
+
+
+def _project_read(path: str | os.PathLike[str], leaf_id: str | None, copy_stored: bool) -> FileContext:
+    """The full reader's way: from the end in Python, then (far up the file) a whole scan."""
+    from pathlib import Path
+
+    from kurahi.store.backward import BackwardIndex, OverBudget, read_header
+    from kurahi.store.migrate import header_version
+    from kurahi.store.scan import file_reader
+    from kurahi.store.transcript import open_for_reading
+
     p = Path(path)
     fd, size = open_for_reading(p)
     try:
@@ -70,6 +158,8 @@ def project_file(path: str | os.PathLike[str], leaf_id: str | None = None, *, co
             if leaf_id is not None:
                 leaf = index.lookup(leaf_id)
                 if leaf is None:
+                    from kurahi.errors import EntryNotFoundError
+
                     raise EntryNotFoundError(leaf_id, path=p)
             else:
                 leaf = index.last_entry()
@@ -93,10 +183,14 @@ before a full scan takes over."""
 
 
 def _project_full(path: Path, leaf_id: str | None, copy_stored: bool) -> FileContext:
+    from kurahi.store.transcript import Transcript
+
     with Transcript.open(path) as t:
         if leaf_id is not None:
             idx = t.index_of(leaf_id)
             if idx is None:
+                from kurahi.errors import EntryNotFoundError
+
                 raise EntryNotFoundError(leaf_id, path=path)
             leaf = leaf_id
         else:

@@ -6,7 +6,7 @@ import os
 
 from kurahi.context.project import SessionContext, project_from_leaf
 from kurahi.store import native
-from kurahi.store.quick import QuickFile, Unusual
+from kurahi.store.quick import QuickFile, Unusual, Unverified
 
 # What a fresh process that projects one file imports is most of what it costs: the full
 # reader (msgspec, typing, the Python scanner) loads only for a file the quick way leaves
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from kurahi.store.quick import QuickEntry, _Lines
     from kurahi.store.scan import ScanWarning
 
-__all__ = ["BACKWARD_BUDGET", "QUICK_TAIL_BYTES", "FileContext", "project_file"]
+__all__ = ["BACKWARD_BUDGET", "QUICK_TAILS", "SKIM_MIN_BYTES", "FileContext", "project_file"]
 
 
 class FileContext:
@@ -70,25 +70,44 @@ def project_file(path: str | os.PathLike[str], leaf_id: str | None = None, *, co
     return _project_read(path, leaf_id, copy_stored)
 
 
-QUICK_TAIL_BYTES = 1024 * 1024
-"""Bytes of the file's end (or 0.5% of the file if more) the quick way reads first."""
+QUICK_TAILS = (64 * 1024, 1024 * 1024)
+"""Bytes of the file's end the quick way reads first, then (the larger of the last and 0.5%
+of the file) next, before the whole file."""
+
+SKIM_MIN_BYTES = 4 * 1024 * 1024
+"""From this size on the quick way skims the file (reads each line's top level only) and
+checks only the lines of the path: the rest of a smaller file is checked too, so that its
+damaged lines are reported (a few milliseconds)."""
 
 
 class _More(Exception):
-    """The projection reaches above the lines read: read the whole file."""
+    """The projection reaches above the lines read: read more of the file."""
 
 
 def _project_quick(f: QuickFile, leaf_id: str | None, copy_stored: bool) -> FileContext | None:
-    tail = max(QUICK_TAIL_BYTES, f.size // 200)
-    if f.size - tail > f.body:
-        start = f.line_start(f.size - tail)
-        if start < f.size:
-            try:
-                return _project_lines(f, f.scan(start), leaf_id, copy_stored)
-            except _More:
-                pass
+    skim = f.size >= SKIM_MIN_BYTES
     try:
-        return _project_lines(f, f.scan(f.body), leaf_id, copy_stored)
+        return _project_ends(f, leaf_id, copy_stored, skim=skim)
+    except Unverified:
+        # A line on the path is not what its top level said (or some line's top level is odd):
+        # read the file again, checking every line, as the full scan does.
+        return _project_ends(f, leaf_id, copy_stored, skim=False)
+
+
+def _project_ends(f: QuickFile, leaf_id: str | None, copy_stored: bool, *, skim: bool) -> FileContext | None:
+    tails = [*QUICK_TAILS[:-1], max(QUICK_TAILS[-1], f.size // 200)]
+    for tail in tails:
+        if f.size - tail <= f.body:
+            break
+        start = f.line_start(f.size - tail)
+        if start >= f.size:
+            continue
+        try:
+            return _project_lines(f, f.scan(start, skim=skim), leaf_id, copy_stored)
+        except _More:
+            pass
+    try:
+        return _project_lines(f, f.scan(f.body, skim=skim), leaf_id, copy_stored)
     except _More:  # pragma: no cover - the whole body answers every lookup
         return None
 
@@ -113,6 +132,7 @@ def _project_lines(f: QuickFile, lines: _Lines, leaf_id: str | None, copy_stored
     chain: list[int] | None = table.walk(k)
     if chain is None:
         raise Unusual("a parent loop: the full reader names it")
+    f.verify(lines, chain)
     # The walk stops at a null or empty parentId, or at one no line read has: above the lines
     # read, unless they are the whole file (then Pi's walk stops there too).
     complete = whole or not table.row(chain[-1])[2]

@@ -18,7 +18,10 @@
  * flagging costs only time; being wrong the other way would change what a file means,
  * so when in doubt this code flags.
  *
- * scan(source, start, end, max_line, threads) -> (table, runs, lines) or None
+ * scan(source, start, end, max_line, threads, skim=False) -> (table, runs, lines) or None
+ *   skim:    read each line with skim() (_native_json.h): the top level only, so a line counts
+ *            as plain without being checked as JSON.parse would; Table.verify(rows, fd) then
+ *            checks the rows that matter (kurahi.store.quick).
  *   source:  a file descriptor (read with pread) or a bytes-like object.
  *   table:   a Table of the plain lines in file order: row(k) -> (type, id, parent), and
  *            get(id) -> the position of the last plain line with that id (Pi's byId),
@@ -80,6 +83,7 @@ typedef struct {
     size_t narena, caparena;
     int err;                /* errno of a failed read, or ENOMEM */
     int too_long;           /* a line is longer than max_line */
+    int skim;               /* read lines with skim() instead of classify() */
 } Seg;
 
 /* -- one thread's share of the file --------------------------------------------------- */
@@ -110,7 +114,7 @@ static int add_line(Seg *s, const char *p, uint64_t off, uint64_t len, int newli
     r->len = len;
     r->newline = (uint8_t)newline;
     r->flagged = 1;
-    if (!readable || !classify(p, p + len, f, &r->msg))
+    if (!readable || !(s->skim ? skim(p, p + len, f) : classify(p, p + len, f, &r->msg)))
         return 0;
     size_t need = f[F_TYPE].n + f[F_ID].n + f[F_PARENT].n;
     if (grow((void **)&s->arena, &s->caparena, s->narena + need, 1) < 0)
@@ -1007,6 +1011,73 @@ static void table_dealloc(PyObject *self)
     Py_TYPE(self)->tp_free(self);
 }
 
+/* verify(rows, fd) -> whether classify() finds each row's line (read from fd) plain, with the
+ * type, id and parent the table holds: a table made by skim() is then exact for those rows.
+ * Each verified row also gets its message span (see classify), as a classify() scan gives it. */
+static PyObject *table_verify(PyObject *self, PyObject *args)
+{
+    Table *t = (Table *)self;
+    PyObject *rows;
+    int fd;
+    if (!PyArg_ParseTuple(args, "Oi", &rows, &fd))
+        return NULL;
+    PyObject *seq = PySequence_Fast(rows, "rows must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    char *buf = NULL;
+    size_t cap = 0;
+    int ok = 1, err = 0;
+    for (Py_ssize_t i = 0; i < n && ok; i++) {
+        Py_ssize_t k;
+        if (row_of(t, items[i], &k) < 0) {
+            err = -1;
+            break;
+        }
+        Ent *e = &t->ents[k];
+        if (e->llen > cap) {
+            char *nb = realloc(buf, (size_t)e->llen);
+            if (nb == NULL) {
+                PyErr_NoMemory();
+                err = -1;
+                break;
+            }
+            buf = nb;
+            cap = (size_t)e->llen;
+        }
+        size_t got;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = read_full(fd, buf, (size_t)e->llen, e->loff, &got);
+        Py_END_ALLOW_THREADS
+        if (rc) {
+            errno = rc;
+            PyErr_SetFromErrno(PyExc_OSError);
+            err = -1;
+            break;
+        }
+        Field f[3];
+        Span m;
+        const char *a = t->arena + e->arena;
+        ok = got == e->llen && classify(buf, buf + got, f, &m) && f[F_TYPE].n == e->tlen &&
+             memcmp(f[F_TYPE].p, a, e->tlen) == 0 && f[F_ID].n == e->ilen &&
+             memcmp(f[F_ID].p, a + e->tlen, e->ilen) == 0 &&
+             (f[F_PARENT].null ? e->plen == -1
+                               : e->plen >= 0 && f[F_PARENT].n == (size_t)e->plen &&
+                                     memcmp(f[F_PARENT].p, a + e->tlen + e->ilen, (size_t)e->plen) == 0);
+        if (ok) {
+            e->mlen = m.len;
+            e->moff = e->loff + m.off;
+        }
+    }
+    free(buf);
+    Py_DECREF(seq);
+    if (err)
+        return NULL;
+    return PyBool_FromLong(ok);
+}
+
 static PyMethodDef table_methods[] = {
     {"row", table_row, METH_O, "row(k) -> (type, id, parent): entry k (parent None for null)"},
     {"get", table_get, METH_O, "get(id) -> position of the last entry with that id, or -1"},
@@ -1015,6 +1086,8 @@ static PyMethodDef table_methods[] = {
     {"ids", table_ids, METH_NOARGS, "ids() -> list of every entry's id"},
     {"parents", table_parents, METH_NOARGS, "parents() -> list of every entry's parent (None for null)"},
     {"span", table_span, METH_O, "span(k) -> (offset, length) of entry k's line, newline excluded"},
+    {"verify", table_verify, METH_VARARGS,
+     "verify(rows, fd) -> whether each row's line is plain to classify(), with the fields the table holds"},
     {"entries", table_entries, METH_VARARGS,
      "entries(cls, rows, owner, fd) -> an Entry per row (raw_message a Stored reference when fd >= 0)"},
     {"stored", table_stored, METH_VARARGS,
@@ -1136,9 +1209,9 @@ static PyObject *native_scan(PyObject *self, PyObject *args)
 {
     PyObject *source;
     unsigned long long start, end, max_line;
-    int threads;
+    int threads, skimming = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OKKKi", &source, &start, &end, &max_line, &threads))
+    if (!PyArg_ParseTuple(args, "OKKKi|p", &source, &start, &end, &max_line, &threads, &skimming))
         return NULL;
     Py_buffer view = {0};
     int fd = -1;
@@ -1164,6 +1237,7 @@ static PyObject *native_scan(PyObject *self, PyObject *args)
         segs[i].fd = fd;
         segs[i].mem = (const char *)view.buf;
         segs[i].max_line = max_line;
+        segs[i].skim = skimming;
     }
     segs[0].start = start;
     segs[0].end = end;
@@ -1261,6 +1335,30 @@ static PyObject *native_classify(PyObject *self, PyObject *arg)
                              Py_None);
     return Py_BuildValue("(s#s#s#)", f[F_TYPE].p, (Py_ssize_t)f[F_TYPE].n, f[F_ID].p, (Py_ssize_t)f[F_ID].n,
                          f[F_PARENT].p, (Py_ssize_t)f[F_PARENT].n);
+}
+
+static PyObject *native_skim(PyObject *self, PyObject *arg)
+{
+    /* skim()'s verdict on one line, for tests: (type, id, parent) when plain, else None. */
+    Field f[3];
+    Py_buffer view;
+    (void)self;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const char *p = (const char *)view.buf;
+    PyObject *out;
+    if (memchr(p, '\n', (size_t)view.len) != NULL || !skim(p, p + view.len, f)) {
+        out = Py_None;
+        Py_INCREF(out);
+    } else if (f[F_PARENT].null) {
+        out = Py_BuildValue("(s#s#O)", f[F_TYPE].p, (Py_ssize_t)f[F_TYPE].n, f[F_ID].p, (Py_ssize_t)f[F_ID].n,
+                            Py_None);
+    } else {
+        out = Py_BuildValue("(s#s#s#)", f[F_TYPE].p, (Py_ssize_t)f[F_TYPE].n, f[F_ID].p, (Py_ssize_t)f[F_ID].n,
+                            f[F_PARENT].p, (Py_ssize_t)f[F_PARENT].n);
+    }
+    PyBuffer_Release(&view);
+    return out;
 }
 
 static PyObject *native_message_span(PyObject *self, PyObject *arg)
@@ -1400,8 +1498,9 @@ static PyObject *native_sha256_accelerated(PyObject *self, PyObject *unused)
 
 static PyMethodDef methods[] = {
     {"scan", native_scan, METH_VARARGS,
-     "scan(source, start, end, max_line, threads) -> (table, runs, lines) | None"},
+     "scan(source, start, end, max_line, threads, skim=False) -> (table, runs, lines) | None"},
     {"classify", native_classify, METH_O, "classify(line) -> (type, id, parent) | None"},
+    {"skim", native_skim, METH_O, "skim(line) -> (type, id, parent) | None, the top level only (see skim)"},
     {"message_span", native_message_span, METH_O, "message_span(line) -> (offset, length) | None"},
     {"join_json", native_join_json, METH_VARARGS,
      "join_json(items, prefix, suffix, fd=-1) -> prefix + b','.join(items) + suffix (bytes, or written to fd)"},

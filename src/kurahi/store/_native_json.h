@@ -500,4 +500,134 @@ done:
     return 1;
 }
 
+/* -- skim: the top-level type, id and parentId without checking the rest ---------------------
+ *
+ * classify() checks every byte of a line as JSON.parse would, and that check is most of what
+ * reading a large file costs. A projection needs it for few lines: Pi reads only the leaf's
+ * path, and a line matters elsewhere only through its id. skim() reads the top level of a
+ * line exactly as classify() does (every key, colon and comma; the three fields with the same
+ * rules) but steps over the other values without checking them: a nested value by counting
+ * brackets outside strings, a number or literal up to the next delimiter. So for every line
+ * JSON.parse accepts it gives the fields classify() gives, and it flags whatever classify()
+ * flags there; for a line JSON.parse refuses it may answer anything. kurahi.store.quick makes
+ * that exact: it checks each line of the path with classify() (Table.verify) and reads the
+ * file again with classify() when one fails. */
+
+static const unsigned char SKIM_STOP[256] = {['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1};
+
+/* From just after an opening '{' or '[' to just after its matching close, or NULL. */
+static const char *skip_nested(const char *p, const char *pe)
+{
+    int depth = 1, escaped, odd;
+    for (;;) {
+        while (p < pe && !SKIM_STOP[(unsigned char)*p])
+            p++;
+        if (p >= pe)
+            return NULL;
+        switch (*p++) {
+        case '"':
+            p = scan_string(p, pe, &escaped, &odd);
+            if (p == NULL)
+                return NULL;
+            p++;
+            break;
+        case '{': case '[':
+            depth++;
+            break;
+        default:
+            if (--depth == 0)
+                return p;
+        }
+    }
+}
+
+/* 1 when the top level is plain as classify() would find it, with the three fields in f. */
+static int skim(const char *p, const char *pe, Field f[3])
+{
+    int escaped, odd;
+    memset(f, 0, 3 * sizeof(Field));
+    p = skip_ws(p, pe);
+    if (p >= pe || *p != '{')
+        return 0;
+    p++;
+    p = skip_ws(p, pe);
+    if (p < pe && *p == '}') {
+        p++;
+        goto done;
+    }
+    for (;;) {
+        p = skip_ws(p, pe);
+        if (p >= pe || *p != '"')
+            return 0;
+        const char *key = ++p;
+        escaped = odd = 0;
+        p = scan_string(p, pe, &escaped, &odd);
+        if (p == NULL || escaped)
+            return 0;
+        size_t keylen = (size_t)(p - key);
+        p++;
+        int which = which_key(key, keylen);
+        p = skip_ws(p, pe);
+        if (p >= pe || *p != ':')
+            return 0;
+        p = skip_ws(p + 1, pe);
+        if (p >= pe)
+            return 0;
+        if (which >= 0) {
+            Field *fld = &f[which];
+            if (fld->present)
+                return 0;
+            fld->present = 1;
+            if (*p == '"') {
+                const char *s = ++p;
+                escaped = odd = 0;
+                p = scan_string(p, pe, &escaped, &odd);
+                if (p == NULL || escaped || !printable_ascii(s, (size_t)(p - s)))
+                    return 0;
+                fld->p = s;
+                fld->n = (size_t)(p - s);
+                p++;
+            } else if (which == F_PARENT && pe - p >= 4 && memcmp(p, "null", 4) == 0) {
+                fld->null = 1;
+                p += 4;
+            } else {
+                return 0;
+            }
+        } else if (*p == '"') {
+            escaped = odd = 0;
+            p = scan_string(p + 1, pe, &escaped, &odd);
+            if (p == NULL)
+                return 0;
+            p++;
+        } else if (*p == '{' || *p == '[') {
+            p = skip_nested(p + 1, pe);
+            if (p == NULL)
+                return 0;
+        } else {
+            while (p < pe && *p != ',' && *p != '}' && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')
+                p++;
+        }
+        p = skip_ws(p, pe);
+        if (p >= pe)
+            return 0;
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        if (*p == '}') {
+            p++;
+            break;
+        }
+        return 0;
+    }
+done:
+    if (skip_ws(p, pe) != pe)
+        return 0;
+    if (!f[F_TYPE].present || !f[F_ID].present || !f[F_PARENT].present)
+        return 0;
+    if (f[F_TYPE].n == 7 && memcmp(f[F_TYPE].p, "session", 7) == 0)
+        return 0;
+    return 1;
+}
+
 #endif /* KURAHI_NATIVE_JSON_H */

@@ -1337,17 +1337,21 @@ static PyObject *native_classify(PyObject *self, PyObject *arg)
                          f[F_PARENT].p, (Py_ssize_t)f[F_PARENT].n);
 }
 
-static PyObject *native_skim(PyObject *self, PyObject *arg)
+static PyObject *native_skim(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    /* skim()'s verdict on one line, for tests: (type, id, parent) when plain, else None. */
+    /* skim()'s verdict on one line, for tests: (type, id, parent) when plain, else None;
+     * portable: step over nested values a byte at a time (what builds without SSE2 do). */
+    static char *kwlist[] = {"line", "portable", NULL};
     Field f[3];
     Py_buffer view;
+    int portable = 0;
     (void)self;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|p:skim", kwlist, &view, &portable))
         return NULL;
     const char *p = (const char *)view.buf;
     PyObject *out;
-    if (memchr(p, '\n', (size_t)view.len) != NULL || !skim(p, p + view.len, f)) {
+    if (memchr(p, '\n', (size_t)view.len) != NULL ||
+        !skim_with(p, p + view.len, f, portable ? skip_nested_scalar : skip_nested)) {
         out = Py_None;
         Py_INCREF(out);
     } else if (f[F_PARENT].null) {
@@ -1500,7 +1504,8 @@ static PyMethodDef methods[] = {
     {"scan", native_scan, METH_VARARGS,
      "scan(source, start, end, max_line, threads, skim=False) -> (table, runs, lines) | None"},
     {"classify", native_classify, METH_O, "classify(line) -> (type, id, parent) | None"},
-    {"skim", native_skim, METH_O, "skim(line) -> (type, id, parent) | None, the top level only (see skim)"},
+    {"skim", (PyCFunction)(void (*)(void))native_skim, METH_VARARGS | METH_KEYWORDS,
+     "skim(line, portable=False) -> (type, id, parent) | None, the top level only (see skim)"},
     {"message_span", native_message_span, METH_O, "message_span(line) -> (offset, length) | None"},
     {"join_json", native_join_json, METH_VARARGS,
      "join_json(items, prefix, suffix, fd=-1) -> prefix + b','.join(items) + suffix (bytes, or written to fd)"},

@@ -330,9 +330,9 @@ static inline const char *ent_id(const Table *t, const Ent *e) { return t->arena
 
 /* Position of the last plain line whose id is p[0:n], or -1. With insert set, position
  * `insert` becomes the answer for that id (a later line replaces an earlier one). */
-static Py_ssize_t probe(Table *t, const char *p, size_t n, Py_ssize_t insert)
+static Py_ssize_t probe_hashed(Table *t, const char *p, size_t n, Py_ssize_t insert, uint64_t h)
 {
-    uint64_t h = hash_bytes(p, n), tag = h >> 32;
+    uint64_t tag = h >> 32;
     for (uint64_t i = h & t->mask;; i = (i + 1) & t->mask) {
         uint64_t slot = t->slots[i];
         if (slot == 0) {
@@ -352,6 +352,13 @@ static Py_ssize_t probe(Table *t, const char *p, size_t n, Py_ssize_t insert)
     }
 }
 
+static Py_ssize_t probe(Table *t, const char *p, size_t n, Py_ssize_t insert)
+{
+    return probe_hashed(t, p, n, insert, hash_bytes(p, n));
+}
+
+#define PREFETCH_AHEAD 16 /* entries whose slots are fetched while earlier ones are inserted */
+
 static int build_index(Table *t)
 {
     uint64_t cap = 16;
@@ -367,8 +374,27 @@ static int build_index(Table *t)
         return -1;
     }
     t->mask = cap - 1;
-    for (Py_ssize_t k = 0; k < t->n; k++)
-        probe(t, ent_id(t, &t->ents[k]), t->ents[k].ilen, k);
+    /* The slots are spread over megabytes: each insert would wait for memory. Hash a few
+     * entries ahead and ask for their slots early, so the waits overlap. */
+    uint64_t ahead[PREFETCH_AHEAD];
+    for (Py_ssize_t k = 0; k < t->n && k < PREFETCH_AHEAD; k++) {
+        ahead[k] = hash_bytes(ent_id(t, &t->ents[k]), t->ents[k].ilen);
+#if defined(__GNUC__) || defined(__clang__)
+        __builtin_prefetch(&t->slots[ahead[k] & t->mask], 1);
+#endif
+    }
+    for (Py_ssize_t k = 0; k < t->n; k++) {
+        uint64_t h = ahead[k % PREFETCH_AHEAD];
+        Py_ssize_t next = k + PREFETCH_AHEAD;
+        if (next < t->n) {
+            uint64_t hn = hash_bytes(ent_id(t, &t->ents[next]), t->ents[next].ilen);
+            ahead[next % PREFETCH_AHEAD] = hn;
+#if defined(__GNUC__) || defined(__clang__)
+            __builtin_prefetch(&t->slots[hn & t->mask], 1);
+#endif
+        }
+        probe_hashed(t, ent_id(t, &t->ents[k]), t->ents[k].ilen, k, h);
+    }
     return 0;
 }
 

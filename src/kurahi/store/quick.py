@@ -218,11 +218,13 @@ class QuickFile:
                 raise Unusual("the first line is not JSON") from None
             if type(header) is not dict or header.get("type") != "session" or type(header.get("id")) is not str:
                 raise Unusual("the first line is not a session header")
-            from kurahi.store.migrate import header_version
+            version = header.get("version")
+            if not ((type(version) is int or type(version) is float) and version >= 3):
+                from kurahi.store.migrate import header_version  # as Pi compares it: "3" is 3
 
-            version = header_version(header)
-            if version is None or version < 3:
-                raise Unusual("a version 1 or 2 file: migrated in memory by the full reader")
+                number = header_version(header)
+                if number is None or number < 3:
+                    raise Unusual("a version 1 or 2 file: migrated in memory by the full reader")
             return cls(fd, st.st_size, header, min(len(line) + 1, st.st_size))
         except BaseException:
             os.close(fd)

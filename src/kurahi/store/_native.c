@@ -293,14 +293,24 @@ typedef struct {
 } Ent;
 
 #define TYPE_CACHE 16
+#define INDEX_PARTS 2
+#define INDEX_SPLIT_MIN 65536 /* from this many entries the index is built in two parts, on two threads */
+
+/* One hash table of the id index, for the entries [lo, hi): slots hold
+ * (hash >> 32) << 32 | (position + 1), 0 is empty. */
+typedef struct {
+    uint64_t *slots;
+    uint64_t mask;
+    Py_ssize_t lo, hi;
+} Part;
 
 typedef struct {
     PyObject_HEAD
     Ent *ents;
     Py_ssize_t n;
     char *arena;
-    uint64_t *slots; /* id hash table: (hash >> 32) << 32 | (position + 1); 0 is empty */
-    uint64_t mask;
+    Part parts[INDEX_PARTS]; /* the id index, built on first use: nparts hash tables */
+    int nparts;
     PyObject *types[TYPE_CACHE]; /* the few entry types, one object each */
     int ntypes;
 } Table;
@@ -328,16 +338,17 @@ static uint64_t hash_bytes(const char *p, size_t n)
 
 static inline const char *ent_id(const Table *t, const Ent *e) { return t->arena + e->arena + e->tlen; }
 
-/* Position of the last plain line whose id is p[0:n], or -1. With insert set, position
- * `insert` becomes the answer for that id (a later line replaces an earlier one). */
-static Py_ssize_t probe_hashed(Table *t, const char *p, size_t n, Py_ssize_t insert, uint64_t h)
+/* Position of the last plain line of part q whose id is p[0:n] (h its hash), or -1. With
+ * insert set, position `insert` becomes the answer for that id (a later line replaces an
+ * earlier one). */
+static Py_ssize_t probe_hashed(const Table *t, Part *q, const char *p, size_t n, Py_ssize_t insert, uint64_t h)
 {
     uint64_t tag = h >> 32;
-    for (uint64_t i = h & t->mask;; i = (i + 1) & t->mask) {
-        uint64_t slot = t->slots[i];
+    for (uint64_t i = h & q->mask;; i = (i + 1) & q->mask) {
+        uint64_t slot = q->slots[i];
         if (slot == 0) {
             if (insert >= 0)
-                t->slots[i] = (tag << 32) | (uint64_t)(insert + 1);
+                q->slots[i] = (tag << 32) | (uint64_t)(insert + 1);
             return -1;
         }
         if ((slot >> 32) == tag) {
@@ -345,56 +356,103 @@ static Py_ssize_t probe_hashed(Table *t, const char *p, size_t n, Py_ssize_t ins
             const Ent *e = &t->ents[pos];
             if (e->ilen == n && memcmp(ent_id(t, e), p, n) == 0) {
                 if (insert >= 0)
-                    t->slots[i] = (tag << 32) | (uint64_t)(insert + 1);
+                    q->slots[i] = (tag << 32) | (uint64_t)(insert + 1);
                 return pos;
             }
         }
     }
 }
 
-static Py_ssize_t probe(Table *t, const char *p, size_t n, Py_ssize_t insert)
+/* Position of the last plain line whose id is p[0:n], or -1: the later part answers first. */
+static Py_ssize_t probe(Table *t, const char *p, size_t n)
 {
-    return probe_hashed(t, p, n, insert, hash_bytes(p, n));
+    uint64_t h = hash_bytes(p, n);
+    for (int i = t->nparts - 1; i >= 0; i--) {
+        Py_ssize_t pos = probe_hashed(t, &t->parts[i], p, n, -1, h);
+        if (pos >= 0)
+            return pos;
+    }
+    return -1;
 }
 
 #define PREFETCH_AHEAD 16 /* entries whose slots are fetched while earlier ones are inserted */
 
+typedef struct {
+    const Table *t;
+    Part *q;
+} PartJob;
+
+static void *fill_part(void *arg)
+{
+    const PartJob *job = (const PartJob *)arg;
+    const Table *t = job->t;
+    Part *q = job->q;
+    /* The slots are spread over megabytes: each insert would wait for memory. Hash a few
+     * entries ahead and ask for their slots early, so the waits overlap. */
+    uint64_t ahead[PREFETCH_AHEAD];
+    for (Py_ssize_t k = q->lo; k < q->hi && k < q->lo + PREFETCH_AHEAD; k++) {
+        ahead[k % PREFETCH_AHEAD] = hash_bytes(ent_id(t, &t->ents[k]), t->ents[k].ilen);
+#if defined(__GNUC__) || defined(__clang__)
+        __builtin_prefetch(&q->slots[ahead[k % PREFETCH_AHEAD] & q->mask], 1);
+#endif
+    }
+    for (Py_ssize_t k = q->lo; k < q->hi; k++) {
+        uint64_t h = ahead[k % PREFETCH_AHEAD];
+        Py_ssize_t next = k + PREFETCH_AHEAD;
+        if (next < q->hi) {
+            uint64_t hn = hash_bytes(ent_id(t, &t->ents[next]), t->ents[next].ilen);
+            ahead[next % PREFETCH_AHEAD] = hn;
+#if defined(__GNUC__) || defined(__clang__)
+            __builtin_prefetch(&q->slots[hn & q->mask], 1);
+#endif
+        }
+        probe_hashed(t, q, ent_id(t, &t->ents[k]), t->ents[k].ilen, k, h);
+    }
+    return NULL;
+}
+
+/* The id index: one hash table, or for many entries (with two cores) two, one per half of
+ * the entries, filled on two threads (the second one while the caller keeps the GIL: the
+ * thread touches no Python object). */
 static int build_index(Table *t)
 {
-    uint64_t cap = 16;
     if ((uint64_t)t->n >= 0xffffffffu) {
         PyErr_SetString(PyExc_OverflowError, "more than 2**32 - 2 entries");
         return -1;
     }
-    while (cap < (uint64_t)t->n * 2)
-        cap *= 2;
-    t->slots = calloc(cap, sizeof(uint64_t));
-    if (t->slots == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    t->mask = cap - 1;
-    /* The slots are spread over megabytes: each insert would wait for memory. Hash a few
-     * entries ahead and ask for their slots early, so the waits overlap. */
-    uint64_t ahead[PREFETCH_AHEAD];
-    for (Py_ssize_t k = 0; k < t->n && k < PREFETCH_AHEAD; k++) {
-        ahead[k] = hash_bytes(ent_id(t, &t->ents[k]), t->ents[k].ilen);
-#if defined(__GNUC__) || defined(__clang__)
-        __builtin_prefetch(&t->slots[ahead[k] & t->mask], 1);
-#endif
-    }
-    for (Py_ssize_t k = 0; k < t->n; k++) {
-        uint64_t h = ahead[k % PREFETCH_AHEAD];
-        Py_ssize_t next = k + PREFETCH_AHEAD;
-        if (next < t->n) {
-            uint64_t hn = hash_bytes(ent_id(t, &t->ents[next]), t->ents[next].ilen);
-            ahead[next % PREFETCH_AHEAD] = hn;
-#if defined(__GNUC__) || defined(__clang__)
-            __builtin_prefetch(&t->slots[hn & t->mask], 1);
-#endif
+    int nparts = t->n >= INDEX_SPLIT_MIN && sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
+    Part parts[INDEX_PARTS];
+    memset(parts, 0, sizeof parts);
+    for (int i = 0; i < nparts; i++) {
+        Part *q = &parts[i];
+        q->lo = t->n * i / nparts;
+        q->hi = t->n * (i + 1) / nparts;
+        uint64_t cap = 16;
+        while (cap < (uint64_t)(q->hi - q->lo) * 2)
+            cap *= 2;
+        q->slots = calloc(cap, sizeof(uint64_t));
+        q->mask = cap - 1;
+        if (q->slots == NULL) {
+            for (int j = 0; j < i; j++)
+                free(parts[j].slots);
+            PyErr_NoMemory();
+            return -1;
         }
-        probe_hashed(t, ent_id(t, &t->ents[k]), t->ents[k].ilen, k, h);
     }
+    PartJob jobs[INDEX_PARTS];
+    for (int i = 0; i < nparts; i++) {
+        jobs[i].t = t;
+        jobs[i].q = &parts[i];
+    }
+    pthread_t tid;
+    int threaded = nparts == 2 && pthread_create(&tid, NULL, fill_part, &jobs[1]) == 0;
+    if (nparts == 2 && !threaded)
+        fill_part(&jobs[1]);
+    fill_part(&jobs[0]);
+    if (threaded)
+        pthread_join(tid, NULL);
+    memcpy(t->parts, parts, sizeof parts);
+    t->nparts = nparts;
     return 0;
 }
 
@@ -470,9 +528,9 @@ static PyObject *table_get(PyObject *self, PyObject *arg)
     }
     if (!PyUnicode_IS_ASCII(arg))
         return PyLong_FromLong(-1); /* plain ids are ASCII */
-    if (t->slots == NULL && build_index(t) < 0)
+    if (t->nparts == 0 && build_index(t) < 0)
         return NULL;
-    return PyLong_FromSsize_t(probe(t, PyUnicode_DATA(arg), (size_t)PyUnicode_GET_LENGTH(arg), -1));
+    return PyLong_FromSsize_t(probe(t, PyUnicode_DATA(arg), (size_t)PyUnicode_GET_LENGTH(arg)));
 }
 
 /* Positions from entry k up its parent chain (k first), as Transcript._walk follows it:
@@ -488,7 +546,7 @@ static PyObject *table_walk(PyObject *self, PyObject *arg)
         PyErr_SetString(PyExc_IndexError, "table index out of range");
         return NULL;
     }
-    if (t->slots == NULL && build_index(t) < 0)
+    if (t->nparts == 0 && build_index(t) < 0)
         return NULL;
     unsigned char *seen = calloc((size_t)t->n / 8 + 1, 1);
     PyObject *out = PyList_New(0);
@@ -516,7 +574,7 @@ static PyObject *table_walk(PyObject *self, PyObject *arg)
         if (e->plen <= 0)
             break; /* null, or "" (falsy in JavaScript) */
         const char *p = t->arena + e->arena + e->tlen + e->ilen;
-        Py_ssize_t next = probe(t, p, (size_t)e->plen, -1);
+        Py_ssize_t next = probe(t, p, (size_t)e->plen);
         if (next < 0)
             break;
         k = next;
@@ -1031,7 +1089,8 @@ static void table_dealloc(PyObject *self)
     Table *t = (Table *)self;
     free(t->ents);
     free(t->arena);
-    free(t->slots);
+    for (int i = 0; i < t->nparts; i++)
+        free(t->parts[i].slots);
     for (int i = 0; i < t->ntypes; i++)
         Py_DECREF(t->types[i]);
     Py_TYPE(self)->tp_free(self);
@@ -1311,8 +1370,7 @@ static PyObject *native_scan(PyObject *self, PyObject *args)
             t->ents = NULL;
             t->n = 0;
             t->arena = NULL;
-            t->slots = NULL;
-            t->mask = 0;
+            t->nparts = 0;
             t->ntypes = 0;
         }
         if (t != NULL && runs.list != NULL && assemble(t, &runs, segs, nseg) == 0) {

@@ -72,6 +72,29 @@ typedef struct {
     uint8_t newline;  /* the line ends with a newline (all but possibly the last) */
 } Rec;
 
+/* A plain line in the table (see below). A segment's Recs become its Ents in place, once it
+ * is read: an Ent is no larger than a Rec. */
+typedef struct {
+    const char *fields; /* type bytes, then id bytes, then parent bytes, in its segment's arena */
+    uint32_t tlen;
+    uint32_t ilen;
+    int32_t plen;   /* -1: null */
+    uint32_t mlen;  /* the message value's length, 0 when it is not to be copied as stored */
+    uint64_t moff;  /* and its file offset */
+    uint64_t loff;  /* the line's file offset */
+    uint64_t llen;  /* and its length, newline excluded */
+} Ent;
+
+typedef char ent_fits_in_rec[sizeof(Ent) <= sizeof(Rec) ? 1 : -1];
+
+/* What kurahi.store.native reads of every line, in file order: a run of plain lines (nbytes
+ * with their newlines) or one flagged line (nbytes without its newline). */
+typedef struct {
+    uint64_t off, nbytes;
+    Py_ssize_t nlines;
+    int flagged;
+} Run;
+
 typedef struct {
     int fd;                 /* -1 when scanning memory */
     const char *mem;
@@ -84,6 +107,10 @@ typedef struct {
     int err;                /* errno of a failed read, or ENOMEM */
     int too_long;           /* a line is longer than max_line */
     int skim;               /* read lines with skim() instead of classify() */
+    Ent *ents;              /* once read: the plain lines, in the memory of recs */
+    size_t nents;
+    Run *runs;
+    size_t nruns, capruns;
 } Seg;
 
 /* -- one thread's share of the file --------------------------------------------------- */
@@ -217,18 +244,93 @@ static void skip_long_line(Seg *s, char *buf, size_t cap, uint64_t off, uint64_t
     *next = s->end;
 }
 
+static int push_run(Seg *s, uint64_t off, uint64_t nbytes, Py_ssize_t nlines, int flagged)
+{
+    if (grow((void **)&s->runs, &s->capruns, s->nruns + 1, sizeof(Run)) < 0)
+        return -1;
+    Run *r = &s->runs[s->nruns++];
+    r->off = off;
+    r->nbytes = nbytes;
+    r->nlines = nlines;
+    r->flagged = flagged;
+    return 0;
+}
+
+/* Once a segment is read (on its own thread): its plain lines become Ents in place, in the
+ * memory of its Recs, and every line is described by runs of at most RUN_BYTES. The table
+ * then takes the segments as they are: no copy, no fresh memory to fault in. */
+static void settle_segment(Seg *s)
+{
+    Ent *ents = (Ent *)(void *)s->recs;
+    size_t m = 0;
+    uint64_t run_off = 0, run_end = 0;
+    Py_ssize_t run_lines = 0;
+    for (size_t k = 0; k < s->nrecs; k++) {
+        /* Both copies go through memcpy: ents[m] (m <= k) shares memory with recs[k], and a
+         * byte copy is never reordered against the other type's accesses. */
+        Rec r;
+        memcpy(&r, &s->recs[k], sizeof r);
+        if (r.flagged) {
+            if ((run_lines && push_run(s, run_off, run_end - run_off, run_lines, 0) < 0) ||
+                push_run(s, r.off, r.len, 1, 1) < 0) {
+                s->err = ENOMEM;
+                return;
+            }
+            run_lines = 0;
+            continue;
+        }
+        Ent e;
+        e.fields = s->arena + r.arena;
+        e.tlen = r.tlen;
+        e.ilen = r.ilen;
+        e.plen = r.plen;
+        e.mlen = r.msg.len;
+        e.moff = r.off + r.msg.off;
+        e.loff = r.off;
+        e.llen = r.len;
+        memcpy(&ents[m++], &e, sizeof e);
+        if (run_lines == 0)
+            run_off = r.off;
+        run_end = r.off + r.len + r.newline;
+        run_lines++;
+        if (run_end - run_off >= RUN_BYTES) {
+            if (push_run(s, run_off, run_end - run_off, run_lines, 0) < 0) {
+                s->err = ENOMEM;
+                return;
+            }
+            run_lines = 0;
+        }
+    }
+    if (run_lines && push_run(s, run_off, run_end - run_off, run_lines, 0) < 0) {
+        s->err = ENOMEM;
+        return;
+    }
+    s->ents = ents;
+    s->nents = m;
+}
+
+static void read_segment(Seg *s);
+
 static void *scan_segment(void *arg)
 {
     Seg *s = (Seg *)arg;
+    read_segment(s);
+    if (!s->err && !s->too_long)
+        settle_segment(s);
+    return NULL;
+}
+
+static void read_segment(Seg *s)
+{
     if (s->fd < 0) {
         take_lines(s, s->mem + s->start, (size_t)(s->end - s->start), s->start, 1);
-        return NULL;
+        return;
     }
     size_t cap = READ_BYTES;
     char *buf = malloc(cap);
     if (buf == NULL) {
         s->err = ENOMEM;
-        return NULL;
+        return;
     }
     uint64_t pos = s->start; /* file offset of buf[0] */
     size_t have = 0;
@@ -271,7 +373,6 @@ static void *scan_segment(void *arg)
         }
     }
     free(buf);
-    return NULL;
 }
 
 
@@ -281,16 +382,6 @@ static void *scan_segment(void *arg)
  * memory), so the plain lines stay here as bytes and become str only when asked for: the
  * few hundred entries of a path, or every one for a whole-tree view. */
 
-typedef struct {
-    uint64_t arena; /* type bytes, then id bytes, then parent bytes */
-    uint32_t tlen;
-    uint32_t ilen;
-    int32_t plen;   /* -1: null */
-    uint32_t mlen;  /* the message value's length, 0 when it is not to be copied as stored */
-    uint64_t moff;  /* and its file offset */
-    uint64_t loff;  /* the line's file offset */
-    uint64_t llen;  /* and its length, newline excluded */
-} Ent;
 
 #define TYPE_CACHE 16
 #define INDEX_PARTS 2
@@ -306,9 +397,11 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    Ent *ents;
     Py_ssize_t n;
-    char *arena;
+    Ent *seg_ents[2];   /* the plain lines of each segment read (see settle_segment) */
+    Py_ssize_t seg_n[2];
+    char *seg_arena[2]; /* owned: where the Ents' fields point */
+    int nsegs;
     Part parts[INDEX_PARTS]; /* the id index, built on first use: nparts hash tables */
     int nparts;
     PyObject *types[TYPE_CACHE]; /* the few entry types, one object each */
@@ -336,7 +429,12 @@ static uint64_t hash_bytes(const char *p, size_t n)
     return h;
 }
 
-static inline const char *ent_id(const Table *t, const Ent *e) { return t->arena + e->arena + e->tlen; }
+static inline Ent *ent_at(const Table *t, Py_ssize_t k)
+{
+    return k < t->seg_n[0] ? &t->seg_ents[0][k] : &t->seg_ents[1][k - t->seg_n[0]];
+}
+
+static inline const char *ent_id(const Ent *e) { return e->fields + e->tlen; }
 
 /* Position of the last plain line of part q whose id is p[0:n] (h its hash), or -1. With
  * insert set, position `insert` becomes the answer for that id (a later line replaces an
@@ -353,8 +451,8 @@ static Py_ssize_t probe_hashed(const Table *t, Part *q, const char *p, size_t n,
         }
         if ((slot >> 32) == tag) {
             Py_ssize_t pos = (Py_ssize_t)(slot & 0xffffffffu) - 1;
-            const Ent *e = &t->ents[pos];
-            if (e->ilen == n && memcmp(ent_id(t, e), p, n) == 0) {
+            const Ent *e = ent_at(t, pos);
+            if (e->ilen == n && memcmp(ent_id(e), p, n) == 0) {
                 if (insert >= 0)
                     q->slots[i] = (tag << 32) | (uint64_t)(insert + 1);
                 return pos;
@@ -391,7 +489,8 @@ static void *fill_part(void *arg)
      * entries ahead and ask for their slots early, so the waits overlap. */
     uint64_t ahead[PREFETCH_AHEAD];
     for (Py_ssize_t k = q->lo; k < q->hi && k < q->lo + PREFETCH_AHEAD; k++) {
-        ahead[k % PREFETCH_AHEAD] = hash_bytes(ent_id(t, &t->ents[k]), t->ents[k].ilen);
+        const Ent *e = ent_at(t, k);
+        ahead[k % PREFETCH_AHEAD] = hash_bytes(ent_id(e), e->ilen);
 #if defined(__GNUC__) || defined(__clang__)
         __builtin_prefetch(&q->slots[ahead[k % PREFETCH_AHEAD] & q->mask], 1);
 #endif
@@ -400,13 +499,15 @@ static void *fill_part(void *arg)
         uint64_t h = ahead[k % PREFETCH_AHEAD];
         Py_ssize_t next = k + PREFETCH_AHEAD;
         if (next < q->hi) {
-            uint64_t hn = hash_bytes(ent_id(t, &t->ents[next]), t->ents[next].ilen);
+            const Ent *en = ent_at(t, next);
+            uint64_t hn = hash_bytes(ent_id(en), en->ilen);
             ahead[next % PREFETCH_AHEAD] = hn;
 #if defined(__GNUC__) || defined(__clang__)
             __builtin_prefetch(&q->slots[hn & q->mask], 1);
 #endif
         }
-        probe_hashed(t, q, ent_id(t, &t->ents[k]), t->ents[k].ilen, k, h);
+        const Ent *e = ent_at(t, k);
+        probe_hashed(t, q, ent_id(e), e->ilen, k, h);
     }
     return NULL;
 }
@@ -487,8 +588,8 @@ static PyObject *ascii_str(const char *p, size_t n)
 /* Column c (0 type, 1 id, 2 parent) of entry k, as a new reference. */
 static PyObject *cell(Table *t, Py_ssize_t k, int c)
 {
-    const Ent *e = &t->ents[k];
-    const char *a = t->arena + e->arena;
+    const Ent *e = ent_at(t, k);
+    const char *a = e->fields;
     if (c == 0)
         return type_str(t, a, e->tlen);
     if (c == 1)
@@ -570,10 +671,10 @@ static PyObject *table_walk(PyObject *self, PyObject *arg)
             break;
         }
         Py_DECREF(pos);
-        const Ent *e = &t->ents[k];
+        const Ent *e = ent_at(t, k);
         if (e->plen <= 0)
             break; /* null, or "" (falsy in JavaScript) */
-        const char *p = t->arena + e->arena + e->tlen + e->ilen;
+        const char *p = e->fields + e->tlen + e->ilen;
         Py_ssize_t next = probe(t, p, (size_t)e->plen);
         if (next < 0)
             break;
@@ -636,7 +737,8 @@ static PyObject *table_span(PyObject *self, PyObject *arg)
     Py_ssize_t k;
     if (row_of(t, arg, &k) < 0)
         return NULL;
-    return Py_BuildValue("(KK)", (unsigned long long)t->ents[k].loff, (unsigned long long)t->ents[k].llen);
+    const Ent *e = ent_at(t, k);
+    return Py_BuildValue("(KK)", (unsigned long long)e->loff, (unsigned long long)e->llen);
 }
 
 /* -- stored messages: bytes of the file copied into JSON output without being decoded ------ */
@@ -820,7 +922,7 @@ static PyObject *table_entries(PyObject *self, PyObject *args)
         Py_ssize_t k;
         if (row_of(t, items[i], &k) < 0)
             goto fail;
-        const Ent *e = &t->ents[k];
+        const Ent *e = ent_at(t, k);
         PyObject *v[N_ENTRY_SLOTS];
         v[0] = owner;
         Py_INCREF(owner);
@@ -881,7 +983,7 @@ static PyObject *table_stored(PyObject *self, PyObject *args)
         Py_ssize_t k;
         if (row_of(t, items[i], &k) < 0)
             goto fail;
-        const Ent *e = &t->ents[k];
+        const Ent *e = ent_at(t, k);
         PyObject *v = Py_None;
         if (e->mlen != 0) {
             v = new_stored(&src, fd, e);
@@ -1087,8 +1189,10 @@ done:
 static void table_dealloc(PyObject *self)
 {
     Table *t = (Table *)self;
-    free(t->ents);
-    free(t->arena);
+    for (int i = 0; i < t->nsegs; i++) {
+        free(t->seg_ents[i]);
+        free(t->seg_arena[i]);
+    }
     for (int i = 0; i < t->nparts; i++)
         free(t->parts[i].slots);
     for (int i = 0; i < t->ntypes; i++)
@@ -1120,7 +1224,7 @@ static PyObject *table_verify(PyObject *self, PyObject *args)
             err = -1;
             break;
         }
-        Ent *e = &t->ents[k];
+        Ent *e = ent_at(t, k);
         if (e->llen > cap) {
             char *nb = realloc(buf, (size_t)e->llen);
             if (nb == NULL) {
@@ -1144,7 +1248,7 @@ static PyObject *table_verify(PyObject *self, PyObject *args)
         }
         Field f[3];
         Span m;
-        const char *a = t->arena + e->arena;
+        const char *a = e->fields;
         ok = got == e->llen && classify(buf, buf + got, f, &m) && f[F_TYPE].n == e->tlen &&
              memcmp(f[F_TYPE].p, a, e->tlen) == 0 && f[F_ID].n == e->ilen &&
              memcmp(f[F_ID].p, a + e->tlen, e->ilen) == 0 &&
@@ -1194,76 +1298,38 @@ static PyTypeObject TableType = {
 
 /* -- the module function ------------------------------------------------------------------ */
 
-typedef struct {
-    PyObject *list;
-    uint64_t off, end;
-    Py_ssize_t lines;
-} Runs;
-
-static int add_run(Runs *r, uint64_t off, uint64_t nbytes, Py_ssize_t nlines, int flagged)
+/* The table takes the segments' Ents and arenas as they are; runs become Python tuples. */
+static PyObject *assemble(Table *t, Seg *segs, int nseg)
 {
-    PyObject *t = Py_BuildValue("(KKni)", (unsigned long long)off, (unsigned long long)nbytes, nlines, flagged);
-    if (t == NULL)
-        return -1;
-    int rc = PyList_Append(r->list, t);
-    Py_DECREF(t);
-    return rc;
-}
-
-static int end_run(Runs *r)
-{
-    if (r->lines == 0)
-        return 0;
-    int rc = add_run(r, r->off, r->end - r->off, r->lines, 0);
-    r->lines = 0;
-    return rc;
-}
-
-/* Join the segments' plain lines into t and describe every line in runs. */
-static int assemble(Table *t, Runs *runs, Seg *segs, int nseg)
-{
-    size_t n = 0, bytes = 0;
+    Py_ssize_t nruns = 0;
+    for (int i = 0; i < nseg; i++)
+        nruns += (Py_ssize_t)segs[i].nruns;
+    PyObject *runs = PyList_New(nruns);
+    if (runs == NULL)
+        return NULL;
+    Py_ssize_t at = 0;
     for (int i = 0; i < nseg; i++) {
-        for (size_t k = 0; k < segs[i].nrecs; k++)
-            n += !segs[i].recs[k].flagged;
-        bytes += segs[i].narena;
-    }
-    t->ents = malloc((n ? n : 1) * sizeof(Ent));
-    t->arena = malloc(bytes ? bytes : 1);
-    if (t->ents == NULL || t->arena == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    size_t base = 0;
-    for (int i = 0; i < nseg; i++) {
-        const Seg *s = &segs[i];
-        memcpy(t->arena + base, s->arena, s->narena);
-        for (size_t k = 0; k < s->nrecs; k++) {
-            const Rec *r = &s->recs[k];
-            if (r->flagged) {
-                if (end_run(runs) < 0 || add_run(runs, r->off, r->len, 1, 1) < 0)
-                    return -1;
-                continue;
+        for (size_t k = 0; k < segs[i].nruns; k++) {
+            const Run *r = &segs[i].runs[k];
+            PyObject *item = Py_BuildValue("(KKni)", (unsigned long long)r->off, (unsigned long long)r->nbytes,
+                                           r->nlines, r->flagged);
+            if (item == NULL) {
+                Py_DECREF(runs);
+                return NULL;
             }
-            Ent *e = &t->ents[t->n++];
-            e->arena = base + r->arena;
-            e->tlen = r->tlen;
-            e->ilen = r->ilen;
-            e->plen = r->plen;
-            e->mlen = r->msg.len;
-            e->moff = r->off + r->msg.off;
-            e->loff = r->off;
-            e->llen = r->len;
-            if (runs->lines == 0)
-                runs->off = r->off;
-            runs->end = r->off + r->len + r->newline;
-            runs->lines++;
-            if (runs->end - runs->off >= RUN_BYTES && end_run(runs) < 0)
-                return -1;
+            PyList_SET_ITEM(runs, at++, item);
         }
-        base += s->narena;
     }
-    return end_run(runs);
+    for (int i = 0; i < nseg; i++) {
+        t->seg_ents[i] = segs[i].ents;
+        t->seg_n[i] = (Py_ssize_t)segs[i].nents;
+        t->seg_arena[i] = segs[i].arena;
+        t->n += (Py_ssize_t)segs[i].nents;
+        segs[i].recs = NULL; /* now the table's (its Ents are in that memory) */
+        segs[i].arena = NULL;
+    }
+    t->nsegs = nseg;
+    return runs;
 }
 
 static uint64_t split_point(const Seg *whole, uint64_t mid)
@@ -1365,25 +1431,28 @@ static PyObject *native_scan(PyObject *self, PyObject *args)
     }
     if (result == NULL) {
         Table *t = PyObject_New(Table, &TableType);
-        Runs runs = {PyList_New(0), 0, 0, 0};
+        PyObject *runs = NULL;
         if (t != NULL) {
-            t->ents = NULL;
             t->n = 0;
-            t->arena = NULL;
+            t->seg_ents[0] = t->seg_ents[1] = NULL;
+            t->seg_n[0] = t->seg_n[1] = 0;
+            t->seg_arena[0] = t->seg_arena[1] = NULL;
+            t->nsegs = 0;
             t->nparts = 0;
             t->ntypes = 0;
-        }
-        if (t != NULL && runs.list != NULL && assemble(t, &runs, segs, nseg) == 0) {
             Py_ssize_t lines = (Py_ssize_t)(segs[0].nrecs + (nseg == 2 ? segs[1].nrecs : 0));
-            result = Py_BuildValue("(OOn)", (PyObject *)t, runs.list, lines);
+            runs = assemble(t, segs, nseg);
+            if (runs != NULL)
+                result = Py_BuildValue("(OOn)", (PyObject *)t, runs, lines);
         }
         Py_XDECREF(t);
-        Py_XDECREF(runs.list);
+        Py_XDECREF(runs);
     }
 out:
     for (int i = 0; i < 2; i++) {
         free(segs[i].recs);
         free(segs[i].arena);
+        free(segs[i].runs);
     }
     if (view.obj != NULL)
         PyBuffer_Release(&view);

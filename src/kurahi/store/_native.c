@@ -1492,19 +1492,29 @@ static PyObject *native_classify(PyObject *self, PyObject *arg)
 
 static PyObject *native_skim(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    /* skim()'s verdict on one line, for tests: (type, id, parent) when plain, else None;
-     * portable: step over nested values a byte at a time (what builds without SSE2 do). */
-    static char *kwlist[] = {"line", "portable", NULL};
+    /* skim()'s verdict on one line, for tests: (type, id, parent) when plain, else None.
+     * impl picks the skipper of nested values: 0 the one skim() uses, 1 a byte at a time (what
+     * builds without SSE2 do), 2 SSE2, 3 AVX2 (2 and 3 fall back to 0 where not built). */
+    static char *kwlist[] = {"line", "impl", NULL};
     Field f[3];
     Py_buffer view;
-    int portable = 0;
+    int impl = 0;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|p:skim", kwlist, &view, &portable))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|i:skim", kwlist, &view, &impl))
         return NULL;
+    skip_fn skip = impl == 1 ? skip_nested_scalar : skip_best;
+#if defined(SKIP_SIMD)
+    if (impl == 2)
+        skip = skip_nested_sse2;
+#if defined(SKIP_AVX2)
+    if (impl == 3 && __builtin_cpu_supports("avx2"))
+        skip = skip_nested_avx2;
+#endif
+#endif
     const char *p = (const char *)view.buf;
     PyObject *out;
     if (memchr(p, '\n', (size_t)view.len) != NULL ||
-        !skim_with(p, p + view.len, f, portable ? skip_nested_scalar : skip_nested)) {
+        !skim_with(p, p + view.len, f, skip)) {
         out = Py_None;
         Py_INCREF(out);
     } else if (f[F_PARENT].null) {
@@ -1658,7 +1668,7 @@ static PyMethodDef methods[] = {
      "scan(source, start, end, max_line, threads, skim=False) -> (table, runs, lines) | None"},
     {"classify", native_classify, METH_O, "classify(line) -> (type, id, parent) | None"},
     {"skim", (PyCFunction)(void (*)(void))native_skim, METH_VARARGS | METH_KEYWORDS,
-     "skim(line, portable=False) -> (type, id, parent) | None, the top level only (see skim)"},
+     "skim(line, impl=0) -> (type, id, parent) | None, the top level only (see skim)"},
     {"message_span", native_message_span, METH_O, "message_span(line) -> (offset, length) | None"},
     {"join_json", native_join_json, METH_VARARGS,
      "join_json(items, prefix, suffix, fd=-1) -> prefix + b','.join(items) + suffix (bytes, or written to fd)"},
@@ -1681,6 +1691,7 @@ PyMODINIT_FUNC PyInit__native(void)
     if (PyType_Ready(&TableType) < 0 || PyType_Ready(&SourceType) < 0 || PyType_Ready(&StoredType) < 0)
         return NULL;
     sha256_fast = sha256_best();
+    skim_setup();
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;

@@ -546,15 +546,13 @@ static const char *skip_nested_scalar(const char *p, const char *pe)
 /* The same, 64 bytes at a time, in the manner of simdjson's first stage: bit masks of the
  * quotes, backslashes and brackets of a block; the escaped characters (odd runs of
  * backslashes, carried across blocks); the bytes inside strings (a prefix XOR of the real
- * quotes, carried); then only the brackets outside strings are visited, one bit each. */
-static inline uint64_t bytes_eq64(__m128i v0, __m128i v1, __m128i v2, __m128i v3, char c)
-{
-    const __m128i k = _mm_set1_epi8(c);
-    return (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v0, k)) |
-           (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v1, k)) << 16 |
-           (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v2, k)) << 32 |
-           (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v3, k)) << 48;
-}
+ * quotes, carried); then only the brackets outside strings are visited, one bit each. With
+ * AVX2 (chosen at run time) a block is two loads instead of four. */
+#define SKIP_SIMD 1
+
+typedef struct {
+    uint64_t bs, quote, open, close;
+} Masks;
 
 static inline uint64_t prefix_xor(uint64_t x)
 {
@@ -579,36 +577,27 @@ static inline uint64_t find_escaped(uint64_t backslash, uint64_t *prev_escaped)
     return (even_bits ^ invert_mask) & follows_escape;
 }
 
-static const char *skip_nested(const char *p, const char *pe)
+/* '[' and ']' are '{' and '}' without bit 5: one compare each finds both after setting it. */
+static inline Masks masks_sse2(const char *p)
 {
-    int depth = 1;
-    uint64_t in_string = 0, escaped = 0;
-    while (pe - p >= 64) {
-        __m128i v0 = _mm_loadu_si128((const __m128i *)(const void *)p);
-        __m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
-        __m128i v2 = _mm_loadu_si128((const __m128i *)(const void *)(p + 32));
-        __m128i v3 = _mm_loadu_si128((const __m128i *)(const void *)(p + 48));
-        uint64_t bs = bytes_eq64(v0, v1, v2, v3, '\\');
-        uint64_t quotes = bytes_eq64(v0, v1, v2, v3, '"');
-        if (bs | escaped)
-            quotes &= ~find_escaped(bs, &escaped);
-        uint64_t strings = prefix_xor(quotes) ^ in_string;
-        in_string = (uint64_t)((int64_t)strings >> 63);
-        uint64_t opens = (bytes_eq64(v0, v1, v2, v3, '{') | bytes_eq64(v0, v1, v2, v3, '[')) & ~strings;
-        uint64_t closes = (bytes_eq64(v0, v1, v2, v3, '}') | bytes_eq64(v0, v1, v2, v3, ']')) & ~strings;
-        uint64_t s = opens | closes;
-        while (s) {
-            uint64_t bit = s & (0 - s);
-            if (opens & bit) {
-                depth++;
-            } else if (--depth == 0) {
-                return p + __builtin_ctzll(s) + 1;
-            }
-            s ^= bit;
-        }
-        p += 64;
+    Masks m = {0, 0, 0, 0};
+    const __m128i bs = _mm_set1_epi8('\\'), quote = _mm_set1_epi8('"'), bit5 = _mm_set1_epi8(0x20);
+    const __m128i open = _mm_set1_epi8('{'), close = _mm_set1_epi8('}');
+    for (int i = 0; i < 4; i++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
+        __m128i folded = _mm_or_si128(v, bit5);
+        int sh = 16 * i;
+        m.bs |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, bs)) << sh;
+        m.quote |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)) << sh;
+        m.open |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(folded, open)) << sh;
+        m.close |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(folded, close)) << sh;
     }
-    /* The last bytes, one at a time, from the state the blocks left. */
+    return m;
+}
+
+/* The bytes after the last whole block, one at a time, from the state the blocks left. */
+static const char *skip_rest(const char *p, const char *pe, int depth, uint64_t in_string, uint64_t escaped)
+{
     int in_s = (int)(in_string & 1), esc = (int)escaped;
     for (; p < pe; p++) {
         char c = *p;
@@ -629,8 +618,59 @@ static const char *skip_nested(const char *p, const char *pe)
     }
     return NULL;
 }
-#else
-#define skip_nested skip_nested_scalar
+
+#define DEFINE_SKIP_NESTED(NAME, MASKS, ATTR)                                                                        \
+    ATTR static const char *NAME(const char *p, const char *pe)                                                      \
+    {                                                                                                                \
+        int depth = 1;                                                                                               \
+        uint64_t in_string = 0, escaped = 0;                                                                         \
+        while (pe - p >= 64) {                                                                                       \
+            Masks m = MASKS(p);                                                                                      \
+            if (m.bs | escaped)                                                                                      \
+                m.quote &= ~find_escaped(m.bs, &escaped);                                                            \
+            uint64_t strings = prefix_xor(m.quote) ^ in_string;                                                      \
+            in_string = (uint64_t)((int64_t)strings >> 63);                                                          \
+            uint64_t opens = m.open & ~strings, s = (m.open | m.close) & ~strings;                                   \
+            while (s) {                                                                                              \
+                uint64_t bit = s & (0 - s);                                                                          \
+                if (opens & bit)                                                                                     \
+                    depth++;                                                                                         \
+                else if (--depth == 0)                                                                               \
+                    return p + __builtin_ctzll(s) + 1;                                                               \
+                s ^= bit;                                                                                            \
+            }                                                                                                        \
+            p += 64;                                                                                                 \
+        }                                                                                                            \
+        return skip_rest(p, pe, depth, in_string, escaped);                                                          \
+    }
+
+DEFINE_SKIP_NESTED(skip_nested_sse2, masks_sse2, )
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define SKIP_AVX2 1
+
+__attribute__((target("avx2"))) static inline Masks masks_avx2(const char *p)
+{
+    const __m256i bs = _mm256_set1_epi8('\\'), quote = _mm256_set1_epi8('"'), bit5 = _mm256_set1_epi8(0x20);
+    const __m256i open = _mm256_set1_epi8('{'), close = _mm256_set1_epi8('}');
+    __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+    __m256i fa = _mm256_or_si256(a, bit5), fb = _mm256_or_si256(b, bit5);
+    Masks m;
+    m.bs = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, bs)) |
+           (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(b, bs)) << 32;
+    m.quote = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, quote)) |
+              (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(b, quote)) << 32;
+    m.open = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(fa, open)) |
+             (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(fb, open)) << 32;
+    m.close = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(fa, close)) |
+              (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(fb, close)) << 32;
+    return m;
+}
+
+DEFINE_SKIP_NESTED(skip_nested_avx2, masks_avx2, __attribute__((target("avx2"))))
+#endif
 #endif
 
 typedef const char *(*skip_fn)(const char *, const char *);
@@ -725,6 +765,21 @@ done:
     return 1;
 }
 
-static int skim(const char *p, const char *pe, Field f[3]) { return skim_with(p, pe, f, skip_nested); }
+/* The best skipper this processor runs: set once by skim_setup(). */
+static skip_fn skip_best = skip_nested_scalar;
+
+static void skim_setup(void)
+{
+#if defined(SKIP_SIMD)
+    skip_best = skip_nested_sse2;
+#if defined(SKIP_AVX2)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2"))
+        skip_best = skip_nested_avx2;
+#endif
+#endif
+}
+
+static int skim(const char *p, const char *pe, Field f[3]) { return skim_with(p, pe, f, skip_best); }
 
 #endif /* KURAHI_NATIVE_JSON_H */

@@ -151,6 +151,10 @@ class _Lines:
 
     def decode(self, index: int) -> dict[str, Any]:
         at, size = self.table.span(index)
+        decoded = self.file.decoded
+        got = decoded.get(at)
+        if got is not None:
+            return got  # decoded for a smaller tail already
         raw = os.pread(self.file.fd, size, at)
         if len(raw) != size:
             raise Unusual("the file got shorter while it was read")
@@ -160,6 +164,7 @@ class _Lines:
             raise Unusual("a line the C scanner read is not UTF-8") from None
         if type(value) is not dict:  # pragma: no cover - the C scanner read an object
             raise Unusual("a line that is not an object")
+        decoded[at] = value
         return value
 
     def line_of(self, index: int) -> int:
@@ -188,6 +193,8 @@ class QuickFile:
         self.header = header
         self.body = body
         """Offset of the line after the header."""
+        self.decoded: dict[int, dict[str, Any]] = {}
+        """Lines decoded so far, by offset: a larger tail does not decode them again."""
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> QuickFile:

@@ -595,53 +595,42 @@ static inline Masks masks_sse2(const char *p)
     return m;
 }
 
-/* The bytes after the last whole block, one at a time, from the state the blocks left. */
-static const char *skip_rest(const char *p, const char *pe, int depth, uint64_t in_string, uint64_t escaped)
+/* One block: -1, or the index of the bracket that closes the value. */
+static inline int skip_block(Masks m, int *depth, uint64_t *in_string, uint64_t *escaped)
 {
-    int in_s = (int)(in_string & 1), esc = (int)escaped;
-    for (; p < pe; p++) {
-        char c = *p;
-        if (esc) {
-            esc = 0;
-        } else if (in_s) {
-            if (c == '\\')
-                esc = 1;
-            else if (c == '"')
-                in_s = 0;
-        } else if (c == '"') {
-            in_s = 1;
-        } else if (c == '{' || c == '[') {
-            depth++;
-        } else if ((c == '}' || c == ']') && --depth == 0) {
-            return p + 1;
-        }
+    if (m.bs | *escaped)
+        m.quote &= ~find_escaped(m.bs, escaped);
+    uint64_t strings = prefix_xor(m.quote) ^ *in_string;
+    *in_string = (uint64_t)((int64_t)strings >> 63);
+    uint64_t opens = m.open & ~strings, s = (m.open | m.close) & ~strings;
+    while (s) {
+        uint64_t bit = s & (0 - s);
+        if (opens & bit)
+            ++*depth;
+        else if (--*depth == 0)
+            return __builtin_ctzll(s);
+        s ^= bit;
     }
-    return NULL;
+    return -1;
 }
 
+/* The last bytes (fewer than 64) go through one more block, copied into spaces: no space is a
+ * quote, a backslash or a bracket, so the masks see only those bytes. */
 #define DEFINE_SKIP_NESTED(NAME, MASKS, ATTR)                                                                        \
     ATTR static const char *NAME(const char *p, const char *pe)                                                      \
     {                                                                                                                \
-        int depth = 1;                                                                                               \
+        int depth = 1, at;                                                                                           \
         uint64_t in_string = 0, escaped = 0;                                                                         \
-        while (pe - p >= 64) {                                                                                       \
-            Masks m = MASKS(p);                                                                                      \
-            if (m.bs | escaped)                                                                                      \
-                m.quote &= ~find_escaped(m.bs, &escaped);                                                            \
-            uint64_t strings = prefix_xor(m.quote) ^ in_string;                                                      \
-            in_string = (uint64_t)((int64_t)strings >> 63);                                                          \
-            uint64_t opens = m.open & ~strings, s = (m.open | m.close) & ~strings;                                   \
-            while (s) {                                                                                              \
-                uint64_t bit = s & (0 - s);                                                                          \
-                if (opens & bit)                                                                                     \
-                    depth++;                                                                                         \
-                else if (--depth == 0)                                                                               \
-                    return p + __builtin_ctzll(s) + 1;                                                               \
-                s ^= bit;                                                                                            \
-            }                                                                                                        \
-            p += 64;                                                                                                 \
-        }                                                                                                            \
-        return skip_rest(p, pe, depth, in_string, escaped);                                                          \
+        for (; pe - p >= 64; p += 64)                                                                                \
+            if ((at = skip_block(MASKS(p), &depth, &in_string, &escaped)) >= 0)                                      \
+                return p + at + 1;                                                                                   \
+        if (p >= pe)                                                                                                 \
+            return NULL;                                                                                             \
+        char last[64];                                                                                               \
+        memset(last, ' ', sizeof last);                                                                              \
+        memcpy(last, p, (size_t)(pe - p));                                                                           \
+        at = skip_block(MASKS(last), &depth, &in_string, &escaped);                                                  \
+        return at >= 0 ? p + at + 1 : NULL;                                                                          \
     }
 
 DEFINE_SKIP_NESTED(skip_nested_sse2, masks_sse2, )

@@ -302,6 +302,34 @@ def test_skim_reads_every_valid_line_as_the_full_check_does() -> None:
     assert n_plain > 1000
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"type":"a","id":"b","parentId":null}',
+        b'{"type":"a","id":"b","parentId":null,"id":"c"}',
+        b'{"type":"a","id":"b","parentId":"x\\u0041"}',
+        b'{"type":"","id":"","parentId":""}',
+        b'{"type":"a","id":"b","parentId":nul}',
+        b'{"type":"a","id":"b","parentId":"c"} ',
+        b'{"type":"a","id":"b","parentId":"c",}',
+        b'{"type":"session","id":"b","parentId":"c"}',
+        b'{"type":"a","id":"b\x7f","parentId":"c"}',
+        b'{"type":"a","id":"b","parentId":"c","type":"d"}',
+        b'{"type":"a","id":"b","parentId":"c","m":{"x":"}]\\\\\\"{"}}',
+        b'{ "type":"a","id":"b","parentId":"c"}',
+        b'{"type":"a","id":"\xc3\xa9","parentId":"c"}',
+    ],
+)
+def test_skim_on_pis_prefix_and_near_misses(line: bytes) -> None:
+    """Pi's own prefix (type, id, parentId first) is read directly: the same verdict as classify."""
+    want = native._native.classify(line)
+    got = [native._native.skim(line, impl=impl) for impl in (0, 1, 2, 3)]
+    if want is not None:
+        assert got == [want] * 4
+    else:
+        assert got[1:] == got[:1] * 3
+
+
 def test_the_quick_decoder_reads_what_decode_line_reads() -> None:
     rnd = random.Random(3)
     for _ in range(500):

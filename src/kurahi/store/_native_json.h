@@ -664,11 +664,61 @@ DEFINE_SKIP_NESTED(skip_nested_avx2, masks_avx2, __attribute__((target("avx2")))
 
 typedef const char *(*skip_fn)(const char *, const char *);
 
+/* A string value of the kind classify() keeps (printable ASCII, no escape), from just after
+ * its opening quote: where its closing quote is, or NULL (then the general path decides). */
+static inline const char *plain_value(const char *p, const char *pe)
+{
+    while (p < pe && (unsigned char)(*p - 0x20) < 0x5f && *p != '"' && *p != '\\')
+        p++;
+    return p < pe && *p == '"' ? p : NULL;
+}
+
+/* Pi writes every entry with "type", "id" and "parentId" first and no whitespace: read that
+ * prefix with a few compares. Just after the parentId value, or NULL (f is then to be reset). */
+static inline const char *pi_prefix(const char *p, const char *pe, Field f[3])
+{
+    if (pe - p < 9 || memcmp(p, "{\"type\":\"", 9) != 0)
+        return NULL;
+    const char *t = p + 9, *q = plain_value(t, pe);
+    if (q == NULL || pe - q < 8 || memcmp(q, "\",\"id\":\"", 8) != 0)
+        return NULL;
+    const char *i = q + 8, *r = plain_value(i, pe);
+    if (r == NULL || pe - r < 13 || memcmp(r, "\",\"parentId\":", 13) != 0)
+        return NULL;
+    f[F_TYPE].p = t;
+    f[F_TYPE].n = (size_t)(q - t);
+    f[F_TYPE].present = 1;
+    f[F_ID].p = i;
+    f[F_ID].n = (size_t)(r - i);
+    f[F_ID].present = 1;
+    f[F_PARENT].present = 1;
+    p = r + 13;
+    if (pe - p >= 4 && memcmp(p, "null", 4) == 0) {
+        f[F_PARENT].null = 1;
+        return p + 4;
+    }
+    if (p < pe && *p == '"') {
+        const char *v = p + 1, *w = plain_value(v, pe);
+        if (w != NULL) {
+            f[F_PARENT].p = v;
+            f[F_PARENT].n = (size_t)(w - v);
+            return w + 1;
+        }
+    }
+    return NULL;
+}
+
 /* 1 when the top level is plain as classify() would find it, with the three fields in f;
  * nested values are stepped over with skip. */
 static inline int skim_with(const char *p, const char *pe, Field f[3], skip_fn skip)
 {
     int escaped, odd;
+    memset(f, 0, 3 * sizeof(Field));
+    const char *after = pi_prefix(p, pe, f);
+    if (after != NULL) {
+        p = after;
+        goto next; /* as if the general loop had read those three pairs */
+    }
     memset(f, 0, 3 * sizeof(Field));
     p = skip_ws(p, pe);
     if (p >= pe || *p != '{')
@@ -731,6 +781,7 @@ static inline int skim_with(const char *p, const char *pe, Field f[3], skip_fn s
             while (p < pe && *p != ',' && *p != '}' && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')
                 p++;
         }
+    next:
         p = skip_ws(p, pe);
         if (p >= pe)
             return 0;

@@ -87,6 +87,16 @@ typedef struct {
 
 typedef char ent_fits_in_rec[sizeof(Ent) <= sizeof(Rec) ? 1 : -1];
 
+/* The ids of one segment's Ents, which start at table position lo: slots hold
+ * (hash >> 32) << 32 | (position in the segment + 1), 0 is empty. */
+typedef struct {
+    uint64_t *slots;
+    uint64_t mask;
+    const Ent *ents;
+    Py_ssize_t lo, n;
+} Part;
+
+
 /* What kurahi.store.native reads of every line, in file order: a run of plain lines (nbytes
  * with their newlines) or one flagged line (nbytes without its newline). */
 typedef struct {
@@ -111,6 +121,7 @@ typedef struct {
     size_t nents;
     Run *runs;
     size_t nruns, capruns;
+    Part part;              /* the index of ents (slots NULL until built) */
 } Seg;
 
 /* -- one thread's share of the file --------------------------------------------------- */
@@ -244,6 +255,91 @@ static void skip_long_line(Seg *s, char *buf, size_t cap, uint64_t off, uint64_t
     *next = s->end;
 }
 
+/* -- the id index: one hash table per segment, built on the segment's thread ------------- */
+
+static uint64_t hash_bytes(const char *p, size_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n, w;
+    while (n >= 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+        p += 8;
+        n -= 8;
+    }
+    w = 0;
+    memcpy(&w, p, n);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 29;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+    return h;
+}
+
+static inline const char *ent_id(const Ent *e) { return e->fields + e->tlen; }
+
+/* Position in q of its last Ent whose id is p[0:n] (h its hash), or -1. With insert set,
+ * position `insert` becomes the answer for that id (a later line replaces an earlier one). */
+static Py_ssize_t probe_part(Part *q, const char *p, size_t n, Py_ssize_t insert, uint64_t h)
+{
+    uint64_t tag = h >> 32;
+    for (uint64_t i = h & q->mask;; i = (i + 1) & q->mask) {
+        uint64_t slot = q->slots[i];
+        if (slot == 0) {
+            if (insert >= 0)
+                q->slots[i] = (tag << 32) | (uint64_t)(insert + 1);
+            return -1;
+        }
+        if ((slot >> 32) == tag) {
+            Py_ssize_t pos = (Py_ssize_t)(slot & 0xffffffffu) - 1;
+            const Ent *e = &q->ents[pos];
+            if (e->ilen == n && memcmp(ent_id(e), p, n) == 0) {
+                if (insert >= 0)
+                    q->slots[i] = (tag << 32) | (uint64_t)(insert + 1);
+                return pos;
+            }
+        }
+    }
+}
+
+#define PREFETCH_AHEAD 16 /* entries whose slots are fetched while earlier ones are inserted */
+
+/* Fill q (slots allocated here) with its n Ents; -1 when out of memory. */
+static int fill_part(Part *q, const Ent *ents, Py_ssize_t n)
+{
+    uint64_t cap = 16;
+    while (cap < (uint64_t)n * 2)
+        cap *= 2;
+    q->slots = calloc(cap, sizeof(uint64_t));
+    if (q->slots == NULL)
+        return -1;
+    q->mask = cap - 1;
+    q->ents = ents;
+    q->n = n;
+    /* The slots are spread over megabytes: each insert would wait for memory. Hash a few
+     * entries ahead and ask for their slots early, so the waits overlap. */
+    uint64_t ahead[PREFETCH_AHEAD];
+    for (Py_ssize_t k = 0; k < n && k < PREFETCH_AHEAD; k++) {
+        ahead[k] = hash_bytes(ent_id(&ents[k]), ents[k].ilen);
+#if defined(__GNUC__) || defined(__clang__)
+        __builtin_prefetch(&q->slots[ahead[k] & q->mask], 1);
+#endif
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        uint64_t h = ahead[k % PREFETCH_AHEAD];
+        Py_ssize_t next = k + PREFETCH_AHEAD;
+        if (next < n) {
+            uint64_t hn = hash_bytes(ent_id(&ents[next]), ents[next].ilen);
+            ahead[next % PREFETCH_AHEAD] = hn;
+#if defined(__GNUC__) || defined(__clang__)
+            __builtin_prefetch(&q->slots[hn & q->mask], 1);
+#endif
+        }
+        probe_part(q, ent_id(&ents[k]), ents[k].ilen, k, h);
+    }
+    return 0;
+}
+
 static int push_run(Seg *s, uint64_t off, uint64_t nbytes, Py_ssize_t nlines, int flagged)
 {
     if (grow((void **)&s->runs, &s->capruns, s->nruns + 1, sizeof(Run)) < 0)
@@ -317,6 +413,8 @@ static void *scan_segment(void *arg)
     read_segment(s);
     if (!s->err && !s->too_long)
         settle_segment(s);
+    if (!s->err && !s->too_long && fill_part(&s->part, s->ents, (Py_ssize_t)s->nents) < 0)
+        s->err = ENOMEM;
     return NULL;
 }
 
@@ -384,17 +482,6 @@ static void read_segment(Seg *s)
 
 
 #define TYPE_CACHE 16
-#define INDEX_PARTS 2
-#define INDEX_SPLIT_MIN 65536 /* from this many entries the index is built in two parts, on two threads */
-
-/* One hash table of the id index, for the entries [lo, hi): slots hold
- * (hash >> 32) << 32 | (position + 1), 0 is empty. */
-typedef struct {
-    uint64_t *slots;
-    uint64_t mask;
-    Py_ssize_t lo, hi;
-} Part;
-
 typedef struct {
     PyObject_HEAD
     Py_ssize_t n;
@@ -402,7 +489,7 @@ typedef struct {
     Py_ssize_t seg_n[2];
     char *seg_arena[2]; /* owned: where the Ents' fields point */
     int nsegs;
-    Part parts[INDEX_PARTS]; /* the id index, built on first use: nparts hash tables */
+    Part parts[2];      /* the id index: one hash table per segment (see index_segment) */
     int nparts;
     PyObject *types[TYPE_CACHE]; /* the few entry types, one object each */
     int ntypes;
@@ -410,151 +497,23 @@ typedef struct {
 
 static PyTypeObject TableType;
 
-static uint64_t hash_bytes(const char *p, size_t n)
-{
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n, w;
-    while (n >= 8) {
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
-        p += 8;
-        n -= 8;
-    }
-    w = 0;
-    memcpy(&w, p, n);
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 29;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-    return h;
-}
-
 static inline Ent *ent_at(const Table *t, Py_ssize_t k)
 {
     return k < t->seg_n[0] ? &t->seg_ents[0][k] : &t->seg_ents[1][k - t->seg_n[0]];
 }
 
-static inline const char *ent_id(const Ent *e) { return e->fields + e->tlen; }
 
-/* Position of the last plain line of part q whose id is p[0:n] (h its hash), or -1. With
- * insert set, position `insert` becomes the answer for that id (a later line replaces an
- * earlier one). */
-static Py_ssize_t probe_hashed(const Table *t, Part *q, const char *p, size_t n, Py_ssize_t insert, uint64_t h)
-{
-    uint64_t tag = h >> 32;
-    for (uint64_t i = h & q->mask;; i = (i + 1) & q->mask) {
-        uint64_t slot = q->slots[i];
-        if (slot == 0) {
-            if (insert >= 0)
-                q->slots[i] = (tag << 32) | (uint64_t)(insert + 1);
-            return -1;
-        }
-        if ((slot >> 32) == tag) {
-            Py_ssize_t pos = (Py_ssize_t)(slot & 0xffffffffu) - 1;
-            const Ent *e = ent_at(t, pos);
-            if (e->ilen == n && memcmp(ent_id(e), p, n) == 0) {
-                if (insert >= 0)
-                    q->slots[i] = (tag << 32) | (uint64_t)(insert + 1);
-                return pos;
-            }
-        }
-    }
-}
-
-/* Position of the last plain line whose id is p[0:n], or -1: the later part answers first. */
+/* Position of the last plain line whose id is p[0:n], or -1: the later segment answers first. */
 static Py_ssize_t probe(Table *t, const char *p, size_t n)
 {
     uint64_t h = hash_bytes(p, n);
     for (int i = t->nparts - 1; i >= 0; i--) {
-        Py_ssize_t pos = probe_hashed(t, &t->parts[i], p, n, -1, h);
+        Part *q = &t->parts[i];
+        Py_ssize_t pos = probe_part(q, p, n, -1, h);
         if (pos >= 0)
-            return pos;
+            return q->lo + pos;
     }
     return -1;
-}
-
-#define PREFETCH_AHEAD 16 /* entries whose slots are fetched while earlier ones are inserted */
-
-typedef struct {
-    const Table *t;
-    Part *q;
-} PartJob;
-
-static void *fill_part(void *arg)
-{
-    const PartJob *job = (const PartJob *)arg;
-    const Table *t = job->t;
-    Part *q = job->q;
-    /* The slots are spread over megabytes: each insert would wait for memory. Hash a few
-     * entries ahead and ask for their slots early, so the waits overlap. */
-    uint64_t ahead[PREFETCH_AHEAD];
-    for (Py_ssize_t k = q->lo; k < q->hi && k < q->lo + PREFETCH_AHEAD; k++) {
-        const Ent *e = ent_at(t, k);
-        ahead[k % PREFETCH_AHEAD] = hash_bytes(ent_id(e), e->ilen);
-#if defined(__GNUC__) || defined(__clang__)
-        __builtin_prefetch(&q->slots[ahead[k % PREFETCH_AHEAD] & q->mask], 1);
-#endif
-    }
-    for (Py_ssize_t k = q->lo; k < q->hi; k++) {
-        uint64_t h = ahead[k % PREFETCH_AHEAD];
-        Py_ssize_t next = k + PREFETCH_AHEAD;
-        if (next < q->hi) {
-            const Ent *en = ent_at(t, next);
-            uint64_t hn = hash_bytes(ent_id(en), en->ilen);
-            ahead[next % PREFETCH_AHEAD] = hn;
-#if defined(__GNUC__) || defined(__clang__)
-            __builtin_prefetch(&q->slots[hn & q->mask], 1);
-#endif
-        }
-        const Ent *e = ent_at(t, k);
-        probe_hashed(t, q, ent_id(e), e->ilen, k, h);
-    }
-    return NULL;
-}
-
-/* The id index: one hash table, or for many entries (with two cores) two, one per half of
- * the entries, filled on two threads (the second one while the caller keeps the GIL: the
- * thread touches no Python object). */
-static int build_index(Table *t)
-{
-    if ((uint64_t)t->n >= 0xffffffffu) {
-        PyErr_SetString(PyExc_OverflowError, "more than 2**32 - 2 entries");
-        return -1;
-    }
-    int nparts = t->n >= INDEX_SPLIT_MIN && sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
-    Part parts[INDEX_PARTS];
-    memset(parts, 0, sizeof parts);
-    for (int i = 0; i < nparts; i++) {
-        Part *q = &parts[i];
-        q->lo = t->n * i / nparts;
-        q->hi = t->n * (i + 1) / nparts;
-        uint64_t cap = 16;
-        while (cap < (uint64_t)(q->hi - q->lo) * 2)
-            cap *= 2;
-        q->slots = calloc(cap, sizeof(uint64_t));
-        q->mask = cap - 1;
-        if (q->slots == NULL) {
-            for (int j = 0; j < i; j++)
-                free(parts[j].slots);
-            PyErr_NoMemory();
-            return -1;
-        }
-    }
-    PartJob jobs[INDEX_PARTS];
-    for (int i = 0; i < nparts; i++) {
-        jobs[i].t = t;
-        jobs[i].q = &parts[i];
-    }
-    pthread_t tid;
-    int threaded = nparts == 2 && pthread_create(&tid, NULL, fill_part, &jobs[1]) == 0;
-    if (nparts == 2 && !threaded)
-        fill_part(&jobs[1]);
-    fill_part(&jobs[0]);
-    if (threaded)
-        pthread_join(tid, NULL);
-    memcpy(t->parts, parts, sizeof parts);
-    t->nparts = nparts;
-    return 0;
 }
 
 static PyObject *type_str(Table *t, const char *p, size_t n)
@@ -629,8 +588,6 @@ static PyObject *table_get(PyObject *self, PyObject *arg)
     }
     if (!PyUnicode_IS_ASCII(arg))
         return PyLong_FromLong(-1); /* plain ids are ASCII */
-    if (t->nparts == 0 && build_index(t) < 0)
-        return NULL;
     return PyLong_FromSsize_t(probe(t, PyUnicode_DATA(arg), (size_t)PyUnicode_GET_LENGTH(arg)));
 }
 
@@ -647,8 +604,6 @@ static PyObject *table_walk(PyObject *self, PyObject *arg)
         PyErr_SetString(PyExc_IndexError, "table index out of range");
         return NULL;
     }
-    if (t->nparts == 0 && build_index(t) < 0)
-        return NULL;
     unsigned char *seen = calloc((size_t)t->n / 8 + 1, 1);
     PyObject *out = PyList_New(0);
     if (seen == NULL || out == NULL) {
@@ -1324,11 +1279,15 @@ static PyObject *assemble(Table *t, Seg *segs, int nseg)
         t->seg_ents[i] = segs[i].ents;
         t->seg_n[i] = (Py_ssize_t)segs[i].nents;
         t->seg_arena[i] = segs[i].arena;
+        t->parts[i] = segs[i].part;
+        t->parts[i].lo = t->n;
         t->n += (Py_ssize_t)segs[i].nents;
         segs[i].recs = NULL; /* now the table's (its Ents are in that memory) */
         segs[i].arena = NULL;
+        segs[i].part.slots = NULL;
     }
     t->nsegs = nseg;
+    t->nparts = nseg;
     return runs;
 }
 
@@ -1453,6 +1412,7 @@ out:
         free(segs[i].recs);
         free(segs[i].arena);
         free(segs[i].runs);
+        free(segs[i].part.slots);
     }
     if (view.obj != NULL)
         PyBuffer_Release(&view);

@@ -29,7 +29,8 @@ class FileContext:
         self.context = context
         self.warnings = warnings
         self.entries_read = lines_read
-        """How many entries were decoded to answer (the rest of the file was never parsed)."""
+        """How many entries were read to answer (by the C scanner, or decoded in Python); the
+        rest of the file was never read."""
         self.session_id = session_id
 
 
@@ -41,15 +42,19 @@ def project_file(path: str | os.PathLike[str], leaf_id: str | None = None, *, co
     read in full.
 
     With the C scanner, a file that is plainly what Pi reads (see :mod:`kurahi.store.quick`)
-    is read the quick way: the scanner reads the file's last :data:`QUICK_TAIL_BYTES` (or
-    0.5%), and the whole file when the projection reaches above that. Any other file is
-    read from the end in Python, then in full if the path reaches far up.
+    is read the quick way: the scanner reads the file's last 64 KB, then its last 1 MB (or
+    0.5%), then all of it, as far as the projection reaches; a file of
+    :data:`SKIM_MIN_BYTES` or more is skimmed (each line's top level only) and only the
+    lines of the path are checked as ``JSON.parse`` would, so a damaged line elsewhere goes
+    unreported (it changes nothing Pi sends). Any other file is read from the end in
+    Python, then in full if the path reaches far up.
 
     Args:
         path: the transcript.
         leaf_id: project from this entry instead of Pi's leaf (the last entry line).
         copy_stored: messages Pi reads unchanged whose stored bytes are already what
-            ``JSON.stringify`` writes come as ``msgspec.Raw`` (see
+            ``JSON.stringify`` writes come as those bytes or references to them
+            (:func:`kurahi.store.native.is_copied`; see
             :meth:`~kurahi.store.transcript.Transcript.raw_messages`), for a context that is
             only written out (:meth:`~kurahi.context.project.SessionContext.to_json`).
 

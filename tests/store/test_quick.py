@@ -89,44 +89,82 @@ def routes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def chain(n: int, *, start: int = 0) -> list[str]:
+    """A linear path e0 .. e(n-1): every line on it."""
     return [entry(f"e{i}", f"e{i - 1}" if i else None, text=f"turn {i} " + "x" * 40) for i in range(start, n)]
+
+
+def sparse(n: int) -> list[str]:
+    """A path e0 .. en (ei at row 4 i), each of e0 .. e(n-1) followed by three side entries off the path."""
+    rows = []
+    for i in range(n):
+        rows.append(entry(f"e{i}", f"e{i - 1}" if i else None, text=f"turn {i} " + "x" * 40))
+        rows.extend(entry(f"s{i}.{j}", f"e{i}", text="side") for j in range(3))
+    rows.append(entry(f"e{n}", f"e{n - 1}", text="leaf"))
+    return rows
 
 
 def test_a_plain_file_is_read_the_quick_way_and_agrees(
     tmp_path: Path, skim: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    p = write(tmp_path, "a.jsonl", [HEADER, *chain(60)])
+    p = write(tmp_path, "a.jsonl", [HEADER, *sparse(60)])
     seen = routes(monkeypatch)
     assert quick_way(p) == full(p)
     assert seen == ["quick"]
     assert project_file(p).warnings == []
 
 
+def test_a_path_through_most_lines_is_checked_by_the_scan_not_line_by_line(
+    tmp_path: Path, skim: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = write(tmp_path, "a.jsonl", [HEADER, *chain(60)])
+    verified: list[int] = []
+    real = quick.QuickFile.verify
+    monkeypatch.setattr(
+        quick.QuickFile,
+        "verify",
+        lambda self, lines, rows: (lines.checked or verified.append(len(rows)), real(self, lines, rows))[1],
+    )
+    seen = routes(monkeypatch)
+    assert quick_way(p) == full(p)
+    assert seen == ["quick"]
+    assert verified and max(verified) < 60  # the tails' skimmed paths were checked one by one, the whole one was not
+
+
+def test_a_long_skimmed_path_is_checked_by_the_scan(
+    tmp_path: Path, skim: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(files, "VERIFY_MAX_LINES", 10)
+    p = write(tmp_path, "a.jsonl", [HEADER, *sparse(60)])
+    seen = routes(monkeypatch)
+    assert quick_way(p) == full(p)
+    assert seen == ["quick", "checked"]
+
+
 def test_an_invalid_line_on_the_path_sends_the_file_to_the_checking_scan(
     tmp_path: Path, skim: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rows = chain(60)
+    rows = sparse(60)
     # Its top level is plain (skim takes it) but JSON.parse refuses it (`tru`): Pi drops it, so
     # e31's parent is not found and the path starts at e31.
-    rows[30] = rows[30][:-1] + ',"x":tru}'
+    rows[4 * 30] = rows[4 * 30][:-1] + ',"x":tru}'
     p = write(tmp_path, "a.jsonl", [HEADER, *rows])
-    assert native._native.skim(rows[30].encode()) is not None
-    assert native._native.classify(rows[30].encode()) is None
+    assert native._native.skim(rows[4 * 30].encode()) is not None
+    assert native._native.classify(rows[4 * 30].encode()) is None
     seen = routes(monkeypatch)
     got = quick_way(p)
     assert got == full(p)
-    assert len(got[1]) == 29  # e31 .. e59
+    assert len(got[1]) == 30  # e31 .. e60
     assert seen == ["quick", "checked", "full"]  # the checking scan flags the line: the full reader warns
-    assert [w.line for w in project_file(p).warnings] == [32]
+    assert [w.line for w in project_file(p).warnings] == [4 * 30 + 2]
 
 
 def test_an_invalid_line_that_shadows_an_id_on_the_path_is_not_believed(
     tmp_path: Path, skim: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rows = chain(60)
+    rows = sparse(60)
     # A later line with e20's id that JSON.parse refuses: Pi keeps the earlier, valid e20.
     rows.append(entry("e20", "e19", text="impostor")[:-1] + ",}")
-    rows.append(entry("e60", "e59"))
+    rows.append(entry("e61", "e60"))
     p = write(tmp_path, "a.jsonl", [HEADER, *rows])
     seen = routes(monkeypatch)
     got = quick_way(p)
@@ -138,7 +176,7 @@ def test_an_invalid_line_that_shadows_an_id_on_the_path_is_not_believed(
 def test_an_invalid_line_off_the_path_changes_nothing(
     tmp_path: Path, skim: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rows = chain(60)
+    rows = sparse(60)
     rows.insert(10, entry("side", "e3", text="side")[:-1] + ',"n":01}')  # a leading zero: not JSON
     p = write(tmp_path, "a.jsonl", [HEADER, *rows])
     seen = routes(monkeypatch)
@@ -244,12 +282,12 @@ def test_damaged_files_agree_with_the_reference(tmp_path: Path, skim: None, salt
 @pytest.mark.pi
 def test_skimmed_files_read_as_pi_reads_them(tmp_path: Path, skim: None, pi: PiPeer) -> None:
     paths = []
-    rows = chain(60)
-    rows[30] = rows[30][:-1] + ',"x":tru}'
+    rows = sparse(60)
+    rows[4 * 30] = rows[4 * 30][:-1] + ',"x":tru}'
     paths.append(write(tmp_path, "invalid-on-path.jsonl", [HEADER, *rows]))
-    rows = [*chain(60), entry("e20", "e19", text="impostor")[:-1] + ",}", entry("e60", "e59")]
+    rows = [*sparse(60), entry("e20", "e19", text="impostor")[:-1] + ",}", entry("e61", "e60")]
     paths.append(write(tmp_path, "shadow.jsonl", [HEADER, *rows]))
-    rows = chain(60)
+    rows = sparse(60)
     rows.insert(10, entry("side", "e3")[:-1] + ',"n":01}')
     paths.append(write(tmp_path, "off-path.jsonl", [HEADER, *rows]))
     paths.append(write(tmp_path, "repeated.jsonl", [HEADER, *chain(60), entry("e60", "e59")[:-1] + ',"id":"e61"}']))

@@ -302,13 +302,17 @@ class QuickFile:
         if not lines.checked and not lines.table.verify(rows, self.fd):
             raise Unverified("a line on the path is not what its top level said")
 
-    def path_up(self, lines: _Lines, chain: list[int], *, stored: bool, batch: int = 512) -> Iterator[QuickEntry]:
-        """The entries at ``chain`` (leaf first), made by the C table a batch at a time.
+    def path_up(self, lines: _Lines, chain: list[int], *, stored: bool) -> Iterator[list[QuickEntry]]:
+        """The entries at ``chain`` (leaf first), made by the C table in batches.
 
+        Batches of 256, then twice as many each time: a projection that stops early makes few.
         With ``stored``, each message Pi reads unchanged carries a reference to its stored
         bytes (see :meth:`~kurahi.store.transcript.Transcript.raw_messages`).
         """
         fd = self.fd if stored else -1
-        for i in range(0, len(chain), batch):
+        i, batch = 0, 256
+        while i < len(chain):
             made: list[QuickEntry] = lines.table.entries(QuickEntry, chain[i : i + batch], lines, fd)
-            yield from made
+            yield made
+            i += batch
+            batch *= 2

@@ -21,6 +21,11 @@ For each file, in the same run:
   the first sample) and the digest of the messages.
 * **Kurahi full index** (``Transcript.open`` + path + ``build_context``): in-process, the same way.
 
+Kurahi's bytecode is compiled first (``compileall``), as installing a wheel or any first run
+does: where ``PYTHONDONTWRITEBYTECODE`` is set (as on our benchmark machine) every fresh
+process would otherwise compile each module it imports from source, a cost no installed
+Kurahi pays (``benchmarks/stitch_check.py`` does the same).
+
 Bars (the tree): open + project, whole process, at least 10x faster than Pi 1.6.0 and at
 least 20x faster than Pi 0.73.1 (medians); Kurahi's peak RSS at most a third of Pi 1.6.0's.
 Pi's whole process is reported two ways, each checked against the bars: with only its
@@ -375,6 +380,14 @@ def main(argv: list[str] | None = None) -> int:
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
+
+    pkg = subprocess.run(
+        [sys.executable, "-c", "import kurahi, os; print(os.path.dirname(kurahi.__file__))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    subprocess.run([sys.executable, "-m", "compileall", "-q", pkg], check=True)
 
     try:
         for version in _pi.VERSIONS:

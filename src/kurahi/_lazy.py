@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
-from collections.abc import Callable, Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING; importing typing costs ~8 ms
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
 
 __all__ = ["lazy_getattr"]
 
@@ -17,7 +19,8 @@ def lazy_getattr(package: str, where: Mapping[str, str]) -> Callable[[str], Any]
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+        __import__(module)  # importlib.import_module, without importing importlib (and warnings) first
+        value = getattr(sys.modules[module], name)
         setattr(sys.modules[package], name, value)
         return value
 

@@ -76,8 +76,10 @@ Hierarchy::
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING; a projection imports this module
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 __all__ = [
     "ActivationError",

@@ -28,14 +28,18 @@ What 1.6.0 does, step by step (``dist/core/session-manager.js``):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
-
-import msgspec
-
+from kurahi._record import FrozenRecord, Record
 from kurahi.jsvalues import MISSING, date_ms, js_truthy
-from kurahi.store.effective import context_entries
-from kurahi.store.scan import id_key
+from kurahi.store.effective import context_entries, id_key
+
+# Nothing here needs typing or msgspec at run time, and a process that only projects a file
+# would pay ~35 ms to import them (see kurahi._record).
+TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from typing import Any
+
+    from kurahi.store.shapes import PathEntry
 
 __all__ = [
     "EDITABLE_ROLES",
@@ -57,62 +61,82 @@ _NULL_CONTENT_TO_LIST = frozenset({"user", "assistant", "toolResult"})
 _TEXT_BLOCK_ROLES = frozenset({"assistant", "toolResult"})
 
 
-class PathEntry(Protocol):
-    """What projection needs from an entry: its type and id up front, its JSON on demand."""
+def __getattr__(name: str) -> Any:
+    # PathEntry lives with the other Protocols (kurahi.store.shapes): typing loads on first use.
+    if name == "PathEntry":
+        from kurahi.store import shapes
 
-    @property
-    def type(self) -> Any:
-        """The entry type (``MISSING`` when absent)."""
-
-    @property
-    def id(self) -> Any:
-        """The entry id (``MISSING`` when absent)."""
-
-    @property
-    def line(self) -> int:
-        """Line number, for warnings."""
-
-    @property
-    def data(self) -> dict[str, Any]:
-        """The full entry."""
+        return shapes.PathEntry
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class ProjectionWarning(msgspec.Struct, frozen=True):
-    """An entry Pi would crash on, read the way Kurahi chose instead."""
+class ProjectionWarning(FrozenRecord):
+    """An entry Pi would crash on, read the way Kurahi chose instead.
 
+    Attributes:
+        line: the entry's line number.
+        message: what Kurahi did.
+    """
+
+    __slots__ = ("line", "message")
     line: int
     message: str
 
-
-class ProjectedEntry(msgspec.Struct):
-    """One context entry and the messages it contributes (Pi's ``buildSessionProjection`` entries)."""
-
-    source: Any
-    """The :class:`PathEntry`."""
-    messages: list[Any]
-    """What it contributes after its edit (possibly nothing)."""
-    part: str = "messages"
-    """``messages`` (the path has no compaction), ``summary``, ``retained`` or ``later``."""
-    edit: Any = None
-    """The ``context_edit`` entry that applies to it, if any."""
+    def __init__(self, line: int, message: str) -> None:
+        self._init(line=line, message=message)
 
 
-class SessionContext(msgspec.Struct):
-    """The projected context: what Pi's ``buildSessionContext`` returns, plus the leaf used."""
+class ProjectedEntry(Record):
+    """One context entry and the messages it contributes (Pi's ``buildSessionProjection`` entries).
 
-    leaf_id: Any
-    """The leaf the path ends at (``None``: explicitly empty; ``MISSING``: Pi's undefined)."""
-    messages: list[Any]
-    """Messages in order, as Pi emits them (stored message objects and synthesized ones)."""
-    thinking_level: Any = "off"
-    """The last ``thinking_level_change`` on the path (default ``"off"``)."""
-    model: dict[str, Any] | None = None
-    """``{provider, modelId}`` from the last model change or assistant message, or ``None``."""
-    compaction_id: Any = None
-    """Id of the compaction whose summary opens the context entries, if any."""
-    warnings: list[ProjectionWarning] = msgspec.field(default_factory=list)
-    entries: list[ProjectedEntry] | None = None
-    """The context entries and what each contributes, when asked for (``with_entries``)."""
+    Attributes:
+        source: the :class:`PathEntry`.
+        messages: what it contributes after its edit (possibly nothing).
+        part: ``messages`` (the path has no compaction), ``summary``, ``retained`` or ``later``.
+        edit: the ``context_edit`` entry that applies to it, if any.
+    """
+
+    __slots__ = ("edit", "messages", "part", "source")
+
+    def __init__(self, source: Any, messages: list[Any], part: str = "messages", edit: Any = None) -> None:
+        self.source = source
+        self.messages = messages
+        self.part = part
+        self.edit = edit
+
+
+class SessionContext(Record):
+    """The projected context: what Pi's ``buildSessionContext`` returns, plus the leaf used.
+
+    Attributes:
+        leaf_id: the leaf the path ends at (``None``: explicitly empty; ``MISSING``: Pi's undefined).
+        messages: messages in order, as Pi emits them (stored message objects and synthesized ones).
+        thinking_level: the last ``thinking_level_change`` on the path (default ``"off"``).
+        model: ``{provider, modelId}`` from the last model change or assistant message, or ``None``.
+        compaction_id: id of the compaction whose summary opens the context entries, if any.
+        warnings: entries Pi would crash on, and what Kurahi did instead.
+        entries: the context entries and what each contributes, when asked for (``with_entries``).
+    """
+
+    __slots__ = ("compaction_id", "entries", "leaf_id", "messages", "model", "thinking_level", "warnings")
+
+    def __init__(
+        self,
+        leaf_id: Any,
+        messages: list[Any],
+        thinking_level: Any = "off",
+        model: dict[str, Any] | None = None,
+        compaction_id: Any = None,
+        warnings: list[ProjectionWarning] | None = None,
+        entries: list[ProjectedEntry] | None = None,
+    ) -> None:
+        self.leaf_id = leaf_id
+        self.messages = messages
+        self.thinking_level = thinking_level
+        self.model = model
+        self.compaction_id = compaction_id
+        self.warnings: list[ProjectionWarning] = [] if warnings is None else warnings
+        self.entries = entries
 
     def to_dict(self) -> dict[str, Any]:
         """The public JSON shape ``{leafId, thinkingLevel, model, messages}``.

@@ -18,7 +18,10 @@
  * flagging costs only time; being wrong the other way would change what a file means,
  * so when in doubt this code flags.
  *
- * scan(source, start, end, max_line, threads) -> (table, runs, lines) or None
+ * scan(source, start, end, max_line, threads, skim=False) -> (table, runs, lines) or None
+ *   skim:    read each line with skim() (_native_json.h): the top level only, so a line counts
+ *            as plain without being checked as JSON.parse would; Table.verify(rows, fd) then
+ *            checks the rows that matter (kurahi.store.quick).
  *   source:  a file descriptor (read with pread) or a bytes-like object.
  *   table:   a Table of the plain lines in file order: row(k) -> (type, id, parent), and
  *            get(id) -> the position of the last plain line with that id (Pi's byId),
@@ -69,6 +72,39 @@ typedef struct {
     uint8_t newline;  /* the line ends with a newline (all but possibly the last) */
 } Rec;
 
+/* A plain line in the table (see below). A segment's Recs become its Ents in place, once it
+ * is read: an Ent is no larger than a Rec. */
+typedef struct {
+    const char *fields; /* type bytes, then id bytes, then parent bytes, in its segment's arena */
+    uint32_t tlen;
+    uint32_t ilen;
+    int32_t plen;   /* -1: null */
+    uint32_t mlen;  /* the message value's length, 0 when it is not to be copied as stored */
+    uint64_t moff;  /* and its file offset */
+    uint64_t loff;  /* the line's file offset */
+    uint64_t llen;  /* and its length, newline excluded */
+} Ent;
+
+typedef char ent_fits_in_rec[sizeof(Ent) <= sizeof(Rec) ? 1 : -1];
+
+/* The ids of one segment's Ents, which start at table position lo: slots hold
+ * (hash >> 32) << 32 | (position in the segment + 1), 0 is empty. */
+typedef struct {
+    uint64_t *slots;
+    uint64_t mask;
+    const Ent *ents;
+    Py_ssize_t lo, n;
+} Part;
+
+
+/* What kurahi.store.native reads of every line, in file order: a run of plain lines (nbytes
+ * with their newlines) or one flagged line (nbytes without its newline). */
+typedef struct {
+    uint64_t off, nbytes;
+    Py_ssize_t nlines;
+    int flagged;
+} Run;
+
 typedef struct {
     int fd;                 /* -1 when scanning memory */
     const char *mem;
@@ -80,6 +116,12 @@ typedef struct {
     size_t narena, caparena;
     int err;                /* errno of a failed read, or ENOMEM */
     int too_long;           /* a line is longer than max_line */
+    int skim;               /* read lines with skim() instead of classify() */
+    Ent *ents;              /* once read: the plain lines, in the memory of recs */
+    size_t nents;
+    Run *runs;
+    size_t nruns, capruns;
+    Part part;              /* the index of ents (slots NULL until built) */
 } Seg;
 
 /* -- one thread's share of the file --------------------------------------------------- */
@@ -110,7 +152,7 @@ static int add_line(Seg *s, const char *p, uint64_t off, uint64_t len, int newli
     r->len = len;
     r->newline = (uint8_t)newline;
     r->flagged = 1;
-    if (!readable || !classify(p, p + len, f, &r->msg))
+    if (!readable || !(s->skim ? skim(p, p + len, f) : classify(p, p + len, f, &r->msg)))
         return 0;
     size_t need = f[F_TYPE].n + f[F_ID].n + f[F_PARENT].n;
     if (grow((void **)&s->arena, &s->caparena, s->narena + need, 1) < 0)
@@ -213,18 +255,180 @@ static void skip_long_line(Seg *s, char *buf, size_t cap, uint64_t off, uint64_t
     *next = s->end;
 }
 
+/* -- the id index: one hash table per segment, built on the segment's thread ------------- */
+
+static uint64_t hash_bytes(const char *p, size_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n, w;
+    while (n >= 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+        p += 8;
+        n -= 8;
+    }
+    w = 0;
+    memcpy(&w, p, n);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 29;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+    return h;
+}
+
+static inline const char *ent_id(const Ent *e) { return e->fields + e->tlen; }
+
+/* Position in q of its last Ent whose id is p[0:n] (h its hash), or -1. With insert set,
+ * position `insert` becomes the answer for that id (a later line replaces an earlier one). */
+static Py_ssize_t probe_part(Part *q, const char *p, size_t n, Py_ssize_t insert, uint64_t h)
+{
+    uint64_t tag = h >> 32;
+    for (uint64_t i = h & q->mask;; i = (i + 1) & q->mask) {
+        uint64_t slot = q->slots[i];
+        if (slot == 0) {
+            if (insert >= 0)
+                q->slots[i] = (tag << 32) | (uint64_t)(insert + 1);
+            return -1;
+        }
+        if ((slot >> 32) == tag) {
+            Py_ssize_t pos = (Py_ssize_t)(slot & 0xffffffffu) - 1;
+            const Ent *e = &q->ents[pos];
+            if (e->ilen == n && memcmp(ent_id(e), p, n) == 0) {
+                if (insert >= 0)
+                    q->slots[i] = (tag << 32) | (uint64_t)(insert + 1);
+                return pos;
+            }
+        }
+    }
+}
+
+#define PREFETCH_AHEAD 16 /* entries whose slots are fetched while earlier ones are inserted */
+
+/* Fill q (slots allocated here) with its n Ents; -1 when out of memory. */
+static int fill_part(Part *q, const Ent *ents, Py_ssize_t n)
+{
+    uint64_t cap = 16;
+    while (cap < (uint64_t)n * 2)
+        cap *= 2;
+    q->slots = calloc(cap, sizeof(uint64_t));
+    if (q->slots == NULL)
+        return -1;
+    q->mask = cap - 1;
+    q->ents = ents;
+    q->n = n;
+    /* The slots are spread over megabytes: each insert would wait for memory. Hash a few
+     * entries ahead and ask for their slots early, so the waits overlap. */
+    uint64_t ahead[PREFETCH_AHEAD];
+    for (Py_ssize_t k = 0; k < n && k < PREFETCH_AHEAD; k++) {
+        ahead[k] = hash_bytes(ent_id(&ents[k]), ents[k].ilen);
+#if defined(__GNUC__) || defined(__clang__)
+        __builtin_prefetch(&q->slots[ahead[k] & q->mask], 1);
+#endif
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        uint64_t h = ahead[k % PREFETCH_AHEAD];
+        Py_ssize_t next = k + PREFETCH_AHEAD;
+        if (next < n) {
+            uint64_t hn = hash_bytes(ent_id(&ents[next]), ents[next].ilen);
+            ahead[next % PREFETCH_AHEAD] = hn;
+#if defined(__GNUC__) || defined(__clang__)
+            __builtin_prefetch(&q->slots[hn & q->mask], 1);
+#endif
+        }
+        probe_part(q, ent_id(&ents[k]), ents[k].ilen, k, h);
+    }
+    return 0;
+}
+
+static int push_run(Seg *s, uint64_t off, uint64_t nbytes, Py_ssize_t nlines, int flagged)
+{
+    if (grow((void **)&s->runs, &s->capruns, s->nruns + 1, sizeof(Run)) < 0)
+        return -1;
+    Run *r = &s->runs[s->nruns++];
+    r->off = off;
+    r->nbytes = nbytes;
+    r->nlines = nlines;
+    r->flagged = flagged;
+    return 0;
+}
+
+/* Once a segment is read (on its own thread): its plain lines become Ents in place, in the
+ * memory of its Recs, and every line is described by runs of at most RUN_BYTES. The table
+ * then takes the segments as they are: no copy, no fresh memory to fault in. */
+static void settle_segment(Seg *s)
+{
+    Ent *ents = (Ent *)(void *)s->recs;
+    size_t m = 0;
+    uint64_t run_off = 0, run_end = 0;
+    Py_ssize_t run_lines = 0;
+    for (size_t k = 0; k < s->nrecs; k++) {
+        /* Both copies go through memcpy: ents[m] (m <= k) shares memory with recs[k], and a
+         * byte copy is never reordered against the other type's accesses. */
+        Rec r;
+        memcpy(&r, &s->recs[k], sizeof r);
+        if (r.flagged) {
+            if ((run_lines && push_run(s, run_off, run_end - run_off, run_lines, 0) < 0) ||
+                push_run(s, r.off, r.len, 1, 1) < 0) {
+                s->err = ENOMEM;
+                return;
+            }
+            run_lines = 0;
+            continue;
+        }
+        Ent e;
+        e.fields = s->arena + r.arena;
+        e.tlen = r.tlen;
+        e.ilen = r.ilen;
+        e.plen = r.plen;
+        e.mlen = r.msg.len;
+        e.moff = r.off + r.msg.off;
+        e.loff = r.off;
+        e.llen = r.len;
+        memcpy(&ents[m++], &e, sizeof e);
+        if (run_lines == 0)
+            run_off = r.off;
+        run_end = r.off + r.len + r.newline;
+        run_lines++;
+        if (run_end - run_off >= RUN_BYTES) {
+            if (push_run(s, run_off, run_end - run_off, run_lines, 0) < 0) {
+                s->err = ENOMEM;
+                return;
+            }
+            run_lines = 0;
+        }
+    }
+    if (run_lines && push_run(s, run_off, run_end - run_off, run_lines, 0) < 0) {
+        s->err = ENOMEM;
+        return;
+    }
+    s->ents = ents;
+    s->nents = m;
+}
+
+static void read_segment(Seg *s);
+
 static void *scan_segment(void *arg)
 {
     Seg *s = (Seg *)arg;
+    read_segment(s);
+    if (!s->err && !s->too_long)
+        settle_segment(s);
+    if (!s->err && !s->too_long && fill_part(&s->part, s->ents, (Py_ssize_t)s->nents) < 0)
+        s->err = ENOMEM;
+    return NULL;
+}
+
+static void read_segment(Seg *s)
+{
     if (s->fd < 0) {
         take_lines(s, s->mem + s->start, (size_t)(s->end - s->start), s->start, 1);
-        return NULL;
+        return;
     }
     size_t cap = READ_BYTES;
     char *buf = malloc(cap);
     if (buf == NULL) {
         s->err = ENOMEM;
-        return NULL;
+        return;
     }
     uint64_t pos = s->start; /* file offset of buf[0] */
     size_t have = 0;
@@ -267,7 +471,6 @@ static void *scan_segment(void *arg)
         }
     }
     free(buf);
-    return NULL;
 }
 
 
@@ -277,95 +480,40 @@ static void *scan_segment(void *arg)
  * memory), so the plain lines stay here as bytes and become str only when asked for: the
  * few hundred entries of a path, or every one for a whole-tree view. */
 
-typedef struct {
-    uint64_t arena; /* type bytes, then id bytes, then parent bytes */
-    uint32_t tlen;
-    uint32_t ilen;
-    int32_t plen;   /* -1: null */
-    uint32_t mlen;  /* the message value's length, 0 when it is not to be copied as stored */
-    uint64_t moff;  /* and its file offset */
-    uint64_t loff;  /* the line's file offset */
-    uint64_t llen;  /* and its length, newline excluded */
-} Ent;
 
 #define TYPE_CACHE 16
-
 typedef struct {
     PyObject_HEAD
-    Ent *ents;
     Py_ssize_t n;
-    char *arena;
-    uint64_t *slots; /* id hash table: (hash >> 32) << 32 | (position + 1); 0 is empty */
-    uint64_t mask;
+    Ent *seg_ents[2];   /* the plain lines of each segment read (see settle_segment) */
+    Py_ssize_t seg_n[2];
+    char *seg_arena[2]; /* owned: where the Ents' fields point */
+    int nsegs;
+    Part parts[2];      /* the id index: one hash table per segment (see index_segment) */
+    int nparts;
     PyObject *types[TYPE_CACHE]; /* the few entry types, one object each */
     int ntypes;
 } Table;
 
 static PyTypeObject TableType;
 
-static uint64_t hash_bytes(const char *p, size_t n)
+static inline Ent *ent_at(const Table *t, Py_ssize_t k)
 {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n, w;
-    while (n >= 8) {
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
-        p += 8;
-        n -= 8;
-    }
-    w = 0;
-    memcpy(&w, p, n);
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 29;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-    return h;
+    return k < t->seg_n[0] ? &t->seg_ents[0][k] : &t->seg_ents[1][k - t->seg_n[0]];
 }
 
-static inline const char *ent_id(const Table *t, const Ent *e) { return t->arena + e->arena + e->tlen; }
 
-/* Position of the last plain line whose id is p[0:n], or -1. With insert set, position
- * `insert` becomes the answer for that id (a later line replaces an earlier one). */
-static Py_ssize_t probe(Table *t, const char *p, size_t n, Py_ssize_t insert)
+/* Position of the last plain line whose id is p[0:n], or -1: the later segment answers first. */
+static Py_ssize_t probe(Table *t, const char *p, size_t n)
 {
-    uint64_t h = hash_bytes(p, n), tag = h >> 32;
-    for (uint64_t i = h & t->mask;; i = (i + 1) & t->mask) {
-        uint64_t slot = t->slots[i];
-        if (slot == 0) {
-            if (insert >= 0)
-                t->slots[i] = (tag << 32) | (uint64_t)(insert + 1);
-            return -1;
-        }
-        if ((slot >> 32) == tag) {
-            Py_ssize_t pos = (Py_ssize_t)(slot & 0xffffffffu) - 1;
-            const Ent *e = &t->ents[pos];
-            if (e->ilen == n && memcmp(ent_id(t, e), p, n) == 0) {
-                if (insert >= 0)
-                    t->slots[i] = (tag << 32) | (uint64_t)(insert + 1);
-                return pos;
-            }
-        }
+    uint64_t h = hash_bytes(p, n);
+    for (int i = t->nparts - 1; i >= 0; i--) {
+        Part *q = &t->parts[i];
+        Py_ssize_t pos = probe_part(q, p, n, -1, h);
+        if (pos >= 0)
+            return q->lo + pos;
     }
-}
-
-static int build_index(Table *t)
-{
-    uint64_t cap = 16;
-    if ((uint64_t)t->n >= 0xffffffffu) {
-        PyErr_SetString(PyExc_OverflowError, "more than 2**32 - 2 entries");
-        return -1;
-    }
-    while (cap < (uint64_t)t->n * 2)
-        cap *= 2;
-    t->slots = calloc(cap, sizeof(uint64_t));
-    if (t->slots == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    t->mask = cap - 1;
-    for (Py_ssize_t k = 0; k < t->n; k++)
-        probe(t, ent_id(t, &t->ents[k]), t->ents[k].ilen, k);
-    return 0;
+    return -1;
 }
 
 static PyObject *type_str(Table *t, const char *p, size_t n)
@@ -399,8 +547,8 @@ static PyObject *ascii_str(const char *p, size_t n)
 /* Column c (0 type, 1 id, 2 parent) of entry k, as a new reference. */
 static PyObject *cell(Table *t, Py_ssize_t k, int c)
 {
-    const Ent *e = &t->ents[k];
-    const char *a = t->arena + e->arena;
+    const Ent *e = ent_at(t, k);
+    const char *a = e->fields;
     if (c == 0)
         return type_str(t, a, e->tlen);
     if (c == 1)
@@ -440,9 +588,7 @@ static PyObject *table_get(PyObject *self, PyObject *arg)
     }
     if (!PyUnicode_IS_ASCII(arg))
         return PyLong_FromLong(-1); /* plain ids are ASCII */
-    if (t->slots == NULL && build_index(t) < 0)
-        return NULL;
-    return PyLong_FromSsize_t(probe(t, PyUnicode_DATA(arg), (size_t)PyUnicode_GET_LENGTH(arg), -1));
+    return PyLong_FromSsize_t(probe(t, PyUnicode_DATA(arg), (size_t)PyUnicode_GET_LENGTH(arg)));
 }
 
 /* Positions from entry k up its parent chain (k first), as Transcript._walk follows it:
@@ -458,8 +604,6 @@ static PyObject *table_walk(PyObject *self, PyObject *arg)
         PyErr_SetString(PyExc_IndexError, "table index out of range");
         return NULL;
     }
-    if (t->slots == NULL && build_index(t) < 0)
-        return NULL;
     unsigned char *seen = calloc((size_t)t->n / 8 + 1, 1);
     PyObject *out = PyList_New(0);
     if (seen == NULL || out == NULL) {
@@ -482,11 +626,11 @@ static PyObject *table_walk(PyObject *self, PyObject *arg)
             break;
         }
         Py_DECREF(pos);
-        const Ent *e = &t->ents[k];
+        const Ent *e = ent_at(t, k);
         if (e->plen <= 0)
             break; /* null, or "" (falsy in JavaScript) */
-        const char *p = t->arena + e->arena + e->tlen + e->ilen;
-        Py_ssize_t next = probe(t, p, (size_t)e->plen, -1);
+        const char *p = e->fields + e->tlen + e->ilen;
+        Py_ssize_t next = probe(t, p, (size_t)e->plen);
         if (next < 0)
             break;
         k = next;
@@ -548,7 +692,8 @@ static PyObject *table_span(PyObject *self, PyObject *arg)
     Py_ssize_t k;
     if (row_of(t, arg, &k) < 0)
         return NULL;
-    return Py_BuildValue("(KK)", (unsigned long long)t->ents[k].loff, (unsigned long long)t->ents[k].llen);
+    const Ent *e = ent_at(t, k);
+    return Py_BuildValue("(KK)", (unsigned long long)e->loff, (unsigned long long)e->llen);
 }
 
 /* -- stored messages: bytes of the file copied into JSON output without being decoded ------ */
@@ -732,7 +877,7 @@ static PyObject *table_entries(PyObject *self, PyObject *args)
         Py_ssize_t k;
         if (row_of(t, items[i], &k) < 0)
             goto fail;
-        const Ent *e = &t->ents[k];
+        const Ent *e = ent_at(t, k);
         PyObject *v[N_ENTRY_SLOTS];
         v[0] = owner;
         Py_INCREF(owner);
@@ -793,7 +938,7 @@ static PyObject *table_stored(PyObject *self, PyObject *args)
         Py_ssize_t k;
         if (row_of(t, items[i], &k) < 0)
             goto fail;
-        const Ent *e = &t->ents[k];
+        const Ent *e = ent_at(t, k);
         PyObject *v = Py_None;
         if (e->mlen != 0) {
             v = new_stored(&src, fd, e);
@@ -999,12 +1144,82 @@ done:
 static void table_dealloc(PyObject *self)
 {
     Table *t = (Table *)self;
-    free(t->ents);
-    free(t->arena);
-    free(t->slots);
+    for (int i = 0; i < t->nsegs; i++) {
+        free(t->seg_ents[i]);
+        free(t->seg_arena[i]);
+    }
+    for (int i = 0; i < t->nparts; i++)
+        free(t->parts[i].slots);
     for (int i = 0; i < t->ntypes; i++)
         Py_DECREF(t->types[i]);
     Py_TYPE(self)->tp_free(self);
+}
+
+/* verify(rows, fd) -> whether classify() finds each row's line (read from fd) plain, with the
+ * type, id and parent the table holds: a table made by skim() is then exact for those rows.
+ * Each verified row also gets its message span (see classify), as a classify() scan gives it. */
+static PyObject *table_verify(PyObject *self, PyObject *args)
+{
+    Table *t = (Table *)self;
+    PyObject *rows;
+    int fd;
+    if (!PyArg_ParseTuple(args, "Oi", &rows, &fd))
+        return NULL;
+    PyObject *seq = PySequence_Fast(rows, "rows must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    char *buf = NULL;
+    size_t cap = 0;
+    int ok = 1, err = 0;
+    for (Py_ssize_t i = 0; i < n && ok; i++) {
+        Py_ssize_t k;
+        if (row_of(t, items[i], &k) < 0) {
+            err = -1;
+            break;
+        }
+        Ent *e = ent_at(t, k);
+        if (e->llen > cap) {
+            char *nb = realloc(buf, (size_t)e->llen);
+            if (nb == NULL) {
+                PyErr_NoMemory();
+                err = -1;
+                break;
+            }
+            buf = nb;
+            cap = (size_t)e->llen;
+        }
+        size_t got;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = read_full(fd, buf, (size_t)e->llen, e->loff, &got);
+        Py_END_ALLOW_THREADS
+        if (rc) {
+            errno = rc;
+            PyErr_SetFromErrno(PyExc_OSError);
+            err = -1;
+            break;
+        }
+        Field f[3];
+        Span m;
+        const char *a = e->fields;
+        ok = got == e->llen && classify(buf, buf + got, f, &m) && f[F_TYPE].n == e->tlen &&
+             memcmp(f[F_TYPE].p, a, e->tlen) == 0 && f[F_ID].n == e->ilen &&
+             memcmp(f[F_ID].p, a + e->tlen, e->ilen) == 0 &&
+             (f[F_PARENT].null ? e->plen == -1
+                               : e->plen >= 0 && f[F_PARENT].n == (size_t)e->plen &&
+                                     memcmp(f[F_PARENT].p, a + e->tlen + e->ilen, (size_t)e->plen) == 0);
+        if (ok) {
+            e->mlen = m.len;
+            e->moff = e->loff + m.off;
+        }
+    }
+    free(buf);
+    Py_DECREF(seq);
+    if (err)
+        return NULL;
+    return PyBool_FromLong(ok);
 }
 
 static PyMethodDef table_methods[] = {
@@ -1015,6 +1230,8 @@ static PyMethodDef table_methods[] = {
     {"ids", table_ids, METH_NOARGS, "ids() -> list of every entry's id"},
     {"parents", table_parents, METH_NOARGS, "parents() -> list of every entry's parent (None for null)"},
     {"span", table_span, METH_O, "span(k) -> (offset, length) of entry k's line, newline excluded"},
+    {"verify", table_verify, METH_VARARGS,
+     "verify(rows, fd) -> whether each row's line is plain to classify(), with the fields the table holds"},
     {"entries", table_entries, METH_VARARGS,
      "entries(cls, rows, owner, fd) -> an Entry per row (raw_message a Stored reference when fd >= 0)"},
     {"stored", table_stored, METH_VARARGS,
@@ -1036,76 +1253,42 @@ static PyTypeObject TableType = {
 
 /* -- the module function ------------------------------------------------------------------ */
 
-typedef struct {
-    PyObject *list;
-    uint64_t off, end;
-    Py_ssize_t lines;
-} Runs;
-
-static int add_run(Runs *r, uint64_t off, uint64_t nbytes, Py_ssize_t nlines, int flagged)
+/* The table takes the segments' Ents and arenas as they are; runs become Python tuples. */
+static PyObject *assemble(Table *t, Seg *segs, int nseg)
 {
-    PyObject *t = Py_BuildValue("(KKni)", (unsigned long long)off, (unsigned long long)nbytes, nlines, flagged);
-    if (t == NULL)
-        return -1;
-    int rc = PyList_Append(r->list, t);
-    Py_DECREF(t);
-    return rc;
-}
-
-static int end_run(Runs *r)
-{
-    if (r->lines == 0)
-        return 0;
-    int rc = add_run(r, r->off, r->end - r->off, r->lines, 0);
-    r->lines = 0;
-    return rc;
-}
-
-/* Join the segments' plain lines into t and describe every line in runs. */
-static int assemble(Table *t, Runs *runs, Seg *segs, int nseg)
-{
-    size_t n = 0, bytes = 0;
+    Py_ssize_t nruns = 0;
+    for (int i = 0; i < nseg; i++)
+        nruns += (Py_ssize_t)segs[i].nruns;
+    PyObject *runs = PyList_New(nruns);
+    if (runs == NULL)
+        return NULL;
+    Py_ssize_t at = 0;
     for (int i = 0; i < nseg; i++) {
-        for (size_t k = 0; k < segs[i].nrecs; k++)
-            n += !segs[i].recs[k].flagged;
-        bytes += segs[i].narena;
-    }
-    t->ents = malloc((n ? n : 1) * sizeof(Ent));
-    t->arena = malloc(bytes ? bytes : 1);
-    if (t->ents == NULL || t->arena == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    size_t base = 0;
-    for (int i = 0; i < nseg; i++) {
-        const Seg *s = &segs[i];
-        memcpy(t->arena + base, s->arena, s->narena);
-        for (size_t k = 0; k < s->nrecs; k++) {
-            const Rec *r = &s->recs[k];
-            if (r->flagged) {
-                if (end_run(runs) < 0 || add_run(runs, r->off, r->len, 1, 1) < 0)
-                    return -1;
-                continue;
+        for (size_t k = 0; k < segs[i].nruns; k++) {
+            const Run *r = &segs[i].runs[k];
+            PyObject *item = Py_BuildValue("(KKni)", (unsigned long long)r->off, (unsigned long long)r->nbytes,
+                                           r->nlines, r->flagged);
+            if (item == NULL) {
+                Py_DECREF(runs);
+                return NULL;
             }
-            Ent *e = &t->ents[t->n++];
-            e->arena = base + r->arena;
-            e->tlen = r->tlen;
-            e->ilen = r->ilen;
-            e->plen = r->plen;
-            e->mlen = r->msg.len;
-            e->moff = r->off + r->msg.off;
-            e->loff = r->off;
-            e->llen = r->len;
-            if (runs->lines == 0)
-                runs->off = r->off;
-            runs->end = r->off + r->len + r->newline;
-            runs->lines++;
-            if (runs->end - runs->off >= RUN_BYTES && end_run(runs) < 0)
-                return -1;
+            PyList_SET_ITEM(runs, at++, item);
         }
-        base += s->narena;
     }
-    return end_run(runs);
+    for (int i = 0; i < nseg; i++) {
+        t->seg_ents[i] = segs[i].ents;
+        t->seg_n[i] = (Py_ssize_t)segs[i].nents;
+        t->seg_arena[i] = segs[i].arena;
+        t->parts[i] = segs[i].part;
+        t->parts[i].lo = t->n;
+        t->n += (Py_ssize_t)segs[i].nents;
+        segs[i].recs = NULL; /* now the table's (its Ents are in that memory) */
+        segs[i].arena = NULL;
+        segs[i].part.slots = NULL;
+    }
+    t->nsegs = nseg;
+    t->nparts = nseg;
+    return runs;
 }
 
 static uint64_t split_point(const Seg *whole, uint64_t mid)
@@ -1136,9 +1319,9 @@ static PyObject *native_scan(PyObject *self, PyObject *args)
 {
     PyObject *source;
     unsigned long long start, end, max_line;
-    int threads;
+    int threads, skimming = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OKKKi", &source, &start, &end, &max_line, &threads))
+    if (!PyArg_ParseTuple(args, "OKKKi|p", &source, &start, &end, &max_line, &threads, &skimming))
         return NULL;
     Py_buffer view = {0};
     int fd = -1;
@@ -1164,6 +1347,7 @@ static PyObject *native_scan(PyObject *self, PyObject *args)
         segs[i].fd = fd;
         segs[i].mem = (const char *)view.buf;
         segs[i].max_line = max_line;
+        segs[i].skim = skimming;
     }
     segs[0].start = start;
     segs[0].end = end;
@@ -1206,26 +1390,29 @@ static PyObject *native_scan(PyObject *self, PyObject *args)
     }
     if (result == NULL) {
         Table *t = PyObject_New(Table, &TableType);
-        Runs runs = {PyList_New(0), 0, 0, 0};
+        PyObject *runs = NULL;
         if (t != NULL) {
-            t->ents = NULL;
             t->n = 0;
-            t->arena = NULL;
-            t->slots = NULL;
-            t->mask = 0;
+            t->seg_ents[0] = t->seg_ents[1] = NULL;
+            t->seg_n[0] = t->seg_n[1] = 0;
+            t->seg_arena[0] = t->seg_arena[1] = NULL;
+            t->nsegs = 0;
+            t->nparts = 0;
             t->ntypes = 0;
-        }
-        if (t != NULL && runs.list != NULL && assemble(t, &runs, segs, nseg) == 0) {
             Py_ssize_t lines = (Py_ssize_t)(segs[0].nrecs + (nseg == 2 ? segs[1].nrecs : 0));
-            result = Py_BuildValue("(OOn)", (PyObject *)t, runs.list, lines);
+            runs = assemble(t, segs, nseg);
+            if (runs != NULL)
+                result = Py_BuildValue("(OOn)", (PyObject *)t, runs, lines);
         }
         Py_XDECREF(t);
-        Py_XDECREF(runs.list);
+        Py_XDECREF(runs);
     }
 out:
     for (int i = 0; i < 2; i++) {
         free(segs[i].recs);
         free(segs[i].arena);
+        free(segs[i].runs);
+        free(segs[i].part.slots);
     }
     if (view.obj != NULL)
         PyBuffer_Release(&view);
@@ -1261,6 +1448,44 @@ static PyObject *native_classify(PyObject *self, PyObject *arg)
                              Py_None);
     return Py_BuildValue("(s#s#s#)", f[F_TYPE].p, (Py_ssize_t)f[F_TYPE].n, f[F_ID].p, (Py_ssize_t)f[F_ID].n,
                          f[F_PARENT].p, (Py_ssize_t)f[F_PARENT].n);
+}
+
+static PyObject *native_skim(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    /* skim()'s verdict on one line, for tests: (type, id, parent) when plain, else None.
+     * impl picks the skipper of nested values: 0 the one skim() uses, 1 a byte at a time (what
+     * builds without SSE2 do), 2 SSE2, 3 AVX2 (2 and 3 fall back to 0 where not built). */
+    static char *kwlist[] = {"line", "impl", NULL};
+    Field f[3];
+    Py_buffer view;
+    int impl = 0;
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|i:skim", kwlist, &view, &impl))
+        return NULL;
+    skip_fn skip = impl == 1 ? skip_nested_scalar : skip_best;
+#if defined(SKIP_SIMD)
+    if (impl == 2)
+        skip = skip_nested_sse2;
+#if defined(SKIP_AVX2)
+    if (impl == 3 && __builtin_cpu_supports("avx2"))
+        skip = skip_nested_avx2;
+#endif
+#endif
+    const char *p = (const char *)view.buf;
+    PyObject *out;
+    if (memchr(p, '\n', (size_t)view.len) != NULL ||
+        !skim_with(p, p + view.len, f, skip)) {
+        out = Py_None;
+        Py_INCREF(out);
+    } else if (f[F_PARENT].null) {
+        out = Py_BuildValue("(s#s#O)", f[F_TYPE].p, (Py_ssize_t)f[F_TYPE].n, f[F_ID].p, (Py_ssize_t)f[F_ID].n,
+                            Py_None);
+    } else {
+        out = Py_BuildValue("(s#s#s#)", f[F_TYPE].p, (Py_ssize_t)f[F_TYPE].n, f[F_ID].p, (Py_ssize_t)f[F_ID].n,
+                            f[F_PARENT].p, (Py_ssize_t)f[F_PARENT].n);
+    }
+    PyBuffer_Release(&view);
+    return out;
 }
 
 static PyObject *native_message_span(PyObject *self, PyObject *arg)
@@ -1400,8 +1625,10 @@ static PyObject *native_sha256_accelerated(PyObject *self, PyObject *unused)
 
 static PyMethodDef methods[] = {
     {"scan", native_scan, METH_VARARGS,
-     "scan(source, start, end, max_line, threads) -> (table, runs, lines) | None"},
+     "scan(source, start, end, max_line, threads, skim=False) -> (table, runs, lines) | None"},
     {"classify", native_classify, METH_O, "classify(line) -> (type, id, parent) | None"},
+    {"skim", (PyCFunction)(void (*)(void))native_skim, METH_VARARGS | METH_KEYWORDS,
+     "skim(line, impl=0) -> (type, id, parent) | None, the top level only (see skim)"},
     {"message_span", native_message_span, METH_O, "message_span(line) -> (offset, length) | None"},
     {"join_json", native_join_json, METH_VARARGS,
      "join_json(items, prefix, suffix, fd=-1) -> prefix + b','.join(items) + suffix (bytes, or written to fd)"},
@@ -1424,6 +1651,7 @@ PyMODINIT_FUNC PyInit__native(void)
     if (PyType_Ready(&TableType) < 0 || PyType_Ready(&SourceType) < 0 || PyType_Ready(&StoredType) < 0)
         return NULL;
     sha256_fast = sha256_best();
+    skim_setup();
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;

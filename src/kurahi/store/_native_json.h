@@ -500,4 +500,326 @@ done:
     return 1;
 }
 
+/* -- skim: the top-level type, id and parentId without checking the rest ---------------------
+ *
+ * classify() checks every byte of a line as JSON.parse would, and that check is most of what
+ * reading a large file costs. A projection needs it for few lines: Pi reads only the leaf's
+ * path, and a line matters elsewhere only through its id. skim() reads the top level of a
+ * line exactly as classify() does (every key, colon and comma; the three fields with the same
+ * rules) but steps over the other values without checking them: a nested value by counting
+ * brackets outside strings, a number or literal up to the next delimiter. So for every line
+ * JSON.parse accepts it gives the fields classify() gives, and it flags whatever classify()
+ * flags there; for a line JSON.parse refuses it may answer anything. kurahi.store.quick makes
+ * that exact: it checks each line of the path with classify() (Table.verify) and reads the
+ * file again with classify() when one fails. */
+
+static const unsigned char SKIM_STOP[256] = {['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1};
+
+/* From just after an opening '{' or '[' to just after its matching close, or NULL: exact when the
+ * value is JSON, anything otherwise. */
+static const char *skip_nested_scalar(const char *p, const char *pe)
+{
+    int depth = 1, escaped, odd;
+    for (;;) {
+        while (p < pe && !SKIM_STOP[(unsigned char)*p])
+            p++;
+        if (p >= pe)
+            return NULL;
+        switch (*p++) {
+        case '"':
+            p = scan_string(p, pe, &escaped, &odd);
+            if (p == NULL)
+                return NULL;
+            p++;
+            break;
+        case '{': case '[':
+            depth++;
+            break;
+        default:
+            if (--depth == 0)
+                return p;
+        }
+    }
+}
+
+#if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
+/* The same, 64 bytes at a time, in the manner of simdjson's first stage: bit masks of the
+ * quotes, backslashes and brackets of a block; the escaped characters (odd runs of
+ * backslashes, carried across blocks); the bytes inside strings (a prefix XOR of the real
+ * quotes, carried); then only the brackets outside strings are visited, one bit each. With
+ * AVX2 (chosen at run time) a block is two loads instead of four. */
+#define SKIP_SIMD 1
+
+typedef struct {
+    uint64_t bs, quote, open, close;
+} Masks;
+
+static inline uint64_t prefix_xor(uint64_t x)
+{
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    return x;
+}
+
+static inline uint64_t find_escaped(uint64_t backslash, uint64_t *prev_escaped)
+{
+    backslash &= ~*prev_escaped;
+    uint64_t follows_escape = backslash << 1 | *prev_escaped;
+    const uint64_t even_bits = 0x5555555555555555ULL;
+    uint64_t odd_sequence_starts = backslash & ~even_bits & ~follows_escape;
+    unsigned long long sequences_starting_on_even_bits;
+    *prev_escaped = __builtin_uaddll_overflow(odd_sequence_starts, backslash, &sequences_starting_on_even_bits);
+    uint64_t invert_mask = (uint64_t)sequences_starting_on_even_bits << 1;
+    return (even_bits ^ invert_mask) & follows_escape;
+}
+
+/* '[' and ']' are '{' and '}' without bit 5: one compare each finds both after setting it. */
+static inline Masks masks_sse2(const char *p)
+{
+    Masks m = {0, 0, 0, 0};
+    const __m128i bs = _mm_set1_epi8('\\'), quote = _mm_set1_epi8('"'), bit5 = _mm_set1_epi8(0x20);
+    const __m128i open = _mm_set1_epi8('{'), close = _mm_set1_epi8('}');
+    for (int i = 0; i < 4; i++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
+        __m128i folded = _mm_or_si128(v, bit5);
+        int sh = 16 * i;
+        m.bs |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, bs)) << sh;
+        m.quote |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)) << sh;
+        m.open |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(folded, open)) << sh;
+        m.close |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(folded, close)) << sh;
+    }
+    return m;
+}
+
+/* One block: -1, or the index of the bracket that closes the value. */
+static inline int skip_block(Masks m, int *depth, uint64_t *in_string, uint64_t *escaped)
+{
+    if (m.bs | *escaped)
+        m.quote &= ~find_escaped(m.bs, escaped);
+    uint64_t strings = prefix_xor(m.quote) ^ *in_string;
+    *in_string = (uint64_t)((int64_t)strings >> 63);
+    uint64_t opens = m.open & ~strings, s = (m.open | m.close) & ~strings;
+    while (s) {
+        uint64_t bit = s & (0 - s);
+        if (opens & bit)
+            ++*depth;
+        else if (--*depth == 0)
+            return __builtin_ctzll(s);
+        s ^= bit;
+    }
+    return -1;
+}
+
+/* The last bytes (fewer than 64) go through one more block, copied into spaces: no space is a
+ * quote, a backslash or a bracket, so the masks see only those bytes. */
+#define DEFINE_SKIP_NESTED(NAME, MASKS, ATTR)                                                                        \
+    ATTR static const char *NAME(const char *p, const char *pe)                                                      \
+    {                                                                                                                \
+        int depth = 1, at;                                                                                           \
+        uint64_t in_string = 0, escaped = 0;                                                                         \
+        for (; pe - p >= 64; p += 64)                                                                                \
+            if ((at = skip_block(MASKS(p), &depth, &in_string, &escaped)) >= 0)                                      \
+                return p + at + 1;                                                                                   \
+        if (p >= pe)                                                                                                 \
+            return NULL;                                                                                             \
+        char last[64];                                                                                               \
+        memset(last, ' ', sizeof last);                                                                              \
+        memcpy(last, p, (size_t)(pe - p));                                                                           \
+        at = skip_block(MASKS(last), &depth, &in_string, &escaped);                                                  \
+        return at >= 0 ? p + at + 1 : NULL;                                                                          \
+    }
+
+DEFINE_SKIP_NESTED(skip_nested_sse2, masks_sse2, )
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define SKIP_AVX2 1
+
+__attribute__((target("avx2"))) static inline Masks masks_avx2(const char *p)
+{
+    const __m256i bs = _mm256_set1_epi8('\\'), quote = _mm256_set1_epi8('"'), bit5 = _mm256_set1_epi8(0x20);
+    const __m256i open = _mm256_set1_epi8('{'), close = _mm256_set1_epi8('}');
+    __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+    __m256i fa = _mm256_or_si256(a, bit5), fb = _mm256_or_si256(b, bit5);
+    Masks m;
+    m.bs = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, bs)) |
+           (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(b, bs)) << 32;
+    m.quote = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, quote)) |
+              (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(b, quote)) << 32;
+    m.open = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(fa, open)) |
+             (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(fb, open)) << 32;
+    m.close = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(fa, close)) |
+              (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(fb, close)) << 32;
+    return m;
+}
+
+DEFINE_SKIP_NESTED(skip_nested_avx2, masks_avx2, __attribute__((target("avx2"))))
+#endif
+#endif
+
+typedef const char *(*skip_fn)(const char *, const char *);
+
+/* A string value of the kind classify() keeps (printable ASCII, no escape), from just after
+ * its opening quote: where its closing quote is, or NULL (then the general path decides). */
+static inline const char *plain_value(const char *p, const char *pe)
+{
+    while (p < pe && (unsigned char)(*p - 0x20) < 0x5f && *p != '"' && *p != '\\')
+        p++;
+    return p < pe && *p == '"' ? p : NULL;
+}
+
+/* Pi writes every entry with "type", "id" and "parentId" first and no whitespace: read that
+ * prefix with a few compares. Just after the parentId value, or NULL (f is then to be reset). */
+static inline const char *pi_prefix(const char *p, const char *pe, Field f[3])
+{
+    if (pe - p < 9 || memcmp(p, "{\"type\":\"", 9) != 0)
+        return NULL;
+    const char *t = p + 9, *q = plain_value(t, pe);
+    if (q == NULL || pe - q < 8 || memcmp(q, "\",\"id\":\"", 8) != 0)
+        return NULL;
+    const char *i = q + 8, *r = plain_value(i, pe);
+    if (r == NULL || pe - r < 13 || memcmp(r, "\",\"parentId\":", 13) != 0)
+        return NULL;
+    f[F_TYPE].p = t;
+    f[F_TYPE].n = (size_t)(q - t);
+    f[F_TYPE].present = 1;
+    f[F_ID].p = i;
+    f[F_ID].n = (size_t)(r - i);
+    f[F_ID].present = 1;
+    f[F_PARENT].present = 1;
+    p = r + 13;
+    if (pe - p >= 4 && memcmp(p, "null", 4) == 0) {
+        f[F_PARENT].null = 1;
+        return p + 4;
+    }
+    if (p < pe && *p == '"') {
+        const char *v = p + 1, *w = plain_value(v, pe);
+        if (w != NULL) {
+            f[F_PARENT].p = v;
+            f[F_PARENT].n = (size_t)(w - v);
+            return w + 1;
+        }
+    }
+    return NULL;
+}
+
+/* 1 when the top level is plain as classify() would find it, with the three fields in f;
+ * nested values are stepped over with skip. */
+static inline int skim_with(const char *p, const char *pe, Field f[3], skip_fn skip)
+{
+    int escaped, odd;
+    memset(f, 0, 3 * sizeof(Field));
+    const char *after = pi_prefix(p, pe, f);
+    if (after != NULL) {
+        p = after;
+        goto next; /* as if the general loop had read those three pairs */
+    }
+    memset(f, 0, 3 * sizeof(Field));
+    p = skip_ws(p, pe);
+    if (p >= pe || *p != '{')
+        return 0;
+    p++;
+    p = skip_ws(p, pe);
+    if (p < pe && *p == '}') {
+        p++;
+        goto done;
+    }
+    for (;;) {
+        p = skip_ws(p, pe);
+        if (p >= pe || *p != '"')
+            return 0;
+        const char *key = ++p;
+        escaped = odd = 0;
+        p = scan_string(p, pe, &escaped, &odd);
+        if (p == NULL || escaped)
+            return 0;
+        size_t keylen = (size_t)(p - key);
+        p++;
+        int which = which_key(key, keylen);
+        p = skip_ws(p, pe);
+        if (p >= pe || *p != ':')
+            return 0;
+        p = skip_ws(p + 1, pe);
+        if (p >= pe)
+            return 0;
+        if (which >= 0) {
+            Field *fld = &f[which];
+            if (fld->present)
+                return 0;
+            fld->present = 1;
+            if (*p == '"') {
+                const char *s = ++p;
+                escaped = odd = 0;
+                p = scan_string(p, pe, &escaped, &odd);
+                if (p == NULL || escaped || !printable_ascii(s, (size_t)(p - s)))
+                    return 0;
+                fld->p = s;
+                fld->n = (size_t)(p - s);
+                p++;
+            } else if (which == F_PARENT && pe - p >= 4 && memcmp(p, "null", 4) == 0) {
+                fld->null = 1;
+                p += 4;
+            } else {
+                return 0;
+            }
+        } else if (*p == '"') {
+            escaped = odd = 0;
+            p = scan_string(p + 1, pe, &escaped, &odd);
+            if (p == NULL)
+                return 0;
+            p++;
+        } else if (*p == '{' || *p == '[') {
+            p = skip(p + 1, pe);
+            if (p == NULL)
+                return 0;
+        } else {
+            while (p < pe && *p != ',' && *p != '}' && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')
+                p++;
+        }
+    next:
+        p = skip_ws(p, pe);
+        if (p >= pe)
+            return 0;
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        if (*p == '}') {
+            p++;
+            break;
+        }
+        return 0;
+    }
+done:
+    if (skip_ws(p, pe) != pe)
+        return 0;
+    if (!f[F_TYPE].present || !f[F_ID].present || !f[F_PARENT].present)
+        return 0;
+    if (f[F_TYPE].n == 7 && memcmp(f[F_TYPE].p, "session", 7) == 0)
+        return 0;
+    return 1;
+}
+
+/* The best skipper this processor runs: set once by skim_setup(). */
+static skip_fn skip_best = skip_nested_scalar;
+
+static void skim_setup(void)
+{
+#if defined(SKIP_SIMD)
+    skip_best = skip_nested_sse2;
+#if defined(SKIP_AVX2)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2"))
+        skip_best = skip_nested_avx2;
+#endif
+#endif
+}
+
+static int skim(const char *p, const char *pe, Field f[3]) { return skim_with(p, pe, f, skip_best); }
+
 #endif /* KURAHI_NATIVE_JSON_H */

@@ -15,34 +15,39 @@ through the projection, the lineage tools' view (:func:`kurahi.context.effective
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol
-
-import msgspec
-
+from kurahi._record import Record
 from kurahi.jsvalues import MISSING
-from kurahi.store.scan import id_key
 
-__all__ = ["EDITABLE_ROLES", "ContextEntries", "PathLike", "context_entries", "is_editable"]
+# The projection imports this module: no typing or msgspec at run time (see kurahi._record).
+TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from kurahi.store.shapes import PathLike
+
+__all__ = ["EDITABLE_ROLES", "ContextEntries", "PathLike", "context_entries", "id_key", "is_editable"]
 
 EDITABLE_ROLES = ("user", "assistant", "toolResult")
 """Message roles whose content a ``context_edit`` may replace (``custom_message`` entries too)."""
 
 
-class PathLike(Protocol):
-    """What this module reads of an entry: its type and id up front, its JSON on demand."""
+def __getattr__(name: str) -> Any:
+    # PathLike lives with the other Protocols (kurahi.store.shapes): typing loads on first use.
+    if name == "PathLike":
+        from kurahi.store import shapes
 
-    @property
-    def type(self) -> Any:
-        """The entry type (``MISSING`` when absent)."""
+        return shapes.PathLike
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-    @property
-    def id(self) -> Any:
-        """The entry id (``MISSING`` when absent)."""
 
-    @property
-    def data(self) -> dict[str, Any]:
-        """The full entry."""
+def id_key(value: Any) -> Any:
+    """:func:`kurahi.store.scan.id_key`, which loads the scanner (and msgspec) only for an id that is not a string."""
+    if type(value) is str:
+        return value
+    from kurahi.store.scan import id_key as full
+
+    return full(value)
 
 
 def _role(entry: PathLike) -> Any:
@@ -57,17 +62,29 @@ def is_editable(entry: PathLike) -> bool:
     return entry.type == "custom_message" or (entry.type == "message" and _role(entry) in EDITABLE_ROLES)
 
 
-class ContextEntries(msgspec.Struct):
-    """The context entries of a path, as positions on it (0 = root)."""
+class ContextEntries(Record):
+    """The context entries of a path, as positions on it (0 = root).
 
-    compaction: int = -1
-    """Position of the newest compaction, -1 when the path has none."""
-    retained: list[int] = msgspec.field(default_factory=list)
-    """Positions kept from before the compaction, in order."""
-    later: int = 0
-    """First position of the entries after the compaction (0: the whole path)."""
-    edits: dict[Any, int] = msgspec.field(default_factory=dict)
-    """``id_key(targetId)`` to the position of the edit that applies."""
+    Attributes:
+        compaction: position of the newest compaction, -1 when the path has none.
+        retained: positions kept from before the compaction, in order.
+        later: first position of the entries after the compaction (0: the whole path).
+        edits: ``id_key(targetId)`` to the position of the edit that applies.
+    """
+
+    __slots__ = ("compaction", "edits", "later", "retained")
+
+    def __init__(
+        self,
+        compaction: int = -1,
+        retained: list[int] | None = None,
+        later: int = 0,
+        edits: dict[Any, int] | None = None,
+    ) -> None:
+        self.compaction = compaction
+        self.retained: list[int] = [] if retained is None else retained
+        self.later = later
+        self.edits: dict[Any, int] = {} if edits is None else edits
 
     def positions(self, size: int) -> list[int]:
         """Every context entry's position in projection order, for a path of ``size`` entries."""

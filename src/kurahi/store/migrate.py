@@ -6,11 +6,13 @@ see them after that rewrite, and leaves the file alone.
 
 from __future__ import annotations
 
-import hashlib
 import math
-from typing import Any
 
 from kurahi.jsvalues import MISSING, js_number
+
+TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["header_version", "migrate_v1", "rename_hook_message"]
 
@@ -26,6 +28,8 @@ def header_version(header: dict[str, Any]) -> float | None:
 def _v1_id(session_id: str, line: int, used: set[str]) -> str:
     n = 0
     while True:
+        import hashlib
+
         digest = hashlib.sha256(f"{session_id}:{line}:{n}".encode()).hexdigest()[:8]
         if digest not in used:
             used.add(digest)

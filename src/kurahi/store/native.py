@@ -15,30 +15,23 @@ turns it off too.
 
 from __future__ import annotations
 
-import hashlib
-import importlib
 import os
-from collections.abc import Sequence
-from itertools import islice
-from typing import Any
 
-import msgspec
+# A projection of a file needs this module for the extension only: the Python scanner and
+# msgspec load when a function here needs them (importing them costs a process ~40 ms).
+TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
-from kurahi.store.columns import TableSkeletons
-from kurahi.store.scan import (
-    MAX_LINE_BYTES,
-    Chunk,
-    Reader,
-    ScanResult,
-    ScanState,
-    Skeleton,
-    careful_lines,
-    finish_scan,
-)
+    import msgspec
+
+    from kurahi.store.scan import Reader, ScanResult, Skeleton
 
 __all__ = [
     "COPIED_TYPES",
     "ENABLED",
+    "MAX_LINE_BYTES",
     "THREADS_MIN_BYTES",
     "available",
     "copyable_message",
@@ -49,14 +42,19 @@ __all__ = [
     "scan_native",
 ]
 
-_native: Any
 try:
-    _native = importlib.import_module("kurahi.store._native")
+    from kurahi.store import _native as _ext
 except ImportError:  # pragma: no cover - depends on the build
-    _native = None
+    _ext = None
+_native: Any = _ext
 
 ENABLED = os.environ.get("KURAHI_NATIVE", "1") != "0"
 """Whether :func:`scan_native` may use the extension (tests switch it off to compare)."""
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""Longest line Kurahi will decode. Longer lines are skipped with a warning, never loaded
+(:mod:`kurahi.store.scan` gives it its meaning; it lives here, where the C scanner needs it
+without loading the Python one)."""
 
 THREADS_MIN_BYTES = 4 * 1024 * 1024
 """Files at least this large are scanned on two threads (when there are two cores)."""
@@ -78,11 +76,35 @@ def copyable_message(line: bytes) -> msgspec.Raw | None:
     if not available():
         return None
     span = _native.message_span(line)
-    return None if span is None else msgspec.Raw(line[span[0] : span[0] + span[1]])
+    if span is None:
+        return None
+    import msgspec
+
+    return msgspec.Raw(line[span[0] : span[0] + span[1]])
 
 
-COPIED_TYPES: tuple[type, ...] = (msgspec.Raw,) if _native is None else (msgspec.Raw, _native.Stored)
-"""The types of messages kept as their stored bytes: see :func:`is_copied`."""
+if TYPE_CHECKING:
+    COPIED_TYPES: tuple[type, ...]
+    """The types of messages kept as their stored bytes: see :func:`is_copied`."""
+
+
+_copied: tuple[type, ...] = ()
+
+
+def _copied_types() -> tuple[type, ...]:
+    global _copied
+    if not _copied:
+        import msgspec
+
+        _copied = (msgspec.Raw,) if _native is None else (msgspec.Raw, _native.Stored)
+    return _copied
+
+
+def __getattr__(name: str) -> Any:
+    # COPIED_TYPES names msgspec.Raw: made on first use, so that importing this module does not load msgspec.
+    if name == "COPIED_TYPES":
+        return _copied_types()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def is_copied(value: object) -> bool:
@@ -91,7 +113,7 @@ def is_copied(value: object) -> bool:
     Such values appear in a context projected with ``copy_stored`` and stand for JSON text
     to write as it is; ``bytes(value)`` gives that text.
     """
-    return type(value) in COPIED_TYPES
+    return type(value) in _copied_types()
 
 
 def join_json(items: Sequence[Any], prefix: bytes, suffix: bytes, fd: int | None = None) -> bytes | None:
@@ -125,6 +147,8 @@ def line_digests(joined: bytes) -> list[str]:
     if available():
         digests: list[str] = _native.sha256_split(joined)
         return digests
+    import hashlib
+
     return [hashlib.sha256(line).hexdigest() for line in joined.split(b"\n")]
 
 
@@ -154,6 +178,9 @@ def scan_native(source: int | bytes, read: Reader, size: int) -> ScanResult | No
     """
     if not available():
         return None
+    from kurahi.store.columns import TableSkeletons
+    from kurahi.store.scan import Chunk, ScanResult, ScanState, careful_lines, finish_scan
+
     threads = 2 if size >= THREADS_MIN_BYTES and (os.cpu_count() or 1) > 1 else 1
     out = _native.scan(source, 0, size, MAX_LINE_BYTES, threads)
     if out is None:
@@ -183,6 +210,10 @@ def scan_native(source: int | bytes, read: Reader, size: int) -> ScanResult | No
 
 def _merge(table: Any, careful: list[Skeleton], positions: list[int]) -> list[Skeleton]:
     """The table's entries with the careful ones put back at their positions."""
+    from itertools import islice
+
+    from kurahi.store.scan import Skeleton
+
     plain = map(Skeleton, table.types(), table.ids(), table.parents())
     out: list[Skeleton] = []
     for pos, sk in zip(positions, careful, strict=True):

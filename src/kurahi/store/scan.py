@@ -31,6 +31,7 @@ import msgspec
 
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.jsvalues import MISSING, js_truthy, js_whitespace_strip
+from kurahi.store.native import MAX_LINE_BYTES
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -48,8 +49,6 @@ __all__ = [
     "scan",
 ]
 
-MAX_LINE_BYTES = 64 * 1024 * 1024
-"""Longest line Kurahi will decode. Longer lines are skipped with a warning, never loaded."""
 
 _CHUNK = 64 * 1024
 

@@ -267,6 +267,31 @@ typedef struct {
     uint32_t len; /* 0: the message is not to be copied as stored */
 } Span;
 
+/* The value of a top-level type, id or parentId key at p: a plain printable ASCII string
+ * without escapes (or null for parentId), recorded in fld. NULL when it is anything else or
+ * the key came before: such a line is left to the Python reader. */
+static inline const char *read_field(const char *p, const char *pe, int which, Field *fld)
+{
+    int escaped = 0, odd = 0;
+    if (fld->present)
+        return NULL;
+    fld->present = 1;
+    if (p < pe && *p == '"') {
+        const char *s = ++p;
+        p = scan_string(p, pe, &escaped, &odd);
+        if (p == NULL || escaped || !printable_ascii(s, (size_t)(p - s)))
+            return NULL;
+        fld->p = s;
+        fld->n = (size_t)(p - s);
+        return p + 1;
+    }
+    if (which == F_PARENT && pe - p >= 4 && memcmp(p, "null", 4) == 0) {
+        fld->null = 1;
+        return p + 4;
+    }
+    return NULL;
+}
+
 #define MAX_KEYS 256 /* keys of the open objects inside a message, for the repeated-key check */
 
 /* 1 when the line is plain (see the top of the file), with its three fields in f.
@@ -363,25 +388,11 @@ obj_key:
                 normalised_role = has_normalised_role(p, pe);
         }
         if (which >= 0) {
-            Field *fld = &f[which];
-            if (fld->present)
-                return 0; /* a repeated key: the last one wins in JSON.parse; Python decides */
-            fld->present = 1;
-            if (p < pe && *p == '"') {
-                const char *s = ++p;
-                escaped = odd = 0;
-                p = scan_string(p, pe, &escaped, &odd);
-                if (p == NULL || escaped || !printable_ascii(s, (size_t)(p - s)))
-                    return 0;
-                fld->p = s;
-                fld->n = (size_t)(p - s);
-                p++;
-            } else if (which == F_PARENT && pe - p >= 4 && memcmp(p, "null", 4) == 0) {
-                fld->null = 1;
-                p += 4;
-            } else {
-                return 0; /* a number, object, ... as type, id or parentId */
-            }
+            /* a repeated key (the last one wins in JSON.parse: Python decides), or a number,
+             * object, ... as type, id or parentId */
+            p = read_field(p, pe, which, &f[which]);
+            if (p == NULL)
+                return 0;
             goto after_value;
         }
     }
@@ -748,25 +759,11 @@ static inline int skim_with(const char *p, const char *pe, Field f[3], skip_fn s
         if (p >= pe)
             return 0;
         if (which >= 0) {
-            Field *fld = &f[which];
-            if (fld->present)
+            /* a repeated key (the last one wins in JSON.parse: Python decides), or a number,
+             * object, ... as type, id or parentId */
+            p = read_field(p, pe, which, &f[which]);
+            if (p == NULL)
                 return 0;
-            fld->present = 1;
-            if (*p == '"') {
-                const char *s = ++p;
-                escaped = odd = 0;
-                p = scan_string(p, pe, &escaped, &odd);
-                if (p == NULL || escaped || !printable_ascii(s, (size_t)(p - s)))
-                    return 0;
-                fld->p = s;
-                fld->n = (size_t)(p - s);
-                p++;
-            } else if (which == F_PARENT && pe - p >= 4 && memcmp(p, "null", 4) == 0) {
-                fld->null = 1;
-                p += 4;
-            } else {
-                return 0;
-            }
         } else if (*p == '"') {
             escaped = odd = 0;
             p = scan_string(p + 1, pe, &escaped, &odd);

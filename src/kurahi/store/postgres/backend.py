@@ -241,13 +241,15 @@ class PostgresBackend(Backend):
         with self._liveness_mutex:
             if self._closed:
                 return
-            try:
-                self._renew_on(self._liveness_connection(), held)
-            except (StoreDatabaseError, psycopg.Error):
-                # Away: the next beat reconnects and names the new connection. Meanwhile the
-                # others may take this process for dead and its leases over; its appends are
-                # then refused by fencing, never accepted.
-                self._drop_liveness()
+            # A connection that broke since the last beat is found broken only by using it:
+            # then once more on a new one, so that the others take this process for dead
+            # (and may take its leases, which fencing keeps safe) for as short a time as can be.
+            for _ in range(2):
+                try:
+                    self._renew_on(self._liveness_connection(), held)
+                    return
+                except (StoreDatabaseError, psycopg.Error):
+                    self._drop_liveness()  # the database is away: the next beat tries again
 
     def _renew_on(self, conn: Conn, held: dict[int, PostgresHandle]) -> None:
         kept: set[int] = set()

@@ -391,7 +391,7 @@ def test_a_restarted_owner_id_is_claimed_as_soon_as_its_process_is_dead(
     open_pg: Callable[..., PostgresBackend], holder: Callable[[str], tuple[subprocess.Popen[str], int]], pg_url: str
 ) -> None:
     proc, token = holder("gw-1")
-    with pytest.raises(OwnerInUseError, match="gw-1.*in use by another live process"):
+    with pytest.raises(OwnerInUseError, match=r"gw-1.*in use by another live process"):
         open_pg(owner_id="gw-1")  # the first is alive: refused, whatever its claim's expiry
     sql(pg_url, "UPDATE kurahi.owners SET expires_at = now() + interval '1 hour'")
     proc.kill()

@@ -457,10 +457,20 @@ class Runtime:
 
     async def _flush_later(self) -> None:
         await asyncio.sleep(1.0)
-        await asyncio.to_thread(self._flush)
+        dirty, self._dirty = self._dirty, {}
+        try:
+            await asyncio.to_thread(self._write_activity, dirty)
+        except KurahiError:
+            # The store is away (a database that dropped): nobody waits for these clocks, so
+            # they are kept for the next flush (newer ones win) instead of failing a task
+            # nobody awaits.
+            self._dirty = {**dirty, **self._dirty}
 
     def _flush(self) -> None:
         dirty, self._dirty = self._dirty, {}
+        self._write_activity(dirty)
+
+    def _write_activity(self, dirty: dict[str, int]) -> None:
         if dirty:
             self.catalog.upsert_many({k: {"lastInteractionAt": ms, "updatedAt": ms} for k, ms in dirty.items()})
 

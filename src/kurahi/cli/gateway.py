@@ -85,6 +85,19 @@ def run_command(
             "(default: host, pid and a random part). A second live gateway with the same id is refused.",
         ),
     ] = None,
+    lease_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--lease-seconds",
+            envvar="KOLO_LEASE_SECONDS",
+            show_envvar=True,
+            min=0.5,
+            max=3600,
+            help="With a database store: how long a session's lease outlives this gateway's last renewal "
+            "(default 4). A gateway that is killed is known dead at once; one whose host vanished, "
+            "or that stalls, keeps its sessions this long.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the home's residents over HTTP until SIGTERM or SIGINT.
 
@@ -105,7 +118,7 @@ def run_command(
             EXIT.USAGE,
         )
     with translate_errors():
-        backend = open_backend(h.root, store, owner_id=gateway_id)
+        backend = open_backend(h.root, store, owner_id=gateway_id, lease_seconds=lease_seconds)
         serve(h, host=host, port=port, grace=grace, plugins=[continuity_api], backend=backend)
 
 

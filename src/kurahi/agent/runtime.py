@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -122,6 +123,9 @@ class Runtime:
         self._job_tasks: dict[str, asyncio.Task[None]] = {}
         self._dirty: dict[str, int] = {}
         self._flusher: asyncio.Task[None] | None = None
+        self._opening: dict[str, asyncio.Future[None]] = {}
+        self._open_locks: dict[str, threading.Lock] = {}
+        """Keys whose session is being opened off the event loop (see :meth:`send`)."""
         self.decisions: dict[str, Decision] = {}
         """The last freshness decision per session key."""
         self.open_errors: dict[str, str] = {}
@@ -233,14 +237,31 @@ class Runtime:
         if conv is not None:
             return conv
         check_session_key(key)
+        # A key's session may be opened off the event loop (:meth:`send`) while the loop asks
+        # for it too (a job, a reset): the second waits for the first and gets its session.
+        with self._open_locks.setdefault(key, threading.Lock()):
+            conv = self._convs.get(key)
+            if conv is not None:
+                return conv
+            return self._open_and_settle(key)
+
+    def _open_and_settle(self, key: str) -> Conversation:
         conv = self._open_or_create(key)
+        # Handed out only once settled: a turn must never run on a session whose pairing
+        # guard is still at work (in another thread), and one that failed is closed, so the
+        # next message opens and settles it again instead of being served unsettled.
+        try:
+            # Policy "refuse" leaves the calls as they are; every turn on the session then says why it will not run.
+            with contextlib.suppress(PairingRefusedError):
+                self.settlements.extend(
+                    settle(conv, self.ledger, self.tools, self.paths.workspace, policy=self.settings.pairing)
+                )
+            conv.sync()
+        except BaseException:
+            with contextlib.suppress(KurahiError):
+                conv.close()
+            raise
         self._convs[key] = conv
-        # Policy "refuse" leaves the calls as they are; every turn on the session then says why it will not run.
-        with contextlib.suppress(PairingRefusedError):
-            self.settlements.extend(
-                settle(conv, self.ledger, self.tools, self.paths.workspace, policy=self.settings.pairing)
-            )
-        conv.sync()
         return conv
 
     def _open_or_create(self, key: str) -> Conversation:
@@ -397,7 +418,40 @@ class Runtime:
         self, key: str, text: str, *, mode: QueueMode | None = None, listener: Listener | None = None
     ) -> TurnResult:
         """Queue a message and wait for the turn that answers it."""
+        await self._open_off_the_loop(key)
         return await self.submit(key, text, mode=mode, listener=listener)
+
+    async def _open_off_the_loop(self, key: str) -> None:
+        """Open ``key``'s session in a worker thread if it is not open yet (errors are left to the turn).
+
+        Opening a session is reading it and running the pairing guard: store round trips that
+        would otherwise hold the event loop, and every other session this gateway serves,
+        while a gateway takes over the sessions of one that died. Done here, the opens of
+        several sessions overlap and the loop goes on serving; whatever fails is left for
+        :meth:`submit`, which opens it again on the loop and answers as it always has.
+        """
+        lane = self._lanes.get(key)
+        if key in self._convs or (lane is not None and lane.busy):
+            return
+        running = self._opening.get(key)
+        if running is not None:
+            await asyncio.shield(running)
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._opening[key] = done
+        try:
+            with contextlib.suppress(KurahiError):
+                await asyncio.to_thread(self._open_existing, key)
+        finally:
+            del self._opening[key]
+            done.set_result(None)
+
+    def _open_existing(self, key: str) -> None:
+        # Only a session the catalog names and that exists: what routing would open anyway.
+        # A key without one is left to routing, which decides how its first session starts.
+        name = transcript_name(self.catalog.get(key))
+        if name is not None and self.store.transcripts.exists(name):
+            self.conversation(key)
 
     async def run_turn(
         self, key: str, inputs: list[dict[str, Any]], control: TurnControl, *, listener: Listener | None = None

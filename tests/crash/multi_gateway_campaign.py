@@ -14,8 +14,9 @@ marker), and drives them over HTTP from ``workers`` client threads:
 
 Every ``kill_every`` seconds (uniform in the range) one live gateway is SIGKILLed, its
 whole process group, as a power cut would, and started again ``down`` seconds later (with
-the same ``--gateway-id``; while the dead instance's claim on it has not expired the start is
-refused, and it is started again half a second later, as a supervisor would). With
+the same ``--gateway-id``; should the database not have seen the dead instance's connection
+close yet, the start is refused, and it is started again half a second later, as a
+supervisor would). With
 ``stall_share`` some disruptions instead SIGSTOP a gateway for ``stall_seconds`` (longer than
 a lease) and SIGCONT it: it wakes up holding stale leases, with turns in flight, and fencing
 must refuse whatever it then tries to write.
@@ -54,6 +55,14 @@ the backend (``PostgresBackend(...).agent(id)``) and the shared workspace:
   kill to the first acknowledged write on each of them (by any gateway) must be at most
   ``serve_bar`` seconds (max and p99 are reported);
 * no job is left ``queued`` or ``running`` in the jobs log.
+
+**Where the served-again time goes** (diagnostics in the report, not checked): how much
+lease each session a killed gateway held had left when it was killed (``leaseLeftAtKill``:
+the wait if only expiry freed it), how long the killed gateway took to listen again
+(``restartReady``), who served each session first (``servedByRestarted`` /
+``servedBySurvivor``), the first line another gateway committed (``firstLineAgain*``), and,
+sampled every 0.1 s, how long ago each live gateway last renewed its owner claim
+(``ownerRenewalAge``: how close the load brought a healthy gateway to losing its leases).
 """
 
 from __future__ import annotations

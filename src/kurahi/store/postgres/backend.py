@@ -53,7 +53,8 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_LEASE_SECONDS", "PostgresAgentStore", "PostgresBackend"]
 
 DEFAULT_LEASE_SECONDS = 4.0
-"""How long a lease outlives its last renewal: a dead gateway's sessions are free this long after it died."""
+"""How long a lease outlives its last renewal: how long a gateway that is alive but silent (stopped, cut off) keeps
+its sessions. One that died frees them as soon as the database has ended its liveness connection."""
 
 SQL_ENSURE_AGENT = "INSERT INTO kurahi.agents (id) VALUES (%s) ON CONFLICT DO NOTHING"
 SQL_AGENT_IDS = "SELECT id FROM kurahi.agents"

@@ -45,13 +45,20 @@ Signer = Callable[[bytes], tuple[str, str]]
 """Signs 32 bytes; returns ``(signature base64, raw public key base64)``."""
 
 
-def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Counts over every run's invariants, and the verdict (PASS only when nothing failed)."""
+def summarize(runs: list[dict[str, Any]], interrupted: Any = None) -> dict[str, Any]:
+    """Counts over every run's invariants, and the verdict.
+
+    PASS only when nothing failed and at least one invariant passed; INCOMPLETE when the run
+    was interrupted before its last disruption (``interrupted`` says where and why), whatever
+    the runs before it found.
+    """
     counts = {"pass": 0, "fail": 0, "skip": 0}
     for run in runs:
         for r in run["invariants"]:
             counts[r["status"]] += 1
-    return {**counts, "verdict": "PASS" if counts["fail"] == 0 and runs else "FAIL"}
+    passed = counts["fail"] == 0 and counts["pass"] > 0
+    verdict = "INCOMPLETE" if interrupted else "PASS" if passed else "FAIL"
+    return {**counts, "verdict": verdict}
 
 
 def badge_line(body: dict[str, Any]) -> str:
@@ -71,7 +78,7 @@ def badge_line(body: dict[str, Any]) -> str:
 def finish_report(body: dict[str, Any], signer: Signer) -> dict[str, Any]:
     """Add the summary, the badge, the digest and the signature to a report body."""
     body = dict(body)
-    body["summary"] = summarize(body["runs"])
+    body["summary"] = summarize(body["runs"], body.get("interrupted"))
     body["badge"] = badge_line(body)
     digest = hashlib.sha256(canonical_json(body)).hexdigest()
     signature, public_key = signer(bytes.fromhex(digest))
@@ -201,7 +208,7 @@ def verify_report(report: dict[str, Any], *, check_manifest: ManifestCheck) -> R
             result.problems.append(f"{where}: malformed evidence ({type(exc).__name__}: {exc})")
     result.checked.append("manifests and invariants")
     try:
-        summary = summarize(runs)
+        summary = summarize(runs, body.get("interrupted"))
         if summary != body.get("summary"):
             result.problems.append(f"summary: stored {body.get('summary')}, recomputed {summary}")
         if badge_line(body) != body.get("badge"):
@@ -237,6 +244,13 @@ def markdown(report: dict[str, Any]) -> str:
         "Verify it with `kurahi continuity verify continuity-report.json`.",
         "",
     ]
+    if body.get("interrupted"):
+        cut = body["interrupted"]
+        lines += [
+            f"**Interrupted** during {cut.get('disruption')}: {cut.get('reason')}. "
+            "The runs below are the ones that finished; the report is signed as it stands.",
+            "",
+        ]
     for run in body["runs"]:
         roots = f"{run['before']['manifest'].get('root', '')[:16]} → {run['after']['manifest'].get('root', '')[:16]}"
         lines += [

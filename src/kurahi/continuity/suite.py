@@ -32,7 +32,7 @@ import httpx
 
 from kurahi.continuity.invariants import ManifestCheck, score
 from kurahi.continuity.report import SUITE, VERSION, Signer, finish_report
-from kurahi.errors import ContinuityError, GatewayUnavailableError, UsageError
+from kurahi.errors import ContinuityError, GatewayUnavailableError, KurahiError, UsageError
 from kurahi.gateway.lock import gateway_info
 from kurahi.resident.home import TOKEN_ENV, Home
 
@@ -237,14 +237,30 @@ def _snapshot(ctx: _Ctx, *, job_id: str | None) -> dict[str, Any]:
     probe_sid = next((s.get("sessionId") for s in sessions if s["key"] == _probe_key(a)), None)
     job = ctx.json("GET", f"/api/agents/{a}/jobs/{job_id}") if job_id else None
     audit = ctx.json("GET", "/api/audit/chain")
-    info = gateway_info(ctx.home.lock)
     return {
         "manifest": manifest,
         "probes": probes,
         "probeSessionId": probe_sid,
         "job": job,
         "audit": audit,
-        "gateway": {"pid": info.pid if info else None, "home": str(ctx.home.root)},
+        "gateway": _gateway_life(ctx),
+    }
+
+
+def _gateway_life(ctx: _Ctx) -> dict[str, Any]:
+    """Who is answering: pid, boot id and generation (from ``/api/health``), and the home.
+
+    A gateway too old to publish a boot id gives ``None`` for it; C0 then cannot prove an
+    in-process restart and says so (skip) instead of guessing.
+    """
+    health = ctx.json("GET", "/api/health")
+    info = gateway_info(ctx.home.lock)
+    pid = health.get("pid") if isinstance(health.get("pid"), int) else (info.pid if info else None)
+    return {
+        "pid": pid,
+        "bootId": health.get("bootId") if isinstance(health.get("bootId"), str) else None,
+        "generation": health.get("generation") if type(health.get("generation")) is int else None,
+        "home": str(ctx.home.root),
     }
 
 
@@ -266,8 +282,24 @@ def _disrupt(ctx: _Ctx, disruption: str) -> dict[str, Any]:
         return {"ok": True, "detail": f"config.apply: model {now} -> {target} (in-process reload)", "swapTo": target}
     if disruption == "restart":
         if not ctx.opts.throwaway:
-            ctx.json("POST", "/api/config/apply", json={"patch": {}})
-            return {"ok": True, "detail": "in-process restart (config.apply)", "inProcess": True}
+            # Not ours to stop and start: ask the gateway to restart in process.
+            r = ctx.call("POST", "/api/gateway/restart")
+            if r.status_code in (404, 405):
+                return {
+                    "ok": False,
+                    "unsupported": True,
+                    "detail": "the gateway offers no in-process restart (POST /api/gateway/restart: "
+                    f"HTTP {r.status_code}) and attached mode cannot restart a process it does not own",
+                }
+            if r.status_code >= 400:
+                raise ContinuityError(f"POST /api/gateway/restart: HTTP {r.status_code}: {r.text[:300]}")
+            b, a = r.json()["before"], r.json()["after"]
+            return {
+                "ok": True,
+                "inProcess": True,
+                "detail": f"in-process restart: generation {b['generation']} -> {a['generation']} "
+                f"(boot {a['bootId']}, pid {a['pid']})",
+            }
         before = ctx.proc.pid if ctx.proc else None
         ctx.stop()
         ctx.start()
@@ -277,7 +309,11 @@ def _disrupt(ctx: _Ctx, disruption: str) -> dict[str, Any]:
         }
     if disruption == "move":
         if not ctx.opts.throwaway:
-            return {"ok": False, "detail": "attached mode cannot move a state dir it does not own"}
+            return {
+                "ok": False,
+                "unsupported": True,
+                "detail": "attached mode cannot move a state dir it does not own (run --throwaway for move)",
+            }
         old = ctx.home.root
         ctx.stop()
         new = old.with_name(old.name[: -len(SMOKE_SUFFIX)] + "-moved" + SMOKE_SUFFIX)
@@ -380,8 +416,6 @@ def run_suite(
         token = home.token_file.read_text().strip()
     else:
         home = home or Home.at()
-        if "move" in opts.disruptions:
-            raise UsageError("attached mode cannot move a state dir it does not own; leave out 'move'")
         from kurahi.gateway.client import owner_token
 
         token = owner_token(home)
@@ -392,7 +426,16 @@ def run_suite(
         if opts.throwaway:
             ctx.say("starting a throwaway gateway")
             ctx.start()
-        runs = [_run_one(ctx, d, check_manifest) for d in opts.disruptions]
+        runs: list[dict[str, Any]] = []
+        interrupted: dict[str, str] | None = None
+        for d in opts.disruptions:
+            try:
+                runs.append(_run_one(ctx, d, check_manifest))
+            except (KurahiError, httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
+                # The report still says what was proven before, and that the rest was not.
+                interrupted = {"disruption": d, "reason": f"{type(exc).__name__}: {exc}"}
+                ctx.say(f"{d}: interrupted: {exc}")
+                break
         fingerprint = runs[-1]["after"]["manifest"].get("fingerprint") if runs else None
         body = {
             "suite": SUITE,
@@ -404,6 +447,8 @@ def run_suite(
             "fingerprint": fingerprint,
             "runs": runs,
         }
+        if interrupted is not None:
+            body["interrupted"] = interrupted
         return finish_report(body, signer_for(ctx.home))
     finally:
         if opts.throwaway:

@@ -112,7 +112,16 @@ def create_app(
     @app.get("/api/health", response_model=m.HealthOut, tags=["gateway"])
     async def health() -> dict[str, Any]:
         """Liveness (no credential needed)."""
-        return {"status": "ok", "version": __version__, "agents": len(gateway.home.agents())}
+        return {"status": "ok", "version": __version__, "agents": len(gateway.home.agents()), **gateway.boot()}
+
+    @app.post("/api/gateway/restart", response_model=m.RestartOut, tags=["gateway"])
+    async def restart(p: Principal = admin) -> dict[str, Any]:
+        """Restart in process; ``generation`` goes up by one.
+
+        Runtimes stopped (running turns interrupted after the grace), config and devices
+        reloaded, runtimes started again: everything a process restart does but the listener.
+        """
+        return await gateway.restart(p.actor)
 
     @app.get("/api/agents", response_model=list[m.AgentOut], tags=["agents"])
     async def agents(p: Principal = read) -> list[dict[str, Any]]:

@@ -54,6 +54,26 @@ class HealthOut(BaseModel):
     status: Literal["ok"]
     version: str
     agents: int
+    bootId: str = Field(description="new in every process: a changed boot id proves the process restarted")
+    generation: int = Field(description="in-process restarts since the process started, plus one")
+    pid: int
+    startedAtMs: int = Field(description="when this generation started (ms since the epoch)")
+
+
+class BootOut(BaseModel):
+    """What proves a restart."""
+
+    bootId: str
+    generation: int
+    pid: int
+    startedAtMs: int
+
+
+class RestartOut(BaseModel):
+    """An in-process restart: what proved the gateway's life before and after."""
+
+    before: BootOut
+    after: BootOut
 
 
 class AgentOut(BaseModel):

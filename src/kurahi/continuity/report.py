@@ -23,6 +23,7 @@ from typing import Any
 
 from kurahi.canonical import canonical_json
 from kurahi.continuity.invariants import INVARIANTS, ManifestCheck, score
+from kurahi.continuity.rounds import rounds_summary, score_round
 from kurahi.errors import CanonicalJSONError, ContinuityError
 
 __all__ = [
@@ -45,18 +46,22 @@ Signer = Callable[[bytes], tuple[str, str]]
 """Signs 32 bytes; returns ``(signature base64, raw public key base64)``."""
 
 
-def summarize(runs: list[dict[str, Any]], interrupted: Any = None) -> dict[str, Any]:
-    """Counts over every run's invariants, and the verdict.
+def summarize(runs: list[dict[str, Any]], interrupted: Any = None, rounds: Any = None) -> dict[str, Any]:
+    """Counts over every run's invariants (and the rounds, when run), and the verdict.
 
-    PASS only when nothing failed and at least one invariant passed; INCOMPLETE when the run
-    was interrupted before its last disruption (``interrupted`` says where and why), whatever
-    the runs before it found.
+    PASS only when nothing failed, every round stayed unmarked, and something passed;
+    INCOMPLETE when the run was interrupted before its end (``interrupted`` says where and
+    why), whatever the runs before it found.
     """
-    counts = {"pass": 0, "fail": 0, "skip": 0}
+    counts: dict[str, Any] = {"pass": 0, "fail": 0, "skip": 0}
     for run in runs:
         for r in run["invariants"]:
             counts[r["status"]] += 1
     passed = counts["fail"] == 0 and counts["pass"] > 0
+    if rounds is not None:
+        counts["rounds"] = rounds_summary(rounds)
+        unmarked = counts["rounds"]["unmarked"] == counts["rounds"]["rounds"] > 0
+        passed = counts["fail"] == 0 and unmarked
     verdict = "INCOMPLETE" if interrupted else "PASS" if passed else "FAIL"
     return {**counts, "verdict": verdict}
 
@@ -68,17 +73,18 @@ def badge_line(body: dict[str, Any]) -> str:
         f"{run['before']['manifest'].get('root', '')[:8]}>{run['after']['manifest'].get('root', '')[:8]}"
         for run in body["runs"]
     )
-    disruptions = ",".join(run["disruption"] for run in body["runs"])
+    disruptions = ",".join(run["disruption"] for run in body["runs"]) or "none"
+    rounds = f" | rounds={s['rounds']['unmarked']}/{s['rounds']['rounds']} unmarked" if "rounds" in s else ""
     return (
         f"continuity {s['verdict']} | resident={body['resident']} | {disruptions} | "
-        f"pass={s['pass']} fail={s['fail']} skip={s['skip']} | {roots} | {body['createdAt']}"
+        f"pass={s['pass']} fail={s['fail']} skip={s['skip']}{rounds} | {roots} | {body['createdAt']}"
     )
 
 
 def finish_report(body: dict[str, Any], signer: Signer) -> dict[str, Any]:
     """Add the summary, the badge, the digest and the signature to a report body."""
     body = dict(body)
-    body["summary"] = summarize(body["runs"], body.get("interrupted"))
+    body["summary"] = summarize(body["runs"], body.get("interrupted"), body.get("rounds"))
     body["badge"] = badge_line(body)
     digest = hashlib.sha256(canonical_json(body)).hexdigest()
     signature, public_key = signer(bytes.fromhex(digest))
@@ -208,7 +214,10 @@ def verify_report(report: dict[str, Any], *, check_manifest: ManifestCheck) -> R
             result.problems.append(f"{where}: malformed evidence ({type(exc).__name__}: {exc})")
     result.checked.append("manifests and invariants")
     try:
-        summary = summarize(runs, body.get("interrupted"))
+        for i, ev in enumerate(body.get("rounds") or []):
+            if score_round(ev) != ev.get("verdict"):
+                result.problems.append(f"rounds[{i}].verdict: stored {ev.get('verdict')}, recomputed {score_round(ev)}")
+        summary = summarize(runs, body.get("interrupted"), body.get("rounds"))
         if summary != body.get("summary"):
             result.problems.append(f"summary: stored {body.get('summary')}, recomputed {summary}")
         if badge_line(body) != body.get("badge"):
@@ -263,6 +272,23 @@ def markdown(report: dict[str, Any]) -> str:
         ]
         for r in run["invariants"]:
             lines.append(f"| {r['id']} | {r['name']} | {r['status']} | {r['detail']} |")
+        lines.append("")
+    if body.get("rounds") is not None:
+        lines += [
+            "## Rounds: continuity-preserving rollovers with compactions in between",
+            "",
+            "| round | turns | compactions | tokens before → after (threshold) | markers in view / in lineage | |",
+            "|---|---|---|---|---|---|",
+        ]
+        for ev in body["rounds"]:
+            view = sum(1 for m in ev["markers"] if m["inView"])
+            lineage = sum(1 for m in ev["markers"] if m["inLineage"])
+            n = len(ev["markers"])
+            lines.append(
+                f"| {ev['round']} | {ev['turns']} | {ev['compactions']} | {ev['tokensBefore']} → "
+                f"{ev['tokensAfter']} ({ev['threshold']}) | {view}/{n} · {lineage}/{n} | "
+                f"{'unmarked' if ev['verdict']['ok'] else 'MARKED: ' + ev['verdict']['detail']} |"
+            )
         lines.append("")
     lines += [
         "## What is not proven",

@@ -30,6 +30,7 @@ __all__ = ["Plugin", "create_app"]
 
 AgentId = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")]
 KeyQuery = Annotated[str | None, Query(min_length=1, max_length=512, pattern=r"^[^\x00-\x1f\x7f]+$")]
+SessionIdQuery = Annotated[str | None, Query(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": m.ErrorOut} for code in (400, 401, 403, 404, 409, 413, 422, 429, 431)
 }
@@ -180,9 +181,20 @@ def create_app(
             **{c: {"model": m.ErrorOut, "content": {"application/json": {}}} for c in (400, 401, 403, 404, 422)},
         },
     )
-    async def transcript(agent: AgentId, key: KeyQuery = None, p: Principal = read) -> Response:
-        """The session's transcript file, byte for byte (JSON lines)."""
+    async def transcript(
+        agent: AgentId, key: KeyQuery = None, sessionId: SessionIdQuery = None, p: Principal = read
+    ) -> Response:
+        """A transcript, byte for byte (JSON lines): the session's, or a kept one by ``sessionId``.
+
+        Transcripts a reset or rollover left behind are kept; ``sessionId`` reads one of them
+        (``parentSession`` in each header names the one before).
+        """
         rt = await gateway.runtime(agent)
+        if sessionId is not None:
+            name = f"{sessionId}.jsonl"
+            if not rt.store.transcripts.exists(name):
+                raise HTTPError(404, "unknown_session", f"no transcript for session id {sessionId!r}")
+            return Response(rt.store.transcripts.export(name), media_type="application/x-ndjson")
         k = _key(agent, key)
         if rt.catalog.get(k) is None:
             raise HTTPError(404, "unknown_session", f"no session with key {k!r}")
@@ -194,8 +206,10 @@ def create_app(
         """Close the session and start a new one; the old transcript is kept and linked."""
         rt = await gateway.runtime(agent)
         k = _key(agent, body.key)
-        old, new = await rt.reset_session(k)
-        gateway.record(p.actor, "session.reset", {"agent": agent, "key": k, "from": old, "to": new})
+        old, new = await rt.reset_session(k, carry=body.carry)
+        gateway.record(
+            p.actor, "session.reset", {"agent": agent, "key": k, "from": old, "to": new, "carry": body.carry}
+        )
         return {"key": k, "oldSessionId": old, "newSessionId": new}
 
     # -- chat --------------------------------------------------------------------------------

@@ -124,6 +124,11 @@ class ResetIn(_In):
     """A session to reset."""
 
     key: str | None = SessionKey
+    carry: Literal["none", "summary", "lineage"] = Field(
+        default="none",
+        description="what the new session inherits: nothing, the summary, or the old context's tail "
+        "and summary (a continuity-preserving rollover, docs/lifecycle.md)",
+    )
 
 
 class ResetOut(BaseModel):

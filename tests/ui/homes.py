@@ -116,6 +116,7 @@ def add_repair(home: Home, scratch: Path) -> dict[str, Any]:
     candidate = scratch / "C.jsonl"
     kurahi("lineage", "stitch", str(a), str(b), "--out", str(candidate), home=home)
     out = home.root / "repairs" / "support-stitch"
+    out.parent.mkdir(mode=0o700)
     kurahi(
         "activate", "plan", "--home", str(home.root), "--agent", "alice", "--key", key,
         "--candidate", str(candidate), "--out", str(out), "--marker", BEFORE, "--marker", AFTER,

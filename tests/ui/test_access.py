@@ -226,7 +226,7 @@ def test_a_big_tree_pages_by_rows_and_expands_runs(tmp_path: Path) -> None:
         folded = b.get("/ui/api/agents/alice/tree", params={**q, "limit": 500}).json()
         # The runtime settles the generated tool calls left unanswered when it starts: a few entries more.
         assert folded["entries"] >= stats["entries"] == 5000 and folded["runs"] > 0
-        assert folded["total"] < 5000 and len(folded["rows"]) == 500
+        assert folded["total"] < 5000 and len(folded["rows"]) == min(500, folded["total"])
         n = folded["entries"]
         every = b.get("/ui/api/agents/alice/tree", params={**q, "expand": "all", "offset": n - 10, "limit": 50}).json()
         assert every["total"] == n and len(every["rows"]) == 10 and every["rows"][-1]["row"] == n - 1

@@ -135,7 +135,7 @@ export async function treePage(agent, key) {
       li.dataset.row = String(i);
       const btn = li.firstChild;
       if (!r) {
-        btn.textContent = "…";
+        btn.textContent = "…";  // a placeholder until its block arrives
         li.className = "";
         load(Math.floor(i / BLOCK));
         continue;
@@ -151,6 +151,15 @@ export async function treePage(agent, key) {
       li.className = cls.join(" ");
       if (r.id) li.dataset.id = r.id; else delete li.dataset.id;
     }
+    prefetch(firstRow, lastRow);
+  }
+
+  // The blocks just above and below the view are asked for before they are reached.
+  function prefetch(firstRow, lastRow) {
+    const below = Math.floor((lastRow + BLOCK / 2) / BLOCK);
+    const above = Math.floor(Math.max(0, firstRow - BLOCK / 2) / BLOCK);
+    if (below * BLOCK < total) load(below);
+    load(above);
   }
 
   function reset() {

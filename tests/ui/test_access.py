@@ -175,7 +175,8 @@ def test_symlinked_reports_and_repairs_are_not_followed(viewer, tmp_path: Path) 
     (viewer.home.root / "reports").mkdir()
     os.symlink(outside / "r", viewer.home.root / "reports" / "linked")
     (viewer.home.root / "reports" / "real").mkdir()
-    os.symlink(outside / "r" / "continuity-report.json", viewer.home.root / "reports" / "real" / "continuity-report.json")
+    planted = viewer.home.root / "reports" / "real" / "continuity-report.json"
+    os.symlink(outside / "r" / "continuity-report.json", planted)
     with viewer.client() as b:
         viewer.login(b)
         data = b.get("/ui/api/reports").json()

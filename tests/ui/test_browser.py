@@ -19,7 +19,10 @@ from gateways import make_gateway_home
 from homes import AFTER, BEFORE, MARKUP, add_big_tree, add_markup_session, add_repair, add_reports
 from ui_server import CHROMIUM, CHROMIUM_ARGS, Viewer, browser_missing, serve_viewer
 
-pytestmark = [pytest.mark.browser, pytest.mark.skipif(browser_missing() is not None, reason=f"!!! {browser_missing()} !!!")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(browser_missing() is not None, reason=f"!!! {browser_missing()} !!!"),
+]
 
 BIG = "agent:alice:big"
 
@@ -203,7 +206,7 @@ def test_markup_in_keys_ids_and_text_is_shown_as_text_and_never_runs(page: Watch
 
 
 def test_a_stitched_candidate_beside_its_sources(page: Watched, site: Any) -> None:
-    v, made = site
+    v, _ = site
     login(page, v.token)
     page.wait_page("residents")
     page.page.click("nav >> text=Repairs")

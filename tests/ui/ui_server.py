@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from gateways import LeakWatch
 from kurahi.continuity.api import install as continuity_api
@@ -55,7 +54,6 @@ def browser_missing() -> str | None:
     if not AXE.is_file():
         return f"axe-core not found at {AXE.relative_to(ROOT)}: run `make browser`"
     return None
-
 
 
 class Clock:

@@ -25,7 +25,7 @@ from kurahi.context.effective import effective_path
 from kurahi.context.project import build_context
 from kurahi.context.text import message_text
 from kurahi.context.tokens import estimate_context_tokens
-from kurahi.lineage.canonical import canonical_path, children_index
+from kurahi.lineage.canonical import canonical_path
 from kurahi.store.transcript import LEAF_MARKER_TYPE, Transcript
 
 __all__ = ["FLAGS", "RUN_MIN", "TreeIndex"]
@@ -78,32 +78,52 @@ class TreeIndex:
         self.t = t
         n = len(t)
         self.size = t.size
-        kids = children_index(t)
-        entries = [t.entry_at(i) for i in range(n)]
-        self.types = [e.type if isinstance(e.type, str) else "?" for e in entries]
-        flags = [0] * n
-        self.children = [len(kids.get(i, ())) for i in range(n)]
+        types, ids, parents = _columns(t)
+        # Children as Pi's tree links them: a parent id names the last line with that id.
+        by_id = {v: i for i, v in enumerate(ids) if type(v) is str}
+        kids: dict[int, list[int]] = {}
+        parent_of = [-1] * n
+        get = by_id.get
+        for i, pid in enumerate(parents):
+            if type(pid) is str and pid:
+                p = get(pid)
+                if p is not None and p != i:
+                    parent_of[i] = p
+                    k = kids.get(p)
+                    if k is None:
+                        kids[p] = [i]
+                    else:
+                        k.append(i)
+        self.types = [ty if type(ty) is str else "?" for ty in types]
+        flags = [SIDE] * n
+        self.children = [0] * n
         for i, k in kids.items():
+            self.children[i] = len(k)
             if len(k) > 1:
                 flags[i] |= BRANCH
         # Tree order: roots (no parent in the file) in file order, then each subtree, oldest child first.
-        has_parent = [False] * n
-        for k in kids.values():
-            for c in k:
-                has_parent[c] = True
         order: list[int] = []
-        depth: list[int] = []
-        seen = [False] * n
-        for r in range(n):
-            if has_parent[r] or seen[r]:
-                continue
+        roots = [r for r in range(n) if parent_of[r] < 0]
+        for r in roots:
             flags[r] |= ROOT
-            self._walk(r, kids, order, depth, seen)
-        for r in range(n):  # entries only reachable through a parentId cycle: listed last, flat
-            if not seen[r]:
-                self._walk(r, kids, order, depth, seen)
+            _walk(r, kids, order)
+        if len(order) < n:  # entries only reachable through a parentId cycle: listed last, flat
+            reached = bytearray(n)
+            for i in order:
+                reached[i] = 1
+            for r in range(n):
+                if not reached[r]:
+                    order.append(r)
+                    parent_of[r] = -1
+        # Indentation grows by one below each branch point (parents come before their children).
+        depth_of = [0] * n
+        children = self.children
+        for i in order:
+            p = parent_of[i]
+            if p >= 0:
+                depth_of[i] = depth_of[p] + (children[p] > 1)
         self.order = order
-        self.depth = depth
+        self.depth = [depth_of[i] for i in order]
         self.position = [0] * n
         for pos, i in enumerate(order):
             self.position[i] = pos
@@ -111,9 +131,8 @@ class TreeIndex:
         path = canonical_path(t, branches=False)
         self.leaf_id = path.leaf_id
         path_idx = [e.index for e in path.entries]
-        on_path = set(path_idx)
-        for i in range(n):
-            flags[i] |= PATH if i in on_path else SIDE
+        for i in path_idx:
+            flags[i] = (flags[i] & ~SIDE) | PATH
         if path_idx:
             flags[path_idx[-1]] |= LEAF
         eff = effective_path(path.entries)
@@ -128,16 +147,19 @@ class TreeIndex:
         if eff.compaction_position is not None:
             flags[path_idx[eff.compaction_position]] |= OPERATIVE
         for i, ty in enumerate(self.types):
+            if ty == "message":
+                continue
             if ty == "compaction":
                 flags[i] |= COMPACTION
             elif ty == "context_edit":
                 flags[i] |= EDIT
-            elif ty == "custom" and self.children[i] == 0 and entries[i].data.get("customType") == LEAF_MARKER_TYPE:
+            elif ty == "custom" and self.children[i] == 0 and t.entry_at(i).data.get("customType") == LEAF_MARKER_TYPE:
                 flags[i] |= LEAF_MOVE
         self.labels: dict[Any, str] = t.labels()
-        for i in range(n):
-            if entries[i].id in self.labels:
-                flags[i] |= LABELLED
+        for target in self.labels:
+            found = by_id.get(target) if isinstance(target, str) else None
+            if found is not None:
+                flags[found] |= LABELLED
         self.flags = flags
         messages = build_context(path.entries).messages
         tokens = estimate_context_tokens(messages)
@@ -150,24 +172,10 @@ class TreeIndex:
             "replaced": sum(1 for f in flags if f & REPLACED),
             "tokens": tokens.to_dict(),
             "budget": route(tokens, context_window, reserve_tokens).to_dict(),
-            "compactionId": None if eff.compaction_position is None else entries[path_idx[eff.compaction_position]].id,
+            "compactionId": None if eff.compaction_position is None else ids[path_idx[eff.compaction_position]],
         }
         self._segments = self._fold()
         self._rows_cache: dict[frozenset[int] | None, list[int]] = {}
-
-    @staticmethod
-    def _walk(root: int, kids: dict[int, list[int]], order: list[int], depth: list[int], seen: list[bool]) -> None:
-        stack = [(root, 0)]
-        while stack:
-            i, d = stack.pop()
-            if seen[i]:
-                continue
-            seen[i] = True
-            order.append(i)
-            depth.append(d)
-            k = kids.get(i, ())
-            nd = d if len(k) <= 1 else d + 1
-            stack.extend((c, nd) for c in reversed(k))
 
     def _fold(self) -> list[tuple[int, int]]:
         """``(first position, count)`` of each row when every run is folded (count 1: one entry)."""
@@ -303,6 +311,44 @@ class TreeIndex:
                     return {"id": entry_id, "pos": pos, "run": start, "row": rows.index(-(s + 1))}
                 break
         return {"id": entry_id, "pos": pos, "run": None, "row": rows.index(pos)}
+
+
+def _walk(root: int, kids: dict[int, list[int]], order: list[int]) -> None:
+    """Append the subtree of ``root`` to ``order``, depth first, oldest child first."""
+    append = order.append
+    get = kids.get
+    stack = [root]
+    while stack:
+        i = stack.pop()
+        while True:  # down a linear stretch without touching the stack
+            append(i)
+            k = get(i)
+            if k is None:
+                break
+            if len(k) == 1:
+                i = k[0]
+                continue
+            stack.extend(reversed(k))
+            break
+
+
+def _columns(t: Transcript) -> tuple[list[Any], list[Any], list[Any]]:
+    """Every entry's type, id and parent id, from the store's scan (no line is decoded).
+
+    The scan's skeletons are the transcript's own columns (the lineage tools read them the
+    same way); iterating them builds small structs in C, far cheaper than one ``Entry`` each.
+    """
+    table = getattr(t._skeletons, "table", None)
+    if table is not None and not t.migrated_from:  # the C scanner's columns, as lists at once
+        return list(table.types()), list(table.ids()), list(table.parents())
+    types: list[Any] = []
+    ids: list[Any] = []
+    parents: list[Any] = []
+    for sk in t._skeletons:
+        types.append(sk.type)
+        ids.append(sk.id)
+        parents.append(sk.parentId)
+    return types, ids, parents
 
 
 def _str(value: Any) -> str | None:

@@ -11,6 +11,8 @@ not to a bearer token.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 import threading
 from collections.abc import Callable
@@ -21,6 +23,7 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
+from kurahi.errors import KurahiError
 from kurahi.gateway.app import Plugin
 from kurahi.gateway.auth import principal_for
 from kurahi.gateway.http import HTTPError
@@ -190,9 +193,20 @@ def install(
     async def agent_sessions(agent: AgentId, s: ViewerSession = seen) -> list[dict[str, Any]]:
         return await residents_data.sessions(gateway, agent)
 
+    warming: set[asyncio.Task[None]] = set()
+
+    async def warm(agent: str, key: str) -> None:
+        with contextlib.suppress(HTTPError, KurahiError):  # the tree page reports these itself
+            await tree_of(agent, key)
+
     @app.get("/ui/api/agents/{agent}/lineage", include_in_schema=False)
     async def lineage(agent: AgentId, key: KeyQuery, s: ViewerSession = seen) -> dict[str, Any]:
-        return await residents_data.session_lineage(gateway, agent, key)
+        found = await residents_data.session_lineage(gateway, agent, key)
+        # The session page links to the tree: its index is built now, while the page is read.
+        task = asyncio.create_task(warm(agent, key))
+        warming.add(task)
+        task.add_done_callback(warming.discard)
+        return found
 
     # -- a session's tree --------------------------------------------------------------------
 

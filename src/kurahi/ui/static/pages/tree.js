@@ -92,6 +92,7 @@ export async function treePage(agent, key) {
       const page = await get(`${base}/tree?${q}&offset=${blockNo * BLOCK}&limit=${BLOCK}&expand=${enc(expandParam())}`);
       if (gen !== generation) return;
       blocks.set(blockNo, page.rows);
+      for (const li of pool) if (Math.floor(li.shows / BLOCK) === blockNo) li.shows = -1;
       if (page.total !== total) { total = page.total; sizeList(); }
       draw();
     } catch (err) {
@@ -125,13 +126,22 @@ export async function treePage(agent, key) {
       pool.push(li);
       list.append(li);
     }
+    // Each pooled node keeps the row it shows: only nodes that change rows (or whose row
+    // just arrived) are rewritten, so a frame of scrolling lays out a handful of rows, not all.
     for (let k = 0; k < pool.length; k++) {
       const li = pool[k];
-      const i = firstRow + k;
-      if (i >= lastRow) { li.hidden = true; continue; }
-      li.hidden = false;
-      li.style.transform = `translateY(${i * ROW}px)`;
+      const i = firstRow + ((k - firstRow) % pool.length + pool.length) % pool.length;
+      if (i >= lastRow) {
+        if (!li.hidden) { li.hidden = true; li.shows = -1; }
+        continue;
+      }
       const r = rowAt(i);
+      const state = r ? (r.id === selected ? 2 : 1) : 0;
+      if (li.shows === i && li.state === state && !li.hidden) continue;
+      li.hidden = false;
+      li.shows = i;
+      li.state = state;
+      li.style.transform = `translateY(${i * ROW}px)`;
       li.dataset.row = String(i);
       const btn = li.firstChild;
       if (!r) {
@@ -147,7 +157,7 @@ export async function treePage(agent, key) {
       if (r.flags.includes("context")) cls.push("ctx");
       if (r.flags.includes("side")) cls.push("side");
       if (r.flags.includes("removed")) cls.push("removed");
-      if (!r.run && r.id === selected) cls.push("selected");
+      if (state === 2) cls.push("selected");
       li.className = cls.join(" ");
       if (r.id) li.dataset.id = r.id; else delete li.dataset.id;
     }
@@ -166,6 +176,7 @@ export async function treePage(agent, key) {
     generation += 1;
     blocks = new Map();
     pending = new Set();
+    for (const li of pool) li.shows = -1;
     draw();
   }
 

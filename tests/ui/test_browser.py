@@ -159,8 +159,9 @@ def test_a_100k_entry_tree_paints_fast_scrolls_smoothly_and_opens_raw_lines(
     assert scroll["rowsInDom"] < 200 and scroll["top"] > 0
     page.shot("tree-100k-scrolled")
     page.page.evaluate("document.getElementById('tree').scrollTop = 1e9")
-    page.until("() => [...document.querySelectorAll('#tree li:not([hidden]) button')].some(b => b.textContent !== '…')")
-    page.page.locator("#tree li:not([hidden]) button").last.click()
+    last = f"#tree li[data-row='{total - 1}'] button"
+    page.until("(sel) => { const b = document.querySelector(sel); return b && b.textContent !== '…'; }", last)
+    page.page.click(last)
     page.page.wait_for_selector("#raw-line")
     raw = json.loads(page.page.inner_text("#raw-line"))
     assert isinstance(raw, dict) and "type" in raw

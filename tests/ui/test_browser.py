@@ -199,10 +199,11 @@ def test_markup_in_keys_ids_and_text_is_shown_as_text_and_never_runs(page: Watch
     page.page.click("#find")
     # The raw line is JSON: the id's quotes are escaped there, so look for its start.
     page.until("(id) => (document.querySelector('#raw-line') || {}).textContent?.includes(id)", m["ids"][0][:10])
+    scan(page, "markup-tree")
     page.goto(f"/ui/#/session/alice/{quote(MARKUP, safe='')}")  # an unknown key full of markup
     page.wait_page("error")
-    assert MARKUP in page.page.inner_text("#alert") or "no session" in page.page.inner_text("#alert")
-    scan(page, "markup-tree")
+    assert "no session with key" in page.page.inner_text("#alert") and MARKUP in page.page.inner_text("#alert")
+    scan(page, "markup-unknown-key")
     assert page.page.evaluate("window.__pwned") is None
 
 

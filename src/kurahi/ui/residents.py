@@ -14,6 +14,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
+
 from kurahi.errors import KurahiError
 from kurahi.gateway.http import HTTPError
 from kurahi.gateway.service import Gateway
@@ -144,7 +146,8 @@ async def session_lineage(gateway: Gateway, agent: str, key: str) -> dict[str, A
     if isinstance(gateway.backend, FileBackend):
         from kurahi.lineage.find import find_lineage
 
-        found = find_lineage(gateway.home.root, agent=agent, key=key).to_dict()
+        # It reads and measures every piece: off the event loop, so other requests go on.
+        found = (await run_in_threadpool(find_lineage, gateway.home.root, agent=agent, key=key)).to_dict()
         home = str(gateway.home.root)
         for piece in found.get(
             "pieces", []
@@ -155,7 +158,7 @@ async def session_lineage(gateway: Gateway, agent: str, key: str) -> dict[str, A
                     piece[field] = value[len(home) + 1 :]
         found.pop("stateDir", None)
         return {"method": "lineage find", **found}
-    return {"method": "stored headers", **_chain(rt, dict(entry))}
+    return {"method": "stored headers", "key": key, **await run_in_threadpool(_chain, rt, dict(entry))}
 
 
 def _chain(rt: Any, entry: dict[str, Any]) -> dict[str, Any]:
@@ -188,4 +191,4 @@ def _chain(rt: Any, entry: dict[str, Any]) -> dict[str, Any]:
         previous = None
         name = candidate
     pieces.reverse()
-    return {"key": None, "pieces": pieces, "boundaries": [], "notes": []}
+    return {"pieces": pieces, "boundaries": [], "notes": []}

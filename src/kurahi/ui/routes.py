@@ -201,12 +201,11 @@ def install(
 
     @app.get("/ui/api/agents/{agent}/lineage", include_in_schema=False)
     async def lineage(agent: AgentId, key: KeyQuery, s: ViewerSession = seen) -> dict[str, Any]:
-        found = await residents_data.session_lineage(gateway, agent, key)
         # The session page links to the tree: its index is built now, while the page is read.
         task = asyncio.create_task(warm(agent, key))
         warming.add(task)
         task.add_done_callback(warming.discard)
-        return found
+        return await residents_data.session_lineage(gateway, agent, key)
 
     # -- a session's tree --------------------------------------------------------------------
 

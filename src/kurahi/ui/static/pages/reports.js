@@ -44,7 +44,7 @@ export async function reportPage(name) {
       ["after", el("code", run.after.root ?? "—"), el("code", run.after.fingerprint ?? "—")],
     ]));
     node.append(table(null, ["invariant", "status", "detail"],
-      run.invariants.map((i) => [`${i.id}${i.name ? " " + i.name : ""}`, el("span", String(i.status).toUpperCase(), { class: `status-${i.status}` }), i.detail])));
+      run.invariants.map((i) => [`${i.id}${i.name ? " " + i.name : ""}`, el("span", String(i.status).toUpperCase(), { class: i.status === "pass" || i.status === "skip" ? `status-${i.status}` : "status-fail" }), i.detail])));
   }
   return { node, title: `Report ${r.name}`, page: "report" };
 }

@@ -204,7 +204,7 @@ export async function treePage(agent, key) {
     if (raw.truncated) {
       parts.push(el("p", `This line is ${raw.bytes} bytes: only its first ${raw.raw.length} characters are shown. The whole line: GET /api/agents/…/session/transcript.`, { class: "alert", id: "raw-truncated" }));
     }
-    parts.push(el("pre", raw.raw, { class: "raw", id: "raw-line" }));
+    parts.push(el("pre", raw.raw, { class: "raw", id: "raw-line", tabindex: "0", "aria-label": `raw line ${raw.line}` }));
     panel.replaceChildren(...parts);
   }
 

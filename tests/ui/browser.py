@@ -64,7 +64,7 @@ class Watched:
 
     def shot(self, name: str) -> Path:
         path = self.shots / f"{len(list(self.shots.iterdir())):02d}-{name}.png"
-        self.page.screenshot(path=str(path), full_page=False)
+        self.page.screenshot(path=str(path), full_page=True)
         return path
 
     def axe(self, name: str) -> list[dict[str, Any]]:

@@ -80,7 +80,7 @@ class TreeIndex:
         self.size = t.size
         types, ids, parents = _columns(t)
         # Children as Pi's tree links them: a parent id names the last line with that id.
-        by_id = {v: i for i, v in enumerate(ids) if type(v) is str}
+        by_id = dict(zip(ids, range(n)))  # the last line with an id wins; only string ids are looked up
         kids: dict[int, list[int]] = {}
         parent_of = [-1] * n
         get = by_id.get
@@ -124,9 +124,7 @@ class TreeIndex:
                 depth_of[i] = depth_of[p] + (children[p] > 1)
         self.order = order
         self.depth = [depth_of[i] for i in order]
-        self.position = [0] * n
-        for pos, i in enumerate(order):
-            self.position[i] = pos
+        self._position: list[int] | None = None
         # The leaf's path and what the model is sent from it.
         path = canonical_path(t, branches=False)
         self.leaf_id = path.leaf_id
@@ -146,9 +144,8 @@ class TreeIndex:
             flags[path_idx[pos]] |= INERT
         if eff.compaction_position is not None:
             flags[path_idx[eff.compaction_position]] |= OPERATIVE
-        for i, ty in enumerate(self.types):
-            if ty == "message":
-                continue
+        for i in [i for i, ty in enumerate(self.types) if ty != "message"]:
+            ty = self.types[i]
             if ty == "compaction":
                 flags[i] |= COMPACTION
             elif ty == "context_edit":
@@ -167,9 +164,9 @@ class TreeIndex:
             "leafId": self.leaf_id,
             "pathEntries": len(path_idx),
             "messages": len(messages),
-            "contextEntries": sum(1 for f in flags if f & CTX),
-            "removed": sum(1 for f in flags if f & REMOVED),
-            "replaced": sum(1 for f in flags if f & REPLACED),
+            "contextEntries": sum(1 for src in eff.sources if src.messages > 0),
+            "removed": len(eff.removed()),
+            "replaced": len(eff.replaced()),
             "tokens": tokens.to_dict(),
             "budget": route(tokens, context_window, reserve_tokens).to_dict(),
             "compactionId": None if eff.compaction_position is None else ids[path_idx[eff.compaction_position]],
@@ -200,6 +197,16 @@ class TreeIndex:
                 out.append((pos, 1))
                 pos += 1
         return out
+
+    @property
+    def position(self) -> list[int]:
+        """Tree position of each entry (by file index), made on first use."""
+        if self._position is None:
+            position = [0] * len(self.order)
+            for pos, i in enumerate(self.order):
+                position[i] = pos
+            self._position = position
+        return self._position
 
     @property
     def entries(self) -> int:

@@ -119,8 +119,15 @@ def test_every_ui_answer_carries_the_strict_policy_and_pages_hold_no_secret(view
             js = b.get(f"/ui/static/{name}").text
             assert ".innerHTML" not in js and "insertAdjacentHTML" not in js and "eval(" not in js, name
             assert not re.search(r"https?://", js), name
-        assert b.get("/ui/static/../access.py").status_code == 404
+        for probe in (
+            "/ui/static/../access.py",
+            "/ui/static/..%2f..%2fsecrets/gateway.token",
+            "/ui/static/%2e%2e/routes.py",
+        ):
+            r = b.get(probe)
+            assert r.status_code == 404 and viewer.token not in r.text, probe
         assert b.get("/ui/static/nothing.js").status_code == 404
+        assert b.get("/uix").status_code == 401  # only /ui and what is under it is the viewer's
 
 
 def test_docs_are_served_from_the_package_and_the_schema_declares_bearer(viewer) -> None:  # type: ignore[no-untyped-def]

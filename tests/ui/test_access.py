@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gateways import make_gateway_home
-from homes import MARKUP, add_big_tree, add_markup_session, sessions_dir
+from homes import MARKUP, add_big_tree, add_markup_session, add_session, sessions_dir
 from kurahi.gateway.static_files import CSP
 from kurahi.store.backends import open_backend
 from ui_server import serve_viewer
@@ -174,6 +174,32 @@ def test_a_line_too_large_is_cut_and_a_transcript_too_large_is_refused_by_name(t
         assert [row["id"] for row in tree["rows"]][:4] == found["ids"]
         raw = b.get("/ui/api/agents/alice/entry", params={"key": found["key"], "id": found["ids"][2]}).json()
         assert raw["truncated"] is True and raw["bytes"] > 1024 * 1024 and len(raw["raw"]) == 256 * 1024
+
+
+def test_a_transcript_whose_parents_loop_is_refused_by_name(viewer) -> None:  # type: ignore[no-untyped-def]
+    lines = [
+        {"type": "session", "version": 3, "id": "loop", "timestamp": "2026-11-01T08:00:00.000Z", "cwd": "/w"},
+        {"type": "message", "id": "a", "parentId": "b", "timestamp": "2026-11-01T08:00:01.000Z",
+         "message": {"role": "user", "content": "hi", "timestamp": 1}},
+        {"type": "message", "id": "b", "parentId": "a", "timestamp": "2026-11-01T08:00:02.000Z",
+         "message": {"role": "user", "content": "ho", "timestamp": 2}},
+    ]  # fmt: skip
+    path = sessions_dir(viewer.home) / "loop.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    add_session(viewer.home, "agent:alice:loop", path)
+    with viewer.client() as b:
+        viewer.login(b)
+        r = b.get("/ui/api/agents/alice/tree", params={"key": "agent:alice:loop"})
+        assert r.status_code == 422 and r.json()["error"]["code"] == "unreadable_transcript"
+        assert "cycle" in r.json()["error"]["message"].lower() or "loop" in r.json()["error"]["message"].lower()
+    # An id that is an array: not a parent of anything, shown, never a traceback.
+    odd = [lines[0], {**lines[1], "parentId": None}, {**lines[2], "id": [1, 2], "parentId": "a"}]
+    path.write_text("".join(json.dumps(x) + "\n" for x in odd))
+    with viewer.client() as b:
+        viewer.login(b)
+        r = b.get("/ui/api/agents/alice/tree", params={"key": "agent:alice:loop", "expand": "all"})
+        assert r.status_code == 200, r.text
+        assert [row["id"] for row in r.json()["rows"]] == ["a", "[1, 2]"]
 
 
 def test_symlinked_reports_and_repairs_are_not_followed(viewer, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

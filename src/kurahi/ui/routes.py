@@ -228,9 +228,17 @@ def install(
         _, profile = rt.provider()
 
         def build() -> TreeIndex:
-            return TreeIndex(rt.store.transcripts.read(name), context_window=profile.context_window)
+            t = rt.store.transcripts.read(name)
+            try:
+                return TreeIndex(t, context_window=profile.context_window)
+            except BaseException:
+                t.close()
+                raise
 
-        return await run_in_threadpool(trees.get, (agent, name), info.size, build)
+        try:
+            return await run_in_threadpool(trees.get, (agent, name), info.size, build)
+        except KurahiError as exc:  # a transcript that cannot be projected: say why, as the CLI would
+            raise HTTPError(422, "unreadable_transcript", f"the session {key!r} cannot be shown: {exc}") from exc
 
     @app.get("/ui/api/agents/{agent}/tree", include_in_schema=False)
     async def tree(

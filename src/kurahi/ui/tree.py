@@ -80,7 +80,10 @@ class TreeIndex:
         self.size = t.size
         types, ids, parents = _columns(t)
         # Children as Pi's tree links them: a parent id names the last line with that id.
-        by_id = dict(zip(ids, range(n)))  # the last line with an id wins; only string ids are looked up
+        try:
+            by_id = dict(zip(ids, range(n), strict=True))  # the last line with an id wins
+        except TypeError:  # an id that is a JSON array or object: only string ids can be parents
+            by_id = {v: i for i, v in enumerate(ids) if type(v) is str}
         kids: dict[int, list[int]] = {}
         parent_of = [-1] * n
         get = by_id.get
@@ -282,7 +285,7 @@ class TreeIndex:
         if isinstance(msg, dict):
             role = msg.get("role")
             row["role"] = role if isinstance(role, str) else None
-        label = self.labels.get(e.id)
+        label = self.labels.get(e.id) if type(e.id) is str else None  # an id may be any JSON value
         if label is not None:
             row["label"] = _str(label)
         row["preview"] = _preview(self.types[i], data)

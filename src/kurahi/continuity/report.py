@@ -33,6 +33,7 @@ __all__ = [
     "badge_line",
     "finish_report",
     "markdown",
+    "parse_report",
     "read_report",
     "summarize",
     "verify_report",
@@ -115,22 +116,31 @@ def read_report(path: Path) -> dict[str, Any]:
         data = path.read_bytes()
     except OSError as exc:
         raise ContinuityError(f"{path}: cannot read: {exc.strerror}") from exc
+    return parse_report(data, str(path))
+
+
+def parse_report(data: bytes, where: str) -> dict[str, Any]:
+    """A report from its bytes (``where`` names it in messages); see :func:`read_report`.
+
+    Raises:
+        ContinuityError: not JSON, not canonical, or not this suite's version.
+    """
     try:
         report = json.loads(data)
     except ValueError as exc:
-        raise ContinuityError(f"{path}: not JSON (truncated or edited?): {exc}") from exc
+        raise ContinuityError(f"{where}: not JSON (truncated or edited?): {exc}") from exc
     except RecursionError as exc:
-        raise ContinuityError(f"{path}: not usable JSON: nested too deeply") from exc
+        raise ContinuityError(f"{where}: not usable JSON: nested too deeply") from exc
     if not isinstance(report, dict) or not isinstance(report.get("body"), dict):
-        raise ContinuityError(f"{path}: not a continuity report")
+        raise ContinuityError(f"{where}: not a continuity report")
     body = report["body"]
     if body.get("suite") != SUITE or body.get("version") != VERSION:
         raise ContinuityError(
-            f"{path}: a report of suite {body.get('suite')!r} version {body.get('version')!r}; "
+            f"{where}: a report of suite {body.get('suite')!r} version {body.get('version')!r}; "
             f"this is {SUITE} version {VERSION}"
         )
     if data.rstrip(b"\n") != canonical_json(report):
-        raise ContinuityError(f"{path}: not in canonical form (the file was edited)")
+        raise ContinuityError(f"{where}: not in canonical form (the file was edited)")
     return report
 
 

@@ -22,6 +22,7 @@ from kurahi import __version__
 from kurahi.errors import AuditNotFoundError, KurahiError
 from kurahi.gateway import models as m
 from kurahi.gateway.auth import AuthMiddleware, Principal, require
+from kurahi.gateway.docs_page import install_docs
 from kurahi.gateway.http import HTTPError, error_response, from_kurahi
 from kurahi.gateway.limits import SizeLimitMiddleware
 from kurahi.gateway.service import Gateway
@@ -77,10 +78,12 @@ def create_app(
         version=__version__,
         lifespan=lifespan,
         responses=_ERRORS,
-        docs_url="/docs",
+        docs_url=None,  # FastAPI's page loads Swagger UI from a CDN: blank offline (see docs_page)
         redoc_url=None,
     )
-    app.add_middleware(AuthMiddleware, owner_token=gateway.owner_token, devices=gateway.devices)
+    delegated: set[str] = set()
+    app.state.auth_delegated = delegated  # plugins that guard their own paths add prefixes here
+    app.add_middleware(AuthMiddleware, owner_token=gateway.owner_token, devices=gateway.devices, delegated=delegated)
     app.add_middleware(SizeLimitMiddleware, max_body=max_body)
 
     @app.exception_handler(HTTPError)
@@ -371,6 +374,7 @@ def create_app(
             out["isAncestor"] = gateway.audit.is_ancestor(seq)
         return out
 
+    install_docs(app)
     for plugin in plugins:
         plugin(app, gateway)
     return app

@@ -86,7 +86,9 @@ def test_attached_run_on_a_separate_gateway_passes_and_verifies(
     assert before["pid"] == after["pid"] == proc.pid and before["bootId"] == after["bootId"]
     assert after["generation"] == before["generation"] + 1
     assert restart["after"]["manifest"]["gateway"]["generation"] == after["generation"]
-    assert "interrupted" in _run(restart, "C4")["detail"]  # the slow job was cut by the restart, and says so
+    # The slow job was cut by the restart and says so, or ended within the restart's grace.
+    c4 = _run(restart, "C4")
+    assert c4["status"] == "pass" and ("interrupted" in c4["detail"] or "finished" in c4["detail"]), c4
     assert _run(runs["model-swap"], "C9")["status"] == "pass"
     assert _run(runs["model-swap"], "C2")["detail"].endswith("recall 10/10 (threshold 80%)")
     assert proc.poll() is None  # still the gateway the owner started

@@ -43,6 +43,7 @@ COMMANDS = {
     "init": "kurahi.cli.gateway:init_command",
     "chat": "kurahi.cli.gateway:chat_command",
     "demo": "kurahi.cli.demo:demo",
+    "doctor": "kurahi.cli.doctor:doctor_command",
 }
 """Top-level command name -> ``module:function``."""
 

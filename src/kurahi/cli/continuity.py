@@ -48,6 +48,10 @@ def run_command(
     Exit 0 when the verdict is PASS, 1 when an invariant failed. Attached mode (without
     --throwaway) uses the gateway running on KOLO_HOME and its owner token; never a flag.
     """
+    from kurahi.extras import require
+
+    with translate_errors():
+        require("gateway", "kurahi continuity run")
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from kurahi.continuity.report import write_report

@@ -91,6 +91,10 @@ def run_command(
     The port goes into run/gateway.lock ({"pid", "port", "startedAt"}), where clients find
     it. A second gateway on the same home refuses (exit 5).
     """
+    from kurahi.extras import require
+
+    with translate_errors():
+        require("gateway", "kurahi gateway run")
     from kurahi.continuity.api import install as continuity_api
     from kurahi.gateway.server import serve
     from kurahi.store.backends import open_backend, url_has_password
@@ -240,6 +244,10 @@ def chat_command(
     KOLO_GATEWAY_TOKEN or secrets/gateway.token. Exits 0 only once the reply has been
     received, that is, once the turn is acknowledged and durable.
     """
+    from kurahi.extras import require
+
+    with translate_errors():
+        require("gateway", "kurahi chat", ("httpx",))
     from kurahi.gateway.client import GatewayClient
 
     with translate_errors():

@@ -91,33 +91,35 @@ def provenance_cmd(
 
 
 def _print(report: ProvenanceReport) -> None:
-    from rich.markup import escape
-    from rich.table import Table
+    from kurahi.cli.output import say, table
 
-    cue = escape(", ".join(map(str, report.cue_ids)) or "-")
-    console.print(
-        f"reply [cyan]{escape(report.reply_id)}[/] in {escape(report.transcript)}: cue {cue}, "
-        f"{report.tool_calls} tool call(s), {report.reads} read(s), {report.context_messages} context message(s)"
-        + (f", compaction {escape(str(report.compaction_id))}" if report.compaction_id else "")
+    cue = ", ".join(map(str, report.cue_ids)) or "-"
+    say(
+        "reply ",
+        (report.reply_id, "cyan"),
+        f" in {report.transcript}: cue {cue}, {report.tool_calls} tool call(s), {report.reads} read(s), "
+        f"{report.context_messages} context message(s)"
+        + (f", compaction {report.compaction_id}" if report.compaction_id else ""),
     )
-    table = Table(header_style="bold")
-    for col in ("phrase", "verdict", "cue", "tool", "context", "workspace", "elsewhere", "reasons"):
-        table.add_column(col, no_wrap=col == "verdict")
+    rows = []
     for p in report.phrases:
         c = p.counts
-        table.add_row(
-            escape(p.phrase),
-            p.verdict,
-            str(c.get("cue", 0)),
-            str(c.get("tool", 0)),
-            str(c.get("context", 0)),
-            str(c.get("workspace", 0) + c.get("memory", 0)),
-            str(c.get("transcript", 0) + c.get("other-transcript", 0)),
-            escape("; ".join(p.reasons)),
+        rows.append(
+            [
+                p.phrase,
+                p.verdict,
+                str(c.get("cue", 0)),
+                str(c.get("tool", 0)),
+                str(c.get("context", 0)),
+                str(c.get("workspace", 0) + c.get("memory", 0)),
+                str(c.get("transcript", 0) + c.get("other-transcript", 0)),
+                "; ".join(p.reasons),
+            ]
         )
-    console.print(table)
+    headers = ["phrase", "verdict", "cue", "tool", "context", "workspace", "elsewhere", "reasons"]
+    table(headers, rows, right=(2, 3, 4, 5, 6), keys=range(1, 7))
     if report.skipped_files:
-        console.print(f"skipped: {escape(', '.join(report.skipped_files))}")
+        say(f"skipped: {', '.join(report.skipped_files)}")
 
 
 @app.command("packet")

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kurahi.cli.common import EXIT, console, err_console, fail, print_json, translate_errors
+from kurahi.cli.common import EXIT, console, err_console, fail, print_json, stdin_files, translate_errors
 
 __all__ = ["app"]
 
@@ -99,6 +99,7 @@ def run_command(
 
 
 @app.command("verify")
+@stdin_files("report")
 def verify_command(
     report: Annotated[Path, typer.Argument(help="continuity-report.json")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -120,6 +121,7 @@ def verify_command(
 
 
 @app.command("badge")
+@stdin_files("report")
 def badge_command(report: Annotated[Path, typer.Argument(help="continuity-report.json")]) -> None:
     """Print the badge; UNVERIFIED is appended when the report does not recompute."""
     from kurahi.continuity.report import read_report, verify_report

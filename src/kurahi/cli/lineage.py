@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from kurahi.cli.common import print_json, translate_errors
+from kurahi.cli.common import print_json, stdin_files, translate_errors
 from kurahi.cli.lineage_draw import draw_cmd
 from kurahi.cli.lineage_find import find_cmd
 from kurahi.cli.lineage_run import run_check, run_stitch
@@ -15,10 +15,11 @@ __all__ = ["app"]
 
 app = typer.Typer(help="Find, trace, stitch and check the pieces of one history.", no_args_is_help=True)
 app.command("find")(find_cmd)
-app.command("draw")(draw_cmd)
+app.command("draw")(stdin_files("files")(draw_cmd))
 
 
 @app.command("path")
+@stdin_files("file")
 def path_cmd(
     file: Path = typer.Argument(..., help="A transcript (.jsonl).", show_default=False),
     leaf: str | None = typer.Option(None, "--leaf", help="Trace from this entry instead of Pi's leaf."),
@@ -52,6 +53,7 @@ def path_cmd(
 
 
 @app.command("stitch")
+@stdin_files("before", "after")
 def stitch_cmd(
     before: Path = typer.Argument(
         ...,
@@ -98,6 +100,7 @@ def _source(path: Path) -> Path | str:
 
 
 @app.command("check")
+@stdin_files("file")
 def check_cmd(
     file: Path = typer.Argument(
         ...,

@@ -17,6 +17,7 @@ from kurahi.cli.common import (
     err_console,
     fail,
     print_json,
+    stdin_files,
     translate_errors,
     warn,
 )
@@ -61,6 +62,7 @@ def _text_of(message: Any) -> str:
 
 
 @app.command("context")
+@stdin_files("file")
 def context(
     file: Path = FileArg,
     leaf: str | None = typer.Option(None, "--leaf", help="Project from this entry id instead of Pi's leaf."),
@@ -124,6 +126,7 @@ def context(
 
 
 @app.command("stats")
+@stdin_files("file")
 def stats(
     file: Path = FileArg,
     as_json: bool = typer.Option(False, "--json", help="Print the stats as JSON."),
@@ -245,6 +248,7 @@ def elide(
 
 
 @app.command("tree")
+@stdin_files("file")
 def tree(
     file: Path = FileArg,
     full: bool = typer.Option(False, "--full", help="Show every entry instead of collapsing linear runs."),

@@ -126,7 +126,7 @@ def _run() -> None:
         if code is not None:
             _exit_at_once(code)
     if os.environ.get("_KURAHI_COMPLETE"):  # the shell asks for completions (`kurahi completion SHELL`)
-        from typer.completion import completion_init
+        from typer._completion_classes import completion_init
 
         completion_init()
     first = sys.argv[1] if len(sys.argv) > 1 else None

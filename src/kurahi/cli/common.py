@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import codecs
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from kurahi.errors import (
     CatalogCorruptError,
@@ -41,6 +41,9 @@ __all__ = [
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
 
 
 class LazyConsole:
@@ -260,7 +263,7 @@ def readable(path: Any) -> Iterator[Any]:
             _STDIN_COPIES.pop(str(copy), None)
 
 
-def stdin_files(*names: str) -> Any:
+def stdin_files(*names: str) -> Callable[[_Command], _Command]:
     """Decorate a command so its parameters ``names`` (a path or a list of paths) take ``-`` for stdin.
 
     See :func:`readable`. The signature is kept (``functools.wraps``), so Typer sees the
@@ -269,7 +272,7 @@ def stdin_files(*names: str) -> Any:
     import functools
     from contextlib import ExitStack
 
-    def decorate(command: Any) -> Any:
+    def decorate(command: _Command) -> _Command:
         @functools.wraps(command)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             with ExitStack() as stack:
@@ -281,6 +284,6 @@ def stdin_files(*names: str) -> Any:
                         kwargs[name] = stack.enter_context(readable(value))
                 return command(*args, **kwargs)
 
-        return wrapper
+        return cast("_Command", wrapper)
 
     return decorate

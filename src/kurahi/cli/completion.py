@@ -23,7 +23,9 @@ def completion_command(
     Load it in the current shell with `eval "$(kurahi completion bash)"` (zsh likewise;
     fish: `kurahi completion fish | source`), or add that line to the shell's startup file.
     """
-    from typer.completion import Shells, completion_init, get_completion_script
+    # typer's own completion (typer is pinned below 0.29); its public module does not re-export these names.
+    from typer._completion_classes import completion_init
+    from typer._completion_shared import Shells, get_completion_script
 
     names = [s.value for s in Shells]
     if shell not in names:

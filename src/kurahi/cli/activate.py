@@ -148,8 +148,11 @@ def plan_cmd(
     """
     from kurahi.lifecycle.activation import plan_activation
 
+    if not candidate.is_file():
+        fail(f"{candidate}: no such file", EXIT.NOT_FOUND)
+    root = _root(home)
     with _errors():
-        pkg = plan_activation(_root(home), agent, key or f"agent:{agent}:main", candidate, out, markers=marker or [])
+        pkg = plan_activation(root, agent, key or f"agent:{agent}:main", candidate, out, markers=marker or [])
     plan = pkg.plan
     if as_json:
         print_json({"package": str(pkg.root), "plan": _plan_dict(pkg)})

@@ -12,6 +12,7 @@ from kurahi.errors import (
     CatalogCorruptError,
     CheckError,
     ConfigError,
+    EntryNotFoundError,
     GatewayUnavailableError,
     KurahiError,
     LockHeldError,
@@ -143,7 +144,7 @@ def translate_errors() -> Iterator[None]:
         fail(str(exc), EXIT.INVALID)
     except (NotASessionError, CatalogCorruptError, ConfigError, SecretFileError, CheckError) as exc:
         fail(str(exc), EXIT.INVALID)
-    except (TranscriptReadError, UnknownAgentError, GatewayUnavailableError) as exc:
+    except (TranscriptReadError, UnknownAgentError, GatewayUnavailableError, EntryNotFoundError) as exc:
         fail(str(exc), EXIT.NOT_FOUND)
     except LockHeldError as exc:
         fail(str(exc), EXIT.BUSY)

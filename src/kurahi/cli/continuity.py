@@ -107,6 +107,8 @@ def verify_command(
     """Recompute every hash, root, signature and score in a report; name the first mismatch (exit 1)."""
     from kurahi.continuity.report import read_report, verify_report
 
+    if not report.is_file():
+        fail(f"{report}: no such file", EXIT.NOT_FOUND)
     with translate_errors():
         data = read_report(report)
     result = verify_report(data, check_manifest=_checker())
@@ -126,6 +128,8 @@ def badge_command(report: Annotated[Path, typer.Argument(help="continuity-report
     """Print the badge; UNVERIFIED is appended when the report does not recompute."""
     from kurahi.continuity.report import read_report, verify_report
 
+    if not report.is_file():
+        fail(f"{report}: no such file", EXIT.NOT_FOUND)
     try:
         data = read_report(report)
     except Exception as exc:

@@ -29,12 +29,14 @@ _EXIT_OF_KIND = {"usage": EXIT.USAGE, "not-found": EXIT.NOT_FOUND, "invalid": EX
 
 def _home_sources(home: Path, agent: str, key: str) -> tuple[Path, Path, list[Path]]:
     """The transcript, workspace and other transcripts of a catalog key in a Kurahi home."""
+    from kurahi.cli.home import home_root
     from kurahi.errors import ProvenanceError
     from kurahi.resident.home import Home
     from kurahi.store.backend import transcript_name
     from kurahi.store.file_backend import FileBackend
 
     # Provenance reads files (transcripts and the workspace), so it works on the file backend.
+    home = home_root(home)
     paths = Home.at(home).agent(agent, must_exist=True)
     store = FileBackend(home).agent(agent)
     entry = store.catalog.get(key)
@@ -141,6 +143,11 @@ def packet_cmd(
     from kurahi.lineage.packet import first_replies, write_packet
     from kurahi.lineage.provenance import provenance
 
+    for given in [*source, reconstruction, live]:
+        if given is not None and not given.exists():
+            fail(f"{given}: no such file", EXIT.NOT_FOUND)
+    if activation is not None and not activation.is_dir():
+        fail(f"{activation}: no such directory", EXIT.NOT_FOUND)
     with translate_errors():
         reports = []
         if live is not None and phrase:
@@ -176,6 +183,8 @@ def verify_cmd(
     """Re-check a packet: every file against SHA256SUMS, nothing unlisted, copies against their originals' hashes."""
     from kurahi.lineage.packet import verify_packet
 
+    if not folder.is_dir():
+        fail(f"{folder}: no such directory", EXIT.NOT_FOUND)
     with translate_errors():
         result = verify_packet(folder)
     if as_json:

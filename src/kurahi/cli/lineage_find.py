@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from kurahi.cli.common import print_json, translate_errors
+from kurahi.cli.common import EXIT, fail, print_json, translate_errors
 from kurahi.errors import UsageError
 
 if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
@@ -130,6 +130,8 @@ def find_cmd(
     """
     from kurahi.lineage.find import find_lineage
 
+    if not state_dir.is_dir():
+        fail(f"{state_dir}: no such directory (expected a Kurahi home or an OpenClaw state directory)", EXIT.NOT_FOUND)
     with translate_errors():
         lineage = find_lineage(state_dir, agent=agent, key=key)
         exported = _export(lineage, state_dir, export) if export is not None else []

@@ -116,14 +116,14 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Case], dict[st
         ),
         Case(
             "lineage stitch",
-            ["lineage", "stitch", str(a), str(b), "--out", str(t / "C.jsonl"), "--force"],
+            ["lineage", "stitch", str(a), str(b), "--out", "{out}/C.jsonl", "--force"],
             ["source", "role", "entries"],
             [],
         ),
         Case(
             "evidence provenance",
-            ["evidence", "provenance", "--transcript", fixture, "--auto"],
-            ["phrase", "verdict"],
+            ["evidence", "provenance", "--transcript", fixture, "--phrase", "mulch", "--auto"],
+            ["phrase", "verdict", "cue", "tool", "context", "workspace", "elsewhere", "reasons"],
             [],
         ),
         Case(
@@ -138,7 +138,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Case], dict[st
                 "--candidate",
                 str(act.candidate),
                 "--out",
-                str(t / "pkg"),
+                "{out}/pkg",
                 "--marker",
                 "LATE",
             ],
@@ -183,8 +183,7 @@ def test_in_a_pipe_plain_columns_every_header_and_whole_ids(
     name: str, cases: tuple[list[Case], dict[str, str]], tmp_path: Path
 ) -> None:
     case = _case(cases, name)
-    argv = [a if not a.endswith("C.jsonl") else str(tmp_path / "C.jsonl") for a in case.argv]
-    argv = [a if not a.endswith("/pkg") else str(tmp_path / "pkg") for a in argv]
+    argv = [a.replace("{out}", str(tmp_path)) for a in case.argv]
     text = _run(argv, cases[1])
     assert "\x1b[" not in text and "─" not in text and "━" not in text
     lines = text.splitlines()
@@ -201,8 +200,7 @@ def test_on_an_80_column_terminal_nothing_wraps_and_every_column_shows(
     name: str, cases: tuple[list[Case], dict[str, str]], tmp_path: Path
 ) -> None:
     case = _case(cases, name)
-    argv = [a if not a.endswith("C.jsonl") else str(tmp_path / "C.jsonl") for a in case.argv]
-    argv = [a if not a.endswith("/pkg") else str(tmp_path / "pkg") for a in argv]
+    argv = [a.replace("{out}", str(tmp_path)) for a in case.argv]
     env = {**cases[1], "COLUMNS": "80", "LINES": "50", "TERM": "xterm-256color"}
     cmd = shlex.join([*KURAHI, *argv]) + "; echo EXIT=$?"
     out = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True, text=True, env=env, timeout=120)

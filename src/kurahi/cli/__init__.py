@@ -130,7 +130,10 @@ def _run() -> None:
 
         completion_init()
     first = sys.argv[1] if len(sys.argv) > 1 else None
-    build_app(first if first in GROUPS or first in COMMANDS else None)()
+    # The name fixed, so usage lines and the completion variable are the same however it was started.
+    build_app(first if first in GROUPS or first in COMMANDS else None)(
+        prog_name="kurahi", complete_var="_KURAHI_COMPLETE"
+    )
 
 
 def _exit_at_once(code: int) -> None:

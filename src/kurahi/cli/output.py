@@ -52,14 +52,21 @@ def say(*parts: Part) -> None:
         return
     from rich.text import Text
 
-    console.print(Text.assemble(*parts), soft_wrap=True)
+    # On a terminal a long line wraps between words (a path stays whole when it fits a line).
+    console.print(Text.assemble(*parts, overflow="fold"))
 
 
 def fields(pairs: Sequence[tuple[str, Part]]) -> None:
     """Print ``name  value`` lines with the names aligned (a record, such as ``session stats``)."""
     width = max((len(name) for name, _ in pairs), default=0)
+    room = console.get().width if _styled() else None
     for name, value in pairs:
-        say((name.ljust(width), "bold"), "  ", value)
+        if room is not None and width + 2 + len(_text(value)) > room:
+            # Too long beside its name on this terminal: on a line of its own, so a long id stays whole.
+            say((name, "bold"))
+            say("  ", value)
+        else:
+            say((name.ljust(width), "bold"), "  ", value)
 
 
 def table(
@@ -135,18 +142,19 @@ def _rich(
     from rich.text import Text
 
     t = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    longest = [max([len(h), *(len(_text(row[i])) for row in rows)]) for i, h in enumerate(headers)]
+    least = [n if i in keys else min(n, max(_TEXT_MIN, len(headers[i]))) for i, n in enumerate(longest)]
+    # A cut column never wraps, so rich cannot narrow it to make room: it gets what the others leave.
+    spare = console.get().width - 3 * (len(headers) - 1) - sum(n for i, n in enumerate(least) if i not in cut)
+    cut_width = max(_TEXT_MIN, spare // max(1, len(cut)))
     for i, h in enumerate(headers):
-        longest = max([len(h), *(len(_text(row[i])) for row in rows)])
+        justify = "right" if i in right else "left"
         if i in keys:
-            t.add_column(h, justify="right" if i in right else "left", no_wrap=True, min_width=longest)
+            t.add_column(h, justify=justify, no_wrap=True, min_width=longest[i])
+        elif i in cut:
+            t.add_column(h, justify=justify, overflow="ellipsis", no_wrap=True, max_width=cut_width)
         else:
-            t.add_column(
-                h,
-                justify="right" if i in right else "left",
-                overflow="ellipsis" if i in cut else "fold",
-                no_wrap=i in cut,
-                min_width=min(longest, max(_TEXT_MIN, len(h))),
-            )
+            t.add_column(h, justify=justify, overflow="fold", min_width=least[i])
     for row in rows:
         t.add_row(*(Text(c) if isinstance(c, str) else Text(c[0], style=c[1]) for c in row))
     console.print(t)

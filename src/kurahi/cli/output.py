@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from typing import Literal
 
 from kurahi.cli.common import console
 
@@ -148,7 +149,7 @@ def _rich(
     spare = console.get().width - 3 * (len(headers) - 1) - sum(n for i, n in enumerate(least) if i not in cut)
     cut_width = max(_TEXT_MIN, spare // max(1, len(cut)))
     for i, h in enumerate(headers):
-        justify = "right" if i in right else "left"
+        justify: Literal["left", "right"] = "right" if i in right else "left"
         if i in keys:
             t.add_column(h, justify=justify, no_wrap=True, min_width=longest[i])
         elif i in cut:

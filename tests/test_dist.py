@@ -103,9 +103,15 @@ def assert_core_works(venv: Path, home: Path) -> None:
     stats = run(venv, "session", "stats", str(FIXTURE), "--json", home=home)
     assert stats.returncode == 0, stats.stderr
     # A gateway command names the extra to install instead of a traceback.
-    gw = run(venv, "gateway", "run", "--home", str(home), home=home)
-    assert gw.returncode == 1 and "pip install 'kurahi[gateway]'" in gw.stderr, gw.stderr
-    assert "Traceback" not in gw.stderr
+    commands = (
+        ["gateway", "run", "--home", str(home)],
+        ["chat", "--home", str(home), "hi"],
+        ["continuity", "run", "--throwaway", "--out", str(home / "out")],
+    )
+    for args in commands:
+        gw = run(venv, *args, home=home)
+        assert gw.returncode == 1 and "pip install 'kurahi[gateway]'" in gw.stderr, (args, gw.stderr)
+        assert "Traceback" not in gw.stderr
 
 
 @pytest.fixture(scope="module")

@@ -145,6 +145,18 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Case], dict[st
             ["part", "file", "sha256", "marker", "in context"],
             [act.key],
         ),
+        Case(
+            "lineage check",
+            ["lineage", "check", fixture, "--marker", "mulch"],
+            ["marker", "system prompt", "reserve", "tokens", "threshold", "headroom", "route"],
+            [],
+        ),
+        Case(
+            "store copy",
+            ["store", "copy", "--from", f"file:{home}", "--to", "file:{out}/copy"],
+            ["agent", "transcripts", "bytes", "catalog entries", "records"],
+            [],
+        ),
         Case("doctor", ["doctor"], [], []),
     ]
     return out, env
@@ -170,6 +182,8 @@ NAMES = [
     "lineage stitch",
     "evidence provenance",
     "activate plan",
+    "lineage check",
+    "store copy",
     "doctor",
 ]
 

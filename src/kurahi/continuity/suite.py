@@ -112,7 +112,7 @@ class _Ctx:
     # -- the gateway process (throwaway) ----------------------------------------------------
 
     def start(self) -> None:
-        env = {**os.environ, "KOLO_HOME": str(self.home.root)}
+        env = {**os.environ, "KOLO_HOME": str(self.home.root), "KURAHI_HOME": str(self.home.root)}
         env.pop(TOKEN_ENV, None)
         port = os.environ.get("KOLO_SMOKE_PORT", "0")
         log = (self.home.root / "run" / "gateway.log").open("ab")

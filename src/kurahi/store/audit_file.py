@@ -152,7 +152,7 @@ class AuditChain(AuditLog):
         if parent.is_dir():
             return
         try:
-            parent.mkdir(parents=True, exist_ok=True)
+            fsio.make_dirs(parent)  # durable: a power cut must not take the new chain's folder
             parent.chmod(0o700)
         except OSError as exc:
             raise AuditWriteError(f"cannot create the audit directory: {exc.strerror}", path=parent) from exc

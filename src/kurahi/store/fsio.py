@@ -14,7 +14,16 @@ from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
-__all__ = ["FsyncPolicy", "Ops", "append_durably", "atomic_write", "file_sha256", "fsync_dir", "ops"]
+__all__ = [
+    "FsyncPolicy",
+    "Ops",
+    "append_durably",
+    "atomic_write",
+    "file_sha256",
+    "fsync_dir",
+    "make_dirs",
+    "ops",
+]
 
 
 class FsyncPolicy(StrEnum):
@@ -55,6 +64,29 @@ def fsync_dir(directory: str | os.PathLike[str]) -> None:
         ops.fsync(fd)
     finally:
         os.close(fd)
+
+
+def make_dirs(directory: str | os.PathLike[str], mode: int = 0o700) -> None:
+    """Make ``directory`` and its missing parents so that they survive a power loss.
+
+    ``mkdir`` is a change to the parent directory: until the parent is fsynced, a power cut may
+    take the new directory, and every file durably written inside it, away. Each directory made
+    here is fsynced, and so is its parent.
+    """
+    target = Path(directory)
+    missing: list[Path] = []
+    while not target.is_dir():
+        missing.append(target)
+        if target.parent == target:  # pragma: no cover - the root always exists
+            break
+        target = target.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, mode)
+        except FileExistsError:
+            if not d.is_dir():
+                raise
+        fsync_dir(d.parent)
 
 
 def write_all(fd: int, data: bytes) -> None:

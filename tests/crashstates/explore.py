@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,19 +57,22 @@ def explore(
     rec = recording or record(name, work / f"rec-{name}-{drop or 'clean'}", drop=drop, seed=seed)
     resolve(rec)  # fails early on an unmodelled trace
     res = Result(name, model, op_counts(rec))
-    scratch = Path(tempfile.mkdtemp(prefix="state-", dir=work))
+    # Each state is replayed where the run's directory was (some files name their path); the
+    # directory the run left is kept aside.
+    where = Path(rec.root)
+    if where.exists():
+        where.rename(where.with_name(where.name + ".live"))
     try:
-        for n, state in enumerate(generate(rec, model, budget=budget, seed=seed, tears=tears)):
-            where = scratch / str(n)
+        for state in generate(rec, model, budget=budget, seed=seed, tears=tears):
             where.mkdir()
             materialize(state.tree, where)
             problems = proto.check(where, list(state.acks), rec.info)
             res.states += 1
-            shutil.rmtree(where, ignore_errors=True)
+            shutil.rmtree(where)
             if problems:
                 res.violations.append((state.point, state.acks, problems))
                 if stop_at_first:
                     break
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(where, ignore_errors=True)
     return res

@@ -71,6 +71,9 @@ class Recording:
     """Labels of the acknowledged operations, in order (each is also an ``ack`` op)."""
     info: dict[str, Any] = field(default_factory=dict)
     """What the protocol's run wrote for its checker (``info.json``)."""
+    root: str = ""
+    """Where the run's directory was: crash states are replayed at the same path, since some
+    files name it (an activation package is bound to its home)."""
 
 
 class TraceError(Exception):
@@ -298,11 +301,33 @@ class _Parser:
             rel = self.rel(path)
             if rel is not None:
                 self.emit(Op("mkdir", rel))
+        elif name == "sendfile" and "<" in args[0] and self.rel(_fd_arg(args[0])[1]) is not None:
+            self._sendfile(args, ret)
         elif name in ("sendfile", "copy_file_range", "writev", "pwritev", "pwritev2", "truncate", "symlink", "symlinkat"):
             touched = [a for a in args if "<" in a and self.rel(_fd_arg(a)[1]) is not None]
             touched += [a for a in args if a.startswith('"') and self.rel(_path_arg(a, "/")) is not None]
             if touched:
                 raise TraceError(f"{name} on the studied directory is not modelled: {touched[0]}")
+
+
+    def _sendfile(self, args: list[str], ret: int) -> None:
+        # shutil copies with sendfile: the bytes are the source's, read from the snapshot (a
+        # source under the directory) or from the disk (a source outside it, left unchanged).
+        fd, _ = _fd_arg(args[0])
+        f = self.fds.get(fd)
+        src = _fd_arg(args[1])[1]
+        m = re.match(r"\[(\d+)\]", args[2])
+        if f is None or not m:
+            raise TraceError(f"sendfile into the studied directory without a known offset: {args[:3]}")
+        rel = self.rel(src)
+        content = self.rec.files[rel] if rel is not None else Path(src).read_bytes()
+        start = int(m.group(1))
+        data = content[start : start + ret]
+        size = self.sizes.get(f.path, 0)
+        off = size if f.append else f.pos
+        f.pos = off + len(data)
+        self.emit(Op("write", f.path, offset=off, data=data, fd=fd))
+        self.sizes[f.path] = max(size, off + len(data))
 
 
 def parse(trace_text: str, root: Path, marks: Path, rec: Recording) -> None:
@@ -356,6 +381,7 @@ def record(protocol: str, work: Path, *, drop: str = "", seed: int = 0) -> Recor
         fds={int(k): v for k, v in begin["fds"].items()},
         acks=info.pop("acks"),
         info=info,
+        root=str(root),
     )
     parse(log.read_text(), root, marks, rec)
     return rec

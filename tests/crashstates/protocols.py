@@ -515,3 +515,8 @@ PROTOCOLS: dict[str, Protocol] = {
 def dump_info(info: dict[str, Any]) -> str:
     """The run's info as JSON (live objects dropped)."""
     return json.dumps({k: v for k, v in info.items() if isinstance(v, str | int | list | dict)})
+
+
+from protocols_wide import WIDE  # noqa: E402  (it builds on the names above)
+
+PROTOCOLS.update((p.name, p) for p in WIDE)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -19,6 +20,7 @@ __all__ = [
     "Ops",
     "append_durably",
     "atomic_write",
+    "copy_durably",
     "file_sha256",
     "fsync_dir",
     "make_dirs",
@@ -149,6 +151,21 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600
             os.unlink(tmp)
         raise
     fsync_dir(target.parent)
+
+
+def copy_durably(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """Copy ``src`` to ``dst`` with its metadata (``shutil.copy2``), then make the copy durable.
+
+    Without the fsyncs a power cut can leave the copy's name with fewer bytes than ``src``,
+    or no copy at all, after the caller has reported it written.
+    """
+    shutil.copy2(src, dst)
+    fd = os.open(dst, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        ops.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(Path(dst).parent)
 
 
 def file_sha256(path: str | os.PathLike[str], limit: int | None = None) -> str:

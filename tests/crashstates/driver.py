@@ -1,6 +1,6 @@
 """The child process the recorder traces: prepare a protocol's directory, mark the begin, run it.
 
-Usage: ``driver.py PROTOCOL ROOT MARKS [--seed N] [--drop KIND[:N]]``. ``--drop`` leaves out
+Usage: ``driver.py PROTOCOL ROOT MARKS [--seed N] [--scale N] [--drop KIND[:N]]``. ``--drop`` leaves out
 fsyncs made through ``kurahi.store.fsio.ops`` after the begin mark, to show that a checker
 catches a missing one: ``fdatasync``, ``filefsync`` (``fsync`` of a regular file) or
 ``dirfsync`` (``fsync`` of a directory); with ``:N`` only the Nth such call, otherwise all.
@@ -22,10 +22,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fstrace import snapshot_marker  # noqa: E402
-from protocols import PROTOCOLS, Ctx, dump_info  # noqa: E402
+from fstrace import snapshot_marker
+from protocols import PROTOCOLS, Ctx, dump_info
 
-from kurahi.store import fsio  # noqa: E402
+from kurahi.store import fsio
 
 
 def snapshot(root: Path) -> dict[str, Any]:
@@ -95,9 +95,10 @@ def main() -> int:
     ap.add_argument("marks", type=Path)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--drop", default="")
+    ap.add_argument("--scale", type=int, default=1)
     a = ap.parse_args()
     proto = PROTOCOLS[a.protocol]
-    ctx = Ctx(a.root, a.marks, a.seed)
+    ctx = Ctx(a.root, a.marks, a.seed, a.scale)
     proto.setup(ctx)
     (a.marks.parent / "begin.json").write_text(json.dumps(snapshot(a.root)))
     if a.drop:

@@ -51,10 +51,11 @@ def explore(
     drop: str = "",
     recording: Recording | None = None,
     stop_at_first: bool = False,
+    scale: int = 1,
 ) -> Result:
     """Record ``name`` (unless given its ``recording``) and check every crash state ``model`` allows."""
     proto = PROTOCOLS[name]
-    rec = recording or record(name, work / f"rec-{name}-{drop or 'clean'}", drop=drop, seed=seed)
+    rec = recording or record(name, work / f"rec-{name}-{drop or 'clean'}", drop=drop, seed=seed, scale=scale)
     resolve(rec)  # fails early on an unmodelled trace
     res = Result(name, model, op_counts(rec))
     # Each state is replayed where the run's directory was (some files name their path); the

@@ -80,7 +80,9 @@ class FsState:
 
     def copy(self) -> FsState:
         return FsState(
-            dict(self.kinds), {k: bytearray(v) for k, v in self.data.items()}, {k: dict(v) for k, v in self.dirs.items()}
+            dict(self.kinds),
+            {k: bytearray(v) for k, v in self.data.items()},
+            {k: dict(v) for k, v in self.dirs.items()},
         )
 
     def lookup(self, path: str) -> int:
@@ -284,9 +286,7 @@ def _strict_variants(ops: list[ROp], kept: list[int], rng: random.Random, tears:
         yield [(i, cut, zeros) if i == w else (i, None, False) for i in kept]
 
 
-def generate(
-    rec: Recording, model: str, *, budget: int = 64, seed: int = 0, tears: int = 2
-) -> Iterator[CrashState]:
+def generate(rec: Recording, model: str, *, budget: int = 64, seed: int = 0, tears: int = 2) -> Iterator[CrashState]:
     """Every distinct crash state of ``rec`` in ``model`` (``ext4`` or ``strict``).
 
     At each crash point every allowed choice is taken when there are at most ``budget`` of

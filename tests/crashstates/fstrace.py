@@ -17,6 +17,7 @@ Everything the trace shows about paths under the directory after the begin mark 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -91,10 +92,8 @@ def _hex(s: str) -> bytes:
 
 def snapshot_marker(marks: Path, name: str) -> None:
     """Leave a mark in the trace: a failed open of ``marks/name`` (called by the driver)."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.close(os.open(marks / name, os.O_RDONLY))
-    except FileNotFoundError:
-        pass
 
 
 def _args(text: str) -> list[str]:
@@ -303,12 +302,20 @@ class _Parser:
                 self.emit(Op("mkdir", rel))
         elif name == "sendfile" and "<" in args[0] and self.rel(_fd_arg(args[0])[1]) is not None:
             self._sendfile(args, ret)
-        elif name in ("sendfile", "copy_file_range", "writev", "pwritev", "pwritev2", "truncate", "symlink", "symlinkat"):
+        elif name in (
+            "sendfile",
+            "copy_file_range",
+            "writev",
+            "pwritev",
+            "pwritev2",
+            "truncate",
+            "symlink",
+            "symlinkat",
+        ):
             touched = [a for a in args if "<" in a and self.rel(_fd_arg(a)[1]) is not None]
             touched += [a for a in args if a.startswith('"') and self.rel(_path_arg(a, "/")) is not None]
             if touched:
                 raise TraceError(f"{name} on the studied directory is not modelled: {touched[0]}")
-
 
     def _sendfile(self, args: list[str], ret: int) -> None:
         # shutil copies with sendfile: the bytes are the source's, read from the snapshot (a
@@ -351,7 +358,7 @@ def parse(trace_text: str, root: Path, marks: Path, rec: Recording) -> None:
         raise TraceError("the protocol never reached its begin mark")
 
 
-def record(protocol: str, work: Path, *, drop: str = "", seed: int = 0) -> Recording:
+def record(protocol: str, work: Path, *, drop: str = "", seed: int = 0, scale: int = 1) -> Recording:
     """Run ``protocol`` in a child under strace in ``work/root`` and return its recording.
 
     ``drop`` names an fsync the child leaves out (``kind[:n]``, see ``driver.py``), to show a
@@ -364,7 +371,8 @@ def record(protocol: str, work: Path, *, drop: str = "", seed: int = 0) -> Recor
     driver = Path(__file__).with_name("driver.py")
     cmd = [
         "strace", "-f", "-qq", "-y", "-xx", "-s", "1000000000", "-e", "signal=none", "-e", f"trace={TRACED}",
-        "-o", str(log), sys.executable, str(driver), protocol, str(root), str(marks), "--seed", str(seed),
+        "-o", str(log), sys.executable, str(driver), protocol, str(root), str(marks),
+        "--seed", str(seed), "--scale", str(scale),
     ]  # fmt: skip
     if drop:
         cmd += ["--drop", drop]

@@ -36,6 +36,8 @@ class Ctx:
     root: Path
     marks: Path
     seed: int
+    scale: int = 1
+    """How many operations a protocol makes, as a multiple of its smallest run."""
     acks: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=lambda: {"pre": []})
     begun: bool = False
@@ -127,7 +129,7 @@ def _session_run(policy: str, appends: int, turn: int) -> tuple[Callable[[Ctx], 
     def act(ctx: Ctx) -> None:
         s = ctx.info.pop("session")
         ids: list[str] = []
-        for k in range(appends):
+        for k in range(appends * ctx.scale):
             ids.append(s.append_message(_msg(100 + k)))
             if policy == "always":
                 ctx.ack(ids.pop())
@@ -186,7 +188,7 @@ def _create_setup(ctx: Ctx) -> None:
 def _create_act(ctx: Ctx) -> None:
     from kurahi.store.session import Session
 
-    for k in range(3):
+    for k in range(3 * ctx.scale):
         with Session.create(ctx.root / "sessions" / f"c{k}.jsonl", cwd="/home/ava", fsync="turn") as s:
             first = s.append_message(_msg(k))
         ctx.ack(f"c{k}.jsonl:{s.session_id}:{first}")
@@ -228,7 +230,7 @@ MOVES = (1, 3, 0)
 
 def _branch_act(ctx: Ctx) -> None:
     s = ctx.info.pop("session")
-    for k in MOVES:
+    for k in MOVES * ctx.scale:
         s.branch(ctx.info["ids"][k])
         s.sync()
         ctx.ack(ctx.info["ids"][k])
@@ -304,7 +306,7 @@ def _catalog_act(ctx: Ctx) -> None:
     from kurahi.store.catalog import Catalog
 
     cat = Catalog(ctx.root / "sessions.json")
-    for k in range(3):
+    for k in range(3 * ctx.scale):
         cat.upsert(f"agent:main:n{k}", {"sessionId": f"sid-n{k}", "sessionFile": f"n{k}.jsonl"})
         ctx.ack(f"agent:main:n{k}")
     cat.upsert_many({"agent:main:a0": {"status": "done"}, "agent:main:a1": {"status": "done"}})
@@ -337,7 +339,7 @@ def _ledger_act(ctx: Ctx) -> None:
     from kurahi.store.journal import Journal
 
     led = Ledger(Journal(ctx.root / "state" / "ledger.jsonl"))
-    for k in range(2):
+    for k in range(2 * ctx.scale):
         a = led.intent("sess", f"c{k}", "write", {"path": f"f{k}"})
         ctx.ack(f"intent:{a.action_id}")
         led.outcome(action_id("sess", f"c{k}"), status="ok", result=f"done {k}", settled_by="run")
@@ -381,7 +383,7 @@ def _jobs_act(ctx: Ctx) -> None:
     from kurahi.store.journal import Journal
 
     jobs = JobStore(Journal(ctx.root / "state" / "jobs.jsonl"))
-    for _ in range(2):
+    for _ in range(2 * ctx.scale):
         jid = jobs.create("agent:main:main")
         ctx.ack(f"{jid}:queued")
         jobs.mark(jid, "running")
@@ -424,7 +426,7 @@ def _queue_act(ctx: Ctx) -> None:
     from kurahi.store.journal import Journal
 
     j = Journal(ctx.root / "state" / "queue.jsonl")
-    for k in range(3):
+    for k in range(3 * ctx.scale):
         j.append({"op": "queued", "qid": f"q{k}", "text": f"message {k}"})
         ctx.ack(f"queued:q{k}")
     j.append({"op": "delivered", "qid": "q0"})
@@ -458,7 +460,7 @@ def _audit_act(ctx: Ctx) -> None:
     from kurahi.store.audit_file import AuditChain
 
     chain = AuditChain(ctx.root / "audit" / "chain.jsonl")
-    for k in range(4):
+    for k in range(4 * ctx.scale):
         ctx.ack(f"seq{chain.append('cli', 'test.op', {'k': k}).seq}")
 
 
@@ -498,16 +500,26 @@ PROTOCOLS: dict[str, Protocol] = {
         _session_protocol("always"),
         _session_protocol("turn"),
         _session_protocol("never", appends=4),
-        Protocol("session-create", _create_setup, _with_lines(_create_act, "sessions/*.jsonl"), _create_check,
-                 ("fdatasync", "dirfsync")),  # fmt: skip
+        Protocol(
+            "session-create",
+            _create_setup,
+            _with_lines(_create_act, "sessions/*.jsonl"),
+            _create_check,
+            ("fdatasync", "dirfsync"),
+        ),
         Protocol("leaf-move", _branch_setup, _with_lines(_branch_act, "s.jsonl"), _branch_check, ("fdatasync",)),
         Protocol("torn-tail-repair", _repair_setup, _with_lines(_repair_act, "s.jsonl"), _repair_check),
         Protocol("catalog-upsert", _catalog_setup, _catalog_act, _catalog_check, ("filefsync", "dirfsync")),
         _journal_protocol("ledger", _ledger_act, _ledger_check, "state/ledger.jsonl"),
         _journal_protocol("jobs", _jobs_act, _jobs_check, "state/jobs.jsonl"),
         _journal_protocol("queue-journal", _queue_act, _queue_check, "state/queue.jsonl"),
-        Protocol("audit-chain", _nothing, _with_lines(_audit_act, "audit/chain.jsonl"), _audit_check,
-                 ("fdatasync", "dirfsync")),  # fmt: skip
+        Protocol(
+            "audit-chain",
+            _nothing,
+            _with_lines(_audit_act, "audit/chain.jsonl"),
+            _audit_check,
+            ("fdatasync", "dirfsync"),
+        ),
     ]
 }
 

@@ -33,7 +33,7 @@ def _config_act(ctx: Ctx) -> None:
     from kurahi.resident.home import Home
 
     gw = Gateway(Home(ctx.root / "kolo"))
-    for k in range(2):
+    for k in range(2 * ctx.scale):
         patch = {"models": {f"m{k}": {"provider": "deterministic", "model": f"m{k}"}}}
         asyncio.run(gw.apply_config(patch, "owner"))
         ctx.ack(f"m{k}")
@@ -74,7 +74,7 @@ def _devices_act(ctx: Ctx) -> None:
     from kurahi.resident.devices import DeviceRegistry
 
     reg = DeviceRegistry(ctx.root / "devices.json")
-    for k in range(3):
+    for k in range(3 * ctx.scale):
         ctx.ack(reg.pair(f"tablet {k}", "read,chat")[0].id)
 
 
@@ -109,9 +109,7 @@ def _stitch_act(ctx: Ctx) -> None:
     stitch([ctx.root / "A.jsonl", ctx.root / "B.jsonl"], ctx.root / "C.jsonl", force=True)
     ctx.ack("C.jsonl")
     ctx.info["c_sha256"] = hashlib.sha256((ctx.root / "C.jsonl").read_bytes()).hexdigest()
-    ctx.info["sources"] = {
-        n: hashlib.sha256((ctx.root / n).read_bytes()).hexdigest() for n in ("A.jsonl", "B.jsonl")
-    }
+    ctx.info["sources"] = {n: hashlib.sha256((ctx.root / n).read_bytes()).hexdigest() for n in ("A.jsonl", "B.jsonl")}
 
 
 def _stitch_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
@@ -298,11 +296,26 @@ WIDE = [
     Protocol("device-pairing", _devices_setup, _devices_act, _devices_check, ("filefsync", "dirfsync")),
     Protocol("stitch-output", _stitch_setup, _stitch_act, _stitch_check),
     Protocol("evidence-packet", _stitch_setup, _packet_act, _packet_check, ("filefsync", "dirfsync")),
-    Protocol("activation-apply", _activation_setup("kurahi", False), _activation_act("apply"),
-             _activation_check("apply"), ("filefsync", "dirfsync")),  # fmt: skip
-    Protocol("activation-rollback", _activation_setup("kurahi", True), _activation_act("rollback"),
-             _activation_check("rollback"), ("filefsync", "dirfsync")),  # fmt: skip
-    Protocol("activation-apply-openclaw", _activation_setup("openclaw", False), _activation_act("apply"),
-             _activation_check("apply"), ("filefsync", "dirfsync")),  # fmt: skip
+    Protocol(
+        "activation-apply",
+        _activation_setup("kurahi", False),
+        _activation_act("apply"),
+        _activation_check("apply"),
+        ("filefsync", "dirfsync"),
+    ),
+    Protocol(
+        "activation-rollback",
+        _activation_setup("kurahi", True),
+        _activation_act("rollback"),
+        _activation_check("rollback"),
+        ("filefsync", "dirfsync"),
+    ),
+    Protocol(
+        "activation-apply-openclaw",
+        _activation_setup("openclaw", False),
+        _activation_act("apply"),
+        _activation_check("apply"),
+        ("filefsync", "dirfsync"),
+    ),
     Protocol("hash-cache", _hash_setup, _hash_act, _hash_check, ()),
 ]

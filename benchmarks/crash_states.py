@@ -9,7 +9,7 @@ docs/hostile.md; exits 1 when an ext4 state breaks an invariant or a left-out fs
 
 Usage::
 
-    .venv/bin/python benchmarks/crash_states.py [--scale 3] [--budget 400] [--tears 6] [--seed 1]
+    .venv/bin/python benchmarks/crash_states.py [--scale 3] [--budget 600] [--tears 8] [--seed 1]
         [--only NAME,...] [--work DIR] [--json]
 """
 
@@ -35,8 +35,10 @@ from protocols import PROTOCOLS  # noqa: E402
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=int, default=3, help="operations per protocol, as a multiple of the test's")
-    ap.add_argument("--budget", type=int, default=400, help="choices per crash point beyond which they are sampled")
-    ap.add_argument("--tears", type=int, default=6, help="strict model: torn variants per choice")
+    ap.add_argument(
+        "--budget", type=int, default=600, help="states per crash point beyond which they are sampled (/ cost)"
+    )
+    ap.add_argument("--tears", type=int, default=8, help="strict model: torn variants per choice, at least")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--only", default="", help="comma-separated protocol names")
     ap.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temporary one)")
@@ -52,8 +54,9 @@ def main() -> int:
             t0 = time.monotonic()
             rec = record(name, work / f"rec-{name}", seed=a.seed, scale=a.scale)
             row: dict[str, Any] = {"protocol": name}
+            budget = max(8, a.budget // PROTOCOLS[name].cost)
             for model in ("ext4", "strict"):
-                res = explore(name, model, work, budget=a.budget, seed=a.seed, tears=a.tears, recording=rec)
+                res = explore(name, model, work, budget=budget, seed=a.seed, tears=a.tears, recording=rec)
                 row["ops"] = res.ops_text
                 row[model] = res.states
                 row[f"{model}_violations"] = len(res.violations)
@@ -62,7 +65,7 @@ def main() -> int:
             caught = {}
             for drop in PROTOCOLS[name].drops:
                 rec_d = record(name, work / f"rec-{name}-{drop}", drop=drop, seed=a.seed, scale=a.scale)
-                res = explore(name, "ext4", work, budget=a.budget, seed=a.seed, recording=rec_d, stop_at_first=True)
+                res = explore(name, "ext4", work, budget=budget, seed=a.seed, recording=rec_d, stop_at_first=True)
                 caught[drop] = bool(res.violations)
                 failed |= not res.violations
             row["drops_caught"] = caught

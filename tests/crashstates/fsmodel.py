@@ -276,14 +276,29 @@ def _ext4_choices(ops: list[ROp], pending: list[int]) -> list[list[list[Choice]]
     return groups
 
 
-def _strict_variants(ops: list[ROp], kept: list[int], rng: random.Random, tears: int) -> Iterator[list[Choice]]:
-    yield [(i, None, False) for i in kept]
-    writes = [i for i in kept if ops[i].kind == "data" and len(ops[i].data) > 1]
-    for _ in range(tears if writes else 0):
-        w = rng.choice(writes)
-        zeros = ops[w].extends and rng.random() < 0.3
-        cut = None if zeros else rng.randrange(1, len(ops[w].data))
-        yield [(i, cut, zeros) if i == w else (i, None, False) for i in kept]
+def _tear_points(ops: list[ROp], kept: list[int]) -> list[tuple[int, int]]:
+    """For each surviving write, how many torn variants it has: a cut at each byte, and zeroed."""
+    return [(i, len(ops[i].data) - 1 + int(ops[i].extends)) for i in kept if ops[i].kind == "data"]
+
+
+def _torn(ops: list[ROp], kept: list[int], w: int, k: int) -> list[Choice]:
+    """The ``k``-th torn variant of write ``w``: cut after ``k + 1`` bytes, or zeroed past the cuts."""
+    cut, zeros = (k + 1, False) if k < len(ops[w].data) - 1 else (None, True)
+    return [(i, cut, zeros) if i == w else (i, None, False) for i in kept]
+
+
+def _strict_tears(ops: list[ROp], subsets: list[list[int]], spare: int, rng: random.Random) -> Iterator[list[Choice]]:
+    """Torn variants of the subsets: all of them when they fit in ``spare``, else ``spare`` drawn."""
+    points = [(s, w, n) for s, kept in enumerate(subsets) for w, n in _tear_points(ops, kept) if n > 0]
+    total = sum(n for _, _, n in points)
+    if total <= spare:
+        for s, w, n in points:
+            for k in range(n):
+                yield _torn(ops, subsets[s], w, k)
+        return
+    weights = [n for _, _, n in points]
+    for s, w, n in rng.choices(points, weights=weights, k=spare):
+        yield _torn(ops, subsets[s], w, rng.randrange(n))
 
 
 def generate(rec: Recording, model: str, *, budget: int = 64, seed: int = 0, tears: int = 2) -> Iterator[CrashState]:
@@ -292,8 +307,8 @@ def generate(rec: Recording, model: str, *, budget: int = 64, seed: int = 0, tea
     At each crash point every allowed choice is taken when there are at most ``budget`` of
     them; beyond that ``budget`` are drawn at random (with ``seed``), always with the two
     extremes (nothing pending survives, everything does). In the strict model each choice of
-    surviving operations is tried whole and ``tears`` more times with one write torn at a
-    random byte or zeroed.
+    surviving operations is tried whole, then with one write torn at each byte or zeroed, as
+    far as the budget goes (at least ``tears`` torn variants per choice).
     """
     base, ops, _live = resolve(rec)
     rng = random.Random(seed)
@@ -335,17 +350,18 @@ def _choices(
         for _ in range(budget - 2):
             yield [c for g in groups for c in rng.choice(g)]
         return
+    # Strict: every subset of the pending operations (sampled beyond the budget), then torn
+    # variants of them (a write cut at each byte, or zeroed) until the budget is spent:
+    # ``tears`` per subset at least when there are more than the budget allows.
     n = len(pending)
-    per = tears + 1
     if n <= 16 and (1 << n) <= budget:
-        subsets: Iterator[list[int]] = ([pending[b] for b in range(n) if mask >> b & 1] for mask in range(1 << n))
+        subsets = [[pending[b] for b in range(n) if mask >> b & 1] for mask in range(1 << n)]
     else:
-        picks = [[], list(pending)] + [
-            [i for i in pending if rng.random() < 0.5] for _ in range(max(0, budget // per - 2))
+        subsets = [[], list(pending)] + [
+            [i for i in pending if rng.random() < 0.5] for _ in range(max(0, budget // (tears + 1) - 2))
         ]
-        subsets = iter(picks)
-    for kept in subsets:
-        yield from _strict_variants(ops, kept, rng, tears)
+    yield from ([(i, None, False) for i in kept] for kept in subsets)
+    yield from _strict_tears(ops, subsets, max(budget - len(subsets), tears * len(subsets)), rng)
 
 
 def materialize(tree: dict[str, bytes | None], where: Path) -> None:

@@ -302,20 +302,14 @@ class _Parser:
                 self.emit(Op("mkdir", rel))
         elif name == "sendfile" and "<" in args[0] and self.rel(_fd_arg(args[0])[1]) is not None:
             self._sendfile(args, ret)
-        elif name in (
-            "sendfile",
-            "copy_file_range",
-            "writev",
-            "pwritev",
-            "pwritev2",
-            "truncate",
-            "symlink",
-            "symlinkat",
-        ):
-            touched = [a for a in args if "<" in a and self.rel(_fd_arg(a)[1]) is not None]
-            touched += [a for a in args if a.startswith('"') and self.rel(_path_arg(a, "/")) is not None]
-            if touched:
-                raise TraceError(f"{name} on the studied directory is not modelled: {touched[0]}")
+        elif name in ("copy_file_range", "writev", "pwritev", "pwritev2"):
+            out = args[2] if name == "copy_file_range" else args[0]
+            if "<" in out and self.rel(_fd_arg(out)[1]) is not None:
+                raise TraceError(f"{name} into the studied directory is not modelled: {_fd_arg(out)[1]}")
+        elif name in ("truncate", "symlink", "symlinkat"):
+            paths = [_path_arg(a, "/") for a in args if a.startswith('"')]
+            if any(self.rel(p) is not None for p in paths[-1:]):
+                raise TraceError(f"{name} in the studied directory is not modelled: {paths[-1]}")
 
     def _sendfile(self, args: list[str], ret: int) -> None:
         # shutil copies with sendfile: the bytes are the source's, read from the snapshot (a

@@ -62,6 +62,8 @@ class Protocol:
     """(crash directory, acknowledged labels, the run's info) -> violations."""
     drops: tuple[str, ...] = ()
     """fsyncs whose removal (``driver.py --drop``) the checker must catch."""
+    cost: int = 1
+    """How much slower its recovery is than an append's: explorations give it that much less budget."""
 
 
 def _msg(k: int) -> dict[str, Any]:
@@ -230,6 +232,7 @@ MOVES = (1, 3, 0)
 
 def _branch_act(ctx: Ctx) -> None:
     s = ctx.info.pop("session")
+    ctx.info["moves"] = [ctx.info["ids"][k] for k in MOVES * ctx.scale]
     for k in MOVES * ctx.scale:
         s.branch(ctx.info["ids"][k])
         s.sync()
@@ -242,7 +245,7 @@ def _branch_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
 
     # Reopened, the writer must stand on the last acknowledged move, or on a later one that
     # also reached the disk; with none acknowledged, on the last entry or a move.
-    moves = [info["ids"][k] for k in MOVES]
+    moves = info["moves"]
     allowed = set(moves[len(acks) - 1 :]) if acks else {*moves, info["ids"][-1]}
 
     def leaf() -> list[str]:
@@ -532,3 +535,7 @@ def dump_info(info: dict[str, Any]) -> str:
 from protocols_wide import WIDE  # noqa: E402  (it builds on the names above)
 
 PROTOCOLS.update((p.name, p) for p in WIDE)
+
+from protocols_sqlite import SQLITE  # noqa: E402
+
+PROTOCOLS.update((p.name, p) for p in SQLITE)

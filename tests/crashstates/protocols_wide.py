@@ -302,6 +302,7 @@ WIDE = [
         _activation_act("apply"),
         _activation_check("apply"),
         ("filefsync", "dirfsync"),
+        cost=10,
     ),
     Protocol(
         "activation-rollback",
@@ -309,6 +310,7 @@ WIDE = [
         _activation_act("rollback"),
         _activation_check("rollback"),
         ("filefsync", "dirfsync"),
+        cost=10,
     ),
     Protocol(
         "activation-apply-openclaw",
@@ -316,6 +318,7 @@ WIDE = [
         _activation_act("apply"),
         _activation_check("apply"),
         ("filefsync", "dirfsync"),
+        cost=10,
     ),
     Protocol("hash-cache", _hash_setup, _hash_act, _hash_check, ()),
 ]

@@ -42,7 +42,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import product
 from pathlib import Path
@@ -174,11 +174,10 @@ def resolve(rec: Recording) -> tuple[FsState, list[ROp], FsState]:
     return base, out, live
 
 
-def _resolve_one(live: FsState, op: Op, alloc: object) -> ROp:
-    new_ino = alloc  # type: ignore[assignment]
+def _resolve_one(live: FsState, op: Op, new_ino: Callable[[], int]) -> ROp:
     if op.kind in ("create", "mkdir"):
         d, name = live.parent(op.path)
-        ino = new_ino()  # type: ignore[operator]
+        ino = new_ino()
         return ROp("dent", entries=((d, name, ino),), new=((ino, "f" if op.kind == "create" else "d"),))
     if op.kind in ("unlink", "rmdir"):
         d, name = live.parent(op.path)

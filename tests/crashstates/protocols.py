@@ -99,8 +99,7 @@ def _check_transcript(path: Path, acked: set[str], live_lines: set[bytes], *, mu
         with Transcript.open(path) as t:
             ids = t.entry_ids()
             for e in t.entries():
-                raw = bytes(e.raw) if hasattr(e, "raw") else None
-                if raw is not None and raw not in live_lines:
+                if e.raw not in live_lines:
                     problems.append(f"{path.name}: entry {e.id} is not a line the run wrote")
     except KurahiError as exc:
         if must_exist or acked:
@@ -146,10 +145,6 @@ def _session_run(policy: str, appends: int, turn: int) -> tuple[Callable[[Ctx], 
                 ctx.ack(i)  # close() syncs
 
     return setup, act
-
-
-def _check_session(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
-    return _check_transcript(d / "s.jsonl", set(acks) | set(info["pre"]), set(info["lines"]), must_exist=True)
 
 
 def _with_lines(act: Callable[[Ctx], None], *names: str) -> Callable[[Ctx], None]:
@@ -293,210 +288,6 @@ def _repair_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
     return problems
 
 
-# -- catalog ---------------------------------------------------------------------------------
-
-
-def _catalog_setup(ctx: Ctx) -> None:
-    from kurahi.store.catalog import Catalog
-
-    cat = Catalog(ctx.root / "sessions.json")
-    for k in range(2):
-        cat.upsert(f"agent:main:a{k}", {"sessionId": f"sid-a{k}", "sessionFile": f"a{k}.jsonl"})
-        ctx.ack(f"agent:main:a{k}")
-
-
-def _catalog_act(ctx: Ctx) -> None:
-    from kurahi.store.catalog import Catalog
-
-    cat = Catalog(ctx.root / "sessions.json")
-    for k in range(3 * ctx.scale):
-        cat.upsert(f"agent:main:n{k}", {"sessionId": f"sid-n{k}", "sessionFile": f"n{k}.jsonl"})
-        ctx.ack(f"agent:main:n{k}")
-    cat.upsert_many({"agent:main:a0": {"status": "done"}, "agent:main:a1": {"status": "done"}})
-    ctx.ack("agent:main:a0#done")
-
-
-def _catalog_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
-    from kurahi.store.catalog import Catalog
-
-    def run() -> list[str]:
-        cat = Catalog(d / "sessions.json")
-        have = {k for k, _ in cat.items()}
-        if cat.get("agent:main:a0") and cat.get("agent:main:a0").get("status") == "done":  # type: ignore[union-attr]
-            have.add("agent:main:a0#done")
-        lost = (set(acks) | set(info["pre"])) - have
-        out = [f"sessions.json: acknowledged keys lost: {sorted(lost)}"] if lost else []
-        cat.upsert("agent:main:next", {"sessionId": "sid-next", "sessionFile": "next.jsonl"})
-        if Catalog(d / "sessions.json").get("agent:main:next") is None:
-            out.append("sessions.json: the next upsert did not read back")
-        return out
-
-    return _guard(run, "sessions.json")
-
-
-# -- journals: ledger, jobs, queue -------------------------------------------------------------
-
-
-def _ledger_act(ctx: Ctx) -> None:
-    from kurahi.agent.ledger import Ledger, action_id
-    from kurahi.store.journal import Journal
-
-    led = Ledger(Journal(ctx.root / "state" / "ledger.jsonl"))
-    for k in range(2 * ctx.scale):
-        a = led.intent("sess", f"c{k}", "write", {"path": f"f{k}"})
-        ctx.ack(f"intent:{a.action_id}")
-        led.outcome(action_id("sess", f"c{k}"), status="ok", result=f"done {k}", settled_by="run")
-        ctx.ack(f"outcome:{action_id('sess', f'c{k}')}")
-    led.close()
-
-
-def _ledger_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
-    from kurahi.agent.ledger import Ledger
-    from kurahi.store.journal import Journal
-
-    def run() -> list[str]:
-        path = d / "state" / "ledger.jsonl"
-        led = Ledger(Journal(path))
-        have = {f"{rec['kind']}:{aid}" for aid, a in led.actions().items() for rec in a.history}
-        lost = set(acks) - have
-        out = [f"ledger.jsonl: acknowledged records lost: {sorted(lost)}"] if lost else []
-        out += _foreign_lines(path, info)
-        a = led.intent("sess", "next", "write", {"path": "n"})
-        if Ledger(Journal(path)).get(a.action_id, fresh=True) is None:
-            out.append("ledger.jsonl: the next intent did not read back")
-        led.close()
-        return out
-
-    return _guard(run, "ledger.jsonl")
-
-
-def _foreign_lines(path: Path, info: dict[str, Any]) -> list[str]:
-    """Whole lines (ending in a newline) that the run never wrote: a record rewritten."""
-    if not path.exists():
-        return []
-    live = _lines_of(info)
-    data = path.read_bytes()
-    whole = data.split(b"\n")[:-1]
-    bad = [i + 1 for i, line in enumerate(whole) if line and line not in live and b"\0" not in line]
-    return [f"{path.name}: line {bad[0]} is not a line the run wrote"] if bad else []
-
-
-def _jobs_act(ctx: Ctx) -> None:
-    from kurahi.agent.jobs import JobStore
-    from kurahi.store.journal import Journal
-
-    jobs = JobStore(Journal(ctx.root / "state" / "jobs.jsonl"))
-    for _ in range(2 * ctx.scale):
-        jid = jobs.create("agent:main:main")
-        ctx.ack(f"{jid}:queued")
-        jobs.mark(jid, "running")
-        ctx.ack(f"{jid}:running")
-    jobs.mark(jid, "succeeded")
-    ctx.ack(f"{jid}:succeeded")
-    jobs.close()
-
-
-def _jobs_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
-    from kurahi.agent.jobs import JobStore
-    from kurahi.store.journal import Journal
-
-    def run() -> list[str]:
-        path = d / "state" / "jobs.jsonl"
-        out = _foreign_lines(path, info)
-        store = JobStore(Journal(path))
-        store.recover()  # what a start does: every job left queued or running is interrupted
-        jobs = store.jobs()
-        order = ["queued", "running", "succeeded"]
-        for label in acks:
-            jid, status = label.split(":")
-            j = jobs.get(jid)
-            if j is None:
-                out.append(f"jobs.jsonl: acknowledged job {jid} lost")
-            elif status == "succeeded" and j.status != "succeeded":
-                out.append(f"jobs.jsonl: job {jid} acknowledged succeeded, reads {j.status}")
-            elif j.status not in ("interrupted", *order[order.index(status) :]):
-                out.append(f"jobs.jsonl: job {jid} acknowledged {status}, reads {j.status}")
-        left = [j.id for j in jobs.values() if j.status in ("queued", "running")]
-        if left:
-            out.append(f"jobs.jsonl: jobs left running after recovery: {left}")
-        store.close()
-        return out
-
-    return _guard(run, "jobs.jsonl")
-
-
-def _queue_act(ctx: Ctx) -> None:
-    from kurahi.store.journal import Journal
-
-    j = Journal(ctx.root / "state" / "queue.jsonl")
-    for k in range(3 * ctx.scale):
-        j.append({"op": "queued", "qid": f"q{k}", "text": f"message {k}"})
-        ctx.ack(f"queued:q{k}")
-    j.append({"op": "delivered", "qid": "q0"})
-    ctx.ack("delivered:q0")
-    j.close()
-
-
-def _queue_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
-    from kurahi.store.journal import Journal
-
-    def run() -> list[str]:
-        path = d / "state" / "queue.jsonl"
-        j = Journal(path)
-        have = {f"{r['op']}:{r['qid']}" for r in j.records()}
-        lost = set(acks) - have
-        out = [f"queue.jsonl: acknowledged records lost: {sorted(lost)}"] if lost else []
-        out += _foreign_lines(path, info)
-        j.append({"op": "queued", "qid": "next"})
-        if "queued:next" not in {f"{r['op']}:{r['qid']}" for r in Journal(path).records()}:
-            out.append("queue.jsonl: the next record did not read back")
-        j.close()
-        return out
-
-    return _guard(run, "queue.jsonl")
-
-
-# -- audit chain -------------------------------------------------------------------------------
-
-
-def _audit_act(ctx: Ctx) -> None:
-    from kurahi.store.audit_file import AuditChain
-
-    chain = AuditChain(ctx.root / "audit" / "chain.jsonl")
-    for k in range(4 * ctx.scale):
-        ctx.ack(f"seq{chain.append('cli', 'test.op', {'k': k}).seq}")
-
-
-def _audit_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
-    from kurahi.store.audit_file import AuditChain
-
-    def run() -> list[str]:
-        path = d / "audit" / "chain.jsonl"
-        want = max((int(a[3:]) for a in acks), default=0)
-        if not path.exists():
-            return [f"chain.jsonl: missing, {want} acknowledged records lost"] if want else []
-        out = _foreign_lines(path, info)
-        chain = AuditChain(path)
-        # What a gateway start does first: append its lifecycle record (which moves a torn tail aside).
-        chain.append("gateway", "gateway.start", {})
-        result = chain.verify()
-        if not result.ok:
-            out.append(f"chain.jsonl: does not verify after recovery: {result.reason}")
-        elif result.entries - 1 < want:
-            out.append(f"chain.jsonl: {result.entries - 1} records, {want} acknowledged")
-        return out
-
-    return _guard(run, "chain.jsonl")
-
-
-def _nothing(ctx: Ctx) -> None:
-    pass
-
-
-def _journal_protocol(name: str, act: Callable[[Ctx], None], check: Any, file: str) -> Protocol:
-    return Protocol(name, _nothing, _with_lines(act, file), check, ("fdatasync", "dirfsync"))
-
-
 PROTOCOLS: dict[str, Protocol] = {
     p.name: p
     for p in [
@@ -512,19 +303,9 @@ PROTOCOLS: dict[str, Protocol] = {
         ),
         Protocol("leaf-move", _branch_setup, _with_lines(_branch_act, "s.jsonl"), _branch_check, ("fdatasync",)),
         Protocol("torn-tail-repair", _repair_setup, _with_lines(_repair_act, "s.jsonl"), _repair_check),
-        Protocol("catalog-upsert", _catalog_setup, _catalog_act, _catalog_check, ("filefsync", "dirfsync")),
-        _journal_protocol("ledger", _ledger_act, _ledger_check, "state/ledger.jsonl"),
-        _journal_protocol("jobs", _jobs_act, _jobs_check, "state/jobs.jsonl"),
-        _journal_protocol("queue-journal", _queue_act, _queue_check, "state/queue.jsonl"),
-        Protocol(
-            "audit-chain",
-            _nothing,
-            _with_lines(_audit_act, "audit/chain.jsonl"),
-            _audit_check,
-            ("fdatasync", "dirfsync"),
-        ),
     ]
 }
+"""Every protocol by name: the transcripts here, then the logs, the wider ones and the SQLite era."""
 
 
 def dump_info(info: dict[str, Any]) -> str:
@@ -532,10 +313,9 @@ def dump_info(info: dict[str, Any]) -> str:
     return json.dumps({k: v for k, v in info.items() if isinstance(v, str | int | list | dict)})
 
 
-from protocols_wide import WIDE  # noqa: E402  (it builds on the names above)
-
-PROTOCOLS.update((p.name, p) for p in WIDE)
-
+# The other modules build on the names above, so they are imported last.
+from protocols_logs import LOGS  # noqa: E402
 from protocols_sqlite import SQLITE  # noqa: E402
+from protocols_wide import WIDE  # noqa: E402
 
-PROTOCOLS.update((p.name, p) for p in SQLITE)
+PROTOCOLS.update((p.name, p) for p in [*LOGS, *WIDE, *SQLITE])

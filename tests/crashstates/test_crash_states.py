@@ -25,7 +25,7 @@ TEARS = 1
 def _budget(name: str) -> int:
     # An activation's recovery reruns the whole apply (hashes, catalog, audit) for each state:
     # fewer states here, all of them in the benchmark.
-    return 2 if name.startswith("activation") else BUDGET
+    return 2 if PROTOCOLS[name].cost > 1 else BUDGET
 
 
 @pytest.mark.parametrize("name", list(PROTOCOLS))

@@ -4,6 +4,7 @@ Usage: ``driver.py PROTOCOL ROOT MARKS [--seed N] [--scale N] [--drop KIND[:N]]`
 fsyncs made through ``kurahi.store.fsio.ops`` after the begin mark, to show that a checker
 catches a missing one: ``fdatasync``, ``filefsync`` (``fsync`` of a regular file) or
 ``dirfsync`` (``fsync`` of a directory); with ``:N`` only the Nth such call, otherwise all.
+``sqlitesync`` turns SQLite's own fsyncs off instead (``PRAGMA synchronous=OFF``).
 The snapshot at the begin mark (``begin.json``) and what the protocol acknowledged
 (``info.json``) go next to MARKS, outside ROOT, so they are not part of the trace.
 """
@@ -14,6 +15,7 @@ import argparse
 import base64
 import json
 import os
+import sqlite3
 import stat
 import sys
 from collections.abc import Callable
@@ -68,6 +70,17 @@ def snapshot(root: Path) -> dict[str, Any]:
 def install_drop(spec: str) -> None:
     """Leave out the fsyncs ``spec`` names (see the module docstring)."""
     kind, _, nth = spec.partition(":")
+    if kind == "sqlitesync":
+        # SQLite fsyncs on its own, outside the seam: turn that off on every writing connection.
+        connect = sqlite3.connect
+
+        def unsynced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+            con = connect(*args, **kwargs)
+            con.execute("PRAGMA synchronous=OFF")
+            return con
+
+        sqlite3.connect = unsynced  # type: ignore[assignment]
+        return
     want = int(nth) if nth else 0
     seen = [0]
     real_fsync, real_fdatasync = fsio.ops.fsync, fsio.ops.fdatasync

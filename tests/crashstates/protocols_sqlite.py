@@ -125,6 +125,10 @@ def _check(op: str) -> Any:
 
 
 SQLITE = [
-    Protocol("activation-apply-sqlite", _setup(False), _act("apply"), _check("apply"), ("filefsync",), cost=10),
-    Protocol("activation-rollback-sqlite", _setup(True), _act("rollback"), _check("rollback"), ("filefsync",), cost=10),
+    Protocol(
+        "activation-apply-sqlite", _setup(False), _act("apply"), _check("apply"), ("sqlitesync", "filefsync"), cost=10
+    ),
+    Protocol(
+        "activation-rollback-sqlite", _setup(True), _act("rollback"), _check("rollback"), ("sqlitesync",), cost=10
+    ),
 ]

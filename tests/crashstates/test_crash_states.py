@@ -19,7 +19,10 @@ from fsmodel import generate, resolve
 from fstrace import Op, Recording, record
 from protocols import PROTOCOLS
 
-pytestmark = pytest.mark.skipif(shutil.which("strace") is None, reason="strace (Debian package) is not installed")
+pytestmark = pytest.mark.skipif(
+    shutil.which("strace") is None,
+    reason="strace not found (`make strace` installs the Debian package): the power-cut crash states are not explored",
+)
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Authentication as plain ASGI middleware, and per-route scopes.
 
-Every request but ``GET /api/health``, ``/openapi.json`` and the docs carries
+Every request but ``GET /api/health``, ``GET /api/ready``, ``/openapi.json`` and the docs carries
 ``Authorization: Bearer <token>``. The owner token (``secrets/gateway.token`` or
 ``KOLO_GATEWAY_TOKEN``) holds every scope; a device token holds the scopes it was paired
 with. Tokens are compared in constant time and never logged or echoed. No or unknown
@@ -25,7 +25,7 @@ from kurahi.resident.devices import SCOPES, DeviceRegistry
 
 __all__ = ["PUBLIC_PATHS", "AuthMiddleware", "Principal", "require"]
 
-PUBLIC_PATHS = frozenset({"/api/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+PUBLIC_PATHS = frozenset({"/api/health", "/api/ready", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
 """Paths that need no credential."""
 
 

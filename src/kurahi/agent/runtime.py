@@ -478,8 +478,13 @@ class Runtime:
             self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
 
     async def _flush_later(self) -> None:
-        await asyncio.sleep(1.0)
-        await asyncio.to_thread(self._flush)
+        # A key touched while the flush ran in its thread found this task not yet done and
+        # started no other: go round again for it, or its clock would wait for the next turn.
+        while True:
+            await asyncio.sleep(1.0)
+            await asyncio.to_thread(self._flush)
+            if not self._dirty:
+                return
 
     def _flush(self) -> None:
         dirty, self._dirty = self._dirty, {}

@@ -20,10 +20,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 if TYPE_CHECKING:
     from kurahi.gateway.metrics import GatewayMetrics
 
-__all__ = ["ACCESS_LOGGER", "AccessMiddleware"]
+__all__ = ["ACCESS_LOGGER", "ARRIVED", "AccessMiddleware"]
 
 ACCESS_LOGGER = "kurahi.access"
 """Name of the logger access lines go to (``kurahi gateway run`` sends it to stderr)."""
+
+ARRIVED = "kurahi.arrived"
+"""Key in the scope's ``extensions`` of the ``time.perf_counter()`` at which the server began to
+parse the request (:func:`kurahi.gateway.server.serve` sets it); durations count from there."""
 
 _ERROR_BODY_LIMIT = 4096  # error bodies are small; a larger one is not read for its code
 
@@ -50,7 +54,8 @@ class AccessMiddleware:
         if scope["type"] != "http" or (self.metrics is None and self.logger is None):
             await self.app(scope, receive, send)
             return
-        t0 = time.perf_counter()
+        arrived = (scope.get("extensions") or {}).get(ARRIVED)
+        t0 = arrived if isinstance(arrived, float) else time.perf_counter()
         status = 500
         json_error = False
         body = bytearray()

@@ -31,27 +31,9 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 """The exposition format's media type."""
 
 LATENCY_BUCKETS = (
-    0.005,
-    0.01,
-    0.02,
-    0.03,
-    0.04,
-    0.05,
-    0.06,
-    0.075,
-    0.1,
-    0.15,
-    0.2,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-    30.0,
-    60.0,
-    120.0,
-)
+    0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.075, 0.1, 0.125, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75,
+    1.0, 1.5, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
+)  # fmt: skip
 """Upper bounds (seconds) of turn and request latency buckets: fine around the tens of
 milliseconds a deterministic turn takes, coarse up to a slow model's minutes."""
 

@@ -33,6 +33,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"KURAHI_HYPOTHESIS_PROFILE={HYPOTHESIS_PROFILE!r}: use ci or dev")
     settings.load_profile(HYPOTHESIS_PROFILE)
 
+
 C_SCANNER = "C scanner: built" if native.available() else "!!! C scanner: NOT BUILT (its tests are SKIPPED) !!!"
 
 

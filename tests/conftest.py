@@ -65,11 +65,47 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [pis, openclaw, C_SCANNER, _pg_binaries(), profile]
 
 
+# The fast tier (`make check`, `pytest -m "not slow"`) is every test that takes at most a few
+# seconds here. These are left to `make test`, marked slow at collection so the list lives in
+# one place: tests that start a peer (either Pi, OpenClaw) or PostgreSQL, whole folders of
+# campaigns and peers, and the modules and tests measured at more than ~2 s on this machine
+# (`pytest --durations`), mostly real gateway processes and CLIs in subprocesses.
+SLOW_FIXTURES = frozenset({"pi", "pi073", "any_pi", "openclaw", *PG_FIXTURES})
+SLOW_FOLDERS = ("crash/", "peers/", "conformance/")
+SLOW_MODULES = frozenset(
+    {
+        "continuity/test_suite.py",
+        "continuity/test_manifest_api.py",
+        "gateway/test_gateway_process.py",
+        "lifecycle/test_activation_crash.py",
+        "lifecycle/test_activation_gateway.py",
+    }
+)
+SLOW_TESTS = frozenset(
+    {
+        "gateway/test_ops.py::test_gateway_run_refuses_to_listen_beyond_loopback_and_warns_once_when_allowed",
+        "gateway/test_ops.py::test_the_access_log_has_method_path_status_and_duration_and_no_credential",
+        "gateway/test_ops.py::test_gateway_run_refuses_a_config_with_an_unset_key_variable",
+        "gateway/test_ops.py::test_metrics_scope_can_be_paired_from_the_cli",
+        "gateway/test_provider_retries.py::test_retry_after_is_honoured",
+    }
+)
+_TESTS_DIR = Path(__file__).parent
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Every test that uses the PostgreSQL fixtures is marked postgres (so -m "not postgres" leaves them out).
     for item in items:
-        if PG_FIXTURES & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        # Every test that uses the PostgreSQL fixtures is marked postgres (so -m "not postgres" leaves them out).
+        if PG_FIXTURES & fixtures:
             item.add_marker(pytest.mark.postgres)
+        try:
+            where = item.path.relative_to(_TESTS_DIR).as_posix()
+        except ValueError:  # pragma: no cover - a test outside tests/
+            continue
+        name = f"{where}::{getattr(item, 'originalname', item.name)}"
+        if SLOW_FIXTURES & fixtures or where.startswith(SLOW_FOLDERS) or where in SLOW_MODULES or name in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

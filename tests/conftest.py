@@ -17,6 +17,7 @@ from kurahi.store import native
 from kurahi.testing_pg import ThrowawayPostgres, find_bindir
 from openclaw_peer import OPENCLAW_VERSIONS, OpenClawFactory, OpenClawPeer, OpenClawVersion, require, unavailable
 from peer import PI_MISSING, PI_VERSIONS, PiPeer, missing, package_dir
+from tiers import SLOW_FIXTURES, SLOW_FOLDERS, SLOW_MODULES, SLOW_TESTS
 
 # Hypothesis profiles, chosen by KURAHI_HYPOTHESIS_PROFILE: "ci" (the default, and what `make
 # test` runs) tries as many examples as hypothesis does by default; "dev" (what `make check`
@@ -65,35 +66,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [pis, openclaw, C_SCANNER, _pg_binaries(), profile]
 
 
-# The fast tier (`make check`, `pytest -m "not slow"`) is every test that takes at most a few
-# seconds here. These are left to `make test`, marked slow at collection so the list lives in
-# one place: tests that start a peer (either Pi, OpenClaw) or PostgreSQL, whole folders of
-# campaigns and peers, and the modules and tests measured at more than ~2 s on this machine
-# (`pytest --durations`), mostly real gateway processes and CLIs in subprocesses.
-SLOW_FIXTURES = frozenset({"pi", "pi073", "any_pi", "openclaw", *PG_FIXTURES})
-SLOW_FOLDERS = ("crash/", "peers/", "conformance/")
-SLOW_MODULES = frozenset(
-    {
-        "continuity/test_suite.py",
-        "continuity/test_manifest_api.py",
-        "gateway/test_gateway_process.py",
-        "lifecycle/test_activation_crash.py",
-        "lifecycle/test_activation_gateway.py",
-    }
-)
-SLOW_TESTS = frozenset(
-    {
-        "gateway/test_ops.py::test_gateway_run_refuses_to_listen_beyond_loopback_and_warns_once_when_allowed",
-        "gateway/test_ops.py::test_the_access_log_has_method_path_status_and_duration_and_no_credential",
-        "gateway/test_ops.py::test_gateway_run_refuses_a_config_with_an_unset_key_variable",
-        "gateway/test_ops.py::test_metrics_scope_can_be_paired_from_the_cli",
-        "gateway/test_provider_retries.py::test_retry_after_is_honoured",
-    }
-)
 _TESTS_DIR = Path(__file__).parent
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The fast tier (`make check`) leaves out what tests/tiers.py names: marked slow here.
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         # Every test that uses the PostgreSQL fixtures is marked postgres (so -m "not postgres" leaves them out).
@@ -103,7 +80,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             where = item.path.relative_to(_TESTS_DIR).as_posix()
         except ValueError:  # pragma: no cover - a test outside tests/
             continue
-        name = f"{where}::{getattr(item, 'originalname', item.name)}"
+        cls = getattr(item, "cls", None)
+        function = getattr(item, "originalname", item.name)
+        name = f"{where}::{cls.__name__ + '.' if cls is not None else ''}{function}"
         if SLOW_FIXTURES & fixtures or where.startswith(SLOW_FOLDERS) or where in SLOW_MODULES or name in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
 

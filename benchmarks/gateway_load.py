@@ -7,7 +7,8 @@ sending ``--turns`` chat turns one after another (a turn is a whole ``POST
 /api/agents/<id>/chat``: the reply is durable when it returns). One warm-up turn per
 session creates its transcript first; it is reported apart. Reports turns per second over
 the measured phase and the latency percentiles of a turn. Every reply is checked to carry
-the resident's identity marker.
+the resident's identity marker. The gateway process's CPU time per turn is reported too: on
+a machine shared with other jobs it moves far less than the wall-clock figures.
 
 Bar (issue 5): at least 300 turns/s with p99 at most 250 ms on this 2-core machine.
 
@@ -179,9 +180,15 @@ def compare(before: str, after: str, lat: list[float], scrapes: int) -> dict[str
     return out
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux): unlike wall time, barely moved by other jobs."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def _drive(
-    port: int, token: str, sessions: int, turns: int, marker: str, scrape: float | None = None
-) -> tuple[float, list[float], dict[str, Any] | None]:
+    port: int, token: str, sessions: int, turns: int, marker: str, scrape: float | None = None, pid: int = 0
+) -> tuple[float, list[float], dict[str, Any] | None, float]:
     head = f"Host: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n".encode()
     latencies: list[float] = []
     scraper: _Conn | None = None
@@ -208,6 +215,7 @@ async def _drive(
     print(f"  first turns (session creation): {len(first)} in {first_wall:.2f} s, max {first[-1] * 1000:.0f} ms")
     latencies.clear()
     before = await scraper.get_text("/metrics") if scraper is not None else ""
+    cpu0 = _cpu_seconds(pid)
     scrapes = 0
     stop = asyncio.Event()
 
@@ -225,6 +233,7 @@ async def _drive(
     t0 = time.perf_counter()
     await asyncio.gather(*(one(i, c) for i, c in enumerate(conns)))
     wall = time.perf_counter() - t0
+    cpu = _cpu_seconds(pid) - cpu0
     stop.set()
     report = None
     if poller is not None and scraper is not None:
@@ -234,7 +243,7 @@ async def _drive(
         scraper.writer.close()
     for c in conns:
         c.writer.close()
-    return wall, latencies, report
+    return wall, latencies, report, cpu
 
 
 def main() -> int:
@@ -272,7 +281,9 @@ def main() -> int:
                 assert time.monotonic() < deadline and proc.poll() is None, "gateway did not start"
                 time.sleep(0.05)
         token = (home / "secrets" / "gateway.token").read_text().strip()
-        wall, lat, scraped = asyncio.run(_drive(port, token, args.sessions, args.turns, init["marker"], args.scrape))
+        wall, lat, scraped, cpu = asyncio.run(
+            _drive(port, token, args.sessions, args.turns, init["marker"], args.scrape, proc.pid)
+        )
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
@@ -286,6 +297,7 @@ def main() -> int:
         "p50Ms": round(statistics.median(lat) * 1000, 1),
         "p99Ms": round(lat[min(n - 1, int(n * 0.99))] * 1000, 1),
         "maxMs": round(lat[-1] * 1000, 1),
+        "gatewayCpuMsPerTurn": round(cpu / n * 1000, 3),
     }
     out["pass"] = out["turnsPerSecond"] >= 300 and out["p99Ms"] <= 250
     if scraped is not None:
@@ -298,6 +310,7 @@ def main() -> int:
         print(
             f"  {out['turnsPerSecond']} turns/s   p50 {out['p50Ms']} ms   p99 {out['p99Ms']} ms   max {out['maxMs']} ms"
         )
+        print(f"  gateway CPU per turn: {out['gatewayCpuMsPerTurn']} ms")
         if scraped is not None:
             print(f"  /metrics scraped {scraped['scrapes']} times during the run, and before and after it:")
             print(f"    turns: client {scraped['turns']['client']}, metrics {scraped['turns']['metrics']}")

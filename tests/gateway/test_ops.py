@@ -206,6 +206,8 @@ def test_the_access_log_has_method_path_status_and_duration_and_no_credential(tm
             )
             assert r.status_code == 200
             assert raw.get("/api/agents", headers={"Authorization": "Bearer not-the-token"}).status_code == 401
+            # A percent-encoded newline cannot forge a line of the log.
+            assert raw.get("/api/x%0a2026-01-01 access GET /forged 200 1.0ms owner").status_code == 401
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
     finally:
@@ -219,6 +221,8 @@ def test_the_access_log_has_method_path_status_and_duration_and_no_credential(tm
     assert fields[:3] == ["GET", "/api/agents/alice/session", "200"]
     assert fields[3].endswith("ms") and float(fields[3][:-2]) >= 0 and fields[4] == "owner"
     assert any("GET /api/agents 401 " in x and x.endswith(" -") for x in access)
+    assert not any(line.startswith("2026-01-01") for line in log.splitlines())
+    assert any("GET /api/x\\x0a2026-01-01\\x20access" in x for x in access)
     assert token not in log and "not-the-token" not in log and "token=" not in log and "?" not in "".join(access)
 
 

@@ -82,7 +82,8 @@ class AccessMiddleware:
             if self.logger is not None:
                 principal = scope.get("state", {}).get("principal")
                 who = getattr(principal, "actor", "-")
-                self.logger.info("%s %s %d %.1fms %s", scope["method"], scope["path"], status, seconds * 1000, who)
+                path = _printable(scope["path"])
+                self.logger.info("%s %s %d %.1fms %s", scope["method"], path, status, seconds * 1000, who)
 
     def _template(self, scope: Scope) -> str:
         route = scope.get("route")
@@ -94,6 +95,13 @@ class AccessMiddleware:
             if match is Match.FULL:
                 return str(r.path)
         return "unmatched"
+
+
+def _printable(path: str, limit: int = 1024) -> str:
+    # The path is percent-decoded: a client could send %0a and forge a line of the log, or %20
+    # and shift its fields. Both are written escaped, as is every control character.
+    out = "".join(c if " " < c != "\x7f" else f"\\x{ord(c):02x}" for c in path[:limit])
+    return out + "..." if len(path) > limit else out
 
 
 def _error_code(body: bytes) -> str:

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test check lint demo peer postgres bench clean
+.PHONY: install test check lint demo peer postgres browser bench clean
 
 install: $(STAMP)
 
@@ -65,17 +65,39 @@ postgres: install
 	  { echo "!!! apt-get install postgresql failed !!!"; exit 1; }; \
 	$(PG_FOUND) || { echo "!!! postgresql is installed, but its server binaries are still not found !!!"; exit 1; }
 
+# The browser tests (tests/ui, marked browser): Debian's chromium, driven by Playwright for
+# Python (in the dev extra; `playwright install` is never run: it would download a browser of
+# its own), and axe-core from the npm registry into .peer/axe/ for the accessibility scans.
+# chromium is installed with apt-get when it is missing and we are root; otherwise, or without
+# npm, the browser tests are SKIPPED, loudly. Nothing to do, and fast, when both are there.
+AXE_VERSION := 4.14.1
+browser: install
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+	    echo "!!! chromium not found, and installing it needs root and apt-get: the browser tests will be SKIPPED !!!"; \
+	  else \
+	    echo "installing the Debian package chromium (apt-get) for the browser tests"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -qq -o Dpkg::Use-Pty=0 chromium >/dev/null 2>&1 || \
+	      { apt-get update -qq >/dev/null && apt-get install -y -qq -o Dpkg::Use-Pty=0 chromium >/dev/null; } || \
+	      { echo "!!! apt-get install chromium failed !!!"; exit 1; }; \
+	  fi; fi; \
+	if ! command -v npm >/dev/null 2>&1; then \
+	  echo "!!! npm not found: no axe-core, the browser tests will be SKIPPED !!!"; exit 0; fi; \
+	grep -qs '"version": "$(AXE_VERSION)"' .peer/axe/node_modules/axe-core/package.json || \
+	  npm install --prefix .peer/axe --save-exact --no-audit --no-fund --silent axe-core@$(AXE_VERSION) || exit 1
+
 lint: install
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
-test: install peer postgres lint
+test: install peer postgres browser lint
 	KURAHI_HYPOTHESIS_PROFILE=ci $(BIN)/pytest -q
 
 # The quick answer while working (under 90 s here): ruff, mypy and the fast tier of the tests,
-# every test not marked slow (tests/conftest.py marks the ones that start a peer or PostgreSQL,
-# the crash campaigns and the few that take more than a few seconds), with hypothesis on its
+# every test not marked slow (tests/tiers.py names the ones that start a peer or PostgreSQL,
+# the crash campaigns and the few that take more than about a second), with hypothesis on its
 # "dev" profile. Needs neither npm nor PostgreSQL. `make test` runs everything, as CI does.
 FAST_IGNORE := --ignore=tests/crash --ignore=tests/peers --ignore=tests/conformance
 check: install

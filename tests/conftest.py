@@ -17,7 +17,7 @@ from kurahi.store import native
 from kurahi.testing_pg import ThrowawayPostgres, find_bindir
 from openclaw_peer import OPENCLAW_VERSIONS, OpenClawFactory, OpenClawPeer, OpenClawVersion, require, unavailable
 from peer import PI_MISSING, PI_VERSIONS, PiPeer, missing, package_dir
-from tiers import SLOW_FIXTURES, SLOW_FOLDERS, SLOW_MODULES, SLOW_TESTS
+from tiers import SLOW_FIXTURES, SLOW_FOLDERS, SLOW_MARKERS, SLOW_MODULES, SLOW_TESTS
 
 # Hypothesis profiles, chosen by KURAHI_HYPOTHESIS_PROFILE: "ci" (the default, and what `make
 # test` runs) tries as many examples as hypothesis does by default; "dev" (what `make check`
@@ -83,7 +83,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         cls = getattr(item, "cls", None)
         function = getattr(item, "originalname", item.name)
         name = f"{where}::{cls.__name__ + '.' if cls is not None else ''}{function}"
-        if SLOW_FIXTURES & fixtures or where.startswith(SLOW_FOLDERS) or where in SLOW_MODULES or name in SLOW_TESTS:
+        marked = any(item.get_closest_marker(m) is not None for m in SLOW_MARKERS)
+        if (
+            marked
+            or SLOW_FIXTURES & fixtures
+            or where.startswith(SLOW_FOLDERS)
+            or where in SLOW_MODULES
+            or name in SLOW_TESTS
+        ):
             item.add_marker(pytest.mark.slow)
 
 

@@ -15,12 +15,17 @@ from __future__ import annotations
 SLOW_FIXTURES = frozenset({"pi", "pi073", "any_pi", "openclaw", "pg_server", "pg_url"})
 """Fixtures that start a peer or a database."""
 
+SLOW_MARKERS = frozenset({"browser"})
+"""Markers of tests that are slow whatever they are (the browser tests drive a real Chromium)."""
+
 SLOW_FOLDERS = ("crash/", "peers/", "conformance/")
 """Folders of tests/ whose every test is slow (the crash campaigns, OpenClaw, Pi conformance)."""
 
 SLOW_MODULES = frozenset(
     {
+        "continuity/test_rounds.py",
         "continuity/test_suite.py",
+        "continuity/test_suite_attached.py",
         "continuity/test_manifest_api.py",
         "gateway/test_gateway_process.py",
         "lifecycle/test_activation_crash.py",

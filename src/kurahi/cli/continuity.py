@@ -34,7 +34,17 @@ def run_command(
         bool, typer.Option("--throwaway", help="A fresh gateway in a temporary home (KOLO_SMOKE_HOME if set).")
     ] = False,
     resident: Annotated[str, typer.Option("--resident", help="The resident (agent id).")] = "alice",
-    disruption: Annotated[str, typer.Option("--disruption", help="model-swap,restart,move,close or all.")] = "all",
+    disruption: Annotated[
+        str, typer.Option("--disruption", help="model-swap,restart,move,close, all, or none (with --rounds).")
+    ] = "all",
+    rounds: Annotated[
+        int,
+        typer.Option(
+            "--rounds",
+            min=0,
+            help="Then N continuity-preserving rollovers with compactions in between, each scored.",
+        ),
+    ] = 0,
     swap_to: Annotated[str | None, typer.Option("--swap-to", help="The model profile to swap to.")] = None,
     facts: Annotated[
         Path | None, typer.Option("--facts", help="JSON array of {query, expect} for the recall probe.")
@@ -53,7 +63,12 @@ def run_command(
     from kurahi.continuity.report import write_report
     from kurahi.continuity.suite import DISRUPTIONS, SuiteOptions, report_signer, run_suite
 
-    chosen = list(DISRUPTIONS) if disruption == "all" else [d.strip() for d in disruption.split(",") if d.strip()]
+    if disruption == "all":
+        chosen = list(DISRUPTIONS)
+    elif disruption == "none":
+        chosen = []
+    else:
+        chosen = [d.strip() for d in disruption.split(",") if d.strip()]
     fact_list = None
     if facts is not None:
         try:
@@ -76,6 +91,7 @@ def run_command(
             swap_to=swap_to,
             facts=fact_list,
             chat=chat or throwaway,
+            rounds=rounds,
             progress=lambda text: bar.update(task, description=text),
         )
         with translate_errors():
@@ -88,6 +104,12 @@ def run_command(
         for run in body["runs"]:
             marks = " ".join(f"{r['id']}:{r['status']}" for r in run["invariants"])
             console.print(f"[bold]{run['disruption']:<10}[/] {marks}", soft_wrap=True)
+        for ev in body.get("rounds") or []:
+            state = "unmarked" if ev["verdict"]["ok"] else f"MARKED: {ev['verdict']['detail']}"
+            console.print(f"[bold]round {ev['round']:<4}[/] {state}", soft_wrap=True, markup=True)
+        if body.get("interrupted"):
+            cut = body["interrupted"]
+            err_console.print(f"interrupted during {cut['disruption']}: {cut['reason']}", soft_wrap=True)
         console.print(body["badge"], soft_wrap=True)
         console.print(f"reports in {out}")
     if body["summary"]["verdict"] != "PASS":

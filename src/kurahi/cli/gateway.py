@@ -111,6 +111,7 @@ def run_command(
     from kurahi.gateway.bind import check_bind
     from kurahi.gateway.server import serve
     from kurahi.store.backends import open_backend, url_has_password
+    from kurahi.ui.routes import install as ui_install
 
     h = _home(home)
     if not h.root.is_dir():
@@ -129,7 +130,7 @@ def run_command(
             host=host,
             port=port,
             grace=grace,
-            plugins=[continuity_api],
+            plugins=[continuity_api, ui_install],
             backend=backend,
             allow_remote=allow_remote,
             access_log=access_log,

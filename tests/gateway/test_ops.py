@@ -271,3 +271,21 @@ def test_metrics_scope_can_be_paired_from_the_cli(tmp_path: Path) -> None:
     r = run_kurahi("devices", "pair", "--name", "prometheus", "--scopes", "metrics", "--json", home=home)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["device"]["scopes"] == ["metrics"]
+
+
+def test_an_in_process_restart_rechecks_key_variables_and_is_not_ready_meanwhile(
+    served: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KURAHI_GONE_KEY", "sk-gone-1234")
+    profile = {"provider": "openai", "model": "m", "baseUrl": "http://127.0.0.1:9/v1", "apiKeyEnv": "KURAHI_GONE_KEY"}
+    with served.client() as owner, served.client("") as anon:
+        assert owner.post("/api/config/apply", json={"patch": {"models": {"real": profile}}}).status_code == 200
+        monkeypatch.delenv("KURAHI_GONE_KEY")
+        r = owner.post("/api/gateway/restart", json={})
+        assert r.status_code == 422 and "KURAHI_GONE_KEY is not set" in r.json()["error"]["message"]
+        ready = anon.get("/api/ready")
+        assert ready.status_code == 503 and ready.json()["checks"]["runtimes"] == "starting"
+        monkeypatch.setenv("KURAHI_GONE_KEY", "sk-gone-1234")
+        assert owner.post("/api/gateway/restart", json={}).status_code == 200
+        assert anon.get("/api/ready").json()["status"] == "ready"
+        assert owner.post(CHAT, json={"message": "still here"}).json()["status"] == "ok"

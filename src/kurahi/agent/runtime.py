@@ -33,7 +33,7 @@ from kurahi.agent.pairing import Settlement, settle
 from kurahi.agent.providers.base import Provider
 from kurahi.agent.queue import Lane, pending_from_journal
 from kurahi.agent.tools import BUILTIN_TOOLS, Tool
-from kurahi.agent.turn import Listener, TurnControl, TurnResult, run_turn, user_message
+from kurahi.agent.turn import Listener, RetryHook, TurnControl, TurnResult, run_turn, user_message
 from kurahi.errors import ConfigError, KurahiError, LockHeldError, PairingRefusedError
 from kurahi.lifecycle.carry import Carry
 from kurahi.lifecycle.policy import Decision
@@ -46,7 +46,11 @@ __all__ = ["Runtime", "make_provider"]
 
 
 def make_provider(name: str, profile: ModelProfile) -> Provider:
-    """The provider for a model profile."""
+    """The provider for a model profile.
+
+    Raises:
+        ConfigError: the profile names an API key variable that is not set.
+    """
     if profile.provider == "deterministic":
         from kurahi.agent.providers.deterministic import DeterministicProvider
 
@@ -59,6 +63,7 @@ def make_provider(name: str, profile: ModelProfile) -> Provider:
             base_url=profile.base_url,
             api_key_env=profile.api_key_env or "OPENAI_API_KEY",
             timeout=profile.timeout_s,
+            require_key=profile.api_key_env is not None,
         )
     if profile.provider == "anthropic":
         from kurahi.agent.providers.anthropic_messages import AnthropicProvider
@@ -68,6 +73,7 @@ def make_provider(name: str, profile: ModelProfile) -> Provider:
             base_url=profile.base_url,
             api_key_env=profile.api_key_env or "ANTHROPIC_API_KEY",
             timeout=profile.timeout_s,
+            require_key=profile.api_key_env is not None,
         )
     raise ConfigError(f"unknown provider {profile.provider!r}")  # pragma: no cover - the struct forbids it
 
@@ -134,6 +140,10 @@ class Runtime:
         """What :meth:`start` found and did (``None`` before it ran)."""
         self.settlements: list[Settlement] = []
         """Every repair the pairing guard made when sessions were opened."""
+        self.on_turn: Callable[[TurnResult, float], None] | None = None
+        """Told of every turn that ran, with its duration in seconds (metrics)."""
+        self.on_retry: RetryHook | None = None
+        """Told of every retried model call (metrics)."""
 
     # -- start and stop ----------------------------------------------------------------------
 
@@ -334,6 +344,14 @@ class Runtime:
             lane = self._lanes[key] = Lane(self, check_session_key(key), self.queue_journal)
         return lane
 
+    def queue_load(self) -> tuple[int, int]:
+        """``(messages waiting in the lanes, sessions busy)`` right now (read by metrics at scrape time)."""
+        waiting = busy = 0
+        for lane in list(self._lanes.values()):
+            waiting += len(lane.waiting)
+            busy += lane.busy
+        return waiting, busy
+
     def provider(self) -> tuple[Provider, ModelProfile]:
         """The current model's provider and profile."""
         profile = self.config.profile(self.model_name)
@@ -473,6 +491,7 @@ class Runtime:
             if listener is not None:
                 listener(kind, payload)
 
+        started = time.perf_counter()
         try:
             result = await run_turn(
                 conv,
@@ -486,6 +505,7 @@ class Runtime:
                 listener=listen if self.listener is not None or listener is not None else None,
                 control=control,
                 offload_sync=self._others_busy,
+                on_retry=self.on_retry,
             )
         except LockHeldError:
             # This writer lost the session to another gateway (its lease expired and was taken
@@ -494,6 +514,8 @@ class Runtime:
             self.drop_conversation(key)
             raise
         self._touch(key)
+        if self.on_turn is not None:
+            self.on_turn(result, time.perf_counter() - started)
         return result
 
     def _others_busy(self) -> bool:
@@ -513,15 +535,20 @@ class Runtime:
             self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
 
     async def _flush_later(self) -> None:
-        await asyncio.sleep(1.0)
-        dirty, self._dirty = self._dirty, {}
-        try:
-            await asyncio.to_thread(self._write_activity, dirty)
-        except KurahiError:
-            # The store is away (a database that dropped): nobody waits for these clocks, so
-            # they are kept for the next flush (newer ones win) instead of failing a task
-            # nobody awaits.
-            self._dirty = {**dirty, **self._dirty}
+        # A key touched while the flush ran in its thread found this task not yet done and
+        # started no other: go round again for it, or its clock would wait for the next turn.
+        while True:
+            await asyncio.sleep(1.0)
+            dirty, self._dirty = self._dirty, {}
+            try:
+                await asyncio.to_thread(self._write_activity, dirty)
+            except KurahiError:
+                # The store is away (a database that dropped): nobody waits for these clocks,
+                # so they are kept for the next round (newer ones win) instead of failing a
+                # task nobody awaits.
+                self._dirty = {**dirty, **self._dirty}
+            if not self._dirty:
+                return
 
     def _flush(self) -> None:
         dirty, self._dirty = self._dirty, {}

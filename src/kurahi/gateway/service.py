@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from kurahi import __version__
-from kurahi.agent.config import MAX_CONFIG_BYTES, Config, load_config
+from kurahi.agent.config import MAX_CONFIG_BYTES, Config, check_api_keys, load_config
 from kurahi.agent.runtime import Runtime
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import ConfigError
@@ -56,7 +56,7 @@ class Gateway:
 
         Raises:
             SecretFileError: the home's token, devices or directories are open to other users.
-            ConfigError: the config cannot be used.
+            ConfigError: the config cannot be used (a profile's ``apiKeyEnv`` names an unset variable, say).
             CatalogError: an agent's catalog is corrupt or too large (checked here, so that
                 ``gateway run`` says so in one line instead of failing its start-up with a traceback).
         """
@@ -66,6 +66,7 @@ class Gateway:
         self.backend = backend if backend is not None else FileBackend(home.root)
         self.audit = self.backend.audit()
         self.config: Config = load_config(home.root)
+        check_api_keys(self.config)
         for agent in home.agents():
             self.backend.agent(agent).catalog.items()
         self.runtimes: dict[str, Runtime] = {}
@@ -75,6 +76,10 @@ class Gateway:
         """Seconds running turns get to finish when the gateway stops."""
         self.on_started: Callable[[], None] | None = None
         """Called once every runtime has started (the server publishes its port then)."""
+        self.started = False
+        """Every runtime has started and the gateway has not begun to stop (``/api/ready``)."""
+        self.runtime_hooks: list[Callable[[str, Runtime], None]] = []
+        """Each told of every runtime as it is created, before it starts (metrics attach here)."""
         self.boot_id = secrets.token_hex(8)
         """New in every process: a changed boot id proves the process was restarted."""
         self.generation = 1
@@ -96,11 +101,13 @@ class Gateway:
         for agent in self.home.agents():
             await self.runtime(agent)
         self.record("gateway", "gateway.start", {"version": __version__, "agents": sorted(self.runtimes)})
+        self.started = True
         if self.on_started is not None:
             self.on_started()
 
     async def stop(self, *, grace: float | None = None) -> None:
         """Let running turns finish (``grace`` seconds), interrupt the rest, record the stop."""
+        self.started = False
         for rt in list(self.runtimes.values()):
             await rt.close(grace=self.stop_grace if grace is None else grace)
         self.runtimes.clear()
@@ -125,17 +132,20 @@ class Gateway:
         ``/api/health`` and in the manifest) that a restart happened.
 
         Raises:
-            ConfigError: the stored config no longer loads (the old runtimes are stopped;
-                the gateway answers again once the config is fixed and restarted).
+            ConfigError: the stored config no longer loads, or names an unset API key variable
+                (the old runtimes are stopped; the gateway answers again once the config is
+                fixed and restarted).
         """
         async with self._lock:
             before = self.boot()
+            self.started = False  # /api/ready says so until the new runtimes are up
             self._serving.clear()
             try:
                 for rt in list(self.runtimes.values()):
                     await rt.close(grace=self.stop_grace if grace is None else grace)
                 self.runtimes.clear()
                 self.config = load_config(self.home.root)
+                check_api_keys(self.config)
                 self.devices = DeviceRegistry(self.home.devices)
                 self.generation += 1
                 self.started_at_ms = int(time.time() * 1000)
@@ -144,6 +154,7 @@ class Gateway:
                 self._serving.set()
         for agent in self.home.agents():
             await self.runtime(agent)
+        self.started = True
         return {"before": before, "after": self.boot()}
 
     def record(self, actor: str, action: str, details: dict[str, Any]) -> None:
@@ -173,6 +184,8 @@ class Gateway:
                     backend=self.backend,
                     **self._runtime_options,
                 )
+                for hook in self.runtime_hooks:
+                    hook(agent, rt)
                 await rt.start()
                 self.runtimes[agent] = rt
         return rt
@@ -188,7 +201,8 @@ class Gateway:
         """Validate a merge patch, write the config atomically, and reload every runtime.
 
         Nothing is written, and nothing changes, unless the patched config loads and works
-        for every agent of the home (each agent's settings, its model profile).
+        for every agent of the home (each agent's settings, its model profile) and every
+        profile's ``apiKeyEnv`` names a variable set in the gateway's environment.
 
         Raises:
             ConfigError: the patched config would not work (the message says where).
@@ -222,6 +236,7 @@ class Gateway:
         for agent in self.home.agents():
             settings = candidate.agent(agent)
             candidate.profile(settings.model)
+        check_api_keys(candidate)
         if len(data) > MAX_CONFIG_BYTES:
             raise ConfigError(f"the patched config would be {len(data)} bytes; the limit is {MAX_CONFIG_BYTES}")
         try:

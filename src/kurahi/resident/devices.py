@@ -29,7 +29,7 @@ from kurahi.store.locks import FileLock
 
 __all__ = ["SCOPES", "Device", "DeviceRegistry", "token_hash"]
 
-SCOPES = ("read", "chat", "admin")
+SCOPES = ("read", "chat", "admin", "metrics")
 """Every scope a credential can hold; the owner token holds all of them."""
 
 _NAME = re.compile(r"^[\w .@()+-]{1,64}$")

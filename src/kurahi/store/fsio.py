@@ -3,6 +3,9 @@
 Everything that must survive a crash goes through here, so there is one place that
 knows the order: write a temporary file, fsync it, rename it over the target, fsync
 the directory. Tests inject faults by replacing the functions of :data:`ops`.
+
+The time every ``fsync``/``fdatasync`` of :data:`ops` takes can be watched
+(:func:`watch_syncs`): a gateway exports it as a metric. Nothing is timed while nobody watches.
 """
 
 from __future__ import annotations
@@ -10,11 +13,25 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
+import time
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
-__all__ = ["FsyncPolicy", "Ops", "append_durably", "atomic_write", "file_sha256", "fsync_dir", "ops"]
+__all__ = [
+    "FsyncPolicy",
+    "Ops",
+    "SyncWatcher",
+    "append_durably",
+    "atomic_write",
+    "copy_durably",
+    "file_sha256",
+    "fsync_dir",
+    "make_dirs",
+    "ops",
+    "watch_syncs",
+]
 
 
 class FsyncPolicy(StrEnum):
@@ -32,14 +49,44 @@ class FsyncPolicy(StrEnum):
 
 _FDATASYNC: Callable[[int], None] = getattr(os, "fdatasync", os.fsync)
 
+SyncWatcher = Callable[[str, float], None]
+"""Told ``("fsync" | "fdatasync", seconds)`` after each sync, from whichever thread made it."""
+
+_watchers: list[SyncWatcher] = []
+
+
+def watch_syncs(watcher: SyncWatcher) -> Callable[[], None]:
+    """Have ``watcher`` told of every sync made through :data:`ops`; returns the function that stops it."""
+    _watchers.append(watcher)
+
+    def stop() -> None:
+        with contextlib.suppress(ValueError):
+            _watchers.remove(watcher)
+
+    return stop
+
+
+def _timed(kind: str, sync: Callable[[int], None]) -> Callable[[int], None]:
+    def call(fd: int) -> None:
+        if not _watchers:
+            sync(fd)
+            return
+        t0 = time.perf_counter()
+        sync(fd)
+        elapsed = time.perf_counter() - t0
+        for w in tuple(_watchers):
+            w(kind, elapsed)
+
+    return call
+
 
 class Ops:
     """The system calls durable code uses, replaceable for fault injection in tests."""
 
     def __init__(self) -> None:
         self.write: Callable[[int, bytes], int] = os.write
-        self.fsync: Callable[[int], None] = os.fsync
-        self.fdatasync: Callable[[int], None] = _FDATASYNC
+        self.fsync: Callable[[int], None] = _timed("fsync", os.fsync)
+        self.fdatasync: Callable[[int], None] = _timed("fdatasync", _FDATASYNC)
         self.rename: Callable[[str, str], None] = os.replace
         self.ftruncate: Callable[[int, int], None] = os.ftruncate
 
@@ -55,6 +102,29 @@ def fsync_dir(directory: str | os.PathLike[str]) -> None:
         ops.fsync(fd)
     finally:
         os.close(fd)
+
+
+def make_dirs(directory: str | os.PathLike[str], mode: int = 0o700) -> None:
+    """Make ``directory`` and its missing parents so that they survive a power loss.
+
+    ``mkdir`` is a change to the parent directory: until the parent is fsynced, a power cut may
+    take the new directory, and every file durably written inside it, away. Each directory made
+    here is fsynced, and so is its parent.
+    """
+    target = Path(directory)
+    missing: list[Path] = []
+    while not target.is_dir():
+        missing.append(target)
+        if target.parent == target:  # pragma: no cover - the root always exists
+            break
+        target = target.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, mode)
+        except FileExistsError:
+            if not d.is_dir():
+                raise
+        fsync_dir(d.parent)
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -117,6 +187,21 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600
             os.unlink(tmp)
         raise
     fsync_dir(target.parent)
+
+
+def copy_durably(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """Copy ``src`` to ``dst`` with its metadata (``shutil.copy2``), then make the copy durable.
+
+    Without the fsyncs a power cut can leave the copy's name with fewer bytes than ``src``,
+    or no copy at all, after the caller has reported it written.
+    """
+    shutil.copy2(src, dst)
+    fd = os.open(dst, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        ops.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(Path(dst).parent)
 
 
 def file_sha256(path: str | os.PathLike[str], limit: int | None = None) -> str:

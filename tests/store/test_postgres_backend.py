@@ -421,6 +421,9 @@ def test_a_broken_liveness_connection_is_made_again_and_named(
     h = a.agent("main", create=True).transcripts.create("s.jsonl", HEADER, durable=True)
     before = sql(pg_url, "SELECT conn_pid FROM kurahi.owners WHERE owner_id = 'gw-a'")[0][0]
     sql(pg_url, "SELECT pg_terminate_backend(%s)", [before])
+    wait_for(  # the signal is sent at once; the backend is gone a moment later
+        lambda: not sql(pg_url, "SELECT 1 FROM pg_stat_activity WHERE pid = %s", [before]), "the backend to end"
+    )
     # Until it renews, gw-a looks dead: its lease may be taken (fencing keeps that safe).
     assert a.live_instances() == frozenset()
     a.renew()  # what the heartbeat does: a new connection, named in the owner row

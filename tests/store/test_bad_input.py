@@ -282,7 +282,7 @@ def test_directory_and_missing_file_are_clear_errors(tmp_path: Path) -> None:
 def test_unknown_leaf_is_an_error_not_a_silent_fallback(tmp_path: Path) -> None:
     p = write(tmp_path, "l.jsonl", lines(HEADER, entry("a", None)))
     code, out = run("session", "context", str(p), "--leaf", "zzzzzzzz", "--json")
-    assert code == EXIT.FAILED and "zzzzzzzz" in out
+    assert code == EXIT.NOT_FOUND and "zzzzzzzz" in out
 
 
 def test_unknown_types_and_fields_are_kept_byte_for_byte(tmp_path: Path) -> None:

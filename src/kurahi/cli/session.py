@@ -345,9 +345,7 @@ class _Shape:
         has_parent = {k for kids in self.kids.values() for k in kids}
         self.roots = [i for i in range(len(t)) if i not in has_parent]
         labels = t.labels()
-        self.labels = (
-            {i: labels[t._skeletons[i].id] for i in range(len(t)) if t._skeletons[i].id in labels} if labels else {}
-        )
+        self.labels = {i: labels[id_] for i, id_ in enumerate(t.columns()[1]) if id_ in labels} if labels else {}
 
     def size(self, root: int) -> int:
         n, stack, seen = 0, [root], set()

@@ -40,6 +40,7 @@ from kurahi.store.vocab import (
     FROM_ID,
     MESSAGE,
     MODEL_CHANGE,
+    TARGET_ID,
     THINKING_LEVEL_CHANGE,
 )
 
@@ -325,7 +326,7 @@ def apply_context_edit(
                     ProjectionWarning(
                         edit.line,
                         "a context_edit without a replacement (Pi throws reading replacement.content); "
-                        f"its target {edit.data.get('targetId', MISSING)!r} is left out of the context",
+                        f"its target {edit.data.get(TARGET_ID, MISSING)!r} is left out of the context",
                     )
                 )
             return []

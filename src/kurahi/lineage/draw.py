@@ -26,7 +26,7 @@ from kurahi.errors import EntryNotFoundError
 from kurahi.jsvalues import json_utf8
 from kurahi.lineage.canonical import CanonicalPath, SideBranch, canonical_path
 from kurahi.store.transcript import Entry, Transcript
-from kurahi.store.vocab import COMPACTION, CONTEXT_EDIT, MESSAGE
+from kurahi.store.vocab import COMPACTION, CONTEXT_EDIT, MESSAGE, TARGET_ID
 
 __all__ = ["Column", "Drawing", "Node", "Run", "StitchEdge", "draw_lineage"]
 
@@ -369,7 +369,7 @@ def _column(t: Transcript, markers: list[str], leaf_id: str | None, budget: int)
         if e.type == CONTEXT_EDIT:
             what = "removes" if e.data.get("replacement") is None else "replaces the content of"
             inert = "" if pos not in view.inert_edits else " (no effect here)"
-            node.detail = f"context edit: {what} {e.data.get('targetId')}{inert}"
+            node.detail = f"context edit: {what} {e.data.get(TARGET_ID)}{inert}"
         elif pos in edited:
             how, by = edited[pos]
             node.detail = f"{how} from the model's view by {by}"

@@ -11,7 +11,7 @@ import stat
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -31,12 +31,11 @@ from kurahi.errors import (
     UsageError,
 )
 from kurahi.store import audit_file as audit_mod
-from kurahi.store import audit_scan, fsio
+from kurahi.store import fsio
 from kurahi.store.audit_file import AuditChain, chain_path
 from kurahi.store.audit_record import MAX_LINE_BYTES, ChainVerification, build_record
 from kurahi.store.locks import FileLock
 from kurahi.store.redact import REDACTED, looks_secret, redact
-from kurahi.store.twoproc import fork_is_safe
 
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -330,19 +329,9 @@ TAMPERING = [
 ]
 
 
-@pytest.fixture(params=["one process", "two processes"])
-def scan_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    if request.param == "two processes":
-        if not fork_is_safe():
-            pytest.skip("fork is not safe here (threads alive, one CPU, or KURAHI_SCAN_PROCESSES=1)")
-        monkeypatch.setattr(audit_scan, "PARALLEL_MIN_BYTES", 0)  # split even a tiny file
-    yield request.param
-
-
 @pytest.mark.parametrize("tamper,bad_seq,bad_line,words", TAMPERING, ids=[t[0].__name__ for t in TAMPERING])
 def test_tampering_is_named_at_the_first_bad_record(
     chain: AuditChain,
-    scan_mode: str,
     tamper: Callable[[list[bytes]], list[bytes]],
     bad_seq: int,
     bad_line: int,
@@ -362,7 +351,7 @@ def test_tampering_is_named_at_the_first_bad_record(
 
 
 @pytest.mark.parametrize("at", [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
-def test_edit_anywhere_is_found_on_both_paths(chain: AuditChain, scan_mode: str, at: int) -> None:
+def test_edit_anywhere_is_found_on_both_paths(chain: AuditChain, at: int) -> None:
     fill(chain, 10)
     lines = lines_of(chain)
     rec = json.loads(lines[at - 1])
@@ -396,7 +385,7 @@ def test_cutting_the_end_needs_an_anchor(chain: AuditChain) -> None:
     assert not chain.is_ancestor(3, of_head=anchor.hash)  # ...but not the one whose head was seen
 
 
-def test_is_ancestor(chain: AuditChain, scan_mode: str) -> None:
+def test_is_ancestor(chain: AuditChain) -> None:
     fill(chain, 10)
     r4 = chain.get(4)
     assert r4 is not None
@@ -417,13 +406,10 @@ def test_get_finds_records_when_lines_shifted(chain: AuditChain) -> None:
     assert chain.get(7) is None
 
 
-def test_two_process_scan_of_a_long_chain(chain: AuditChain, monkeypatch: pytest.MonkeyPatch) -> None:
-    if not fork_is_safe():
-        pytest.skip("fork is not safe here")
+def test_a_long_chain_verifies_and_names_a_late_bad_record(chain: AuditChain) -> None:
     fill(chain, 400)
     single = chain.verify()
-    monkeypatch.setattr(audit_scan, "PARALLEL_MIN_BYTES", 0)
-    assert chain.verify() == single and single.entries == 400
+    assert single.ok and single.entries == 400
     lines = lines_of(chain)
     rec = json.loads(lines[300])
     rec["details"]["i"] = -1

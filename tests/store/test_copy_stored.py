@@ -315,14 +315,14 @@ def test_the_entries_the_c_table_makes_are_the_entries_python_makes(tmp_path: Pa
         ]
         plain = t.path_entries(indices)
         assert all(e.raw_message is None for e in plain)
-        (one,) = t._skeletons.table.entries(Entry, [True], t, -1)  # an integer-like row: the index is an int
+        (one,) = t._stored.entries(Entry, [True], t, -1)  # an integer-like row: the index is an int
         assert type(one.index) is int and one.index == 1
 
         class NotAnEntry:
             __slots__ = ("_t", "id", "index", "parent_id", "type")  # no raw_message
 
         with pytest.raises(TypeError, match="raw_message"):
-            t._skeletons.table.entries(NotAnEntry, indices[:3], t, -1)
+            t._stored.entries(NotAnEntry, indices[:3], t, -1)
 
 
 def test_a_closed_pipe_ends_session_context_quietly(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from kurahi.context.project import ProjectedEntry, build_context
 from kurahi.context.tokens import estimate_projected_context_tokens
 from kurahi.errors import ProviderError
 from kurahi.store.system import current_system_message
+from kurahi.store.vocab import COMPACTION
 
 __all__ = ["SUMMARY_PROMPT", "compact", "maybe_compact"]
 
@@ -49,12 +50,12 @@ async def compact(
         ProviderError: the summary could not be made (nothing is appended then).
     """
     path = conv.path
-    if not path or path[-1].type == "compaction":
+    if not path or path[-1].type == COMPACTION:
         return None
     projection = build_context(path, conv.leaf_id, with_entries=True)
     projected = projection.entries or []
     # The compaction in force opens the projection; the retained tail after it may be cut again.
-    previous = next((i for i, e in enumerate(projected) if e.source.type == "compaction" and e.messages), -1)
+    previous = next((i for i, e in enumerate(projected) if e.source.type == COMPACTION and e.messages), -1)
     start = previous + 1
     cut = find_projected_cut_point(projected, start, len(projected), keep_recent_tokens)
     if cut.first_kept_entry_index >= len(projected):
@@ -101,7 +102,7 @@ def _conversation(entries: Sequence[ProjectedEntry], *, summaries: bool = False)
     return [
         m
         for e in entries
-        if summaries or e.source.type != "compaction"
+        if summaries or e.source.type != COMPACTION
         for m in e.messages
         if not (isinstance(m, dict) and m.get("role") == "system")
     ]
@@ -122,5 +123,5 @@ async def maybe_compact(
             listener("warning", {"message": f"compaction failed: {exc}"})
         return None
     if eid is not None and listener is not None:
-        listener("entry", {"id": eid, "type": "compaction"})
+        listener("entry", {"id": eid, "type": COMPACTION})
     return eid

@@ -22,6 +22,7 @@ from kurahi.jsvalues import MISSING
 from kurahi.store.backend import RecordLog, TranscriptStore
 from kurahi.store.fsio import FsyncPolicy
 from kurahi.store.session import Session
+from kurahi.store.vocab import MESSAGE
 
 __all__ = ["Conversation", "PathItem"]
 
@@ -38,7 +39,7 @@ class PathItem:
     @property
     def message(self) -> Any:
         """The entry's message (``None`` for other entry types)."""
-        return self.data.get("message") if self.type == "message" else None
+        return self.data.get("message") if self.type == MESSAGE else None
 
 
 class Conversation:

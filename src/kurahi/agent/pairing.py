@@ -30,6 +30,7 @@ from kurahi.agent.ledger import Ledger, action_id
 from kurahi.agent.tools import Tool, ToolContext
 from kurahi.agent.types import ToolOutput
 from kurahi.errors import PairingRefusedError
+from kurahi.store.vocab import CUSTOM, FIRST_KEPT_ENTRY_ID, LEAF_MARKER_TYPE, TARGET_ID
 
 __all__ = ["Settlement", "settle", "tool_result_message", "unpaired_calls"]
 
@@ -194,7 +195,7 @@ def settle(
         conv.paired_upto = gap.window_end + 1
 
 
-_REMAP = ("firstKeptEntryId", "targetId")
+_REMAP = (FIRST_KEPT_ENTRY_ID, TARGET_ID)
 
 
 def _replay(conv: Conversation, items: list[PathItem]) -> None:
@@ -205,6 +206,6 @@ def _replay(conv: Conversation, items: list[PathItem]) -> None:
         for key in _REMAP:
             if data.get(key) in mapping:
                 data[key] = mapping[data[key]]
-        if item.type == "custom" and data.get("customType") == "kurahi.leaf":
+        if item.type == CUSTOM and data.get("customType") == LEAF_MARKER_TYPE:
             continue  # an old leaf move means nothing on the new branch
         mapping[item.id] = conv.session.append_entry(data)

@@ -27,6 +27,7 @@ from kurahi.context.budget import DEFAULT_RESERVE_TOKENS
 if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
     from kurahi.store.transcript import Entry, Transcript, TreeNode
 from kurahi.errors import KurahiError
+from kurahi.store.vocab import BRANCH_SUMMARY, COMPACTION, CONTEXT_EDIT, MESSAGE, TARGET_ID, USAGE
 
 __all__ = ["app"]
 
@@ -304,23 +305,23 @@ def _describe(e: Entry, label: str | None, is_leaf: bool, edited: str | None = N
 
     kind = str(e.type)
     extra = ""
-    if e.type == "context_edit":
+    if e.type == CONTEXT_EDIT:
         rep = e.data.get("replacement")
         what = "removes" if rep is None else "replaces the content of"
-        kind = f"[red]context edit[/] {what} {escape(str(e.data.get('targetId')))}"
-    elif e.type == "usage":
+        kind = f"[red]context edit[/] {what} {escape(str(e.data.get(TARGET_ID)))}"
+    elif e.type == USAGE:
         d = e.data
         kind = (
             f"[dim]usage {escape(str(d.get('kind')))} {escape(str(d.get('provider')))}/{escape(str(d.get('model')))}[/]"
         )
-    elif e.type == "message":
+    elif e.type == MESSAGE:
         msg = e.data.get("message")
         kind = f"{msg.get('role')}" if isinstance(msg, dict) else "message"
         text = _text_of(msg).replace("\n", " ")
         extra = f" {escape(text[:60])}" if text else ""
-    elif e.type == "compaction":
+    elif e.type == COMPACTION:
         kind = "[magenta]compaction[/]"
-    elif e.type == "branch_summary":
+    elif e.type == BRANCH_SUMMARY:
         kind = "[blue]branch summary[/]"
     elif is_leaf_marker(e.type, e.data, e.parent_id):
         kind = "[cyan]leaf marker[/]"
@@ -351,9 +352,7 @@ class _Shape:
         has_parent = {k for kids in self.kids.values() for k in kids}
         self.roots = [i for i in range(len(t)) if i not in has_parent]
         labels = t.labels()
-        self.labels = (
-            {i: labels[t._skeletons[i].id] for i in range(len(t)) if t._skeletons[i].id in labels} if labels else {}
-        )
+        self.labels = {i: labels[id_] for i, id_ in enumerate(t.columns()[1]) if id_ in labels} if labels else {}
 
     def size(self, root: int) -> int:
         n, stack, seen = 0, [root], set()
@@ -400,10 +399,7 @@ def _draw(
             label = shape.labels.get(cur)
             is_leaf = cur == leaf_index
             interesting = (
-                bool(label)
-                or e.type in ("compaction", "branch_summary", "context_edit")
-                or cur in edited
-                or len(kids) != 1
+                bool(label) or e.type in (COMPACTION, BRANCH_SUMMARY, CONTEXT_EDIT) or cur in edited or len(kids) != 1
             )
             if full or interesting or is_leaf or cur == start:
                 if run:
@@ -413,7 +409,7 @@ def _draw(
                 parent.add(text if cur in on_path else f"[dim]{text}[/]")
             else:
                 kind = e.type
-                if e.type == "message":
+                if e.type == MESSAGE:
                     msg = e.data.get("message")
                     kind = msg.get("role") if isinstance(msg, dict) else "message"
                 run[str(kind)] += 1

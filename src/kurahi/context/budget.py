@@ -32,6 +32,7 @@ from kurahi.errors import UsageError
 from kurahi.jsops import prop
 from kurahi.jsvalues import MISSING
 from kurahi.store.scan import id_key
+from kurahi.store.vocab import COMPACTION, CONTEXT_EDIT, MESSAGE, TARGET_ID
 
 __all__ = [
     "DEFAULT_KEEP_RECENT_TOKENS",
@@ -220,7 +221,7 @@ def _context_messages(entries: Sequence[Any], index: int) -> list[Any]:
     if not isinstance(entry, dict):
         _entry_type(entries, index)  # null throws; anything else has no type and no messages
         return []
-    if entry.get("type") == "message" and entry.get("message") is None:
+    if entry.get("type") == MESSAGE and entry.get("message") is None:
         raise UsageError(
             f"entries[{index}].message is {'null' if 'message' in entry else 'missing'} (Pi throws TypeError)"
         )
@@ -249,7 +250,7 @@ def _tokens_of(messages: list[Any], what: str) -> int:
 
 
 def _is_turn_start_entry(entries: Sequence[Any], index: int) -> bool:
-    if _entry_type(entries, index) == "compaction":
+    if _entry_type(entries, index) == COMPACTION:
         return False
     return any(map(_starts_turn, _context_messages(entries, index)))
 
@@ -258,7 +259,7 @@ def _valid_cut_points(entries: Sequence[Any], start: int, end: int) -> list[int]
     return [
         i
         for i in range(start, end)
-        if _entry_type(entries, i) != "compaction" and any(map(_is_cut_point, _context_messages(entries, i)))
+        if _entry_type(entries, i) != COMPACTION and any(map(_is_cut_point, _context_messages(entries, i)))
     ]
 
 
@@ -339,7 +340,7 @@ def find_cut_point(
             break
 
     while cut_index > start_index:
-        if _entry_type(entries, cut_index - 1) == "compaction" or _context_messages(entries, cut_index - 1):
+        if _entry_type(entries, cut_index - 1) == COMPACTION or _context_messages(entries, cut_index - 1):
             break
         cut_index -= 1
 
@@ -354,11 +355,11 @@ def find_cut_point(
 
 
 def _projected_turn_start(entry: ProjectedEntry) -> bool:
-    return entry.source.type != "compaction" and any(map(_starts_turn, entry.messages))
+    return entry.source.type != COMPACTION and any(map(_starts_turn, entry.messages))
 
 
 def _intrinsically_visible(entry: ProjectedEntry) -> bool:
-    return entry.source.type != "context_edit" and bool(entry_messages(entry.source))
+    return entry.source.type != CONTEXT_EDIT and bool(entry_messages(entry.source))
 
 
 def find_projected_cut_point(
@@ -380,7 +381,7 @@ def find_projected_cut_point(
     cut_points = [
         i
         for i in range(start_index, end_index)
-        if entries[i].source.type != "compaction" and any(map(_is_cut_point, entries[i].messages))
+        if entries[i].source.type != COMPACTION and any(map(_is_cut_point, entries[i].messages))
     ]
     if not cut_points:
         return CutPoint(start_index, -1, False)
@@ -404,25 +405,25 @@ def find_projected_cut_point(
 
     omitted_ids = {id_key(e.source.id) for e in suffix if omitted(e)}
     external_replacement = any(
-        e.source.type == "context_edit"
+        e.source.type == CONTEXT_EDIT
         and e.source.data.get("replacement", MISSING) is not None
-        and id_key(e.source.data.get("targetId", MISSING)) not in omitted_ids
+        and id_key(e.source.data.get(TARGET_ID, MISSING)) not in omitted_ids
         for e in suffix
     )
     recovery_suffix = (
         exceeded
         and not external_replacement
         and any(
-            e.source.type == "message" and _role(e.source.data.get("message")) == "assistant" and omitted(e)
+            e.source.type == MESSAGE and _role(e.source.data.get("message")) == "assistant" and omitted(e)
             for e in suffix
         )
-        and all(e.source.type != "compaction" and (not _intrinsically_visible(e) or omitted(e)) for e in suffix)
+        and all(e.source.type != COMPACTION and (not _intrinsically_visible(e) or omitted(e)) for e in suffix)
     )
     if recovery_suffix:
         cut_index += 1
     while cut_index > start_index:
         previous = entries[cut_index - 1]
-        if previous.source.type == "compaction" or previous.messages:
+        if previous.source.type == COMPACTION or previous.messages:
             break
         cut_index -= 1
     starts = cut_index < len(entries) and _projected_turn_start(entries[cut_index])

@@ -16,6 +16,7 @@ import msgspec
 
 from kurahi.context.project import PathEntry, build_context
 from kurahi.jsvalues import MISSING
+from kurahi.store.vocab import CONTEXT_EDIT
 
 __all__ = ["EffectivePath", "Source", "effective_path"]
 
@@ -84,5 +85,5 @@ def effective_path(path: Sequence[PathEntry]) -> EffectivePath:
     return EffectivePath(
         sources=sources,
         compaction_position=sources[0].position if sources and sources[0].part == "summary" else None,
-        inert_edits=[i for i, e in enumerate(path) if e.type == "context_edit" and id(e) not in applied],
+        inert_edits=[i for i, e in enumerate(path) if e.type == CONTEXT_EDIT and id(e) not in applied],
     )

@@ -31,6 +31,18 @@ from __future__ import annotations
 from kurahi._record import FrozenRecord, Record
 from kurahi.jsvalues import MISSING, date_ms, js_truthy
 from kurahi.store.effective import context_entries, id_key
+from kurahi.store.vocab import (
+    BRANCH_SUMMARY,
+    COMPACTION,
+    CONTEXT_EDIT,
+    CUSTOM_MESSAGE,
+    FIRST_KEPT_ENTRY_ID,
+    FROM_ID,
+    MESSAGE,
+    MODEL_CHANGE,
+    TARGET_ID,
+    THINKING_LEVEL_CHANGE,
+)
 
 # Nothing here needs typing or msgspec at run time, and a process that only projects a file
 # would pay ~35 ms to import them (see kurahi._record).
@@ -234,7 +246,7 @@ def _branch_summary(d: dict[str, Any]) -> Any:
     return _present(
         role="branchSummary",
         summary=summary,
-        fromId=d.get("fromId", MISSING),
+        fromId=d.get(FROM_ID, MISSING),
         timestamp=date_ms(d.get("timestamp", MISSING)),
     )
 
@@ -255,11 +267,11 @@ def entry_message(entry: PathEntry, warnings: list[ProjectionWarning] | None = N
     :func:`entry_messages`), and for a message entry without a message.
     """
     t = entry.type
-    if t == "message":
+    if t == MESSAGE:
         return _stored_message(entry, warnings)
-    if t == "custom_message":
+    if t == CUSTOM_MESSAGE:
         return _custom(entry.data)
-    if t == "branch_summary":
+    if t == BRANCH_SUMMARY:
         return _branch_summary(entry.data)
     return MISSING
 
@@ -276,7 +288,7 @@ def entry_messages(entry: PathEntry, warnings: list[ProjectionWarning] | None = 
     * anything else (``context_edit``, ``usage``, settings, labels, ...): nothing.
     """
     t = entry.type
-    if t == "compaction":
+    if t == COMPACTION:
         d = entry.data
         summary = _compaction_summary(d)
         system = d.get("systemMessage", MISSING)
@@ -314,7 +326,7 @@ def apply_context_edit(
                     ProjectionWarning(
                         edit.line,
                         "a context_edit without a replacement (Pi throws reading replacement.content); "
-                        f"its target {edit.data.get('targetId', MISSING)!r} is left out of the context",
+                        f"its target {edit.data.get(TARGET_ID, MISSING)!r} is left out of the context",
                     )
                 )
             return []
@@ -380,29 +392,29 @@ def project_from_leaf(
     for entry in back:
         up.append(entry)
         t = entry.type
-        if t == "message":
+        if t == MESSAGE:
             if not model_found:
                 msg = entry.data.get("message", MISSING)
                 if type(msg) is dict and msg.get("role") == "assistant":
                     ctx.model = _present(provider=msg.get("provider", MISSING), modelId=msg.get("model", MISSING))
                     model_found = True
-        elif t == "context_edit":
+        elif t == CONTEXT_EDIT:
             has_edits = True
-        elif t == "thinking_level_change":
+        elif t == THINKING_LEVEL_CHANGE:
             if not thinking_found:
                 ctx.thinking_level = entry.data.get("thinkingLevel", MISSING)
                 thinking_found = True
-        elif t == "model_change":
+        elif t == MODEL_CHANGE:
             if not model_found:
                 d = entry.data
                 ctx.model = _present(provider=d.get("provider", MISSING), modelId=d.get("modelId", MISSING))
                 model_found = True
-        elif t == "compaction" and comp is None:
+        elif t == COMPACTION and comp is None:
             comp = entry
             comp_at = len(up) - 1
             if type(entry.id) is not str:
                 exact_walk = True
-            kept_key = id_key(entry.data.get("firstKeptEntryId", MISSING))
+            kept_key = id_key(entry.data.get(FIRST_KEPT_ENTRY_ID, MISSING))
             # Pi 1.6.0 writes a compaction that keeps nothing with its own id as the first
             # kept entry; no entry before it can have that id, so there is nothing to look for.
             kept_settled = not exact_walk and kept_key == entry.id
@@ -427,7 +439,7 @@ def project_from_leaf(
         append = messages.append
         for index, e in enumerate(chosen_entries):
             t = e.type
-            if t == "message":
+            if t == MESSAGE:
                 if copy_stored:
                     raw = getattr(e, "raw_message", None)
                     if raw is not None:
@@ -436,21 +448,21 @@ def project_from_leaf(
                 msg = _stored_message(e, warnings)
                 if msg is not MISSING:
                     append(msg)
-            elif t == "compaction":
+            elif t == COMPACTION:
                 if index == 0:
                     messages.extend(entry_messages(e, warnings))
-            elif t == "custom_message" or t == "branch_summary":
+            elif t in (CUSTOM_MESSAGE, BRANCH_SUMMARY):
                 msg = entry_message(e, warnings)
                 if msg is not MISSING:
                     append(msg)
         return ctx
     for index, e in enumerate(chosen_entries):
         edit = None
-        if e.type == "compaction" and index > 0:
+        if e.type == COMPACTION and index > 0:
             contributed: list[Any] = []
         else:
             edit = edits.get(id_key(e.id)) if edits else None
-            raw = getattr(e, "raw_message", None) if copy_stored and edit is None and e.type == "message" else None
+            raw = getattr(e, "raw_message", None) if copy_stored and edit is None and e.type == MESSAGE else None
             if raw is not None:
                 contributed = [raw]
             else:

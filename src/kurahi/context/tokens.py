@@ -35,6 +35,7 @@ from kurahi.jsops import js_length, prop, truthy
 from kurahi.jsvalues import MISSING, js_stringify, utf16_len
 from kurahi.store.scan import id_key
 from kurahi.store.system import current_system_message
+from kurahi.store.vocab import COMPACTION, CONTEXT_EDIT
 
 __all__ = [
     "IMAGE_CHARS",
@@ -343,7 +344,7 @@ def estimate_projected_context_tokens(projection: SessionContext, path: Sequence
         if source is not None and source.id is not MISSING and truthy(source.id):  # usageEntryId ? ... : -1
             usage_at = next((i for i, e in enumerate(path) if _same_id(e, source)), -1)
         invalidated_at = next(
-            (i for i in range(len(path) - 1, -1, -1) if path[i].type in ("context_edit", "compaction")), -1
+            (i for i in range(len(path) - 1, -1, -1) if path[i].type in (CONTEXT_EDIT, COMPACTION)), -1
         )
         if usage_at > invalidated_at:
             return estimate

@@ -38,6 +38,7 @@ from kurahi.context.text import message_text
 from kurahi.context.tokens import estimate_context_tokens
 from kurahi.errors import ContinuityError
 from kurahi.lifecycle.carry import check_carry
+from kurahi.store.vocab import COMPACTION, MESSAGE, SESSION
 
 __all__ = ["MARKERS", "max_turns", "rounds_summary", "run_rounds", "score_round"]
 
@@ -85,12 +86,12 @@ def _lines(data: bytes) -> list[dict[str, Any]]:
 
 
 def _compactions(data: bytes) -> int:
-    return sum(1 for e in _lines(data) if e.get("type") == "compaction")
+    return sum(1 for e in _lines(data) if e.get("type") == COMPACTION)
 
 
 def _header(data: bytes) -> dict[str, Any]:
     entries = _lines(data[: data.find(b"\n") + 1] if b"\n" in data else data)
-    return entries[0] if entries and entries[0].get("type") == "session" else {}
+    return entries[0] if entries and entries[0].get("type") == SESSION else {}
 
 
 def _parent_id(header: dict[str, Any]) -> str | None:
@@ -115,7 +116,7 @@ def _user_texts(data: bytes) -> list[str]:
     return [
         message_text(e["message"]).casefold()
         for e in _lines(data)
-        if e.get("type") == "message" and isinstance(e.get("message"), dict) and e["message"].get("role") == "user"
+        if e.get("type") == MESSAGE and isinstance(e.get("message"), dict) and e["message"].get("role") == "user"
     ]
 
 

@@ -38,7 +38,20 @@ from kurahi.context.tokens import estimate_context_tokens
 from kurahi.jsvalues import MISSING
 from kurahi.store.session import Session
 from kurahi.store.system import current_system_message, path_system_messages
-from kurahi.store.transcript import LEAF_MARKER_TYPE
+from kurahi.store.vocab import (
+    BRANCH_SUMMARY,
+    COMPACTION,
+    CONTEXT_EDIT,
+    CUSTOM,
+    CUSTOM_MESSAGE,
+    FIRST_KEPT_ENTRY_ID,
+    LABEL,
+    LEAF_MARKER_TYPE,
+    MESSAGE,
+    MODEL_CHANGE,
+    TARGET_ID,
+    THINKING_LEVEL_CHANGE,
+)
 
 __all__ = ["CarryCheck", "CarryReport", "carry_into", "check_carry"]
 
@@ -83,12 +96,12 @@ def carry_into(
     by_position = {src.position: src for src in view.sources}
     system = current_system_message(path_system_messages(old_path))
     entries = [e.data for e in old_path]
-    comp_at = max((i for i, e in enumerate(old_path) if e.type == "compaction"), default=-1)
+    comp_at = max((i for i, e in enumerate(old_path) if e.type == COMPACTION), default=-1)
     old_summary = old_path[comp_at].data.get("summary") if comp_at >= 0 else None
     # The old context's raw part starts at the last compaction's first kept entry.
     start = comp_at + 1
     if comp_at >= 0:
-        kept_id = old_path[comp_at].data.get("firstKeptEntryId")
+        kept_id = old_path[comp_at].data.get(FIRST_KEPT_ENTRY_ID)
         start = next((i for i in range(comp_at) if old_path[i].id == kept_id), comp_at + 1)
     cut = (
         find_cut_point(entries, start, len(entries), keep_recent_tokens).first_kept_entry_index
@@ -96,11 +109,9 @@ def carry_into(
         else len(entries)
     )
     cut = max(cut, start)
-    raw = [e for i, e in enumerate(old_path) if i >= cut and e.type != "compaction" and i != comp_at]
-    raw = [e for e in raw if not (e.type == "custom" and e.data.get("customType") == LEAF_MARKER_TYPE)]
-    dropped = sum(
-        src.messages for src in view.sources if start <= src.position < cut and src.entry.type != "compaction"
-    )
+    raw = [e for i, e in enumerate(old_path) if i >= cut and e.type != COMPACTION and i != comp_at]
+    raw = [e for e in raw if not (e.type == CUSTOM and e.data.get("customType") == LEAF_MARKER_TYPE)]
+    dropped = sum(src.messages for src in view.sources if start <= src.position < cut and src.entry.type != COMPACTION)
     note = f"[Continued from session {old_session_id} ({Path(old_file).name}). " + (
         f"{dropped} earlier messages are summarized here or kept in that transcript.]"
         if dropped
@@ -122,7 +133,7 @@ def carry_into(
         cid = new.append_compaction(summary, None, tokens_before, details=details, system_message=system)
         return CarryReport(carry, 0, view.message_count, cid, summary)
     # lineage: settings first (they shape the projection), then the tail, then the summary.
-    for kind in ("thinking_level_change", "model_change"):
+    for kind in (THINKING_LEVEL_CHANGE, MODEL_CHANGE):
         last = next((e for e in reversed(old_path[:cut]) if e.type == kind), None)
         if last is not None:
             new.append_entry({k: v for k, v in last.data.items() if k not in ("id", "parentId")}, keep_timestamp=True)
@@ -130,15 +141,15 @@ def carry_into(
     mapping: dict[Any, str] = {}
     first_copy: str | None = None
     for e in raw:
-        if e.type == "context_edit":
+        if e.type == CONTEXT_EDIT:
             continue  # its effect is written into the copy of its target
         src = by_position.get(positions[id(e)])
         if src is not None and src.removed:
             continue  # the model no longer saw it: it is not carried, not even as bytes
         data = _as_seen(e.data, src)
-        if isinstance(data.get("targetId"), str) and data["targetId"] in mapping:
-            data["targetId"] = mapping[data["targetId"]]
-        elif e.type == "label":
+        if isinstance(data.get(TARGET_ID), str) and data[TARGET_ID] in mapping:
+            data[TARGET_ID] = mapping[data[TARGET_ID]]
+        elif e.type == LABEL:
             continue  # a label on an entry that was not carried
         eid = new.append_entry(data, keep_timestamp=True)
         mapping[e.id] = eid
@@ -167,13 +178,13 @@ def _as_seen(data: dict[str, Any], src: Source | None) -> dict[str, Any]:
     if not isinstance(replacement, dict) or "content" not in replacement:
         return out
     content = replacement["content"]
-    if out.get("type") == "message" and isinstance(out.get("message"), dict):
+    if out.get("type") == MESSAGE and isinstance(out.get("message"), dict):
         msg = out["message"]
         if msg.get("role") in ("user", "assistant", "toolResult"):
             if msg.get("role") != "user" and isinstance(content, str):
                 content = [{"type": "text", "text": content}]
             out["message"] = {**msg, "content": content}
-    elif out.get("type") == "custom_message":
+    elif out.get("type") == CUSTOM_MESSAGE:
         out["content"] = content
     return out
 
@@ -186,12 +197,12 @@ def _visible_texts(view: EffectivePath) -> list[tuple[str, str]]:
             continue
         data = _as_seen(src.entry.data, src)
         kind = data.get("type")
-        if kind == "message" and isinstance(data.get("message"), dict):
+        if kind == MESSAGE and isinstance(data.get("message"), dict):
             out.append((str(data["message"].get("role")), message_text(data["message"])))
-        elif kind == "custom_message":
+        elif kind == CUSTOM_MESSAGE:
             out.append(("custom", message_text({"role": "custom", "content": data.get("content")})))
-        elif kind in ("compaction", "branch_summary") and isinstance(data.get("summary"), str):
-            out.append(("compactionSummary" if kind == "compaction" else "branchSummary", data["summary"]))
+        elif kind in (COMPACTION, BRANCH_SUMMARY) and isinstance(data.get("summary"), str):
+            out.append(("compactionSummary" if kind == COMPACTION else "branchSummary", data["summary"]))
     return out
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from kurahi.context.project import PathEntry
 from kurahi.lifecycle.policy import LastRun, SessionFacts
+from kurahi.store.vocab import MESSAGE
 
 __all__ = ["last_run_state", "session_facts"]
 
@@ -20,7 +21,7 @@ def last_run_state(path: Sequence[PathEntry]) -> LastRun:
     ``none``: no message at all.
     """
     for e in reversed(path):
-        if e.type != "message":
+        if e.type != MESSAGE:
             continue
         m = e.data.get("message")
         if not isinstance(m, dict):

@@ -15,6 +15,7 @@ import msgspec
 from kurahi.errors import EntryNotFoundError
 from kurahi.jsvalues import MISSING
 from kurahi.store.transcript import Entry, Transcript, is_leaf_marker
+from kurahi.store.vocab import COMPACTION, CUSTOM
 
 __all__ = ["BranchPoint", "CanonicalPath", "SideBranch", "canonical_path", "children_index"]
 
@@ -63,7 +64,7 @@ class CanonicalPath(msgspec.Struct):
     @property
     def compactions(self) -> list[str]:
         """Ids of the compaction entries on the path, oldest first."""
-        return [str(e.id) for e in self.entries if e.type == "compaction"]
+        return [str(e.id) for e in self.entries if e.type == COMPACTION]
 
     @property
     def abandoned(self) -> int:
@@ -90,10 +91,9 @@ class CanonicalPath(msgspec.Struct):
 
 def children_index(t: Transcript) -> dict[int, list[int]]:
     """Child positions per entry position, as Pi's tree links them (the later line wins ids)."""
-    by_id = t._ids.as_dict()
+    by_id = t.id_positions()
     kids: dict[int, list[int]] = {}
-    for i, sk in enumerate(t._skeletons):
-        pid = sk.parentId
+    for i, pid in enumerate(t.columns()[2]):
         if isinstance(pid, str) and pid:
             parent = by_id.get(pid)
             if parent is not None and parent != i:
@@ -162,7 +162,7 @@ def canonical_path(t: Transcript, leaf_id: str | None = None, *, branches: bool 
             if c in on_path:
                 continue
             child = t.entry_at(c)
-            if child.type == "custom" and is_leaf_marker(child.type, child.data, child.parent_id):
+            if child.type == CUSTOM and is_leaf_marker(child.type, child.data, child.parent_id):
                 continue  # a durable leaf move is bookkeeping, not an abandoned exploration
             out.side_branches.append(
                 SideBranch(str(t.entry_at(i).id), str(child.id), _subtree_size(kids, c), child.line)

@@ -30,13 +30,12 @@ import msgspec
 
 from kurahi.errors import KurahiError, UsageError
 from kurahi.lineage.reference import ReferenceProjection, reference_projection
-from kurahi.store.twoproc import fork_is_safe, run_halves
 
 if TYPE_CHECKING:
     from kurahi.context.files import FileContext
 
-# The fast projection's modules (the store, the context room) are imported where they are
-# used, after the reference's process is forked: the two then load and run side by side.
+# The fast projection's modules (the store, the context room) load where they are used, in
+# _both_projections: importing this module for its report types does not need them.
 
 __all__ = ["CheckReport", "MarkerHit", "check", "messages_sha256"]
 
@@ -166,47 +165,19 @@ def _find(messages: list[Any], marker: str) -> int | None:
     return None
 
 
-PARALLEL_MIN_BYTES = 1 << 20
-"""Files at least this large get their reference projection from a second process."""
+def _both_projections(path: Path) -> tuple[FileContext, tuple[ReferenceProjection, str]]:
+    """The fast projection, and the reference one with its hash.
 
-
-class _Reference(msgspec.Struct, array_like=True):
-    """The reference projection and its content hash, as the second process sends them."""
-
-    projection: ReferenceProjection
-    sha256: str
-
-
-def _reference(path: Path) -> _Reference:
-    ref = reference_projection(path)
-    return _Reference(ref, messages_sha256(ref.messages))
-
-
-def _fast_projection(path: Path) -> FileContext:
+    One after the other, in this process: the reference parses every line in full and is
+    nearly all of a check's time, so running the fast one beside it in a forked process
+    saved at most the fast one's few hundredths of a second (0.05 s on the 200k-entry tree),
+    and fork() is not safe in a process with threads.
+    """
     from kurahi.context.files import project_file
 
-    return project_file(path)
-
-
-def _both_projections(path: Path) -> tuple[FileContext, tuple[ReferenceProjection, str]]:
-    """The fast projection, and the reference one with its hash; on two cores when it pays.
-
-    A forked child makes the reference projection while this process makes the fast one
-    (the reference parses every line in full, most of a check's work). The child only
-    reads. Whatever goes wrong there (an unreadable file, a value msgpack cannot carry),
-    the reference is made again here, so its errors are raised as they always are.
-    """
-    big = path.stat().st_size >= PARALLEL_MIN_BYTES if path.is_file() else False
-    if not big or not fork_is_safe():
-        fast = _fast_projection(path)
-        ref = _reference(path)
-        return fast, (ref.projection, ref.sha256)
-    fast, payload = run_halves(lambda: msgspec.msgpack.encode(_reference(path)), lambda: _fast_projection(path))
-    try:
-        ref = msgspec.msgpack.decode(payload, type=_Reference) if payload is not None else _reference(path)
-    except msgspec.DecodeError:  # a child that wrote something else than its answer
-        ref = _reference(path)
-    return fast, (ref.projection, ref.sha256)
+    fast = project_file(path)
+    ref = reference_projection(path)
+    return fast, (ref, messages_sha256(ref.messages))
 
 
 def check(

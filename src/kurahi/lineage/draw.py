@@ -26,6 +26,7 @@ from kurahi.errors import EntryNotFoundError
 from kurahi.jsvalues import json_utf8
 from kurahi.lineage.canonical import CanonicalPath, SideBranch, canonical_path
 from kurahi.store.transcript import Entry, Transcript
+from kurahi.store.vocab import COMPACTION, CONTEXT_EDIT, MESSAGE, TARGET_ID
 
 __all__ = ["Column", "Drawing", "Node", "Run", "StitchEdge", "draw_lineage"]
 
@@ -180,7 +181,7 @@ def _needles(marker: str) -> tuple[bytes, ...]:
 
 
 def _kind(entry_type: Any, raw: bytes) -> str:
-    if entry_type != "message":
+    if entry_type != MESSAGE:
         return entry_type if isinstance(entry_type, str) else "?"
     try:
         msg = _kind_decode(raw).message
@@ -235,7 +236,7 @@ def _preview(data: dict[str, Any]) -> str:
 
 def _describe(entry: Entry, kind: str, node: Node) -> None:
     data = entry.data
-    if entry.type == "compaction":
+    if entry.type == COMPACTION:
         summary = data.get("summary")
         size = len(summary) if isinstance(summary, str) else 0
         tokens = data.get("tokensBefore")
@@ -283,7 +284,7 @@ def _column(t: Transcript, markers: list[str], leaf_id: str | None, budget: int)
 
     want(0, _ALWAYS)
     want(n - 1, _ALWAYS)
-    compaction_at = [p for p, e in enumerate(path) if e.type == "compaction"]
+    compaction_at = [p for p, e in enumerate(path) if e.type == COMPACTION]
     stitch_children: set[int] = set()
     for child, parent in _edges(t.header):
         cpos, ppos = position(child), position(parent)
@@ -353,8 +354,8 @@ def _column(t: Transcript, markers: list[str], leaf_id: str | None, budget: int)
                 ("root", pos == 0),
                 ("leaf", pos == n - 1),
                 ("stitch", pos in stitch_children or pos + 1 in stitch_children),
-                ("compaction", e.type == "compaction"),
-                ("edit", e.type == "context_edit"),
+                ("compaction", e.type == COMPACTION),
+                ("edit", e.type == CONTEXT_EDIT),
                 ("removed", edited.get(pos, ("",))[0] == "removed"),
                 ("replaced", edited.get(pos, ("",))[0] == "replaced"),
                 ("branch", pos in side),
@@ -365,10 +366,10 @@ def _column(t: Transcript, markers: list[str], leaf_id: str | None, budget: int)
         last = col.items[-1] if col.items else None
         node.stitched_from_parent = pos in stitch_children and isinstance(last, Node) and last.position == pos - 1
         _describe(e, node.kind, node)
-        if e.type == "context_edit":
+        if e.type == CONTEXT_EDIT:
             what = "removes" if e.data.get("replacement") is None else "replaces the content of"
             inert = "" if pos not in view.inert_edits else " (no effect here)"
-            node.detail = f"context edit: {what} {e.data.get('targetId')}{inert}"
+            node.detail = f"context edit: {what} {e.data.get(TARGET_ID)}{inert}"
         elif pos in edited:
             how, by = edited[pos]
             node.detail = f"{how} from the model's view by {by}"

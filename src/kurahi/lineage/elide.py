@@ -22,6 +22,7 @@ import msgspec
 from kurahi.errors import KurahiError
 from kurahi.store.fsio import file_sha256
 from kurahi.store.session import Session
+from kurahi.store.vocab import CUSTOM_MESSAGE, MESSAGE
 
 __all__ = ["ContextSize", "ElideReport", "describe", "elide"]
 
@@ -126,8 +127,8 @@ def elide(path: str | os.PathLike[str], entry_id: str, replacement: str | None =
     if after_prefix != prefix:  # pragma: no cover - an append that rewrote history would be a bug
         raise KurahiError(f"{p}: the first {size_before} bytes changed while appending; report this")
     assert original is not None  # append_context_edit refused an unknown id
-    kind = str(original["message"].get("role")) if original.get("type") == "message" else "custom_message"
-    content = original["message"].get("content") if original.get("type") == "message" else original.get("content")
+    kind = str(original["message"].get("role")) if original.get("type") == MESSAGE else CUSTOM_MESSAGE
+    content = original["message"].get("content") if original.get("type") == MESSAGE else original.get("content")
     visible = content not in (None, "", []) and any(
         isinstance(m, dict) and m.get("content") == content and m.get("role") in (kind, "custom") for m in ctx_after
     )
@@ -149,7 +150,7 @@ def elide(path: str | os.PathLike[str], entry_id: str, replacement: str | None =
 
 
 def _kind(kind: str) -> str:
-    return kind if kind == "custom_message" else f"{kind} message"
+    return kind if kind == CUSTOM_MESSAGE else f"{kind} message"
 
 
 def _tokens(size: ContextSize) -> str:

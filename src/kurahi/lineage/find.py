@@ -59,6 +59,7 @@ from kurahi.store.fsio import fsync_dir, write_all
 from kurahi.store.listing import locate_transcript
 from kurahi.store.openclaw_sqlite_snapshot import StoreSnapshot, open_store_snapshot
 from kurahi.store.transcript import Transcript
+from kurahi.store.vocab import COMPACTION, RESET
 
 __all__ = ["RESET_MATCH_WINDOW", "Boundary", "Lineage", "Piece", "ResetEntry", "export_piece", "find_lineage", "iso"]
 
@@ -210,9 +211,9 @@ def _measure(t: Transcript, source: str, session_id: str, kind: str, rules: list
     for entry in t.entries():
         stamp = t.timestamp_ms(entry.index)
         times.append(int(stamp) if stamp is not None else None)
-        if entry.type == "compaction":
+        if entry.type == COMPACTION:
             compactions += 1
-        elif entry.type == "reset":
+        elif entry.type == RESET:
             resets.append((entry.index, entry))
     valid = [x for x in times if x is not None]
     reset_entries = tuple(

@@ -31,6 +31,7 @@ from kurahi.jsvalues import json_utf8
 from kurahi.lineage.evidence import file_facts
 from kurahi.store import fsio
 from kurahi.store.fsio import atomic_write, file_sha256
+from kurahi.store.vocab import MESSAGE
 
 __all__ = ["PacketCheck", "first_replies", "verify_packet", "write_packet"]
 
@@ -62,7 +63,7 @@ def first_replies(transcript: Path, count: int, *, after: str | None = None) -> 
             if not seen:
                 seen = e.id == after
                 continue
-            m = e.data.get("message") if e.type == "message" else None
+            m = e.data.get("message") if e.type == MESSAGE else None
             if isinstance(m, dict) and m.get("role") == "assistant" and message_text(m):
                 raw = json_utf8(json.dumps(m, ensure_ascii=False, sort_keys=True))
                 out.append(

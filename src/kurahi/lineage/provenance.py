@@ -49,6 +49,7 @@ from kurahi.errors import EntryNotFoundError, ProvenanceError
 from kurahi.jsvalues import MISSING
 from kurahi.resident.memory import memory_files
 from kurahi.store.transcript import Entry, Transcript
+from kurahi.store.vocab import BRANCH_SUMMARY, COMPACTION, CONTEXT_EDIT, CUSTOM_MESSAGE, MESSAGE, SESSION
 
 __all__ = [
     "VERDICTS",
@@ -120,14 +121,14 @@ def message_text(msg: Any) -> str:
 def entry_text(data: dict[str, Any]) -> str:
     """The searchable text of a stored entry (messages, summaries, custom messages)."""
     t = data.get("type")
-    if t == "message":
+    if t == MESSAGE:
         return message_text(data.get("message"))
-    if t in ("compaction", "branch_summary"):
+    if t in (COMPACTION, BRANCH_SUMMARY):
         s = data.get("summary")
         return s if isinstance(s, str) else ""
-    if t == "custom_message":
+    if t == CUSTOM_MESSAGE:
         return content_text(data.get("content"))
-    if t == "context_edit":
+    if t == CONTEXT_EDIT:
         rep = data.get("replacement")
         return content_text(rep.get("content")) if isinstance(rep, dict) else ""
     return ""
@@ -153,14 +154,14 @@ def _context_texts(view: EffectivePath) -> list[str]:
         if not src.messages:
             continue
         e, d = src.entry, src.entry.data
-        if e.type == "compaction":
+        if e.type == COMPACTION:
             if src.messages == 2:
                 out.append(message_text(d.get("systemMessage")))
             s = d.get("summary")
             out.append(s if isinstance(s, str) else "")
-        elif e.type == "message":
+        elif e.type == MESSAGE:
             out.append(message_text(_seen_message(src)))
-        elif e.type == "custom_message":
+        elif e.type == CUSTOM_MESSAGE:
             rep = src.edit.data.get("replacement") if src.edit is not None else None
             out.append(content_text(rep.get("content") if isinstance(rep, dict) else d.get("content")))
         else:
@@ -170,7 +171,7 @@ def _context_texts(view: EffectivePath) -> list[str]:
 
 
 def _role(entry: Entry) -> Any:
-    if entry.type != "message":
+    if entry.type != MESSAGE:
         return None
     msg = entry.data.get("message")
     return msg.get("role") if isinstance(msg, dict) else None
@@ -303,7 +304,7 @@ def _find_reply(t: Transcript, reply_id: str | None) -> list[Entry]:
         except EntryNotFoundError as exc:
             raise ProvenanceError(f"no entry with id {reply_id!r}", kind="not-found", path=t.name) from exc
         if _role(entry) != "assistant":
-            what = entry.type if entry.type != "message" else f"a {_role(entry)} message"
+            what = entry.type if entry.type != MESSAGE else f"a {_role(entry)} message"
             raise ProvenanceError(
                 f"entry {reply_id!r} (line {entry.line}) is {what}, not an assistant message", path=t.name
             )
@@ -358,7 +359,7 @@ def _scan_lines(data: bytes, phrases: Sequence[str]) -> Iterable[tuple[int, int,
             value = msgspec.json.decode(raw)
         except DECODE_ERRORS:
             continue
-        if not isinstance(value, dict) or value.get("type") == "session":
+        if not isinstance(value, dict) or value.get("type") == SESSION:
             continue
         text = normalize(entry_text(value))
         for k in sorted(candidates[start]):
@@ -536,10 +537,10 @@ def provenance(
                 where = "elided"  # the original text of an entry an edit removed or replaced
             elif eid in applied_edits or eid in context_ids:
                 continue  # its text is in the context, counted there
-            elif eid in reply_path_ids and value.get("type") == "context_edit":
+            elif eid in reply_path_ids and value.get("type") == CONTEXT_EDIT:
                 where = "unused-edit"
             elif eid in reply_path_ids:
-                where = "compacted-away" if value.get("type") != "compaction" else "older-compaction"
+                where = "compacted-away" if value.get("type") != COMPACTION else "older-compaction"
             elif eid in leaf_path_ids:
                 where = "after-reply"
             else:

@@ -29,6 +29,20 @@ import msgspec
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import CheckError, NotASessionError, ParentCycleError
 from kurahi.jsvalues import date_ms, js_number, js_truthy, js_whitespace_strip
+from kurahi.store.vocab import (
+    BRANCH_SUMMARY,
+    COMPACTION,
+    CONTEXT_EDIT,
+    CUSTOM_MESSAGE,
+    FIRST_KEPT_ENTRY_ID,
+    FROM_ID,
+    MESSAGE,
+    MODEL_CHANGE,
+    RESET,
+    SESSION,
+    TARGET_ID,
+    THINKING_LEVEL_CHANGE,
+)
 
 __all__ = ["ReferenceProjection", "reference_projection"]
 
@@ -168,7 +182,7 @@ def _stamp(entry: dict[str, Any]) -> Any:
 def _contributes(entry: dict[str, Any]) -> list[Any]:
     """``sessionEntryToContextMessages``: what one entry puts in the context, before edits."""
     kind = entry.get("type")
-    if kind == "message":
+    if kind == MESSAGE:
         msg = entry.get("message")
         if msg is None:
             return []  # Pi throws reading its role; the store leaves it out with a warning
@@ -178,7 +192,7 @@ def _contributes(entry: dict[str, Any]) -> list[Any]:
             if msg.get("role") in ("user", "assistant", "toolResult"):
                 return [{**msg, "content": []}]
         return [msg]
-    if kind == "custom_message":
+    if kind == CUSTOM_MESSAGE:
         out: dict[str, Any] = {"role": "custom"}
         if "customType" in entry:
             out["customType"] = entry["customType"]
@@ -189,13 +203,13 @@ def _contributes(entry: dict[str, Any]) -> list[Any]:
                 out[key] = entry[key]
         out["timestamp"] = _stamp(entry)
         return [out]
-    if kind == "branch_summary" and entry.get("summary"):
+    if kind == BRANCH_SUMMARY and entry.get("summary"):
         out = {"role": "branchSummary", "summary": entry["summary"]}
-        if "fromId" in entry:
-            out["fromId"] = entry["fromId"]
+        if FROM_ID in entry:
+            out[FROM_ID] = entry[FROM_ID]
         out["timestamp"] = _stamp(entry)
         return [out]
-    if kind == "compaction":
+    if kind == COMPACTION:
         out = {"role": "compactionSummary"}
         for key in ("summary", "tokensBefore"):
             if key in entry:
@@ -231,11 +245,11 @@ def _edited(messages: list[Any], edit: dict[str, Any]) -> list[Any]:
 
 def _is_system(entry: dict[str, Any]) -> bool:
     msg = entry.get("message")
-    return entry.get("type") == "message" and isinstance(msg, dict) and msg.get("role") == "system"
+    return entry.get("type") == MESSAGE and isinstance(msg, dict) and msg.get("role") == "system"
 
 
 def _emit(entries: list[dict[str, Any]]) -> list[Any]:
-    return [m for e in entries if e.get("type") != "compaction" for m in _contributes(e)]
+    return [m for e in entries if e.get("type") != COMPACTION for m in _contributes(e)]
 
 
 def reference_projection(path: str | Path) -> ReferenceProjection:
@@ -243,7 +257,7 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
     p = Path(path)
     lines = _parse(p)
     keys = lines.keys
-    if not keys or keys[0] is _NOT_AN_OBJECT or keys[0].type != "session" or not isinstance(keys[0].id, str):
+    if not keys or keys[0] is _NOT_AN_OBJECT or keys[0].type != SESSION or not isinstance(keys[0].id, str):
         raise NotASessionError("not a session", path=p)
     version = lines.value(0).get("version")
     number = js_number(1 if version is None else version)  # Pi: (version ?? 1) < 3
@@ -253,7 +267,7 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
             "it opens it, and the reference walk reads version 3 only (stitch output always is)",
             path=p,
         )
-    entries = [k for k in range(1, len(keys)) if keys[k] is _NOT_AN_OBJECT or keys[k].type != "session"]
+    entries = [k for k in range(1, len(keys)) if keys[k] is _NOT_AN_OBJECT or keys[k].type != SESSION]
     out = ReferenceProjection()
     if not entries or keys[entries[-1]].id is None:  # no entries, or Pi's leaf is null: empty
         return out
@@ -273,19 +287,19 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
     compaction: dict[str, Any] | None = None
     for e in chain:
         kind = e.get("type")
-        if kind == "thinking_level_change":
+        if kind == THINKING_LEVEL_CHANGE:
             out.thinking_level = e.get("thinkingLevel")
-        elif kind == "model_change":
+        elif kind == MODEL_CHANGE:
             out.model = {k: e[k] for k in ("provider", "modelId") if k in e}
-        elif kind == "message" and isinstance(e.get("message"), dict) and e["message"].get("role") == "assistant":
+        elif kind == MESSAGE and isinstance(e.get("message"), dict) and e["message"].get("role") == "assistant":
             m = e["message"]
             out.model = {"provider": m["provider"]} if "provider" in m else {}
             if "model" in m:
                 out.model["modelId"] = m["model"]
-        elif kind == "compaction":
+        elif kind == COMPACTION:
             compaction = e
     for i, e in enumerate(chain):
-        if e.get("type") == "reset":
+        if e.get("type") == RESET:
             out.reset_index = i
 
     # The context entries, each with the part it belongs to.
@@ -297,7 +311,7 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
         at = next(
             i for i, e in enumerate(chain) if e is compaction or e.get("id", _ABSENT) == compaction.get("id", _ABSENT)
         )
-        want = compaction.get("firstKeptEntryId", _ABSENT)
+        want = compaction.get(FIRST_KEPT_ENTRY_ID, _ABSENT)
         kept_from = next((i for i in range(at) if chain[i].get("id", _ABSENT) == want), at)
         retained = [e for e in chain[kept_from:at] if not _is_system(e)]
         parts = [("summary", compaction)]
@@ -306,11 +320,11 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
         out.compaction_id = compaction.get("id")
     edits = {}  # the latest edit per target among the context entries
     for _, e in parts:
-        if e.get("type") == "context_edit" and isinstance(e.get("targetId"), str):
-            edits[e["targetId"]] = e
+        if e.get("type") == CONTEXT_EDIT and isinstance(e.get(TARGET_ID), str):
+            edits[e[TARGET_ID]] = e
     counts = {"summary": 0, "retained": 0, "later": 0}
     for index, (part, e) in enumerate(parts):
-        if e.get("type") == "compaction" and index > 0:
+        if e.get("type") == COMPACTION and index > 0:
             continue  # an older compaction in the retained range contributes nothing
         contributed = _contributes(e)
         edit = edits.get(e.get("id")) if isinstance(e.get("id"), str) else None

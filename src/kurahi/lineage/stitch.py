@@ -42,6 +42,7 @@ from kurahi.store.ids import entry_id, iso_now, session_id
 from kurahi.store.native import line_digests
 from kurahi.store.scan import decode_line
 from kurahi.store.transcript import Transcript
+from kurahi.store.vocab import CONTEXT_EDIT, ID_FIELDS, LEAF_ID, RESET, SESSION, TARGET_ID
 
 __all__ = ["StitchReport", "stitch"]
 
@@ -133,13 +134,13 @@ def _reparent(raw: bytes, parent: str) -> tuple[bytes, str]:
 
 def _rename(data: dict[str, Any], mapping: dict[str, str]) -> dict[str, Any]:
     out = dict(data)
-    for key in ("id", "parentId", "targetId", "firstKeptEntryId", "fromId"):
+    for key in ID_FIELDS:
         v = out.get(key)
         if isinstance(v, str) and v in mapping:
             out[key] = mapping[v]
     payload = out.get("data")
-    if isinstance(payload, dict) and isinstance(payload.get("leafId"), str) and payload["leafId"] in mapping:
-        out["data"] = {**payload, "leafId": mapping[payload["leafId"]]}
+    if isinstance(payload, dict) and isinstance(payload.get(LEAF_ID), str) and payload[LEAF_ID] in mapping:
+        out["data"] = {**payload, LEAF_ID: mapping[payload[LEAF_ID]]}
     return out
 
 
@@ -220,7 +221,7 @@ def _stitch_open(
                 )
         # The sources' sha256 (for the report) is computed on a second thread from here on:
         # the scans above had both cores, and what follows is mostly one thread's work.
-        if len(paths) == 1 and not any(e.type == "reset" for e in canonical_path(transcripts[0], leaf_id).entries):
+        if len(paths) == 1 and not any(e.type == RESET for e in canonical_path(transcripts[0], leaf_id).entries):
             raise StitchError(
                 f"{names[0]}: no reset entry on its path, so one transcript has nothing to stitch: stitch needs "
                 "a BEFORE and at least one AFTER transcript (the pieces `lineage find` lists)"
@@ -282,8 +283,8 @@ class _Piece(msgspec.Struct):
 
 def _bypass_resets(t: Transcript, piece: _Piece, attach: str | None) -> None:
     """Leave the piece's ``reset`` entries out; re-parent what followed each onto what preceded it."""
-    skeletons = t._skeletons
-    resets = {i for i in piece.indices if skeletons[i].type == "reset"}
+    types = t.types()
+    resets = {i for i in piece.indices if types[i] == RESET}
     if not resets:
         return
     kept = [i for i in piece.indices if i not in resets]
@@ -291,7 +292,7 @@ def _bypass_resets(t: Transcript, piece: _Piece, attach: str | None) -> None:
     def resolved(index: int) -> str | None:
         """The nearest ancestor of a reset that is not itself a reset (``attach`` above a root)."""
         entry = t.entry_at(index)
-        while entry.type == "reset":
+        while entry.type == RESET:
             parent = entry.parent_id
             if not isinstance(parent, str):
                 return attach
@@ -357,7 +358,7 @@ def _stitch(
             if attach is None:  # a middle source whose leaf has no id (BEFORE's is checked above)
                 raise StitchError(f"{paths[k - 1]}: its leaf has no id for {p} to attach to")
             piece = _Piece(k, list(range(len(t))), {root.index: attach}, leaf=cp.leaf_id)
-            if root.type == "reset":
+            if root.type == RESET:
                 del piece.reparent[root.index]
             _bypass_resets(t, piece, attach)
             first_ms = date_ms(t.entry_at(0).data.get("timestamp", MISSING))
@@ -400,12 +401,12 @@ def _edits_across(
     t: Transcript, p: Path, piece: _Piece, earlier: list[_Piece], ts: list[Transcript], report: StitchReport
 ) -> None:
     """Warn about edits in this source that name an entry copied from an earlier one."""
-    skeletons = t._skeletons
-    edits = [i for i in piece.indices if skeletons[i].type == "context_edit"]
+    types = t.types()
+    edits = [i for i in piece.indices if types[i] == CONTEXT_EDIT]
     copied: dict[int, set[int]] = {}
     for i in edits:
         e = t.entry_at(i)
-        target = e.data.get("targetId")
+        target = e.data.get(TARGET_ID)
         if not isinstance(target, str) or target in t:
             continue
         for prev in earlier:
@@ -423,7 +424,7 @@ def _edits_across(
 def _header(paths: list[str], ts: list[Transcript], report: StitchReport) -> dict[str, Any]:
     versions = [t.version for t in ts if isinstance(t.version, int) and not isinstance(t.version, bool)]
     return {
-        "type": "session",
+        "type": SESSION,
         "version": max([3, *versions]),
         "id": session_id(),
         "timestamp": iso_now(),

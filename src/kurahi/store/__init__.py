@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from kurahi.store.scan import ScanWarning
     from kurahi.store.session import Session
     from kurahi.store.stats import transcript_stats
-    from kurahi.store.transcript import LEAF_MARKER_TYPE, Entry, Transcript, TreeNode
+    from kurahi.store.transcript import Entry, Transcript, TreeNode
+    from kurahi.store.vocab import LEAF_MARKER_TYPE
 
 # Names load on first use (PEP 562), so `kurahi --help` does not import every room.
 _WHERE = {
@@ -22,7 +23,7 @@ _WHERE = {
     "Entry": "kurahi.store.transcript",
     "FileLock": "kurahi.store.locks",
     "FsyncPolicy": "kurahi.store.fsio",
-    "LEAF_MARKER_TYPE": "kurahi.store.transcript",
+    "LEAF_MARKER_TYPE": "kurahi.store.vocab",
     "RepairReport": "kurahi.store.repair",
     "ScanWarning": "kurahi.store.scan",
     "Session": "kurahi.store.session",

@@ -582,11 +582,9 @@ static PyObject *table_row(PyObject *self, PyObject *arg)
 static PyObject *table_get(PyObject *self, PyObject *arg)
 {
     Table *t = (Table *)self;
-    if (!PyUnicode_Check(arg)) {
-        PyErr_SetString(PyExc_TypeError, "ids are str");
-        return NULL;
-    }
-    if (!PyUnicode_IS_ASCII(arg))
+    /* Every id in the table is a string, and a JavaScript Map never matches a string key to
+     * anything else: any other value (a number, null, undefined) is simply not there. */
+    if (!PyUnicode_Check(arg) || !PyUnicode_IS_ASCII(arg))
         return PyLong_FromLong(-1); /* plain ids are ASCII */
     return PyLong_FromSsize_t(probe(t, PyUnicode_DATA(arg), (size_t)PyUnicode_GET_LENGTH(arg)));
 }
@@ -1224,7 +1222,7 @@ static PyObject *table_verify(PyObject *self, PyObject *args)
 
 static PyMethodDef table_methods[] = {
     {"row", table_row, METH_O, "row(k) -> (type, id, parent): entry k (parent None for null)"},
-    {"get", table_get, METH_O, "get(id) -> position of the last entry with that id, or -1"},
+    {"get", table_get, METH_O, "get(id) -> position of the last entry with that id, or -1 (also for an id that is not a str)"},
     {"walk", table_walk, METH_O, "walk(k) -> positions from k up its parents (k first), None on a loop"},
     {"types", table_types, METH_NOARGS, "types() -> list of every entry's type"},
     {"ids", table_ids, METH_NOARGS, "ids() -> list of every entry's id"},

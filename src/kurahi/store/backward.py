@@ -37,6 +37,7 @@ from kurahi.store.scan import (
     decode_line,
     id_key,
 )
+from kurahi.store.vocab import MESSAGE, SESSION
 
 __all__ = ["BackwardIndex", "OverBudget", "TailEntry", "read_header"]
 
@@ -126,7 +127,7 @@ class TailEntry:
             self._index._warnings.append((self.start, note))
         if not isinstance(value, dict):
             return {}
-        if self._index.rename_hook and value.get("type") == "message":
+        if self._index.rename_hook and value.get("type") == MESSAGE:
             msg = value.get("message")
             if isinstance(msg, dict) and msg.get("role") == "hookMessage":
                 value["message"] = {**msg, "role": "custom"}
@@ -356,7 +357,7 @@ class BackwardIndex:
                 sk = self._careful_line(line, off)
                 if sk is None:
                     continue
-            if sk.type == "session":
+            if sk.type == SESSION:
                 self._warnings.append((off, "a second session header; ignored, as Pi does"))
                 continue
             kept.append((off, sk, len(line)))

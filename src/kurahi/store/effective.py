@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from kurahi._record import Record
 from kurahi.jsvalues import MISSING
+from kurahi.store.vocab import COMPACTION, CONTEXT_EDIT, CUSTOM_MESSAGE, FIRST_KEPT_ENTRY_ID, MESSAGE, TARGET_ID
 
 # The projection imports this module: no typing or msgspec at run time (see kurahi._record).
 TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING
@@ -51,7 +52,7 @@ def id_key(value: Any) -> Any:
 
 
 def _role(entry: PathLike) -> Any:
-    if entry.type != "message":
+    if entry.type != MESSAGE:
         return MISSING
     msg = entry.data.get("message")
     return msg.get("role", MISSING) if isinstance(msg, dict) else MISSING
@@ -59,7 +60,7 @@ def _role(entry: PathLike) -> Any:
 
 def is_editable(entry: PathLike) -> bool:
     """Whether Pi 1.6.0's ``appendContextEdit`` accepts ``entry`` as a target."""
-    return entry.type == "custom_message" or (entry.type == "message" and _role(entry) in EDITABLE_ROLES)
+    return entry.type == CUSTOM_MESSAGE or (entry.type == MESSAGE and _role(entry) in EDITABLE_ROLES)
 
 
 class ContextEntries(Record):
@@ -100,7 +101,7 @@ class ContextEntries(Record):
 
 
 def _is_system(entry: PathLike) -> bool:
-    return bool(entry.type == "message" and _role(entry) == "system")
+    return bool(entry.type == MESSAGE and _role(entry) == "system")
 
 
 def context_entries(
@@ -116,7 +117,7 @@ def context_entries(
         edits: look for ``context_edit`` entries (a caller that saw none passes ``False``).
     """
     if newest_compaction is None:
-        newest_compaction = next((i for i in range(len(path) - 1, -1, -1) if path[i].type == "compaction"), -1)
+        newest_compaction = next((i for i in range(len(path) - 1, -1, -1) if path[i].type == COMPACTION), -1)
     out = ContextEntries()
     if newest_compaction >= 0:
         compaction = path[newest_compaction]
@@ -124,7 +125,7 @@ def context_entries(
         # Pi finds the compaction again by id from the root: the first entry with that id.
         key = id_key(compaction.id)
         at = next(i for i, e in enumerate(path) if e is compaction or id_key(e.id) == key)
-        first_kept = id_key(compaction.data.get("firstKeptEntryId", MISSING))
+        first_kept = id_key(compaction.data.get(FIRST_KEPT_ENTRY_ID, MISSING))
         found = False
         for i in range(at):
             e = path[i]
@@ -136,6 +137,6 @@ def context_entries(
     if edits:
         for i in out.positions(len(path)):
             e = path[i]
-            if e.type == "context_edit":
-                out.edits[id_key(e.data.get("targetId", MISSING))] = i  # the latest wins
+            if e.type == CONTEXT_EDIT:
+                out.edits[id_key(e.data.get(TARGET_ID, MISSING))] = i  # the latest wins
     return out

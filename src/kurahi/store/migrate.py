@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from kurahi.jsvalues import MISSING, js_number
+from kurahi.store.vocab import COMPACTION, FIRST_KEPT_ENTRY_ID, MESSAGE, SESSION
 
 TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def _kept_index(value: Any, size: int) -> int | None:
 
 def rename_hook_message(entry: dict[str, Any]) -> dict[str, Any]:
     """Pi's ``migrateV2ToV3`` for one entry: a ``hookMessage`` message becomes ``custom``."""
-    if entry.get("type") == "message":
+    if entry.get("type") == MESSAGE:
         msg = entry.get("message")
         if isinstance(msg, dict) and msg.get("role") == "hookMessage":
             return {**entry, "message": {**msg, "role": "custom"}}
@@ -87,7 +88,7 @@ def migrate_v1(
     e = 0
     for entry, line in zip(entries, lines, strict=True):
         while e < len(extra) and extra[e] < line:
-            parsed.append({"type": "session"})
+            parsed.append({"type": SESSION})
             e += 1
         positions.append(len(parsed))
         parsed.append(entry)
@@ -103,18 +104,18 @@ def migrate_v1(
         entry["id"] = new_id
         entry["parentId"] = prev
         prev = new_id
-        if entry.get("type") == "compaction" and "firstKeptEntryIndex" in entry:
+        if entry.get("type") == COMPACTION and "firstKeptEntryIndex" in entry:
             idx = entry["firstKeptEntryIndex"]
             if isinstance(idx, (int, float)) and not isinstance(idx, bool):  # typeof idx === "number"
                 at = _kept_index(idx, len(parsed))
                 target = parsed[at] if at is not None else None
-                if isinstance(target, dict) and target.get("type") != "session":
+                if isinstance(target, dict) and target.get("type") != SESSION:
                     tid = target.get("id", MISSING)
                     if tid is MISSING:
                         # Pi sets the key to undefined: as good as absent, whatever it held.
-                        entry.pop("firstKeptEntryId", None)
+                        entry.pop(FIRST_KEPT_ENTRY_ID, None)
                     else:
-                        entry["firstKeptEntryId"] = tid
+                        entry[FIRST_KEPT_ENTRY_ID] = tid
                 del entry["firstKeptEntryIndex"]
         out.append(rename_hook_message(entry))
     return out

@@ -178,7 +178,6 @@ def scan_native(source: int | bytes, read: Reader, size: int) -> ScanResult | No
     """
     if not available():
         return None
-    from kurahi.store.columns import TableSkeletons
     from kurahi.store.scan import Chunk, ScanResult, ScanState, careful_lines, finish_scan
 
     threads = 2 if size >= THREADS_MIN_BYTES and (os.cpu_count() or 1) > 1 else 1
@@ -204,7 +203,7 @@ def scan_native(source: int | bytes, read: Reader, size: int) -> ScanResult | No
         # One list in file order, as the Python scanner has (and ids that may not be strings).
         res.skeletons = _merge(table, careful, list(res.spans))
     else:
-        res.skeletons = TableSkeletons(table)
+        res.table = table
     return res
 
 

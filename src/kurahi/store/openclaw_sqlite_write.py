@@ -40,6 +40,7 @@ from urllib.parse import quote
 from kurahi.errors import SqliteSchemaError, SqliteStoreBusyError, SqliteStoreError
 from kurahi.store.openclaw_sqlite_snapshot import KNOWN_SCHEMA_VERSIONS as SNAPSHOT_SCHEMA_VERSIONS
 from kurahi.store.openclaw_sqlite_snapshot import open_store_snapshot
+from kurahi.store.vocab import MESSAGE
 
 __all__ = [
     "KNOWN_SCHEMA_VERSIONS",
@@ -363,7 +364,7 @@ def _insert_rows(con: sqlite3.Connection, key: str, lines: Sequence[str], old: s
             active += 1
             messages += 1 if has_message else 0
             leaf = eid if isinstance(eid, str) else leaf
-        text = _message_text(entry.get("message")) if entry.get("type") == "message" else None
+        text = _message_text(entry.get("message")) if entry.get("type") == MESSAGE else None
         if text is not None and isinstance(eid, str):
             rowid = con.execute(
                 "INSERT INTO session_transcript_fts_rows (session_id, message_id) VALUES (?, ?)", (new, eid)

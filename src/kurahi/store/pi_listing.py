@@ -15,6 +15,8 @@ from typing import Any
 
 import msgspec
 
+from kurahi.store.vocab import SESSION
+
 __all__ = ["PiSessionListing", "list_pi_sessions"]
 
 _HEADER_MAX = 64 * 1024
@@ -53,7 +55,7 @@ def _listing(path: Path, size: int) -> PiSessionListing:
         head = msgspec.json.decode(_first_line(path).lstrip(b"\xef\xbb\xbf"))
     except (OSError, msgspec.DecodeError):
         head = None
-    if not isinstance(head, dict) or head.get("type") != "session":
+    if not isinstance(head, dict) or head.get("type") != SESSION:
         return PiSessionListing(session_id=None, started=None, cwd=None, file=str(path), bytes=size, header=False)
 
     def text(key: str) -> str | None:

@@ -25,6 +25,7 @@ import os
 import stat
 
 from kurahi.store import native
+from kurahi.store.vocab import SESSION
 
 TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING; typing costs a process ~8 ms
 if TYPE_CHECKING:
@@ -223,7 +224,7 @@ class QuickFile:
                 header = loads(line)
             except ValueError:
                 raise Unusual("the first line is not JSON") from None
-            if type(header) is not dict or header.get("type") != "session" or type(header.get("id")) is not str:
+            if type(header) is not dict or header.get("type") != SESSION or type(header.get("id")) is not str:
                 raise Unusual("the first line is not a session header")
             version = header.get("version")
             if not ((type(version) is int or type(version) is float) and version >= 3):

@@ -32,6 +32,7 @@ import msgspec
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.jsvalues import MISSING, js_truthy, js_whitespace_strip
 from kurahi.store.native import MAX_LINE_BYTES
+from kurahi.store.vocab import SESSION
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -103,7 +104,7 @@ def decode_dense(data: bytes) -> list[Any] | None:
     except DECODE_ERRORS:
         return None
     # A header in the middle of a file is ignored with a warning: the careful path does that.
-    return None if "session" in map(_get_type, sks) else sks
+    return None if SESSION in map(_get_type, sks) else sks
 
 
 _any_decode = msgspec.json.Decoder().decode
@@ -192,8 +193,10 @@ class ScanResult(msgspec.Struct):
     """What a scan found: the header and one skeleton per non-header entry, in file order."""
 
     header: dict[str, Any] | None = None
-    skeletons: Any = msgspec.field(default_factory=list)
-    """One skeleton per entry: a list, or :class:`kurahi.store.columns.ColumnSkeletons`."""
+    skeletons: list[Skeleton] = msgspec.field(default_factory=list)
+    """One skeleton per entry read in Python (empty when :attr:`table` holds them all)."""
+    table: Any = None
+    """The C scanner's table, when it read every entry line itself (:class:`kurahi.store.table.StoredTable`)."""
     chunks: list[Chunk] = msgspec.field(default_factory=list)
     spans: dict[int, tuple[int, int, int]] = msgspec.field(default_factory=dict)
     """``(offset, length, line)`` of entries outside dense chunks."""
@@ -305,7 +308,7 @@ class ScanResult(msgspec.Struct):
         return c.line + index - c.first
 
 
-def _iter_chunks(read: Reader, size: int, start: int = 0) -> Iterator[tuple[int, bytes]]:
+def _iter_chunks(read: Reader, size: int) -> Iterator[tuple[int, bytes]]:
     """Yield ``(offset, data)``: whole lines (newline-terminated), the final piece may lack one.
 
     Chunks are small on purpose: splitting 110 MB at once spends most of its time on page
@@ -314,8 +317,8 @@ def _iter_chunks(read: Reader, size: int, start: int = 0) -> Iterator[tuple[int,
     """
     pending: list[bytes] = []
     pending_len = 0
-    offset = start
-    pos = start
+    offset = 0
+    pos = 0
     while pos < size:
         chunk = read(pos, min(_CHUNK, size - pos))
         if not chunk:
@@ -359,25 +362,16 @@ class ScanState:
         self.line_no = 0
 
 
-def scan(read: Reader, size: int, *, start: int = 0, segment: bool = False) -> ScanResult:
-    """Scan ``size`` bytes obtained through ``read(offset, length)`` into a skeleton index.
-
-    Args:
-        read: how to reach the bytes.
-        size: where the bytes end.
-        start: where to begin (a line start).
-        segment: the bytes are a part after the header: entry indices and line numbers
-            count from the start of the part (see :mod:`kurahi.store.parallel`).
-    """
+def scan(read: Reader, size: int) -> ScanResult:
+    """Scan ``size`` bytes obtained through ``read(offset, length)`` into a skeleton index."""
     res = ScanResult(size=size)
     st = ScanState()
-    st.header_done = segment
     skeletons = res.skeletons
     chunks = res.chunks
     gc_was_enabled = gc.isenabled()
     gc.disable()  # 200k small allocations: generational GC passes would cost more than the decode
     try:
-        for offset, data in _iter_chunks(read, size, start):
+        for offset, data in _iter_chunks(read, size):
             if st.header_done:
                 sks = decode_dense(data)
                 if sks is not None:
@@ -393,18 +387,15 @@ def scan(read: Reader, size: int, *, start: int = 0, segment: bool = False) -> S
             chunks.append(Chunk(st.idx, offset, len(data), st.line_no + 1))
             if not careful_lines(res, st, lines, offset, size):
                 return res
-        finish_scan(res, st, read, segment=segment)
+        finish_scan(res, st, read)
     finally:
         if gc_was_enabled:
             gc.enable()
     return res
 
 
-def finish_scan(res: ScanResult, st: ScanState, read: Reader, *, segment: bool = False) -> None:
-    """Settle what only the end of the file decides: the line count, the final newline.
-
-    ``segment`` is accepted for the parallel scanner's parts (nothing differs for them).
-    """
+def finish_scan(res: ScanResult, st: ScanState, read: Reader) -> None:
+    """Settle what only the end of the file decides: the line count, the final newline."""
     res.line_count = st.line_no
     if res.size:
         res.ends_with_newline = read(res.size - 1, 1) == b"\n"
@@ -433,7 +424,7 @@ def careful_lines(res: ScanResult, st: ScanState, lines: list[bytes], offset: in
             if not _accept_header(res, line, sk, st.line_no):
                 return False
             continue
-        if sk.type == "session":
+        if sk.type == SESSION:
             res.warnings.append(ScanWarning(st.line_no, "a second session header; ignored, as Pi does"))
             res.extra_header_lines.append(st.line_no)
             continue
@@ -455,7 +446,7 @@ def _accept_header(res: ScanResult, line: bytes, sk: Skeleton, line_no: int) -> 
         value, _ = decode_line(line)
     except ValueError:  # pragma: no cover - the skeleton decoder read this very line
         value = None
-    if isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str):
+    if isinstance(value, dict) and value.get("type") == SESSION and isinstance(value.get("id"), str):
         res.header = value
         return True
     res.first_parseable = value

@@ -38,7 +38,26 @@ from kurahi.store.effective import EDITABLE_ROLES, is_editable
 from kurahi.store.fsio import FsyncPolicy
 from kurahi.store.ids import entry_id, iso_now, session_id
 from kurahi.store.system import current_system_message, path_system_messages
-from kurahi.store.transcript import LEAF_MARKER_TYPE, Entry, Transcript, is_leaf_marker
+from kurahi.store.transcript import Entry, Transcript, is_leaf_marker
+from kurahi.store.vocab import (
+    BRANCH_SUMMARY,
+    COMPACTION,
+    CONTEXT_EDIT,
+    CUSTOM,
+    CUSTOM_MESSAGE,
+    FIRST_KEPT_ENTRY_ID,
+    FROM_ID,
+    LABEL,
+    LEAF_ID,
+    LEAF_MARKER_TYPE,
+    MESSAGE,
+    MODEL_CHANGE,
+    SESSION,
+    SESSION_INFO,
+    TARGET_ID,
+    THINKING_LEVEL_CHANGE,
+    USAGE,
+)
 
 __all__ = ["CURRENT_VERSION", "Session"]
 
@@ -145,7 +164,7 @@ class Session:
         policy = FsyncPolicy(fsync)
         header = _present(
             [
-                ("type", "session"),
+                ("type", SESSION),
                 ("version", CURRENT_VERSION),
                 ("id", session_id_ or session_id()),
                 ("timestamp", iso_now()),
@@ -258,7 +277,7 @@ class Session:
             keep_timestamp: keep the entry's string ``timestamp`` instead of now; entries
                 carried from another transcript keep theirs, so they project the same.
         """
-        if not isinstance(entry.get("type"), str) or entry.get("type") == "session":
+        if not isinstance(entry.get("type"), str) or entry.get("type") == SESSION:
             raise UsageError('an entry needs a string "type" other than "session"')
         rest = {k: v for k, v in entry.items() if k not in ("type", "id", "parentId", "timestamp")}
 
@@ -297,7 +316,7 @@ class Session:
         """Append a ``thinking_level_change``."""
         return self._append(
             lambda i, p, ts: {
-                "type": "thinking_level_change",
+                "type": THINKING_LEVEL_CHANGE,
                 "id": i,
                 "parentId": p,
                 "timestamp": ts,
@@ -309,7 +328,7 @@ class Session:
         """Append a ``model_change``."""
         return self._append(
             lambda i, p, ts: {
-                "type": "model_change",
+                "type": MODEL_CHANGE,
                 "id": i,
                 "parentId": p,
                 "timestamp": ts,
@@ -358,12 +377,12 @@ class Session:
             sm = self._system_message_at(p) if system_message is MISSING else system_message
             return _present(
                 [
-                    ("type", "compaction"),
+                    ("type", COMPACTION),
                     ("id", i),
                     ("parentId", p),
                     ("timestamp", ts),
                     ("summary", summary),
-                    ("firstKeptEntryId", first_kept_entry_id if first_kept_entry_id is not None else i),
+                    (FIRST_KEPT_ENTRY_ID, first_kept_entry_id if first_kept_entry_id is not None else i),
                     ("tokensBefore", tokens_before),
                     ("details", details),
                     ("usage", usage),
@@ -432,7 +451,7 @@ class Session:
         return self._append(
             lambda i, p, ts: _present(
                 [
-                    ("type", "usage"),
+                    ("type", USAGE),
                     ("id", i),
                     ("parentId", p),
                     ("timestamp", ts),
@@ -478,16 +497,16 @@ class Session:
 
         def build(i: str, p: str | None, ts: str) -> dict[str, Any]:
             target = self._edit_target(target_id, p)
-            role = target.data["message"].get("role") if target.type == "message" else "custom"
+            role = target.data["message"].get("role") if target.type == MESSAGE else "custom"
             stored = wanted
             if stored is not None and role in ("assistant", "toolResult") and isinstance(stored["content"], str):
                 stored = {"content": [{"type": "text", "text": stored["content"]}]}
             return {
-                "type": "context_edit",
+                "type": CONTEXT_EDIT,
                 "id": i,
                 "parentId": p,
                 "timestamp": ts,
-                "targetId": target_id,
+                TARGET_ID: target_id,
                 "replacement": stored,
             }
 
@@ -537,11 +556,11 @@ class Session:
         return self._append(
             lambda i, p, ts: _present(
                 [
-                    ("type", "branch_summary"),
+                    ("type", BRANCH_SUMMARY),
                     ("id", i),
                     ("parentId", p),
                     ("timestamp", ts),
-                    ("fromId", branch_from_id if branch_from_id is not None else "root"),
+                    (FROM_ID, branch_from_id if branch_from_id is not None else "root"),
                     ("summary", summary),
                     ("details", details),
                     ("fromHook", from_hook),
@@ -557,7 +576,7 @@ class Session:
         return self._append(
             lambda i, p, ts: _present(
                 [
-                    ("type", "custom"),
+                    ("type", CUSTOM),
                     ("customType", custom_type),
                     ("data", data),
                     ("id", i),
@@ -572,7 +591,7 @@ class Session:
         return self._append(
             lambda i, p, ts: _present(
                 [
-                    ("type", "custom_message"),
+                    ("type", CUSTOM_MESSAGE),
                     ("customType", custom_type),
                     ("content", content),
                     ("display", display),
@@ -590,11 +609,11 @@ class Session:
         return self._append(
             lambda i, p, ts: _present(
                 [
-                    ("type", "label"),
+                    ("type", LABEL),
                     ("id", i),
                     ("parentId", p),
                     ("timestamp", ts),
-                    ("targetId", target_id),
+                    (TARGET_ID, target_id),
                     ("label", label if label is not None else MISSING),
                 ]
             )
@@ -605,7 +624,7 @@ class Session:
         trimmed = js_whitespace_strip(name)
         return self._append(
             lambda i, p, ts: {
-                "type": "session_info",
+                "type": SESSION_INFO,
                 "id": i,
                 "parentId": p,
                 "timestamp": ts,
@@ -624,9 +643,9 @@ class Session:
         self._check_known(entry_id_)
         return self._append(
             lambda i, p, ts: {
-                "type": "custom",
+                "type": CUSTOM,
                 "customType": LEAF_MARKER_TYPE,
-                "data": {"leafId": entry_id_},
+                "data": {LEAF_ID: entry_id_},
                 "id": i,
                 "parentId": entry_id_,
                 "timestamp": ts,
@@ -674,10 +693,10 @@ def _now_ms() -> int:
 
 
 def _kind_of(entry: Entry) -> str:
-    if entry.type == "context_edit":
-        target = entry.data.get("targetId")
+    if entry.type == CONTEXT_EDIT:
+        target = entry.data.get(TARGET_ID)
         return f"a context_edit (of {target!r}: edit that entry instead; an edit of an edit is refused)"
-    if entry.type == "message":
+    if entry.type == MESSAGE:
         msg = entry.data.get("message")
         return f"a {msg.get('role') if isinstance(msg, dict) else '(role-less)'} message"
     return f"a {entry.type} entry"

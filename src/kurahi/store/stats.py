@@ -13,6 +13,7 @@ import msgspec
 
 from kurahi.jsvalues import MISSING
 from kurahi.store.transcript import Transcript, is_leaf_marker
+from kurahi.store.vocab import COMPACTION, CONTEXT_EDIT, CUSTOM, MESSAGE
 
 __all__ = ["transcript_stats"]
 
@@ -47,16 +48,15 @@ def transcript_stats(t: Transcript) -> dict[str, Any]:
     Message roles, labels and the session name need the entries themselves; those few are
     decoded, the rest of the file is not.
     """
-    skeletons = t._skeletons
-    n = len(skeletons)
+    type_column, ids, parents = t.columns()
+    n = len(ids)
     types: Counter[str] = Counter()
     children: Counter[Any] = Counter()
     roots = 0
     orphans = 0
-    by_id = t._ids.as_dict()
-    for sk in skeletons:
-        types[sk.type if isinstance(sk.type, str) else "(none)"] += 1
-        pid = sk.parentId
+    by_id = t.id_positions()
+    for type_, pid in zip(type_column, parents, strict=True):
+        types[type_ if isinstance(type_, str) else "(none)"] += 1
         if pid is None:
             roots += 1
         elif isinstance(pid, str) and pid:
@@ -66,13 +66,13 @@ def transcript_stats(t: Transcript) -> dict[str, Any]:
                 orphans += 1
     duplicate_ids = n - len(by_id)
     branch_points = sum(1 for c in children.values() if c > 1)
-    leaves = sum(1 for sk in skeletons if isinstance(sk.id, str) and children.get(sk.id, 0) == 0)
+    leaves = sum(1 for id_ in ids if isinstance(id_, str) and children.get(id_, 0) == 0)
     roles: Counter[str] = Counter()
     markers = 0
-    for i, sk in enumerate(skeletons):
-        if sk.type == "message":
+    for i, type_ in enumerate(type_column):
+        if type_ == MESSAGE:
             roles[_role_of(t, i)] += 1
-        elif sk.type == "custom" and is_leaf_marker(sk.type, t.entry_at(i).data, t.entry_at(i).parent_id):
+        elif type_ == CUSTOM and is_leaf_marker(type_, t.entry_at(i).data, t.entry_at(i).parent_id):
             markers += 1
     leaf = t.leaf_id
     path_len = 0
@@ -101,8 +101,8 @@ def transcript_stats(t: Transcript) -> dict[str, Any]:
         "leaves": leaves,
         "leafId": None if leaf is MISSING else leaf,
         "pathLength": path_len,
-        "compactions": types.get("compaction", 0),
-        "contextEdits": types.get("context_edit", 0),
+        "compactions": types.get(COMPACTION, 0),
+        "contextEdits": types.get(CONTEXT_EDIT, 0),
         "usageEntries": types.get("usage", 0),
         "systemMessages": roles.get("system", 0),
         "labels": len(labels),

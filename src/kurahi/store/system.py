@@ -27,6 +27,7 @@ from kurahi.jsops import prop
 from kurahi.jsvalues import MISSING, js_string
 from kurahi.store.effective import PathLike, context_entries
 from kurahi.store.scan import id_key
+from kurahi.store.vocab import COMPACTION, MESSAGE
 
 __all__ = ["content_text", "current_system_message", "current_tools", "path_system_messages"]
 
@@ -179,11 +180,11 @@ def path_system_messages(path: Sequence[PathLike]) -> list[dict[str, Any]]:
         edit_at = chosen.edits.get(id_key(e.id))
         if edit_at is not None and path[edit_at].data.get("replacement", MISSING) is None:
             continue  # removed from the model's view, its system message with it
-        if e.type == "compaction":
+        if e.type == COMPACTION:
             sm = e.data.get("systemMessage")
             if k == 0 and isinstance(sm, dict):  # only the newest compaction speaks
                 out.append(_foldable(sm))
-        elif e.type == "message":
+        elif e.type == MESSAGE:
             msg = e.data.get("message")
             if isinstance(msg, dict) and msg.get("role") == "system":
                 out.append(_foldable(msg))

@@ -20,11 +20,8 @@ import msgspec
 
 from kurahi.errors import EntryNotFoundError, NotASessionError, ParentCycleError, TranscriptReadError
 from kurahi.jsvalues import MISSING, js_truthy, js_whitespace_strip
-from kurahi.store.columns import TableSkeletons
-from kurahi.store.idindex import IdIndex
 from kurahi.store.migrate import header_version, migrate_v1
 from kurahi.store.native import fd_sha256, scan_native
-from kurahi.store.parallel import scan_file
 from kurahi.store.scan import (
     Reader,
     ScanResult,
@@ -36,19 +33,18 @@ from kurahi.store.scan import (
     id_key,
     scan,
 )
+from kurahi.store.table import EntryTable, PyTable, StoredTable, index_ids
+from kurahi.store.vocab import CUSTOM, LABEL, LEAF_ID, LEAF_MARKER_TYPE, MESSAGE, SESSION_INFO, TARGET_ID
 
 __all__ = ["LEAF_MARKER_TYPE", "Entry", "Transcript", "TreeNode", "is_leaf_marker", "open_for_reading"]
-
-LEAF_MARKER_TYPE = "kurahi.leaf"
-"""``customType`` of the ``custom`` entry Kurahi appends to persist a leaf move."""
 
 
 def is_leaf_marker(entry_type: Any, data: dict[str, Any], parent_id: Any) -> bool:
     """Whether an entry is a durable leaf move written by :meth:`Session.branch`."""
-    if entry_type != "custom" or data.get("customType") != LEAF_MARKER_TYPE:
+    if entry_type != CUSTOM or data.get("customType") != LEAF_MARKER_TYPE:
         return False
     payload = data.get("data")
-    return isinstance(payload, dict) and list(payload) == ["leafId"] and payload["leafId"] == parent_id
+    return isinstance(payload, dict) and list(payload) == [LEAF_ID] and payload[LEAF_ID] == parent_id
 
 
 def _u(value: Any) -> Any:
@@ -98,12 +94,12 @@ class Entry:
     __slots__ = ("__dict__", "_t", "id", "index", "parent_id", "raw_message", "type")
 
     def __init__(self, transcript: Transcript, index: int) -> None:
-        sk = transcript._skeletons[index]
+        type_, id_, parent = transcript._table.row(index)
         self._t = transcript
         self.index = index
-        self.type: Any = _u(sk.type)
-        self.id: Any = _u(sk.id)
-        self.parent_id: Any = _u(sk.parentId)
+        self.type: Any = _u(type_)
+        self.id: Any = _u(id_)
+        self.parent_id: Any = _u(parent)
         self.raw_message: Any = None
         """A reference to the stored bytes of the ``message`` value, when asked for and fit to
         copy as they are (:meth:`Transcript.path_entries` with ``raw_messages``)."""
@@ -151,7 +147,7 @@ class Transcript:
             source = fd if fd is not None else data
             result = scan_native(source, read, size) if source is not None else None
             if result is None:
-                result = scan_file(fd, size) if fd is not None else scan(read, size)
+                result = scan(read, size)
         except BaseException:
             self.close()
             raise
@@ -171,8 +167,11 @@ class Transcript:
                 path=name,
             )
         self.header: dict[str, Any] = result.header
-        self._skeletons: Sequence[Skeleton] = result.skeletons
-        self._ids = IdIndex(self._skeletons)
+        # The C table when the C scanner read every entry line itself; the Python scanner's
+        # skeletons otherwise. Only the C table knows where lines lie and what may be copied.
+        self._stored: StoredTable | None = result.table
+        self._table: EntryTable = result.table if result.table is not None else PyTable(result.skeletons)
+        self._by_id: dict[Any, int] | None = None
         self._overrides: dict[int, dict[str, Any]] = {}
         self._chunk_cache: dict[int, list[bytes]] = {}
         self._rename_hook = False
@@ -249,7 +248,7 @@ class Transcript:
         return self._scan.torn_tail
 
     def __len__(self) -> int:
-        return len(self._skeletons)
+        return len(self._table)
 
     # -- raw access -----------------------------------------------------------------
 
@@ -296,10 +295,10 @@ class Transcript:
     def raw_line(self, index: int) -> bytes:
         """The stored bytes of entry ``index`` (without the newline)."""
         try:
-            if isinstance(self._skeletons, TableSkeletons):
+            if self._stored is not None:
                 # The C table knows where each line lies: read just that line (a run of
                 # lines read and split per entry cost 0.1 s for 1,300 entries of a 200k path).
-                at, size = self._skeletons.table.span(index)
+                at, size = self._stored.span(index)
                 return self._read(at, size)
             offset, length, pos = self._scan.locate(index)
             if pos < 0:
@@ -333,13 +332,28 @@ class Transcript:
 
     def ids_of(self, indices: Sequence[int]) -> list[Any]:
         """The ids of many entries (``MISSING`` where an entry has none)."""
-        if len(indices) * 8 < len(self._skeletons):
+        if len(indices) * 8 < len(self._table):
             return [Entry(self, i).id for i in indices]
-        id_list = getattr(self._skeletons, "id_list", None)
-        ids = id_list() if id_list is not None else [sk.id for sk in self._skeletons]
-        if isinstance(self._skeletons, TableSkeletons):  # every id a string: nothing to map
-            return [ids[i] for i in indices]
+        ids = self._table.ids()
         return [_u(ids[i]) for i in indices]
+
+    def types(self) -> list[Any]:
+        """Every entry's ``type`` in file order (``msgspec.UNSET`` where absent)."""
+        return self._table.types()
+
+    def columns(self) -> tuple[list[Any], list[Any], list[Any]]:
+        """Every entry's ``type``, ``id`` and ``parentId``, as three lists in file order.
+
+        What walks the whole file (a tree, statistics) reads; ``msgspec.UNSET`` stands for an
+        absent key, ``None`` for ``null``.
+        """
+        return self._table.types(), self._table.ids(), self._table.parents()
+
+    def id_positions(self) -> dict[Any, int]:
+        """Pi's ``byId``: each id's key (:func:`~kurahi.store.scan.id_key`) -> the position of its last entry."""
+        if self._by_id is None:
+            self._by_id = index_ids(self._table.ids())
+        return self._by_id
 
     def line_of(self, index: int) -> int:
         """1-based line number of entry ``index``."""
@@ -360,7 +374,7 @@ class Transcript:
                 self._scan.warnings.append(warning)
         if not isinstance(value, dict):
             return {}
-        if self._rename_hook and value.get("type") == "message":
+        if self._rename_hook and value.get("type") == MESSAGE:
             msg = value.get("message")
             if isinstance(msg, dict) and msg.get("role") == "hookMessage":
                 value["message"] = {**msg, "role": "custom"}
@@ -374,7 +388,7 @@ class Transcript:
             return
         self.migrated_from = int(num) if num is not None and num == int(num) else None
         if num is not None and num < 2:
-            n = len(self._skeletons)
+            n = len(self._table)
             migrated = migrate_v1(
                 self.header,
                 [self._materialize(i) for i in range(n)],
@@ -382,10 +396,11 @@ class Transcript:
                 self._scan.extra_header_lines,
             )
             self._overrides = dict(enumerate(migrated))
-            self._skeletons = [
-                Skeleton(type=d.get("type", msgspec.UNSET), id=d["id"], parentId=d["parentId"]) for d in migrated
-            ]
-            self._ids = IdIndex(self._skeletons)
+            self._table = PyTable(
+                [Skeleton(type=d.get("type", msgspec.UNSET), id=d["id"], parentId=d["parentId"]) for d in migrated]
+            )
+            self._stored = None  # its rows are no longer the ones the migrated entries have
+            self._by_id = None
         if num is not None and num < 3:
             self._rename_hook = True
 
@@ -397,9 +412,9 @@ class Transcript:
 
         ``MISSING`` when that entry has no id (Pi's ``undefined``).
         """
-        if not self._skeletons:
+        if not len(self._table):
             return None
-        return _u(self._skeletons[-1].id)
+        return _u(self._table.row(len(self._table) - 1)[1])
 
     def entry_at(self, index: int) -> Entry:
         """The entry at position ``index`` (file order, header excluded)."""
@@ -407,7 +422,8 @@ class Transcript:
 
     def index_of(self, entry_id: Any) -> int | None:
         """Position of the entry Pi finds for ``entry_id`` (the later line wins), or ``None``."""
-        return self._ids.get(msgspec.UNSET if entry_id is MISSING else entry_id)
+        pos = self._table.get(msgspec.UNSET if entry_id is MISSING else entry_id)
+        return None if pos < 0 else pos
 
     def entry(self, entry_id: Any) -> Entry:
         """The entry with ``entry_id``.
@@ -425,13 +441,11 @@ class Transcript:
 
     def entry_ids(self) -> set[str]:
         """Every string id in the file (what a new id must not collide with)."""
-        id_list = getattr(self._skeletons, "id_list", None)
-        ids = id_list() if id_list is not None else [sk.id for sk in self._skeletons]
-        return {i for i in ids if type(i) is str}
+        return {i for i in self._table.ids() if type(i) is str}
 
     def entries(self) -> Iterator[Entry]:
         """Every non-header entry in file order."""
-        for i in range(len(self._skeletons)):
+        for i in range(len(self._table)):
             yield Entry(self, i)
 
     def children(self, entry_id: Any) -> list[Entry]:
@@ -439,9 +453,9 @@ class Transcript:
         want = id_key(entry_id) if entry_id is not None else ("null",)
         out: list[Entry] = []
         seen: set[int] = set()
-        for idx in self._ids.as_dict().values():
-            sk = self._skeletons[idx]
-            pid = sk.parentId
+        parents = self._table.parents()
+        for idx in self.id_positions().values():
+            pid = parents[idx]
             if pid is msgspec.UNSET:
                 continue
             if (pid if type(pid) is str else id_key(pid)) == want and idx not in seen:
@@ -455,54 +469,27 @@ class Transcript:
         Raises:
             ParentCycleError: the parent chain loops (Pi would hang here).
         """
-        if isinstance(self._skeletons, TableSkeletons):
-            return self._walk(leaf_index)  # the C table's index is exact: nothing to confirm
-        try:
-            out = self._walk(leaf_index)
-        except ParentCycleError:
-            # The walk looks ids up nearest the asker, which is Pi's answer only for an id that
-            # occurs once; a loop through an earlier copy of a repeated id may not be Pi's loop
-            # (nor these its lines). Decide by Pi's map, where the last copy wins.
-            self._ids.as_dict()
-            return self._walk(leaf_index)
-        found = {sk.id for sk in map(self._skeletons.__getitem__, out[:-1]) if type(sk.id) is str}
-        if not self._ids.confirm_unique(found):
-            out = self._walk(leaf_index)  # an id on the path repeats: walk again by the dict
-        return out
+        chain = self._table.walk(leaf_index)
+        if chain is None:
+            raise self._cycle_from(leaf_index)
+        chain.reverse()
+        return chain
 
-    def _walk(self, leaf_index: int) -> list[int]:
-        if isinstance(self._skeletons, TableSkeletons):
-            # Every id and parent a string: the C table follows the chain (a loop gives None,
-            # and the walk below names it).
-            chain: list[int] | None = self._skeletons.table.walk(leaf_index)
-            if chain is not None:
-                chain.reverse()
-                return chain
-        ids = self._ids
-        skeletons = self._skeletons
+    def _cycle_from(self, leaf_index: int) -> ParentCycleError:
+        """The error naming the loop the parent chain from ``leaf_index`` runs into."""
         out = [leaf_index]
-        seen = {leaf_index}
-        current = skeletons[leaf_index]
-        while True:
-            pid = current.parentId
-            if pid is msgspec.UNSET or not (pid if type(pid) is str else js_truthy(pid)):
-                break
-            nxt = ids.get(pid, near=out[-1])
-            if nxt is None:
-                break
-            if nxt in seen:
-                loop = [_u(skeletons[i].id) for i in out[out.index(nxt) :]]
-                lines = [self.line_of(i) for i in out[out.index(nxt) :]]
-                raise ParentCycleError(
-                    f"parentId cycle through entries {loop} (lines {lines}); Pi would hang here",
-                    cycle=[str(x) for x in loop],
-                    path=self.name,
-                )
-            seen.add(nxt)
+        nxt = self._table.get(self._table.row(leaf_index)[2])
+        while nxt not in out:  # the table found a loop, so every parent is found
             out.append(nxt)
-            current = skeletons[nxt]
-        out.reverse()
-        return out
+            nxt = self._table.get(self._table.row(nxt)[2])
+        looped = out[out.index(nxt) :]
+        loop = [_u(self._table.row(i)[1]) for i in looped]
+        lines = [self.line_of(i) for i in looped]
+        return ParentCycleError(
+            f"parentId cycle through entries {loop} (lines {lines}); Pi would hang here",
+            cycle=[str(x) for x in loop],
+            path=self.name,
+        )
 
     def path(self, entry_id: Any = None) -> list[Entry]:
         """Entries from the root to ``entry_id`` (default: the leaf), every type included."""
@@ -524,11 +511,11 @@ class Transcript:
     def labels(self) -> dict[Any, str]:
         """Current label per target id, from ``label`` entries in file order (any branch)."""
         out: dict[Any, str] = {}
-        for i, sk in enumerate(self._skeletons):
-            if sk.type != "label":
+        for i, type_ in enumerate(self._table.types()):
+            if type_ != LABEL:
                 continue
             data = self._materialize(i)
-            target = data.get("targetId", MISSING)
+            target = data.get(TARGET_ID, MISSING)
             label = data.get("label", MISSING)
             key = target if type(target) is str else id_key(msgspec.UNSET if target is MISSING else target)
             if js_truthy(label) and label is not MISSING:
@@ -540,8 +527,8 @@ class Transcript:
     @property
     def session_name(self) -> str | None:
         """The trimmed name of the last ``session_info`` entry in file order (``None`` if empty)."""
-        for i in range(len(self._skeletons) - 1, -1, -1):
-            if self._skeletons[i].type == "session_info":
+        for i in range(len(self._table) - 1, -1, -1):
+            if self._table.row(i)[0] == SESSION_INFO:
                 name = self._materialize(i).get("name")
                 if isinstance(name, str):
                     name = js_whitespace_strip(name)
@@ -568,23 +555,19 @@ class Transcript:
             indices: entry positions.
             raw_messages: also set each entry's ``raw_message`` (see :meth:`raw_messages`).
         """
-        if not isinstance(self._skeletons, TableSkeletons):
+        if self._stored is None:
             return [Entry(self, i) for i in indices]  # no stored message is copied from such a file
         # The C table makes the objects: a 200k-entry path in 0.03 s instead of 0.3 s.
         fd = self._fd if raw_messages and self._fd is not None and self._copies_stored() else -1
         try:
-            made: list[Entry] = self._skeletons.table.entries(Entry, indices, self, fd)
+            made: list[Entry] = self._stored.entries(Entry, indices, self, fd)
         except OSError as exc:
             raise TranscriptReadError(f"cannot keep the file open: {exc.strerror}", path=self.name) from exc
         return made
 
     def _copies_stored(self) -> bool:
         """Whether stored message bytes are what Pi reads (no migration in memory, a file read by the C scanner)."""
-        return (
-            isinstance(self._skeletons, TableSkeletons)
-            and self._fd is not None
-            and not (self._overrides or self._rename_hook)
-        )
+        return self._stored is not None and self._fd is not None and not (self._overrides or self._rename_hook)
 
     def raw_messages(self, indices: Sequence[int]) -> list[Any]:
         """References to the stored bytes of each entry's ``message`` value, where they can be copied as they are.
@@ -601,10 +584,10 @@ class Transcript:
         from the file when the JSON is written (``bytes(ref)`` reads one), through a
         descriptor of its own that stays open while references live.
         """
-        if not indices or not self._copies_stored() or not isinstance(self._skeletons, TableSkeletons):
+        if not indices or self._stored is None or self._fd is None or not self._copies_stored():
             return [None] * len(indices)
         try:
-            refs: list[Any] = self._skeletons.table.stored(indices, self._fd)
+            refs: list[Any] = self._stored.stored(indices, self._fd)
         except OSError as exc:
             raise TranscriptReadError(f"cannot keep the file open: {exc.strerror}", path=self.name) from exc
         return refs

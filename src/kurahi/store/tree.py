@@ -23,8 +23,8 @@ __all__ = ["build_tree", "find_cycles", "timestamp_ms"]
 
 def find_cycles(t: Transcript) -> list[list[str]]:
     """Every parent cycle in the file (each reported once), for diagnostics."""
-    by_id = t._ids.as_dict()
-    skeletons = t._skeletons
+    by_id = t.id_positions()
+    _, ids, parents = t.columns()
     state: dict[int, int] = {}
     cycles: list[list[str]] = []
     for start in by_id.values():
@@ -37,13 +37,13 @@ def find_cycles(t: Transcript) -> list[list[str]]:
             pos[cur] = len(trail)
             state[cur] = 1
             trail.append(cur)
-            pid = skeletons[cur].parentId
+            pid = parents[cur]
             if pid is msgspec.UNSET or not (pid if type(pid) is str else js_truthy(pid)):
                 break
             cur = by_id.get(pid if type(pid) is str else id_key(pid))
             if cur is not None and cur in pos:
-                ids = (skeletons[i].id for i in trail[pos[cur] :])
-                cycles.append([str(MISSING if i is msgspec.UNSET else i) for i in ids])
+                looped = (ids[i] for i in trail[pos[cur] :])
+                cycles.append([str(MISSING if i is msgspec.UNSET else i) for i in looped])
                 cur = None
         for i in trail:
             state[i] = 2
@@ -65,15 +65,15 @@ def _build(t: Transcript) -> list[TreeNode]:
     labels = t.labels()
     nodes: dict[Any, TreeNode] = {}
     order: list[tuple[Any, Any]] = []
-    for i, sk in enumerate(t._skeletons):
-        key = sk.id if type(sk.id) is str else id_key(sk.id)
+    _, ids, parents = t.columns()
+    for i, (id_, pid) in enumerate(zip(ids, parents, strict=True)):
+        key = id_ if type(id_) is str else id_key(id_)
         node = TreeNode(Entry(t, i), [], labels.get(key) if type(key) is str else None)
         nodes[key] = node
-        order.append((key, sk))
+        order.append((key, pid))
     roots: list[TreeNode] = []
-    for key, sk in order:
+    for key, pid in order:
         node = nodes[key]
-        pid = sk.parentId
         pkey = pid if type(pid) is str else id_key(pid)
         if pid is None or pkey == key:
             roots.append(node)

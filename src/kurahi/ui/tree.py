@@ -26,6 +26,7 @@ from kurahi.context.project import build_context
 from kurahi.context.text import message_text
 from kurahi.context.tokens import estimate_context_tokens
 from kurahi.lineage.canonical import canonical_path
+from kurahi.store import vocab
 from kurahi.store.transcript import LEAF_MARKER_TYPE, Transcript
 
 __all__ = ["FLAGS", "RUN_MIN", "TreeIndex"]
@@ -343,22 +344,8 @@ def _walk(root: int, kids: dict[int, list[int]], order: list[int]) -> None:
 
 
 def _columns(t: Transcript) -> tuple[list[Any], list[Any], list[Any]]:
-    """Every entry's type, id and parent id, from the store's scan (no line is decoded).
-
-    The scan's skeletons are the transcript's own columns (the lineage tools read them the
-    same way); iterating them builds small structs in C, far cheaper than one ``Entry`` each.
-    """
-    table = getattr(t._skeletons, "table", None)
-    if table is not None and not t.migrated_from:  # the C scanner's columns, as lists at once
-        return list(table.types()), list(table.ids()), list(table.parents())
-    types: list[Any] = []
-    ids: list[Any] = []
-    parents: list[Any] = []
-    for sk in t._skeletons:
-        types.append(sk.type)
-        ids.append(sk.id)
-        parents.append(sk.parentId)
-    return types, ids, parents
+    """Every entry's type, id and parent id, from the store's scan (no line is decoded)."""
+    return t.columns()
 
 
 def _str(value: Any) -> str | None:
@@ -366,7 +353,7 @@ def _str(value: Any) -> str | None:
 
 
 def _preview(kind: str, data: dict[str, Any]) -> str:
-    if kind == "message":
+    if kind == vocab.MESSAGE:
         text = message_text(data.get("message"))
         if not text:
             msg = data.get("message")
@@ -377,17 +364,17 @@ def _preview(kind: str, data: dict[str, Any]) -> str:
                     for b in content
                     if isinstance(b, dict)
                 )
-    elif kind in ("compaction", "branch_summary"):
+    elif kind in (vocab.COMPACTION, vocab.BRANCH_SUMMARY):
         s = data.get("summary")
         text = s if isinstance(s, str) else ""
-    elif kind == "label":
-        text = f"label {data.get('label')!r} on {data.get('targetId')}"
-    elif kind == "context_edit":
+    elif kind == vocab.LABEL:
+        text = f"label {data.get('label')!r} on {data.get(vocab.TARGET_ID)}"
+    elif kind == vocab.CONTEXT_EDIT:
         what = "removes" if data.get("replacement") is None else "replaces"
-        text = f"{what} {data.get('targetId')}"
-    elif kind == "model_change":
+        text = f"{what} {data.get(vocab.TARGET_ID)}"
+    elif kind == vocab.MODEL_CHANGE:
         text = f"{data.get('provider')}/{data.get('modelId')}"
-    elif kind == "custom":
+    elif kind == vocab.CUSTOM:
         text = f"{data.get('customType')}"
     else:
         text = ""

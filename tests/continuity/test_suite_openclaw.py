@@ -28,7 +28,7 @@ from kurahi.cli.continuity import _checker
 from kurahi.continuity.openclaw import OpenClawOptions, run_openclaw_suite
 from kurahi.continuity.report import verify_report
 from openclaw_model import MODEL_ID, REPLY_PREFIX
-from openclaw_peer import JSON_ERA, OPENCLAW_VERSIONS, SQLITE_ERA, OpenClawPeer, phrases_in, require
+from openclaw_peer import JSON_ERA, MAIN_KEY, OPENCLAW_VERSIONS, SQLITE_ERA, OpenClawPeer, phrases_in, require
 from peer import PEER_DIR
 
 pytestmark = pytest.mark.openclaw
@@ -107,7 +107,7 @@ def era_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         cli = kurahi(
             res,
             "continuity", "run", "--openclaw", str(res.state), "--openclaw-bin", res.binary,
-            "--disruption", "all,reset", "--repair", "--out", str(out),
+            "--disruption", "all,reset", "--repair", "--reset-key", MAIN_KEY, "--out", str(out),
         )  # fmt: skip
         report = json.loads((out / "continuity-report.json").read_text())
         yield EraRun(res, report, out, cli)

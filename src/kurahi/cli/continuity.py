@@ -55,6 +55,12 @@ def run_command(
     repair: Annotated[
         bool, typer.Option("--repair", help="With --openclaw and the reset disruption: repair and measure again.")
     ] = False,
+    reset_key: Annotated[
+        str | None,
+        typer.Option(
+            "--reset-key", help="With --openclaw: the session the reset disruption resets.", show_default=False
+        ),
+    ] = None,
 ) -> None:
     """Run the suite and write continuity-report.json, continuity-report.md and continuity-badge.txt.
 
@@ -62,10 +68,10 @@ def run_command(
     --throwaway) uses the gateway running on KOLO_HOME and its owner token; never a flag.
     """
     if openclaw is not None:
-        _run_openclaw(openclaw, openclaw_bin, attached, repair, resident, disruption, swap_to, out, as_json)
+        _run_openclaw(openclaw, openclaw_bin, attached, repair, reset_key, resident, disruption, swap_to, out, as_json)
         return
-    if openclaw_bin is not None or attached or repair:
-        fail("--openclaw-bin, --attached and --repair go with --openclaw STATE_DIR", EXIT.INVALID)
+    if openclaw_bin is not None or attached or repair or reset_key is not None:
+        fail("--openclaw-bin, --attached, --repair and --reset-key go with --openclaw STATE_DIR", EXIT.INVALID)
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from kurahi.continuity.suite import DISRUPTIONS, SuiteOptions, report_signer, run_suite
@@ -122,6 +128,7 @@ def _run_openclaw(
     binary: str | None,
     attached: bool,
     repair: bool,
+    reset_key: str | None,
     resident: str,
     disruption: str,
     swap_to: str | None,
@@ -148,6 +155,7 @@ def _run_openclaw(
             binary=binary,
             swap_to=swap_to,
             repair=repair,
+            reset_key=reset_key,
             work_dir=out.absolute(),
             progress=lambda text: bar.update(task, description=text),
         )

@@ -68,6 +68,8 @@ class OpenClawOptions:
     """``provider/model`` to swap to (default: another model the config names)."""
     repair: bool = False
     """After a ``reset``: run Kurahi's lineage repair and activation, and report the view again."""
+    reset_key: str | None = None
+    """The session ``reset`` resets (default ``agent:<id>:continuity-reset``)."""
     work_dir: Path | None = None
     """Where the repair's candidate and activation package go (default: a temp dir)."""
     progress: Callable[[str], None] | None = None
@@ -105,6 +107,10 @@ class _Run:
     @property
     def agent(self) -> str:
         return self.opts.resident
+
+    @property
+    def reset_key(self) -> str:
+        return self.opts.reset_key or _reset_key(self.agent)
 
     def say(self, text: str) -> None:
         if self.opts.progress is not None:
@@ -193,11 +199,11 @@ class _Run:
         from kurahi.lineage.check import check
         from kurahi.lineage.find import find_lineage
 
-        lineage = find_lineage(self.rt.state_dir, agent=self.agent, key=_reset_key(self.agent))
+        lineage = find_lineage(self.rt.state_dir, agent=self.agent, key=self.reset_key)
         sid = lineage.current_session_id
         live = [p for p in lineage.pieces if p.session_id == sid]
         if not live:
-            raise ContinuityError(f"the session of {_reset_key(self.agent)} ({sid}) has no transcript to check")
+            raise ContinuityError(f"the session of {self.reset_key} ({sid}) has no transcript to check")
         piece = live[-1]
         runtime = "openclaw-2026.9" if piece.source.startswith("sqlite:") else "openclaw-2026.5"
         rep = check(piece.source, markers=markers, runtime=runtime)
@@ -212,7 +218,7 @@ class _Run:
 
     def _reset(self, ev: dict[str, Any]) -> dict[str, Any]:
         a, b = ev["view"]["markers"]
-        key = _reset_key(self.agent)
+        key = self.reset_key
         self.rt.reset(key)
         self.rt.turn(key, f"New topic: {b}.")
         ev["view"]["reset"] = self.view([a, b])
@@ -264,9 +270,9 @@ class _Run:
         seen = len(self.rt.outputs)
         if d == "reset":
             a, b = _phrase("BEFORE"), _phrase("AFTER")
-            ev["view"] = {"key": _reset_key(self.agent), "markers": [a, b]}
+            ev["view"] = {"key": self.reset_key, "markers": [a, b]}
             self.say("reset: a turn with the marker phrase")
-            self.rt.turn(_reset_key(self.agent), f"Please keep {a} in mind.")
+            self.rt.turn(self.reset_key, f"Please keep {a} in mind.")
             ev["view"]["before"] = self.view([a, b])
         self.say(f"{d}: taking the manifest and probe before")
         ev["before"] = self.snapshot()
@@ -281,7 +287,7 @@ class _Run:
         finally:
             if d == "move":
                 self.move_back()
-        keys = {_probe_key(self.agent), _reset_key(self.agent)}
+        keys = {_probe_key(self.agent), self.reset_key}
         driven = {
             e["value"].get("sessionId")
             for side in ("before", "after")

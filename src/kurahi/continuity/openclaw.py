@@ -145,7 +145,8 @@ class _Run:
             current = f"{now['provider']}/{now['model']}"
             target = self.opts.swap_to or self._other_model(current)
             self.rt.set_model(target)
-            return {"ok": True, "detail": f"config.patch: model {current} -> {target}", "swapTo": target}
+            detail = f"config.patch: model {current} -> {target}"
+            return {"ok": True, "detail": detail, "swapTo": target, "swapFrom": current}
         if d in ("restart", "move") and not self.rt.supervised:
             what = "restart a gateway process" if d == "restart" else "move the state dir of a gateway"
             return {"ok": False, "unsupported": True, "detail": f"attached mode cannot {what} it does not own"}
@@ -285,8 +286,12 @@ class _Run:
             ev["after"] = self.snapshot()
             ev["after"]["wrongToken"] = self.rt.wrong_token()
         finally:
+            # The resident is left as it was found: the state dir where it was, its model back.
             if d == "move":
                 self.move_back()
+            swapped_from = (ev.get("outcome") or {}).get("swapFrom")
+            if swapped_from:
+                self.rt.set_model(swapped_from)
         keys = {_probe_key(self.agent), self.reset_key}
         driven = {
             e["value"].get("sessionId")

@@ -245,7 +245,9 @@ def test_not_an_openclaw_state_dir_and_an_unknown_release(tmp_path: Path) -> Non
     plain.mkdir()
     (plain / "notes.txt").write_text("not OpenClaw\n")
     cli = kurahi(res, "continuity", "run", "--openclaw", str(plain), "--openclaw-bin", res.binary)
-    assert cli.returncode == 2 and "not an OpenClaw state dir (it has no openclaw.json)" in cli.stderr, cli.stderr
+    assert (
+        cli.returncode == 2 and "not an OpenClaw state dir (no openclaw.json, no agents/main/ sessions)" in cli.stderr
+    ), cli.stderr
     future = tmp_path / "openclaw-future"
     future.write_text('#!/bin/sh\necho "OpenClaw 2027.1.4 (0000000)"\n')
     future.chmod(0o755)

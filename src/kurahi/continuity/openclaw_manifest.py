@@ -138,10 +138,14 @@ def open_state(state_dir: str | os.PathLike[str], agent: str = "main") -> OpenCl
     if "/" in agent or agent in ("", ".", "..") or agent.startswith("."):
         raise UsageError(f"--resident {agent!r}: not an OpenClaw agent id")
     config_path = root / CONFIG
+    if (root / "config.json").is_file() and not config_path.is_file():
+        raise UsageError(f"{root}: a Kurahi home, not an OpenClaw state dir (run without --openclaw)")
     if not config_path.is_file():
-        if (root / "config.json").is_file():
-            raise UsageError(f"{root}: a Kurahi home, not an OpenClaw state dir (run without --openclaw)")
-        raise UsageError(f"{root}: not an OpenClaw state dir (it has no {CONFIG})")
+        # A state dir whose config lives elsewhere (OPENCLAW_CONFIG_PATH) still has its agents.
+        agent_dir = root / "agents" / agent
+        if not ((agent_dir / "sessions").is_dir() or (agent_dir / "agent" / "openclaw-agent.sqlite").is_file()):
+            raise UsageError(f"{root}: not an OpenClaw state dir (no {CONFIG}, no agents/{agent}/ sessions)")
+        return OpenClawState(root, {}, agent)
     try:
         config = json.loads(_read_bytes(config_path))
     except (ValueError, UnicodeDecodeError) as exc:

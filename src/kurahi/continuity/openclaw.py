@@ -220,10 +220,10 @@ class _Run:
     def _reset(self, ev: dict[str, Any]) -> dict[str, Any]:
         a, b = ev["view"]["markers"]
         key = self.reset_key
-        self.rt.reset(key)
+        how = self.rt.user_reset(key)
         self.rt.turn(key, f"New topic: {b}.")
         ev["view"]["reset"] = self.view([a, b])
-        detail = f"sessions.reset of {key}"
+        detail = f"{how} of {key}"
         if not self.opts.repair:
             return {"ok": True, "detail": detail}
         if not self.rt.supervised:

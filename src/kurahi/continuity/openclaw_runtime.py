@@ -276,6 +276,20 @@ class OpenClawRuntime:
         doc = self.call("sessions.reset", {"key": key, "reason": "reset"})
         return doc if isinstance(doc, dict) else {}
 
+    def user_reset(self, key: str) -> str:
+        """Reset ``key`` as its user does: ``/reset`` typed into the session (2026.9), else the RPC.
+
+        2026.5's ``agent`` connection lacks the admin scope a typed ``/reset`` needs, so there
+        the user's way from the CLI is ``sessions.reset``.
+        """
+        if self.version.startswith("2026.5."):
+            self.reset(key)
+            return "sessions.reset"
+        res = self.cli("agent", "--session-key", key, "--message", "/reset", "--json")
+        if res.returncode != 0:
+            raise ContinuityError(f"OpenClaw refused /reset: {_refusal(_json_in(res.stdout), res)}")
+        return "/reset typed into the session"
+
     def set_model(self, ref: str) -> dict[str, Any]:
         """Put the default agent on model ``ref`` through ``config.patch``.
 

@@ -266,7 +266,7 @@ class _Run:
             if "openclaw doctor --fix" not in str(exc):
                 raise
             self.say("reset: OpenClaw asked for `openclaw doctor --fix`; running it")
-            done = self.rt.cli("doctor", "--fix", "--non-interactive")
+            done = self.rt.cli("doctor", "--fix", "--non-interactive", deadline=600)
             if done.returncode != 0:
                 raise ContinuityError(f"openclaw doctor --fix failed (exit {done.returncode})") from exc
             steps.append("openclaw doctor --fix (the gateway asked for it: session row pending validation)")

@@ -218,7 +218,9 @@ class OpenClawRuntime:
 
     # -- the CLI ----------------------------------------------------------------------------------
 
-    def cli(self, *args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
+    def cli(
+        self, *args: str, token: str | None = None, deadline: float = CALL_DEADLINE
+    ) -> subprocess.CompletedProcess[str]:
         """``openclaw ARGS`` in a process group of its own, killed whole when it returns or times out."""
         self._calls += 1
         err_path = self.logs / f"cli-{self._calls:03d}-{args[0]}.log"
@@ -233,10 +235,10 @@ class OpenClawRuntime:
                 start_new_session=True,
             )
             try:
-                out, _ = proc.communicate(timeout=CALL_DEADLINE)
+                out, _ = proc.communicate(timeout=deadline)
             except subprocess.TimeoutExpired:
                 self._kill_group(proc)
-                raise ContinuityError(f"openclaw {args[0]} took over {CALL_DEADLINE:.0f} s") from None
+                raise ContinuityError(f"openclaw {args[0]} took over {deadline:.0f} s") from None
             finally:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)

@@ -69,7 +69,8 @@ def make_resident(version: str, root: Path) -> Resident:
     provider = config["models"]["providers"]["standin"]
     provider["models"].append({**provider["models"][0], "id": SECOND_MODEL, "name": "Stand-in B"})
     config_path.write_text(json.dumps(config, indent=2) + "\n")
-    workspace = peer.state_dir / "workspace"
+    # Where each release keeps the default workspace: 2026.5 in the user's home, 2026.9 in the state dir.
+    workspace = peer.home / ".openclaw" / "workspace" if version == JSON_ERA else peer.state_dir / "workspace"
     (workspace / "memory").mkdir(parents=True)
     (workspace / "MEMORY.md").write_text("# Memory\n\n- The harbour lantern is painted cobalt blue.\n")
     (workspace / "memory" / "facts.md").write_text("# Facts\n\n- The orchard gate code is 4471.\n")
@@ -120,9 +121,15 @@ def _statuses(run: dict[str, Any]) -> dict[str, str]:
 
 
 def test_every_applicable_invariant_scored_and_verified(era_run: EraRun) -> None:
+    """Nothing fails but what OpenClaw really breaks: 2026.5.28 keeps each session's absolute
+    ``sessionFile`` in ``sessions.json``, so after a move it writes the probe's transcript into
+    the old state dir (C8 of move fails, naming the files; they are kept beside)."""
     body = era_run.report["body"]
-    assert era_run.cli.returncode == 0, era_run.cli.stdout + era_run.cli.stderr
-    assert body["summary"]["verdict"] == "PASS", json.dumps([r["invariants"] for r in body["runs"]], indent=1)
+    broken = {("move", "C8")} if era_run.res.peer.version == JSON_ERA else set()
+    fails = {(run["disruption"], r["id"]) for run in body["runs"] for r in run["invariants"] if r["status"] == "fail"}
+    assert fails == broken, json.dumps([r["invariants"] for r in body["runs"]], indent=1)
+    assert era_run.cli.returncode == (1 if broken else 0), era_run.cli.stdout + era_run.cli.stderr
+    assert body["summary"]["verdict"] == ("FAIL" if broken else "PASS")
     assert body["mode"] == "supervised" and body["target"]["version"] == era_run.res.peer.version
     assert [r["disruption"] for r in body["runs"]] == ["model-swap", "restart", "move", "close", "reset"]
     for run in body["runs"]:
@@ -130,7 +137,10 @@ def test_every_applicable_invariant_scored_and_verified(era_run: EraRun) -> None
         # What OpenClaw cannot support is skipped with the reason; everything else is scored.
         assert got["C4"] == "skip" and got["C5"] == "skip", run["invariants"]
         for cid in ("C0", "C1", "C2", "C3", "C6", "C7", "C8"):
-            assert got[cid] == "pass", (run["disruption"], cid, run["invariants"])
+            want = "fail" if (run["disruption"], cid) in broken else "pass"
+            assert got[cid] == want, (run["disruption"], cid, run["invariants"])
+        if (run["disruption"], "C8") in broken:
+            assert "wrote" in run["invariants"][8]["detail"] and ".jsonl" in run["invariants"][8]["detail"]
         assert got["C9"] == ("pass" if run["disruption"] == "reset" else "skip"), run["invariants"]
     verified = kurahi(era_run.res, "continuity", "verify", str(era_run.out / "continuity-report.json"))
     assert verified.returncode == 0, verified.stdout + verified.stderr
@@ -138,8 +148,9 @@ def test_every_applicable_invariant_scored_and_verified(era_run: EraRun) -> None
     key_file = era_run.res.kurahi_home / "identity" / "continuity-observer.json"
     assert key_file.is_file() and body["observerKey"] == str(key_file)
     assert not list(era_run.res.state.rglob("continuity-observer.json"))
-    # The state dir is back where it was after the move.
+    # The state dir is back where it was after the move; what OpenClaw wrote elsewhere is kept.
     assert era_run.res.state.is_dir() and not era_run.res.state.with_name("state-moved").exists()
+    assert bool(list(era_run.res.state.parent.glob("state-stray-*"))) == bool(broken)
 
 
 def test_model_swap_reached_the_model(era_run: EraRun) -> None:
@@ -178,7 +189,7 @@ def test_planted_break_fails_its_invariants(tmp_path: Path, monkeypatch: pytest.
     res = make_resident(JSON_ERA, tmp_path / "break")
 
     def sabotage(state: Path, disruption: str) -> None:
-        (state / "workspace" / "SOUL.md").write_text("someone else entirely\n")
+        (res.peer.home / ".openclaw" / "workspace" / "SOUL.md").write_text("someone else entirely\n")
         (archive,) = (state / "agents" / "main" / "sessions").glob("*.jsonl.reset.*")
         archive.unlink()
 

@@ -117,7 +117,7 @@ class _Run:
             self.opts.progress(text)
 
     def manifest(self) -> dict[str, Any]:
-        m = build_openclaw_manifest(self.rt.state_dir, self.agent, key=self.key)
+        m = build_openclaw_manifest(self.rt.state_dir, self.agent, key=self.key, version=self.rt.version)
         import json
 
         self.manifests_seen.append(json.dumps(m))
@@ -173,7 +173,7 @@ class _Run:
         raise UsageError(f"unknown disruption {d!r}; use {', '.join(OPENCLAW_DISRUPTIONS)} or all")
 
     def state_for_now(self) -> OpenClawState:
-        return open_state(self.rt.state_dir, self.agent)
+        return open_state(self.rt.state_dir, self.agent, self.rt.version)
 
     def _other_model(self, current: str) -> str:
         providers = (self.state_for_now().config.get("models") or {}).get("providers") or {}
@@ -184,10 +184,22 @@ class _Run:
                     return ref
         raise UsageError(f"the config names no model other than {current}; give --swap-to provider/model")
 
+    def old_dir_writes(self) -> list[str]:
+        """Files that appeared at the old path while the state dir was moved (OpenClaw wrote there)."""
+        if self.rt.state_dir == self.home_dir or not self.home_dir.exists():
+            return []
+        return sorted(str(p.relative_to(self.home_dir)) for p in self.home_dir.rglob("*") if p.is_file())
+
     def move_back(self) -> None:
         if self.rt.state_dir != self.home_dir:
             running = self.rt.pid is not None
             self.rt.stop()
+            if self.home_dir.exists():
+                # OpenClaw recreated the old path while the dir was moved: keep what it wrote
+                # there, beside, and put the resident back where it was.
+                stray = self.home_dir.with_name(f"{self.home_dir.name}-stray-{secrets.token_hex(3)}")
+                os.rename(self.home_dir, stray)
+                self.say(f"move: OpenClaw wrote into the old state dir; kept in {stray}")
             os.rename(self.rt.state_dir, self.home_dir)
             self.rt.move_to(self.home_dir)
             if running:
@@ -299,6 +311,8 @@ class _Run:
             self.say(f"{d}: taking the manifest and probe after")
             ev["after"] = self.snapshot()
             ev["after"]["wrongToken"] = self.rt.wrong_token()
+            if d == "move":
+                ev["after"]["oldDirWrites"] = self.old_dir_writes()
         finally:
             # The resident is left as it was found: the state dir where it was, its model back.
             if d == "move":
@@ -368,6 +382,7 @@ def run_openclaw_suite(opts: OpenClawOptions, *, check_manifest: ManifestCheck) 
     state = open_state(opts.state_dir, opts.resident)
     binary = which_openclaw(opts.binary)
     rt = OpenClawRuntime(binary, state.root, supervised=opts.supervised)
+    state = open_state(opts.state_dir, opts.resident, rt.version)
     key = observer_key()
     run = _Run(opts, state, rt, key)
     created = _now_iso()

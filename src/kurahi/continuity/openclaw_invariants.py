@@ -87,6 +87,14 @@ def _c8(ev: dict[str, Any]) -> Result:
     missing = sorted(set(sb) - set(sa))
     if missing:
         return _r("C8", "fail", f"session keys lost: {', '.join(missing)}")
+    stray = ev["after"].get("oldDirWrites") or []
+    if stray:
+        return _r(
+            "C8",
+            "fail",
+            f"after the move OpenClaw wrote {len(stray)} files into the old state dir, not the moved one: "
+            f"{', '.join(stray[:3])}",
+        )
     tb, ta = _entries(b, "transcript"), _entries(a, "transcript")
     after_ids = {transcript_session(n) for n in ta}
     lost = sorted(n for n in tb if transcript_session(n) not in after_ids)

@@ -71,10 +71,12 @@ def observer_key(kurahi_home: str | os.PathLike[str] | None = None, *, create: b
 class OpenClawState:
     """An OpenClaw state dir as Kurahi reads it: its config, one agent's workspace and sessions."""
 
-    def __init__(self, root: Path, config: dict[str, Any], agent: str) -> None:
+    def __init__(self, root: Path, config: dict[str, Any], agent: str, version: str | None = None) -> None:
         self.root = root
         self.config = config
         self.agent = agent
+        self.version = version
+        """The OpenClaw release that runs it, when known (the default workspace depends on it)."""
 
     @property
     def sessions_dir(self) -> Path:
@@ -112,9 +114,15 @@ class OpenClawState:
         given = self.agent_entry().get("workspace") or self.defaults().get("workspace")
         if isinstance(given, str) and given.strip():
             return Path(given).expanduser()
-        # OpenClaw's own default with OPENCLAW_STATE_DIR set: <state>/workspace for the default
-        # agent, <state>/workspace-<id> for the others.
-        return self.root / ("workspace" if self.agent == "main" else f"workspace-{self.agent}")
+        env = os.environ.get("OPENCLAW_WORKSPACE_DIR", "").strip()
+        if env:
+            return Path(env).absolute()
+        name = "workspace" if self.agent == "main" else f"workspace-{self.agent}"
+        if self.version is not None and self.version.startswith("2026.5."):
+            # 2026.5 keeps the default workspace in the user's home, whatever OPENCLAW_STATE_DIR says.
+            return Path.home() / ".openclaw" / name
+        # 2026.9 with OPENCLAW_STATE_DIR set: <state>/workspace (-<id> for other agents).
+        return self.root / name
 
     def model(self) -> dict[str, Any]:
         """``{"provider", "model", "profile"}`` of the agent's primary model."""
@@ -125,7 +133,7 @@ class OpenClawState:
         return {"provider": provider if sep else None, "model": model if sep else text or None, "profile": None}
 
 
-def open_state(state_dir: str | os.PathLike[str], agent: str = "main") -> OpenClawState:
+def open_state(state_dir: str | os.PathLike[str], agent: str = "main", version: str | None = None) -> OpenClawState:
     """Open ``state_dir`` as an OpenClaw state dir, refusing what is not one.
 
     Raises:
@@ -145,14 +153,14 @@ def open_state(state_dir: str | os.PathLike[str], agent: str = "main") -> OpenCl
         agent_dir = root / "agents" / agent
         if not ((agent_dir / "sessions").is_dir() or (agent_dir / "agent" / "openclaw-agent.sqlite").is_file()):
             raise UsageError(f"{root}: not an OpenClaw state dir (no {CONFIG}, no agents/{agent}/ sessions)")
-        return OpenClawState(root, {}, agent)
+        return OpenClawState(root, {}, agent, version)
     try:
         config = json.loads(_read_bytes(config_path))
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"{config_path}: not JSON Kurahi can read ({exc})") from exc
     if not isinstance(config, dict):
         raise UsageError(f"{config_path}: not an OpenClaw config (not a JSON object)")
-    return OpenClawState(root, config, agent)
+    return OpenClawState(root, config, agent, version)
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -202,7 +210,7 @@ def _hashed(kind: str, pairs: list[tuple[str, Path]]) -> list[Item]:
 
 def transcript_session(name: str) -> str:
     """The session id a transcript entry belongs to (``<id>.jsonl[.reset.<ts>]`` -> ``<id>``)."""
-    return name.split(".jsonl", 1)[0]
+    return name.split(".jsonl", 1)[0].removesuffix(".trajectory")
 
 
 def _is_transcript(name: str) -> bool:
@@ -289,7 +297,11 @@ def collect_openclaw_entries(state: OpenClawState) -> list[Item]:
 
 
 def build_openclaw_manifest(
-    state_dir: str | os.PathLike[str], agent: str = "main", *, key: SigningKey | None = None
+    state_dir: str | os.PathLike[str],
+    agent: str = "main",
+    *,
+    key: SigningKey | None = None,
+    version: str | None = None,
 ) -> dict[str, Any]:
     """The signed manifest of one OpenClaw resident; ``key`` defaults to Kurahi's observer key.
 
@@ -299,6 +311,6 @@ def build_openclaw_manifest(
         SqliteStoreError: the SQLite store cannot be read.
         SigningKeyError: the observer key cannot be used.
     """
-    state = open_state(state_dir, agent)
+    state = open_state(state_dir, agent, version)
     signer = key if key is not None else observer_key()
     return seal_manifest(agent, collect_openclaw_entries(state), key=signer)

@@ -96,8 +96,10 @@ def _c8(ev: dict[str, Any]) -> Result:
             f"{', '.join(stray[:3])}",
         )
     tb, ta = _entries(b, "transcript"), _entries(a, "transcript")
-    after_ids = {transcript_session(n) for n in ta}
-    lost = sorted(n for n in tb if transcript_session(n) not in after_ids)
+    # A conversation is kept when a file of the same session and kind (transcript or
+    # trajectory) is still there, under whatever name (2026.5 renames a reset transcript).
+    after_ids = {_stem(n) for n in ta}
+    lost = sorted(n for n in tb if _stem(n) not in after_ids)
     if lost:
         return _r("C8", "fail", f"transcripts lost: {', '.join(lost)}")
     driven = set(ev.get("drivenSessions") or [])
@@ -105,6 +107,10 @@ def _c8(ev: dict[str, Any]) -> Result:
     if changed:
         return _r("C8", "fail", f"transcripts changed that the suite did not drive: {', '.join(changed)}")
     return _r("C8", "pass", f"{len(sb)} sessions and {len(tb)} transcripts retained (by session id)")
+
+
+def _stem(name: str) -> str:
+    return name.split(".jsonl", 1)[0]
 
 
 def _c9(ev: dict[str, Any]) -> Result:

@@ -52,19 +52,44 @@ def run_command(
     chat: Annotated[bool, typer.Option("--chat", help="Probe with a chat turn (always on in throwaway mode).")] = False,
     out: Annotated[Path, typer.Option("--out", help="Where the reports go.")] = Path("continuity-out"),
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    openclaw: Annotated[
+        Path | None, typer.Option("--openclaw", help="Test an OpenClaw resident: its state dir (OPENCLAW_STATE_DIR).")
+    ] = None,
+    openclaw_bin: Annotated[
+        str | None, typer.Option("--openclaw-bin", help="The openclaw to run (default: the one on PATH).")
+    ] = None,
+    attached: Annotated[
+        bool,
+        typer.Option("--attached", help="With --openclaw: use the running gateway (token in OPENCLAW_GATEWAY_TOKEN)."),
+    ] = False,
+    repair: Annotated[
+        bool, typer.Option("--repair", help="With --openclaw and the reset disruption: repair and measure again.")
+    ] = False,
+    reset_key: Annotated[
+        str | None,
+        typer.Option(
+            "--reset-key", help="With --openclaw: the session the reset disruption resets.", show_default=False
+        ),
+    ] = None,
 ) -> None:
     """Run the suite and write continuity-report.json, continuity-report.md and continuity-badge.txt.
 
     Exit 0 when the verdict is PASS, 1 when an invariant failed. Attached mode (without
     --throwaway) uses the gateway running on KOLO_HOME and its owner token; never a flag.
     """
+    if openclaw is not None:
+        if rounds:
+            fail("--rounds runs on Kurahi's own gateway; rounds on an OpenClaw resident are not built yet", EXIT.USAGE)
+        _run_openclaw(openclaw, openclaw_bin, attached, repair, reset_key, resident, disruption, swap_to, out, as_json)
+        return
+    if openclaw_bin is not None or attached or repair or reset_key is not None:
+        fail("--openclaw-bin, --attached, --repair and --reset-key go with --openclaw STATE_DIR", EXIT.INVALID)
     from kurahi.extras import require
 
     with translate_errors():
         require("gateway", "kurahi continuity run")
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from kurahi.continuity.report import write_report
     from kurahi.continuity.suite import DISRUPTIONS, SuiteOptions, report_signer, run_suite
 
     if disruption == "all":
@@ -100,6 +125,12 @@ def run_command(
         )
         with translate_errors():
             report = run_suite(opts, check_manifest=_checker(), signer_for=report_signer)
+    _print_report(report, out, as_json)
+
+
+def _print_report(report: dict[str, Any], out: Path, as_json: bool) -> None:
+    from kurahi.continuity.report import write_report
+
     paths = write_report(report, out)
     body = report["body"]
     if as_json:
@@ -118,6 +149,47 @@ def run_command(
         console.print(f"reports in {out}")
     if body["summary"]["verdict"] != "PASS":
         raise typer.Exit(EXIT.FAILED)
+
+
+def _run_openclaw(
+    state_dir: Path,
+    binary: str | None,
+    attached: bool,
+    repair: bool,
+    reset_key: str | None,
+    resident: str,
+    disruption: str,
+    swap_to: str | None,
+    out: Path,
+    as_json: bool,
+) -> None:
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from kurahi.continuity.openclaw import OpenClawOptions, run_openclaw_suite
+
+    four = ["model-swap", "restart", "move", "close"]
+    chosen: list[str] = []
+    for d in [d.strip() for d in disruption.split(",") if d.strip()]:
+        chosen += four if d == "all" else [d]
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err_console.get()
+    ) as bar:
+        task = bar.add_task("continuity suite (OpenClaw)", total=None)
+        opts = OpenClawOptions(
+            state_dir=state_dir,
+            resident="main" if resident == "alice" else resident,
+            disruptions=chosen,
+            supervised=not attached,
+            binary=binary,
+            swap_to=swap_to,
+            repair=repair,
+            reset_key=reset_key,
+            work_dir=out.absolute(),
+            progress=lambda text: bar.update(task, description=text),
+        )
+        with translate_errors():
+            report = run_openclaw_suite(opts, check_manifest=_checker())
+    _print_report(report, out, as_json)
 
 
 @app.command("verify")

@@ -222,6 +222,10 @@ def score(ev: dict[str, Any], *, threshold: float, check_manifest: ManifestCheck
     A disruption the target cannot perform (``outcome.unsupported``) proves nothing either
     way: all ten are ``skip`` with the reason, never ``pass`` and never a false ``fail``.
     """
+    if ev.get("target") == "openclaw":
+        from kurahi.continuity.openclaw_invariants import score_openclaw
+
+        return score_openclaw(ev, threshold=threshold, check_manifest=check_manifest)
     if ev["outcome"].get("unsupported"):
         why = f"not run: {ev['outcome'].get('detail')}"
         return [_r(cid, "skip", why) for cid in INVARIANTS]

@@ -247,15 +247,33 @@ def verify_report(report: dict[str, Any], *, check_manifest: ManifestCheck) -> R
     return result
 
 
+def _view_lines(view: dict[str, Any]) -> list[str]:
+    """The runtime's view of the reset session before, after the reset and after the repair."""
+    markers = list(view.get("markers") or [])
+    head = "| view | session | messages sent | " + " | ".join(f"`{m}`" for m in markers) + " |"
+    lines = [head, "|---|---|---|" + "---|" * len(markers)]
+    for name in ("before", "reset", "repaired"):
+        v = view.get(name)
+        if not isinstance(v, dict):
+            continue
+        marks = " | ".join("in view" if v.get("markers", {}).get(m) else "gone" for m in markers)
+        lines.append(f"| {name} | {v.get('sessionId')} | {v.get('messages')} | {marks} |")
+    if view.get("repairSkipped"):
+        lines.append(f"\nRepair skipped: {view['repairSkipped']}.")
+    return [*lines, ""]
+
+
 def markdown(report: dict[str, Any]) -> str:
     """The report for people."""
     body = report["body"]
     s = body["summary"]
+    target = body.get("target")
+    on = f"OpenClaw {target.get('version')}, {target.get('era')} era, " if isinstance(target, dict) else ""
     lines = [
         f"# Continuity report: {body['resident']}",
         "",
         f"**{s['verdict']}**: pass={s['pass']} fail={s['fail']} skip={s['skip']} "
-        f"({body['mode']} mode, {body['createdAt']})",
+        f"({on}{body['mode']} mode, {body['createdAt']})",
         "",
         f"`{body['badge']}`",
         "",
@@ -277,6 +295,10 @@ def markdown(report: dict[str, Any]) -> str:
             "",
             f"Outcome: {run['outcome'].get('detail')}. Manifest roots {roots}.",
             "",
+        ]
+        if run.get("view"):
+            lines += _view_lines(run["view"])
+        lines += [
             "| invariant | | status | detail |",
             "|---|---|---|---|",
         ]

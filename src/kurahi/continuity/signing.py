@@ -46,7 +46,14 @@ from kurahi.errors import SigningKeyError
 from kurahi.resident.home import Home
 from kurahi.store import fsio
 
-__all__ = ["KEY_FILE_VERSION", "SigningKey", "fingerprint_of", "load_signing_key", "verify_signature"]
+__all__ = [
+    "KEY_FILE_VERSION",
+    "SigningKey",
+    "fingerprint_of",
+    "load_key_file",
+    "load_signing_key",
+    "verify_signature",
+]
 
 KEY_FILE_VERSION = 1
 """The ``version`` of the key file format."""
@@ -152,6 +159,25 @@ def load_signing_key(home: Home | str | os.PathLike[str], *, create: bool = True
         if not create:
             raise SigningKeyError("no signing key (it is created by the first manifest)", path=path) from None
     return _create(path)
+
+
+def load_key_file(path: str | os.PathLike[str], *, create: bool = True) -> SigningKey:
+    """The key in ``path`` (same format, same rules as the home's key), created once when absent.
+
+    For a key that is not a home's own: Kurahi's observer key, which signs what Kurahi sees
+    of a runtime it does not run (an OpenClaw state dir), lives in Kurahi's home, never in
+    the observed state dir.
+
+    Raises:
+        SigningKeyError: as for :func:`load_signing_key`.
+    """
+    p = Path(path)
+    try:
+        return _read(p)
+    except FileNotFoundError:
+        if not create:
+            raise SigningKeyError("no key file", path=p) from None
+    return _create(p)
 
 
 def _read(path: Path) -> SigningKey:

@@ -278,7 +278,9 @@ def pending_from_journal(journal: RecordLog, live: frozenset[str] | None = None)
     for rec in puts.values():
         if live is not None and rec.get("gateway") in live:
             continue
-        out.setdefault(str(rec.get("key")), []).append(rec)
+        key = rec.get("key")
+        if isinstance(key, str):  # a record without a usable key names no session: left as it is
+            out.setdefault(key, []).append(rec)
     return out
 
 

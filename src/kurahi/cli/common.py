@@ -21,6 +21,7 @@ from kurahi.errors import (
     SqliteStoreBusyError,
     TranscriptReadError,
     UnknownAgentError,
+    UnsafeFileError,
     UsageError,
 )
 
@@ -124,7 +125,7 @@ def translate_errors() -> Iterator[None]:
         fail(str(exc), EXIT.BUSY)
     except SqliteSchemaError as exc:
         fail(str(exc), EXIT.INVALID)
-    except (NotASessionError, CatalogCorruptError, ConfigError, SecretFileError, CheckError) as exc:
+    except (NotASessionError, CatalogCorruptError, ConfigError, SecretFileError, UnsafeFileError, CheckError) as exc:
         fail(str(exc), EXIT.INVALID)
     except (TranscriptReadError, UnknownAgentError, GatewayUnavailableError) as exc:
         fail(str(exc), EXIT.NOT_FOUND)

@@ -18,6 +18,7 @@ from kurahi.errors import (
     QueueFullError,
     SecretFileError,
     UnknownAgentError,
+    UnsafeFileError,
     UsageError,
 )
 
@@ -52,6 +53,8 @@ def from_kurahi(exc: KurahiError) -> HTTPError:
     """The HTTP error for a library error."""
     if isinstance(exc, SecretFileError):
         return HTTPError(500, "insecure_secret_file", str(exc))
+    if isinstance(exc, UnsafeFileError):
+        return HTTPError(500, "unsafe_file", str(exc))
     if isinstance(exc, UnknownAgentError):
         return HTTPError(404, "unknown_agent", str(exc))
     if isinstance(exc, QueueFullError):

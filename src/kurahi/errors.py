@@ -333,6 +333,7 @@ class UnsafeFileError(StoreError):
 
     def __init__(self, message: str, *, path: str | Path | None = None) -> None:
         self.path = str(path) if path is not None else None
+        self.detail = message
         super().__init__(f"{self.path}: {message}" if self.path else message)
 
 

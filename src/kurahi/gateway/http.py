@@ -17,6 +17,7 @@ from kurahi.errors import (
     LockHeldError,
     QueueFullError,
     SecretFileError,
+    SigningKeyError,
     UnknownAgentError,
     UnsafeFileError,
     UsageError,
@@ -55,6 +56,8 @@ def from_kurahi(exc: KurahiError) -> HTTPError:
         return HTTPError(500, "insecure_secret_file", str(exc))
     if isinstance(exc, UnsafeFileError):
         return HTTPError(500, "unsafe_file", str(exc))
+    if isinstance(exc, SigningKeyError):
+        return HTTPError(500, "signing_key_unusable", str(exc))
     if isinstance(exc, UnknownAgentError):
         return HTTPError(404, "unknown_agent", str(exc))
     if isinstance(exc, QueueFullError):

@@ -2,8 +2,8 @@
 
 For each pair the real gateway is started on a copy of a lived-in home (``kurahi gateway run``
 in a subprocess) and, when it starts, asked what an owner asks (agents, a chat turn, the
-session, the audit chain, a continuity manifest); then ``kurahi audit verify`` and
-``kurahi sessions ls`` run. The rule:
+session, the audit chain, a continuity manifest); then the commands that read the file
+(``audit verify|tail``, ``sessions ls``, ``actions ls``, ``agent jobs``) run. The rule:
 
 - no traceback anywhere (gateway log, command output, HTTP bodies), every HTTP error JSON;
 - a refusal to start is exit 4 (damaged input) or 1 (a check that failed, an audit chain
@@ -151,7 +151,14 @@ def test_a_damaged_file_does_no_harm(lived_in: Path, tmp_path: Path, f: HomeFile
         assert answers[0].status_code == 200 and answers[1].status_code == 200, [a.text for a in answers[:2]]
         assert answers[1].json()["status"] == "ok"
 
-    for cmd in (("audit", "verify"), ("sessions", "ls", "--home", str(root), "--agent", "alice")):
+    readers = {
+        "audit/chain.jsonl": [("audit", "verify"), ("audit", "tail")],
+        "agents/alice/sessions/sessions.json": [("sessions", "ls", "--home", str(root), "--agent", "alice")],
+        "agents/alice/sessions/{session}": [("sessions", "ls", "--home", str(root), "--agent", "alice")],
+        "agents/alice/actions/ledger.jsonl": [("actions", "ls", "--home", str(root), "--agent", "alice")],
+        "agents/alice/jobs/jobs.jsonl": [("agent", "jobs", "--home", str(root), "--agent", "alice")],
+    }
+    for cmd in readers.get(f.rel, []):
         r = _run(root, *cmd)
         assert "Traceback" not in r.stderr + r.stdout, (cmd, r.stderr)
         assert r.returncode in (0, 1, 3, 4), (cmd, r.returncode, r.stderr)

@@ -163,3 +163,23 @@ def test_a_damaged_file_does_no_harm(lived_in: Path, tmp_path: Path, f: HomeFile
         assert "Traceback" not in r.stderr + r.stdout, (cmd, r.stderr)
         assert r.returncode in (0, 1, 3, 4), (cmd, r.returncode, r.stderr)
     assert snapshot(outside) == before, "a file outside the home changed"
+    _record(f, damage, started, proc.returncode, log, answers)
+
+
+def _record(f: HomeFile, damage: str, started: bool, code: int | None, log: str, answers: list[httpx.Response]) -> None:
+    """With ``KURAHI_DAMAGE_TABLE`` set, append what happened (one JSON line) for docs/hostile.md's table."""
+    out = os.environ.get("KURAHI_DAMAGE_TABLE")
+    if not out:
+        return
+    warnings = [line for line in log.splitlines() if line.startswith(("warning:", "error:"))]
+    row = {
+        "file": f.rel,
+        "damage": damage,
+        "started": started,
+        "exit": None if started else code,
+        "message": warnings[0][:200] if warnings else "",
+        "http": [r.status_code for r in answers],
+        "codes": [r.json()["error"]["code"] for r in answers if r.status_code >= 400],
+    }
+    with open(out, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(row) + "\n")

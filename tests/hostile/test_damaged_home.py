@@ -324,3 +324,18 @@ def test_a_config_patch_with_a_limit_out_of_range_is_refused_naming_the_field(
         assert r.json()["error"]["code"] == "invalid_config" and field in r.json()["error"]["message"]
         assert home.config.read_bytes() == stored
         assert c.post("/api/agents/alice/chat", json={"message": "still fine"}).json()["status"] == "ok"
+
+
+def test_init_never_chmods_a_directory_a_symlink_points_at(tmp_path: Path) -> None:
+    home = make_gateway_home(tmp_path)
+    elsewhere = tmp_path / "outside" / "run"
+    elsewhere.mkdir(parents=True)
+    os.chmod(elsewhere, 0o755)
+    for p in home.lock.parent.iterdir():
+        p.unlink()
+    home.lock.parent.rmdir()
+    os.symlink(elsewhere, home.lock.parent)
+    r = run_kurahi("init", "--home", str(home.root), "--agent", "alice", home=home)
+    _no_traceback(r)
+    assert r.returncode == 4 and str(home.lock.parent) in r.stderr and "symlink" in r.stderr
+    assert stat.S_IMODE(os.stat(elsewhere).st_mode) == 0o755

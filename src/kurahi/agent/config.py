@@ -18,8 +18,9 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from kurahi.decoding import DECODE_ERRORS
-from kurahi.errors import ConfigError
+from kurahi.errors import ConfigError, UnsafeFileError
 from kurahi.lifecycle.policy import FreshnessConfig
+from kurahi.store.safefile import read_regular
 
 __all__ = [
     "MAX_CONFIG_BYTES",
@@ -177,20 +178,31 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def read_config_bytes(path: Path) -> bytes | None:
+    """The bytes of ``config.json`` (at most one more than the limit); ``None`` when there is none.
+
+    Raises:
+        ConfigError: a symlink (never followed out of the home), a directory, or unreadable.
+    """
+    try:
+        return read_regular(path, what="the config", limit=MAX_CONFIG_BYTES)
+    except UnsafeFileError as exc:
+        raise ConfigError(exc.detail, path=path) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", path=path) from exc
+
+
 def load_config(home: str | os.PathLike[str]) -> Config:
     """Read ``<home>/config.json`` (a missing file gives the defaults).
 
     Raises:
-        ConfigError: the file does not parse, is too large, or a field is unknown or mistyped.
+        ConfigError: the file does not parse, is too large, a symlink or a directory, or a field
+            is unknown, mistyped or out of range.
     """
     path = Path(home) / "config.json"
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_CONFIG_BYTES + 1)
-    except FileNotFoundError:
+    raw = read_config_bytes(path)
+    if raw is None:
         return Config()
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", path=path) from exc
     if len(raw) > MAX_CONFIG_BYTES:
         raise ConfigError(f"larger than {MAX_CONFIG_BYTES} bytes; refused", path=path)
     try:

@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from kurahi import __version__
-from kurahi.agent.config import MAX_CONFIG_BYTES, Config, load_config
+from kurahi.agent.config import MAX_CONFIG_BYTES, Config, load_config, read_config_bytes
 from kurahi.agent.runtime import Runtime
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import ConfigError, KurahiError
@@ -188,11 +188,9 @@ class Gateway:
         Raises:
             ConfigError: the patched config would not work (the message says where).
         """
+        raw = read_config_bytes(self.home.config)
         try:
-            with self.home.config.open("rb") as f:
-                current = msgspec.json.decode(f.read(MAX_CONFIG_BYTES + 1))
-        except FileNotFoundError:
-            current = {}
+            current = msgspec.json.decode(raw) if raw is not None else {}
         except DECODE_ERRORS as exc:
             raise ConfigError(f"the stored config does not parse: {exc}", path=self.home.config) from exc
         merged = merge_patch(current, patch)

@@ -135,7 +135,11 @@ def damage_file(path: Path, kind: str, damage: str, outside: Path) -> Path | Non
     if damage == "symlink":
         # The link points at an intact copy, so a reader that follows it would succeed: only
         # refusing to follow (or leaving the target alone) passes.
-        target = outside / (path.name + ".target")
+        # A secret's copy sits in a ``secrets/`` folder of its own: the suite's leak scan
+        # rightly flags a token anywhere else.
+        where = outside / "secrets" if "secrets" in path.parts else outside
+        where.mkdir(exist_ok=True, mode=0o700)
+        target = where / (path.name + ".target")
         target.write_bytes(data)
         os.chmod(target, 0o644 if mode & 0o077 else mode)
         os.utime(target, ns=(1_000_000_000_000_000_000, 1_000_000_000_000_000_000))

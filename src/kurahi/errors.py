@@ -71,6 +71,7 @@ Hierarchy::
     ├── ContinuityError               the `continuity` room: reports and runs that cannot be used
     │   ├── ManifestError             a manifest that is not in the manifest format (field)
     │   └── SigningKeyError           the signing key file: unreadable, malformed, too open
+    ├── MissingExtraError             a command needs an optional extra that is not installed (names it)
     ├── PostgresUnavailableError      a throwaway PostgreSQL (`kurahi.testing_pg`) that could not start
     ├── SecretFileError               the owner token, device registry or home open to other users
     └── UsageError                    a caller passed something that cannot work
@@ -115,6 +116,7 @@ __all__ = [
     "LockError",
     "LockHeldError",
     "ManifestError",
+    "MissingExtraError",
     "NotASessionError",
     "OpenClawRunningError",
     "OwnerInUseError",
@@ -720,6 +722,23 @@ class SigningKeyError(ContinuityError):
     def __init__(self, message: str, *, path: str | Path | None = None) -> None:
         self.path = str(path) if path is not None else None
         super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+class MissingExtraError(KurahiError):
+    """A feature needs an optional extra (``kurahi[gateway]``, ``kurahi[providers]``) that is not installed.
+
+    The core (store, context, lineage, lifecycle and their commands) installs without the
+    HTTP server and the model SDKs; the message names the extra and the pip command.
+
+    Attributes:
+        extra: the extra's name (``gateway``).
+        modules: the modules of it that could not be imported.
+    """
+
+    def __init__(self, message: str, *, extra: str, modules: tuple[str, ...]) -> None:
+        self.extra = extra
+        self.modules = modules
+        super().__init__(message)
 
 
 class PostgresUnavailableError(KurahiError):

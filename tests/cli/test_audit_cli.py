@@ -106,7 +106,7 @@ def test_empty_chain(tmp_path: Path) -> None:
     path = chain_path(tmp_path)
     path.parent.mkdir(parents=True)
     path.touch()
-    assert "no records yet" in runner.invoke(app, ["tail", "--home", str(tmp_path)]).stdout
+    assert runner.invoke(app, ["tail", "--home", str(tmp_path)]).stdout.splitlines()[-1] == "none"
     result = runner.invoke(app, ["verify", "--home", str(tmp_path)])
     assert result.exit_code == EXIT.OK and "0 records verify (empty)" in result.stdout
 

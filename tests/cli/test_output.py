@@ -36,7 +36,7 @@ def test_force_color_draws_the_rich_table_with_the_text_as_given(
     monkeypatch.setattr(output.console, "_real", None)  # a console made under FORCE_COLOR
     output.table(["name", "count"], [["[bold]a[/]", "7"]], right=[1])
     out = capsys.readouterr().out
-    assert "┃" in out and "[bold]a[/]" in out and "\x1b[" in out
+    assert "──" in out and "[bold]a[/]" in out and "\x1b[" in out
 
 
 def test_stitch_and_check_print_for_people_without_importing_rich_off_a_terminal(tmp_path: Path) -> None:

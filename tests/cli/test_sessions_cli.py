@@ -100,8 +100,8 @@ def test_ls_corrupt_catalog_is_a_clean_error(home: Path) -> None:
 
 def test_ls_missing_home(tmp_path: Path) -> None:
     result = runner.invoke(app, ["sessions", "ls", "--home", str(tmp_path / "none")])
-    assert result.exit_code == EXIT.FAILED
-    assert "not a directory" in result.output
+    assert result.exit_code == EXIT.NOT_FOUND  # the README's table: not found
+    assert f"create one with `kurahi init --home {tmp_path / 'none'}`" in " ".join(result.output.split())
 
 
 def test_repair_moves_corrupt_catalog_aside(home: Path) -> None:

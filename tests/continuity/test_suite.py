@@ -173,13 +173,3 @@ def test_each_invariant_can_fail(invariant: str, kw: dict[str, Any]) -> None:
     assert status[invariant]["status"] == "fail", status[invariant]
     assert report["body"]["summary"]["verdict"] == "FAIL"
     assert verify_report(report, check_manifest=_checker()).ok  # a failing run still verifies: FAIL, honestly
-
-
-def test_attached_mode_refuses_move(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="cannot move"):
-        run_suite(
-            SuiteOptions(throwaway=False, disruptions=["move"]),
-            check_manifest=_checker(),
-            signer_for=report_signer,
-            home=Home(tmp_path),
-        )

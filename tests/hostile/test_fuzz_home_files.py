@@ -30,7 +30,7 @@ from kurahi.store.audit_file import AuditChain
 from kurahi.store.journal import Journal
 
 FUZZ = settings(
-    max_examples=150,
+    max_examples=300,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
     database=None,
@@ -205,3 +205,15 @@ def test_hash_cache_on_any_file(tmp_path: Path, data: bytes) -> None:
     digest = cache.digests([target])
     assert digest[0].sha256 == hashlib.sha256(b"hello").hexdigest()
     cache.save()
+
+
+def test_a_done_record_of_the_wrong_shape_settles_nothing(tmp_path: Path) -> None:
+    # Found by the journal property above: `qids: true` made the fold raise TypeError, and the
+    # gateway could not start over one hand-edited queue record.
+    put = {"op": "put", "qid": "q1", "key": "agent:alice:main", "message": {"text": "x"}, "ts": 1}
+    lines = [put, {"op": "done", "qids": True}, {"op": "done", "qids": [5, None]}, {"op": "dropped", "qid": [1]}]
+    journal = Journal(_write(tmp_path / "q" / "queue.jsonl", b"\n".join(json.dumps(r).encode() for r in lines)))
+    try:
+        assert [r["qid"] for r in pending_from_journal(journal)["agent:alice:main"]] == ["q1"]
+    finally:
+        journal.close()

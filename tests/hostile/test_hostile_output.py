@@ -60,7 +60,9 @@ COMMANDS: dict[str, Row] = {
     "session context": row("session", "context", "{t}"),
     "session context --json": row("session", "context", "{t}", "--json"),
     "session context --json --llm": row("session", "context", "{t}", "--json", "--llm"),
-    "session context --leaf odd id": row("session", "context", "{t}", "--leaf", "x-[/]-" + RAW, codes=(1,)),
+    "session context --leaf odd id": row(
+        "session", "context", "{t}", "--leaf", "x-[/]-" + RAW, codes=(3,)
+    ),  # an unknown leaf: "not found"
     "session context BOM file": row("session", "context", "{bom}", codes=(4,)),  # Pi 1.6.0 finds no header
     "session tree": row("session", "tree", "{t}"),
     "session tree --full --all": row("session", "tree", "{t}", "--full", "--all"),

@@ -286,6 +286,6 @@ def test_cli_missing_input_and_unknown_leaf(tmp_path: Path, small: Path) -> None
     result = runner.invoke(app, ["draw", str(tmp_path / "nope.jsonl"), "--out", str(out)])
     assert result.exit_code == EXIT.NOT_FOUND
     result = runner.invoke(app, ["draw", str(small), "--out", str(out), "--leaf", "no-such-entry"])
-    assert result.exit_code == EXIT.FAILED
+    assert result.exit_code == EXIT.NOT_FOUND  # an unknown leaf is "not found", as everywhere
     assert "no-such-entry" in result.output
     assert not out.exists()

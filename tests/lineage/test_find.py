@@ -288,7 +288,7 @@ def test_cli_json_and_export(sqlite_state: Path, tmp_path: Path) -> None:
 
 def test_cli_errors_name_the_path(tmp_path: Path, sqlite_state: Path) -> None:
     missing = runner.invoke(cli(), ["find", "--state-dir", str(tmp_path / "nope")])
-    assert missing.exit_code == EXIT.USAGE and "no such directory" in missing.output
+    assert missing.exit_code == EXIT.NOT_FOUND and "no such directory" in missing.output  # README: not found
     db_of(sqlite_state).write_bytes(b"garbage" * 100)
     corrupt = runner.invoke(cli(), ["find", "--state-dir", str(sqlite_state)])
     assert corrupt.exit_code == EXIT.NOT_FOUND and "not an SQLite database" in corrupt.output

@@ -218,8 +218,11 @@ class Runtime:
                 f.cancel()
             for lane in lanes:
                 await lane.close()
-        for t in self._job_tasks.values():
+        jobs = list(self._job_tasks.values())
+        for t in jobs:
             t.cancel()
+        # Let each cancelled job record that it was interrupted before its store is closed.
+        await asyncio.gather(*jobs, return_exceptions=True)
         if self._flusher is not None and not self._flusher.done():
             self._flusher.cancel()
         self._flush()

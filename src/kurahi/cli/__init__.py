@@ -43,6 +43,8 @@ COMMANDS = {
     "init": "kurahi.cli.gateway:init_command",
     "chat": "kurahi.cli.gateway:chat_command",
     "demo": "kurahi.cli.demo:demo",
+    "doctor": "kurahi.cli.doctor:doctor_command",
+    "completion": "kurahi.cli.completion:completion_command",
 }
 """Top-level command name -> ``module:function``."""
 
@@ -63,15 +65,21 @@ def build_app(only: str | None = None) -> typer.Typer:
 
     def _root(
         version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+        no_color: bool = typer.Option(False, "--no-color", help="No colour in the output (as NO_COLOR=1 does)."),
     ) -> None:
         """Kurahi: sessions as lineage, continuity tools, and a resident gateway."""
+        if no_color:
+            # Read by rich when a console is first made, which is after this (they are lazy).
+            os.environ["NO_COLOR"] = "1"
 
     root = typer.Typer(
         name="kurahi",
         help="Keep a long-lived AI agent the same agent across resets, restarts, moves and model swaps.",
         no_args_is_help=True,
+        # Completion is the `completion` command (an unknown shell is a clear error there).
         add_completion=False,
         pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
     )
     root.callback()(_root)
     for name, spec in GROUPS.items():
@@ -117,8 +125,15 @@ def _run() -> None:
         code = run(sys.argv[1:])
         if code is not None:
             _exit_at_once(code)
+    if os.environ.get("_KURAHI_COMPLETE"):  # the shell asks for completions (`kurahi completion SHELL`)
+        from typer._completion_classes import completion_init
+
+        completion_init()
     first = sys.argv[1] if len(sys.argv) > 1 else None
-    build_app(first if first in GROUPS or first in COMMANDS else None)()
+    # The name fixed, so usage lines and the completion variable are the same however it was started.
+    build_app(first if first in GROUPS or first in COMMANDS else None)(
+        prog_name="kurahi", complete_var="_KURAHI_COMPLETE"
+    )
 
 
 def _exit_at_once(code: int) -> None:

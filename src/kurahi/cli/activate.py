@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
-from kurahi.cli.common import EXIT, console, fail, print_json, translate_errors
+from kurahi.cli.common import EXIT, fail, print_json, translate_errors
+from kurahi.cli.home import HOME_DEFAULT
+from kurahi.cli.output import Part, say, table
 
 __all__ = ["app"]
 
@@ -25,8 +25,7 @@ HomeOpt = Annotated[
     Path | None,
     typer.Option(
         "--home",
-        envvar="KOLO_HOME",
-        show_default="$KOLO_HOME, else ~/.kolo",
+        show_default=HOME_DEFAULT,
         help="State directory (a Kurahi home, or an OpenClaw state directory: always handled as --offline).",
     ),
 ]
@@ -34,8 +33,7 @@ PlainHomeOpt = Annotated[
     Path | None,
     typer.Option(
         "--home",
-        envvar="KOLO_HOME",
-        show_default="$KOLO_HOME, else ~/.kolo",
+        show_default=HOME_DEFAULT,
         help="State directory (a Kurahi home, or an OpenClaw state directory).",
     ),
 ]
@@ -78,9 +76,9 @@ def _refuse_timeout(package: Path, timeout: float | None) -> float:
 
 
 def _root(home: Path | None) -> Path:
-    from kurahi.resident.home import Home
+    from kurahi.cli.home import home_root
 
-    return Home.at(home).root
+    return home_root(home)
 
 
 def _host(root: Path, offline: bool) -> Any:
@@ -150,8 +148,11 @@ def plan_cmd(
     """
     from kurahi.lifecycle.activation import plan_activation
 
+    if not candidate.is_file():
+        fail(f"{candidate}: no such file", EXIT.NOT_FOUND)
+    root = _root(home)
     with _errors():
-        pkg = plan_activation(_root(home), agent, key or f"agent:{agent}:main", candidate, out, markers=marker or [])
+        pkg = plan_activation(root, agent, key or f"agent:{agent}:main", candidate, out, markers=marker or [])
     plan = pkg.plan
     if as_json:
         print_json({"package": str(pkg.root), "plan": _plan_dict(pkg)})
@@ -159,47 +160,50 @@ def plan_cmd(
     if getattr(plan, "store", None) == "openclaw-sqlite":
         _sqlite_plan(pkg.root, plan)
         return
-    console.print(
-        f"wrote [bold]{escape(str(pkg.root))}[/] for [bold]{escape(plan.agent)}[/] key [bold]{escape(plan.key)}[/]"
-    )
-    table = Table(header_style="bold", title="preconditions")
-    for col in ("part", "file", "sha256"):
-        table.add_column(col)
+    say("wrote ", (str(pkg.root), "bold"), " for ", (plan.agent, "bold"), " key ", (plan.key, "bold"))
     pre = plan.preconditions
-    table.add_row("live transcript", escape(pre.live_transcript.name or "-"), pre.live_transcript.sha256)
-    table.add_row("catalog entry", escape(plan.key), pre.catalog_entry)
-    table.add_row("candidate", "candidate.jsonl", pre.candidate)
-    table.add_row("target", escape(plan.target_file), pre.target.sha256)
-    console.print(table)
+    rows = [
+        ["live transcript", pre.live_transcript.name or "-", pre.live_transcript.sha256],
+        ["catalog entry", plan.key, pre.catalog_entry],
+        ["candidate", "candidate.jsonl", pre.candidate],
+        ["target", plan.target_file, pre.target.sha256],
+    ]
+    table(["part", "file", "sha256"], rows, keys=(0, 2), title="preconditions")
     p = plan.projection
     old_sid = (plan.old_entry or {}).get("sessionId", "-")
-    console.print(
-        f"session {escape(str(old_sid))} → [cyan]{escape(plan.candidate_session_id)}[/], "
-        f"{plan.compaction_count} compactions; projects {p.messages} messages (sha256 {p.sha256[:16]}…)"
-        + (", replaces the live transcript (old bytes kept in the package)" if plan.replaces_live else "")
+    say(
+        f"session {old_sid} → ",
+        (plan.candidate_session_id, "cyan"),
+        f", {plan.compaction_count} compactions; projects {p.messages} messages (sha256 {p.sha256[:16]}…)"
+        + (", replaces the live transcript (old bytes kept in the package)" if plan.replaces_live else ""),
     )
     _markers(p.markers_found, p.markers_missing)
 
 
 def _sqlite_plan(root: Path, plan: Any) -> None:
     pre = plan.preconditions
-    console.print(
-        f"wrote [bold]{escape(str(root))}[/] for [bold]{escape(plan.agent)}[/] key [bold]{escape(plan.key)}[/] "
-        f"in {escape(plan.db)} (schema version {pre.schema_version})"
+    say(
+        "wrote ",
+        (str(root), "bold"),
+        " for ",
+        (plan.agent, "bold"),
+        " key ",
+        (plan.key, "bold"),
+        f" in {plan.db} (schema version {pre.schema_version})",
     )
-    table = Table(header_style="bold", title="preconditions")
-    for col in ("part", "value"):
-        table.add_column(col)
-    table.add_row("current session", escape(pre.current_session_id))
-    table.add_row("events", f"{pre.event_count} (last seq {pre.last_seq}), sha256 {pre.events_sha256}")
-    table.add_row("session node", pre.node_sha256)
-    table.add_row("store content", pre.content_sha256)
-    table.add_row("candidate", f"{plan.candidate_events} events, sha256 {plan.candidate_sha256}")
-    console.print(table)
+    rows = [
+        ["current session", pre.current_session_id],
+        ["events", f"{pre.event_count} (last seq {pre.last_seq}), sha256 {pre.events_sha256}"],
+        ["session node", pre.node_sha256],
+        ["store content", pre.content_sha256],
+        ["candidate", f"{plan.candidate_events} events, sha256 {plan.candidate_sha256}"],
+    ]
+    table(["part", "value"], rows, keys=(0,), title="preconditions")
     p = plan.projection
-    console.print(
-        f"session {escape(plan.old_session_id)} → [cyan]{escape(plan.new_session_id)}[/] (new rows; the old session "
-        f"is kept and linked); projects {p.messages} messages (sha256 {p.sha256[:16]}…)"
+    say(
+        f"session {plan.old_session_id} → ",
+        (plan.new_session_id, "cyan"),
+        f" (new rows; the old session is kept and linked); projects {p.messages} messages (sha256 {p.sha256[:16]}…)",
     )
     _markers(p.markers_found, p.markers_missing)
 
@@ -213,14 +217,9 @@ def _plan_dict(pkg: Any) -> Any:
 def _markers(found: list[str], missing: list[str]) -> None:
     if not found and not missing:
         return
-    table = Table(header_style="bold")
-    table.add_column("marker")
-    table.add_column("in context")
-    for m in found:
-        table.add_row(escape(m), "[green]yes[/]")
-    for m in missing:
-        table.add_row(escape(m), "[bold red]missing[/]")
-    console.print(table)
+    rows: list[list[Part]] = [[m, ("yes", "green")] for m in found]
+    rows += [[m, ("missing", "bold red")] for m in missing]
+    table(["marker", "in context"], rows, keys=(1,))
 
 
 @app.command("apply")
@@ -269,25 +268,25 @@ def apply_cmd(
 def _result(data: dict[str, Any]) -> None:
     steps = ", ".join(data["steps"]) or "nothing to do"
     gw = f"gateway on port {data['gatewayPort']}" if data["gatewayPort"] is not None else "no gateway"
-    console.print(
-        f"[bold]{data['outcome']}[/]: {escape(data['key'])} → {escape(str(data['sessionId']))} "
-        f"({steps}; {gw}; audit {'recorded' if data['audited'] else 'not recorded'})"
+    say(
+        (str(data["outcome"]), "bold"),
+        f": {data['key']} → {data['sessionId']} ({steps}; {gw}; "
+        f"audit {'recorded' if data['audited'] else 'not recorded'})",
     )
 
 
 def _validation(v: dict[str, Any] | None) -> None:
     if not v:
         return
-    table = Table(header_style="bold", title=f"pre-turn validation (read through the {v['source']})")
-    for col in ("", "planned", "live"):
-        table.add_column(col)
     live = v["live"] or {}
     planned = v["planned"]
-    table.add_row("messages", str(planned["messages"]), str(live.get("messages", "-")))
-    table.add_row("sha256", planned["sha256"][:16] + "…", (live.get("sha256") or "-")[:16] + "…")
-    table.add_row("markers", ", ".join(planned["markersFound"]) or "-", ", ".join(live.get("markersFound", [])) or "-")
-    console.print(table)
-    console.print("[green]matches the plan[/]" if v["ok"] else "[bold red]differs: " + "; ".join(v["differences"]))
+    rows = [
+        ["messages", str(planned["messages"]), str(live.get("messages", "-"))],
+        ["sha256", planned["sha256"][:16] + "…", (live.get("sha256") or "-")[:16] + "…"],
+        ["markers", ", ".join(planned["markersFound"]) or "-", ", ".join(live.get("markersFound", [])) or "-"],
+    ]
+    table(["", "planned", "live"], rows, keys=(0,), title=f"pre-turn validation (read through the {v['source']})")
+    say(("matches the plan", "green") if v["ok"] else ("differs: " + "; ".join(v["differences"]), "bold red"))
 
 
 @app.command("verify")
@@ -300,17 +299,16 @@ def verify_cmd(package: PackageArg, home: PlainHomeOpt = None, as_json: JsonOpt 
     if as_json:
         print_json(rep.to_dict())
     else:
-        table = Table(header_style="bold", title=f"{escape(rep.package)} (journal: {rep.phase})")
-        for col in ("part", "matches", "expected", "actual"):
-            table.add_column(col)
+        rows: list[list[Part]] = []
         for p in rep.parts:
-            ok = "[green]yes[/]" if p["ok"] else "[bold red]no[/]"
             exp, act = p["expected"], p["actual"]
             if p["part"] == "projection":
                 exp = f"{exp['messages']} messages"
                 act = "; ".join(p["differences"]) if p["differences"] else f"{act['messages']} messages"
-            table.add_row(p["part"], ok, escape(str(exp)), escape(str(act)))
-        console.print(table)
+            rows.append([p["part"], ("yes", "green") if p["ok"] else ("no", "bold red"), str(exp), str(act)])
+        table(
+            ["part", "matches", "expected", "actual"], rows, keys=(0, 1), title=f"{rep.package} (journal: {rep.phase})"
+        )
     if not rep.ok:
         raise typer.Exit(EXIT.FAILED)
 

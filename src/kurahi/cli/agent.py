@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich import box
-from rich.table import Table
 
 from kurahi.cli.common import EXIT, console, fail, print_json, translate_errors
-from kurahi.cli.sessions import default_home, open_store
+from kurahi.cli.home import HomeOpt, home_root
+from kurahi.cli.output import Part, table
+from kurahi.cli.sessions import open_store
 
 if TYPE_CHECKING:
     from kurahi.agent.ledger import Action
@@ -27,10 +27,6 @@ actions_app = typer.Typer(
     no_args_is_help=True,
 )
 
-HomeOpt = Annotated[
-    Path | None,
-    typer.Option("--home", envvar="KOLO_HOME", show_default="$KOLO_HOME, else ~/.kolo", help="State directory."),
-]
 AgentOpt = Annotated[str, typer.Option("--agent", help="Agent id.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
@@ -57,10 +53,12 @@ def send_command(
     from kurahi.agent.layout import AgentPaths
     from kurahi.agent.runtime import Runtime
 
+    root = home_root(home)
+
     async def go() -> Any:
         with translate_errors():  # start-up too: a corrupt catalog is a message and exit 4, not a traceback
-            AgentPaths.of(home or default_home(), agent, must_exist=True)
-            rt = Runtime(home or default_home(), agent)
+            AgentPaths.of(root, agent, must_exist=True)
+            rt = Runtime(root, agent)
             try:
                 await rt.start()
                 return await rt.send(key or f"agent:{agent}:main", text)
@@ -82,27 +80,25 @@ def jobs_command(home: HomeOpt = None, agent: AgentOpt = "main", as_json: JsonOp
     from kurahi.agent.jobs import JobStore
     from kurahi.agent.layout import AgentPaths
 
+    root = home_root(home)
     with translate_errors():
-        AgentPaths.of(home or default_home(), agent, must_exist=True)
-        jobs = list(JobStore(open_store(home).agent(agent).log("jobs")).jobs().values())
+        AgentPaths.of(root, agent, must_exist=True)
+        jobs = list(JobStore(open_store(root).agent(agent).log("jobs")).jobs().values())
     if as_json:
         print_json([j.to_dict() for j in jobs])
         return
-    table = Table(box=box.SIMPLE_HEAD, title=f"jobs of {agent}")
-    for col in ("id", "status", "session", "created", "ended", "error"):
-        table.add_column(col)
-    for j in jobs:
-        table.add_row(j.id, j.status, j.session_key, _when(j.created_at), _when(j.ended_at), j.error or "")
-    console.print(table)
+    rows = [[j.id, j.status, j.session_key, _when(j.created_at), _when(j.ended_at), j.error or ""] for j in jobs]
+    table(["id", "status", "session", "created", "ended", "error"], rows, title=f"jobs of {agent}")
 
 
 def _ledger(home: Path | None, agent: str) -> dict[str, Action]:
     from kurahi.agent.layout import AgentPaths
     from kurahi.agent.ledger import Ledger
 
+    root = home_root(home)
     with translate_errors():
-        AgentPaths.of(home or default_home(), agent, must_exist=True)
-        return Ledger(open_store(home).agent(agent).log("ledger")).actions()
+        AgentPaths.of(root, agent, must_exist=True)
+        return Ledger(open_store(root).agent(agent).log("ledger")).actions()
 
 
 _STYLE = {"ok": "green", "error": "red", "unknown": "bold yellow", "pending": "yellow"}
@@ -122,14 +118,18 @@ def actions_ls(
     if as_json:
         print_json([a.to_dict() for a in actions])
         return
-    table = Table(box=box.SIMPLE_HEAD, title=f"actions of {agent}")
-    for col in ("action id", "tool", "status", "settled by", "intent", "result"):
-        table.add_column(col, overflow="fold")
-    for a in actions:
-        style = _STYLE.get(a.status, "")
-        result = (a.result or "").splitlines()[0][:80] if a.result else ""
-        table.add_row(a.action_id, a.tool, f"[{style}]{a.status}[/]", a.settled_by or "-", _when(a.intent_at), result)
-    console.print(table)
+    rows: list[list[Part]] = [
+        [
+            a.action_id,
+            a.tool,
+            (a.status, _STYLE.get(a.status, "")),
+            a.settled_by or "-",
+            _when(a.intent_at),
+            (a.result or "").splitlines()[0][:80] if a.result else "",
+        ]
+        for a in actions
+    ]
+    table(["action id", "tool", "status", "settled by", "intent", "result"], rows, title=f"actions of {agent}")
 
 
 @actions_app.command("show")

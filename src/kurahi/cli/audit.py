@@ -6,11 +6,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich import box
-from rich.table import Table
-from rich.text import Text
 
-from kurahi.cli.common import EXIT, console, fail, print_json, translate_errors
+from kurahi.cli.common import EXIT, fail, print_json, translate_errors
+from kurahi.cli.home import HOME_DEFAULT
+from kurahi.cli.output import say, table
 
 if TYPE_CHECKING:
     from kurahi.store.backend import AuditLog
@@ -26,8 +25,7 @@ HomeOption = Annotated[
     Path | None,
     typer.Option(
         "--home",
-        envvar="KOLO_HOME",
-        show_default="$KOLO_HOME, else ~/.kolo",
+        show_default=HOME_DEFAULT,
         help="State directory whose audit/chain.jsonl is read.",
     ),
 ]
@@ -35,9 +33,14 @@ HomeOption = Annotated[
 
 def _chain(home: Path | None) -> AuditLog:
     """The home's audit chain, wherever the home's store keeps it (``KOLO_STORE``)."""
+    import os
+
+    from kurahi.cli.home import home_root
     from kurahi.cli.sessions import open_store
 
-    return open_store(home).audit()
+    # With a database store (KOLO_STORE) the chain is in the database, and no home directory is needed.
+    root = home_root(home, must_exist=not os.environ.get("KOLO_STORE"))
+    return open_store(root).audit()
 
 
 @app.command("verify")
@@ -62,17 +65,11 @@ def verify_command(
         print_json(result.to_dict())
     elif result.ok:
         head = f"head seq {result.head_seq}, hash {result.head_hash}" if result.head_seq else "empty"
-        console.print(Text(f"ok: {path}: {result.entries} records verify ({head})"), soft_wrap=True)
+        say(f"ok: {path}: {result.entries} records verify ({head})")
     else:
-        console.print(
-            Text(
-                f"BROKEN: {path}:{result.first_bad_line}: record seq {result.first_bad_seq}: {result.reason}",
-                style="bold red",
-            ),
-            soft_wrap=True,
-        )
+        say((f"BROKEN: {path}:{result.first_bad_line}: record seq {result.first_bad_seq}: {result.reason}", "bold red"))
         last = f"up to seq {result.head_seq}, hash {result.head_hash}" if result.head_seq else "no record verifies"
-        console.print(Text(f"the chain holds {last}"), soft_wrap=True)
+        say(f"the chain holds {last}")
     if not result.ok:
         raise typer.Exit(EXIT.FAILED)
 
@@ -108,17 +105,16 @@ def tail_command(
     if as_json:
         print_json([r.to_dict() for r in records])
         return
-    if not records:
-        console.print(Text(f"{path}: no records yet"), soft_wrap=True)
-        return
-    table = Table(title=Text(f"audit chain {path}"), title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column("seq", justify="right", no_wrap=True)
-    table.add_column("time (UTC)", no_wrap=True)
-    table.add_column("actor", overflow="fold")
-    table.add_column("action", overflow="fold")
-    table.add_column("details", overflow="fold")
-    table.add_column("hash", no_wrap=True)
-    for r in records:
-        details = msgspec.json.encode(r.details, order="sorted").decode() if r.details else ""
-        table.add_row(Text(str(r.seq)), Text(r.ts), Text(r.actor), Text(r.action), Text(details), Text(r.hash[:12]))
-    console.print(table)
+    rows = [
+        [
+            str(r.seq),
+            r.ts[:19].replace("T", " "),
+            r.actor,
+            r.action,
+            r.hash[:12],
+            msgspec.json.encode(r.details, order="sorted").decode() if r.details else "",
+        ]
+        for r in records
+    ]
+    headers = ["seq", "time (UTC)", "actor", "action", "hash", "details"]
+    table(headers, rows, right=(0,), keys=(0, 1, 4), title=f"audit chain {path}")

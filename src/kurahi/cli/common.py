@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import codecs
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from kurahi.errors import (
     CatalogCorruptError,
     CheckError,
     ConfigError,
+    EntryNotFoundError,
     GatewayUnavailableError,
     KurahiError,
     LockHeldError,
@@ -32,7 +33,9 @@ __all__ = [
     "err_console",
     "fail",
     "print_json",
+    "readable",
     "safe_streams",
+    "stdin_files",
     "translate_errors",
     "warn",
     "write_json_bytes",
@@ -40,6 +43,9 @@ __all__ = [
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
 
 
 class LazyConsole:
@@ -90,10 +96,21 @@ class EXIT:
     """Someone else holds the lock."""
 
 
+_STDIN_COPIES: dict[str, str] = {}
+"""The path of each private copy of stdin (:func:`readable`) -> how messages name it."""
+
+
+def _named(message: str) -> str:
+    for path, name in _STDIN_COPIES.items():
+        message = message.replace(path, name)
+    return message
+
+
 def fail(message: str, code: int = EXIT.FAILED) -> NoReturn:
     """Print ``message`` to stderr and exit with ``code``."""
     from rich.markup import escape
 
+    message = _named(message)
     # The message names files, keys and ids from the input: text, never rich markup.
     err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
     # SystemExit rather than typer.Exit: Click turns its Exit into this anyway, and the
@@ -107,6 +124,7 @@ def warn(message: str) -> None:
     Plain text when stderr is not a terminal (what rich would print there too), so a
     command run by a script does not import rich just to say one line.
     """
+    message = _named(message)
     if sys.stderr.isatty():
         from rich.markup import escape
 
@@ -127,7 +145,7 @@ def translate_errors() -> Iterator[None]:
         fail(str(exc), EXIT.INVALID)
     except (NotASessionError, CatalogCorruptError, ConfigError, SecretFileError, UnsafeFileError, CheckError) as exc:
         fail(str(exc), EXIT.INVALID)
-    except (TranscriptReadError, UnknownAgentError, GatewayUnavailableError) as exc:
+    except (TranscriptReadError, UnknownAgentError, GatewayUnavailableError, EntryNotFoundError) as exc:
         fail(str(exc), EXIT.NOT_FOUND)
     except LockHeldError as exc:
         fail(str(exc), EXIT.BUSY)
@@ -217,3 +235,57 @@ def safe_streams() -> None:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors=_REPLACE)
+
+
+@contextmanager
+def readable(path: Any) -> Iterator[Any]:
+    """``path``, or for ``-`` a private copy of stdin: every command that only reads a file takes ``-``.
+
+    Stdin is copied to a file in a new private temporary directory (removed afterwards)
+    because the readers scan by offset, on two threads, from the end: a pipe cannot be read
+    that way. A terminal on stdin is refused rather than waited on.
+    """
+    if str(path) != "-":
+        yield path
+        return
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    if sys.stdin is None or sys.stdin.isatty():
+        fail("- reads the file from stdin, which is a terminal: pipe or redirect the file in", EXIT.USAGE)
+    with tempfile.TemporaryDirectory(prefix="kurahi-stdin-") as folder:
+        copy = Path(folder) / "stdin"
+        with open(copy, "wb") as out:
+            shutil.copyfileobj(getattr(sys.stdin, "buffer", sys.stdin), out, 1 << 20)
+        _STDIN_COPIES[str(copy)] = "<stdin>"
+        try:
+            yield copy
+        finally:
+            _STDIN_COPIES.pop(str(copy), None)
+
+
+def stdin_files(*names: str) -> Callable[[_Command], _Command]:
+    """Decorate a command so its parameters ``names`` (a path or a list of paths) take ``-`` for stdin.
+
+    See :func:`readable`. The signature is kept (``functools.wraps``), so Typer sees the
+    command's own parameters.
+    """
+    import functools
+    from contextlib import ExitStack
+
+    def decorate(command: _Command) -> _Command:
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with ExitStack() as stack:
+                for name in names:
+                    value = kwargs.get(name)
+                    if isinstance(value, list):
+                        kwargs[name] = [stack.enter_context(readable(v)) for v in value]
+                    elif value is not None:
+                        kwargs[name] = stack.enter_context(readable(value))
+                return command(*args, **kwargs)
+
+        return cast("_Command", wrapper)
+
+    return decorate

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kurahi.cli.common import EXIT, console, err_console, fail, print_json, translate_errors
+from kurahi.cli.common import EXIT, console, err_console, fail, print_json, stdin_files, translate_errors
 
 __all__ = ["app"]
 
@@ -34,7 +34,17 @@ def run_command(
         bool, typer.Option("--throwaway", help="A fresh gateway in a temporary home (KOLO_SMOKE_HOME if set).")
     ] = False,
     resident: Annotated[str, typer.Option("--resident", help="The resident (agent id).")] = "alice",
-    disruption: Annotated[str, typer.Option("--disruption", help="model-swap,restart,move,close or all.")] = "all",
+    disruption: Annotated[
+        str, typer.Option("--disruption", help="model-swap,restart,move,close, all, or none (with --rounds).")
+    ] = "all",
+    rounds: Annotated[
+        int,
+        typer.Option(
+            "--rounds",
+            min=0,
+            help="Then N continuity-preserving rollovers with compactions in between, each scored.",
+        ),
+    ] = 0,
     swap_to: Annotated[str | None, typer.Option("--swap-to", help="The model profile to swap to.")] = None,
     facts: Annotated[
         Path | None, typer.Option("--facts", help="JSON array of {query, expect} for the recall probe.")
@@ -48,12 +58,21 @@ def run_command(
     Exit 0 when the verdict is PASS, 1 when an invariant failed. Attached mode (without
     --throwaway) uses the gateway running on KOLO_HOME and its owner token; never a flag.
     """
+    from kurahi.extras import require
+
+    with translate_errors():
+        require("gateway", "kurahi continuity run")
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from kurahi.continuity.report import write_report
     from kurahi.continuity.suite import DISRUPTIONS, SuiteOptions, report_signer, run_suite
 
-    chosen = list(DISRUPTIONS) if disruption == "all" else [d.strip() for d in disruption.split(",") if d.strip()]
+    if disruption == "all":
+        chosen = list(DISRUPTIONS)
+    elif disruption == "none":
+        chosen = []
+    else:
+        chosen = [d.strip() for d in disruption.split(",") if d.strip()]
     fact_list = None
     if facts is not None:
         try:
@@ -76,6 +95,7 @@ def run_command(
             swap_to=swap_to,
             facts=fact_list,
             chat=chat or throwaway,
+            rounds=rounds,
             progress=lambda text: bar.update(task, description=text),
         )
         with translate_errors():
@@ -88,6 +108,12 @@ def run_command(
         for run in body["runs"]:
             marks = " ".join(f"{r['id']}:{r['status']}" for r in run["invariants"])
             console.print(f"[bold]{run['disruption']:<10}[/] {marks}", soft_wrap=True)
+        for ev in body.get("rounds") or []:
+            state = "unmarked" if ev["verdict"]["ok"] else f"MARKED: {ev['verdict']['detail']}"
+            console.print(f"[bold]round {ev['round']:<4}[/] {state}", soft_wrap=True, markup=True)
+        if body.get("interrupted"):
+            cut = body["interrupted"]
+            err_console.print(f"interrupted during {cut['disruption']}: {cut['reason']}", soft_wrap=True)
         console.print(body["badge"], soft_wrap=True)
         console.print(f"reports in {out}")
     if body["summary"]["verdict"] != "PASS":
@@ -95,6 +121,7 @@ def run_command(
 
 
 @app.command("verify")
+@stdin_files("report")
 def verify_command(
     report: Annotated[Path, typer.Argument(help="continuity-report.json")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -102,6 +129,8 @@ def verify_command(
     """Recompute every hash, root, signature and score in a report; name the first mismatch (exit 1)."""
     from kurahi.continuity.report import read_report, verify_report
 
+    if not report.is_file():
+        fail(f"{report}: no such file", EXIT.NOT_FOUND)
     with translate_errors():
         data = read_report(report)
     result = verify_report(data, check_manifest=_checker())
@@ -116,10 +145,13 @@ def verify_command(
 
 
 @app.command("badge")
+@stdin_files("report")
 def badge_command(report: Annotated[Path, typer.Argument(help="continuity-report.json")]) -> None:
     """Print the badge; UNVERIFIED is appended when the report does not recompute."""
     from kurahi.continuity.report import read_report, verify_report
 
+    if not report.is_file():
+        fail(f"{report}: no such file", EXIT.NOT_FOUND)
     try:
         data = read_report(report)
     except Exception as exc:

@@ -29,12 +29,14 @@ _EXIT_OF_KIND = {"usage": EXIT.USAGE, "not-found": EXIT.NOT_FOUND, "invalid": EX
 
 def _home_sources(home: Path, agent: str, key: str) -> tuple[Path, Path, list[Path]]:
     """The transcript, workspace and other transcripts of a catalog key in a Kurahi home."""
+    from kurahi.cli.home import home_root
     from kurahi.errors import ProvenanceError
     from kurahi.resident.home import Home
     from kurahi.store.backend import transcript_name
     from kurahi.store.file_backend import FileBackend
 
     # Provenance reads files (transcripts and the workspace), so it works on the file backend.
+    home = home_root(home)
     paths = Home.at(home).agent(agent, must_exist=True)
     store = FileBackend(home).agent(agent)
     entry = store.catalog.get(key)
@@ -91,33 +93,35 @@ def provenance_cmd(
 
 
 def _print(report: ProvenanceReport) -> None:
-    from rich.markup import escape
-    from rich.table import Table
+    from kurahi.cli.output import say, table
 
-    cue = escape(", ".join(map(str, report.cue_ids)) or "-")
-    console.print(
-        f"reply [cyan]{escape(report.reply_id)}[/] in {escape(report.transcript)}: cue {cue}, "
-        f"{report.tool_calls} tool call(s), {report.reads} read(s), {report.context_messages} context message(s)"
-        + (f", compaction {escape(str(report.compaction_id))}" if report.compaction_id else "")
+    cue = ", ".join(map(str, report.cue_ids)) or "-"
+    say(
+        "reply ",
+        (report.reply_id, "cyan"),
+        f" in {report.transcript}: cue {cue}, {report.tool_calls} tool call(s), {report.reads} read(s), "
+        f"{report.context_messages} context message(s)"
+        + (f", compaction {report.compaction_id}" if report.compaction_id else ""),
     )
-    table = Table(header_style="bold")
-    for col in ("phrase", "verdict", "cue", "tool", "context", "workspace", "elsewhere", "reasons"):
-        table.add_column(col, no_wrap=col == "verdict")
+    rows = []
     for p in report.phrases:
         c = p.counts
-        table.add_row(
-            escape(p.phrase),
-            p.verdict,
-            str(c.get("cue", 0)),
-            str(c.get("tool", 0)),
-            str(c.get("context", 0)),
-            str(c.get("workspace", 0) + c.get("memory", 0)),
-            str(c.get("transcript", 0) + c.get("other-transcript", 0)),
-            escape("; ".join(p.reasons)),
+        rows.append(
+            [
+                p.phrase,
+                p.verdict,
+                str(c.get("cue", 0)),
+                str(c.get("tool", 0)),
+                str(c.get("context", 0)),
+                str(c.get("workspace", 0) + c.get("memory", 0)),
+                str(c.get("transcript", 0) + c.get("other-transcript", 0)),
+                "; ".join(p.reasons),
+            ]
         )
-    console.print(table)
+    headers = ["phrase", "verdict", "cue", "tool", "context", "workspace", "elsewhere", "reasons"]
+    table(headers, rows, right=(2, 3, 4, 5, 6), keys=range(1, 7))
     if report.skipped_files:
-        console.print(f"skipped: {escape(', '.join(report.skipped_files))}")
+        say(f"skipped: {', '.join(report.skipped_files)}")
 
 
 @app.command("packet")
@@ -139,6 +143,11 @@ def packet_cmd(
     from kurahi.lineage.packet import first_replies, write_packet
     from kurahi.lineage.provenance import provenance
 
+    for given in [*source, reconstruction, live]:
+        if given is not None and not given.exists():
+            fail(f"{given}: no such file", EXIT.NOT_FOUND)
+    if activation is not None and not activation.is_dir():
+        fail(f"{activation}: no such directory", EXIT.NOT_FOUND)
     with translate_errors():
         reports = []
         if live is not None and phrase:
@@ -174,6 +183,8 @@ def verify_cmd(
     """Re-check a packet: every file against SHA256SUMS, nothing unlisted, copies against their originals' hashes."""
     from kurahi.lineage.packet import verify_packet
 
+    if not folder.is_dir():
+        fail(f"{folder}: no such directory", EXIT.NOT_FOUND)
     with translate_errors():
         result = verify_packet(folder)
     if as_json:

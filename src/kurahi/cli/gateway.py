@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich import box
-from rich.table import Table
 
 from kurahi.cli.common import EXIT, console, err_console, fail, print_json, translate_errors
+from kurahi.cli.home import HomeOpt, home_root
 
 __all__ = ["chat_command", "devices_app", "gateway_app", "init_command"]
 
@@ -22,17 +21,13 @@ devices_app = typer.Typer(
     help="Pair devices (a token with scopes read, chat, admin), list and revoke them.", no_args_is_help=True
 )
 
-HomeOpt = Annotated[
-    Path | None,
-    typer.Option("--home", envvar="KOLO_HOME", show_default="$KOLO_HOME, else ~/.kolo", help="State directory."),
-]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
-def _home(home: Path | None) -> Any:
+def _home(home: Path | None, *, must_exist: bool = True) -> Any:
     from kurahi.resident.home import Home
 
-    return Home.at(home)
+    return Home(home_root(home, must_exist=must_exist))
 
 
 def init_command(
@@ -48,15 +43,19 @@ def init_command(
     from kurahi.resident.init import init_home
 
     with translate_errors():
-        report = init_home(_home(home).root, agent)
+        report = init_home(_home(home, must_exist=False).root, agent)
     if as_json:
         print_json(report.to_dict())
         return
-    console.print(f"home [bold]{report.home}[/], resident [bold]{report.agent}[/], identity marker {report.marker}")
+    from kurahi.cli.output import say
+
+    say(
+        "home ", (str(report.home), "bold"), ", resident ", (report.agent, "bold"), f", identity marker {report.marker}"
+    )
     for p in report.created:
-        console.print(f"  [green]created[/] {p}")
+        say("  ", ("created", "green"), f" {p}")
     for p in report.kept:
-        console.print(f"  [dim]kept[/]    {p}")
+        say("  ", ("kept", "dim"), f"    {p}")
 
 
 @gateway_app.command("run")
@@ -91,13 +90,16 @@ def run_command(
     The port goes into run/gateway.lock ({"pid", "port", "startedAt"}), where clients find
     it. A second gateway on the same home refuses (exit 5).
     """
+    from kurahi.extras import require
+
+    with translate_errors():
+        require("gateway", "kurahi gateway run")
     from kurahi.continuity.api import install as continuity_api
     from kurahi.gateway.server import serve
     from kurahi.store.backends import open_backend, url_has_password
+    from kurahi.ui.routes import install as ui_install
 
     h = _home(home)
-    if not h.root.is_dir():
-        fail(f"{h.root}: no such home (create it with `kurahi init --home {h.root}`)", EXIT.NOT_FOUND)
     if store is not None and url_has_password(store) and store != os.environ.get("KOLO_STORE"):
         fail(
             "--store holds a password, which every user of this machine can read in the process list: "
@@ -106,7 +108,7 @@ def run_command(
         )
     with translate_errors():
         backend = open_backend(h.root, store, owner_id=gateway_id)
-        serve(h, host=host, port=port, grace=grace, plugins=[continuity_api], backend=backend)
+        serve(h, host=host, port=port, grace=grace, plugins=[continuity_api, ui_install], backend=backend)
 
 
 @gateway_app.command("status")
@@ -120,23 +122,21 @@ def status_command(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
         if as_json:
             print_json({"running": False})
         else:
-            console.print(f"no gateway is running for {h.root}")
-        raise typer.Exit(EXIT.FAILED)
-    health: Any = None
-    with translate_errors():
-        from kurahi.gateway.client import GatewayClient
+            from kurahi.cli.output import say
 
-        try:
-            with GatewayClient(f"http://127.0.0.1:{info.port}", "", timeout=5) as c:
-                health = c.health()
-        except Exception:
-            health = None
-    out = {"running": True, **info.to_dict(), "healthy": bool(health)}
+            say(f"no gateway is running for {h.root}")
+        raise typer.Exit(EXIT.FAILED)
+    from kurahi.doctor.gateway import probe_health
+
+    health, _ = probe_health(info.port, timeout=5)
+    out = {"running": True, **info.to_dict(), "healthy": health}
     if as_json:
         print_json(out)
     else:
-        state = "[green]healthy[/]" if health else "[red]not answering[/]"
-        console.print(f"gateway pid {info.pid} on port {info.port}, started {info.started_at}: {state}")
+        from kurahi.cli.output import say
+
+        state = ("healthy", "green") if health else ("not answering", "red")
+        say(f"gateway pid {info.pid} on port {info.port}, started {info.started_at}: ", state)
 
 
 @gateway_app.command("stop")
@@ -202,12 +202,10 @@ def devices_ls(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     if as_json:
         print_json([d.to_dict() for d in devices])
         return
-    table = Table(box=box.SIMPLE_HEAD)
-    for col in ("id", "name", "scopes", "state"):
-        table.add_column(col)
-    for d in devices:
-        table.add_row(d.id, d.name, ",".join(d.scopes), "active" if d.active else "[red]revoked[/]")
-    console.print(table)
+    from kurahi.cli.output import table
+
+    rows = [[d.id, d.name, ",".join(d.scopes), "active" if d.active else ("revoked", "red")] for d in devices]
+    table(["id", "name", "scopes", "state"], rows, keys=(0, 2, 3))
 
 
 @devices_app.command("revoke")
@@ -240,6 +238,10 @@ def chat_command(
     KOLO_GATEWAY_TOKEN or secrets/gateway.token. Exits 0 only once the reply has been
     received, that is, once the turn is acknowledged and durable.
     """
+    from kurahi.extras import require
+
+    with translate_errors():
+        require("gateway", "kurahi chat", ("httpx",))
     from kurahi.gateway.client import GatewayClient
 
     with translate_errors():

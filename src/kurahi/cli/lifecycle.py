@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from kurahi.cli.common import console, print_json
+from kurahi.cli.common import print_json
 
 __all__ = ["app"]
 
@@ -26,29 +26,33 @@ def matrix_command(
     ] = False,
 ) -> None:
     """Every combination of the decision's inputs with the unguarded and the guarded outcome."""
-    from rich import box
-    from rich.table import Table
-
+    from kurahi.cli.output import table
     from kurahi.lifecycle.matrix import decision_matrix
 
     rows = [r for r in decision_matrix() if r.differs or not only_differences]
     if as_json:
         print_json([r.to_dict() for r in rows])
         return
-    table = Table(box=box.SIMPLE_HEAD, title=f"{len(rows)} rows; the guard changes {sum(r.differs for r in rows)}")
-    for col in ("type", "command", "entry", "freshness", "last run", "mtime", "unguarded", "guarded"):
-        table.add_column(col)
-    for r in rows:
-        style = "bold yellow" if r.differs else ""
-        table.add_row(
-            r.session_type,
-            r.command,
-            r.usable,
-            r.freshness,
-            r.last_run,
-            r.mtime,
-            f"{r.unguarded.action} ({r.unguarded.kind})",
-            f"{r.guarded.action} ({r.guarded.kind})",
-            style=style,
-        )
-    console.print(table)
+
+    def cell(text: str, differs: bool) -> tuple[str, str]:
+        return (text, "bold yellow" if differs else "")
+
+    cells = [
+        [
+            cell(text, r.differs)
+            for text in (
+                r.session_type,
+                r.command,
+                r.usable,
+                r.freshness,
+                r.last_run,
+                r.mtime,
+                f"{r.unguarded.action} ({r.unguarded.kind})",
+                f"{r.guarded.action} ({r.guarded.kind})",
+            )
+        ]
+        for r in rows
+    ]
+    headers = ["type", "command", "entry", "freshness", "last run", "mtime", "unguarded", "guarded"]
+    title = f"{len(rows)} rows; the guard changes {sum(r.differs for r in rows)}"
+    table(headers, cells, keys=(0, 1, 3, 4, 5), title=title)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from kurahi.cli.common import console, print_json, translate_errors
+from kurahi.cli.common import print_json, stdin_files, translate_errors
 from kurahi.cli.lineage_draw import draw_cmd
 from kurahi.cli.lineage_find import find_cmd
 from kurahi.cli.lineage_run import run_check, run_stitch
@@ -15,19 +15,18 @@ __all__ = ["app"]
 
 app = typer.Typer(help="Find, trace, stitch and check the pieces of one history.", no_args_is_help=True)
 app.command("find")(find_cmd)
-app.command("draw")(draw_cmd)
+app.command("draw")(stdin_files("files")(draw_cmd))
 
 
 @app.command("path")
+@stdin_files("file")
 def path_cmd(
     file: Path = typer.Argument(..., help="A transcript (.jsonl).", show_default=False),
     leaf: str | None = typer.Option(None, "--leaf", help="Trace from this entry instead of Pi's leaf."),
     as_json: bool = typer.Option(False, "--json", help="Print the path as JSON."),
 ) -> None:
     """The canonical path from a leaf, its branch points, and the side branches it leaves out."""
-    from rich.markup import escape
-    from rich.table import Table
-
+    from kurahi.cli.output import say, table
     from kurahi.lineage.canonical import canonical_path
     from kurahi.store.transcript import Transcript
 
@@ -36,21 +35,25 @@ def path_cmd(
         if as_json:
             print_json(cp.to_dict())
             return
-        console.print(
-            f"[bold]{escape(str(file))}[/]: leaf [cyan]{cp.leaf_id}[/], {len(cp.entries)} of {cp.total_entries} "
-            f"entries on the path, {len(cp.compactions)} compactions, {len(cp.side_branches)} side branches "
-            f"({cp.abandoned} entries left out)"
+        say(
+            (str(file), "bold"),
+            ": leaf ",
+            (str(cp.leaf_id), "cyan"),
+            f", {len(cp.entries)} of {cp.total_entries} entries on the path, {len(cp.compactions)} compactions, "
+            f"{len(cp.side_branches)} side branches ({cp.abandoned} entries left out)",
         )
-        if cp.side_branches:
-            table = Table(header_style="bold")
-            for col in ("branch point", "side branch starts at", "line", "entries"):
-                table.add_column(col)
-            for s in cp.side_branches:
-                table.add_row(s.at, s.first, str(s.first_line), str(s.size))
-            console.print(table)
+        rows = [[str(s.at), str(s.first), str(s.first_line), str(s.size)] for s in cp.side_branches]
+        table(
+            ["branch point", "side branch starts at", "line", "entries"],
+            rows,
+            right=(2, 3),
+            keys=range(4),
+            title="side branches",
+        )
 
 
 @app.command("stitch")
+@stdin_files("before", "after")
 def stitch_cmd(
     before: Path = typer.Argument(
         ...,
@@ -97,6 +100,7 @@ def _source(path: Path) -> Path | str:
 
 
 @app.command("check")
+@stdin_files("file")
 def check_cmd(
     file: Path = typer.Argument(
         ...,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from kurahi.cli.common import console, print_json, translate_errors
+from kurahi.cli.common import EXIT, fail, print_json, translate_errors
 from kurahi.errors import UsageError
 
 if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
@@ -66,46 +66,45 @@ def _name(source: str) -> str:
 
 
 def _print_table(lineage: Lineage, state_dir: Path, exported: list[str]) -> None:
-    from rich import box
-    from rich.table import Table
+    from kurahi.cli.output import say, table
 
     folders = sorted({_short(str(Path(p.db_path or p.source).parent), state_dir) for p in lineage.pieces})
-    console.print(f"[bold]{lineage.key}[/] (agent {lineage.agent}, {lineage.layout} layout)", markup=True)
-    console.print(f"in {', '.join(folders) or state_dir}", markup=False, soft_wrap=True)
-    pieces = Table(box=box.SIMPLE_HEAD, title="Pieces, oldest first", title_justify="left")
-    pieces.add_column("#", justify="right", no_wrap=True)
-    pieces.add_column("transcript", overflow="fold", ratio=1, min_width=16)
-    pieces.add_column("kind", no_wrap=True)
-    pieces.add_column("first / last entry (UTC)", no_wrap=True)
-    pieces.add_column("entries", justify="right", no_wrap=True)
-    pieces.add_column("comp.", justify="right", no_wrap=True)
+    say((lineage.key, "bold"), f" (agent {lineage.agent}, {lineage.layout} layout)")
+    say(f"in {', '.join(folders) or state_dir}")
+    rows = [
+        [
+            str(n),
+            _name(p.source),
+            p.kind,
+            _time(p.first_ms),
+            _time(p.last_ms),
+            str(p.entry_count),
+            str(p.compaction_count),
+        ]
+        for n, p in enumerate(lineage.pieces, 1)
+    ]
+    headers = ["#", "transcript", "kind", "first entry (UTC)", "last entry (UTC)", "entries", "comp."]
+    table(headers, rows, right=(0, 5, 6), keys=range(7), title="Pieces, oldest first")
     for n, p in enumerate(lineage.pieces, 1):
-        times = f"{_time(p.first_ms)}\n{_time(p.last_ms)}"
-        pieces.add_row(str(n), _name(p.source), p.kind, times, str(p.entry_count), str(p.compaction_count))
-    console.print(pieces)
-    for n, p in enumerate(lineage.pieces, 1):
-        console.print(f"  #{n} found by: {'; '.join(p.found_by)}", markup=False, soft_wrap=True)
+        say(f"  #{n} found by: {'; '.join(p.found_by)}")
     number = {p.source: f"#{n}" for n, p in enumerate(lineage.pieces, 1)}
     if not lineage.boundaries:
-        console.print("No reset boundaries: one piece without reset entries.")
-    bounds = Table(box=box.SIMPLE_HEAD, title="Candidate reset boundaries", title_justify="left")
-    bounds.add_column("kind", no_wrap=True)
-    bounds.add_column("where", overflow="fold", ratio=1, min_width=12)
-    bounds.add_column("from / to (UTC)", no_wrap=True)
-    bounds.add_column("gap (s)", justify="right", no_wrap=True)
-    for b in lineage.boundaries:
-        gap = "-" if b.gap_seconds is None else f"{b.gap_seconds:g}"
-        if b.kind == "reset-entry":
-            where = f"in {number[b.before]}: entry {b.entry_id} ({b.reason or 'reset'})"
-        else:
-            where = f"{number[b.before]} → {number[b.after]}"
-        bounds.add_row(b.kind, where, f"{_time(b.from_ms)}\n{_time(b.to_ms)}", gap)
-    if lineage.boundaries:
-        console.print(bounds)
+        say("No reset boundaries: one piece without reset entries.")
+    else:
+        bounds = []
+        for b in lineage.boundaries:
+            gap = "-" if b.gap_seconds is None else f"{b.gap_seconds:g}"
+            if b.kind == "reset-entry":
+                where = f"in {number[b.before]}: entry {b.entry_id} ({b.reason or 'reset'})"
+            else:
+                where = f"{number[b.before]} → {number[b.after]}"
+            bounds.append([b.kind, _time(b.from_ms), _time(b.to_ms), gap, where])
+        headers = ["kind", "from (UTC)", "to (UTC)", "gap (s)", "where"]
+        table(headers, bounds, right=(3,), title="Candidate reset boundaries")
     for line in [*(f"unlinked: {u}" for u in lineage.unlinked), *(f"note: {n}" for n in lineage.notes)]:
-        console.print(line, markup=False, soft_wrap=True)
+        say(line)
     for path in exported:
-        console.print(f"exported: {path}", markup=False, soft_wrap=True)
+        say(f"exported: {path}")
 
 
 def find_cmd(
@@ -131,6 +130,8 @@ def find_cmd(
     """
     from kurahi.lineage.find import find_lineage
 
+    if not state_dir.is_dir():
+        fail(f"{state_dir}: no such directory (expected a Kurahi home or an OpenClaw state directory)", EXIT.NOT_FOUND)
     with translate_errors():
         lineage = find_lineage(state_dir, agent=agent, key=key)
         exported = _export(lineage, state_dir, export) if export is not None else []

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 from rich.tree import Tree
 
 from kurahi.cli.common import (
@@ -18,6 +17,7 @@ from kurahi.cli.common import (
     err_console,
     fail,
     print_json,
+    stdin_files,
     translate_errors,
     warn,
 )
@@ -62,6 +62,7 @@ def _text_of(message: Any) -> str:
 
 
 @app.command("context")
+@stdin_files("file")
 def context(
     file: Path = FileArg,
     leaf: str | None = typer.Option(None, "--leaf", help="Project from this entry id instead of Pi's leaf."),
@@ -95,33 +96,37 @@ def context(
         tokens = None
         budget = None
         warn(f"token estimate unavailable: {exc}")
+    from kurahi.cli.output import say, table
+
     leaf_id = ctx.leaf_id if ctx.leaf_id is not MISSING else "(entry without id)"
     model = ctx.model or {}
-    console.print(
-        f"[bold]{escape(str(file))}[/]  leaf [cyan]{escape(str(leaf_id))}[/]  "
-        f"model [cyan]{escape(str(model.get('provider', '-')))}/{escape(str(model.get('modelId', '-')))}[/]  "
-        f"thinking [cyan]{escape(str(ctx.thinking_level))}[/]"
+    say(
+        (str(file), "bold"),
+        "  leaf ",
+        (str(leaf_id), "cyan"),
+        "  model ",
+        (f"{model.get('provider', '-')}/{model.get('modelId', '-')}", "cyan"),
+        "  thinking ",
+        (str(ctx.thinking_level), "cyan"),
     )
-    table = Table(show_lines=False, header_style="bold")
-    table.add_column("#", justify="right")
-    table.add_column("role")
-    table.add_column("tokens", justify="right")
-    table.add_column("content", overflow="ellipsis", no_wrap=True, max_width=100)
+    rows = []
     for i, msg in enumerate(ctx.messages):
         try:
             n = str(estimate_tokens(msg))
         except KurahiError:
             n = "?"
         role = msg.get("role") if isinstance(msg, dict) else "?"
-        table.add_row(str(i), escape(str(role)), n, escape(_text_of(msg).replace("\n", " ")[:200]))
-    console.print(table)
+        rows.append([str(i), str(role), n, _text_of(msg).replace("\n", " ")[:200]])
+    table(["#", "role", "tokens", "content"], rows, right=(0, 2), cut=(3,))
     summary = f"{len(ctx.messages)} messages, read {result.entries_read} entries"
     if tokens is not None and budget is not None:
-        summary += f", ~{tokens.tokens} tokens: [bold]{budget.route}[/] (window {window}, reserve {reserve})"
-    console.print(summary)
+        say(summary, f", ~{tokens.tokens} tokens: ", (budget.route, "bold"), f" (window {window}, reserve {reserve})")
+    else:
+        say(summary)
 
 
 @app.command("stats")
+@stdin_files("file")
 def stats(
     file: Path = FileArg,
     as_json: bool = typer.Option(False, "--json", help="Print the stats as JSON."),
@@ -136,9 +141,9 @@ def stats(
         print_json(facts)
         return
     print_warnings(t.warnings, str(file))
-    table = Table(show_header=False, box=None)
-    table.add_column(style="bold")
-    table.add_column()
+    from kurahi.cli.output import fields
+
+    pairs: list[tuple[str, str]] = []
     for key in (
         "sessionId",
         "name",
@@ -160,9 +165,9 @@ def stats(
         "firstEntryAt",
         "lastEntryAt",
     ):
-        table.add_row(key, escape(str(facts[key])))
-    table.add_row("types", escape(", ".join(f"{k} {v}" for k, v in facts["types"].items())))
-    table.add_row("roles", escape(", ".join(f"{k} {v}" for k, v in facts["roles"].items())))
+        pairs.append((key, str(facts[key])))
+    pairs.append(("types", ", ".join(f"{k} {v}" for k, v in facts["types"].items())))
+    pairs.append(("roles", ", ".join(f"{k} {v}" for k, v in facts["roles"].items())))
     problems = []
     if facts["tornTail"]:
         problems.append("torn last line (run `kurahi session repair`)")
@@ -172,8 +177,8 @@ def stats(
         problems.append(f"{facts['orphans']} entries whose parent is missing")
     if facts["cycles"]:
         problems.append(f"parent cycles: {facts['cycles']}")
-    table.add_row("problems", escape("; ".join(problems) or "none"))
-    console.print(table)
+    pairs.append(("problems", "; ".join(problems) or "none"))
+    fields(pairs)
 
 
 @app.command("repair")
@@ -243,6 +248,7 @@ def elide(
 
 
 @app.command("tree")
+@stdin_files("file")
 def tree(
     file: Path = FileArg,
     full: bool = typer.Option(False, "--full", help="Show every entry instead of collapsing linear runs."),

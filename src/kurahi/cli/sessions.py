@@ -8,13 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich import box
-from rich.table import Table
-from rich.text import Text
 
-from kurahi.cli.common import EXIT, console, fail, print_json, translate_errors
+from kurahi.cli.common import EXIT, fail, print_json, translate_errors
+from kurahi.cli.home import HOME_DEFAULT
 
 if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
+    from kurahi.cli.output import Part
     from kurahi.store.backend import Backend
 
 __all__ = ["app", "default_home", "list_command", "open_store", "repair_command"]
@@ -26,8 +25,11 @@ app = typer.Typer(
 
 
 def default_home() -> Path:
-    """Return the state directory used when ``--home`` is not given and ``KOLO_HOME`` is unset."""
-    return Path.home() / ".kolo"
+    """The home used when ``--home`` is not given: ``KURAHI_HOME``, else ``KOLO_HOME``, else ``~/.kolo``."""
+    from kurahi.locations import kurahi_home
+
+    with translate_errors():
+        return kurahi_home().path
 
 
 def open_store(home: Path | None) -> Backend:
@@ -52,8 +54,7 @@ def list_command(
         Path | None,
         typer.Option(
             "--home",
-            envvar="KOLO_HOME",
-            show_default="$KOLO_HOME, else ~/.kolo",
+            show_default=HOME_DEFAULT,
             help="State directory holding agents/<agentId>/sessions/sessions.json.",
         ),
     ] = None,
@@ -61,40 +62,93 @@ def list_command(
         str | None,
         typer.Option("--agent", help="Only this agent id (default: every agent)."),
     ] = None,
+    pi: Annotated[
+        bool,
+        typer.Option(
+            "--pi",
+            help="List Pi's sessions instead: PI_CODING_AGENT_SESSION_DIR, else $PI_CODING_AGENT_DIR/sessions, "
+            "else ~/.pi/agent/sessions.",
+        ),
+    ] = False,
+    openclaw: Annotated[
+        bool,
+        typer.Option(
+            "--openclaw",
+            help="List OpenClaw's catalogs instead: OPENCLAW_STATE_DIR, else $OPENCLAW_HOME/.openclaw, "
+            "else ~/.openclaw.",
+        ),
+    ] = False,
     as_json: Annotated[
         bool,
         typer.Option("--json", help="Print a JSON list of objects instead of a table."),
     ] = False,
 ) -> None:
-    """List every session key of every agent's catalog, with its transcript's presence."""
+    """List every session key of every agent's catalog, with its transcript's presence (or Pi's session files)."""
+    from kurahi.cli.home import home_root
+    from kurahi.cli.output import table
     from kurahi.store.listing import list_sessions
 
-    root = home if home is not None else default_home()
+    if sum((pi, openclaw, home is not None)) > 1:
+        fail("give at most one of --home, --pi and --openclaw", EXIT.USAGE)
+    if pi:
+        if agent is not None:
+            fail("--agent goes with a Kurahi home or --openclaw; Pi has no agents", EXIT.USAGE)
+        _list_pi(as_json)
+        return
+    if openclaw:
+        from kurahi.locations import openclaw_state_dir
+
+        where = openclaw_state_dir()
+        if not where.path.is_dir():
+            fail(f"no OpenClaw state at {where.path} ({where.source}); set OPENCLAW_STATE_DIR", EXIT.NOT_FOUND)
+        root = where.path
+    else:
+        # With a database store (KOLO_STORE) the catalogs are in the database: no home directory is needed.
+        root = home_root(home, must_exist=not os.environ.get("KOLO_STORE"))
     with translate_errors():
         listings = list_sessions(root, agent, backend=open_store(root) if os.environ.get("KOLO_STORE") else None)
     if as_json:
         print_json([listing.to_dict() for listing in listings])
         return
-    if not listings:
-        console.print(Text(f"no sessions under {root}"))
-        return
-    table = Table(title=Text(f"sessions under {root}"), title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column("agent", no_wrap=True)
-    table.add_column("key", overflow="fold")
-    table.add_column("session id", overflow="fold")
-    table.add_column("updated (UTC)", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    table.add_column("file", no_wrap=True)
-    for item in listings:
-        table.add_row(
-            Text(item.agent),
-            Text(item.key),
-            Text(item.session_id or "-"),
-            Text(_human_time(item.updated_at)),
-            Text(item.status or "-"),
-            Text("yes", style="green") if item.transcript_exists else Text("missing", style="red"),
+    rows: list[list[Part]] = [
+        [
+            item.agent,
+            item.key,
+            item.session_id or "-",
+            _human_time(item.updated_at),
+            item.status or "-",
+            ("yes", "green") if item.transcript_exists else ("missing", "red"),
+        ]
+        for item in listings
+    ]
+    table(
+        ["agent", "key", "session id", "updated (UTC)", "status", "file"],
+        rows,
+        keys=range(6),
+        title=f"sessions under {root}",
+    )
+
+
+def _list_pi(as_json: bool) -> None:
+    from kurahi.cli.output import table
+    from kurahi.locations import pi_sessions_dir
+    from kurahi.store.pi_listing import list_pi_sessions
+
+    where = pi_sessions_dir()
+    if not where.path.is_dir():
+        fail(
+            f"no Pi sessions at {where.path} ({where.source}); set PI_CODING_AGENT_DIR if Pi keeps them elsewhere",
+            EXIT.NOT_FOUND,
         )
-    console.print(table)
+    listings = list_pi_sessions(where.path)
+    if as_json:
+        print_json([s.to_dict() for s in listings])
+        return
+    rows = [
+        [s.session_id or "(no header)", (s.started or "-")[:16].replace("T", " "), str(s.bytes), s.cwd or "-"]
+        for s in listings
+    ]
+    table(["session id", "started (UTC)", "bytes", "cwd"], rows, right=(2,), title=f"Pi sessions in {where.path}")
 
 
 @app.command("repair")
@@ -122,6 +176,8 @@ def repair_command(
         moved = Catalog(file).repair()
     if moved is None:
         fail(f"{file}: no such file", EXIT.NOT_FOUND)
-    console.print(Text(f"moved the corrupt catalog {file} aside to:"), soft_wrap=True)
-    console.print(Text(f"  {moved}"), soft_wrap=True)
-    console.print(Text("the next change to this catalog starts an empty one"), soft_wrap=True)
+    from kurahi.cli.output import say
+
+    say(f"moved the corrupt catalog {file} aside to:")
+    say(f"  {moved}")
+    say("the next change to this catalog starts an empty one")

@@ -61,12 +61,14 @@ def _is_database(store: str) -> bool:
     return store.startswith(("postgres://", "postgresql://"))
 
 
-def _open(option: str, store: str, password: Path | None) -> Backend:
-    """The backend ``store`` names (``file:HOME`` or a database URL)."""
+def _open(option: str, store: str, password: Path | None, *, source: bool = False) -> Backend:
+    """The backend ``store`` names (``file:HOME`` or a database URL); a file source must exist."""
     if store.startswith("file:") and store != "file:":
         from kurahi.store.file_backend import FileBackend
 
         home = Path(store[len("file:") :]).expanduser()
+        if source and not home.is_dir():
+            fail(f"{option} {store}: no such home; nothing to copy", EXIT.NOT_FOUND)
         return FileBackend(home)
     if _is_database(store):
         from kurahi.store.backends import postgres_backend
@@ -170,7 +172,7 @@ def copy_command(
     from kurahi.store.transfer import copy_store
 
     with _store_errors():
-        src = _open("--from", source, from_password_file)
+        src = _open("--from", source, from_password_file, source=True)
         try:
             dst = _open("--to", target, to_password_file)
             try:

@@ -31,6 +31,13 @@ class ManifestEntryOut(BaseModel):
     hash: str = Field(description="sha256(previous hash ‖ canonical JSON of the entry without hash), hex")
 
 
+class ManifestGatewayOut(BaseModel):
+    """The gateway that took the manifest (a label outside the chain)."""
+
+    bootId: str = Field(description="new in every process")
+    generation: int = Field(description="in-process restarts since the process started, plus one")
+
+
 class ManifestOut(BaseModel):
     """A signed continuity manifest (docs/continuity.md)."""
 
@@ -42,6 +49,7 @@ class ManifestOut(BaseModel):
     signature: str = Field(description="Ed25519 over the 32 bytes of root, base64")
     publicKey: str = Field(description="the raw 32-byte Ed25519 public key, base64")
     fingerprint: str = Field(description="SHA-256 of the raw public key, hex")
+    gateway: ManifestGatewayOut = Field(description="the gateway's life when it took this; outside the chain")
 
 
 def install(app: FastAPI, gateway: Gateway) -> None:
@@ -67,9 +75,12 @@ def install(app: FastAPI, gateway: Gateway) -> None:
         rt = await gateway.runtime(agent)  # unknown agent: 404
         provider, profile = rt.provider()
         model = (provider.provider_name, profile.model, rt.model_name)
+        boot = gateway.boot()
 
         def build() -> dict[str, Any]:
-            manifest = build_manifest(gateway.home, agent, model=model, cache=cache, backend=gateway.backend)
+            manifest = build_manifest(
+                gateway.home, agent, model=model, cache=cache, backend=gateway.backend, gateway=boot
+            )
             cache.save()
             return manifest
 

@@ -50,8 +50,7 @@ def _c0(ev: dict[str, Any]) -> Result:
         ok = mb != ma and ma is not None
         return _r("C0", "pass" if ok else "fail", f"model {_model(mb)} -> {_model(ma)}")
     if d == "restart":
-        ok = b["gateway"]["pid"] != a["gateway"]["pid"]
-        return _r("C0", "pass" if ok else "fail", f"gateway pid {b['gateway']['pid']} -> {a['gateway']['pid']}")
+        return _c0_restart(ev["outcome"], b["gateway"], a["gateway"])
     if d == "move":
         ok = b["gateway"]["home"] != a["gateway"]["home"]
         return _r("C0", "pass" if ok else "fail", f"state dir {b['gateway']['home']} -> {a['gateway']['home']}")
@@ -60,6 +59,30 @@ def _c0(ev: dict[str, Any]) -> Result:
         ok = bool(sb) and bool(sa) and sb != sa
         return _r("C0", "pass" if ok else "fail", f"probe session {sb} -> {sa}")
     return _r("C0", "fail", f"unknown disruption {d!r}")
+
+
+def _c0_restart(outcome: dict[str, Any], gb: dict[str, Any], ga: dict[str, Any]) -> Result:
+    """C0 for a restart: proven by what really changes.
+
+    The boot id (a new process) or the generation (an in-process restart); a gateway that
+    publishes neither is judged by its pid, and an in-process restart of one cannot be proven
+    (skip, not a false fail or pass).
+    """
+    boot_b, boot_a = gb.get("bootId"), ga.get("bootId")
+    gen_b, gen_a = gb.get("generation"), ga.get("generation")
+    if boot_b and boot_a:
+        if boot_b != boot_a:
+            pids = f"pid {gb.get('pid')} -> {ga.get('pid')}"
+            return _r("C0", "pass", f"a new process: boot {boot_b} -> {boot_a} ({pids})")
+        if isinstance(gen_b, int) and isinstance(gen_a, int) and gen_a > gen_b:
+            return _r("C0", "pass", f"restarted in process: generation {gen_b} -> {gen_a} (boot {boot_a})")
+        return _r("C0", "fail", f"nothing restarted: boot {boot_a}, generation {gen_b} -> {gen_a}, pid {ga.get('pid')}")
+    if gb.get("pid") != ga.get("pid"):
+        return _r("C0", "pass", f"gateway pid {gb.get('pid')} -> {ga.get('pid')}")
+    if outcome.get("inProcess"):
+        why = "the gateway publishes no boot id or generation, so an in-process restart cannot be proven"
+        return _r("C0", "skip", why)
+    return _r("C0", "fail", f"gateway pid {gb.get('pid')} -> {ga.get('pid')}")
 
 
 def _model(v: Any) -> str:
@@ -194,7 +217,14 @@ def _c9(ev: dict[str, Any]) -> Result:
 
 
 def score(ev: dict[str, Any], *, threshold: float, check_manifest: ManifestCheck) -> list[Result]:
-    """The ten results for one disruption's evidence, in order C0..C9."""
+    """The ten results for one disruption's evidence, in order C0..C9.
+
+    A disruption the target cannot perform (``outcome.unsupported``) proves nothing either
+    way: all ten are ``skip`` with the reason, never ``pass`` and never a false ``fail``.
+    """
+    if ev["outcome"].get("unsupported"):
+        why = f"not run: {ev['outcome'].get('detail')}"
+        return [_r(cid, "skip", why) for cid in INVARIANTS]
     return [
         _c0(ev),
         _c1(ev),

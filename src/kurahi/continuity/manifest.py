@@ -12,7 +12,9 @@ first chained on 64 zeros (:func:`kurahi.canonical.chain_hash`); ``root`` is the
 (64 zeros for no entries); ``signature`` is Ed25519 over the 32 bytes of ``root``;
 ``publicKey`` is the raw 32-byte key and ``fingerprint`` its SHA-256. ``agent`` and
 ``createdAt`` are labels outside the chain: two manifests of an unchanged resident have the
-same root whenever they were taken.
+same root whenever they were taken. So is ``gateway``, present when a running gateway took
+the manifest: ``{"bootId", "generation"}``, which change when its process restarts or it
+restarts in process (what the continuity suite's C0 scores a restart by).
 
 Entries come in a fixed order, by kind as :data:`KINDS` lists them, by name within a kind:
 
@@ -85,7 +87,10 @@ KINDS = ("identity", "memory", "role", "model", "job", "session", "transcript", 
 """Entry kinds, in manifest order."""
 
 MANIFEST_KEYS = ("version", "agent", "createdAt", "entries", "root", "signature", "publicKey", "fingerprint")
-"""The top-level keys of a manifest, all required, no others."""
+"""The top-level keys of a manifest, all required; the only other one allowed is ``gateway``."""
+
+OPTIONAL_KEYS = ("gateway",)
+"""Labels a manifest may carry beside :data:`MANIFEST_KEYS`."""
 
 _ENTRY_KEYS = frozenset(("kind", "name", "value", "hash"))
 
@@ -132,6 +137,7 @@ def build_manifest(
     now: datetime | None = None,
     key: SigningKey | None = None,
     backend: Backend | None = None,
+    gateway: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Take the signed manifest of one resident.
 
@@ -143,6 +149,7 @@ def build_manifest(
         now: ``createdAt`` (default: now); outside the chain, so the root does not depend on it.
         key: the signer (default: the home's key, created on first use).
         backend: where its sessions, jobs and audit chain are stored (default: files in the home).
+        gateway: the running gateway's ``{"bootId", "generation"}``, as a label outside the chain.
 
     Raises:
         UsageError: an unsafe agent id.
@@ -159,7 +166,7 @@ def build_manifest(
     items = collect_entries(h, agent, model=model, cache=digests, backend=backend)
     if own_cache:
         digests.save()
-    return seal_manifest(agent, items, key=signer, now=now)
+    return seal_manifest(agent, items, key=signer, now=now, gateway=gateway)
 
 
 def collect_entries(
@@ -279,7 +286,14 @@ def _audit(backend: Backend) -> dict[str, Any]:
     return {"verified": v.ok, "entries": v.entries, "lastSeq": v.head_seq or 0, "headHash": v.head_hash}
 
 
-def seal_manifest(agent: str, items: list[Item], *, key: SigningKey, now: datetime | None = None) -> dict[str, Any]:
+def seal_manifest(
+    agent: str,
+    items: list[Item],
+    *,
+    key: SigningKey,
+    now: datetime | None = None,
+    gateway: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Chain ``items`` into entries, sign the root, and wrap them as a manifest."""
     prev = ZERO_HASH
     entries = []
@@ -287,7 +301,7 @@ def seal_manifest(agent: str, items: list[Item], *, key: SigningKey, now: dateti
         body = {"kind": kind, "name": name, "value": value}
         prev = chain_hash(prev, body)
         entries.append({**body, "hash": prev})
-    return {
+    manifest: dict[str, Any] = {
         "version": MANIFEST_VERSION,
         "agent": agent,
         "createdAt": format_ts(now or datetime.now(UTC)),
@@ -297,6 +311,9 @@ def seal_manifest(agent: str, items: list[Item], *, key: SigningKey, now: dateti
         "publicKey": key.public_key_b64,
         "fingerprint": key.fingerprint,
     }
+    if gateway is not None:
+        manifest["gateway"] = {"bootId": gateway["bootId"], "generation": gateway["generation"]}
+    return manifest
 
 
 def verify_manifest(manifest: Any) -> ManifestCheck:
@@ -368,11 +385,21 @@ def _check_shape(manifest: Any) -> tuple[bytes, bytes]:
     if not isinstance(manifest, dict):
         raise ManifestError(f"a manifest is a JSON object, not {type(manifest).__name__}", field="$")
     missing = [k for k in MANIFEST_KEYS if k not in manifest]
-    foreign = sorted(str(k) for k in manifest if k not in MANIFEST_KEYS)
+    foreign = sorted(str(k) for k in manifest if k not in MANIFEST_KEYS and k not in OPTIONAL_KEYS)
     if missing or foreign:
         what = [f"missing {', '.join(missing)}"] if missing else []
         what += [f"foreign {', '.join(_short(k) for k in foreign)}"] if foreign else []
-        raise ManifestError(f"keys must be exactly {', '.join(MANIFEST_KEYS)}: {'; '.join(what)}", field="$")
+        keys = ", ".join(MANIFEST_KEYS)
+        raise ManifestError(f"keys must be {keys} (and optionally gateway): {'; '.join(what)}", field="$")
+    if "gateway" in manifest:
+        boot = manifest["gateway"]
+        if (
+            not isinstance(boot, dict)
+            or set(boot) != {"bootId", "generation"}
+            or not isinstance(boot["bootId"], str)
+            or type(boot["generation"]) is not int
+        ):
+            raise ManifestError('expected {"bootId": string, "generation": integer}', field="$.gateway")
     version = manifest["version"]
     if type(version) is not int or version != MANIFEST_VERSION:
         known = MANIFEST_VERSION

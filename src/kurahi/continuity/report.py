@@ -23,6 +23,7 @@ from typing import Any
 
 from kurahi.canonical import canonical_json
 from kurahi.continuity.invariants import INVARIANTS, ManifestCheck, score
+from kurahi.continuity.rounds import rounds_summary, score_round
 from kurahi.errors import CanonicalJSONError, ContinuityError
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "badge_line",
     "finish_report",
     "markdown",
+    "parse_report",
     "read_report",
     "summarize",
     "verify_report",
@@ -45,13 +47,24 @@ Signer = Callable[[bytes], tuple[str, str]]
 """Signs 32 bytes; returns ``(signature base64, raw public key base64)``."""
 
 
-def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Counts over every run's invariants, and the verdict (PASS only when nothing failed)."""
-    counts = {"pass": 0, "fail": 0, "skip": 0}
+def summarize(runs: list[dict[str, Any]], interrupted: Any = None, rounds: Any = None) -> dict[str, Any]:
+    """Counts over every run's invariants (and the rounds, when run), and the verdict.
+
+    PASS only when nothing failed, every round stayed unmarked, and something passed;
+    INCOMPLETE when the run was interrupted before its end (``interrupted`` says where and
+    why), whatever the runs before it found.
+    """
+    counts: dict[str, Any] = {"pass": 0, "fail": 0, "skip": 0}
     for run in runs:
         for r in run["invariants"]:
             counts[r["status"]] += 1
-    return {**counts, "verdict": "PASS" if counts["fail"] == 0 and runs else "FAIL"}
+    passed = counts["fail"] == 0 and counts["pass"] > 0
+    if rounds is not None:
+        counts["rounds"] = rounds_summary(rounds)
+        unmarked = counts["rounds"]["unmarked"] == counts["rounds"]["rounds"] > 0
+        passed = counts["fail"] == 0 and unmarked
+    verdict = "INCOMPLETE" if interrupted else "PASS" if passed else "FAIL"
+    return {**counts, "verdict": verdict}
 
 
 def badge_line(body: dict[str, Any]) -> str:
@@ -61,17 +74,18 @@ def badge_line(body: dict[str, Any]) -> str:
         f"{run['before']['manifest'].get('root', '')[:8]}>{run['after']['manifest'].get('root', '')[:8]}"
         for run in body["runs"]
     )
-    disruptions = ",".join(run["disruption"] for run in body["runs"])
+    disruptions = ",".join(run["disruption"] for run in body["runs"]) or "none"
+    rounds = f" | rounds={s['rounds']['unmarked']}/{s['rounds']['rounds']} unmarked" if "rounds" in s else ""
     return (
         f"continuity {s['verdict']} | resident={body['resident']} | {disruptions} | "
-        f"pass={s['pass']} fail={s['fail']} skip={s['skip']} | {roots} | {body['createdAt']}"
+        f"pass={s['pass']} fail={s['fail']} skip={s['skip']}{rounds} | {roots} | {body['createdAt']}"
     )
 
 
 def finish_report(body: dict[str, Any], signer: Signer) -> dict[str, Any]:
     """Add the summary, the badge, the digest and the signature to a report body."""
     body = dict(body)
-    body["summary"] = summarize(body["runs"])
+    body["summary"] = summarize(body["runs"], body.get("interrupted"), body.get("rounds"))
     body["badge"] = badge_line(body)
     digest = hashlib.sha256(canonical_json(body)).hexdigest()
     signature, public_key = signer(bytes.fromhex(digest))
@@ -102,22 +116,31 @@ def read_report(path: Path) -> dict[str, Any]:
         data = path.read_bytes()
     except OSError as exc:
         raise ContinuityError(f"{path}: cannot read: {exc.strerror}") from exc
+    return parse_report(data, str(path))
+
+
+def parse_report(data: bytes, where: str) -> dict[str, Any]:
+    """A report from its bytes (``where`` names it in messages); see :func:`read_report`.
+
+    Raises:
+        ContinuityError: not JSON, not canonical, or not this suite's version.
+    """
     try:
         report = json.loads(data)
     except ValueError as exc:
-        raise ContinuityError(f"{path}: not JSON (truncated or edited?): {exc}") from exc
+        raise ContinuityError(f"{where}: not JSON (truncated or edited?): {exc}") from exc
     except RecursionError as exc:
-        raise ContinuityError(f"{path}: not usable JSON: nested too deeply") from exc
+        raise ContinuityError(f"{where}: not usable JSON: nested too deeply") from exc
     if not isinstance(report, dict) or not isinstance(report.get("body"), dict):
-        raise ContinuityError(f"{path}: not a continuity report")
+        raise ContinuityError(f"{where}: not a continuity report")
     body = report["body"]
     if body.get("suite") != SUITE or body.get("version") != VERSION:
         raise ContinuityError(
-            f"{path}: a report of suite {body.get('suite')!r} version {body.get('version')!r}; "
+            f"{where}: a report of suite {body.get('suite')!r} version {body.get('version')!r}; "
             f"this is {SUITE} version {VERSION}"
         )
     if data.rstrip(b"\n") != canonical_json(report):
-        raise ContinuityError(f"{path}: not in canonical form (the file was edited)")
+        raise ContinuityError(f"{where}: not in canonical form (the file was edited)")
     return report
 
 
@@ -201,7 +224,10 @@ def verify_report(report: dict[str, Any], *, check_manifest: ManifestCheck) -> R
             result.problems.append(f"{where}: malformed evidence ({type(exc).__name__}: {exc})")
     result.checked.append("manifests and invariants")
     try:
-        summary = summarize(runs)
+        for i, ev in enumerate(body.get("rounds") or []):
+            if score_round(ev) != ev.get("verdict"):
+                result.problems.append(f"rounds[{i}].verdict: stored {ev.get('verdict')}, recomputed {score_round(ev)}")
+        summary = summarize(runs, body.get("interrupted"), body.get("rounds"))
         if summary != body.get("summary"):
             result.problems.append(f"summary: stored {body.get('summary')}, recomputed {summary}")
         if badge_line(body) != body.get("badge"):
@@ -237,6 +263,13 @@ def markdown(report: dict[str, Any]) -> str:
         "Verify it with `kurahi continuity verify continuity-report.json`.",
         "",
     ]
+    if body.get("interrupted"):
+        cut = body["interrupted"]
+        lines += [
+            f"**Interrupted** during {cut.get('disruption')}: {cut.get('reason')}. "
+            "The runs below are the ones that finished; the report is signed as it stands.",
+            "",
+        ]
     for run in body["runs"]:
         roots = f"{run['before']['manifest'].get('root', '')[:16]} → {run['after']['manifest'].get('root', '')[:16]}"
         lines += [
@@ -249,6 +282,23 @@ def markdown(report: dict[str, Any]) -> str:
         ]
         for r in run["invariants"]:
             lines.append(f"| {r['id']} | {r['name']} | {r['status']} | {r['detail']} |")
+        lines.append("")
+    if body.get("rounds") is not None:
+        lines += [
+            "## Rounds: continuity-preserving rollovers with compactions in between",
+            "",
+            "| round | turns | compactions | tokens before → after (threshold) | markers in view / in lineage | |",
+            "|---|---|---|---|---|---|",
+        ]
+        for ev in body["rounds"]:
+            view = sum(1 for m in ev["markers"] if m["inView"])
+            lineage = sum(1 for m in ev["markers"] if m["inLineage"])
+            n = len(ev["markers"])
+            lines.append(
+                f"| {ev['round']} | {ev['turns']} | {ev['compactions']} | {ev['tokensBefore']} → "
+                f"{ev['tokensAfter']} ({ev['threshold']}) | {view}/{n} · {lineage}/{n} | "
+                f"{'unmarked' if ev['verdict']['ok'] else 'MARKED: ' + ev['verdict']['detail']} |"
+            )
         lines.append("")
     lines += [
         "## What is not proven",

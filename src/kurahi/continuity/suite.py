@@ -32,7 +32,8 @@ import httpx
 
 from kurahi.continuity.invariants import ManifestCheck, score
 from kurahi.continuity.report import SUITE, VERSION, Signer, finish_report
-from kurahi.errors import ContinuityError, GatewayUnavailableError, UsageError
+from kurahi.continuity.rounds import run_rounds
+from kurahi.errors import ContinuityError, GatewayUnavailableError, KurahiError, UsageError
 from kurahi.gateway.lock import gateway_info
 from kurahi.resident.home import TOKEN_ENV, Home
 
@@ -40,6 +41,8 @@ __all__ = ["DISRUPTIONS", "FACTS", "SuiteOptions", "report_signer", "run_suite"]
 
 DISRUPTIONS = ("model-swap", "restart", "move", "close")
 SMOKE_SUFFIX = ".kolo-test"
+SMOKE_WINDOW = 8000
+SMOKE_RESERVE = 2000
 
 FACTS = [
     ("The harbour lantern is painted cobalt blue.", "what colour is the harbour lantern", "cobalt"),
@@ -81,6 +84,11 @@ class SuiteOptions:
     """Test hook: take the evidence without disrupting anything (C0 must fail)."""
     settle_timeout: float = 30.0
     """How long to wait for the slow job to finish or be reported interrupted."""
+    rounds: int = 0
+    """After the disruptions: this many continuity-preserving rollovers with compactions in
+    between (:mod:`kurahi.continuity.rounds`)."""
+    rounds_carry: str = "lineage"
+    """Test hook: what each round's rollover carries (``none`` must leave every boundary marked)."""
 
 
 @dataclass
@@ -104,7 +112,7 @@ class _Ctx:
     # -- the gateway process (throwaway) ----------------------------------------------------
 
     def start(self) -> None:
-        env = {**os.environ, "KOLO_HOME": str(self.home.root)}
+        env = {**os.environ, "KOLO_HOME": str(self.home.root), "KURAHI_HOME": str(self.home.root)}
         env.pop(TOKEN_ENV, None)
         port = os.environ.get("KOLO_SMOKE_PORT", "0")
         log = (self.home.root / "run" / "gateway.log").open("ab")
@@ -195,10 +203,19 @@ def _seed(home: Home, agent: str) -> list[dict[str, str]]:
     from kurahi.resident.init import init_home
 
     init_home(home.root, agent)
+    # A small window, so that the rounds (--rounds) compact after a dozen turns; the
+    # disruptions' sessions stay far below it.
+    window = {"provider": "deterministic", "contextWindow": SMOKE_WINDOW}
     config = {
-        "models": {"alpha": {"provider": "deterministic"}, "beta": {"provider": "deterministic"}},
+        "models": {"alpha": window, "beta": window},
         "defaults": {"model": "alpha"},
-        "agents": {agent: {"model": "alpha", "tools": {"allow": ["*"], "deny": []}}},
+        "agents": {
+            agent: {
+                "model": "alpha",
+                "tools": {"allow": ["*"], "deny": []},
+                "compaction": {"reserveTokens": SMOKE_RESERVE, "keepRecentTokens": 1200},
+            }
+        },
     }
     home.config.write_bytes(msgspec.json.format(msgspec.json.encode(config)) + b"\n")
     facts_file = home.agent(agent).workspace / "memory" / "facts.md"
@@ -237,15 +254,50 @@ def _snapshot(ctx: _Ctx, *, job_id: str | None) -> dict[str, Any]:
     probe_sid = next((s.get("sessionId") for s in sessions if s["key"] == _probe_key(a)), None)
     job = ctx.json("GET", f"/api/agents/{a}/jobs/{job_id}") if job_id else None
     audit = ctx.json("GET", "/api/audit/chain")
-    info = gateway_info(ctx.home.lock)
     return {
         "manifest": manifest,
         "probes": probes,
         "probeSessionId": probe_sid,
         "job": job,
         "audit": audit,
-        "gateway": {"pid": info.pid if info else None, "home": str(ctx.home.root)},
+        "gateway": _gateway_life(ctx),
     }
+
+
+def _gateway_life(ctx: _Ctx) -> dict[str, Any]:
+    """Who is answering: pid, boot id and generation (from ``/api/health``), and the home.
+
+    A gateway too old to publish a boot id gives ``None`` for it; C0 then cannot prove an
+    in-process restart and says so (skip) instead of guessing.
+    """
+    health = ctx.json("GET", "/api/health")
+    info = gateway_info(ctx.home.lock)
+    pid = health.get("pid") if isinstance(health.get("pid"), int) else (info.pid if info else None)
+    return {
+        "pid": pid,
+        "bootId": health.get("bootId") if isinstance(health.get("bootId"), str) else None,
+        "generation": health.get("generation") if type(health.get("generation")) is int else None,
+        "home": str(ctx.home.root),
+    }
+
+
+def _threshold(ctx: _Ctx) -> int:
+    """Tokens past which the gateway compacts the resident's sessions (window minus reserve)."""
+    config = ctx.json("GET", "/api/config")
+    agent = (config.get("agents") or {}).get(ctx.agent) or {}
+    profile_name = agent.get("model") or (config.get("defaults") or {}).get("model") or "alpha"
+    profile = (config.get("models") or {}).get(profile_name) or {}
+    window = int(profile.get("contextWindow", 128_000))
+    reserve = int((agent.get("compaction") or {}).get("reserveTokens", 16384))
+    return window - reserve
+
+
+def _fingerprint(ctx: _Ctx, runs: list[dict[str, Any]]) -> str | None:
+    if runs:
+        fp = runs[-1]["after"]["manifest"].get("fingerprint")
+        return fp if isinstance(fp, str) else None
+    fp = ctx.json("GET", "/api/continuity/manifest", params={"agent": ctx.agent}).get("fingerprint")
+    return fp if isinstance(fp, str) else None
 
 
 def _probe_key(agent: str) -> str:
@@ -266,8 +318,24 @@ def _disrupt(ctx: _Ctx, disruption: str) -> dict[str, Any]:
         return {"ok": True, "detail": f"config.apply: model {now} -> {target} (in-process reload)", "swapTo": target}
     if disruption == "restart":
         if not ctx.opts.throwaway:
-            ctx.json("POST", "/api/config/apply", json={"patch": {}})
-            return {"ok": True, "detail": "in-process restart (config.apply)", "inProcess": True}
+            # Not ours to stop and start: ask the gateway to restart in process.
+            r = ctx.call("POST", "/api/gateway/restart")
+            if r.status_code in (404, 405):
+                return {
+                    "ok": False,
+                    "unsupported": True,
+                    "detail": "the gateway offers no in-process restart (POST /api/gateway/restart: "
+                    f"HTTP {r.status_code}) and attached mode cannot restart a process it does not own",
+                }
+            if r.status_code >= 400:
+                raise ContinuityError(f"POST /api/gateway/restart: HTTP {r.status_code}: {r.text[:300]}")
+            b, a = r.json()["before"], r.json()["after"]
+            return {
+                "ok": True,
+                "inProcess": True,
+                "detail": f"in-process restart: generation {b['generation']} -> {a['generation']} "
+                f"(boot {a['bootId']}, pid {a['pid']})",
+            }
         before = ctx.proc.pid if ctx.proc else None
         ctx.stop()
         ctx.start()
@@ -277,7 +345,11 @@ def _disrupt(ctx: _Ctx, disruption: str) -> dict[str, Any]:
         }
     if disruption == "move":
         if not ctx.opts.throwaway:
-            return {"ok": False, "detail": "attached mode cannot move a state dir it does not own"}
+            return {
+                "ok": False,
+                "unsupported": True,
+                "detail": "attached mode cannot move a state dir it does not own (run --throwaway for move)",
+            }
         old = ctx.home.root
         ctx.stop()
         new = old.with_name(old.name[: -len(SMOKE_SUFFIX)] + "-moved" + SMOKE_SUFFIX)
@@ -323,13 +395,22 @@ def _run_one(ctx: _Ctx, disruption: str, check: ManifestCheck) -> dict[str, Any]
     a = ctx.agent
     start = len(ctx.seen)
     ctx.say(f"{disruption}: starting the slow job and taking the manifest and probes before")
-    job = ctx.json(
-        "POST",
-        f"/api/agents/{a}/jobs",
-        json={"message": f"continuity job [[slow:{ctx.opts.job_ms}]]", "key": _job_key(a)},
-    )
-    _wait_running(ctx, job["id"])
-    before = _snapshot(ctx, job_id=job["id"])
+    job_ms = ctx.opts.job_ms
+    for _ in range(3):
+        job = ctx.json(
+            "POST",
+            f"/api/agents/{a}/jobs",
+            json={"message": f"continuity job [[slow:{job_ms}]]", "key": _job_key(a)},
+        )
+        _wait_running(ctx, job["id"])
+        taken = time.monotonic()
+        before = _snapshot(ctx, job_id=job["id"])  # reads the job's status last, just before the disruption
+        if (before["job"] or {}).get("status") in ("queued", "running"):
+            break
+        # Taking the evidence outlasted the job (a loaded machine): again with a job long enough
+        # to be running when the disruption hits, or C4 would have nothing to judge.
+        job_ms = max(2 * job_ms, int(3000 * (time.monotonic() - taken)))
+        ctx.say(f"{disruption}: the job ended before the evidence was taken; again with a {job_ms} ms job")
     ctx.say(f"{disruption}: disrupting")
     if ctx.opts.skip_disruption:
         outcome = {"ok": True, "detail": "nothing was disrupted (test hook)"}
@@ -369,6 +450,10 @@ def run_suite(
 ) -> dict[str, Any]:
     """Run the suite and return the finished (signed) report."""
     bad = [d for d in opts.disruptions if d not in DISRUPTIONS]
+    if opts.rounds < 0:
+        raise UsageError(f"--rounds must be 0 or more, not {opts.rounds}")
+    if not opts.disruptions and not opts.rounds:
+        raise UsageError("nothing to run: no disruption and no rounds")
     if bad:
         raise UsageError(f"unknown disruption {bad[0]!r}; use {', '.join(DISRUPTIONS)} or all")
     if opts.throwaway:
@@ -380,8 +465,6 @@ def run_suite(
         token = home.token_file.read_text().strip()
     else:
         home = home or Home.at()
-        if "move" in opts.disruptions:
-            raise UsageError("attached mode cannot move a state dir it does not own; leave out 'move'")
         from kurahi.gateway.client import owner_token
 
         token = owner_token(home)
@@ -392,8 +475,31 @@ def run_suite(
         if opts.throwaway:
             ctx.say("starting a throwaway gateway")
             ctx.start()
-        runs = [_run_one(ctx, d, check_manifest) for d in opts.disruptions]
-        fingerprint = runs[-1]["after"]["manifest"].get("fingerprint") if runs else None
+        runs: list[dict[str, Any]] = []
+        interrupted: dict[str, str] | None = None
+        for d in opts.disruptions:
+            try:
+                runs.append(_run_one(ctx, d, check_manifest))
+            except (KurahiError, httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
+                # The report still says what was proven before, and that the rest was not.
+                interrupted = {"disruption": d, "reason": f"{type(exc).__name__}: {exc}"}
+                ctx.say(f"{d}: interrupted: {exc}")
+                break
+        rounds: list[dict[str, Any]] = []
+        if opts.rounds and interrupted is None:
+            try:
+                rounds = run_rounds(
+                    ctx.json,
+                    ctx.call,
+                    ctx.agent,
+                    opts.rounds,
+                    threshold=_threshold(ctx),
+                    carry=opts.rounds_carry,
+                    say=ctx.say,
+                )
+            except (KurahiError, httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
+                interrupted = {"disruption": "rounds", "reason": f"{type(exc).__name__}: {exc}"}
+        fingerprint = _fingerprint(ctx, runs)
         body = {
             "suite": SUITE,
             "version": VERSION,
@@ -404,6 +510,10 @@ def run_suite(
             "fingerprint": fingerprint,
             "runs": runs,
         }
+        if opts.rounds:
+            body["rounds"] = rounds
+        if interrupted is not None:
+            body["interrupted"] = interrupted
         return finish_report(body, signer_for(ctx.home))
     finally:
         if opts.throwaway:

@@ -22,6 +22,7 @@ from kurahi import __version__
 from kurahi.errors import AuditNotFoundError, KurahiError
 from kurahi.gateway import models as m
 from kurahi.gateway.auth import AuthMiddleware, Principal, require
+from kurahi.gateway.docs_page import install_docs
 from kurahi.gateway.http import HTTPError, error_response, from_kurahi
 from kurahi.gateway.limits import SizeLimitMiddleware
 from kurahi.gateway.service import Gateway
@@ -30,6 +31,7 @@ __all__ = ["Plugin", "create_app"]
 
 AgentId = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")]
 KeyQuery = Annotated[str | None, Query(min_length=1, max_length=512, pattern=r"^[^\x00-\x1f\x7f]+$")]
+SessionIdQuery = Annotated[str | None, Query(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": m.ErrorOut} for code in (400, 401, 403, 404, 409, 413, 422, 429, 431)
 }
@@ -84,10 +86,12 @@ def create_app(
         version=__version__,
         lifespan=lifespan,
         responses=_ERRORS,
-        docs_url="/docs",
+        docs_url=None,  # FastAPI's page loads Swagger UI from a CDN: blank offline (see docs_page)
         redoc_url=None,
     )
-    app.add_middleware(AuthMiddleware, owner_token=gateway.owner_token, devices=gateway.devices)
+    delegated: set[str] = set()
+    app.state.auth_delegated = delegated  # plugins that guard their own paths add prefixes here
+    app.add_middleware(AuthMiddleware, owner_token=gateway.owner_token, devices=gateway.devices, delegated=delegated)
     app.add_middleware(SizeLimitMiddleware, max_body=max_body)
 
     @app.exception_handler(HTTPError)
@@ -120,7 +124,16 @@ def create_app(
     @app.get("/api/health", response_model=m.HealthOut, tags=["gateway"])
     async def health() -> dict[str, Any]:
         """Liveness (no credential needed)."""
-        return {"status": "ok", "version": __version__, "agents": len(gateway.home.agents())}
+        return {"status": "ok", "version": __version__, "agents": len(gateway.home.agents()), **gateway.boot()}
+
+    @app.post("/api/gateway/restart", response_model=m.RestartOut, tags=["gateway"])
+    async def restart(p: Principal = admin) -> dict[str, Any]:
+        """Restart in process; ``generation`` goes up by one.
+
+        Runtimes stopped (running turns interrupted after the grace), config and devices
+        reloaded, runtimes started again: everything a process restart does but the listener.
+        """
+        return await gateway.restart(p.actor)
 
     @app.get("/api/agents", response_model=list[m.AgentOut], tags=["agents"])
     async def agents(p: Principal = read) -> list[dict[str, Any]]:
@@ -179,9 +192,20 @@ def create_app(
             **{c: {"model": m.ErrorOut, "content": {"application/json": {}}} for c in (400, 401, 403, 404, 422)},
         },
     )
-    async def transcript(agent: AgentId, key: KeyQuery = None, p: Principal = read) -> Response:
-        """The session's transcript file, byte for byte (JSON lines)."""
+    async def transcript(
+        agent: AgentId, key: KeyQuery = None, sessionId: SessionIdQuery = None, p: Principal = read
+    ) -> Response:
+        """A transcript, byte for byte (JSON lines): the session's, or a kept one by ``sessionId``.
+
+        Transcripts a reset or rollover left behind are kept; ``sessionId`` reads one of them
+        (``parentSession`` in each header names the one before).
+        """
         rt = await gateway.runtime(agent)
+        if sessionId is not None:
+            name = f"{sessionId}.jsonl"
+            if not rt.store.transcripts.exists(name):
+                raise HTTPError(404, "unknown_session", f"no transcript for session id {sessionId!r}")
+            return Response(rt.store.transcripts.export(name), media_type="application/x-ndjson")
         k = _key(agent, key)
         if rt.catalog.get(k) is None:
             raise HTTPError(404, "unknown_session", f"no session with key {k!r}")
@@ -193,8 +217,10 @@ def create_app(
         """Close the session and start a new one; the old transcript is kept and linked."""
         rt = await gateway.runtime(agent)
         k = _key(agent, body.key)
-        old, new = await rt.reset_session(k)
-        gateway.record(p.actor, "session.reset", {"agent": agent, "key": k, "from": old, "to": new})
+        old, new = await rt.reset_session(k, carry=body.carry)
+        gateway.record(
+            p.actor, "session.reset", {"agent": agent, "key": k, "from": old, "to": new, "carry": body.carry}
+        )
         return {"key": k, "oldSessionId": old, "newSessionId": new}
 
     # -- chat --------------------------------------------------------------------------------
@@ -356,6 +382,7 @@ def create_app(
             out["isAncestor"] = gateway.audit.is_ancestor(seq)
         return out
 
+    install_docs(app)
     for plugin in plugins:
         plugin(app, gateway)
     return app

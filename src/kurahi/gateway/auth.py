@@ -3,10 +3,12 @@
 Every request but ``GET /api/health``, ``/openapi.json`` and the docs carries
 ``Authorization: Bearer <token>``. The owner token (``secrets/gateway.token`` or
 ``KOLO_GATEWAY_TOKEN``) holds every scope; a device token holds the scopes it was paired
-with. Tokens are compared in constant time and never logged or echoed. No or unknown
-credentials: 401; a credential without the route's scope: 403 (checked by
-:func:`require`); credentials that cannot be checked (a token file or device registry that
-became open to other users or unreadable): 500 with the reason, never a traceback.
+with. Paths under a *delegated* prefix (``/ui``, added by the web viewer's plugin) are passed
+through untouched: the plugin that owns them authenticates them itself (a session cookie).
+Tokens are compared in constant time and never logged or echoed. No or unknown credentials:
+401; a credential without the route's scope: 403 (checked by :func:`require`); credentials
+that cannot be checked (a token file or device registry that became open to other users or
+unreadable): 500 with the reason, never a traceback.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from kurahi.errors import KurahiError
 from kurahi.gateway.http import HTTPError, error_response
 from kurahi.resident.devices import SCOPES, DeviceRegistry
 
-__all__ = ["PUBLIC_PATHS", "AuthMiddleware", "Principal", "require"]
+__all__ = ["PUBLIC_PATHS", "AuthMiddleware", "Principal", "principal_for", "require"]
 
-PUBLIC_PATHS = frozenset({"/api/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+PUBLIC_PATHS = frozenset({"/api/health", "/openapi.json", "/docs", "/docs/docs.js", "/docs/docs.css"})
 """Paths that need no credential."""
 
 
@@ -41,14 +43,27 @@ class Principal:
 class AuthMiddleware:
     """Resolve the bearer token to a :class:`Principal` (in ``scope["state"]["principal"]``) or answer 401."""
 
-    def __init__(self, app: ASGIApp, owner_token: Callable[[], str], devices: DeviceRegistry) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        owner_token: Callable[[], str],
+        devices: DeviceRegistry,
+        delegated: set[str] | None = None,
+    ) -> None:
         self.app = app
         self.owner_token = owner_token
         self.devices = devices
+        self.delegated = delegated if delegated is not None else set()
+        """Path prefixes (ending in ``/``) whose owner checks credentials itself; filled by plugins."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Handle one ASGI call."""
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+        path = scope.get("path", "")
+        if (
+            scope["type"] != "http"
+            or path in PUBLIC_PATHS
+            or any(path == p or path.startswith(p + "/") for p in self.delegated)
+        ):
             await self.app(scope, receive, send)
             return
         token = None
@@ -72,13 +87,21 @@ class AuthMiddleware:
         await self.app(scope, receive, send)
 
     def _resolve(self, token: str) -> Principal | None:
-        owner = self.owner_token()
-        if owner and hmac.compare_digest(token.encode("utf-8", "surrogatepass"), owner.encode()):
-            return Principal("owner", frozenset(SCOPES))
-        device = self.devices.authenticate(token)
-        if device is not None:
-            return Principal(f"device:{device.id}", frozenset(device.scopes))
-        return None
+        return principal_for(token, self.owner_token(), self.devices)
+
+
+def principal_for(token: str, owner_token: str, devices: DeviceRegistry) -> Principal | None:
+    """The principal a bearer token stands for, or ``None`` when it is no valid credential.
+
+    Raises:
+        KurahiError: the credentials cannot be checked (a device registry open to others, ...).
+    """
+    if owner_token and hmac.compare_digest(token.encode("utf-8", "surrogatepass"), owner_token.encode()):
+        return Principal("owner", frozenset(SCOPES))
+    device = devices.authenticate(token)
+    if device is not None:
+        return Principal(f"device:{device.id}", frozenset(device.scopes))
+    return None
 
 
 def require(scope_name: str) -> Callable[[Request], Awaitable[Principal]]:

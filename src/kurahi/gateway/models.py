@@ -54,6 +54,26 @@ class HealthOut(BaseModel):
     status: Literal["ok"]
     version: str
     agents: int
+    bootId: str = Field(description="new in every process: a changed boot id proves the process restarted")
+    generation: int = Field(description="in-process restarts since the process started, plus one")
+    pid: int
+    startedAtMs: int = Field(description="when this generation started (ms since the epoch)")
+
+
+class BootOut(BaseModel):
+    """What proves a restart."""
+
+    bootId: str
+    generation: int
+    pid: int
+    startedAtMs: int
+
+
+class RestartOut(BaseModel):
+    """An in-process restart: what proved the gateway's life before and after."""
+
+    before: BootOut
+    after: BootOut
 
 
 class AgentOut(BaseModel):
@@ -104,6 +124,11 @@ class ResetIn(_In):
     """A session to reset."""
 
     key: str | None = SessionKey
+    carry: Literal["none", "summary", "lineage"] = Field(
+        default="none",
+        description="what the new session inherits: nothing, the summary, or the old context's tail "
+        "and summary (a continuity-preserving rollover, docs/lifecycle.md)",
+    )
 
 
 class ResetOut(BaseModel):

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import secrets
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -83,6 +86,13 @@ class Gateway:
         """What :meth:`start` could not serve (a session whose files are damaged), one line each."""
         self.on_started: Callable[[], None] | None = None
         """Called once every runtime has started (the server publishes its port then)."""
+        self.boot_id = secrets.token_hex(8)
+        """New in every process: a changed boot id proves the process was restarted."""
+        self.generation = 1
+        """Counts in-process restarts (:meth:`restart`); with the boot id, proves one happened."""
+        self.started_at_ms = int(time.time() * 1000)
+        self._serving = asyncio.Event()
+        self._serving.set()
 
     # -- credentials ------------------------------------------------------------------------
 
@@ -142,6 +152,46 @@ class Gateway:
         self.runtimes.clear()
         self.record("gateway", "gateway.stop", {})
 
+    def boot(self) -> dict[str, Any]:
+        """What proves a restart: the process's boot id and pid, the in-process generation."""
+        return {
+            "bootId": self.boot_id,
+            "generation": self.generation,
+            "pid": os.getpid(),
+            "startedAtMs": self.started_at_ms,
+        }
+
+    async def restart(self, actor: str, *, grace: float | None = None) -> dict[str, Any]:
+        """Restart in process: stop every runtime, reload config and devices, start them again.
+
+        What a restart of the process would do, but the listener: running turns get
+        ``grace`` seconds, the rest are interrupted (their jobs say so), every file is closed,
+        and the runtimes are rebuilt from what is stored. Requests that arrive meanwhile wait
+        for the new runtimes. The generation goes up by one, which is what proves (in
+        ``/api/health`` and in the manifest) that a restart happened.
+
+        Raises:
+            ConfigError: the stored config no longer loads (the old runtimes are stopped;
+                the gateway answers again once the config is fixed and restarted).
+        """
+        async with self._lock:
+            before = self.boot()
+            self._serving.clear()
+            try:
+                for rt in list(self.runtimes.values()):
+                    await rt.close(grace=self.stop_grace if grace is None else grace)
+                self.runtimes.clear()
+                self.config = load_config(self.home.root)
+                self.devices = DeviceRegistry(self.home.devices)
+                self.generation += 1
+                self.started_at_ms = int(time.time() * 1000)
+                self.record(actor, "gateway.restart", {"inProcess": True, "generation": self.generation})
+            finally:
+                self._serving.set()
+        for agent in self.home.agents():
+            await self.runtime(agent)
+        return {"before": before, "after": self.boot()}
+
     def record(self, actor: str, action: str, details: dict[str, Any]) -> None:
         """Append to the audit chain."""
         self.audit.append(actor, action, details)
@@ -153,6 +203,7 @@ class Gateway:
             UsageError: an unsafe agent id.
             UnknownAgentError: no such agent in this home.
         """
+        await self._serving.wait()  # an in-process restart is replacing the runtimes
         rt = self.runtimes.get(agent)
         if rt is not None:
             return rt

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,6 +29,7 @@ from kurahi.context.text import message_text
 from kurahi.errors import UsageError
 from kurahi.jsvalues import json_utf8
 from kurahi.lineage.evidence import file_facts
+from kurahi.store import fsio
 from kurahi.store.fsio import atomic_write, file_sha256
 
 __all__ = ["PacketCheck", "first_replies", "verify_packet", "write_packet"]
@@ -114,7 +114,7 @@ def write_packet(
         raise UsageError(f"{activation}: not an activation package directory")
     if activation is not None and (links := sorted(str(p) for p in activation.rglob("*") if p.is_symlink())):
         raise UsageError(f"{activation}: holds symlinks ({', '.join(links[:3])}); a packet copies only files")
-    d.mkdir(parents=True, exist_ok=True)
+    fsio.make_dirs(d, 0o777)
     files: dict[str, Any] = {}
 
     def add(kind: str, path: Path, *, content: bool) -> None:
@@ -123,8 +123,8 @@ def write_packet(
         facts["origin"] = facts.pop("path")
         facts["included"] = content
         if content:
-            (d / kind).mkdir(exist_ok=True)
-            shutil.copy2(path, d / rel)
+            fsio.make_dirs(d / kind, 0o777)
+            fsio.copy_durably(path, d / rel)  # a packet reported written survives a power cut
         files[rel] = facts
 
     for s in sources:
@@ -140,8 +140,10 @@ def write_packet(
                 if rel_in.parent != Path("."):
                     files[f"activation/{rel_in.as_posix()}"] = files.pop(f"activation/{p.name}")
                     if not (hashes_only and transcript_like):
-                        (d / "activation" / rel_in.parent).mkdir(parents=True, exist_ok=True)
+                        fsio.make_dirs(d / "activation" / rel_in.parent, 0o777)
                         os.replace(d / "activation" / p.name, d / "activation" / rel_in)
+                        fsio.fsync_dir(d / "activation" / rel_in.parent)
+                        fsio.fsync_dir(d / "activation")
     reply_rows = first_replies(live, replies, after=after) if live is not None else []
     if live is not None:
         add("live", live, content=not hashes_only)
@@ -151,7 +153,7 @@ def write_packet(
     atomic_write(d / "replies.json", json_utf8(json.dumps(reply_rows, ensure_ascii=False, indent=1)), mode=0o644)
     report_names = []
     if provenance:
-        (d / "reports").mkdir(exist_ok=True)
+        fsio.make_dirs(d / "reports", 0o777)
     for i, report in enumerate(provenance, 1):
         body = dict(report)
         if hashes_only:

@@ -1,4 +1,4 @@
-"""A Kurahi home (``KOLO_HOME``, default ``~/.kolo``): where every file of the state directory lives.
+"""A Kurahi home (``KURAHI_HOME`` or ``KOLO_HOME``, default ``~/.kolo``): where every file of the state directory lives.
 
 ::
 
@@ -104,9 +104,15 @@ class Home:
 
     @classmethod
     def at(cls, root: str | os.PathLike[str] | None = None) -> Home:
-        """The home at ``root``, else ``$KOLO_HOME``, else ``~/.kolo``."""
+        """The home at ``root``, else ``$KURAHI_HOME``, else ``$KOLO_HOME``, else ``~/.kolo``.
+
+        Raises:
+            UsageError: ``KURAHI_HOME`` and ``KOLO_HOME`` name different directories.
+        """
         if root is None:
-            root = os.environ.get(HOME_ENV) or Path.home() / ".kolo"
+            from kurahi.locations import kurahi_home
+
+            root = kurahi_home().path
         return cls(Path(root).expanduser())
 
     @property

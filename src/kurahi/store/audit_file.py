@@ -168,10 +168,10 @@ class AuditChain(AuditLog):
         if parent.is_dir():
             return
         try:
-            parent.mkdir(parents=True, exist_ok=True)
+            fsio.make_dirs(parent)  # durable: a power cut must not take the new chain's folder
             parent.chmod(0o700)
         except OSError as exc:
-            raise AuditWriteError(f"cannot create the audit directory: {exc.strerror}", path=parent) from exc
+            raise AuditWriteError(f"cannot create its directory {parent}: {exc.strerror}", path=self.path) from exc
 
     def _checked_tail(self, fd: int, offset: int, line: bytes) -> AuditRecord:
         rec, reason = check_alone(line)

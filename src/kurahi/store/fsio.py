@@ -10,11 +10,22 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
-__all__ = ["FsyncPolicy", "Ops", "append_durably", "atomic_write", "file_sha256", "fsync_dir", "ops"]
+__all__ = [
+    "FsyncPolicy",
+    "Ops",
+    "append_durably",
+    "atomic_write",
+    "copy_durably",
+    "file_sha256",
+    "fsync_dir",
+    "make_dirs",
+    "ops",
+]
 
 
 class FsyncPolicy(StrEnum):
@@ -55,6 +66,29 @@ def fsync_dir(directory: str | os.PathLike[str]) -> None:
         ops.fsync(fd)
     finally:
         os.close(fd)
+
+
+def make_dirs(directory: str | os.PathLike[str], mode: int = 0o700) -> None:
+    """Make ``directory`` and its missing parents so that they survive a power loss.
+
+    ``mkdir`` is a change to the parent directory: until the parent is fsynced, a power cut may
+    take the new directory, and every file durably written inside it, away. Each directory made
+    here is fsynced, and so is its parent.
+    """
+    target = Path(directory)
+    missing: list[Path] = []
+    while not target.is_dir():
+        missing.append(target)
+        if target.parent == target:  # pragma: no cover - the root always exists
+            break
+        target = target.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, mode)
+        except FileExistsError:
+            if not d.is_dir():
+                raise
+        fsync_dir(d.parent)
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -117,6 +151,21 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600
             os.unlink(tmp)
         raise
     fsync_dir(target.parent)
+
+
+def copy_durably(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """Copy ``src`` to ``dst`` with its metadata (``shutil.copy2``), then make the copy durable.
+
+    Without the fsyncs a power cut can leave the copy's name with fewer bytes than ``src``,
+    or no copy at all, after the caller has reported it written.
+    """
+    shutil.copy2(src, dst)
+    fd = os.open(dst, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        ops.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(Path(dst).parent)
 
 
 def file_sha256(path: str | os.PathLike[str], limit: int | None = None) -> str:

@@ -64,6 +64,7 @@ class Journal(RecordLog):
         self.name = name if name is not None else self.path.stem
         self.durable = durable
         self._fd: int | None = None
+        self._dir_unsynced = False
         self._mutex = threading.Lock()
 
     def records(self) -> Iterator[dict[str, Any]]:
@@ -90,10 +91,17 @@ class Journal(RecordLog):
         with self._mutex:
             try:
                 if self._fd is None:
-                    self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                    fsio.make_dirs(self.path.parent)
+                    created = not self.path.exists()
                     self._fd = open_regular(
                         self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600, what=f"the {self.name} journal"
                     )
+                    self._dir_unsynced = created
+                if self._dir_unsynced:
+                    # A new file's name is durable only once its directory is: without this,
+                    # a power cut could take the file and its acknowledged records with it.
+                    fsio.fsync_dir(self.path.parent)
+                    self._dir_unsynced = False
                 size = os.fstat(self._fd).st_size
                 if size and os.pread(self._fd, 1, size - 1) != b"\n":
                     line = b"\n" + line  # after a torn line, start clean

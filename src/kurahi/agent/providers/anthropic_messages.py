@@ -54,6 +54,9 @@ class AnthropicProvider(Provider):
         timeout: float = 60.0,
         provider_name: str = "anthropic",
     ) -> None:
+        from kurahi.extras import require
+
+        require("providers", "a model profile of kind anthropic", ("anthropic",))
         import anthropic
 
         self.model = model

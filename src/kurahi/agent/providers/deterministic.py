@@ -13,7 +13,8 @@ answered. Directives in the latest user message script its behaviour:
 * ``[[badargs:NAME]]``: call tool NAME with arguments that are not valid JSON;
 * ``[[recall:WORD]]``: quote every context line that contains WORD.
 
-Compaction requests get a deterministic summary of the messages they are given.
+Compaction requests get a deterministic summary of the messages they are given: a bounded
+digest, plus every line that begins ``Remember:`` kept whole through later summaries.
 """
 
 from __future__ import annotations
@@ -131,12 +132,29 @@ def _turn_view(messages: list[Any]) -> tuple[Any, list[Any]]:
 
 
 def _summary(messages: list[Any]) -> str:
+    """A bounded digest: the last 40 messages, 80 characters each, then every fact to keep.
+
+    A line that begins ``Remember:`` is a fact; it is kept whole, as ``Kept: ...``, in this
+    summary and in every later summary of it (a real summarizer is asked to keep every fact),
+    so a fact survives any number of compactions while the digest stays bounded.
+    """
     lines = []
+    kept: list[str] = []
     for m in messages:
-        text = " ".join(message_text(m).split())
+        full = message_text(m)
+        for raw in full.splitlines():
+            line = raw.strip()
+            fact = line[len("Kept: ") :] if line.startswith("Kept: ") else line if _FACT.match(line) else None
+            if fact and fact not in kept:
+                kept.append(fact)
+        text = " ".join(full.split())
         if text:
             lines.append(f"- {m.get('role')}: {text[:80]}")
-    return f"Summary of {len(messages)} earlier messages:\n" + "\n".join(lines[-40:])
+    out = f"Summary of {len(messages)} earlier messages:\n" + "\n".join(lines[-40:])
+    return out + "".join(f"\nKept: {fact}" for fact in kept)
+
+
+_FACT = re.compile(r"(?i)remember:")
 
 
 def _split(text: str, n: int) -> list[str]:

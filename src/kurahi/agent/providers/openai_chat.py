@@ -64,6 +64,9 @@ class OpenAIProvider(Provider):
         timeout: float = 60.0,
         provider_name: str = "openai",
     ) -> None:
+        from kurahi.extras import require
+
+        require("providers", "a model profile of kind openai", ("openai",))
         import openai
 
         self.model = model

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint demo peer postgres browser strace bench dist clean
+.PHONY: install test check lint demo peer postgres browser strace bench dist clean
 
 install: $(STAMP)
 
@@ -107,7 +107,18 @@ lint: install
 	$(BIN)/mypy
 
 test: install peer postgres browser strace lint
-	$(BIN)/pytest -q
+	KURAHI_HYPOTHESIS_PROFILE=ci $(BIN)/pytest -q
+
+# The quick answer while working (under 90 s here): ruff, mypy and the fast tier of the tests,
+# every test not marked slow (tests/tiers.py names the ones that start a peer or PostgreSQL,
+# the crash campaigns and the few that take more than about a second), with hypothesis on its
+# "dev" profile. Needs neither npm nor PostgreSQL. `make test` runs everything, as CI does.
+FAST_IGNORE := --ignore=tests/crash --ignore=tests/peers --ignore=tests/conformance
+check: install
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
+	KURAHI_HYPOTHESIS_PROFILE=dev $(BIN)/pytest -q -m "not slow" $(FAST_IGNORE)
 
 # The main job: a throwaway gateway with the deterministic provider, all four disruptions,
 # the signed report verified, and the badge.

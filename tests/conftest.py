@@ -3,18 +3,37 @@ throwaway PostgreSQL (``pg_server``, ``pg_url``; skipped loudly when it cannot s
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from kurahi.errors import PostgresUnavailableError
 from kurahi.store import native
 from kurahi.testing_pg import ThrowawayPostgres, find_bindir
 from openclaw_peer import OPENCLAW_VERSIONS, OpenClawFactory, OpenClawPeer, OpenClawVersion, require, unavailable
 from peer import PI_MISSING, PI_VERSIONS, PiPeer, missing, package_dir
+from tiers import SLOW_FIXTURES, SLOW_FOLDERS, SLOW_MARKERS, SLOW_MODULES, SLOW_TESTS
+
+# Hypothesis profiles, chosen by KURAHI_HYPOTHESIS_PROFILE: "ci" (the default, and what `make
+# test` runs) tries as many examples as hypothesis does by default; "dev" (what `make check`
+# runs) tries a few, for a quick answer. Neither has a deadline or a too-slow health check:
+# timings on a shared 2-core machine are no verdict (speed is measured in benchmarks/).
+# Tests that set max_examples themselves keep it under both.
+settings.register_profile("ci", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True)
+settings.register_profile("dev", max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+HYPOTHESIS_PROFILE = os.environ.get("KURAHI_HYPOTHESIS_PROFILE") or "ci"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if HYPOTHESIS_PROFILE not in ("ci", "dev"):
+        raise pytest.UsageError(f"KURAHI_HYPOTHESIS_PROFILE={HYPOTHESIS_PROFILE!r}: use ci or dev")
+    settings.load_profile(HYPOTHESIS_PROFILE)
+
 
 C_SCANNER = "C scanner: built" if native.available() else "!!! C scanner: NOT BUILT (its tests are SKIPPED) !!!"
 
@@ -40,16 +59,39 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         if OPENCLAW_MISSING
         else f"OpenClaw peers: {', '.join(OPENCLAW_VERSIONS)}"
     )
+    profile = f"hypothesis profile: {HYPOTHESIS_PROFILE} (KURAHI_HYPOTHESIS_PROFILE)"
     if PI_MISSING:
-        return [f"!!! Pi peers missing: {PI_MISSING} !!!", openclaw, C_SCANNER, _pg_binaries()]
-    return [f"Pi peers: {', '.join(str(package_dir(v)) for v in PI_VERSIONS)}", openclaw, C_SCANNER, _pg_binaries()]
+        return [f"!!! Pi peers missing: {PI_MISSING} !!!", openclaw, C_SCANNER, _pg_binaries(), profile]
+    pis = f"Pi peers: {', '.join(str(package_dir(v)) for v in PI_VERSIONS)}"
+    return [pis, openclaw, C_SCANNER, _pg_binaries(), profile]
+
+
+_TESTS_DIR = Path(__file__).parent
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Every test that uses the PostgreSQL fixtures is marked postgres (so -m "not postgres" leaves them out).
+    # The fast tier (`make check`) leaves out what tests/tiers.py names: marked slow here.
     for item in items:
-        if PG_FIXTURES & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        # Every test that uses the PostgreSQL fixtures is marked postgres (so -m "not postgres" leaves them out).
+        if PG_FIXTURES & fixtures:
             item.add_marker(pytest.mark.postgres)
+        try:
+            where = item.path.relative_to(_TESTS_DIR).as_posix()
+        except ValueError:  # pragma: no cover - a test outside tests/
+            continue
+        cls = getattr(item, "cls", None)
+        function = getattr(item, "originalname", item.name)
+        name = f"{where}::{cls.__name__ + '.' if cls is not None else ''}{function}"
+        marked = any(item.get_closest_marker(m) is not None for m in SLOW_MARKERS)
+        if (
+            marked
+            or SLOW_FIXTURES & fixtures
+            or where.startswith(SLOW_FOLDERS)
+            or where in SLOW_MODULES
+            or name in SLOW_TESTS
+        ):
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

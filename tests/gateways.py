@@ -26,6 +26,7 @@ from kurahi.gateway.lock import gateway_info
 from kurahi.gateway.service import Gateway
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
+from kurahi.store.backend import Backend
 
 ALL_SECRETS: set[str] = set()
 """Every secret any test handled: conftest scans everything the run left on disk for them."""
@@ -128,14 +129,16 @@ def make_gateway_home(tmp_path: Path, agent: str = "alice") -> Home:
 
 
 @contextmanager
-def serve_in_thread(home: Home, watch: LeakWatch | None = None, **app_kw: Any) -> Iterator[Served]:
-    """The gateway of ``home`` on 127.0.0.1 (a free port), in a thread, for the duration."""
+def serve_in_thread(
+    home: Home, watch: LeakWatch | None = None, *, backend: Backend | None = None, **app_kw: Any
+) -> Iterator[Served]:
+    """The gateway of ``home`` on 127.0.0.1 (a free port), in a thread, for the duration (``backend``: its store)."""
     import uvicorn
 
     watch = watch or LeakWatch()
     token = home.token_file.read_text().strip()
     watch.add(token)
-    gateway = Gateway(home)
+    gateway = Gateway(home, backend=backend)
     app = create_app(gateway, **app_kw)
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", access_log=False)
     server = uvicorn.Server(config)

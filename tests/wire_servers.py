@@ -13,11 +13,17 @@ from typing import Any
 
 
 class Script:
-    """Responses to give, in order, and the requests received."""
+    """Responses to give, in order, and the requests received (with their arrival, ``time.monotonic()``).
+
+    A reply is ``{"sse": [...]}`` or ``{"events": [...]}`` (a stream), or ``{"status": N, "error":
+    "...", "headers": {...}}`` (an error, e.g. a 429 with ``Retry-After``). When the list is
+    empty, ``default`` answers (a provider that answers 429 forever), else a 500.
+    """
 
     def __init__(self) -> None:
         self.replies: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
+        self.default: dict[str, Any] | None = None
 
 
 def openai_text(text: str, *, pieces: int = 3) -> dict[str, Any]:
@@ -134,8 +140,13 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-            script.requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
-            reply = script.replies.pop(0) if script.replies else {"status": 500, "error": "no scripted reply"}
+            script.requests.append(
+                {"path": self.path, "body": body, "headers": dict(self.headers), "at": time.monotonic()}
+            )
+            if script.replies:
+                reply = script.replies.pop(0)
+            else:
+                reply = script.default or {"status": 500, "error": "no scripted reply"}
             if "sleep" in reply:
                 time.sleep(reply["sleep"])
             if "status" in reply:
@@ -143,6 +154,8 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
                 self.send_response(reply["status"])
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(payload)))
+                for name, value in reply.get("headers", {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(payload)
                 return

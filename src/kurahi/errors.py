@@ -51,7 +51,8 @@ Hierarchy::
     │       └── PreTurnValidationError  the live session did not project as planned (rolled back)
     ├── AgentError                    the `agent` room
     │   ├── ProviderError             a model call failed (network, status, malformed reply)
-    │   │   └── ProviderTimeoutError  no answer in time
+    │   │   ├── ProviderTimeoutError  no answer in time
+    │   │   └── ProviderConnectionError  the provider could not be reached (names the host, never the key)
     │   ├── ToolError                 a tool call that cannot run as asked
     │   │   ├── ToolDeniedError       the agent's tool policy denies it
     │   │   ├── UnknownToolError      no tool by that name
@@ -130,6 +131,7 @@ __all__ = [
     "PreTurnValidationError",
     "PreconditionError",
     "ProvenanceError",
+    "ProviderConnectionError",
     "ProviderError",
     "ProviderTimeoutError",
     "QueueFullError",
@@ -553,16 +555,32 @@ class ProviderError(AgentError):
     Attributes:
         provider: the provider kind (``openai``, ``anthropic``, ``deterministic``).
         status: the HTTP status, when there was one.
+        retry_after: seconds the provider asked to wait before trying again (``Retry-After``), when it said.
     """
 
-    def __init__(self, message: str, *, provider: str = "", status: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, provider: str = "", status: int | None = None, retry_after: float | None = None
+    ) -> None:
         self.provider = provider
         self.status = status
+        self.retry_after = retry_after
         super().__init__(f"{provider}: {message}" if provider else message)
 
 
 class ProviderTimeoutError(ProviderError):
     """The provider did not answer in time."""
+
+
+class ProviderConnectionError(ProviderError):
+    """The provider could not be reached: refused, reset, DNS. The message names the host, never the key.
+
+    Attributes:
+        host: ``host:port`` of the endpoint.
+    """
+
+    def __init__(self, message: str, *, provider: str = "", host: str = "") -> None:
+        self.host = host
+        super().__init__(message, provider=provider)
 
 
 class ToolError(AgentError):

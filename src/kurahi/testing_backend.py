@@ -257,6 +257,17 @@ class BackendConformance:
         assert next(backend.agent("main", create=True).log("jobs").records())["id"] == "job_0"
         jobs.close()
 
+    def test_log_finds_the_records_of_one_value(self) -> None:
+        log = self.make_backend().agent("main", create=True).log("ledger")
+        log.append({"kind": "intent", "actionId": "s:1", "ts": 1})
+        log.append({"kind": "intent", "actionId": "s:10", "ts": 2})  # s:1 is a prefix of it
+        log.append({"kind": "outcome", "actionId": "s:2", "result": "s:1", "ts": 3})  # in another field
+        log.append({"kind": "outcome", "actionId": "s:1", "ts": 4})
+        log.append({"kind": "intent", "actionId": 'q"1\\é', "ts": 5})  # escaped in JSON
+        assert [r["ts"] for r in log.records_where("actionId", "s:1")] == [1, 4]
+        assert [r["ts"] for r in log.records_where("actionId", 'q"1\\é')] == [5]
+        assert list(log.records_where("actionId", "none")) == []
+
     def test_log_refuses_what_is_not_json(self) -> None:
         log = self.make_backend().agent("main", create=True).log("ledger")
         _raises(JournalWriteError, lambda: log.append({"x": object()}))

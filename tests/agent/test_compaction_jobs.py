@@ -78,10 +78,11 @@ def test_a_job_running_when_the_process_dies_is_interrupted_at_the_next_start(tm
         import asyncio, os, signal, sys
         from kurahi.agent.runtime import Runtime
         async def main():
-            rt = Runtime({str(home)!r}, "alice")
+            written = asyncio.Event()  # the job's message is in the transcript: its model call has begun
+            rt = Runtime({str(home)!r}, "alice", listener=lambda kind, payload: kind == "entry" and written.set())
             await rt.start()
-            rt.start_job({KEY!r}, "long one [[slow:5000]]")
-            await asyncio.sleep(0.5)
+            rt.start_job({KEY!r}, "long one [[slow:60000]]")
+            await written.wait()
             os.kill(os.getpid(), signal.SIGKILL)
         asyncio.run(main())
         """
@@ -105,11 +106,12 @@ def test_closing_the_runtime_interrupts_a_running_job_and_records_it(tmp_path: P
     home = make_home(tmp_path)
 
     async def go() -> str:
-        rt = Runtime(home, "alice", config=config())
+        written = asyncio.Event()
+        rt = Runtime(home, "alice", config=config(), listener=lambda kind, payload: kind == "entry" and written.set())
         await rt.start()
-        jid = rt.start_job(KEY, "long one [[slow:5000]]")
-        await asyncio.sleep(0.3)
-        await rt.close(grace=0.1)  # shorter than the job: it must be interrupted, not waited for
+        jid = rt.start_job(KEY, "long one [[slow:60000]]")
+        await written.wait()  # its message is written and its minute-long model call has begun
+        await rt.close(grace=0.1)  # far shorter than the job: it must be interrupted, not waited for
         return jid
 
     jid = run(go())

@@ -94,7 +94,10 @@ def test_http_errors_and_timeouts_become_provider_errors(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
-def test_a_full_turn_with_a_tool_call_through_a_real_provider(tmp_path: Path, kind: str) -> None:
+def test_a_full_turn_with_a_tool_call_through_a_real_provider(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KURAHI_TEST_KEY", "sk-test-provider-key")
     args = json.dumps({"path": "notes/todo.md", "content": "1. plan\n"})
     with serve() as (url, script):
         if kind == "openai":
@@ -120,6 +123,9 @@ def test_a_full_turn_with_a_tool_call_through_a_real_provider(tmp_path: Path, ki
     assert r.status == "ok" and r.reply == "Saved the checklist." and r.steps == 2
     assert (home / "agents/alice/workspace/notes/todo.md").read_text() == "1. plan\n"
     second = script.requests[1]["body"]["messages"]
+    headers = {k.lower(): v for k, v in script.requests[0]["headers"].items()}
+    sent_key = headers.get("x-api-key") or headers.get("authorization", "")
+    assert sent_key.endswith("sk-test-provider-key")  # the variable the profile names, never a placeholder
     if kind == "openai":
         assert second[-1]["role"] == "tool" and second[-1]["tool_call_id"] == "call_1"
         assert second[-2]["tool_calls"][0]["function"]["name"] == "write"

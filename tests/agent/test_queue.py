@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,19 +23,39 @@ KEY = "agent:alice:main"
 
 
 class SlowTool(Tool):
-    name = "slow"
-    description = "sleeps"
+    """A tool that runs until the test lets it finish: whatever the test does in between happens while it runs."""
 
-    def __init__(self, seconds: float = 0.4) -> None:
-        self.seconds = seconds
+    name = "slow"
+    description = "waits"
+
+    def __init__(self) -> None:
         self.started = threading.Event()
+        self.release = threading.Event()
         self.finished = 0
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         self.started.set()
-        time.sleep(self.seconds)
+        assert self.release.wait(60), "the test never let the tool finish"
         self.finished += 1
         return ToolOutput("slept")
+
+
+class Watched(DeterministicProvider):
+    """The deterministic model, telling when a call has begun and whether one was cancelled."""
+
+    def __init__(self) -> None:
+        super().__init__("alpha")
+        self.calling = asyncio.Event()
+        self.cancelled = 0
+
+    async def stream(self, request: ModelRequest) -> Any:
+        self.calling.set()
+        try:
+            async for event in super().stream(request):
+                yield event
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
 
 
 class Recording(DeterministicProvider):
@@ -54,8 +73,7 @@ def _tools(slow: SlowTool) -> list[Tool]:
 
 
 async def _when(event: threading.Event) -> None:
-    while not event.is_set():
-        await asyncio.sleep(0.005)
+    assert await asyncio.to_thread(event.wait, 60), "the tool never started"
 
 
 def test_steer_reaches_the_next_model_call_of_the_same_turn(tmp_path: Path) -> None:
@@ -66,6 +84,7 @@ def test_steer_reaches_the_next_model_call_of_the_same_turn(tmp_path: Path) -> N
         first = rt.submit(KEY, 'refine the list [[tool:slow {}]] [[tool:write {"path": "todo.md", "content": "v2"}]]')
         await _when(slow.started)
         steer = rt.submit(KEY, "don't change it yet", mode="steer")
+        slow.release.set()
         return await first, await steer
 
     a, b = run(with_runtime(home, go, tools=_tools(slow), providers={"alpha": rec}))
@@ -86,6 +105,7 @@ def test_followup_runs_after_as_its_own_turn(tmp_path: Path) -> None:
         a = rt.submit(KEY, "first [[tool:slow {}]]")
         await _when(slow.started)
         b = rt.submit(KEY, "second", mode="followup")
+        slow.release.set()
         return await a, await b, rt.conversation(KEY).file
 
     a, b, file = run(with_runtime(home, go, tools=_tools(slow)))
@@ -103,6 +123,7 @@ def test_collect_batches_waiting_messages_into_one_turn(tmp_path: Path) -> None:
         a = rt.submit(KEY, "busy [[tool:slow {}]]")
         await _when(slow.started)
         parts = [rt.submit(KEY, f"part {i}", mode="collect") for i in range(3)]
+        slow.release.set()
         return await a, [await p for p in parts]
 
     cfg = config(queue={"debounceMs": 100})
@@ -114,19 +135,17 @@ def test_collect_batches_waiting_messages_into_one_turn(tmp_path: Path) -> None:
 
 def test_interrupt_during_a_model_call_records_the_abort(tmp_path: Path, pi: PiPeer) -> None:
     home = make_home(tmp_path)
+    model = Watched()
 
     async def go(rt: Runtime) -> Any:
-        a = rt.submit(KEY, "think long [[slow:3000]]")
-        await asyncio.sleep(0.3)
-        t0 = time.monotonic()
+        a = rt.submit(KEY, "think long [[slow:60000]]")
+        await model.calling.wait()
         b = rt.submit(KEY, "stop, new plan", mode="interrupt")
-        ra = await a
-        waited = time.monotonic() - t0
-        return ra, await b, waited, rt.conversation(KEY).file
+        return await a, await b, rt.conversation(KEY).file
 
-    a, b, waited, file = run(with_runtime(home, go))
+    a, b, file = run(with_runtime(home, go, providers={"alpha": model}))
     assert a.status == "aborted" and b.status == "ok" and "stop, new plan" in b.reply
-    assert waited < 2.5  # the 3 s call was cut short, not waited out
+    assert model.cancelled == 1  # the minute-long call was cut short, not waited out
     msgs = [json.loads(x)["message"] for x in file.read_text().splitlines()[1:]]
     aborted = [m for m in msgs if m["role"] == "assistant" and m["stopReason"] == "aborted"]
     assert len(aborted) == 1 and aborted[0]["errorMessage"] == "interrupted by a newer message"
@@ -141,6 +160,7 @@ def test_interrupt_during_a_tool_lets_the_tool_finish_and_runs_no_more_calls(tmp
         a = rt.submit(KEY, '[[tool:slow {}]] [[tool:write {"path": "x.md", "content": "x"}]]')
         await _when(slow.started)
         b = rt.submit(KEY, "halt", mode="interrupt")
+        slow.release.set()  # the interrupt came while the tool ran
         return await a, await b
 
     a, b = run(with_runtime(home, go, tools=_tools(slow)))
@@ -162,8 +182,10 @@ def test_cap_and_drop_policy(tmp_path: Path, drop: str) -> None:
         if drop == "reject":
             with pytest.raises(QueueFullError, match="cap"):
                 rt.submit(KEY, "w3")
+            slow.release.set()
             return [await a, await w1, await w2]
         w3 = rt.submit(KEY, "w3")
+        slow.release.set()
         return [await a, await w1, await w2, await w3]
 
     results = run(with_runtime(home, go, tools=_tools(slow), config=config(queue={"cap": 2, "drop": drop})))

@@ -359,6 +359,7 @@ def test_concurrent_first_use_yields_one_key(tmp_path: Path) -> None:
     code = (
         "import os, sys, time\n"
         "from kurahi.continuity import load_signing_key\n"
+        "print('ready', flush=True)\n"
         f"while not os.path.exists({str(go)!r}): time.sleep(0.001)\n"
         f"print(load_signing_key({str(root)!r}).fingerprint)\n"
     )
@@ -366,7 +367,8 @@ def test_concurrent_first_use_yields_one_key(tmp_path: Path) -> None:
         subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(6)
     ]
-    time.sleep(0.5)  # let them all import and wait
+    for p in procs:  # every one has imported and waits at the line: then all go at once
+        assert p.stdout is not None and p.stdout.readline() == "ready\n", p.communicate()
     go.write_text("")
     outs = [p.communicate(timeout=60) for p in procs]
     assert all(p.returncode == 0 for p in procs), [err for _, err in outs]

@@ -14,8 +14,9 @@ marker), and drives them over HTTP from ``workers`` client threads:
 
 Every ``kill_every`` seconds (uniform in the range) one live gateway is SIGKILLed, its
 whole process group, as a power cut would, and started again ``down`` seconds later (with
-the same ``--gateway-id``; while the dead instance's claim on it has not expired the start is
-refused, and it is started again half a second later, as a supervisor would). With
+the same ``--gateway-id``; should the database not have seen the dead instance's connection
+close yet, the start is refused, and it is started again half a second later, as a
+supervisor would). With
 ``stall_share`` some disruptions instead SIGSTOP a gateway for ``stall_seconds`` (longer than
 a lease) and SIGCONT it: it wakes up holding stale leases, with turns in flight, and fencing
 must refuse whatever it then tries to write.
@@ -54,6 +55,14 @@ the backend (``PostgresBackend(...).agent(id)``) and the shared workspace:
   kill to the first acknowledged write on each of them (by any gateway) must be at most
   ``serve_bar`` seconds (max and p99 are reported);
 * no job is left ``queued`` or ``running`` in the jobs log.
+
+**Where the served-again time goes** (diagnostics in the report, not checked): how much
+lease each session a killed gateway held had left when it was killed (``leaseLeftAtKill``:
+the wait if only expiry freed it), how long the killed gateway took to listen again
+(``restartReady``), who served each session first (``servedByRestarted`` /
+``servedBySurvivor``), the first line another gateway committed (``firstLineAgain*``), and,
+sampled every 0.1 s, how long ago each live gateway last renewed its owner claim
+(``ownerRenewalAge``: how close the load brought a healthy gateway to losing its leases).
 """
 
 from __future__ import annotations
@@ -83,6 +92,7 @@ from kurahi.gateway.lock import gateway_info
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
 from kurahi.store.postgres import PostgresBackend
+from kurahi.store.postgres.backend import DEFAULT_LEASE_SECONDS
 from kurahi.store.transcript import Transcript
 
 AGENT = "alice"
@@ -119,7 +129,8 @@ commit, so what the trigger sees then is what the write was accepted under. (The
 instrument, not Kurahi's.)"""
 
 SQL_HELD_KEYS = """
-SELECT c.key, t.id, clock_timestamp() FROM kurahi.leases l
+SELECT c.key, t.id, clock_timestamp(), extract(epoch FROM l.expires_at - clock_timestamp())::float8
+FROM kurahi.leases l
 JOIN kurahi.transcripts t ON t.id = l.transcript_id
 JOIN kurahi.catalog_entries c ON c.agent_id = t.agent_id AND (c.value ->> 'sessionFile') = t.name
 WHERE l.owner_id = %s AND l.expires_at > now()
@@ -155,6 +166,15 @@ def _percentile(values: list[float], q: float) -> float | None:
         return None
     s = sorted(values)
     return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
+
+
+def _summary(values: list[float]) -> dict[str, float] | None:
+    """p50, p99 and max of ``values`` (seconds, rounded), or None when there are none."""
+    if not values:
+        return None
+    p50, p99 = _percentile(values, 0.5), _percentile(values, 0.99)
+    assert p50 is not None and p99 is not None
+    return {"p50": round(p50, 3), "p99": round(p99, 3), "max": round(max(values), 3), "n": len(values)}
 
 
 @dataclass
@@ -206,6 +226,14 @@ class MultiGatewayReport:
     first_line_again: list[float] = field(default_factory=list)
     """Seconds from a disruption to the first line another gateway committed to the session (diagnostic)."""
     never_served_again: int = 0
+    lease_left_at_kill: list[float] = field(default_factory=list)
+    """Seconds each lease a killed gateway held still had to run when it was killed (diagnostic)."""
+    restart_ready: list[float] = field(default_factory=list)
+    """Seconds from each kill to its gateway listening again, refused starts included (diagnostic)."""
+    served_by_restarted: int = 0
+    served_by_survivor: int = 0
+    renewal_age: list[float] = field(default_factory=list)
+    """Samples (every 0.1 s) of how long ago each live gateway last renewed its owner claim (diagnostic)."""
     jobs_unfinished: int = 0
     failures: list[str] = field(default_factory=list)
 
@@ -248,6 +276,11 @@ class MultiGatewayReport:
             "firstLineAgainP99Seconds": round(p, 3)
             if (p := _percentile(self.first_line_again, 0.99)) is not None
             else None,
+            "servedByRestarted": self.served_by_restarted,
+            "servedBySurvivor": self.served_by_survivor,
+            "leaseLeftAtKill": _summary(self.lease_left_at_kill),
+            "restartReady": _summary(self.restart_ready),
+            "ownerRenewalAge": _summary(self.renewal_age),
             "jobsUnfinished": self.jobs_unfinished,
             "failures": self.failures,
         }
@@ -311,6 +344,8 @@ class MultiGatewayCampaign:
         self.last_owner: dict[str, int] = {}
         self.pending: dict[str, float] = {}
         """Key -> when the gateway holding it was killed (until it is served again)."""
+        self.pending_from: dict[str, int] = {}
+        """Key -> the gateway that held it when it was killed."""
         self.counter = 0
         self.probing: set[str] = set()
         self.disruptions: list[tuple[int, str, Any]] = []
@@ -392,11 +427,12 @@ class MultiGatewayCampaign:
         """The session keys whose lease ``inc`` holds now; notes each one's transcript and the database's clock."""
         with psycopg.connect(with_app_name(self.url, "mg-harness"), autocommit=True) as conn:
             rows = conn.execute(SQL_HELD_KEYS, (inc.owner_id,)).fetchall()
-        for _, tid, at in rows:
+        for _, tid, at, left in rows:
             self.disruptions.append((int(tid), inc.name, at))
+            self.report.lease_left_at_kill.append(max(0.0, float(left)))
         return [str(r[0]) for r in rows]
 
-    def _kill(self, i: int) -> None:
+    def _kill(self, i: int) -> float:
         with self.mutex:
             inc = self.live.pop(i)
         held = self._held(inc)
@@ -407,8 +443,10 @@ class MultiGatewayCampaign:
         with self.mutex:
             for k in held:
                 self.pending.setdefault(k, t)
+                self.pending_from.setdefault(k, i)
         self.report.kills += 1
         self.log(f"killed {inc.name}: it held {len(held)} sessions")
+        return t
 
     def _stall(self, i: int) -> None:
         """SIGSTOP gateway ``i`` for longer than a lease, then SIGCONT: it wakes up with stale leases.
@@ -464,6 +502,10 @@ class MultiGatewayCampaign:
             if since is not None and at > since:
                 del self.pending[key]
                 self.report.served_again.append(at - since)
+                if self.pending_from.pop(key, None) == inc.gateway:
+                    self.report.served_by_restarted += 1
+                else:
+                    self.report.served_by_survivor += 1
 
     def _refused(self, r: httpx.Response) -> None:
         with self.mutex:
@@ -593,6 +635,25 @@ class MultiGatewayCampaign:
             for c in clients.values():
                 c.close()
 
+    def _watch_renewals(self) -> None:
+        """Sample, every 0.1 s, how long ago each live gateway renewed its owner claim (on the database's clock).
+
+        A healthy gateway under load must renew well within its lease; the largest age seen
+        is how close the load brought it to losing its sessions.
+        """
+        with psycopg.connect(with_app_name(self.url, "mg-harness"), autocommit=True) as conn:
+            while not self.stop.wait(0.1):
+                with self.mutex:
+                    live = {inc.owner_id for inc in self.live.values()}
+                rows = conn.execute(
+                    "SELECT owner_id, extract(epoch FROM clock_timestamp() - expires_at)::float8 FROM kurahi.owners"
+                ).fetchall()
+                with self.mutex:
+                    still = {inc.owner_id for inc in self.live.values()}
+                for owner, past in rows:
+                    if owner in live and owner in still:  # not killed or restarted while we asked
+                        self.report.renewal_age.append(max(0.0, float(past) + DEFAULT_LEASE_SECONDS))
+
     # -- the run -----------------------------------------------------------------------------
 
     def run(self) -> MultiGatewayReport:
@@ -602,6 +663,7 @@ class MultiGatewayCampaign:
             self._start(i)
         workers = [threading.Thread(target=self._worker, args=(w,), daemon=True) for w in range(self.n_workers)]
         workers += [threading.Thread(target=self._prober, args=(p,), daemon=True) for p in range(self.n_workers)]
+        workers.append(threading.Thread(target=self._watch_renewals, daemon=True))
         for w in workers:
             w.start()
         end = time.monotonic() + self.seconds
@@ -616,9 +678,10 @@ class MultiGatewayCampaign:
                 if self.rng.random() < self.stall_share:
                     self._stall(victim)
                     continue
-                self._kill(victim)
+                killed_at = self._kill(victim)
                 time.sleep(self.rng.uniform(*self.down))
                 self._start(victim)
+                self.report.restart_ready.append(time.monotonic() - killed_at)
                 self.report.restarts += 1
             # Give the sessions of the last kill their chance to be served before the load stops.
             deadline = time.monotonic() + self.serve_bar * 3

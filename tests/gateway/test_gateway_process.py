@@ -75,7 +75,11 @@ def test_sigterm_interrupts_a_long_turn_and_records_it(home: Home) -> None:
     try:
         with GatewayClient.for_home(home, timeout=30) as c:
             job = c.start_job("alice", "long [[slow:20000]]")
-            time.sleep(0.5)
+            # Stopped once its message is in the transcript: its 20 s model call has begun.
+            sessions, deadline = home.agent("alice").sessions, time.monotonic() + 30
+            while not any("long [[slow:20000]]" in f.read_text() for f in sessions.glob("*.jsonl")):
+                assert time.monotonic() < deadline, "the job's turn never began"
+                time.sleep(0.02)
             proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
     finally:

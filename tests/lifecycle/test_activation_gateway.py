@@ -9,6 +9,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from activations import snapshot
@@ -56,16 +57,30 @@ def running(tmp_path: Path) -> Iterator[tuple[Home, subprocess.Popen[bytes]]]:
         _stop_any(home)
 
 
+def _settled_entry(sessions: Path, key: str) -> dict[str, Any]:
+    entry = Catalog(sessions / "sessions.json").get(key)
+    assert entry is not None
+    lines = [json.loads(x) for x in (sessions / entry["sessionFile"]).read_text().splitlines()]
+    replied = max(e["message"]["timestamp"] for e in lines if e.get("type") == "message")
+    deadline = time.monotonic() + 30
+    while (entry := Catalog(sessions / "sessions.json").get(key)) is None or entry["lastInteractionAt"] < replied:
+        assert time.monotonic() < deadline, f"the turn's clock never reached the catalog: {entry}"
+        time.sleep(0.02)
+    return dict(entry)
+
+
 def _candidate(home: Home, tmp_path: Path) -> Path:
     """C = an older history A (with a phrase said only there) stitched onto the live session B."""
+    first = run_kurahi("chat", "--agent", "alice", "good morning", home=home)  # the session's first turn creates it
+    assert first.returncode == 0, first.stderr
     chat = run_kurahi("chat", "--agent", "alice", "the tide tables say ORANGE-WALRUS-OMEGA", home=home)
     assert chat.returncode == 0, chat.stderr
     # The runtime writes a turn's activity clocks to the catalog up to a second later; a plan made
-    # before that would (rightly) be refused by apply, since the catalog entry changed.
-    time.sleep(2.0)
+    # before that would (rightly) be refused by apply, since the catalog entry changed. So wait
+    # until the catalog holds this turn's clock: no earlier than its reply's timestamp (the
+    # session was created a whole command earlier, so its own clock is older than that).
     sessions = home.agent("alice").sessions
-    entry = Catalog(sessions / "sessions.json").get(KEY)
-    assert entry is not None
+    entry = _settled_entry(sessions, KEY)
     a = tmp_path / "A.jsonl"
     build_session(
         a, entries=200, seed=3, compact_every=50, markers=[*(f"x{i}" for i in range(7)), "PURPLE-GIRAFFE-ALPHA"]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -282,6 +286,153 @@ def test_a_dead_owners_leases_are_freed_by_its_successor(open_pg: Callable[..., 
     h2.append(line(2), durable=True)
     h2.close()
     assert successor.agent("main").transcripts.export("s.jsonl") == HEADER + line(2)
+
+
+# A writer in a process of its own, as a gateway is: it claims ``owner``, creates ``s.jsonl``
+# with one line under a lease of an hour (so nothing but a proof of death frees it before the
+# test's limit), says "ready", and waits to be killed. The URL comes in the environment.
+_HOLDER = """
+import os, sys
+from kurahi.store.postgres import PostgresBackend
+b = PostgresBackend(os.environ["HOLDER_URL"], home=sys.argv[1], owner_id=sys.argv[2], lease_seconds=3600)
+h = b.agent("main", create=True).transcripts.create("s.jsonl", bytes.fromhex(sys.argv[3]), durable=True)
+h.append(bytes.fromhex(sys.argv[4]), durable=True)
+print("ready", h.token, flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.fixture
+def holder(pg_url: str, tmp_path: Path) -> Iterator[Callable[[str], tuple[subprocess.Popen[str], int]]]:
+    """Start a writer process holding ``s.jsonl`` under an owner id; its process and its lease's token."""
+    procs: list[subprocess.Popen[str]] = []
+
+    def start(owner: str) -> tuple[subprocess.Popen[str], int]:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _HOLDER, str(tmp_path / "home"), owner, HEADER.hex(), line(1).hex()],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "HOLDER_URL": pg_url},
+        )
+        procs.append(proc)
+        assert proc.stdout is not None
+        said = proc.stdout.readline().split()
+        assert said[:1] == ["ready"], f"the holder did not start (exit {proc.wait()})"
+        return proc, int(said[1])
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
+
+
+def _open_when_free(backend: PostgresBackend) -> Any:
+    got: list[Any] = []
+
+    def try_open() -> bool:
+        try:
+            got.append(backend.agent("main").transcripts.open("s.jsonl"))
+        except LockHeldError:
+            return False
+        return True
+
+    wait_for(try_open, "the lease to be free")
+    return got[0]
+
+
+def test_a_killed_writers_lease_is_taken_over_without_waiting_for_it_to_expire(
+    open_pg: Callable[..., PostgresBackend], holder: Callable[[str], tuple[subprocess.Popen[str], int]]
+) -> None:
+    proc, token = holder("gw-dead")
+    other = open_pg(owner_id="gw-2")
+    with pytest.raises(LockHeldError, match="gw-dead"):
+        other.agent("main").transcripts.open("s.jsonl")  # alive: its lease holds
+    live = other.live_instances()
+    assert live is not None and len(live) == 2
+    proc.kill()  # SIGKILL: no chance to release anything
+    proc.wait()
+    # Its lease has an hour to run; what frees it is the proof that its process is gone (the
+    # server closed its liveness connection). The wait is for the server to notice, not a lease.
+    h = _open_when_free(other)
+    assert h.token == token + 1  # a new tenure: fencing still tells the two apart
+    assert other.live_instances() == {other.instance}
+    h.append(line(2), durable=True)
+    h.close()
+    assert other.agent("main").transcripts.export("s.jsonl") == HEADER + line(1) + line(2)
+
+
+def test_a_stopped_writer_is_alive_and_keeps_its_lease(
+    open_pg: Callable[..., PostgresBackend], holder: Callable[[str], tuple[subprocess.Popen[str], int]], pg_url: str
+) -> None:
+    """Silence is not death: a stalled process keeps its connection, and only its lease's expiry frees it."""
+    proc, token = holder("gw-stalled")
+    other = open_pg(owner_id="gw-2")
+    proc.send_signal(signal.SIGSTOP)
+    try:
+        with pytest.raises(LockHeldError, match="gw-stalled"):
+            other.agent("main").transcripts.open("s.jsonl")
+        with pytest.raises(OwnerInUseError, match="gw-stalled"):
+            open_pg(owner_id="gw-stalled")
+        # Its lease runs out (moved into the past on the database's clock): now it is free.
+        sql(pg_url, "UPDATE kurahi.leases SET expires_at = now() - interval '1 second'")
+        h = other.agent("main").transcripts.open("s.jsonl")
+        assert h.token == token + 1
+        h.close()
+    finally:
+        proc.send_signal(signal.SIGCONT)
+
+
+def test_a_restarted_owner_id_is_claimed_as_soon_as_its_process_is_dead(
+    open_pg: Callable[..., PostgresBackend], holder: Callable[[str], tuple[subprocess.Popen[str], int]], pg_url: str
+) -> None:
+    proc, token = holder("gw-1")
+    with pytest.raises(OwnerInUseError, match=r"gw-1.*in use by another live process"):
+        open_pg(owner_id="gw-1")  # the first is alive: refused, whatever its claim's expiry
+    sql(pg_url, "UPDATE kurahi.owners SET expires_at = now() + interval '1 hour'")
+    proc.kill()
+    proc.wait()
+    restarted: list[PostgresBackend] = []
+
+    def claim() -> bool:
+        try:
+            restarted.append(open_pg(owner_id="gw-1"))
+        except OwnerInUseError:
+            return False
+        return True
+
+    wait_for(claim, "the dead process's connection to close")  # not its claim's hour
+    # The restart freed what the dead instance held: any gateway opens it at once.
+    third = open_pg(owner_id="gw-3")
+    h = third.agent("main").transcripts.open("s.jsonl")
+    assert h.token == token + 1
+    h.close()
+    assert restarted[0].live_instances() == {restarted[0].instance, third.instance}
+
+
+def test_a_broken_liveness_connection_is_made_again_and_named(
+    open_pg: Callable[..., PostgresBackend], pg_url: str
+) -> None:
+    a = open_pg(owner_id="gw-a", renew_in_background=False)
+    h = a.agent("main", create=True).transcripts.create("s.jsonl", HEADER, durable=True)
+    before = sql(pg_url, "SELECT conn_pid FROM kurahi.owners WHERE owner_id = 'gw-a'")[0][0]
+    sql(pg_url, "SELECT pg_terminate_backend(%s)", [before])
+    wait_for(  # the signal is sent at once; the backend is gone a moment later
+        lambda: not sql(pg_url, "SELECT 1 FROM pg_stat_activity WHERE pid = %s", [before]), "the backend to end"
+    )
+    # Until it renews, gw-a looks dead: its lease may be taken (fencing keeps that safe).
+    assert a.live_instances() == frozenset()
+    a.renew()  # what the heartbeat does: a new connection, named in the owner row
+    after = sql(pg_url, "SELECT conn_pid FROM kurahi.owners WHERE owner_id = 'gw-a'")[0][0]
+    assert after != before and a.live_instances() == {a.instance}
+    with pytest.raises(LockHeldError):
+        open_pg(owner_id="gw-b").agent("main").transcripts.open("s.jsonl")
+    h.append(line(1), durable=True)
+    h.close()
 
 
 def test_a_dropped_connection_is_replaced(open_pg: Callable[..., PostgresBackend], pg_url: str) -> None:

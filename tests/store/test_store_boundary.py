@@ -20,12 +20,14 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("agent/tools.py", "lookup"): "a workspace file the write/append tools check after a restart",
     ("agent/tools.py", "run"): "workspace files the read/write/append tools touch",
     ("cli/__init__.py", "main"): "/dev/null for a closed stdout",
+    ("cli/common.py", "readable"): "stdin copied to a temp file for a command given -",
     ("cli/continuity.py", "run_command"): "the user's --facts JSON file",
     ("cli/demo.py", "demo"): "the demo's own scratch transcript, torn on purpose to show the repair",
     ("cli/store.py", "_password"): "a --password-file: the database password for store migrate/copy",
     ("continuity/hashcache.py", "_load"): "run/hash-cache.json",
     ("continuity/hashcache.py", "hash_file"): "any file named in a manifest, hashed without following links",
     ("continuity/report.py", "read_report"): "a continuity report",
+    ("continuity/rounds.py", "_context"): "a temp copy of a transcript fetched over HTTP, to project it",
     ("continuity/report.py", "write_report"): "a continuity report and its badge",
     ("continuity/signing.py", "_create"): "a new signing key (0600)",
     ("continuity/signing.py", "_read"): "the signing key",
@@ -33,6 +35,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("continuity/suite.py", "run_suite"): "the owner token of a throwaway home",
     ("gateway/activation_host.py", "start_gateway"): "the log of a gateway the activation started",
     ("gateway/lock.py", "gateway_info"): "run/gateway.lock",
+    ("gateway/static_files.py", "_add"): "the package's own static files (the viewer, /docs)",
     ("lifecycle/activation_package.py", "_read_manifest"): "a package's checksum list",
     ("lifecycle/activation_package.py", "_write_file"): "a new package file",
     ("lifecycle/activation_package.py", "add"): "the package's own activation journal",
@@ -51,6 +54,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("lineage/stitch.py", "_write"): "the stitched candidate C (a new file the user named with --out)",
     ("resident/home.py", "read_private_file"): "secrets/ and other private files of the home",
     ("resident/init.py", "init_home"): "the seeded IDENTITY.md",
+    ("ui/homefiles.py", "list_folders"): "the home's reports/ and repairs/ folders (never through a link)",
+    ("ui/homefiles.py", "read_file"): "a report or repair file under them (never through a link)",
 }
 
 # Store files still read by path above store: lineage tools that read transcript files a

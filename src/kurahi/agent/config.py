@@ -11,7 +11,7 @@ variables (``KOLO_GATEWAY_TOKEN`` would send the owner token to whatever ``baseU
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -25,11 +25,13 @@ from kurahi.store.safefile import read_regular
 __all__ = [
     "MAX_CONFIG_BYTES",
     "AgentSettings",
+    "Backoff",
     "CompactionSettings",
     "Config",
     "ModelProfile",
     "QueueSettings",
     "ToolPolicy",
+    "check_api_keys",
     "load_config",
 ]
 
@@ -39,6 +41,31 @@ MAX_CONFIG_BYTES = 1024 * 1024
 QueueMode = Literal["steer", "followup", "collect", "interrupt"]
 DropPolicy = Literal["reject", "drop-oldest"]
 PairingPolicy = Literal["synthesize", "refuse"]
+
+
+class Backoff(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    """How long to wait before retrying a failed model call: exponential, with full jitter.
+
+    Attempt ``n`` (from 1) waits a random time up to ``min(maxMs, initialMs * multiplier**(n-1))``,
+    and never less than a ``Retry-After`` the provider sent.
+    """
+
+    initial_ms: Annotated[int, msgspec.Meta(ge=0)] = 500
+    """Ceiling of the first wait."""
+    max_ms: Annotated[int, msgspec.Meta(ge=0)] = 20_000
+    """Ceiling of any computed wait (a longer ``Retry-After`` fails the call instead, see ``maxRetryAfterMs``)."""
+    multiplier: Annotated[float, msgspec.Meta(ge=1)] = 2.0
+    """Growth of the ceiling from one attempt to the next."""
+    max_retry_after_ms: Annotated[int, msgspec.Meta(ge=0)] = 60_000
+    """Longest ``Retry-After`` honoured; a provider asking for more fails the turn at once, saying so."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.initial_ms <= 600_000 or not 0 <= self.max_ms <= 600_000:
+            raise ValueError("backoff initialMs and maxMs must be between 0 and 600000")
+        if not 1.0 <= self.multiplier <= 10.0:
+            raise ValueError("backoff multiplier must be between 1 and 10")
+        if not 0 <= self.max_retry_after_ms <= 3_600_000:
+            raise ValueError("backoff maxRetryAfterMs must be between 0 and 3600000")
 
 
 class ModelProfile(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
@@ -60,10 +87,17 @@ class ModelProfile(msgspec.Struct, rename="camel", forbid_unknown_fields=True, f
     """The model's context window, in tokens."""
     max_tokens: Annotated[int, msgspec.Meta(ge=1)] = 4096
     """Upper bound on a reply."""
+    max_retries: Annotated[int, msgspec.Meta(ge=0)] = 2
+    """Retries of a model call that failed with 429, a 5xx or a connection error before any of
+    its reply arrived (0: none). A call that fails after them fails the turn, recorded."""
+    backoff: Backoff = msgspec.field(default_factory=Backoff)
+    """Waits between those retries."""
 
     def __post_init__(self) -> None:
         if self.api_key_env is not None and self.api_key_env.upper().startswith("KOLO_"):
             raise ValueError(f"apiKeyEnv {self.api_key_env!r} names one of Kurahi's own variables, never an API key")
+        if not 0 <= self.max_retries <= 20:
+            raise ValueError(f"maxRetries must be between 0 and 20; got {self.max_retries}")
 
 
 class ToolPolicy(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -169,6 +203,27 @@ class Config(msgspec.Struct, forbid_unknown_fields=True):
             return self.models[name]
         except KeyError:
             raise ConfigError(f"unknown model profile {name!r}; known: {', '.join(sorted(self.models))}") from None
+
+
+def check_api_keys(config: Config, environ: Mapping[str, str] | None = None) -> None:
+    """Refuse a profile whose ``apiKeyEnv`` names a variable that is not set (or is empty).
+
+    Checked when a gateway starts and when a config is applied, so that the mistake is named
+    there, once, instead of every turn going out as an unauthenticated request. Profiles that
+    name no variable are left alone (local servers that want no key).
+
+    Raises:
+        ConfigError: the first such profile, naming the variable (never a value).
+    """
+    env = os.environ if environ is None else environ
+    for name in sorted(config.models):
+        var = config.models[name].api_key_env
+        if var is not None and not env.get(var):
+            raise ConfigError(
+                f"the API key variable {var} is not set in the gateway's environment "
+                f"(set it before starting the gateway, or change the profile)",
+                field=f"models.{name}.apiKeyEnv",
+            )
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -111,8 +111,11 @@ class Ledger:
         """
         action = self.actions().get(action_id_)
         if fresh and (action is None or action.status in ("pending", "unknown")):
-            self._actions = None
-            action = self.actions().get(action_id_)
+            # Only this action's records, not the whole log again: a takeover asks this for
+            # each call left dangling, and the log holds everything the agent ever did.
+            found = _fold(self._journal.records_where("actionId", action_id_)).get(action_id_)
+            if found is not None:
+                self.actions()[action_id_] = action = found
         return action
 
     # -- writing --------------------------------------------------------------------

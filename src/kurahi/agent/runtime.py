@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -32,7 +33,7 @@ from kurahi.agent.pairing import Settlement, settle
 from kurahi.agent.providers.base import Provider
 from kurahi.agent.queue import Lane, pending_from_journal
 from kurahi.agent.tools import BUILTIN_TOOLS, Tool
-from kurahi.agent.turn import Listener, TurnControl, TurnResult, run_turn, user_message
+from kurahi.agent.turn import Listener, RetryHook, TurnControl, TurnResult, run_turn, user_message
 from kurahi.errors import ConfigError, KurahiError, LockHeldError, PairingRefusedError
 from kurahi.lifecycle.carry import Carry
 from kurahi.lifecycle.policy import Decision
@@ -45,7 +46,11 @@ __all__ = ["Runtime", "make_provider"]
 
 
 def make_provider(name: str, profile: ModelProfile) -> Provider:
-    """The provider for a model profile."""
+    """The provider for a model profile.
+
+    Raises:
+        ConfigError: the profile names an API key variable that is not set.
+    """
     if profile.provider == "deterministic":
         from kurahi.agent.providers.deterministic import DeterministicProvider
 
@@ -58,6 +63,7 @@ def make_provider(name: str, profile: ModelProfile) -> Provider:
             base_url=profile.base_url,
             api_key_env=profile.api_key_env or "OPENAI_API_KEY",
             timeout=profile.timeout_s,
+            require_key=profile.api_key_env is not None,
         )
     if profile.provider == "anthropic":
         from kurahi.agent.providers.anthropic_messages import AnthropicProvider
@@ -67,6 +73,7 @@ def make_provider(name: str, profile: ModelProfile) -> Provider:
             base_url=profile.base_url,
             api_key_env=profile.api_key_env or "ANTHROPIC_API_KEY",
             timeout=profile.timeout_s,
+            require_key=profile.api_key_env is not None,
         )
     raise ConfigError(f"unknown provider {profile.provider!r}")  # pragma: no cover - the struct forbids it
 
@@ -122,6 +129,9 @@ class Runtime:
         self._job_tasks: dict[str, asyncio.Task[None]] = {}
         self._dirty: dict[str, int] = {}
         self._flusher: asyncio.Task[None] | None = None
+        self._opening: dict[str, asyncio.Future[None]] = {}
+        self._open_locks: dict[str, threading.Lock] = {}
+        """Keys whose session is being opened off the event loop (see :meth:`send`)."""
         self.decisions: dict[str, Decision] = {}
         """The last freshness decision per session key."""
         self.open_errors: dict[str, str] = {}
@@ -130,6 +140,10 @@ class Runtime:
         """What :meth:`start` found and did (``None`` before it ran)."""
         self.settlements: list[Settlement] = []
         """Every repair the pairing guard made when sessions were opened."""
+        self.on_turn: Callable[[TurnResult, float], None] | None = None
+        """Told of every turn that ran, with its duration in seconds (metrics)."""
+        self.on_retry: RetryHook | None = None
+        """Told of every retried model call (metrics)."""
 
     # -- start and stop ----------------------------------------------------------------------
 
@@ -243,14 +257,31 @@ class Runtime:
         if conv is not None:
             return conv
         check_session_key(key)
+        # A key's session may be opened off the event loop (:meth:`send`) while the loop asks
+        # for it too (a job, a reset): the second waits for the first and gets its session.
+        with self._open_locks.setdefault(key, threading.Lock()):
+            conv = self._convs.get(key)
+            if conv is not None:
+                return conv
+            return self._open_and_settle(key)
+
+    def _open_and_settle(self, key: str) -> Conversation:
         conv = self._open_or_create(key)
+        # Handed out only once settled: a turn must never run on a session whose pairing
+        # guard is still at work (in another thread), and one that failed is closed, so the
+        # next message opens and settles it again instead of being served unsettled.
+        try:
+            # Policy "refuse" leaves the calls as they are; every turn on the session then says why it will not run.
+            with contextlib.suppress(PairingRefusedError):
+                self.settlements.extend(
+                    settle(conv, self.ledger, self.tools, self.paths.workspace, policy=self.settings.pairing)
+                )
+            conv.sync()
+        except BaseException:
+            with contextlib.suppress(KurahiError):
+                conv.close()
+            raise
         self._convs[key] = conv
-        # Policy "refuse" leaves the calls as they are; every turn on the session then says why it will not run.
-        with contextlib.suppress(PairingRefusedError):
-            self.settlements.extend(
-                settle(conv, self.ledger, self.tools, self.paths.workspace, policy=self.settings.pairing)
-            )
-        conv.sync()
         return conv
 
     def _open_or_create(self, key: str) -> Conversation:
@@ -319,6 +350,14 @@ class Runtime:
         if lane is None:
             lane = self._lanes[key] = Lane(self, check_session_key(key), self.queue_journal)
         return lane
+
+    def queue_load(self) -> tuple[int, int]:
+        """``(messages waiting in the lanes, sessions busy)`` right now (read by metrics at scrape time)."""
+        waiting = busy = 0
+        for lane in list(self._lanes.values()):
+            waiting += len(lane.waiting)
+            busy += lane.busy
+        return waiting, busy
 
     def provider(self) -> tuple[Provider, ModelProfile]:
         """The current model's provider and profile."""
@@ -407,7 +446,40 @@ class Runtime:
         self, key: str, text: str, *, mode: QueueMode | None = None, listener: Listener | None = None
     ) -> TurnResult:
         """Queue a message and wait for the turn that answers it."""
+        await self._open_off_the_loop(key)
         return await self.submit(key, text, mode=mode, listener=listener)
+
+    async def _open_off_the_loop(self, key: str) -> None:
+        """Open ``key``'s session in a worker thread if it is not open yet (errors are left to the turn).
+
+        Opening a session is reading it and running the pairing guard: store round trips that
+        would otherwise hold the event loop, and every other session this gateway serves,
+        while a gateway takes over the sessions of one that died. Done here, the opens of
+        several sessions overlap and the loop goes on serving; whatever fails is left for
+        :meth:`submit`, which opens it again on the loop and answers as it always has.
+        """
+        lane = self._lanes.get(key)
+        if key in self._convs or (lane is not None and lane.busy):
+            return
+        running = self._opening.get(key)
+        if running is not None:
+            await asyncio.shield(running)
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._opening[key] = done
+        try:
+            with contextlib.suppress(KurahiError):
+                await asyncio.to_thread(self._open_existing, key)
+        finally:
+            del self._opening[key]
+            done.set_result(None)
+
+    def _open_existing(self, key: str) -> None:
+        # Only a session the catalog names and that exists: what routing would open anyway.
+        # A key without one is left to routing, which decides how its first session starts.
+        name = transcript_name(self.catalog.get(key))
+        if name is not None and self.store.transcripts.exists(name):
+            self.conversation(key)
 
     async def run_turn(
         self, key: str, inputs: list[dict[str, Any]], control: TurnControl, *, listener: Listener | None = None
@@ -426,6 +498,7 @@ class Runtime:
             if listener is not None:
                 listener(kind, payload)
 
+        started = time.perf_counter()
         try:
             result = await run_turn(
                 conv,
@@ -439,6 +512,7 @@ class Runtime:
                 listener=listen if self.listener is not None or listener is not None else None,
                 control=control,
                 offload_sync=self._others_busy,
+                on_retry=self.on_retry,
             )
         except LockHeldError:
             # This writer lost the session to another gateway (its lease expired and was taken
@@ -447,6 +521,8 @@ class Runtime:
             self.drop_conversation(key)
             raise
         self._touch(key)
+        if self.on_turn is not None:
+            self.on_turn(result, time.perf_counter() - started)
         return result
 
     def _others_busy(self) -> bool:
@@ -466,11 +542,26 @@ class Runtime:
             self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
 
     async def _flush_later(self) -> None:
-        await asyncio.sleep(1.0)
-        await asyncio.to_thread(self._flush)
+        # A key touched while the flush ran in its thread found this task not yet done and
+        # started no other: go round again for it, or its clock would wait for the next turn.
+        while True:
+            await asyncio.sleep(1.0)
+            dirty, self._dirty = self._dirty, {}
+            try:
+                await asyncio.to_thread(self._write_activity, dirty)
+            except KurahiError:
+                # The store is away (a database that dropped): nobody waits for these clocks,
+                # so they are kept for the next round (newer ones win) instead of failing a
+                # task nobody awaits.
+                self._dirty = {**dirty, **self._dirty}
+            if not self._dirty:
+                return
 
     def _flush(self) -> None:
         dirty, self._dirty = self._dirty, {}
+        self._write_activity(dirty)
+
+    def _write_activity(self, dirty: dict[str, int]) -> None:
         if dirty:
             self.catalog.upsert_many({k: {"lastInteractionAt": ms, "updatedAt": ms} for k, ms in dirty.items()})
 

@@ -20,6 +20,11 @@ when the model stops start another step of the same turn. Interrupting: a turn t
 stop during a model call records the partial reply with ``stopReason: "aborted"``; told to
 stop while a tool runs, it lets the tool finish (a half-run side effect is worse than a
 late stop), records its result, records the calls it will not run, and stops.
+
+Retries: a model call that failed with 429, a 5xx or a connection error before any of its
+reply arrived is tried again, up to the profile's ``maxRetries``, after a backoff
+(:mod:`kurahi.agent.retry`). Nothing is written for a failed attempt; a call that fails
+after its retries is recorded as an error entry like any failed call, and the turn reports it.
 """
 
 from __future__ import annotations
@@ -38,16 +43,20 @@ from kurahi.agent.conversation import Conversation
 from kurahi.agent.ledger import Ledger, action_id, intent_record, outcome_record
 from kurahi.agent.pairing import settle, tool_result_message
 from kurahi.agent.providers.base import Provider
+from kurahi.agent.retry import RetryReason, backoff_delay, retry_reason
 from kurahi.agent.tools import Tool, ToolContext
 from kurahi.agent.types import Finished, ModelRequest, TextDelta, ToolCallReady, ToolOutput, Usage
 from kurahi.agent.workspace import system_prompt
 from kurahi.context.budget import should_compact
 from kurahi.errors import KurahiError, ProviderError, ToolError, UsageError
 
-__all__ = ["Listener", "TurnControl", "TurnResult", "run_turn", "user_message"]
+__all__ = ["Listener", "RetryHook", "TurnControl", "TurnResult", "run_turn", "user_message"]
 
 Listener = Callable[[str, dict[str, Any]], None]
 """Called with ``("entry", {...})`` once an entry is written, ``("delta", {...})`` for streamed text."""
+
+RetryHook = Callable[[RetryReason, float], None]
+"""Told why a failed model call is retried and how long the turn waits first (metrics)."""
 
 Status = Literal["ok", "error", "aborted", "refused"]
 
@@ -133,6 +142,7 @@ class _Turn:
     result: TurnResult = field(default_factory=lambda: TurnResult("ok"))
     outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Ledger outcomes waiting for their tool result's entry, by tool call id."""
+    on_retry: RetryHook | None = None
 
     def emit(self, kind: str, payload: dict[str, Any]) -> None:
         if self.listener is not None:
@@ -206,17 +216,29 @@ class _Turn:
         content: list[dict[str, Any]]
         calls: list[ToolCallReady] = []
         finished: Finished | None = None
+        retries = 0
         self.control.phase = "model"
         try:
-            async with asyncio.timeout(self.profile.timeout_s):
-                async for event in self.provider.stream(request):
-                    if isinstance(event, TextDelta):
-                        text.append(event.text)
-                        self.emit("delta", {"text": event.text, "provisional": True})
-                    elif isinstance(event, ToolCallReady):
-                        calls.append(event)
-                    elif isinstance(event, Finished):
-                        finished = event
+            while True:
+                try:
+                    async with asyncio.timeout(self.profile.timeout_s):
+                        async for event in self.provider.stream(request):
+                            if isinstance(event, TextDelta):
+                                text.append(event.text)
+                                self.emit("delta", {"text": event.text, "provisional": True})
+                            elif isinstance(event, ToolCallReady):
+                                calls.append(event)
+                            elif isinstance(event, Finished):
+                                finished = event
+                    break
+                except ProviderError as exc:
+                    # Only a call of which nothing arrived is tried again: a listener has seen
+                    # the deltas of one that broke off, and a second reply would follow them.
+                    wait = self.retry_wait(exc, retries + 1) if not text and not calls else None
+                    if wait is None:
+                        raise
+                    retries += 1
+                    await asyncio.sleep(wait)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:
@@ -232,6 +254,8 @@ class _Turn:
                 if isinstance(exc, TimeoutError)
                 else str(exc)
             )
+            if retries:
+                error += f" (gave up after {retries} {'retry' if retries == 1 else 'retries'})"
             self.append(self.assistant([], "error", Usage(), error))
             self.result.status, self.result.error = "error", error
             return None
@@ -260,6 +284,19 @@ class _Turn:
         if not calls:
             self.result.reply, self.result.reply_entry_id = "".join(text), eid
         return content, calls, stop
+
+    def retry_wait(self, exc: ProviderError, attempt: int) -> float | None:
+        """Seconds to wait before retry ``attempt`` of a failed call, or ``None`` to fail it now."""
+        reason = retry_reason(exc)
+        if reason is None or attempt > self.profile.max_retries:
+            return None
+        wait = backoff_delay(attempt, self.profile.backoff, exc.retry_after)
+        if wait is None:
+            exc.args = (f"{exc} (it asked to retry after {exc.retry_after:g} s, longer than this profile waits)",)
+            return None
+        if self.on_retry is not None:
+            self.on_retry(reason, wait)
+        return wait
 
     async def run_tool(self, call: ToolCallReady) -> ToolOutput:
         args = _parse_args(call.arguments)
@@ -307,6 +344,7 @@ async def run_turn(
     listener: Listener | None = None,
     control: TurnControl | None = None,
     offload_sync: Callable[[], bool] | None = None,
+    on_retry: RetryHook | None = None,
 ) -> TurnResult:
     """Run one turn (see the module docstring).
 
@@ -323,12 +361,14 @@ async def run_turn(
         control: steering and stopping from outside.
         offload_sync: asked at the end of the turn; when it says yes, the final ``fdatasync``
             runs in a worker thread so other sessions' turns go on meanwhile.
+        on_retry: told of every retry of a failed model call (:mod:`kurahi.agent.retry`).
 
     Returns:
         How the turn ended. Errors of the model or of tools are recorded in the transcript
         and reported here; they are not raised.
     """
     t = _Turn(conv, provider, profile, settings, tools, ledger, workspace, listener, control or TurnControl())
+    t.on_retry = on_retry
     try:
         await _drive(t, inputs)
     finally:

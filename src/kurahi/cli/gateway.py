@@ -18,7 +18,7 @@ __all__ = ["chat_command", "devices_app", "gateway_app", "init_command"]
 
 gateway_app = typer.Typer(help="Run the resident gateway, see whether it runs, stop it.", no_args_is_help=True)
 devices_app = typer.Typer(
-    help="Pair devices (a token with scopes read, chat, admin), list and revoke them.", no_args_is_help=True
+    help="Pair devices (a token with scopes read, chat, admin, metrics), list and revoke them.", no_args_is_help=True
 )
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
@@ -62,7 +62,23 @@ def init_command(
 def run_command(
     home: HomeOpt = None,
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0 picks a free one).")] = 0,
-    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on (loopback unless --allow-remote).")
+    ] = "127.0.0.1",
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote",
+            help="Allow an address beyond loopback. Bearer tokens then cross the network: put TLS in front.",
+        ),
+    ] = False,
+    access_log: Annotated[
+        bool,
+        typer.Option(
+            "--access-log/--no-access-log",
+            help="A line per request on stderr: method, path (no query), status, duration, who.",
+        ),
+    ] = True,
     grace: Annotated[float, typer.Option("--grace", min=0, help="Seconds running turns get at shutdown.")] = 5.0,
     store: Annotated[
         str | None,
@@ -84,6 +100,19 @@ def run_command(
             "(default: host, pid and a random part). A second live gateway with the same id is refused.",
         ),
     ] = None,
+    lease_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--lease-seconds",
+            envvar="KOLO_LEASE_SECONDS",
+            show_envvar=True,
+            min=0.5,
+            max=3600,
+            help="With a database store: how long a session's lease outlives this gateway's last renewal "
+            "(default 4). A gateway that is killed is known dead at once; one whose host vanished, "
+            "or that stalls, keeps its sessions this long.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the home's residents over HTTP until SIGTERM or SIGINT.
 
@@ -95,6 +124,7 @@ def run_command(
     with translate_errors():
         require("gateway", "kurahi gateway run")
     from kurahi.continuity.api import install as continuity_api
+    from kurahi.gateway.bind import check_bind
     from kurahi.gateway.server import serve
     from kurahi.store.backends import open_backend, url_has_password
     from kurahi.ui.routes import install as ui_install
@@ -107,8 +137,18 @@ def run_command(
             EXIT.USAGE,
         )
     with translate_errors():
-        backend = open_backend(h.root, store, owner_id=gateway_id)
-        serve(h, host=host, port=port, grace=grace, plugins=[continuity_api, ui_install], backend=backend)
+        check_bind(host, allow_remote=allow_remote)  # before the store is opened: a refusal changes nothing
+        backend = open_backend(h.root, store, owner_id=gateway_id, lease_seconds=lease_seconds)
+        serve(
+            h,
+            host=host,
+            port=port,
+            grace=grace,
+            plugins=[continuity_api, ui_install],
+            backend=backend,
+            allow_remote=allow_remote,
+            access_log=access_log,
+        )
 
 
 @gateway_app.command("status")
@@ -170,7 +210,7 @@ def stop_command(
 @devices_app.command("pair")
 def pair_command(
     name: Annotated[str, typer.Option("--name", help="A name for the device.")],
-    scopes: Annotated[str, typer.Option("--scopes", help="Comma-separated: read, chat, admin.")] = "read,chat",
+    scopes: Annotated[str, typer.Option("--scopes", help="Comma-separated: read, chat, admin, metrics.")] = "read,chat",
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:

@@ -1,8 +1,9 @@
 """The HTTP API: thin routes over :class:`kurahi.gateway.service.Gateway`.
 
-Every route but ``/api/health`` needs a bearer token (:mod:`kurahi.gateway.auth`); each
+Every route but ``/api/health`` and ``/api/ready`` needs a bearer token (:mod:`kurahi.gateway.auth`); each
 declares its scope: ``read`` to look, ``chat`` to talk and reset, ``admin`` for config,
-devices and model swaps. The schema is published at ``/openapi.json``.
+devices and model swaps, ``metrics`` for ``/metrics`` (:mod:`kurahi.gateway.ops`). The
+schema is published at ``/openapi.json``.
 """
 
 from __future__ import annotations
@@ -21,10 +22,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from kurahi import __version__
 from kurahi.errors import AuditNotFoundError, KurahiError
 from kurahi.gateway import models as m
+from kurahi.gateway.access import AccessMiddleware
 from kurahi.gateway.auth import AuthMiddleware, Principal, require
 from kurahi.gateway.docs_page import install_docs
 from kurahi.gateway.http import HTTPError, error_response, from_kurahi
 from kurahi.gateway.limits import SizeLimitMiddleware
+from kurahi.gateway.metrics import GatewayMetrics
+from kurahi.gateway.ops import install_ops
 from kurahi.gateway.service import Gateway
 
 __all__ = ["Plugin", "create_app"]
@@ -51,6 +55,7 @@ def create_app(
     max_body: int = 1024 * 1024,
     manage_lifespan: bool = True,
     plugins: Sequence[Plugin] = (),
+    access_log: bool = False,
 ) -> FastAPI:
     """The ASGI app for ``gateway`` (its runtimes start and stop with the app's lifespan).
 
@@ -61,10 +66,17 @@ def create_app(
         plugins: each called once with the app and the gateway, after the built-in routes,
             to add its own (``kurahi.continuity.api.install``). This room imports no room
             below it, so the caller hands them in.
+        access_log: write a line per request to the ``kurahi.access`` logger
+            (:mod:`kurahi.gateway.access`; requests are counted in the metrics either way).
     """
+    metrics = GatewayMetrics(lambda: gateway.runtimes)
+    gateway.runtime_hooks.append(metrics.attach)
+    for name, rt in gateway.runtimes.items():
+        metrics.attach(name, rt)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        metrics.start()
         if manage_lifespan:
             try:
                 await gateway.start()
@@ -80,6 +92,7 @@ def create_app(
         finally:
             if manage_lifespan:
                 await gateway.stop()
+            metrics.stop()
 
     app = FastAPI(
         title="Kurahi gateway",
@@ -93,6 +106,9 @@ def create_app(
     app.state.auth_delegated = delegated  # plugins that guard their own paths add prefixes here
     app.add_middleware(AuthMiddleware, owner_token=gateway.owner_token, devices=gateway.devices, delegated=delegated)
     app.add_middleware(SizeLimitMiddleware, max_body=max_body)
+    # Outermost: it sees the 401s, 413s and 431s of the middleware inside it too.
+    app.add_middleware(AccessMiddleware, metrics=metrics, log=access_log, routes=app.router.routes)
+    app.state.metrics = metrics
 
     @app.exception_handler(HTTPError)
     async def _http_error(request: Request, exc: HTTPError) -> JSONResponse:
@@ -382,6 +398,7 @@ def create_app(
             out["isAncestor"] = gateway.audit.is_ancestor(seq)
         return out
 
+    install_ops(app, gateway, metrics)
     install_docs(app)
     for plugin in plugins:
         plugin(app, gateway)

@@ -1,6 +1,6 @@
 """Authentication as plain ASGI middleware, and per-route scopes.
 
-Every request but ``GET /api/health``, ``/openapi.json`` and the docs carries
+Every request but ``GET /api/health``, ``GET /api/ready``, ``/openapi.json`` and the docs carries
 ``Authorization: Bearer <token>``. The owner token (``secrets/gateway.token`` or
 ``KOLO_GATEWAY_TOKEN``) holds every scope; a device token holds the scopes it was paired
 with. Paths under a *delegated* prefix (``/ui``, added by the web viewer's plugin) are passed
@@ -27,7 +27,7 @@ from kurahi.resident.devices import SCOPES, DeviceRegistry
 
 __all__ = ["PUBLIC_PATHS", "AuthMiddleware", "Principal", "principal_for", "require"]
 
-PUBLIC_PATHS = frozenset({"/api/health", "/openapi.json", "/docs", "/docs/docs.js", "/docs/docs.css"})
+PUBLIC_PATHS = frozenset({"/api/health", "/api/ready", "/openapi.json", "/docs", "/docs/docs.js", "/docs/docs.css"})
 """Paths that need no credential."""
 
 

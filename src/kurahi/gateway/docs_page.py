@@ -28,7 +28,7 @@ BEARER_SCHEME = {
 }
 """The one security scheme of the API (``components.securitySchemes.bearer``)."""
 
-_PUBLIC_OPERATIONS = {("/api/health", "get")}
+_PUBLIC_OPERATIONS = {("/api/health", "get"), ("/api/ready", "get")}
 
 
 def install_docs(app: FastAPI) -> None:

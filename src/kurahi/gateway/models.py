@@ -177,7 +177,7 @@ class PairIn(_In):
     """A device to pair."""
 
     name: str = Field(min_length=1, max_length=64)
-    scopes: list[Literal["read", "chat", "admin"]] = Field(min_length=1, max_length=3)
+    scopes: list[Literal["read", "chat", "admin", "metrics"]] = Field(min_length=1, max_length=4)
 
 
 class DeviceOut(BaseModel):

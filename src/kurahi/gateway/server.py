@@ -10,11 +10,15 @@ is released last.
 from __future__ import annotations
 
 import gc
+import logging
 import socket
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kurahi.gateway.access import ARRIVED
+from kurahi.gateway.bind import check_bind
 from kurahi.gateway.lock import GatewayInfo, GatewayLock
 from kurahi.resident.home import Home
 
@@ -38,6 +42,39 @@ def _server_class() -> type:
     return Server
 
 
+def _http_protocol() -> Any:
+    """The httptools protocol of uvicorn, stamping when each request's first bytes were parsed.
+
+    The access log and the request-latency histogram then count from there, not from when
+    the app got round to the request: under load a request waits in the event loop first,
+    and a client feels that wait. Without httptools, uvicorn's default (the app's own clock).
+    """
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:  # pragma: no cover - httptools is a dependency
+        return "auto"
+
+    class Stamping(HttpToolsProtocol):
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            extensions: dict[str, Any] = {ARRIVED: time.perf_counter()}
+            self.scope["extensions"] = extensions
+
+    return Stamping
+
+
+def _log_access_to_stderr() -> None:
+    from kurahi.gateway.access import ACCESS_LOGGER
+
+    logger = logging.getLogger(ACCESS_LOGGER)
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s access %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
 def serve(
     home: Home,
     *,
@@ -48,14 +85,19 @@ def serve(
     log_level: str = "warning",
     plugins: Sequence[Plugin] = (),
     backend: Backend | None = None,
+    allow_remote: bool = False,
+    access_log: bool = True,
 ) -> None:
     """Run the gateway until SIGTERM/SIGINT.
 
     ``plugins`` are passed to :func:`kurahi.gateway.app.create_app` (routes of other rooms).
     ``backend`` stores sessions, logs and the audit chain (default: files in the home); it is
-    closed when the gateway stops.
+    closed when the gateway stops. ``host`` must be loopback unless ``allow_remote``
+    (:mod:`kurahi.gateway.bind`); ``access_log`` writes a line per request to stderr
+    (:mod:`kurahi.gateway.access`).
 
     Raises:
+        UsageError: ``host`` is beyond loopback and ``allow_remote`` is false (nothing started).
         LockHeldError: another gateway runs on this home.
         UnknownAgentError, ConfigError: the home cannot be served.
         KurahiError: the gateway could not start (a damaged file it cannot do without; named).
@@ -66,6 +108,11 @@ def serve(
     from kurahi.gateway.app import create_app
     from kurahi.gateway.service import Gateway
 
+    warning = check_bind(host, allow_remote=allow_remote)
+    if warning is not None:
+        print(warning, file=sys.stderr, flush=True)
+    if access_log:
+        _log_access_to_stderr()
     lock = GatewayLock(home.lock).acquire()
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -94,17 +141,18 @@ def serve(
             )
 
         gateway.on_started = started
-        app = create_app(gateway, plugins=plugins)
+        app = create_app(gateway, plugins=plugins, access_log=access_log)
         config = uvicorn.Config(
             app,
             log_level=log_level,
-            access_log=False,  # paths and headers stay out of logs
+            access_log=False,  # uvicorn's would log query strings; kurahi.gateway.access logs without them
             lifespan="on",
             timeout_graceful_shutdown=int(grace) + 5,
             h11_max_incomplete_event_size=16 * 1024,
             timeout_keep_alive=30,
             proxy_headers=False,  # bound to loopback by default; no proxy to trust
             server_header=False,
+            http=_http_protocol(),
         )
         server = _Server(config)
         gateway.on_start_failed = lambda: setattr(server, "should_exit", True)

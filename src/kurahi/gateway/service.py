@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from kurahi import __version__
-from kurahi.agent.config import MAX_CONFIG_BYTES, Config, load_config, read_config_bytes
+from kurahi.agent.config import MAX_CONFIG_BYTES, Config, check_api_keys, load_config, read_config_bytes
 from kurahi.agent.runtime import Runtime
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import ConfigError, KurahiError
@@ -60,7 +60,7 @@ class Gateway:
         Raises:
             SecretFileError: the home's token, devices or directories are open to other users,
                 or the owner token is empty or unusable.
-            ConfigError: the config cannot be used.
+            ConfigError: the config cannot be used (a profile's ``apiKeyEnv`` names an unset variable, say).
             CatalogError: an agent's catalog is corrupt or too large (checked here, so that
                 ``gateway run`` says so in one line instead of failing its start-up with a traceback).
         """
@@ -71,6 +71,7 @@ class Gateway:
         self.backend = backend if backend is not None else FileBackend(home.root)
         self.audit = self.backend.audit()
         self.config: Config = load_config(home.root)
+        check_api_keys(self.config)
         for agent in home.agents():
             self.backend.agent(agent).catalog.items()
         self.runtimes: dict[str, Runtime] = {}
@@ -86,6 +87,10 @@ class Gateway:
         """What :meth:`start` could not serve (a session whose files are damaged), one line each."""
         self.on_started: Callable[[], None] | None = None
         """Called once every runtime has started (the server publishes its port then)."""
+        self.started = False
+        """Every runtime has started and the gateway has not begun to stop (``/api/ready``)."""
+        self.runtime_hooks: list[Callable[[str, Runtime], None]] = []
+        """Each told of every runtime as it is created, before it starts (metrics attach here)."""
         self.boot_id = secrets.token_hex(8)
         """New in every process: a changed boot id proves the process was restarted."""
         self.generation = 1
@@ -119,6 +124,7 @@ class Gateway:
         if removed:
             details["leftoverTempFilesRemoved"] = len(removed)
         self.record("gateway", "gateway.start", details)
+        self.started = True
         if self.on_started is not None:
             self.on_started()
 
@@ -147,6 +153,7 @@ class Gateway:
 
     async def stop(self, *, grace: float | None = None) -> None:
         """Let running turns finish (``grace`` seconds), interrupt the rest, record the stop."""
+        self.started = False
         for rt in list(self.runtimes.values()):
             await rt.close(grace=self.stop_grace if grace is None else grace)
         self.runtimes.clear()
@@ -171,17 +178,20 @@ class Gateway:
         ``/api/health`` and in the manifest) that a restart happened.
 
         Raises:
-            ConfigError: the stored config no longer loads (the old runtimes are stopped;
-                the gateway answers again once the config is fixed and restarted).
+            ConfigError: the stored config no longer loads, or names an unset API key variable
+                (the old runtimes are stopped; the gateway answers again once the config is
+                fixed and restarted).
         """
         async with self._lock:
             before = self.boot()
+            self.started = False  # /api/ready says so until the new runtimes are up
             self._serving.clear()
             try:
                 for rt in list(self.runtimes.values()):
                     await rt.close(grace=self.stop_grace if grace is None else grace)
                 self.runtimes.clear()
                 self.config = load_config(self.home.root)
+                check_api_keys(self.config)
                 self.devices = DeviceRegistry(self.home.devices)
                 self.generation += 1
                 self.started_at_ms = int(time.time() * 1000)
@@ -190,6 +200,7 @@ class Gateway:
                 self._serving.set()
         for agent in self.home.agents():
             await self.runtime(agent)
+        self.started = True
         return {"before": before, "after": self.boot()}
 
     def record(self, actor: str, action: str, details: dict[str, Any]) -> None:
@@ -219,6 +230,8 @@ class Gateway:
                     backend=self.backend,
                     **self._runtime_options,
                 )
+                for hook in self.runtime_hooks:
+                    hook(agent, rt)
                 await rt.start()
                 self.runtimes[agent] = rt
         return rt
@@ -234,7 +247,8 @@ class Gateway:
         """Validate a merge patch, write the config atomically, and reload every runtime.
 
         Nothing is written, and nothing changes, unless the patched config loads and works
-        for every agent of the home (each agent's settings, its model profile).
+        for every agent of the home (each agent's settings, its model profile) and every
+        profile's ``apiKeyEnv`` names a variable set in the gateway's environment.
 
         Raises:
             ConfigError: the patched config would not work (the message says where).
@@ -266,6 +280,7 @@ class Gateway:
         # Every agent the patched file configures, and ``defaults`` on its own, not only the
         # agents this home has now: a `defaults.maxSteps: 0` would break the next agent made.
         candidate.check_agents(self.home.agents())
+        check_api_keys(candidate)
         if len(data) > MAX_CONFIG_BYTES:
             raise ConfigError(f"the patched config would be {len(data)} bytes; the limit is {MAX_CONFIG_BYTES}")
         try:

@@ -19,7 +19,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import msgspec
 
@@ -31,7 +31,7 @@ from kurahi.store.locks import FileLock
 
 __all__ = ["SCOPES", "Device", "DeviceRegistry", "token_hash"]
 
-SCOPES = ("read", "chat", "admin")
+SCOPES = ("read", "chat", "admin", "metrics")
 """Every scope a credential can hold; the owner token holds all of them."""
 
 _NAME = re.compile(r"^[\w .@()+-]{1,64}$")
@@ -73,9 +73,6 @@ class Device:
         return out
 
 
-Scope = Literal["read", "chat", "admin"]
-
-
 class _StoredDevice(msgspec.Struct, rename="camel", frozen=True):
     """One device as ``devices.json`` holds it (unknown fields are ignored, as before)."""
 
@@ -83,8 +80,8 @@ class _StoredDevice(msgspec.Struct, rename="camel", frozen=True):
     """``dev_`` and 12 hex digits, as :meth:`DeviceRegistry.pair` makes it."""
     name: Annotated[str, msgspec.Meta(max_length=64)]
     """What the owner called it."""
-    scopes: list[Scope]
-    """What its token may do."""
+    scopes: list[str]
+    """What its token may do (each one of :data:`SCOPES`, checked on read)."""
     token_sha256: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
     """Lowercase hex SHA-256 of its token."""
     created_at: Annotated[int, msgspec.Meta(ge=0)]
@@ -147,6 +144,13 @@ class DeviceRegistry:
             raise ConfigError(f"the device registry holds a wrong value: {exc}", path=self.path) from None
         except DECODE_ERRORS as exc:
             raise ConfigError(f"cannot read the device registry: {exc}", path=self.path) from None
+        for n, d in enumerate(doc.devices):
+            unknown = sorted(set(d.scopes) - set(SCOPES))
+            if unknown:
+                raise ConfigError(
+                    f"the device registry holds an unknown scope {unknown[0]!r} - at `$.devices[{n}].scopes`",
+                    path=self.path,
+                )
         return [
             Device(d.id, d.name, [s for s in SCOPES if s in d.scopes], d.token_sha256, d.created_at, d.revoked_at)
             for d in doc.devices

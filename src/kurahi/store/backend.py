@@ -299,6 +299,17 @@ class RecordLog(ABC):
     def records(self) -> Iterator[dict[str, Any]]:
         """Every whole record, in the order appended (damaged ones skipped)."""
 
+    def records_where(self, field: str, value: str) -> Iterator[dict[str, Any]]:
+        """The records whose ``field`` is ``value``, in the order appended.
+
+        What a gateway taking a session over asks the ledger about one action: a backend
+        that can find them without reading the whole log (a database) overrides this, so
+        the cost of a takeover is what the session holds, not what the agent ever did.
+        """
+        for rec in self.records():
+            if rec.get(field) == value:
+                yield rec
+
     @abstractmethod
     def close(self) -> None:
         """Release what the log holds open."""

@@ -46,7 +46,13 @@ def postgres_backend() -> type[PostgresBackend]:
     return PostgresBackend
 
 
-def open_backend(home: str | os.PathLike[str], store: str | None = None, *, owner_id: str | None = None) -> Backend:
+def open_backend(
+    home: str | os.PathLike[str],
+    store: str | None = None,
+    *,
+    owner_id: str | None = None,
+    lease_seconds: float | None = None,
+) -> Backend:
     """The backend for ``home``, stored where ``store`` says (default: files in the home).
 
     Args:
@@ -55,6 +61,8 @@ def open_backend(home: str | os.PathLike[str], store: str | None = None, *, owne
             ``postgres://`` / ``postgresql://`` URL.
         owner_id: for a database, this gateway's lease owner id, unique among the live
             gateways on it (default: host, pid and a random part).
+        lease_seconds: for a database, how long a lease outlives its last renewal (default
+            :data:`~kurahi.store.postgres.backend.DEFAULT_LEASE_SECONDS`).
 
     Raises:
         UsageError: a store the name of which no backend answers to (the message never
@@ -76,6 +84,9 @@ def open_backend(home: str | os.PathLike[str], store: str | None = None, *, owne
 
         return MemoryBackend(Path(home))
     if store.startswith(("postgres://", "postgresql://")):
-        return postgres_backend()(store, home=Path(home), owner_id=owner_id)
+        cls = postgres_backend()
+        if lease_seconds is None:
+            return cls(store, home=Path(home), owner_id=owner_id)
+        return cls(store, home=Path(home), owner_id=owner_id, lease_seconds=lease_seconds)
     scheme = store.split(":", 1)[0] if ":" in store else store
     raise UsageError(f"unknown store {scheme!r}: use file:, memory: or postgres://user@host/db")

@@ -3,6 +3,9 @@
 Everything that must survive a crash goes through here, so there is one place that
 knows the order: write a temporary file, fsync it, rename it over the target, fsync
 the directory. Tests inject faults by replacing the functions of :data:`ops`.
+
+The time every ``fsync``/``fdatasync`` of :data:`ops` takes can be watched
+(:func:`watch_syncs`): a gateway exports it as a metric. Nothing is timed while nobody watches.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import time
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -18,6 +22,7 @@ from pathlib import Path
 __all__ = [
     "FsyncPolicy",
     "Ops",
+    "SyncWatcher",
     "append_durably",
     "atomic_write",
     "copy_durably",
@@ -25,6 +30,7 @@ __all__ = [
     "fsync_dir",
     "make_dirs",
     "ops",
+    "watch_syncs",
 ]
 
 
@@ -43,14 +49,44 @@ class FsyncPolicy(StrEnum):
 
 _FDATASYNC: Callable[[int], None] = getattr(os, "fdatasync", os.fsync)
 
+SyncWatcher = Callable[[str, float], None]
+"""Told ``("fsync" | "fdatasync", seconds)`` after each sync, from whichever thread made it."""
+
+_watchers: list[SyncWatcher] = []
+
+
+def watch_syncs(watcher: SyncWatcher) -> Callable[[], None]:
+    """Have ``watcher`` told of every sync made through :data:`ops`; returns the function that stops it."""
+    _watchers.append(watcher)
+
+    def stop() -> None:
+        with contextlib.suppress(ValueError):
+            _watchers.remove(watcher)
+
+    return stop
+
+
+def _timed(kind: str, sync: Callable[[int], None]) -> Callable[[int], None]:
+    def call(fd: int) -> None:
+        if not _watchers:
+            sync(fd)
+            return
+        t0 = time.perf_counter()
+        sync(fd)
+        elapsed = time.perf_counter() - t0
+        for w in tuple(_watchers):
+            w(kind, elapsed)
+
+    return call
+
 
 class Ops:
     """The system calls durable code uses, replaceable for fault injection in tests."""
 
     def __init__(self) -> None:
         self.write: Callable[[int, bytes], int] = os.write
-        self.fsync: Callable[[int], None] = os.fsync
-        self.fdatasync: Callable[[int], None] = _FDATASYNC
+        self.fsync: Callable[[int], None] = _timed("fsync", os.fsync)
+        self.fdatasync: Callable[[int], None] = _timed("fdatasync", _FDATASYNC)
         self.rename: Callable[[str, str], None] = os.replace
         self.ftruncate: Callable[[int, int], None] = os.ftruncate
 

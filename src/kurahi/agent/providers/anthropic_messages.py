@@ -13,9 +13,10 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from kurahi.agent.providers.base import Provider
+from kurahi.agent.providers.http_errors import endpoint_host, retry_after_seconds
 from kurahi.agent.providers.wire import to_anthropic, tools_anthropic
 from kurahi.agent.types import Finished, ModelRequest, StreamEvent, TextDelta, ToolCallReady, Usage
-from kurahi.errors import ProviderError, ProviderTimeoutError
+from kurahi.errors import ConfigError, ProviderConnectionError, ProviderError, ProviderTimeoutError
 
 __all__ = ["AnthropicProvider", "anthropic_errors"]
 
@@ -23,7 +24,7 @@ _STOP = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "t
 
 
 @contextlib.contextmanager
-def anthropic_errors() -> Iterator[None]:
+def anthropic_errors(base_url: str | None = None) -> Iterator[None]:
     """Translate the SDK's exceptions into Kurahi's provider errors."""
     import anthropic
 
@@ -33,8 +34,16 @@ def anthropic_errors() -> Iterator[None]:
         raise ProviderTimeoutError("the model did not answer in time", provider="anthropic") from exc
     except anthropic.APIStatusError as exc:
         raise ProviderError(
-            f"HTTP {exc.status_code}: {exc.message}", provider="anthropic", status=exc.status_code
+            f"HTTP {exc.status_code}: {exc.message}",
+            provider="anthropic",
+            status=exc.status_code,
+            retry_after=retry_after_seconds(exc.response.headers),
         ) from exc
+    except anthropic.APIConnectionError as exc:
+        host = endpoint_host(exc, base_url)
+        cause = exc.__cause__
+        why = f": {type(cause).__name__}" if cause is not None else ""
+        raise ProviderConnectionError(f"cannot connect to {host}{why}", provider="anthropic", host=host) from exc
     except anthropic.APIError as exc:
         raise ProviderError(str(exc), provider="anthropic") from exc
 
@@ -53,6 +62,7 @@ class AnthropicProvider(Provider):
         api_key_env: str = "ANTHROPIC_API_KEY",
         timeout: float = 60.0,
         provider_name: str = "anthropic",
+        require_key: bool = False,
     ) -> None:
         from kurahi.extras import require
 
@@ -61,8 +71,12 @@ class AnthropicProvider(Provider):
 
         self.model = model
         self.provider_name = provider_name
+        self.base_url = base_url
+        key = os.environ.get(api_key_env) if api_key_env else None
+        if require_key and not key:
+            raise ConfigError(f"the API key variable {api_key_env} is not set", field="apiKeyEnv")
         self._client = anthropic.AsyncAnthropic(
-            base_url=base_url, api_key=os.environ.get(api_key_env) or "unset", timeout=timeout, max_retries=0
+            base_url=base_url, api_key=key or "unset", timeout=timeout, max_retries=0
         )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
@@ -81,7 +95,7 @@ class AnthropicProvider(Provider):
         ready: list[ToolCallReady] = []
         stop = ""
         usage = Usage()
-        with anthropic_errors():
+        with anthropic_errors(self.base_url):
             stream = await self._client.messages.create(**kwargs)
             async for event in stream:
                 kind = event.type

@@ -14,9 +14,10 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from kurahi.agent.providers.base import Provider
+from kurahi.agent.providers.http_errors import endpoint_host, retry_after_seconds
 from kurahi.agent.providers.wire import to_openai, tools_openai
 from kurahi.agent.types import Finished, ModelRequest, StreamEvent, TextDelta, ToolCallReady, Usage
-from kurahi.errors import ProviderError, ProviderTimeoutError
+from kurahi.errors import ConfigError, ProviderConnectionError, ProviderError, ProviderTimeoutError
 
 __all__ = ["OpenAIProvider", "openai_errors"]
 
@@ -24,7 +25,7 @@ _STOP = {"stop": "stop", "length": "length", "tool_calls": "toolUse", "function_
 
 
 @contextlib.contextmanager
-def openai_errors() -> Iterator[None]:
+def openai_errors(base_url: str | None = None) -> Iterator[None]:
     """Translate the SDK's exceptions into Kurahi's provider errors (one place, at the edge)."""
     import openai
 
@@ -34,8 +35,16 @@ def openai_errors() -> Iterator[None]:
         raise ProviderTimeoutError("the model did not answer in time", provider="openai") from exc
     except openai.APIStatusError as exc:
         raise ProviderError(
-            f"HTTP {exc.status_code}: {exc.message}", provider="openai", status=exc.status_code
+            f"HTTP {exc.status_code}: {exc.message}",
+            provider="openai",
+            status=exc.status_code,
+            retry_after=retry_after_seconds(exc.response.headers),
         ) from exc
+    except openai.APIConnectionError as exc:
+        host = endpoint_host(exc, base_url)
+        cause = exc.__cause__
+        why = f": {type(cause).__name__}" if cause is not None else ""
+        raise ProviderConnectionError(f"cannot connect to {host}{why}", provider="openai", host=host) from exc
     except openai.APIError as exc:
         raise ProviderError(str(exc), provider="openai") from exc
 
@@ -48,6 +57,7 @@ class OpenAIProvider(Provider):
         base_url: the endpoint (``None``: the SDK's default, api.openai.com).
         api_key_env: environment variable holding the key (a placeholder is used when it is
             unset, for local servers that want none).
+        require_key: refuse an unset variable instead (a profile that names one).
         timeout: seconds before a call fails with :class:`ProviderTimeoutError`.
         provider_name: Pi's ``provider`` field in stored messages.
     """
@@ -63,6 +73,7 @@ class OpenAIProvider(Provider):
         api_key_env: str = "OPENAI_API_KEY",
         timeout: float = 60.0,
         provider_name: str = "openai",
+        require_key: bool = False,
     ) -> None:
         from kurahi.extras import require
 
@@ -71,9 +82,11 @@ class OpenAIProvider(Provider):
 
         self.model = model
         self.provider_name = provider_name
-        self._client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=os.environ.get(api_key_env) or "unset", timeout=timeout, max_retries=0
-        )
+        self.base_url = base_url
+        key = os.environ.get(api_key_env) if api_key_env else None
+        if require_key and not key:
+            raise ConfigError(f"the API key variable {api_key_env} is not set", field="apiKeyEnv")
+        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=key or "unset", timeout=timeout, max_retries=0)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one Chat Completions call (see :meth:`Provider.stream`)."""
@@ -89,7 +102,7 @@ class OpenAIProvider(Provider):
         calls: dict[int, dict[str, str]] = {}
         finish = ""
         usage = Usage()
-        with openai_errors():
+        with openai_errors(self.base_url):
             stream = await self._client.chat.completions.create(**kwargs)
             async for chunk in stream:
                 if chunk.usage is not None:

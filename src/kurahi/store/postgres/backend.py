@@ -9,8 +9,9 @@
 Connections come from a pool (:mod:`kurahi.store.postgres.db`); the schema is created or
 brought up to date at start (:mod:`~kurahi.store.postgres.migrate`; ``migrate=False`` refuses
 an old one instead) and a schema newer than the code is refused. The process claims its
-lease owner id (:mod:`~kurahi.store.postgres.leases`) and renews its claim and its leases in
-the background every ``lease_seconds / 4``.
+lease owner id (:mod:`~kurahi.store.postgres.leases`) on a connection of its own, its
+liveness connection (the server ends it when the process dies, which is how the others know
+at once), and renews its claim and its leases on it in the background every ``lease_seconds / 4``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from kurahi.store.postgres.db import Conn, Database
 from kurahi.store.postgres.leases import (
     SQL_CLAIM_OWNER,
     SQL_FREE_DEAD_OWNER_LEASES,
+    SQL_LIVE_INSTANCES,
     SQL_OWNER_HOLDER,
     SQL_RELEASE_OWNER,
     SQL_RENEW_ALL,
@@ -51,11 +53,11 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_LEASE_SECONDS", "PostgresAgentStore", "PostgresBackend"]
 
 DEFAULT_LEASE_SECONDS = 4.0
-"""How long a lease outlives its last renewal: a dead gateway's sessions are free this long after it died."""
+"""How long a lease outlives its last renewal: how long a gateway that is alive but silent (stopped, cut off) keeps
+its sessions. One that died frees them as soon as the database has ended its liveness connection."""
 
 SQL_ENSURE_AGENT = "INSERT INTO kurahi.agents (id) VALUES (%s) ON CONFLICT DO NOTHING"
 SQL_AGENT_IDS = "SELECT id FROM kurahi.agents"
-SQL_LIVE_INSTANCES = "SELECT instance FROM kurahi.owners WHERE expires_at > now()"
 
 
 class PostgresAgentStore(AgentStore):
@@ -137,6 +139,9 @@ class PostgresBackend(Backend):
         self._held: dict[int, PostgresHandle] = {}
         self._held_mutex = threading.Lock()
         self._heartbeat: Heartbeat | None = None
+        self._liveness: Conn | None = None
+        self._liveness_mutex = threading.Lock()
+        """Serialises the transactions on the liveness connection (the heartbeat, :meth:`renew`, :meth:`close`)."""
         self._closed = False
         self.migration: MigrationResult | None = None
         self.db = Database(url, password=password, max_connections=max_connections, connect_timeout=connect_timeout)
@@ -150,6 +155,7 @@ class PostgresBackend(Backend):
             if renew_in_background:
                 self._heartbeat = Heartbeat(self.renew, self.lease_seconds / 4)
         except BaseException:
+            self._drop_liveness()
             self.db.close()
             raise
         self._audit = PostgresAudit(self.db, self.db.where)
@@ -163,7 +169,7 @@ class PostgresBackend(Backend):
         return self._instance
 
     def live_instances(self) -> frozenset[str] | None:
-        """The instances whose owner claim has not expired (the gateways alive on this database)."""
+        """The instances whose claim runs and whose liveness connection is there (the gateways alive here)."""
         return frozenset(str(r[0]) for r in self.db.query(SQL_LIVE_INSTANCES))
 
     def describe(self) -> str:
@@ -172,22 +178,46 @@ class PostgresBackend(Backend):
 
     # -- owners and leases ---------------------------------------------------------------------
 
+    def _liveness_connection(self) -> Conn:
+        """The liveness connection, made again if it broke (call with ``_liveness_mutex`` held)."""
+        conn = self._liveness
+        if conn is None or conn.closed or conn.broken:
+            self._drop_liveness()
+            conn = self._liveness = self.db.own_connection()
+        return conn
+
+    def _drop_liveness(self) -> None:
+        conn, self._liveness = self._liveness, None
+        if conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                conn.close()
+
     def _claim_owner(self) -> None:
         params = {"owner": self.owner_id, "instance": self.instance, "secs": self.lease_seconds}
-        with self.db.transaction() as conn:
+        # On the liveness connection: the claim names the connection it is made on.
+        with self._liveness_mutex:
+            conn = self._liveness_connection()
+            try:
+                self._claim_on(conn, params)
+            except psycopg.Error as exc:
+                raise self.db.failed(exc, "claim the lease owner id") from None
+
+    def _claim_on(self, conn: Conn, params: dict[str, object]) -> None:
+        with conn.transaction():
             row = conn.execute(SQL_CLAIM_OWNER, params).fetchone()
             if row is None:
                 holder = conn.execute(SQL_OWNER_HOLDER, (self.owner_id,)).fetchone()
                 since, left = (holder[0], float(holder[1])) if holder else ("?", 0.0)
                 raise OwnerInUseError(
                     f"lease owner id {self.owner_id!r} is in use by another live process on this database "
-                    f"(since {since}; its claim runs {left:.1f} s more unless renewed); "
-                    "give each gateway its own owner id",
+                    f"(since {since}; its connection is open and its claim runs {left:.1f} s more unless "
+                    "renewed); give each gateway its own owner id",
                     path=self.db.where,
                 )
             if row[0] is not None and row[0] != self.instance:
-                # The previous process with this owner id stopped renewing: it is gone, and
-                # so are its leases. Free them now rather than after each one expires.
+                # The previous process with this owner id is gone (its liveness connection
+                # closed, or it stopped renewing), and so are its leases. Free them now
+                # rather than after each one expires.
                 conn.execute(SQL_FREE_DEAD_OWNER_LEASES, (self.owner_id,))
 
     def hold(self, handle: PostgresHandle) -> None:
@@ -209,31 +239,35 @@ class PostgresBackend(Backend):
         """
         with self._held_mutex:
             held = dict(self._held)
-        try:
-            with self.db.transaction() as conn:
-                conn.execute(
-                    SQL_RENEW_OWNER, {"owner": self.owner_id, "instance": self.instance, "secs": self.lease_seconds}
-                )
-                if held:
-                    kept = {
-                        int(r[0])
-                        for r in conn.execute(
-                            SQL_RENEW_ALL,
-                            {
-                                "owner": self.owner_id,
-                                "secs": self.lease_seconds,
-                                "ts": list(held),
-                                "tokens": [h.token for h in held.values()],
-                            },
-                        )
-                    }
-                    for tid, handle in held.items():
-                        if tid not in kept:
-                            handle.lost()
-        except StoreDatabaseError:
-            return
-        except psycopg.Error:
-            return
+        with self._liveness_mutex:
+            if self._closed:
+                return
+            # A connection that broke since the last beat is found broken only by using it:
+            # then once more on a new one, so that the others take this process for dead
+            # (and may take its leases, which fencing keeps safe) for as short a time as can be.
+            for _ in range(2):
+                try:
+                    self._renew_on(self._liveness_connection(), held)
+                    return
+                except (StoreDatabaseError, psycopg.Error):
+                    self._drop_liveness()  # the database is away: the next beat tries again
+
+    def _renew_on(self, conn: Conn, held: dict[int, PostgresHandle]) -> None:
+        kept: set[int] = set()
+        with conn.transaction():
+            mine = {"owner": self.owner_id, "instance": self.instance, "secs": self.lease_seconds}
+            conn.execute(SQL_RENEW_OWNER, mine)
+            if held:
+                params = {
+                    "owner": self.owner_id,
+                    "secs": self.lease_seconds,
+                    "ts": list(held),
+                    "tokens": [h.token for h in held.values()],
+                }
+                kept = {int(r[0]) for r in conn.execute(SQL_RENEW_ALL, params)}
+        for tid, handle in held.items():
+            if tid not in kept:
+                handle.lost()
 
     # -- the stores ---------------------------------------------------------------------------
 
@@ -265,8 +299,10 @@ class PostgresBackend(Backend):
             held = list(self._held.values())
         for handle in held:
             handle.close()
-        with contextlib.suppress(StoreDatabaseError, psycopg.Error), self.db.transaction() as conn:
-            conn.execute(SQL_RELEASE_OWNER, {"owner": self.owner_id, "instance": self.instance})
+        with self._liveness_mutex:
+            with contextlib.suppress(StoreDatabaseError, psycopg.Error), self.db.transaction() as conn:
+                conn.execute(SQL_RELEASE_OWNER, {"owner": self.owner_id, "instance": self.instance})
+            self._drop_liveness()
         self.db.close()
 
 

@@ -118,6 +118,17 @@ class Database:
         finally:
             conn.close()
 
+    def own_connection(self) -> Conn:
+        """A connection of its own in autocommit mode, outside the pool, for the caller to keep and close.
+
+        Raises:
+            DatabaseUnavailableError: the server cannot be reached.
+        """
+        try:
+            return psycopg.connect(self._conninfo, autocommit=True)
+        except psycopg.Error as exc:
+            raise self.unavailable(exc) from None
+
     @contextlib.contextmanager
     def connection(self) -> Iterator[Conn]:
         """A pooled connection in autocommit mode: each statement is a transaction of its own.

@@ -23,9 +23,28 @@ advisory locks, which leak through transaction pooling (PgBouncer): every claim 
 
 Owners: a process claims its owner id in ``owners`` (with a random instance id and an
 expiry the heartbeat renews). A second live process with the same owner id is refused
-(:class:`~kurahi.errors.OwnerInUseError`); once the first's claim expires (it died), the
-newcomer takes the id over and frees the leases the dead instance held under it, so its
-sessions are writable again at once, by anyone.
+(:class:`~kurahi.errors.OwnerInUseError`); once the first is known dead, the newcomer takes
+the id over and frees the leases the dead instance held under it, so its sessions are
+writable again at once, by anyone.
+
+**Knowing an owner is dead without waiting for its lease.** Waiting out a lease is the only
+proof of death that works whatever happened (a host that lost power, a network cut), but it
+costs the whole lease every time a gateway dies. A process that dies the common way (killed,
+crashed, out of memory) leaves a faster proof behind: the kernel closes its sockets, and the
+server ends the backend of every connection it had. So each process keeps one connection of
+its own, outside the pool (its *liveness connection*, the one its heartbeat renews on), and
+its owner row names that connection's server process (``conn_pid``, with ``conn_start``, its
+start, so a reused pid is not mistaken for it). An owner whose named connection is no longer
+in ``pg_stat_activity`` is dead: its leases may be taken at once (:data:`SQL_ACQUIRE`) and its
+owner id claimed at once (:data:`SQL_CLAIM_OWNER`). Every other case waits for the lease: a
+process that is stopped or stalled still has its connection, and so does one on a host that
+vanished until TCP gives up on it; an owner row with no connection named (written before
+schema version 2) is alive until it expires; a role that may not see another role's
+``backend_start`` compares the pid alone. A wrong verdict of "dead" (an administrator
+terminating the liveness connection; a connection pooler in transaction mode, where the
+pid is a shared server connection) costs a live gateway its sessions, never a stale write:
+fencing is the token, checked in every write transaction, whoever decided the takeover. The
+heartbeat reconnects a broken liveness connection and names the new one.
 """
 
 from __future__ import annotations
@@ -38,6 +57,7 @@ __all__ = [
     "SQL_CLAIM_OWNER",
     "SQL_FREE_DEAD_OWNER_LEASES",
     "SQL_HOLDER",
+    "SQL_LIVE_INSTANCES",
     "SQL_OWNER_HOLDER",
     "SQL_RELEASE",
     "SQL_RELEASE_OWNER",
@@ -46,15 +66,24 @@ __all__ = [
     "Heartbeat",
 ]
 
-SQL_ACQUIRE = """
+_OWNER_ALIVE = """(o.conn_pid IS NULL OR EXISTS (
+    SELECT 1 FROM pg_stat_activity a
+    WHERE a.pid = o.conn_pid AND (a.backend_start IS NULL OR a.backend_start = o.conn_start)))"""
+"""Whether the owner row ``o`` may still be alive: its liveness connection is still there (or none is named)."""
+
+_THIS_CONNECTION = "pg_backend_pid(), (SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid())"
+"""The server process of the connection running the statement, and its start (what an owner row names)."""
+
+SQL_ACQUIRE = f"""
 INSERT INTO kurahi.leases AS l (transcript_id, owner_id, token, expires_at)
 VALUES (%(t)s, %(owner)s, 1, now() + make_interval(secs => %(secs)s))
 ON CONFLICT (transcript_id) DO UPDATE
 SET owner_id = excluded.owner_id, token = l.token + 1, expires_at = excluded.expires_at
 WHERE l.owner_id IS NULL OR l.expires_at <= now()
+   OR EXISTS (SELECT 1 FROM kurahi.owners o WHERE o.owner_id = l.owner_id AND NOT {_OWNER_ALIVE})
 RETURNING token
 """
-"""Take the lease of transcript ``t`` if it is free or expired; the new token, or no row when held."""
+"""Take the lease of transcript ``t`` if it is free, expired, or its owner is known dead; the new token, or no row."""
 
 SQL_HOLDER = """
 SELECT owner_id, greatest(0, extract(epoch FROM expires_at - now()))::float8
@@ -75,29 +104,37 @@ RETURNING transcript_id
 """
 """Extend every lease this process holds (by transcript and token); the ones still ours."""
 
-SQL_CLAIM_OWNER = """
-INSERT INTO kurahi.owners AS o (owner_id, instance, expires_at)
-VALUES (%(owner)s, %(instance)s, now() + make_interval(secs => %(secs)s))
+SQL_CLAIM_OWNER = f"""
+INSERT INTO kurahi.owners AS o (owner_id, instance, expires_at, conn_pid, conn_start)
+VALUES (%(owner)s, %(instance)s, now() + make_interval(secs => %(secs)s), {_THIS_CONNECTION})
 ON CONFLICT (owner_id) DO UPDATE
-SET instance = excluded.instance, started_at = now(), expires_at = excluded.expires_at
-WHERE o.expires_at <= now() OR o.instance = excluded.instance
+SET instance = excluded.instance, started_at = now(), expires_at = excluded.expires_at,
+    conn_pid = excluded.conn_pid, conn_start = excluded.conn_start
+WHERE o.expires_at <= now() OR o.instance = excluded.instance OR NOT {_OWNER_ALIVE}
 RETURNING (SELECT instance FROM kurahi.owners WHERE owner_id = %(owner)s)
 """
-"""Claim an owner id when nobody holds it (or its holder's claim expired); the previous instance, or no row."""
+"""Claim an owner id (on the liveness connection) unless a live process holds it; the previous instance, or no row.
+
+Its holder is dead when its claim expired or its liveness connection is gone."""
 
 SQL_OWNER_HOLDER = """
 SELECT started_at, greatest(0, extract(epoch FROM expires_at - now()))::float8
 FROM kurahi.owners WHERE owner_id = %s
 """
 
+SQL_LIVE_INSTANCES = f"SELECT instance FROM kurahi.owners o WHERE expires_at > now() AND {_OWNER_ALIVE}"
+"""The instances whose claim runs and whose liveness connection is there: the processes alive on this database."""
+
 SQL_FREE_DEAD_OWNER_LEASES = "UPDATE kurahi.leases SET owner_id = NULL, expires_at = now() WHERE owner_id = %s"
-"""Free every lease held under an owner id whose previous process is known dead (its claim expired)."""
+"""Free every lease held under an owner id whose previous process is known dead."""
 
 SQL_RENEW_OWNER = """
-UPDATE kurahi.owners SET expires_at = now() + make_interval(secs => %(secs)s)
+UPDATE kurahi.owners SET expires_at = now() + make_interval(secs => %(secs)s),
+    conn_pid = pg_backend_pid(), conn_start = (SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid())
 WHERE owner_id = %(owner)s AND instance = %(instance)s
 RETURNING 1
 """
+"""Extend this process's claim, naming the connection it runs on (the liveness connection, new after a reconnect)."""
 
 SQL_RELEASE_OWNER = "DELETE FROM kurahi.owners WHERE owner_id = %(owner)s AND instance = %(instance)s"
 

@@ -8,6 +8,7 @@ tool call's intent) is inserted in the entry's transaction instead (see
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from kurahi.store.postgres.backend import PostgresAgentStore
     from kurahi.store.postgres.db import Conn
 
-__all__ = ["SQL_APPEND_RECORDS", "SQL_RECORDS", "PostgresLog"]
+__all__ = ["SQL_APPEND_RECORDS", "SQL_RECORDS", "SQL_RECORDS_CONTAINING", "PostgresLog"]
 
 SQL_APPEND_RECORDS = """
 INSERT INTO kurahi.records (agent_id, log, line)
@@ -30,6 +31,11 @@ SELECT %s, %s, l FROM unnest(%s::bytea[]) WITH ORDINALITY AS u (l, n) ORDER BY n
 """
 """Append records to one log, in the order given."""
 SQL_RECORDS = "SELECT line FROM kurahi.records WHERE agent_id = %s AND log = %s ORDER BY id"
+SQL_RECORDS_CONTAINING = (
+    "SELECT line FROM kurahi.records WHERE agent_id = %s AND log = %s AND position(%s IN line) > 0 ORDER BY id"
+)
+"""The records of one log whose bytes contain a needle (a superset of what is asked: decoded and checked after)."""
+_PLAIN = re.compile(r"[ -~]*")
 
 
 class PostgresLog(RecordLog):
@@ -83,6 +89,17 @@ class PostgresLog(RecordLog):
     def records(self) -> Iterator[dict[str, Any]]:
         """See :meth:`RecordLog.records`."""
         yield from decode_records(self.lines())
+
+    def records_where(self, field: str, value: str) -> Iterator[dict[str, Any]]:
+        """See :meth:`RecordLog.records_where`: only the rows that hold ``value`` leave the database."""
+        if not _PLAIN.fullmatch(value) or '"' in value or "\\" in value:
+            yield from super().records_where(field, value)  # escapes would differ: read it all
+            return
+        needle = b'"' + value.encode() + b'"'
+        rows = self.db.query(SQL_RECORDS_CONTAINING, (self.agent_id, self.name, needle), binary=True)
+        for rec in decode_records(bytes(r[0]) for r in rows):
+            if rec.get(field) == value:
+                yield rec
 
     def close(self) -> None:
         """Nothing to release (connections belong to the backend's pool)."""

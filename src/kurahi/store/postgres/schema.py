@@ -5,13 +5,14 @@ A migration is never edited once released: a change to the layout is a new migra
 end of :data:`MIGRATIONS`, and :data:`SCHEMA_VERSION` is their count. ``kurahi.schema_version``
 holds one row per migration applied (see :mod:`kurahi.store.postgres.migrate`).
 
-The layout (version 1)::
+The layout (version 1, and what later versions added)::
 
     agents            id                                          one row per agent
     transcripts       id, agent_id, name, created_at, modified_at, size, last_seq
     entries           transcript_id, seq, line (bytea)            each line once, as written
     leases            transcript_id, owner_id, token, expires_at  one writer per transcript
     owners            owner_id, instance, started_at, expires_at  one live process per owner id
+                      conn_pid, conn_start (version 2)            its liveness connection
     catalog_entries   agent_id, key, position, value (json)       sessions.json, in order
     records           id, agent_id, log, line (bytea)             the ledger, jobs and queue logs
     audit_chain       seq, line (bytea)                           the hash-chained audit log
@@ -88,8 +89,11 @@ _V1: tuple[str, ...] = (
     )""",
 )
 
+_V2: tuple[str, ...] = ("ALTER TABLE kurahi.owners ADD COLUMN conn_pid integer, ADD COLUMN conn_start timestamptz",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("agents, transcripts and entries, leases, catalog, record logs, audit chain", _V1),
+    ("owners name their liveness connection, so a dead gateway is known dead when it dies", _V2),
 )
 """Every migration, oldest first; version ``n`` is ``MIGRATIONS[n - 1]``."""
 

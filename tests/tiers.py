@@ -28,6 +28,9 @@ SLOW_MODULES = frozenset(
         "continuity/test_suite_attached.py",
         "continuity/test_manifest_api.py",
         "gateway/test_gateway_process.py",
+        "hostile/test_damage_sweep.py",
+        "hostile/test_damaged_home.py",
+        "hostile/test_fuzz_home_files.py",
         "lifecycle/test_activation_crash.py",
         "lifecycle/test_activation_gateway.py",
     }

@@ -21,6 +21,7 @@ Hierarchy::
     │   │   ├── AppendError           an append could not be made durable
     │   │   └── ContextEditError      a context_edit refused on write (nothing appended)
     │   ├── JournalWriteError         a journal record (ledger, jobs, queue) could not be appended durably
+    │   ├── JournalReadError          a journal file that cannot be read
     │   ├── LockError                 lock files
     │   │   └── LockHeldError         another live process holds the lock
     │   │       ├── LeaseLostError    a database lease taken over: this writer is fenced off, nothing written
@@ -28,6 +29,7 @@ Hierarchy::
     │   ├── CatalogError              sessions.json
     │   │   ├── CatalogCorruptError   exists but does not parse: never overwritten
     │   │   └── CatalogEntryError     an entry or key is not acceptable
+    │   ├── UnsafeFileError           a home file that is a symlink, a directory or not plain: never followed
     │   ├── StoreDatabaseError        the PostgreSQL backend's database (never a password in the message)
     │   │   ├── DatabaseUnavailableError  cannot connect, or the connection dropped (names host and database)
     │   │   └── SchemaVersionError    the schema is newer than this code (refused) or not migrated
@@ -106,6 +108,7 @@ __all__ = [
     "GatewayRequestError",
     "GatewayStopError",
     "GatewayUnavailableError",
+    "JournalReadError",
     "JournalWriteError",
     "KurahiError",
     "LeaseLostError",
@@ -149,6 +152,7 @@ __all__ = [
     "TreeError",
     "UnknownAgentError",
     "UnknownToolError",
+    "UnsafeFileError",
     "UsageError",
     "WrongHomeError",
 ]
@@ -288,6 +292,18 @@ class JournalWriteError(StoreError):
         super().__init__(f"{self.path}: {message}" if self.path else message)
 
 
+class JournalReadError(StoreError):
+    """A journal file (ledger, jobs, queue) that cannot be read (permissions, I/O error).
+
+    Attributes:
+        path: the journal file.
+    """
+
+    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
 class LockError(StoreError):
     """A lock file could not be taken or released."""
 
@@ -306,6 +322,23 @@ class LockHeldError(LockError):
     def __init__(self, message: str, *, path: str | Path | None = None, holder_pid: int | None = None) -> None:
         self.holder_pid = holder_pid
         super().__init__(message, path=path)
+
+
+class UnsafeFileError(StoreError):
+    """A file Kurahi keeps in the home is not a plain file of its own: refused, never followed.
+
+    A symlink (it could point anywhere, and writing through it would change a file outside
+    the home), a directory, a FIFO or device, or (for lock files, which are truncated) a file
+    with other hard links. Nothing is opened through it, truncated or ``chmod``-ed.
+
+    Attributes:
+        path: the file.
+    """
+
+    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        self.detail = message
+        super().__init__(f"{self.path}: {message}" if self.path else message)
 
 
 class CatalogError(StoreError):

@@ -1,7 +1,8 @@
 """Model profiles and per-agent settings, read from ``<home>/config.json``.
 
 Loose input, strict state: the file is decoded once into typed structs with defaults, and
-every unknown or mistyped field is an error that names the field. Profiles ``alpha`` and
+every unknown or mistyped field is an error that names the field, as is a limit out of its
+range (``maxSteps: 0``, a negative cap or timeout), which would break every later turn. Profiles ``alpha`` and
 ``beta`` (both deterministic) always exist unless the file redefines them. A config file is
 at most :data:`MAX_CONFIG_BYTES`, and ``apiKeyEnv`` may not name one of Kurahi's own
 variables (``KOLO_GATEWAY_TOKEN`` would send the owner token to whatever ``baseUrl`` says).
@@ -10,15 +11,16 @@ variables (``KOLO_GATEWAY_TOKEN`` would send the owner token to whatever ``baseU
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from kurahi.decoding import DECODE_ERRORS
-from kurahi.errors import ConfigError
+from kurahi.errors import ConfigError, UnsafeFileError
 from kurahi.lifecycle.policy import FreshnessConfig
+from kurahi.store.safefile import read_regular
 
 __all__ = [
     "MAX_CONFIG_BYTES",
@@ -48,13 +50,13 @@ class Backoff(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen
     and never less than a ``Retry-After`` the provider sent.
     """
 
-    initial_ms: int = 500
+    initial_ms: Annotated[int, msgspec.Meta(ge=0)] = 500
     """Ceiling of the first wait."""
-    max_ms: int = 20_000
+    max_ms: Annotated[int, msgspec.Meta(ge=0)] = 20_000
     """Ceiling of any computed wait (a longer ``Retry-After`` fails the call instead, see ``maxRetryAfterMs``)."""
-    multiplier: float = 2.0
+    multiplier: Annotated[float, msgspec.Meta(ge=1)] = 2.0
     """Growth of the ceiling from one attempt to the next."""
-    max_retry_after_ms: int = 60_000
+    max_retry_after_ms: Annotated[int, msgspec.Meta(ge=0)] = 60_000
     """Longest ``Retry-After`` honoured; a provider asking for more fails the turn at once, saying so."""
 
     def __post_init__(self) -> None:
@@ -77,15 +79,15 @@ class ModelProfile(msgspec.Struct, rename="camel", forbid_unknown_fields=True, f
     """Endpoint for ``openai``/``anthropic`` (an OpenAI-compatible server, say)."""
     api_key_env: str | None = None
     """Environment variable that holds the API key; the key is never stored in config."""
-    timeout_s: float = 60.0
+    timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 60.0
     """Seconds before a model call fails as timed out."""
-    delay_ms: int = 0
+    delay_ms: Annotated[int, msgspec.Meta(ge=0)] = 0
     """Deterministic only: how long each call takes."""
-    context_window: int = 128_000
+    context_window: Annotated[int, msgspec.Meta(ge=1)] = 128_000
     """The model's context window, in tokens."""
-    max_tokens: int = 4096
+    max_tokens: Annotated[int, msgspec.Meta(ge=1)] = 4096
     """Upper bound on a reply."""
-    max_retries: int = 2
+    max_retries: Annotated[int, msgspec.Meta(ge=0)] = 2
     """Retries of a model call that failed with 429, a 5xx or a connection error before any of
     its reply arrived (0: none). A call that fails after them fails the turn, recorded."""
     backoff: Backoff = msgspec.field(default_factory=Backoff)
@@ -114,11 +116,11 @@ class QueueSettings(msgspec.Struct, rename="camel", forbid_unknown_fields=True, 
 
     mode: QueueMode = "followup"
     """Default mode for messages that do not name one."""
-    cap: int = 20
+    cap: Annotated[int, msgspec.Meta(ge=1)] = 20
     """Most messages waiting per session."""
     drop: DropPolicy = "reject"
     """At the cap: refuse the new message, or drop the oldest waiting one."""
-    debounce_ms: int = 300
+    debounce_ms: Annotated[int, msgspec.Meta(ge=0)] = 300
     """``collect``: quiet time before the batch runs."""
 
 
@@ -126,8 +128,8 @@ class CompactionSettings(msgspec.Struct, rename="camel", forbid_unknown_fields=T
     """When and how much to compact (Pi's defaults)."""
 
     enabled: bool = True
-    reserve_tokens: int = 16384
-    keep_recent_tokens: int = 20000
+    reserve_tokens: Annotated[int, msgspec.Meta(ge=0)] = 16384
+    keep_recent_tokens: Annotated[int, msgspec.Meta(ge=0)] = 20000
 
 
 class AgentSettings(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
@@ -142,9 +144,9 @@ class AgentSettings(msgspec.Struct, rename="camel", forbid_unknown_fields=True, 
     compaction: CompactionSettings = msgspec.field(default_factory=CompactionSettings)
     fsync: Literal["always", "turn", "never"] = "turn"
     """Transcript durability (see :class:`kurahi.store.FsyncPolicy`)."""
-    max_message_bytes: int = 256 * 1024
+    max_message_bytes: Annotated[int, msgspec.Meta(ge=1)] = 256 * 1024
     """Largest user message accepted."""
-    max_steps: int = 32
+    max_steps: Annotated[int, msgspec.Meta(ge=1)] = 32
     """Most model calls in one turn (a loop guard)."""
     lifecycle: FreshnessConfig = msgspec.field(default_factory=FreshnessConfig)
     """When sessions expire, the rollover guard, and what a rollover carries."""
@@ -177,6 +179,19 @@ class Config(msgspec.Struct, forbid_unknown_fields=True):
         if settings.model not in self.models:
             raise ConfigError(f"unknown model profile {settings.model!r}", field=f"agents.{agent_id}.model")
         return settings
+
+    def check_agents(self, agent_ids: Iterable[str] = ()) -> None:
+        """Check that ``defaults`` alone, every agent the file configures and ``agent_ids`` all resolve.
+
+        Raises:
+            ConfigError: the first field that is unknown, mistyped or out of range (named).
+        """
+        try:
+            msgspec.convert(self.defaults, AgentSettings)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(str(exc), field="defaults") from exc
+        for agent_id in sorted({*self.agents, *agent_ids}):
+            self.agent(agent_id)
 
     def profile(self, name: str) -> ModelProfile:
         """A model profile by name.
@@ -218,20 +233,31 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def read_config_bytes(path: Path) -> bytes | None:
+    """The bytes of ``config.json`` (at most one more than the limit); ``None`` when there is none.
+
+    Raises:
+        ConfigError: a symlink (never followed out of the home), a directory, or unreadable.
+    """
+    try:
+        return read_regular(path, what="the config", limit=MAX_CONFIG_BYTES)
+    except UnsafeFileError as exc:
+        raise ConfigError(exc.detail, path=path) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", path=path) from exc
+
+
 def load_config(home: str | os.PathLike[str]) -> Config:
     """Read ``<home>/config.json`` (a missing file gives the defaults).
 
     Raises:
-        ConfigError: the file does not parse, is too large, or a field is unknown or mistyped.
+        ConfigError: the file does not parse, is too large, a symlink or a directory, or a field
+            is unknown, mistyped or out of range.
     """
     path = Path(home) / "config.json"
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_CONFIG_BYTES + 1)
-    except FileNotFoundError:
+    raw = read_config_bytes(path)
+    if raw is None:
         return Config()
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", path=path) from exc
     if len(raw) > MAX_CONFIG_BYTES:
         raise ConfigError(f"larger than {MAX_CONFIG_BYTES} bytes; refused", path=path)
     try:

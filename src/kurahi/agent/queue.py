@@ -270,15 +270,20 @@ def pending_from_journal(journal: RecordLog, live: frozenset[str] | None = None)
         if op == "put" and isinstance(rec.get("qid"), str):
             puts[rec["qid"]] = rec
         elif op == "done":
-            for q in rec.get("qids") or []:
-                puts.pop(q, None)
-        elif op == "dropped":
-            puts.pop(rec.get("qid"), None)  # type: ignore[arg-type]
+            qids = rec.get("qids")
+            # A hand-edited record of the wrong shape settles nothing (it must not stop the start).
+            for q in qids if isinstance(qids, list) else ():
+                if isinstance(q, str):
+                    puts.pop(q, None)
+        elif op == "dropped" and isinstance(rec.get("qid"), str):
+            puts.pop(rec["qid"], None)
     out: dict[str, list[dict[str, Any]]] = {}
     for rec in puts.values():
         if live is not None and rec.get("gateway") in live:
             continue
-        out.setdefault(str(rec.get("key")), []).append(rec)
+        key = rec.get("key")
+        if isinstance(key, str):  # a record without a usable key names no session: left as it is
+            out.setdefault(key, []).append(rec)
     return out
 
 

@@ -172,7 +172,7 @@ class Runtime:
         for key, _ in self.catalog.items() if live is None else ():
             try:
                 self.conversation(key)
-            except KurahiError as exc:
+            except (KurahiError, OSError) as exc:
                 self.open_errors[key] = str(exc)
         requeued = 0
         held_elsewhere = 0
@@ -185,6 +185,13 @@ class Runtime:
                 # open it; failing here would keep this gateway from starting at all.
                 self.open_errors.setdefault(key, str(exc))
                 held_elsewhere += 1
+                continue
+            except (KurahiError, OSError) as exc:
+                # One damaged session (a transcript that cannot be opened for writing) or one
+                # damaged record (a key no session can have) disables that session only: its
+                # messages stay queued, untouched, and every other session starts.
+                where = getattr(self.queue_journal, "path", self.queue_journal.name)
+                self.open_errors.setdefault(key, f"{len(recs)} queued message(s) in {where} left queued: {exc}")
                 continue
             seen = {
                 (p.data.get("kurahi") or {}).get("queueId") for p in conv.path if isinstance(p.data.get("kurahi"), dict)

@@ -28,6 +28,7 @@ from kurahi.agent.types import ToolOutput, ToolSpec
 from kurahi.errors import PathRefusedError, ToolError
 from kurahi.jsvalues import utf8_bytes
 from kurahi.store import fsio
+from kurahi.store.leftovers import is_leftover_name
 
 __all__ = [
     "BUILTIN_TOOLS",
@@ -194,7 +195,8 @@ class ListTool(Tool):
         if not p.is_dir():
             raise ToolError(f"{args.get('path', '.')}: not a directory", tool=self.name)
         with _fs_errors(args.get("path", "."), self.name):
-            names = sorted(c.name + ("/" if c.is_dir() else "") for c in p.iterdir())
+            # An interrupted write's temporary file is not the resident's (the gateway removes it at start).
+            names = sorted(c.name + ("/" if c.is_dir() else "") for c in p.iterdir() if not is_leftover_name(c.name))
         return ToolOutput("\n".join(names) if names else "(empty)")
 
 

@@ -22,6 +22,7 @@ from kurahi.errors import (
     SqliteStoreBusyError,
     TranscriptReadError,
     UnknownAgentError,
+    UnsafeFileError,
     UsageError,
 )
 
@@ -142,7 +143,7 @@ def translate_errors() -> Iterator[None]:
         fail(str(exc), EXIT.BUSY)
     except SqliteSchemaError as exc:
         fail(str(exc), EXIT.INVALID)
-    except (NotASessionError, CatalogCorruptError, ConfigError, SecretFileError, CheckError) as exc:
+    except (NotASessionError, CatalogCorruptError, ConfigError, SecretFileError, UnsafeFileError, CheckError) as exc:
         fail(str(exc), EXIT.INVALID)
     except (TranscriptReadError, UnknownAgentError, GatewayUnavailableError, EntryNotFoundError) as exc:
         fail(str(exc), EXIT.NOT_FOUND)

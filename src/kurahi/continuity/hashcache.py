@@ -45,7 +45,9 @@ from typing import NamedTuple
 
 import msgspec
 
+from kurahi.errors import UnsafeFileError
 from kurahi.store import fsio
+from kurahi.store.safefile import read_regular
 
 __all__ = ["CACHE_VERSION", "RACY_NS", "FileDigest", "HashCache", "hash_file"]
 
@@ -180,8 +182,11 @@ class HashCache:
             self._rows = {}
             if self.path is not None:
                 try:
-                    data = self.path.read_bytes()
-                except FileNotFoundError:
+                    # Never through a symlink: the cache is rewritten whole (the link replaced,
+                    # never its target) at the next save.
+                    data = read_regular(self.path, what="the hash cache")
+                except UnsafeFileError as exc:
+                    self.ignored = exc.detail
                     data = None
                 except OSError as exc:
                     self.ignored = f"unreadable: {exc.strerror}"
@@ -189,7 +194,7 @@ class HashCache:
                 if data is not None:
                     try:
                         doc = msgspec.json.decode(data, type=_CacheFile)
-                    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                    except (msgspec.DecodeError, RecursionError) as exc:
                         self.ignored = f"does not parse: {str(exc)[:200]}"
                     else:
                         if doc.version == CACHE_VERSION:
@@ -251,9 +256,15 @@ class HashCache:
                     fresh = False
                 if not fresh:
                     del rows[name]
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             data = msgspec.json.encode(_CacheFile(version=CACHE_VERSION, files=dict(sorted(rows.items()))))
-            fsio.atomic_write(self.path, data + b"\n", mode=0o600)
+            try:
+                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                fsio.atomic_write(self.path, data + b"\n", mode=0o600)
+            except OSError as exc:
+                # A cache that cannot be written (a directory in its place, a full disk) only
+                # costs the next manifest its speed: the manifest itself stands.
+                self.ignored = f"cannot be written: {exc.strerror or exc}"
+                return False
             self._dirty = False
             self.ignored = None
             return True

@@ -78,7 +78,15 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         metrics.start()
         if manage_lifespan:
-            await gateway.start()
+            try:
+                await gateway.start()
+            except KurahiError as exc:
+                # A home the gateway cannot serve (a damaged journal, the audit chain a
+                # symlink): kept for the server to report in one line and exit on, instead of
+                # the ASGI server's traceback. Nothing was published, so no client finds it.
+                await gateway.abandon(exc)
+                yield
+                return
         try:
             yield
         finally:

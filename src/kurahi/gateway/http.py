@@ -17,7 +17,9 @@ from kurahi.errors import (
     LockHeldError,
     QueueFullError,
     SecretFileError,
+    SigningKeyError,
     UnknownAgentError,
+    UnsafeFileError,
     UsageError,
 )
 
@@ -52,6 +54,10 @@ def from_kurahi(exc: KurahiError) -> HTTPError:
     """The HTTP error for a library error."""
     if isinstance(exc, SecretFileError):
         return HTTPError(500, "insecure_secret_file", str(exc))
+    if isinstance(exc, UnsafeFileError):
+        return HTTPError(500, "unsafe_file", str(exc))
+    if isinstance(exc, SigningKeyError):
+        return HTTPError(500, "signing_key_unusable", str(exc))
     if isinstance(exc, UnknownAgentError):
         return HTTPError(404, "unknown_agent", str(exc))
     if isinstance(exc, QueueFullError):

@@ -81,7 +81,7 @@ def gateway_info(path: Path) -> GatewayInfo | None:
     if not info or not isinstance(info.get("port"), int) or not isinstance(info.get("pid"), int):
         return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
     except OSError:
         return None
     try:

@@ -100,6 +100,7 @@ def serve(
         UsageError: ``host`` is beyond loopback and ``allow_remote`` is false (nothing started).
         LockHeldError: another gateway runs on this home.
         UnknownAgentError, ConfigError: the home cannot be served.
+        KurahiError: the gateway could not start (a damaged file it cannot do without; named).
     """
     import uvicorn
 
@@ -130,6 +131,8 @@ def serve(
             gc.freeze()
             # Published only once the runtimes are up and uvicorn handles SIGTERM: a client
             # that finds the port finds a gateway ready to answer and to stop gracefully.
+            for problem in gateway.problems:
+                print(f"warning: {problem}", file=sys.stderr, flush=True)
             info = lock.publish(port_bound)
             if on_ready is not None:
                 on_ready(info)
@@ -152,7 +155,10 @@ def serve(
             http=_http_protocol(),
         )
         server = _Server(config)
+        gateway.on_start_failed = lambda: setattr(server, "should_exit", True)
         server.run(sockets=[sock])
+        if gateway.start_error is not None:
+            raise gateway.start_error
     finally:
         if backend is not None:
             backend.close()

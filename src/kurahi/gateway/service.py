@@ -9,24 +9,27 @@ transcripts, which are their own durable log, not in the chain.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from kurahi import __version__
-from kurahi.agent.config import MAX_CONFIG_BYTES, Config, check_api_keys, load_config
+from kurahi.agent.config import MAX_CONFIG_BYTES, Config, check_api_keys, load_config, read_config_bytes
 from kurahi.agent.runtime import Runtime
 from kurahi.decoding import DECODE_ERRORS
-from kurahi.errors import ConfigError
+from kurahi.errors import ConfigError, KurahiError
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
 from kurahi.store import fsio
 from kurahi.store.backend import Backend
 from kurahi.store.file_backend import FileBackend
+from kurahi.store.leftovers import remove_leftovers
 
 __all__ = ["Gateway", "merge_patch"]
 
@@ -55,12 +58,14 @@ class Gateway:
         ``backend`` holds sessions, record logs and the audit chain (default: files in the home).
 
         Raises:
-            SecretFileError: the home's token, devices or directories are open to other users.
+            SecretFileError: the home's token, devices or directories are open to other users,
+                or the owner token is empty or unusable.
             ConfigError: the config cannot be used (a profile's ``apiKeyEnv`` names an unset variable, say).
             CatalogError: an agent's catalog is corrupt or too large (checked here, so that
                 ``gateway run`` says so in one line instead of failing its start-up with a traceback).
         """
         home.check_private()
+        home.check_owner_token()
         self.home = home
         self.devices = DeviceRegistry(home.devices)
         self.backend = backend if backend is not None else FileBackend(home.root)
@@ -74,6 +79,12 @@ class Gateway:
         self._lock = asyncio.Lock()
         self.stop_grace = 5.0
         """Seconds running turns get to finish when the gateway stops."""
+        self.start_error: KurahiError | None = None
+        """Why :meth:`start` failed, when it did (see :meth:`abandon`)."""
+        self.on_start_failed: Callable[[], None] | None = None
+        """Called when :meth:`start` failed (the server stops then)."""
+        self.problems: list[str] = []
+        """What :meth:`start` could not serve (a session whose files are damaged), one line each."""
         self.on_started: Callable[[], None] | None = None
         """Called once every runtime has started (the server publishes its port then)."""
         self.started = False
@@ -98,12 +109,47 @@ class Gateway:
 
     async def start(self) -> None:
         """Start a runtime for every agent of the home and record the start."""
+        removed = remove_leftovers(self._leftover_places())
         for agent in self.home.agents():
             await self.runtime(agent)
-        self.record("gateway", "gateway.start", {"version": __version__, "agents": sorted(self.runtimes)})
+        # A damaged session (or queued record) disables that session only; the rest start.
+        self.problems = [
+            f"agent {agent}: session {key!r} not served: {message}"
+            for agent, rt in sorted(self.runtimes.items())
+            for key, message in sorted(rt.open_errors.items())
+        ]
+        details: dict[str, Any] = {"version": __version__, "agents": sorted(self.runtimes)}
+        if self.problems:
+            details["sessionsNotServed"] = len(self.problems)
+        if removed:
+            details["leftoverTempFilesRemoved"] = len(removed)
+        self.record("gateway", "gateway.start", details)
         self.started = True
         if self.on_started is not None:
             self.on_started()
+
+    def _leftover_places(self) -> list[tuple[Path, bool]]:
+        """Where atomic writes stage temporary files: the home's own folders, each agent's sessions and workspace."""
+        h = self.home
+        places = [(h.root, False), (h.lock.parent, False), (h.secrets, False), (h.signing_key.parent, False)]
+        for agent in h.agents():
+            paths = h.agent(agent)
+            places += [(paths.sessions, False), (paths.workspace, True)]
+        return places
+
+    async def abandon(self, error: KurahiError) -> None:
+        """A start that failed: close the runtimes that did start, record nothing, keep ``error``.
+
+        The server then stops at once and raises :attr:`start_error` (see
+        :func:`kurahi.gateway.server.serve`).
+        """
+        self.start_error = error
+        for rt in list(self.runtimes.values()):
+            with contextlib.suppress(Exception):
+                await rt.close(grace=0)
+        self.runtimes.clear()
+        if self.on_start_failed is not None:
+            self.on_start_failed()
 
     async def stop(self, *, grace: float | None = None) -> None:
         """Let running turns finish (``grace`` seconds), interrupt the rest, record the stop."""
@@ -207,11 +253,9 @@ class Gateway:
         Raises:
             ConfigError: the patched config would not work (the message says where).
         """
+        raw = read_config_bytes(self.home.config)
         try:
-            with self.home.config.open("rb") as f:
-                current = msgspec.json.decode(f.read(MAX_CONFIG_BYTES + 1))
-        except FileNotFoundError:
-            current = {}
+            current = msgspec.json.decode(raw) if raw is not None else {}
         except DECODE_ERRORS as exc:
             raise ConfigError(f"the stored config does not parse: {exc}", path=self.home.config) from exc
         merged = merge_patch(current, patch)
@@ -233,9 +277,9 @@ class Gateway:
         base = Config()
         base.models.update(candidate.models)
         candidate.models = base.models
-        for agent in self.home.agents():
-            settings = candidate.agent(agent)
-            candidate.profile(settings.model)
+        # Every agent the patched file configures, and ``defaults`` on its own, not only the
+        # agents this home has now: a `defaults.maxSteps: 0` would break the next agent made.
+        candidate.check_agents(self.home.agents())
         check_api_keys(candidate)
         if len(data) > MAX_CONFIG_BYTES:
             raise ConfigError(f"the patched config would be {len(data)} bytes; the limit is {MAX_CONFIG_BYTES}")

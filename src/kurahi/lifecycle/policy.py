@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -50,9 +50,9 @@ class ResetPolicy(msgspec.Struct, rename="camel", forbid_unknown_fields=True, fr
     """When a session expires."""
 
     mode: Literal["none", "manual", "daily", "idle", "adaptive"] = "adaptive"
-    at_hour: int = 4
+    at_hour: Annotated[int, msgspec.Meta(ge=0, le=23)] = 4
     """``daily``: the hour (0-23, gateway-local) at which sessions expire."""
-    idle_minutes: int = 24 * 60
+    idle_minutes: Annotated[int, msgspec.Meta(ge=1)] = 24 * 60
     """``idle``: minutes without interaction after which a session expires."""
 
 

@@ -5,7 +5,8 @@ token is hashed and compared with every stored hash in constant time. Scopes are
 ``read``, ``chat`` and ``admin``. The registry is ``devices.json`` (0600), changed under a
 lock and replaced atomically, so the CLI can pair a device while the gateway runs (the
 gateway re-reads it when it changes). A registry open to other users (who could add their
-own device) is refused, as :func:`kurahi.resident.home.read_private_file` says.
+own device) is refused, as :func:`kurahi.resident.home.read_private_file` says. The file is
+read through a typed schema: a value of the wrong type anywhere is an error naming it.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
+from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import ConfigError, UsageError
 from kurahi.resident.home import DEVICE_REGISTRY_FILE, read_private_file
 from kurahi.store import fsio
@@ -71,6 +73,30 @@ class Device:
         return out
 
 
+class _StoredDevice(msgspec.Struct, rename="camel", frozen=True):
+    """One device as ``devices.json`` holds it (unknown fields are ignored, as before)."""
+
+    id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    """``dev_`` and 12 hex digits, as :meth:`DeviceRegistry.pair` makes it."""
+    name: Annotated[str, msgspec.Meta(max_length=64)]
+    """What the owner called it."""
+    scopes: list[str]
+    """What its token may do (each one of :data:`SCOPES`, checked on read)."""
+    token_sha256: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
+    """Lowercase hex SHA-256 of its token."""
+    created_at: Annotated[int, msgspec.Meta(ge=0)]
+    """Milliseconds since the epoch."""
+    revoked_at: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    """When it was revoked (milliseconds since the epoch); ``null`` while active."""
+
+
+class _RegistryFile(msgspec.Struct, frozen=True):
+    """The whole ``devices.json``."""
+
+    devices: list[_StoredDevice]
+    version: int = 1
+
+
 def check_scopes(scopes: list[str] | str) -> list[str]:
     """Normalise ``read,chat`` or a list into known scopes, in canonical order.
 
@@ -109,28 +135,26 @@ class DeviceRegistry:
         data = read_private_file(self.path, *DEVICE_REGISTRY_FILE)
         if data is None:
             return []
+        # A typed decode: a hand-edited registry with a wrong type anywhere (``createdAt:
+        # "abc"``, ``scopes: 5``, ``revokedAt: 1.5``) is refused whole, naming the field. A
+        # lenient read would have to guess, and guessing "not revoked" revives a token.
         try:
-            raw = msgspec.json.decode(data)
-        except msgspec.DecodeError as exc:
-            raise ConfigError(f"cannot read the device registry: {exc}", path=self.path) from exc
-        items = raw.get("devices") if isinstance(raw, dict) else None
-        if not isinstance(items, list):
-            raise ConfigError('expected {"devices": [...]}', path=self.path)
-        out = []
-        for d in items:
-            if not isinstance(d, dict) or not isinstance(d.get("tokenSha256"), str):
-                raise ConfigError("a device entry without a token hash", path=self.path)
-            out.append(
-                Device(
-                    str(d.get("id")),
-                    str(d.get("name")),
-                    [s for s in d.get("scopes") or [] if s in SCOPES],
-                    d["tokenSha256"],
-                    int(d.get("createdAt") or 0),
-                    d.get("revokedAt") if isinstance(d.get("revokedAt"), int) else None,
+            doc = msgspec.json.decode(data, type=_RegistryFile)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(f"the device registry holds a wrong value: {exc}", path=self.path) from None
+        except DECODE_ERRORS as exc:
+            raise ConfigError(f"cannot read the device registry: {exc}", path=self.path) from None
+        for n, d in enumerate(doc.devices):
+            unknown = sorted(set(d.scopes) - set(SCOPES))
+            if unknown:
+                raise ConfigError(
+                    f"the device registry holds an unknown scope {unknown[0]!r} - at `$.devices[{n}].scopes`",
+                    path=self.path,
                 )
-            )
-        return out
+        return [
+            Device(d.id, d.name, [s for s in SCOPES if s in d.scopes], d.token_sha256, d.created_at, d.revoked_at)
+            for d in doc.devices
+        ]
 
     def _write(self, devices: list[Device]) -> None:
         body = {"version": 1, "devices": [d.to_dict(with_hash=True) for d in devices]}

@@ -77,10 +77,13 @@ def read_private_file(path: Path, what: str, fix: str) -> bytes | None:
         if exc.errno == errno.ELOOP:
             raise SecretFileError(f"{what} is a symlink; it must be a file of its own", path=path) from None
         raise SecretFileError(f"cannot read {what}: {exc.strerror}", path=path) from None
+    # Checked before fdopen, which raises a bare IsADirectoryError on a directory.
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise SecretFileError(f"{what} is {kind}; it must be a file of its own ({fix})", path=path)
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise SecretFileError(f"{what} is not a regular file", path=path)
         if st.st_mode & 0o077:
             raise SecretFileError(
                 f"{what} is open to other users (mode {stat.S_IMODE(st.st_mode):04o}), so it may have been "
@@ -158,6 +161,35 @@ class Home:
             return env.strip()
         data = read_private_file(self.token_file, *OWNER_TOKEN_FILE)
         return (data.decode("utf-8", "replace").strip() or None) if data is not None else None
+
+    def check_owner_token(self) -> None:
+        """Refuse an owner token no caller could ever present (checked when a gateway starts).
+
+        An empty token file would let the gateway start and answer every owner call 401 with
+        no word of why; a token with spaces, control or non-ASCII characters cannot travel in
+        an ``Authorization`` header. A missing token is left alone (devices may be all there is).
+
+        Raises:
+            SecretFileError: the token (file or ``KOLO_GATEWAY_TOKEN``) is empty or unusable.
+        """
+        env = os.environ.get(TOKEN_ENV)
+        if env is not None and env.strip():
+            token, where, path = env.strip(), TOKEN_ENV, None
+        else:
+            data = read_private_file(self.token_file, *OWNER_TOKEN_FILE)
+            if data is None:
+                return
+            token, where, path = data.decode("utf-8", "replace").strip(), "the owner token file", self.token_file
+        if not token:
+            raise SecretFileError(
+                f"{where} is empty, so every owner call would be refused; {OWNER_TOKEN_FILE[1]}", path=path
+            )
+        if not all("!" <= c <= "~" for c in token):
+            raise SecretFileError(
+                f"{where} holds spaces, control or non-ASCII characters, which no client can send in a header; "
+                f"{OWNER_TOKEN_FILE[1]}",
+                path=path,
+            )
 
     def check_private(self) -> None:
         """Refuse a home whose access files could be read or replaced by other users (see the module docstring).

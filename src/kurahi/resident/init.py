@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from kurahi.errors import UnsafeFileError
 from kurahi.resident.home import Home
 from kurahi.store import fsio
 
@@ -82,6 +83,7 @@ def init_home(
     Raises:
         UsageError: an unsafe agent id.
         SecretFileError: an existing home whose access files are open to other users.
+        UnsafeFileError: one of the home's own directories is a symlink (never followed).
     """
     home = Home.at(root)
     paths = home.agent(agent)
@@ -93,6 +95,8 @@ def init_home(
     home.root.mkdir(mode=0o700, parents=True, exist_ok=True)
     home.check_private()
     for d in (home.secrets, home.signing_key.parent, home.lock.parent, home.audit.parent):
+        if d.is_symlink():  # chmod would follow it and change a directory outside the home
+            raise UnsafeFileError("is a symlink; Kurahi never follows a link out of its home: remove it", path=d)
         d.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(d, 0o700)
     paths.ensure()

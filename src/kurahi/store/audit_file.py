@@ -17,6 +17,9 @@ line as :mod:`kurahi.store.audit_record` describes. It is append-only:
 - A last *complete* line that is not a valid record is not a crash artefact but damage:
   ``append()`` refuses (:class:`~kurahi.errors.AuditChainError` naming the line) rather than
   chain onto it, and the owner must look at it (``kurahi audit verify``).
+- A chain file or lock file that is a symlink, a directory or not a plain file is refused
+  (:class:`~kurahi.errors.UnsafeFileError`) before anything is opened through it: nothing
+  outside the home is ever appended to, truncated or ``chmod``-ed.
 
 Readers never lock for long: ``verify()`` takes the lock only to read the file's size, then
 checks the bytes up to that size, which appends never change.
@@ -35,7 +38,14 @@ import msgspec
 
 from kurahi.canonical import sha256_hex
 from kurahi.decoding import DECODE_ERRORS
-from kurahi.errors import AuditChainError, AuditError, AuditNotFoundError, AuditWriteError, LockError
+from kurahi.errors import (
+    AuditChainError,
+    AuditError,
+    AuditNotFoundError,
+    AuditWriteError,
+    LockError,
+    UnsafeFileError,
+)
 from kurahi.store import fsio
 from kurahi.store.audit_record import (
     AuditRecord,
@@ -48,6 +58,7 @@ from kurahi.store.audit_record import (
 from kurahi.store.audit_scan import iter_lines, scan_file
 from kurahi.store.backend import AuditLog
 from kurahi.store.locks import FileLock
+from kurahi.store.safefile import open_regular
 
 __all__ = ["AuditChain", "chain_path"]
 
@@ -114,6 +125,7 @@ class AuditChain(AuditLog):
             UsageError, CanonicalJSONError: the record cannot be made (checked before the file is touched).
             AuditChainError: the last complete line is not a valid record; nothing was written.
             LockHeldError: another appender held the lock for ``lock_timeout`` seconds.
+            UnsafeFileError: the chain or its lock file is a symlink, a directory or not a plain file.
             AuditWriteError: the record could not be made durable; the file is as it was.
         """
         build_record(None, actor, action, details, ts=_PLACEHOLDER_TS)  # refuse bad input before any I/O
@@ -121,7 +133,7 @@ class AuditChain(AuditLog):
         with self._lock().acquire(timeout=self.lock_timeout):
             created = not self.path.exists()
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _O_CLOEXEC, 0o600)
+                fd = open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600, what="the audit chain")
             except OSError as exc:
                 raise AuditWriteError(f"cannot open for appending: {exc.strerror}", path=self.path) from exc
             try:
@@ -149,6 +161,10 @@ class AuditChain(AuditLog):
 
     def _ensure_dir(self) -> None:
         parent = self.path.parent
+        if parent.is_symlink():
+            raise UnsafeFileError(
+                "the audit directory is a symlink; Kurahi never follows a link out of its home: remove it", path=parent
+            )
         if parent.is_dir():
             return
         try:
@@ -210,7 +226,7 @@ class AuditChain(AuditLog):
 
     def _open(self) -> int | None:
         try:
-            return os.open(self.path, os.O_RDONLY | _O_CLOEXEC)
+            return open_regular(self.path, os.O_RDONLY, what="the audit chain")
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -326,7 +342,7 @@ class AuditChain(AuditLog):
         # Under the appenders' lock no write is in flight, so the size ends on a whole line;
         # bytes up to it never change. Where the lock cannot be had (a read-only copy, or an
         # appender stuck past the timeout) the size is taken as it is.
-        with contextlib.suppress(LockError), self._lock().acquire(timeout=self.lock_timeout):
+        with contextlib.suppress(LockError, UnsafeFileError), self._lock().acquire(timeout=self.lock_timeout):
             return os.fstat(fd).st_size
         return os.fstat(fd).st_size
 

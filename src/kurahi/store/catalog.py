@@ -20,6 +20,7 @@ The bytes (parsing, OpenClaw's layout, validation of keys and fields) live in
 from __future__ import annotations
 
 import copy
+import errno
 import os
 import stat
 import time
@@ -309,19 +310,24 @@ class Catalog(CatalogBase):
         """Read the file's bytes; ``None`` if it does not exist."""
         try:
             # O_NONBLOCK: a FIFO planted at the path must not hang us.
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            # O_NOFOLLOW: a catalog is never read through a link (writes replace the link itself).
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
             return None
         except IsADirectoryError as exc:
-            raise CatalogError("is a directory, expected a sessions.json file", path=self.path) from exc
+            raise CatalogCorruptError("is a directory, expected a sessions.json file", path=self.path) from exc
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise CatalogCorruptError(
+                    "is a symlink; Kurahi never follows a link out of its home: remove it", path=self.path
+                ) from None
             raise CatalogError(f"cannot open: {exc.strerror}", path=self.path) from exc
         try:
             st = os.fstat(fd)
             if stat.S_ISDIR(st.st_mode):
-                raise CatalogError("is a directory, expected a sessions.json file", path=self.path)
+                raise CatalogCorruptError("is a directory, expected a sessions.json file", path=self.path)
             if not stat.S_ISREG(st.st_mode):
-                raise CatalogError("is not a regular file", path=self.path)
+                raise CatalogCorruptError("is not a regular file", path=self.path)
             if st.st_size > MAX_CATALOG_BYTES:
                 raise CatalogCorruptError(
                     f"is {st.st_size} bytes, over the limit of {MAX_CATALOG_BYTES}; never read or overwritten "

@@ -41,6 +41,7 @@ from kurahi.store.catalog import CATALOG_NAME, Catalog
 from kurahi.store.journal import Journal
 from kurahi.store.locks import FileLock
 from kurahi.store.names import check_agent_id, check_transcript_name
+from kurahi.store.safefile import open_regular
 from kurahi.store.transcript import Transcript
 
 __all__ = ["FileAgentStore", "FileBackend", "FileTranscripts", "log_path"]
@@ -183,7 +184,7 @@ class FileTranscripts(TranscriptStore):
         lock = self._lock(p)
         try:
             try:
-                fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+                fd = open_regular(p, os.O_WRONLY | os.O_APPEND, what="the transcript")
             except FileNotFoundError as exc:
                 raise TranscriptReadError("no such file", path=p) from exc
             except OSError as exc:

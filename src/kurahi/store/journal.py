@@ -2,7 +2,8 @@
 
 One record per line, one ``write(2)`` per record on an ``O_APPEND`` descriptor, flushed
 with ``fdatasync`` when ``durable``; a torn last line from a crash is skipped on reading,
-and the next record starts on a line of its own.
+and the next record starts on a line of its own. A journal that is a symlink, a directory or
+not a plain file is refused (:class:`~kurahi.errors.UnsafeFileError`), never followed.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import Any
 import msgspec
 
 from kurahi.decoding import DECODE_ERRORS
-from kurahi.errors import JournalWriteError
+from kurahi.errors import JournalReadError, JournalWriteError
 from kurahi.store import fsio
 from kurahi.store.backend import RecordLog
+from kurahi.store.safefile import open_regular, read_regular
 
 __all__ = ["Journal", "decode_records", "encode_record"]
 
@@ -68,8 +70,10 @@ class Journal(RecordLog):
     def records(self) -> Iterator[dict[str, Any]]:
         """Every whole, parseable object record, in order."""
         try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
+            data = read_regular(self.path, what=f"the {self.name} journal")
+        except OSError as exc:
+            raise JournalReadError(f"cannot read: {exc.strerror or exc}", path=self.path) from exc
+        if data is None:
             return
         yield from decode_records(data.split(b"\n"))
 
@@ -89,7 +93,9 @@ class Journal(RecordLog):
                 if self._fd is None:
                     fsio.make_dirs(self.path.parent)
                     created = not self.path.exists()
-                    self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                    self._fd = open_regular(
+                        self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600, what=f"the {self.name} journal"
+                    )
                     self._dir_unsynced = created
                 if self._dir_unsynced:
                     # A new file's name is durable only once its directory is: without this,

@@ -5,6 +5,10 @@ when its holder dies, however it dies, so a lock left by a dead process is recla
 construction; the file's content (pid, host, time) only serves error messages. The lock
 file is removed on release; an acquirer re-checks after locking that the file it locked
 is still the one at the path, so a concurrent removal cannot give two holders.
+
+Taking a lock truncates and writes its file, so a lock file that is a symlink, a directory
+or a file with other hard links is refused (:class:`~kurahi.errors.UnsafeFileError`), never
+opened through: a damaged home must not turn a lock into a write to another file.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kurahi.errors import LockError, LockHeldError
+from kurahi.errors import LockError, LockHeldError, UnsafeFileError
+from kurahi.store.safefile import open_regular
 
 __all__ = ["FileLock", "read_lock_info"]
 
@@ -27,10 +32,15 @@ __all__ = ["FileLock", "read_lock_info"]
 def read_lock_info(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The JSON a holder wrote into a lock file, or ``None`` if absent or unreadable."""
     try:
-        with open(path, "rb") as fh:
-            data = json.loads(fh.read(4096) or b"null")
-    except (OSError, ValueError):
+        fd = open_regular(path, os.O_RDONLY, what="lock file")
+    except (OSError, UnsafeFileError):
         return None
+    try:
+        data = json.loads(os.read(fd, 4096) or b"null")
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        os.close(fd)
     return data if isinstance(data, dict) else None
 
 
@@ -67,6 +77,7 @@ class FileLock:
         Raises:
             LockHeldError: another live process holds it (after ``timeout``).
             LockError: the lock file cannot be created or locked.
+            UnsafeFileError: the lock file is a symlink, a directory or hard-linked (left as it is).
         """
         if self._fd is not None:
             raise LockError(f"{self.purpose} lock already held by this object", path=self.path)
@@ -95,7 +106,9 @@ class FileLock:
 
     def _try_once(self) -> int | None:
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+            fd = open_regular(
+                self.path, os.O_RDWR | os.O_CREAT, 0o600, what=f"the lock file ({self.purpose})", single_link=True
+            )
         except OSError as exc:
             raise LockError(f"cannot open lock file: {exc.strerror}", path=self.path) from exc
         try:

@@ -15,15 +15,24 @@ from __future__ import annotations
 SLOW_FIXTURES = frozenset({"pi", "pi073", "any_pi", "openclaw", "pg_server", "pg_url"})
 """Fixtures that start a peer or a database."""
 
-SLOW_MARKERS = frozenset({"browser"})
+SLOW_MARKERS = frozenset({"browser", "dist"})
 """Markers of tests that are slow whatever they are (the browser tests drive a real Chromium)."""
 
-SLOW_FOLDERS = ("crash/", "peers/", "conformance/")
+SLOW_FOLDERS = ("crash/", "crashstates/", "peers/", "conformance/")
 """Folders of tests/ whose every test is slow (the crash campaigns, OpenClaw, Pi conformance)."""
 
 SLOW_MODULES = frozenset(
     {
+        "cli/test_conventions.py",
+        "cli/test_exit_codes.py",
+        "cli/test_tables.py",
+        "continuity/test_openclaw_manifest.py",
         "continuity/test_rounds.py",
+        "doctor/test_doctor.py",
+        "gateway/test_ops.py",
+        "gateway/test_provider_retries.py",
+        "ui/test_access.py",
+        "ui/test_tree.py",
         "continuity/test_suite.py",
         "continuity/test_suite_attached.py",
         "continuity/test_manifest_api.py",

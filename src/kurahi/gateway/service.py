@@ -154,10 +154,14 @@ class Gateway:
     async def stop(self, *, grace: float | None = None) -> None:
         """Let running turns finish (``grace`` seconds), interrupt the rest, record the stop."""
         self.started = False
+        await self._close_runtimes(grace)
+        self.record("gateway", "gateway.stop", {})
+
+    async def _close_runtimes(self, grace: float | None) -> None:
+        """Close every runtime (running turns get ``grace`` seconds, default ``stop_grace``) and forget them."""
         for rt in list(self.runtimes.values()):
             await rt.close(grace=self.stop_grace if grace is None else grace)
         self.runtimes.clear()
-        self.record("gateway", "gateway.stop", {})
 
     def boot(self) -> dict[str, Any]:
         """What proves a restart: the process's boot id and pid, the in-process generation."""
@@ -187,9 +191,7 @@ class Gateway:
             self.started = False  # /api/ready says so until the new runtimes are up
             self._serving.clear()
             try:
-                for rt in list(self.runtimes.values()):
-                    await rt.close(grace=self.stop_grace if grace is None else grace)
-                self.runtimes.clear()
+                await self._close_runtimes(grace)
                 self.config = load_config(self.home.root)
                 check_api_keys(self.config)
                 self.devices = DeviceRegistry(self.home.devices)

@@ -53,6 +53,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("lifecycle/openclaw_sqlite_apply.py", "sqlite_apply"): "the candidate inside a SQLite package",
     ("lineage/packet.py", "verify_packet"): "an evidence packet's checksums and manifest",
     ("lineage/provenance.py", "_read_text"): "workspace files searched for a quoted fact",
+    ("lineage/find.py", "export_piece"): "the exported piece, a new file the user named (read through store)",
+    ("lineage/sources.py", "materialize"): "a temp file holding a SQLite session exported through store",
     ("lineage/stitch.py", "_write"): "the stitched candidate C (a new file the user named with --out)",
     ("resident/home.py", "read_private_file"): "secrets/ and other private files of the home",
     ("resident/init.py", "init_home"): "the seeded IDENTITY.md",
@@ -60,10 +62,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("ui/homefiles.py", "read_file"): "a report or repair file under them (never through a link)",
 }
 
-# Store files still read by path above store: lineage tools that read transcript files a
-# user names (Pi files, OpenClaw state dirs), and the file home's activation, which swaps a
-# catalog entry and transcript files under its own journal. Both work on files by design
-# today; moving their byte access into kurahi.store is open work (README: issue 17).
+# Store files still read by path above store: the file home's activation, which swaps a
+# catalog entry and transcript files under its own journal. Moving its byte access into
+# kurahi.store is open work (README: issue 17). The lineage tools read the transcript files
+# a user names through kurahi.store.transcript (Transcript.open, read_transcript_file).
 KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("lifecycle/activation.py", "_validate"): "the live transcript after an apply",
     ("lifecycle/activation_state.py", "_catalog_bytes"): "the live sessions.json",
@@ -72,11 +74,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("lifecycle/activation_state.py", "_old_catalog_if_same"): "the live sessions.json against the package's copy",
     ("lifecycle/activation_state.py", "_write_bytes"): "sessions.json and transcripts during an apply",
     ("lifecycle/activation_state.py", "_write_tmp"): "a temp copy of sessions.json during an apply",
-    ("lineage/check.py", "_stitched_ms"): "a candidate transcript file",
-    ("lineage/find.py", "export_piece"): "an OpenClaw transcript copied out of a state dir",
-    ("lineage/provenance.py", "provenance"): "transcript files searched for a fact",
-    ("lineage/reference.py", "_lines_of"): "a transcript file's lines for the reference check",
-    ("lineage/sources.py", "materialize"): "an OpenClaw transcript turned into a plain file",
 }
 
 _PATH_IO = {"read_bytes", "read_text", "write_bytes", "write_text"}

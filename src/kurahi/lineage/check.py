@@ -262,10 +262,12 @@ def _stitched_ms(path: Path) -> int | float | None:
     """The time of the stitch that made this file (a header ``lineage`` field), else ``None``."""
     from kurahi.jsvalues import date_ms
 
+    from kurahi.errors import TranscriptReadError
+    from kurahi.store.transcript import read_first_line
+
     try:
-        with open(path, "rb") as f:
-            header = json.loads(f.readline() or b"null")
-    except (OSError, ValueError):
+        header = json.loads(read_first_line(path) or b"null")
+    except (TranscriptReadError, ValueError):
         return None
     if not isinstance(header, dict) or not isinstance(header.get("lineage"), dict):
         return None

@@ -58,7 +58,7 @@ from kurahi.store.catalog import CATALOG_NAME, Catalog, validate_agent_id
 from kurahi.store.fsio import fsync_dir, write_all
 from kurahi.store.listing import locate_transcript
 from kurahi.store.openclaw_sqlite_snapshot import StoreSnapshot, open_store_snapshot
-from kurahi.store.transcript import Transcript
+from kurahi.store.transcript import Transcript, read_transcript_file
 from kurahi.store.vocab import COMPACTION, RESET
 
 __all__ = ["RESET_MATCH_WINDOW", "Boundary", "Lineage", "Piece", "ResetEntry", "export_piece", "find_lineage", "iso"]
@@ -528,7 +528,7 @@ def export_piece(piece: Piece, out_path: str | os.PathLike[str]) -> Path:
     else:
         with Transcript.open(piece.source):
             pass  # the same clear errors as everywhere else for a missing or broken source
-        data = Path(piece.source).read_bytes()
+        data = read_transcript_file(piece.source)
     if not target.parent.is_dir():
         raise UsageError(f"{target}: the folder {target.parent} does not exist")
     tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")

@@ -45,10 +45,10 @@ import msgspec
 
 from kurahi.context.effective import EffectivePath, Source, effective_path
 from kurahi.decoding import DECODE_ERRORS
-from kurahi.errors import EntryNotFoundError, ProvenanceError
+from kurahi.errors import EntryNotFoundError, ProvenanceError, TranscriptReadError
 from kurahi.jsvalues import MISSING
 from kurahi.resident.memory import memory_files
-from kurahi.store.transcript import Entry, Transcript
+from kurahi.store.transcript import Entry, Transcript, read_transcript_file
 from kurahi.store.vocab import BRANCH_SUMMARY, COMPACTION, CONTEXT_EDIT, CUSTOM_MESSAGE, MESSAGE, SESSION
 
 __all__ = [
@@ -528,7 +528,7 @@ def provenance(
         # This transcript off the effective context: other branches, compacted regions, later turns.
         reply_path_ids = {e.id for e in path}
         leaf_path_ids = set(t.ids_of(t.path_indices(len(t) - 1))) if len(t) else set()
-        data = tpath.read_bytes()
+        data = read_transcript_file(tpath)
         for k, line, value in _scan_lines(data, norm):
             eid = value.get("id")
             if eid == reply.id:
@@ -554,8 +554,8 @@ def provenance(
                 continue
             others.append(str(op))
             try:
-                odata = op.read_bytes()
-            except OSError:
+                odata = read_transcript_file(op)
+            except TranscriptReadError:
                 continue
             for k, line, value in _scan_lines(odata, norm):
                 reports[k].add("other-transcript", file=op.name, line=line, entryId=value.get("id"))

@@ -29,6 +29,7 @@ import msgspec
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import CheckError, NotASessionError, ParentCycleError
 from kurahi.jsvalues import date_ms, js_number, js_truthy, js_whitespace_strip
+from kurahi.store.transcript import read_transcript_file
 from kurahi.store.vocab import (
     BRANCH_SUMMARY,
     COMPACTION,
@@ -139,7 +140,7 @@ def _lines_of(path: Path) -> list[str]:
     no-break space counts as blank, ``\x1f`` does not) are left out. Every other line goes
     to the decoder as it is, so a BOM or a Unicode space around the JSON spoils the line.
     """
-    lines = path.read_bytes().decode("utf-8", "replace").split("\n")
+    lines = read_transcript_file(path).decode("utf-8", "replace").split("\n")
     return [line for line in lines if js_whitespace_strip(line)]
 
 

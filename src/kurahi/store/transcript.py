@@ -36,7 +36,16 @@ from kurahi.store.scan import (
 from kurahi.store.table import EntryTable, PyTable, StoredTable, index_ids
 from kurahi.store.vocab import CUSTOM, LABEL, LEAF_ID, LEAF_MARKER_TYPE, MESSAGE, SESSION_INFO, TARGET_ID
 
-__all__ = ["LEAF_MARKER_TYPE", "Entry", "Transcript", "TreeNode", "is_leaf_marker", "open_for_reading"]
+__all__ = [
+    "LEAF_MARKER_TYPE",
+    "Entry",
+    "Transcript",
+    "TreeNode",
+    "is_leaf_marker",
+    "open_for_reading",
+    "read_first_line",
+    "read_transcript_file",
+]
 
 
 def is_leaf_marker(entry_type: Any, data: dict[str, Any], parent_id: Any) -> bool:
@@ -79,6 +88,52 @@ def open_for_reading(path: Path) -> tuple[int, int]:
         raise
     return fd, st.st_size
 
+
+def read_transcript_file(path: str | os.PathLike[str]) -> bytes:
+    """A transcript file's bytes, whole and as stored (for a copy, a search, a reference reader).
+
+    The one place above which a transcript file a user names (a Pi file, a file in an
+    OpenClaw state directory) is read whole, with the same errors as :meth:`Transcript.open`.
+
+    Raises:
+        TranscriptReadError: missing, a directory, not a regular file, or unreadable.
+    """
+    p = Path(path)
+    fd, size = open_for_reading(p)
+    try:
+        chunks: list[bytes] = []
+        while True:
+            block = os.read(fd, max(size, 1 << 16))
+            if not block:
+                break
+            chunks.append(block)
+    except OSError as exc:
+        raise TranscriptReadError(f"read failed: {exc.strerror}", path=p) from exc
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def read_first_line(path: str | os.PathLike[str], *, limit: int = 1 << 20) -> bytes:
+    r"""A transcript file's first line (its header), up to ``limit`` bytes, without its ``\n``.
+
+    Raises:
+        TranscriptReadError: missing, a directory, not a regular file, or unreadable.
+    """
+    p = Path(path)
+    fd, _size = open_for_reading(p)
+    try:
+        head = b""
+        while len(head) < limit and b"\n" not in head:
+            block = os.read(fd, min(1 << 16, limit - len(head)))
+            if not block:
+                break
+            head += block
+    except OSError as exc:
+        raise TranscriptReadError(f"read failed: {exc.strerror}", path=p) from exc
+    finally:
+        os.close(fd)
+    return head.split(b"\n", 1)[0]
 
 class Entry:
     """One entry of a transcript, its JSON decoded on first use.

@@ -177,8 +177,7 @@ def load_repair(home: Path, name: str) -> dict[str, Any]:
 
 
 def _state(pkg: Any, home: Path) -> dict[str, Any]:
-    from kurahi.lifecycle.activation import journal_phase
-    from kurahi.lifecycle.activation_state import LiveState
+    from kurahi.lifecycle.activation import journal_phase, live_state
 
     state: dict[str, Any] = {}
     try:
@@ -186,7 +185,7 @@ def _state(pkg: Any, home: Path) -> dict[str, Any]:
     except (KurahiError, OSError) as exc:
         state["phase"] = f"unreadable journal: {exc}"
     try:
-        live = LiveState(pkg, home)
+        live = live_state(pkg, home)
         state["catalogEntry"] = str(live.entry_state())
         state["target"] = str(live.target_state())
     except (KurahiError, OSError) as exc:

@@ -138,6 +138,15 @@ class TranscriptHandle(ABC):
             JournalWriteError: the line is in, a record could not be appended.
         """
 
+    @property
+    def fenced(self) -> bool:
+        """Whether this writer is known to have lost its claim (a lease taken over): it appends nothing more.
+
+        Known once an append or the background renewal found the claim gone; a writer that
+        sees it lets the transcript go and opens the session afresh.
+        """
+        return False
+
     @abstractmethod
     def sync(self) -> None:
         """Make every appended line durable.

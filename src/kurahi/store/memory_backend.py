@@ -71,6 +71,10 @@ class _MemoryHandle(TranscriptHandle):
         for log, rec in records:
             log.append(rec)
 
+    @property
+    def fenced(self) -> bool:
+        return self._lost
+
     def sync(self) -> None:
         pass  # nothing is ever less durable than this process
 

@@ -274,6 +274,11 @@ class PostgresHandle(TranscriptHandle):
         """Mark the lease as taken over (the renewal found it gone): every later append is refused."""
         self._lost = True
 
+    @property
+    def fenced(self) -> bool:
+        """See :attr:`TranscriptHandle.fenced`."""
+        return self._lost
+
 
 class PostgresTranscripts(TranscriptStore):
     """An agent's transcripts in the database."""

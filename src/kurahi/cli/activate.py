@@ -139,19 +139,23 @@ def _root(home: Path | None) -> Path:
     return home_root(home)
 
 
-def _host(root: Path, offline: bool, backend: Backend | None = None) -> Any:
+def _host(root: Path, offline: bool) -> Any:
     """The gateway host for a Kurahi home; files only with --offline or for an OpenClaw state directory.
 
     A directory without Kurahi's ``config.json`` is not a Kurahi home: it has no Kurahi gateway to
-    stop or read through, and Kurahi must not add its own ``audit/`` folder to it. Sessions in a
-    database are activated without stopping any gateway (their leases fence them off).
+    stop or read through, and Kurahi must not add its own ``audit/`` folder to it.
     """
-    from kurahi.gateway.activation_host import GatewayHost, OfflineHost, StoreHost
+    from kurahi.gateway.activation_host import GatewayHost, OfflineHost
     from kurahi.resident.home import Home
 
-    if backend is not None:
-        return StoreHost(root, backend)
     return OfflineHost(root) if offline or not Home(root).config.is_file() else GatewayHost(root)
+
+
+def _host_for(root: Path, offline: bool, backend: Backend | None) -> Any:
+    """:func:`_host`, or for sessions in a database the store host: no gateway is stopped (leases fence them off)."""
+    from kurahi.gateway.activation_host import StoreHost
+
+    return _host(root, offline) if backend is None else StoreHost(root, backend)
 
 
 @contextmanager
@@ -324,7 +328,7 @@ def apply_cmd(
             res = apply_package(
                 package,
                 root,
-                _host(root, offline, backend),
+                _host_for(root, offline, backend),
                 stop_timeout=stop_timeout,
                 require_stopped=no_stop,
                 backend=backend,
@@ -426,7 +430,7 @@ def rollback_cmd(
     stop_timeout = _refuse_timeout(package, timeout)
     with _store(root, store, password_file) as backend, _errors():
         res = rollback_package(
-            package, root, _host(root, offline, backend), stop_timeout=stop_timeout, force=force, backend=backend
+            package, root, _host_for(root, offline, backend), stop_timeout=stop_timeout, force=force, backend=backend
         )
     if as_json:
         print_json(res.to_dict())

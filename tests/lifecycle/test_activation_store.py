@@ -104,6 +104,30 @@ def test_a_turn_after_planning_is_never_lost_on_the_memory_backend(tmp_path: Pat
     assert _state(store) == before
 
 
+def test_rollback_of_a_used_session_needs_force_and_fences_its_writer(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    backend = MemoryBackend(home)
+    store = backend.agent("alice", create=True)
+    _, candidate = _seed(store, tmp_path)
+    before = _state(store)
+    pkg = plan_activation(home, "alice", KEY, candidate, tmp_path / "pkg", markers=["LATE"], backend=backend)
+    host = StoreHost(home, backend)
+    apply_package(pkg.root, home, host, backend=backend)
+    writer = store.transcripts.open(pkg.plan.target_file)  # the activated session, in use
+    turn = b'{"type":"custom","id":"used0001","parentId":null}\n'
+    writer.append(turn, durable=True)
+    with pytest.raises(Exception, match="was used"):
+        rollback_package(pkg.root, home, host, backend=backend)
+    assert store.transcripts.export(pkg.plan.target_file) == candidate.read_bytes() + turn  # refused: untouched
+    res = rollback_package(pkg.root, home, host, backend=backend, force=True)
+    assert res.outcome == "rolled-back" and _state(store) == before
+    with pytest.raises(LockHeldError):
+        writer.append(turn, durable=True)  # its claim was taken over: it writes nothing into the old state
+    writer.close()
+    kept = pkg.root / "evidence" / f"replaced-{pkg.plan.target_file}"
+    assert kept.read_bytes() == candidate.read_bytes() + turn  # the used transcript is kept, not lost
+
+
 # -- PostgreSQL ----------------------------------------------------------------------------------
 
 
@@ -174,6 +198,13 @@ def test_a_password_never_goes_on_the_activate_command_line(tmp_path: Path, pg_u
         res = _kurahi("activate", *args, "--home", str(home), "--store", pg_url, env=env)
         assert res.returncode == 2, res.stderr
         assert "process list" in res.stderr and password not in res.stderr + res.stdout
+    for store, why in (
+        ("memory:", "holds nothing"),
+        ("mysql://db/x", "unknown store"),
+        (f"file:{tmp_path}", "another home"),
+    ):
+        res = _kurahi("activate", "verify", str(tmp_path / "p"), "--home", str(home), "--store", store, env=env)
+        assert res.returncode == 2 and why in res.stderr, res.stderr
     # From a file instead: accepted, and still never printed.
     secret = tmp_path / "pw"
     secret.write_text(password + "\n")
@@ -304,3 +335,85 @@ def test_a_gateway_on_the_same_database_serves_the_activated_session(
         assert hashlib.sha256(live_bytes).hexdigest() == pkg.plan.preconditions.live_transcript.sha256
         assert all(f"BEFORE-{i}".encode() in data for i in range(3))  # every acknowledged turn is in the history
         assert b"DURING-THE-SWITCH" not in store.transcripts.export(live)
+
+
+# -- a process killed part-way ----------------------------------------------------------------------
+
+# Runs `kurahi activate OP` in a process that dies (os._exit: no cleanup, its leases still held,
+# its connections dropped by the kernel) at the named point, as a SIGKILL there would.
+_DIE_AT = """
+import os, sys
+from kurahi.gateway import activation_host
+from kurahi.lifecycle import activation_state
+
+point, argv = sys.argv[1], sys.argv[2:]
+if point == "after-install":
+    activation_state.LiveState.switch_entry = lambda self: os._exit(9)
+elif point == "at-audit":
+    activation_host.StoreHost.audit = lambda self, *a, **k: os._exit(9)
+elif point == "rollback-after-catalog":
+    activation_state.LiveState.uninstall = lambda self, **k: os._exit(9)
+sys.argv = ["kurahi", *argv]
+from kurahi.cli import main
+main()
+"""
+
+
+def _dead_owner_gone(pg_url: str) -> Callable[[], bool]:
+    """A condition: the killed activation's connections are gone from the server (it is known dead)."""
+    import psycopg
+
+    def check() -> bool:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT count(*) FROM kurahi.owners o JOIN pg_stat_activity a ON a.pid = o.conn_pid "
+                "WHERE o.owner_id LIKE 'kurahi-activate-%'"
+            ).fetchone()
+        return rows is not None and rows[0] == 0
+
+    return check
+
+
+@pytest.mark.parametrize("point", ["after-install", "at-audit", "rollback-after-catalog"])
+def test_an_activation_killed_part_way_is_finished_by_a_rerun(tmp_path: Path, pg_url: str, point: str) -> None:
+    home = tmp_path / "home"
+    init_home(home, "alice")
+    with _pg(pg_url, home, "seed") as backend:
+        _, candidate = _seed(backend.agent("alice", create=True), tmp_path)
+        before = _state(backend.agent("alice"))
+    env, pkg = _pg_env(pg_url), tmp_path / "pkg"
+    plan = _kurahi("activate", "plan", "--home", str(home), "--agent", "alice", "--candidate", str(candidate),
+                   "--out", str(pkg), "--marker", "LATE", env=env)  # fmt: skip
+    assert plan.returncode == 0, plan.stderr
+    op = "rollback" if point.startswith("rollback") else "apply"
+    if op == "rollback":
+        assert _kurahi("activate", "apply", str(pkg), "--home", str(home), env=env).returncode == 0
+    killed = subprocess.run(
+        [sys.executable, "-c", _DIE_AT, point, "activate", op, str(pkg), "--home", str(home)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert killed.returncode == 9, killed.stderr
+    with _pg(pg_url, home, "check") as backend:
+        middle = _state(backend.agent("alice"))
+    assert middle != before if op == "apply" else middle[1] == before[1]  # it had changed something
+    _wait(_dead_owner_gone(pg_url), "the killed activation to be known dead")
+    rerun = _kurahi("activate", op, str(pkg), "--home", str(home), "--json", env=env)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "resume" in json.loads(rerun.stdout)["steps"]
+    verify = _kurahi("activate", "verify", str(pkg), "--home", str(home), env=env)
+    with _pg(pg_url, home, "check") as backend:
+        store = backend.agent("alice")
+        actions = [r.action for r in backend.audit().tail()]
+        if op == "apply":
+            assert verify.returncode == 0, verify.stdout
+            assert store.transcripts.export(json.loads((pkg / "activation.json").read_text())["targetFile"]) == (
+                candidate.read_bytes()
+            )
+            assert actions == ["session.activate"]  # once, though the first run may have reached it
+        else:
+            assert verify.returncode == 1 and _state(store) == before
+            assert actions == ["session.activate", "session.rollback"]
+        assert backend.audit().verify().ok

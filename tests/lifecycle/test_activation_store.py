@@ -417,3 +417,20 @@ def test_an_activation_killed_part_way_is_finished_by_a_rerun(tmp_path: Path, pg
             assert verify.returncode == 1 and _state(store) == before
             assert actions == ["session.activate", "session.rollback"]
         assert backend.audit().verify().ok
+
+
+def test_the_viewer_reads_a_database_package_state_from_the_gateways_store(tmp_path: Path) -> None:
+    from kurahi.ui.repairs import load_repair
+
+    home = tmp_path / "home"
+    init_home(home, "alice")
+    backend = MemoryBackend(home)
+    store = backend.agent("alice", create=True)
+    _, candidate = _seed(store, tmp_path)
+    (home / "repairs").mkdir()
+    pkg = plan_activation(home, "alice", KEY, candidate, home / "repairs" / "r1", markers=["LATE"], backend=backend)
+    assert load_repair(home, "r1", backend)["state"] == {"phase": "planned", "catalogEntry": "old", "target": "old"}
+    apply_package(pkg.root, home, StoreHost(home, backend), backend=backend)
+    assert load_repair(home, "r1", backend)["state"] == {"phase": "applied", "catalogEntry": "new", "target": "new"}
+    state = load_repair(home, "r1", None)["state"]  # a gateway on the home's files: not read as if it were its own
+    assert "catalogEntry" not in state and "planned for the store memory:" in state["error"]

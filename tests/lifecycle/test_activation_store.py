@@ -30,6 +30,7 @@ from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
 from kurahi.store.backend import AgentStore, Backend
 from kurahi.store.memory_backend import MemoryBackend
+from kurahi.store.session import Session
 from kurahi.store.transcript import Transcript
 from kurahi.testing import build_session
 
@@ -287,11 +288,21 @@ class _ChattyHost(StoreHost):
         return super().audit(action, details, nonce=nonce)
 
 
-# Without a chat during the switch, the gateway learns only from the catalog (or its lease
-# renewal) that its open session was taken: its first turn afterwards must still be served.
-@pytest.mark.parametrize("chat_during", [True, False], ids=["chat-during-the-switch", "quiet-switch"])
+# Without a chat during the switch, the gateway learns only from the catalog (a stitched
+# candidate has a new id) or from its first append after it (a candidate that keeps the live
+# id replaces that transcript in place) that its open session was taken: that turn must
+# still be served.
+@pytest.mark.parametrize(
+    ("same_id", "chat_during"),
+    [(False, True), (False, False), (True, False)],
+    ids=["chat-during-the-switch", "quiet-switch", "same-id-in-place"],
+)
 def test_a_gateway_on_the_same_database_serves_the_activated_session(
-    pg_gateway: tuple[Home, httpx.Client, subprocess.Popen[bytes]], tmp_path: Path, pg_url: str, chat_during: bool
+    pg_gateway: tuple[Home, httpx.Client, subprocess.Popen[bytes]],
+    tmp_path: Path,
+    pg_url: str,
+    same_id: bool,
+    chat_during: bool,
 ) -> None:
     home, client, proc = pg_gateway
     for i in range(3):  # acknowledged turns: the gateway now holds the session's lease
@@ -304,12 +315,16 @@ def test_a_gateway_on_the_same_database_serves_the_activated_session(
         live = entry["sessionFile"]
         live_bytes = store.transcripts.export(live)
         (tmp_path / "live.jsonl").write_bytes(live_bytes)
-        a = tmp_path / "A.jsonl"
-        build_session(
-            a, entries=200, seed=3, compact_every=50, markers=[*(f"x{i}" for i in range(7)), "EARLIER-HISTORY"]
-        )
         candidate = tmp_path / "C.jsonl"
-        stitch([a, tmp_path / "live.jsonl"], candidate, force=True)
+        if same_id:  # the live session, carried on: installed over the live transcript
+            candidate.write_bytes(live_bytes)
+            with Session.open(candidate) as c:
+                c.append_message({"role": "user", "content": "EARLIER-HISTORY, said elsewhere", "timestamp": 1})
+        else:
+            a = tmp_path / "A.jsonl"
+            markers_a = [*(f"x{i}" for i in range(7)), "EARLIER-HISTORY"]
+            build_session(a, entries=200, seed=3, compact_every=50, markers=markers_a)
+            stitch([a, tmp_path / "live.jsonl"], candidate, force=True)
         markers = ["EARLIER-HISTORY", "BEFORE-2"]
         pkg = plan_activation(home.root, "alice", KEY, candidate, tmp_path / "pkg", markers=markers, backend=backend)
         host = _ChattyHost(home.root, backend, client if chat_during else None)
@@ -317,7 +332,9 @@ def test_a_gateway_on_the_same_database_serves_the_activated_session(
         assert res.outcome == "applied" and res.validation is not None and res.validation["ok"]
         # While the activation held the claims the gateway wrote nothing: it answered busy.
         assert [r.status_code for r in host.during] == ([409] if chat_during else []), [r.text for r in host.during]
-        assert store.transcripts.export(live) == live_bytes  # nothing appended to the old session after the plan
+        assert pkg.plan.replaces_live == same_id
+        if not same_id:
+            assert store.transcripts.export(live) == live_bytes  # nothing appended to the old session after the plan
     assert proc.poll() is None  # the gateway was never stopped
     r = _chat(client, "AFTER-THE-SWITCH")
     assert r.status_code == 200, r.text  # served at once, from the activated session
@@ -331,7 +348,10 @@ def test_a_gateway_on_the_same_database_serves_the_activated_session(
         store = backend.agent("alice")
         entry = store.catalog.get(KEY)
         assert entry is not None and entry["sessionFile"] == pkg.plan.target_file
-        assert store.transcripts.export(live) == live_bytes  # the old session: kept, untouched
+        if same_id:  # the old bytes are kept in the package, for a rollback
+            assert (pkg.root / "rollback" / "transcript.jsonl").read_bytes() == live_bytes
+        else:
+            assert store.transcripts.export(live) == live_bytes  # the old session: kept, untouched
         assert hashlib.sha256(live_bytes).hexdigest() == pkg.plan.preconditions.live_transcript.sha256
         assert all(f"BEFORE-{i}".encode() in data for i in range(3))  # every acknowledged turn is in the history
         assert b"DURING-THE-SWITCH" not in store.transcripts.export(live)

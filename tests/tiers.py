@@ -15,8 +15,10 @@ from __future__ import annotations
 SLOW_FIXTURES = frozenset({"pi", "pi073", "any_pi", "openclaw", "pg_server", "pg_url"})
 """Fixtures that start a peer or a database."""
 
-SLOW_MARKERS = frozenset({"browser", "dist"})
-"""Markers of tests that are slow whatever they are (the browser tests drive a real Chromium)."""
+SLOW_MARKERS = frozenset({"browser", "dist", "openclaw", "pi", "postgres"})
+"""Markers of tests that are slow whatever they are: a real Chromium, a wheel built and installed,
+node running Pi or OpenClaw (the marker is enough: such a test may start its peer without the
+fixtures, as the OpenClaw continuity suite does), PostgreSQL."""
 
 SLOW_FOLDERS = ("crash/", "crashstates/", "peers/", "conformance/")
 """Folders of tests/ whose every test is slow (the crash campaigns, OpenClaw, Pi conformance)."""
@@ -148,3 +150,31 @@ SLOW_TESTS = frozenset(
     }
 )
 """Single tests, as ``path::function`` (every case of a parametrised one; ``Class.method`` in a class)."""
+
+
+_fast_test: str | None = None
+"""The node id of the running test when it is in the fast tier (set by conftest), else ``None``."""
+
+
+def running(nodeid: str | None) -> None:
+    """Conftest says which fast-tier test runs now (``None``: none, or a slow one)."""
+    global _fast_test
+    _fast_test = nodeid
+
+
+def no_peer_in_the_fast_tier(what: str) -> None:
+    """Fail the running test when it is in the fast tier: it starts ``what`` (node, for a peer).
+
+    The peers' launchers call this, so a test that starts Pi or OpenClaw without their marker
+    or fixtures fails under `make check` and `make test` alike instead of slowing the fast
+    tier (a continuity run against OpenClaw took minutes there) or failing on a machine
+    without node, where `make check` must pass.
+    """
+    if _fast_test is not None:
+        import pytest
+
+        pytest.fail(
+            f"{_fast_test} starts {what} but is in the fast tier: mark it pi or openclaw, "
+            "use the peer's fixture, or name it in tests/tiers.py",
+            pytrace=False,
+        )

@@ -42,7 +42,7 @@ from kurahi.store.journal import Journal
 from kurahi.store.locks import FileLock
 from kurahi.store.names import check_agent_id, check_transcript_name
 from kurahi.store.safefile import open_regular
-from kurahi.store.transcript import Transcript
+from kurahi.store.transcript import Transcript, read_transcript_file
 
 __all__ = ["FileAgentStore", "FileBackend", "FileTranscripts", "log_path"]
 
@@ -114,7 +114,7 @@ class FileTranscriptHandle(TranscriptHandle):
 
     def read(self) -> Transcript:
         """See :meth:`TranscriptHandle.read`."""
-        return Transcript.open(self.path)
+        return Transcript.open(self.path, in_home=True)
 
     def close(self) -> None:
         """Close the file and release the lock (no sync: :class:`~kurahi.store.session.Session` decides)."""
@@ -201,12 +201,17 @@ class FileTranscripts(TranscriptStore):
             raise
 
     def read(self, name: str) -> Transcript:
-        """See :meth:`TranscriptStore.read`."""
-        return Transcript.open(self._path(name))
+        """See :meth:`TranscriptStore.read` (a symlink in place of the file is refused)."""
+        return Transcript.open(self._path(name), in_home=True)
 
     def exists(self, name: str) -> bool:
-        """See :meth:`TranscriptStore.exists`."""
-        return self._path(name).is_file()
+        """See :meth:`TranscriptStore.exists`.
+
+        Anything under the name counts, a symlink or a directory included: the name is taken,
+        and opening it fails with the reason (so a damaged session is rolled over and kept,
+        never silently replaced).
+        """
+        return os.path.lexists(self._path(name))
 
     def names(self) -> list[str]:
         """See :meth:`TranscriptStore.names`."""
@@ -220,9 +225,9 @@ class FileTranscripts(TranscriptStore):
             return []
 
     def info(self, name: str) -> TranscriptInfo | None:
-        """See :meth:`TranscriptStore.info` (``None`` for anything but a regular file)."""
+        """See :meth:`TranscriptStore.info` (``None`` for anything but a regular file, a symlink included)."""
         try:
-            st = os.stat(self._path(name))
+            st = os.lstat(self._path(name))
         except OSError:
             return None
         if not stat.S_ISREG(st.st_mode):
@@ -230,14 +235,8 @@ class FileTranscripts(TranscriptStore):
         return TranscriptInfo(st.st_size, st.st_mtime_ns // 1_000_000)
 
     def export(self, name: str) -> bytes:
-        """See :meth:`TranscriptStore.export`."""
-        p = self._path(name)
-        try:
-            fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError as exc:
-            raise TranscriptReadError(f"cannot read: {exc.strerror}", path=p) from exc
-        with os.fdopen(fd, "rb") as fh:
-            return fh.read()
+        """See :meth:`TranscriptStore.export` (a symlink in place of the file is refused)."""
+        return read_transcript_file(self._path(name), in_home=True)
 
     def import_bytes(self, name: str, data: bytes) -> None:
         """See :meth:`TranscriptStore.import_bytes` (written whole: temp file, fsync, link, directory fsync)."""

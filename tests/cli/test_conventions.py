@@ -109,6 +109,10 @@ def test_a_dash_reads_the_file_from_stdin(tmp_path: Path) -> None:
     path_file = kurahi("lineage", "path", str(FIXTURE), env=env).stdout.splitlines()
     path_stdin = kurahi("lineage", "path", "-", env=env, stdin=data).stdout.splitlines()
     assert path_stdin[1:] == path_file[1:] and path_stdin[0].split(b": ", 1)[1] == path_file[0].split(b": ", 1)[1]
+    assert path_stdin[0].startswith(b"<stdin>: ")  # the line names stdin, not the private copy
+    for args in (["session", "context", "-"], ["session", "tree", "-"], ["lineage", "check", "-"]):
+        first = kurahi(*args, env={**env, "COLUMNS": "200"}, stdin=data).stdout.splitlines()[0]
+        assert first.startswith(b"<stdin>") and b"kurahi-stdin-" not in first, (args, first)
     empty = kurahi("session", "stats", "-", env=env, stdin=b"")
     assert empty.returncode == 4 and b"<stdin>: not a session" in empty.stderr
 

@@ -112,7 +112,8 @@ test: install peer postgres browser strace lint
 # The quick answer while working (under 90 s here): ruff, mypy and the fast tier of the tests,
 # every test not marked slow (tests/tiers.py names the ones that start a peer or PostgreSQL,
 # the crash campaigns and the few that take more than about a second), with hypothesis on its
-# "dev" profile. Needs neither npm nor PostgreSQL. `make test` runs everything, as CI does.
+# "dev" profile. Needs neither node, npm nor PostgreSQL. `make test` runs everything, as CI
+# does. benchmarks/fast_tier.py times it and names fast-tier tests over their budget.
 FAST_IGNORE := --ignore=tests/crash --ignore=tests/peers --ignore=tests/conformance
 check: install
 	$(BIN)/ruff check src tests benchmarks
@@ -141,6 +142,7 @@ bench: install peer
 	$(BIN)/python benchmarks/audit_verify.py
 	$(BIN)/python benchmarks/provenance.py
 	$(BIN)/python benchmarks/store_backends.py
+	$(BIN)/python benchmarks/fast_tier.py
 
 # An sdist and a manylinux wheel into $(DIST)/. The wheel is built from the sdist (so the
 # sdist is proven complete), without network (--no-isolation: the dev extra has setuptools),

@@ -64,6 +64,7 @@ SLOW_TESTS = frozenset(
         "cli/test_conventions.py::test_a_dash_reads_the_file_from_stdin",
         "cli/test_conventions.py::test_completion_scripts_and_an_unknown_shell",
         "cli/test_conventions.py::test_empty_results_say_none",
+        "cli/test_conventions.py::test_no_color_and_NO_COLOR_drop_colour",
         "cli/test_conventions.py::test_sessions_ls_finds_pi_and_openclaw_where_they_keep_state",
         "cli/test_fast.py::test_help_and_usage_errors_come_from_the_full_cli",
         "cli/test_fast.py::test_session_context_errors_are_the_full_clis",

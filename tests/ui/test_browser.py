@@ -17,7 +17,7 @@ import pytest
 from browser import SCROLL, Watched, watch
 from gateways import make_gateway_home
 from homes import AFTER, BEFORE, MARKUP, add_big_tree, add_markup_session, add_repair, add_reports
-from ui_server import CHROMIUM, CHROMIUM_ARGS, Viewer, browser_missing, serve_viewer
+from ui_server import Viewer, browser_missing, serve_viewer
 
 pytestmark = [
     pytest.mark.browser,
@@ -42,23 +42,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Viewer, dic
             v.watch.add(pair["token"])
             made["device"] = pair
         yield v, made
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def shots(tmp_path: Path) -> Path:
-    out = tmp_path / "screenshots"
-    out.mkdir()
-    return out
 
 
 @pytest.fixture

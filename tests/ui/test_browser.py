@@ -50,10 +50,12 @@ def page(browser: Any, site: tuple[Viewer, dict[str, Any]], shots: Path) -> Iter
     context = browser.new_context(viewport={"width": 1366, "height": 900})
     w = watch(context, v.url, shots)
     yield w
+    violations = w.csp_violations()  # of the last document; earlier ones are in the console
     context.close()
     assert not w.foreign_requests(), f"requests left the gateway: {w.foreign_requests()}"
     assert not w.dialogs, f"a dialog opened (script from data ran?): {w.dialogs}"
     assert not [e for e in w.errors if "Content Security Policy" in e], w.errors
+    assert not violations, violations
 
 
 def login(w: Watched, token: str) -> None:

@@ -97,7 +97,7 @@ def execute(w: Watched, op: Any, calls: list[tuple[str, str, str | None]], path:
     op.locator("button.execute").click()
     status.wait_for(timeout=60_000)
     sent = [c for c in calls[before:] if urlsplit(c[1]).path == path]
-    assert len(sent) == 1, calls[before:]
+    assert len(sent) == 1, [c[:2] for c in calls[before:]]  # never the headers: they hold tokens
     return status.inner_text().strip(), sent[0][2]
 
 
@@ -154,7 +154,8 @@ def test_authorize_sends_the_bearer_token_to_the_gateway_and_nowhere_else(docs: 
     dialog.locator("button.btn-done").click()
     op.locator("button.btn-clear").click()
     status, sent = execute(docs, op, calls, "/api/agents")
-    assert status == "403" and sent == f"Bearer {made['chat_only']}"  # a device without 'read'
+    sent_device = sent == f"Bearer {made['chat_only']}"
+    assert status == "403" and sent_device, status  # a device without 'read'; no token printed on failure
 
     docs.page.click("#swagger-ui .scheme-container button.authorize")
     dialog.locator(".auth-btn-wrapper button", has_text="Logout").click()
@@ -165,14 +166,22 @@ def test_authorize_sends_the_bearer_token_to_the_gateway_and_nowhere_else(docs: 
     dialog.locator("button.btn-done").click()
     op.locator("button.btn-clear").click()
     status, sent = execute(docs, op, calls, "/api/agents")
-    assert status == "200" and sent == f"Bearer {v.token}"
+    sent_owner = sent == f"Bearer {v.token}"
+    assert status == "200" and sent_owner, status
     body = op.locator(".live-responses-table .response-col_description .highlight-code .microlight").inner_text()
     assert json.loads(body)[0]["id"] == "alice"
+    # The curl command shows the header, not the token (booleans: a failure must not print it).
+    curl = op.locator(".curl-command").inner_text()
+    masked = "Authorization: Bearer <token>" in curl and "/api/agents" in curl
+    assert masked, "the curl command does not show the Authorization header as a placeholder"
+    spelled = v.token in docs.page.content() or v.token in docs.page.inner_text("body")
+    assert not spelled, "the token is in the page"
     scan(docs, "docs-try-it-out")
 
     gateway = urlsplit(v.url).netloc
     assert all(urlsplit(url).netloc == gateway for _, url, auth in calls if auth)  # the token went nowhere else
-    assert v.token not in docs.page.evaluate("JSON.stringify(localStorage) + JSON.stringify(sessionStorage)")
+    stored = v.token in docs.page.evaluate("JSON.stringify(localStorage) + JSON.stringify(sessionStorage)")
+    assert not stored, "the token is in the page's storage"
     assert docs.page.evaluate("document.cookie") == ""
     docs.page.reload()  # the token lived in the page's memory only
     docs.page.locator("#swagger-ui .scheme-container button.authorize.unlocked").wait_for()

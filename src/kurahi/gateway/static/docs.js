@@ -2,10 +2,27 @@
 // own schema. A file of its own because the page's policy allows no inline script.
 "use strict";
 
+// The curl command Swagger UI prints after "Execute" would spell out the token, on screen and in
+// any screenshot or copy of it: the Authorization header is shown as a placeholder instead (the
+// request itself is sent unchanged).
+const HideTokenInCurl = (system) => ({
+  wrapComponents: {
+    curl: (Original) => (props) => {
+      const request = props.request;
+      const shown =
+        request && typeof request.hasIn === "function" && request.hasIn(["headers", "Authorization"])
+          ? request.setIn(["headers", "Authorization"], "Bearer <token>")
+          : request;
+      return system.React.createElement(Original, { ...props, request: shown });
+    },
+  },
+});
+
 window.ui = SwaggerUIBundle({
   url: "/openapi.json",
   dom_id: "#swagger-ui",
   presets: [SwaggerUIBundle.presets.apis],
+  plugins: [HideTokenInCurl],
   layout: "BaseLayout", // no top bar: this page shows this gateway's schema and no other
   queryConfigEnabled: false, // a ?url= in the address must not load another schema
   validatorUrl: null, // the default sends the schema to validator.swagger.io

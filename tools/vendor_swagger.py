@@ -87,7 +87,7 @@ def main(argv: list[str]) -> int:
     )
     text = msgspec.json.format(msgspec.json.encode(manifest), indent=2)
     (TARGET / MANIFEST_NAME).write_bytes(text + b"\n")
-    problems = check_vendored()
+    problems = check_vendored(TARGET)
     if problems:
         raise SystemExit("the vendored files do not match their manifest:\n" + "\n".join(problems))
     total = sum(f.size for f in files.values())

@@ -74,7 +74,6 @@ class PackagedFiles:
         self.files: dict[str, tuple[bytes, str]] = {}
         self.etags: dict[str, str] = {}
         self.headers = dict(headers)
-        self.revalidate = revalidate
         if revalidate:
             self.headers["Cache-Control"] = "no-cache"
         root = resources.files(package).joinpath(folder)

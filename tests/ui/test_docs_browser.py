@@ -148,6 +148,8 @@ def test_authorize_sends_the_bearer_token_to_the_gateway_and_nowhere_else(docs: 
     dialog = docs.page.locator("#swagger-ui .modal-ux")
     dialog.wait_for()
     assert "bearer" in dialog.inner_text() and "http, Bearer" in dialog.inner_text()
+    assert dialog.get_by_role("textbox", name="Bearer token").count() == 1  # names fixed by docs.js
+    assert dialog.locator("button.close-modal[aria-label=Close]").count() == 1
     scan(docs, "docs-authorize")
     dialog.locator("input").fill(made["chat_only"])
     dialog.locator("button[type=submit]").click()

@@ -42,15 +42,14 @@ const NAMES = [
   ['input[aria-label="auth-bearer-value"]', "Bearer token"],
 ];
 
-function name(root) {
+function name() {
+  const dialog = document.querySelector("#swagger-ui .dialog-ux"); // all four are in the Authorize dialog
+  if (!dialog) return;
   for (const [selector, label] of NAMES) {
-    for (const node of root.querySelectorAll(selector)) {
+    for (const node of dialog.querySelectorAll(selector)) {
       if (node.getAttribute("aria-label") !== label) node.setAttribute("aria-label", label);
     }
   }
 }
 
-new MutationObserver(() => name(document)).observe(document.getElementById("swagger-ui"), {
-  childList: true,
-  subtree: true,
-});
+new MutationObserver(name).observe(document.getElementById("swagger-ui"), { childList: true, subtree: true });

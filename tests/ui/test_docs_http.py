@@ -137,6 +137,8 @@ def test_nothing_outside_the_table_is_served_and_dot_dot_never_reaches_the_api(v
         status, headers, body = raw_get(viewer, path)
         assert status == 404, (path, status, body[:200])
         assert headers["content-type"].startswith("application/json"), path
+        assert headers["content-security-policy"] == DOCS_CSP and headers["x-content-type-options"] == "nosniff"
+        assert headers["cache-control"] == "no-store", path
         assert b"no such file in the API reference" in body, path
         assert viewer.token.encode() not in body and b"alice" not in body, path
     status, _, body = raw_get(viewer, "/api/agents")

@@ -46,8 +46,8 @@ def install_docs(app: FastAPI) -> None:
 
     def serve(name: str, request: Request) -> Response:
         response = files.response(name, request.headers.get("if-none-match"))
-        if response is None:
-            raise HTTPError(404, "not_found", "no such file in the API reference")
+        if response is None:  # with the page's policy too (and no-store: nothing to keep)
+            raise HTTPError(404, "not_found", "no such file in the API reference", dict(headers))
         return response
 
     @app.get("/docs", include_in_schema=False)

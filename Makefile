@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test check lint demo peer postgres browser strace bench dist clean
+.PHONY: install test check lint demo peer postgres browser strace bench dist clean vendor-swagger
 
 install: $(STAMP)
 
@@ -101,9 +101,18 @@ strace:
 	  { apt-get update -qq >/dev/null && apt-get install -y -qq -o Dpkg::Use-Pty=0 strace >/dev/null; } || \
 	  { echo "!!! apt-get install strace failed !!!"; exit 1; }
 
+# Swagger UI for the gateway's /docs, vendored into src/kurahi/gateway/static/swagger/ (committed;
+# nothing is fetched at run time or by the tests): `npm pack` of swagger-ui-dist at this exact
+# version into a temp dir, the tarball checked against the registry's integrity hash, only the
+# files /docs loads and the licence files copied, and vendor.json (version, tarball, integrity,
+# each file's SHA-256) rewritten. To update: change the version, run this, run the /docs tests.
+SWAGGER_UI_VERSION := 5.35.0
+vendor-swagger: install
+	$(BIN)/python tools/vendor_swagger.py $(SWAGGER_UI_VERSION)
+
 lint: install
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/ruff format --check src tests benchmarks tools
 	$(BIN)/mypy
 
 test: install peer postgres browser strace lint
@@ -116,8 +125,8 @@ test: install peer postgres browser strace lint
 # does. benchmarks/fast_tier.py times it and names fast-tier tests over their budget.
 FAST_IGNORE := --ignore=tests/crash --ignore=tests/peers --ignore=tests/conformance
 check: install
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/ruff format --check src tests benchmarks tools
 	$(BIN)/mypy
 	KURAHI_HYPOTHESIS_PROFILE=dev $(BIN)/pytest -q -m "not slow" $(FAST_IGNORE)
 

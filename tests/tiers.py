@@ -55,6 +55,7 @@ SLOW_MODULES = frozenset(
 SLOW_TESTS = frozenset(
     {
         "agent/test_compaction_jobs.py::test_jobs_succeed_and_fail_with_their_reasons",
+        "agent/test_providers.py::test_a_full_turn_with_a_tool_call_through_a_real_provider",
         "agent/test_providers.py::test_anthropic_streams_text_and_tool_calls",
         "agent/test_providers.py::test_http_errors_and_timeouts_become_provider_errors",
         "agent/test_providers.py::test_openai_streams_text_and_reports_usage",

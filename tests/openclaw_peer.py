@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 from openclaw_model import MODEL_ID, StandInModel, request_messages, text_of
 from peer import PEER_DIR
+from tiers import no_peer_in_the_fast_tier
 
 OpenClawVersion = Literal["2026.5.28", "2026.9.6"]
 OPENCLAW_VERSIONS: tuple[OpenClawVersion, ...] = ("2026.5.28", "2026.9.6")
@@ -141,6 +142,7 @@ def require(version: OpenClawVersion) -> None:
     when ``make peer`` was not run."""
     import pytest  # only tests call this; the harness itself does not need pytest
 
+    no_peer_in_the_fast_tier(f"OpenClaw {version}")
     why = unavailable(version)
     if why is None:
         return
@@ -212,6 +214,7 @@ class OpenClawPeer:
     """
 
     def __init__(self, version: OpenClawVersion, root: Path, *, idle_minutes: int = IDLE_MINUTES) -> None:
+        no_peer_in_the_fast_tier(f"OpenClaw {version}")
         why = unavailable(version)
         if why is not None:
             raise why

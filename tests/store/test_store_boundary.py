@@ -38,6 +38,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("gateway/activation_host.py", "start_gateway"): "the log of a gateway the activation started",
     ("gateway/lock.py", "gateway_info"): "run/gateway.lock",
     ("gateway/static_files.py", "_add"): "the package's own static files (the viewer, /docs)",
+    ("gateway/vendored.py", "check_vendored"): "Swagger UI's files inside the package, hashed",
+    ("gateway/vendored.py", "read_manifest"): "the manifest of Swagger UI's files inside the package",
     ("lifecycle/activation_package.py", "_read_manifest"): "a package's checksum list",
     ("lifecycle/activation_package.py", "write_package_file"): "a new package file (plan, rollback copies, evidence)",
     ("lifecycle/activation_package.py", "add"): "the package's own activation journal",

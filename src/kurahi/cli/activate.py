@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kurahi.cli.common import EXIT, fail, print_json, translate_errors
+from kurahi.cli.common import EXIT, fail, print_json, stdin_files, translate_errors
 from kurahi.cli.home import HOME_DEFAULT
 from kurahi.cli.output import Part, say, table
 
@@ -189,10 +189,14 @@ def _errors() -> Iterator[None]:
 
 
 @app.command("plan")
+@stdin_files("candidate")
 def plan_cmd(
     agent: Annotated[str, typer.Option("--agent", help="The agent id.", show_default=False)],
     candidate: Annotated[
-        Path, typer.Option("--candidate", help="The candidate transcript (e.g. from `kurahi lineage stitch`).")
+        Path,
+        typer.Option(
+            "--candidate", help="The candidate transcript (e.g. from `kurahi lineage stitch`); - reads it from stdin."
+        ),
     ],
     out: Annotated[Path, typer.Option("--out", help="The package directory to write (new or empty).")],
     key: Annotated[

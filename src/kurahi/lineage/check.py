@@ -260,9 +260,8 @@ def _check(
 
 def _stitched_ms(path: Path) -> int | float | None:
     """The time of the stitch that made this file (a header ``lineage`` field), else ``None``."""
-    from kurahi.jsvalues import date_ms
-
     from kurahi.errors import TranscriptReadError
+    from kurahi.jsvalues import date_ms
     from kurahi.store.transcript import read_first_line
 
     try:

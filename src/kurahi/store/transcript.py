@@ -135,6 +135,7 @@ def read_first_line(path: str | os.PathLike[str], *, limit: int = 1 << 20) -> by
         os.close(fd)
     return head.split(b"\n", 1)[0]
 
+
 class Entry:
     """One entry of a transcript, its JSON decoded on first use.
 

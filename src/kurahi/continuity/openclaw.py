@@ -269,20 +269,7 @@ class _Run:
         pkg = plan_activation(self.rt.state_dir, self.agent, key, candidate, work / "package", markers=markers)
         res = apply_package(pkg.root, self.rt.state_dir, OfflineHost(self.rt.state_dir))
         steps = [str(s) for s in res.to_dict().get("steps") or []]
-        try:
-            self.rt.start()
-        except ContinuityError as exc:
-            # 2026.9 validates a changed session row when it starts; under load its
-            # validation worker can give up and the gateway asks for its own doctor. That
-            # is OpenClaw's repair path, run as it says, and recorded.
-            if "openclaw doctor --fix" not in str(exc):
-                raise
-            self.say("reset: OpenClaw asked for `openclaw doctor --fix`; running it")
-            done = self.rt.cli("doctor", "--fix", "--non-interactive", deadline=600)
-            if done.returncode != 0:
-                raise ContinuityError(f"openclaw doctor --fix failed (exit {done.returncode})") from exc
-            steps.append("openclaw doctor --fix (the gateway asked for it: session row pending validation)")
-            self.rt.start()
+        self.rt.start()
         return {
             "pieces": [p.kind for p in lineage.pieces],
             "stitchedLines": stitched.identical_lines,

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from kurahi.continuity.openclaw_runtime import free_port
 from openclaw_model import MODEL_ID, StandInModel, request_messages, text_of
 from peer import PEER_DIR
 
@@ -147,12 +148,6 @@ def require(version: OpenClawVersion) -> None:
     if why.skip:
         pytest.skip(f"!!! {why} !!!")
     pytest.fail(str(why), pytrace=False)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _tail(path: Path, lines: int = 40) -> str:
@@ -397,7 +392,7 @@ class OpenClawPeer:
         if self.running:
             return
         self.model.start()
-        self.port = _free_port()
+        self.port = free_port()
         self.write_config()
         out = self._gateway_log.open("ab")
         try:

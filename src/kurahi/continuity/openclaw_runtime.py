@@ -30,7 +30,7 @@ from typing import Any
 
 from kurahi.errors import ContinuityError, UsageError
 
-__all__ = ["KNOWN_VERSIONS", "OpenClawRuntime", "openclaw_version", "which_openclaw"]
+__all__ = ["KNOWN_VERSIONS", "OpenClawRuntime", "free_port", "openclaw_version", "which_openclaw"]
 
 KNOWN_VERSIONS = ("2026.5.28", "2026.9.6")
 """OpenClaw releases whose state dirs and surfaces Kurahi has been run against."""
@@ -63,7 +63,8 @@ def openclaw_version(binary: str) -> str:
     return version
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (for a gateway about to bind it)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -145,7 +146,7 @@ class OpenClawRuntime:
         """
         if self._proc is not None:
             return
-        self.port = _free_port()
+        self.port = free_port()
         log = self.logs / "gateway.log"
         with log.open("ab") as out:
             self._proc = subprocess.Popen(

@@ -206,7 +206,14 @@ class OpenClawPeer:
     the next (:meth:`upgrade_from`). Use it as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, version: OpenClawVersion, root: Path, *, idle_minutes: int = IDLE_MINUTES) -> None:
+    def __init__(
+        self,
+        version: OpenClawVersion,
+        root: Path,
+        *,
+        idle_minutes: int = IDLE_MINUTES,
+        models: Sequence[str] = (MODEL_ID,),
+    ) -> None:
         why = unavailable(version)
         if why is not None:
             raise why
@@ -222,6 +229,8 @@ class OpenClawPeer:
         for folder in (self.home, self.state_dir, self.logs):
             folder.mkdir(parents=True, exist_ok=True)
         self.idle_minutes = idle_minutes
+        self.models = tuple(models)
+        """The stand-in's model ids the config offers (the first is the default)."""
         self.last_turn_at: float | None = None
         """Wall-clock time (``time.time()``) at which the last turn's reply came back."""
         self.model = StandInModel(self.logs / f"model-requests-{version}.jsonl")
@@ -305,14 +314,15 @@ class OpenClawPeer:
             "api": "openai-completions",
             "models": [
                 {
-                    "id": MODEL_ID,
-                    "name": "Stand-in",
+                    "id": model,
+                    "name": "Stand-in" if model == MODEL_ID else f"Stand-in {model}",
                     "reasoning": False,
                     "input": ["text"],
                     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
                     "contextWindow": 128000,
                     "maxTokens": 4096,
                 }
+                for model in self.models
             ],
         }
         config.setdefault("update", {})["checkOnStart"] = False
@@ -327,7 +337,7 @@ class OpenClawPeer:
         config.setdefault("session", {})["reset"] = {"mode": "idle", "idleMinutes": self.idle_minutes}
         defaults = config.setdefault("agents", {}).setdefault("defaults", {})
         defaults["workspace"] = str(self.state_dir / "workspace")
-        defaults["model"] = {"primary": f"standin/{MODEL_ID}"}
+        defaults["model"] = {"primary": f"standin/{self.models[0]}"}
         models = config.setdefault("models", {})
         models["mode"] = "replace"
         models["providers"] = {"standin": provider}

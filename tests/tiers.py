@@ -15,8 +15,9 @@ from __future__ import annotations
 SLOW_FIXTURES = frozenset({"pi", "pi073", "any_pi", "openclaw", "pg_server", "pg_url"})
 """Fixtures that start a peer or a database."""
 
-SLOW_MARKERS = frozenset({"browser", "dist"})
-"""Markers of tests that are slow whatever they are (the browser tests drive a real Chromium)."""
+SLOW_MARKERS = frozenset({"browser", "dist", "openclaw"})
+"""Markers of tests that are slow whatever they are (the browser tests drive a real Chromium; an
+``openclaw`` module runs a real OpenClaw, with or without the ``openclaw`` fixture)."""
 
 SLOW_FOLDERS = ("crash/", "crashstates/", "peers/", "conformance/")
 """Folders of tests/ whose every test is slow (the crash campaigns, OpenClaw, Pi conformance)."""

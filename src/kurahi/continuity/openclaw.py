@@ -17,9 +17,9 @@ signed), with an OpenClaw gateway as the target:
   (Kurahi's lineage repair and activation for both eras), starts OpenClaw again, reports the
   view once more and takes one turn in the repaired session.
 
-Supervised mode (the default) starts and stops the gateway; attached mode uses a running one
-and skips, with the reason, what it cannot do to a process it does not own (``restart``,
-``move``, the ``repair`` of a ``reset``).
+Supervised mode (the default) starts and stops the gateway; attached mode uses a running one,
+restarts it through OpenClaw's own ``gateway.restart.request``, and skips, with the reason,
+what needs the gateway stopped (``move``, the ``repair`` of a ``reset``).
 """
 
 from __future__ import annotations
@@ -134,7 +134,13 @@ class _Run:
             "probeSessionId": probe.get("sessionId"),
             "job": None,
             "audit": None,
-            "gateway": {"pid": self.rt.pid, "bootId": None, "generation": None, "home": str(self.rt.state_dir)},
+            "gateway": {
+                "pid": self.rt.pid,
+                "bootId": None,
+                "generation": None,
+                "serverStartedAt": self.rt.server_started_ms(),
+                "home": str(self.rt.state_dir),
+            },
         }
 
     # -- disruptions --------------------------------------------------------------------------
@@ -147,9 +153,14 @@ class _Run:
             self.rt.set_model(target)
             detail = f"config.patch: model {current} -> {target}"
             return {"ok": True, "detail": detail, "swapTo": target, "swapFrom": current}
-        if d in ("restart", "move") and not self.rt.supervised:
-            what = "restart a gateway process" if d == "restart" else "move the state dir of a gateway"
-            return {"ok": False, "unsupported": True, "detail": f"attached mode cannot {what} it does not own"}
+        if d == "move" and not self.rt.supervised:
+            detail = "attached mode cannot move the state dir of a gateway it does not own (OpenClaw must be stopped)"
+            return {"ok": False, "unsupported": True, "detail": detail}
+        if d == "restart" and not self.rt.supervised:
+            done = self.rt.request_restart()
+            signal = f", {done['signal']}" if done.get("signal") else ""
+            detail = f"gateway.restart.request: OpenClaw restarted itself (pid {done.get('pid')}{signal})"
+            return {"ok": True, "detail": detail, "requestedAt": done["requestedAt"]}
         if d == "restart":
             before = self.rt.pid
             self.rt.stop()

@@ -68,7 +68,10 @@ def run_command(
     reset_key: Annotated[
         str | None,
         typer.Option(
-            "--reset-key", help="With --openclaw: the session the reset disruption resets.", show_default=False
+            "--reset-key",
+            help="With --openclaw: the session the reset disruption resets (default agent:<resident>:"
+            "continuity-reset, a session of the suite's own).",
+            show_default=False,
         ),
     ] = None,
 ) -> None:

@@ -54,6 +54,7 @@ from typing import Any
 from urllib.parse import quote
 
 from kurahi.errors import SqliteSchemaError, SqliteStoreBusyError, SqliteStoreError
+from kurahi.store.openclaw_sqlite_events import EVENT_COLUMNS, event_bytes
 from kurahi.store.openclaw_sqlite_snapshot import KNOWN_SCHEMA_VERSIONS as SNAPSHOT_SCHEMA_VERSIONS
 from kurahi.store.openclaw_sqlite_snapshot import open_store_snapshot
 from kurahi.store.vocab import MESSAGE
@@ -235,14 +236,15 @@ def session_digest(con: sqlite3.Connection, session_id: str) -> tuple[int, int, 
     """``(event count, last seq, sha256 of the events' text, last entry id)`` of one session."""
     h = hashlib.sha256()
     count, last, leaf = 0, -1, None
-    for seq, text in con.execute(
-        "SELECT seq, event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (session_id,)
+    db = con.execute("PRAGMA database_list").fetchone()[2] or ":memory:"
+    for seq, text, zstd, size in con.execute(
+        f"SELECT seq, {EVENT_COLUMNS} FROM transcript_events WHERE session_id = ? ORDER BY seq", (session_id,)
     ):
         count, last = count + 1, seq
-        data = (text or "").encode("utf-8", "surrogatepass")
+        data = event_bytes(text, zstd, size, where=f"session {session_id}: event seq {seq}", path=db)
         h.update(f"{seq}:{len(data)}:".encode() + data)
         with contextlib.suppress(ValueError, TypeError):
-            obj = json.loads(text)
+            obj = json.loads(data)
             if isinstance(obj, dict) and isinstance(obj.get("id"), str) and seq > 0:
                 leaf = obj["id"]
     return count, last, h.hexdigest(), leaf

@@ -337,6 +337,20 @@ class OpenClawRuntime:
         doc = self.call("sessions.reset", {"key": key, "reason": "reset"})
         return doc if isinstance(doc, dict) else {}
 
+    def compact(self, key: str) -> dict[str, Any]:
+        """Compact session ``key`` as OpenClaw's user does: ``openclaw sessions compact KEY``.
+
+        That is its ``sessions.compact`` RPC; the configured model writes the summary.
+
+        Raises:
+            ContinuityError: OpenClaw refused or the compaction failed (its own message).
+        """
+        res = self.cli("sessions", "compact", key, "--json", deadline=CALL_DEADLINE)
+        doc = _json_in(res.stdout)
+        if res.returncode != 0 or (isinstance(doc, dict) and doc.get("ok") is False):
+            raise ContinuityError(f"OpenClaw refused to compact {key}: {_refusal(doc, res)}")
+        return doc if isinstance(doc, dict) else {}
+
     def user_reset(self, key: str) -> str:
         """Reset ``key`` as its user does: ``/reset`` typed into the session (2026.9), else the RPC.
 

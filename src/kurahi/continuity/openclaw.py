@@ -282,8 +282,11 @@ class _Run:
         work.mkdir(parents=True)
         lineage = find_lineage(self.rt.state_dir, agent=self.agent, key=key)
         candidate = work / "C.jsonl"
-        pieces = [p for p in lineage.pieces if p.session_id == lineage.current_session_id] if live_only else []
-        stitched = stitch([p.source for p in (pieces[-1:] or lineage.pieces)], candidate)
+        sources = [p.source for p in lineage.pieces]
+        if live_only:
+            live = [p.source for p in lineage.pieces if p.session_id == lineage.current_session_id]
+            sources = live[-1:] or sources
+        stitched = stitch(sources, candidate)
         pkg = plan_activation(self.rt.state_dir, self.agent, key, candidate, work / "package", markers=markers)
         res = apply_package(pkg.root, self.rt.state_dir, OfflineHost(self.rt.state_dir))
         steps = [str(s) for s in res.to_dict().get("steps") or []]

@@ -30,37 +30,30 @@ def binary(tmp_path: Path) -> str:
     return str(path)
 
 
-def _config(state: Path, gateway: dict[str, Any]) -> None:
-    state.mkdir(exist_ok=True)
-    (state / "openclaw.json").write_text(json.dumps({"gateway": gateway}))
-
-
-def test_the_port_is_found_as_openclaws_cli_finds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    state = tmp_path / "state"
+def test_the_port_is_found_as_openclaws_cli_finds_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENCLAW_GATEWAY_PORT", raising=False)
-    state.mkdir()
-    assert attached_port(state) == DEFAULT_PORT == 18789
-    _config(state, {"port": 19001})
-    assert attached_port(state) == 19001
+    assert attached_port({}) == DEFAULT_PORT == 18789
+    assert attached_port({"gateway": {"port": 19001}}) == 19001
     monkeypatch.setenv("OPENCLAW_GATEWAY_PORT", "19002")
-    assert attached_port(state) == 19002
+    assert attached_port({"gateway": {"port": 19001}}) == 19002
 
 
 @pytest.mark.parametrize(
     ("env", "config", "named"),
-    [("abc", None, "OPENCLAW_GATEWAY_PORT: 'abc' is not a port"), (None, 70000, "gateway.port: 70000 is not a port")],
+    [
+        ("abc", None, "OPENCLAW_GATEWAY_PORT: 'abc' is not a port"),
+        (None, 70000, "state/openclaw.json: gateway.port: 70000 is not a port"),
+    ],
 )
 def test_a_port_that_is_not_one_is_named(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: str | None, config: int | None, named: str
+    monkeypatch: pytest.MonkeyPatch, env: str | None, config: int | None, named: str
 ) -> None:
-    state = tmp_path / "state"
-    _config(state, {"port": config} if config is not None else {})
     if env is None:
         monkeypatch.delenv("OPENCLAW_GATEWAY_PORT", raising=False)
     else:
         monkeypatch.setenv("OPENCLAW_GATEWAY_PORT", env)
     with pytest.raises(UsageError, match=named):
-        attached_port(state)
+        attached_port({"gateway": {"port": config}}, where="state/openclaw.json")
 
 
 def test_attached_mode_needs_the_token_in_the_environment(

@@ -395,7 +395,7 @@ def run_openclaw_suite(opts: OpenClawOptions, *, check_manifest: ManifestCheck) 
         raise UsageError("nothing to run: no disruption and no rounds")
     state = open_state(opts.state_dir, opts.resident)
     binary = which_openclaw(opts.binary)
-    rt = OpenClawRuntime(binary, state.root, supervised=opts.supervised)
+    rt = OpenClawRuntime(binary, state.root, supervised=opts.supervised, config=state.config)
     state = open_state(opts.state_dir, opts.resident, rt.version)
     if opts.rounds:
         check_rounds_target(opts.supervised, rt.version)

@@ -63,7 +63,8 @@ def _view(run: _Run, key: str, phrases: list[str]) -> dict[str, Any]:
     from kurahi.context.tokens import estimate_content_tokens
     from kurahi.lineage.check import check
     from kurahi.lineage.find import find_lineage
-    from kurahi.lineage.sources import materialize
+    from kurahi.lineage.openclaw_sqlite import export_session_jsonl
+    from kurahi.lineage.sources import parse_sqlite_source
 
     lineage = find_lineage(run.rt.state_dir, agent=run.agent, key=key)
     live = [p for p in lineage.pieces if p.session_id == lineage.current_session_id]
@@ -73,8 +74,10 @@ def _view(run: _Run, key: str, phrases: list[str]) -> dict[str, Any]:
     rep = check(source, markers=phrases, runtime="openclaw-2026.9")
     view = rep.runtime_view if rep.runtime_messages is not None else rep.pi_view
     messages = list(view or [])
-    with materialize(source) as path:
-        entries = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    sqlite = parse_sqlite_source(source)
+    if sqlite is None:
+        raise ContinuityError(f"the session of {key} is not in a SQLite store ({source}); rounds need 2026.9")
+    entries = [json.loads(line) for line in export_session_jsonl(*sqlite).splitlines() if line.strip()]
     said = [
         message_text(e["message"]).casefold()
         for e in entries

@@ -112,7 +112,15 @@ class OpenClawRuntime:
         logs: where the gateway's output and each call's stderr go (a private temp dir by default).
     """
 
-    def __init__(self, binary: str, state_dir: Path, *, supervised: bool, logs: Path | None = None) -> None:
+    def __init__(
+        self,
+        binary: str,
+        state_dir: Path,
+        *,
+        supervised: bool,
+        logs: Path | None = None,
+        config: dict[str, Any] | None = None,
+    ) -> None:
         self.binary = binary
         self.version = openclaw_version(binary)
         self.state_dir = state_dir
@@ -127,7 +135,7 @@ class OpenClawRuntime:
             if not given:
                 raise UsageError(f"attached mode needs the gateway's token in {_TOKEN_ENV} (never a flag)")
             self.token = given
-            self.port = attached_port(state_dir)
+            self.port = attached_port(config or {}, where=state_dir / "openclaw.json")
         self.outputs: list[tuple[str, str]] = []
         """``(what, text)`` of everything OpenClaw printed to the suite, for the leak scan."""
         self._proc: subprocess.Popen[bytes] | None = None
@@ -399,25 +407,22 @@ def _refusal(doc: Any, res: subprocess.CompletedProcess[str]) -> str:
     return (lines[-1] if lines else res.stdout.strip()[-300:]) or f"exit {res.returncode}"
 
 
-def attached_port(state_dir: Path) -> int:
+def attached_port(config: dict[str, Any], *, where: Path | str = "openclaw.json") -> int:
     """The port a running gateway listens on, found as OpenClaw's CLI finds it.
 
-    ``OPENCLAW_GATEWAY_PORT``, else ``gateway.port`` of the state dir's ``openclaw.json``,
-    else :data:`DEFAULT_PORT`.
+    ``OPENCLAW_GATEWAY_PORT``, else ``gateway.port`` of the state dir's config (``config``,
+    as :func:`~kurahi.continuity.openclaw_manifest.open_state` read it; ``where`` names it in
+    an error), else :data:`DEFAULT_PORT`.
 
     Raises:
         UsageError: a port that is not a number from 1 to 65535.
     """
     given: Any = os.environ.get("OPENCLAW_GATEWAY_PORT")
-    where = "OPENCLAW_GATEWAY_PORT"
+    named = "OPENCLAW_GATEWAY_PORT"
     if not given:
-        try:
-            config = json.loads((state_dir / "openclaw.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            config = None
-        gateway = config.get("gateway") if isinstance(config, dict) else None
+        gateway = config.get("gateway")
         given = gateway.get("port") if isinstance(gateway, dict) else None
-        where = f"{state_dir / 'openclaw.json'}: gateway.port"
+        named = f"{where}: gateway.port"
     if given is None or given == "":
         return DEFAULT_PORT
     try:
@@ -425,7 +430,7 @@ def attached_port(state_dir: Path) -> int:
     except (TypeError, ValueError):
         port = 0
     if isinstance(given, bool) or not 0 < port < 65536:
-        raise UsageError(f"{where}: {given!r} is not a port")
+        raise UsageError(f"{named}: {given!r} is not a port")
     return port
 
 

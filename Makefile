@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test check lint demo peer postgres browser strace bench dist clean
+.PHONY: install test check lint demo peer postgres browser strace bench dist clean vendor-swagger
 
 install: $(STAMP)
 
@@ -101,9 +101,18 @@ strace:
 	  { apt-get update -qq >/dev/null && apt-get install -y -qq -o Dpkg::Use-Pty=0 strace >/dev/null; } || \
 	  { echo "!!! apt-get install strace failed !!!"; exit 1; }
 
+# Swagger UI for the gateway's /docs, vendored into src/kurahi/gateway/static/swagger/ (committed;
+# nothing is fetched at run time or by the tests): `npm pack` of swagger-ui-dist at this exact
+# version into a temp dir, the tarball checked against the registry's integrity hash, only the
+# files /docs loads and the licence files copied, and vendor.json (version, tarball, integrity,
+# each file's SHA-256) rewritten. To update: change the version, run this, run the /docs tests.
+SWAGGER_UI_VERSION := 5.35.0
+vendor-swagger: install
+	$(BIN)/python tools/vendor_swagger.py $(SWAGGER_UI_VERSION)
+
 lint: install
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/ruff format --check src tests benchmarks tools
 	$(BIN)/mypy
 
 test: install peer postgres browser strace lint
@@ -112,11 +121,12 @@ test: install peer postgres browser strace lint
 # The quick answer while working (under 90 s here): ruff, mypy and the fast tier of the tests,
 # every test not marked slow (tests/tiers.py names the ones that start a peer or PostgreSQL,
 # the crash campaigns and the few that take more than about a second), with hypothesis on its
-# "dev" profile. Needs neither npm nor PostgreSQL. `make test` runs everything, as CI does.
+# "dev" profile. Needs neither node, npm nor PostgreSQL. `make test` runs everything, as CI
+# does. benchmarks/fast_tier.py times it and names fast-tier tests over their budget.
 FAST_IGNORE := --ignore=tests/crash --ignore=tests/peers --ignore=tests/conformance
 check: install
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/ruff format --check src tests benchmarks tools
 	$(BIN)/mypy
 	KURAHI_HYPOTHESIS_PROFILE=dev $(BIN)/pytest -q -m "not slow" $(FAST_IGNORE)
 
@@ -141,6 +151,7 @@ bench: install peer
 	$(BIN)/python benchmarks/audit_verify.py
 	$(BIN)/python benchmarks/provenance.py
 	$(BIN)/python benchmarks/store_backends.py
+	$(BIN)/python benchmarks/fast_tier.py
 
 # An sdist and a manylinux wheel into $(DIST)/. The wheel is built from the sdist (so the
 # sdist is proven complete), without network (--no-isolation: the dev extra has setuptools),

@@ -4,7 +4,7 @@ throwaway PostgreSQL (``pg_server``, ``pg_url``; skipped loudly when it cannot s
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 from hypothesis import HealthCheck, settings
 
+import tiers
 from kurahi.errors import PostgresUnavailableError
 from kurahi.store import native
 from kurahi.testing_pg import ThrowawayPostgres, find_bindir
@@ -92,6 +93,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             or name in SLOW_TESTS
         ):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
+    # While a fast-tier test runs (its fixtures too), the peers' launchers refuse to start node:
+    # tiers.no_peer_in_the_fast_tier.
+    tiers.running(None if item.get_closest_marker("slow") else item.nodeid)
+    try:
+        return (yield)
+    finally:
+        tiers.running(None)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -41,6 +41,7 @@ from typing import Any, Literal
 from kurahi.continuity.openclaw_runtime import free_port
 from openclaw_model import MODEL_ID, StandInModel, request_messages, text_of
 from peer import PEER_DIR
+from tiers import no_peer_in_the_fast_tier
 
 OpenClawVersion = Literal["2026.5.28", "2026.9.6"]
 OPENCLAW_VERSIONS: tuple[OpenClawVersion, ...] = ("2026.5.28", "2026.9.6")
@@ -142,6 +143,7 @@ def require(version: OpenClawVersion) -> None:
     when ``make peer`` was not run."""
     import pytest  # only tests call this; the harness itself does not need pytest
 
+    no_peer_in_the_fast_tier(f"OpenClaw {version}")
     why = unavailable(version)
     if why is None:
         return
@@ -214,6 +216,7 @@ class OpenClawPeer:
         idle_minutes: int = IDLE_MINUTES,
         models: Sequence[str] = (MODEL_ID,),
     ) -> None:
+        no_peer_in_the_fast_tier(f"OpenClaw {version}")
         why = unavailable(version)
         if why is not None:
             raise why

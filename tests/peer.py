@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from tiers import no_peer_in_the_fast_tier
+
 ROOT = Path(__file__).resolve().parents[1]
 PEER_DIR = Path(os.environ.get("KURAHI_PEER_DIR", ROOT / ".peer")).resolve()
 PEER_JS = ROOT / "tests" / "peers" / "pi_peer.mjs"
@@ -167,6 +169,7 @@ class PiPeer:
     """Runs one Pi's own session code (through ``tests/peers/pi_peer.mjs``) on real files."""
 
     def __init__(self, version: PiVersion = CURRENT) -> None:
+        no_peer_in_the_fast_tier(f"Pi {version}")
         why = missing(version)
         if why is not None:
             raise RuntimeError(why)

@@ -10,11 +10,13 @@ the core's requirements are met by exactly that set.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from importlib import metadata
 from pathlib import Path
@@ -22,6 +24,8 @@ from typing import Any
 
 import pytest
 from packaging.requirements import Requirement
+
+from kurahi.gateway.vendored import MANIFEST_NAME, read_manifest
 
 pytestmark = pytest.mark.dist
 
@@ -136,6 +140,23 @@ def test_make_dist_builds_an_sdist_and_a_manylinux_wheel(dist_dir: Path) -> None
     core = [line for line in meta.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line]
     assert core and all("<" in line for line in core), core  # every core dependency has an upper bound
     assert sdist.name == wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".tar.gz"
+
+
+def test_the_wheel_and_the_sdist_carry_swagger_ui_byte_for_byte(dist_dir: Path) -> None:
+    # /docs serves Swagger UI from the installed package: every vendored file must be in both, as
+    # its manifest records it (about 0.5 MB compressed, 1.9 MB installed, in 5.35.0).
+    manifest = read_manifest()
+    (wheel,) = dist_dir.glob("*.whl")
+    (sdist,) = dist_dir.glob("*.tar.gz")
+    with zipfile.ZipFile(wheel) as z, tarfile.open(sdist) as t:
+        prefix = sdist.name.removesuffix(".tar.gz") + "/src/"
+        for name in (*manifest.files, MANIFEST_NAME, "../docs.html", "../docs.js", "../docs.css"):
+            member = os.path.normpath(f"kurahi/gateway/static/swagger/{name}")
+            in_wheel = z.read(member)
+            extracted = t.extractfile(prefix + member)
+            assert extracted is not None and extracted.read() == in_wheel, member
+            if name in manifest.files:
+                assert hashlib.sha256(in_wheel).hexdigest() == manifest.files[name].sha256, member
 
 
 def test_the_wheel_in_a_fresh_venv_has_the_native_scanner_and_no_gateway(dist_dir: Path, tmp_path: Path) -> None:

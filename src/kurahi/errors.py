@@ -19,6 +19,7 @@ Hierarchy::
     │   │   │   ├── ParentCycleError
     │   │   │   └── EntryNotFoundError
     │   │   ├── AppendError           an append could not be made durable
+    │   │   ├── TranscriptChangedError  a whole-transcript swap whose expected sha256 no longer holds
     │   │   └── ContextEditError      a context_edit refused on write (nothing appended)
     │   ├── JournalWriteError         a journal record (ledger, jobs, queue) could not be appended durably
     │   ├── JournalReadError          a journal file that cannot be read
@@ -147,6 +148,7 @@ __all__ = [
     "StoreError",
     "ToolDeniedError",
     "ToolError",
+    "TranscriptChangedError",
     "TranscriptError",
     "TranscriptReadError",
     "TreeError",
@@ -255,6 +257,22 @@ class EntryNotFoundError(TreeError):
 
 class AppendError(TranscriptError):
     """An entry could not be appended durably; the file still holds every earlier entry."""
+
+
+class TranscriptChangedError(TranscriptError):
+    """A whole-transcript swap found other bytes than it expected; nothing was changed.
+
+    Attributes:
+        expected: the sha256 the caller expected (``None``: no transcript by that name).
+        actual: the sha256 there now (``None``: none).
+    """
+
+    def __init__(
+        self, message: str, *, path: str | Path | None = None, expected: str | None, actual: str | None
+    ) -> None:
+        self.expected = expected
+        self.actual = actual
+        super().__init__(f"{message} (expected {expected or 'absent'}, found {actual or 'absent'})", path=path)
 
 
 class ContextEditError(TranscriptError):

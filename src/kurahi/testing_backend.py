@@ -13,6 +13,7 @@ file, memory and PostgreSQL backends; a third-party backend passes it or is not 
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Callable
 from functools import partial
@@ -28,6 +29,7 @@ from kurahi.errors import (
     KurahiError,
     LockHeldError,
     NotASessionError,
+    TranscriptChangedError,
     TranscriptReadError,
     UsageError,
 )
@@ -54,6 +56,10 @@ def _raises(kind: type[BaseException] | tuple[type[BaseException], ...], fn: Cal
 
 class BackendConformance:
     """The behaviours every backend shares (see the module docstring)."""
+
+    fenced_claims = True
+    """Whether :meth:`TranscriptStore.claim` can take a transcript over from a live writer and fence
+    it off (a database, memory); ``False`` where a live writer's claim cannot be broken (files)."""
 
     def make_backend(self) -> Backend:
         """A fresh, empty backend (each test gets its own)."""
@@ -168,6 +174,73 @@ class BackendConformance:
         assert list(agent.log("ledger").records()) == [{"kind": "intent", "actionId": "s:a"}]
         assert agent.transcripts.export("s1.jsonl") == _HEADER + _ENTRY
 
+    # -- whole-transcript swaps (an activation) ---------------------------------------------------
+
+    def test_claim_swaps_a_transcript_whole_by_its_hash(self) -> None:
+        ts = self.make_backend().agent("main", create=True).transcripts
+        one, two = _HEADER + _ENTRY, _HEADER + _ENTRY + _ENTRY.replace(b"a1b2c3d4", b"e5f6a7b8")
+        assert ts.sha256("s1.jsonl") is None
+        with ts.claim("s1.jsonl", tag="activation-t.tmp") as claim:
+            assert claim.sha256() is None
+            claim.put(one, expected=None)
+            assert claim.sha256() == hashlib.sha256(one).hexdigest() == ts.sha256("s1.jsonl")
+            err = _raises(TranscriptChangedError, lambda: claim.put(two, expected=None))  # never over one there
+            assert isinstance(err, TranscriptChangedError) and err.actual == hashlib.sha256(one).hexdigest()
+            _raises(TranscriptChangedError, lambda: claim.put(two, expected=hashlib.sha256(two).hexdigest()))
+            _raises(TranscriptChangedError, lambda: claim.remove(expected="0" * 64))
+            assert ts.export("s1.jsonl") == one  # refusals changed nothing
+            claim.put(two, expected=hashlib.sha256(one).hexdigest())
+            assert ts.export("s1.jsonl") == two
+            info = ts.info("s1.jsonl")
+            assert info is not None and info.size == len(two)
+        h = ts.open("s1.jsonl")  # the claim is released: a writer appends after the new bytes
+        h.append(_ENTRY, durable=True)
+        h.close()
+        assert ts.export("s1.jsonl") == two + _ENTRY
+        with ts.claim("s1.jsonl") as claim:
+            claim.remove(expected=hashlib.sha256(two + _ENTRY).hexdigest())
+            _raises(TranscriptChangedError, lambda: claim.remove(expected=hashlib.sha256(two + _ENTRY).hexdigest()))
+        assert not ts.exists("s1.jsonl") and ts.names() == [] and ts.sha256("s1.jsonl") is None
+
+    def test_claim_waits_for_no_writer(self) -> None:
+        ts = self.make_backend().agent("main", create=True).transcripts
+        writer = ts.create("s1.jsonl", _HEADER, durable=True)
+        _raises(LockHeldError, lambda: ts.claim("s1.jsonl"))
+        writer.append(_ENTRY, durable=True)  # refused claims took nothing from the writer
+        writer.close()
+        with ts.claim("s1.jsonl"):
+            _raises(LockHeldError, lambda: ts.open("s1.jsonl"))  # no writer while the claim is held
+            _raises(LockHeldError, lambda: ts.claim("s1.jsonl"))
+        ts.open("s1.jsonl").close()
+        assert ts.export("s1.jsonl") == _HEADER + _ENTRY
+
+    def test_claim_takes_over_only_a_writer_it_can_fence(self) -> None:
+        ts = self.make_backend().agent("main", create=True).transcripts
+        writer = ts.create("s1.jsonl", _HEADER, durable=True)
+        if not self.fenced_claims:
+            _raises(LockHeldError, lambda: ts.claim("s1.jsonl", take_over=True))
+            writer.append(_ENTRY, durable=True)
+            writer.close()
+            assert ts.export("s1.jsonl") == _HEADER + _ENTRY
+            return
+        with ts.claim("s1.jsonl", take_over=True) as claim:
+            _raises(LockHeldError, lambda: writer.append(_ENTRY, durable=True))  # fenced off: nothing written
+            claim.put(_HEADER + b"\n", expected=hashlib.sha256(_HEADER).hexdigest())
+        _raises(LockHeldError, lambda: writer.append(_ENTRY, durable=True))  # and stays so
+        writer.close()
+        assert ts.export("s1.jsonl") == _HEADER + b"\n"
+        h = ts.open("s1.jsonl")  # a writer that opens it afresh appends after the swapped bytes
+        h.append(_ENTRY, durable=True)
+        h.close()
+        assert ts.export("s1.jsonl") == _HEADER + b"\n" + _ENTRY
+
+    def test_claim_names_are_never_paths(self) -> None:
+        ts = self.make_backend().agent("main", create=True).transcripts
+        for bad in _BAD_NAMES:
+            _raises(UsageError, partial(ts.claim, bad))
+            _raises(UsageError, partial(ts.sha256, bad))
+        assert ts.names() == []
+
     # -- the catalog ----------------------------------------------------------------------------
 
     def test_catalog_upsert_get_copies(self) -> None:
@@ -237,6 +310,29 @@ class BackendConformance:
         for t in threads:
             t.join()
         assert (cat.get("k") or {}).get("n") == 100
+
+    def test_catalog_set_entry_checks_inside_the_change(self) -> None:
+        cat = self.make_backend().agent("main", create=True).catalog
+        assert cat.snapshot() is None
+        cat.upsert("k1", {"sessionId": "s1", "updatedAt": 1})
+        cat.upsert("k2", {"sessionId": "s2", "updatedAt": 1})
+        before = cat.snapshot()
+        assert before is not None
+        seen: list[Any] = []
+
+        def refuse(current: Any) -> None:
+            seen.append(current)
+            raise UsageError("not the entry planned against")
+
+        _raises(UsageError, lambda: cat.set_entry("k1", {"sessionId": "new"}, check=refuse))
+        assert seen == [{"sessionId": "s1", "updatedAt": 1}] and cat.get("k1") == {"sessionId": "s1", "updatedAt": 1}
+        cat.set_entry("k1", {"sessionId": "new", "updatedAt": 2}, check=lambda cur: None, tag="activation-t.tmp")
+        assert cat.get("k1") == {"sessionId": "new", "updatedAt": 2} and cat.keys() == ["k1", "k2"]
+        cat.set_entry("k3", {"sessionId": "s3", "updatedAt": 3}, check=lambda cur: None)
+        cat.set_entry("k3", None, check=lambda cur: None, restore=before)
+        cat.set_entry("k1", {"sessionId": "s1", "updatedAt": 1}, check=lambda cur: None, restore=before)
+        assert cat.snapshot() == before and cat.keys() == ["k1", "k2"]  # put back as it was
+        _raises(CatalogEntryError, lambda: cat.set_entry("", {"sessionId": "x"}, check=lambda cur: None))
 
     # -- record logs ----------------------------------------------------------------------------
 

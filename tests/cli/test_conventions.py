@@ -16,6 +16,8 @@ import pytest
 import typer
 
 from kurahi.cli import build_app
+from kurahi.resident.init import init_home
+from kurahi.testing import build_session
 from testdata import JSON_ERA, openclaw_state
 
 ROOT_DIR = Path(__file__).resolve().parents[2]
@@ -107,8 +109,44 @@ def test_a_dash_reads_the_file_from_stdin(tmp_path: Path) -> None:
     path_file = kurahi("lineage", "path", str(FIXTURE), env=env).stdout.splitlines()
     path_stdin = kurahi("lineage", "path", "-", env=env, stdin=data).stdout.splitlines()
     assert path_stdin[1:] == path_file[1:] and path_stdin[0].split(b": ", 1)[1] == path_file[0].split(b": ", 1)[1]
+    assert path_stdin[0].startswith(b"<stdin>: ")  # the line names stdin, not the private copy
+    for args in (["session", "context", "-"], ["session", "tree", "-"], ["lineage", "check", "-"]):
+        first = kurahi(*args, env={**env, "COLUMNS": "200"}, stdin=data).stdout.splitlines()[0]
+        assert first.startswith(b"<stdin>") and b"kurahi-stdin-" not in first, (args, first)
     empty = kurahi("session", "stats", "-", env=env, stdin=b"")
     assert empty.returncode == 4 and b"<stdin>: not a session" in empty.stderr
+
+
+def test_a_dash_for_the_activation_candidate_and_the_provenance_transcript(tmp_path: Path) -> None:
+    init_home(tmp_path / "h", "alice", marker="ALICE-7F3A")
+    candidate = tmp_path / "C.jsonl"
+    build_session(candidate, entries=30, seed=3, markers=["LATE"])
+    scratch = tmp_path / "tmp"  # where the private copy of stdin goes, and must not stay
+    scratch.mkdir()
+    env = env_of(tmp_path, TMPDIR=str(scratch))
+    plan = ["activate", "plan", "--home", str(tmp_path / "h"), "--agent", "alice", "--candidate", "-", "--json"]
+    out = kurahi(*plan, "--out", str(tmp_path / "pkg"), "--marker", "LATE", env=env, stdin=candidate.read_bytes())
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["plan"]["projection"]["markersFound"] == ["LATE"]
+    assert (tmp_path / "pkg" / "candidate.jsonl").read_bytes() == candidate.read_bytes()
+    bad = kurahi(*plan, "--out", str(tmp_path / "bad"), env=env, stdin=b"{}\n")
+    assert bad.returncode == 4 and b"<stdin>: not a usable session" in bad.stderr
+    assert not (tmp_path / "bad").exists()
+    traced = kurahi(
+        "evidence",
+        "provenance",
+        "--transcript",
+        "-",
+        "--phrase",
+        "LATE",
+        "--json",
+        env=env,
+        stdin=candidate.read_bytes(),
+    )
+    assert traced.returncode == 0, traced.stderr
+    report = json.loads(traced.stdout)
+    assert report["transcript"] == "<stdin>" and report["phrases"][0]["verdict"] == "context-only"
+    assert list(scratch.iterdir()) == []
 
 
 def test_KURAHI_HOME_beside_KOLO_HOME(tmp_path: Path) -> None:

@@ -87,6 +87,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, Path, d
     return list(zip(SCRIPTS, paths, peer.contexts(paths), strict=True))
 
 
+@pytest.mark.pi
 @pytest.mark.parametrize("k", range(len(SCRIPTS)), ids=list(SCRIPTS))
 def test_sources_line_up_with_pis_messages(written: list[tuple[str, Path, dict[str, Any]]], k: int) -> None:
     _, path, ctx = written[k]
@@ -115,6 +116,7 @@ def test_sources_line_up_with_pis_messages(written: list[tuple[str, Path, dict[s
         assert path_system_messages(t.path()) == [m for m in ctx["messages"] if m["role"] == "system"]
 
 
+@pytest.mark.pi
 def test_what_each_script_removes_and_leaves_inert(written: list[tuple[str, Path, dict[str, Any]]]) -> None:
     seen = {}
     for name, path, _ in written:

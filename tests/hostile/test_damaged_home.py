@@ -339,3 +339,47 @@ def test_init_never_chmods_a_directory_a_symlink_points_at(tmp_path: Path) -> No
     _no_traceback(r)
     assert r.returncode == 4 and str(home.lock.parent) in r.stderr and "symlink" in r.stderr
     assert stat.S_IMODE(os.stat(elsewhere).st_mode) == 0o755
+
+
+# -- 8. a transcript that is a symlink is not read either -------------------------------------
+
+
+def test_a_transcript_replaced_by_a_symlink_is_never_read_through(tmp_path: Path) -> None:
+    """Writers always refused a linked transcript; now readers do too (the carry of a rollover, export)."""
+    from kurahi.errors import TranscriptReadError
+    from kurahi.store.backends import open_backend
+
+    home = _home_with_session(tmp_path)
+    transcript = _session_file(home)
+    # A valid session outside the home, with a phrase that must never reach the resident.
+    outside = tmp_path / "outside" / "elsewhere.jsonl"
+    outside.parent.mkdir(exist_ok=True)
+    lines = transcript.read_bytes().splitlines(keepends=True)
+    secret = json.loads(lines[-1])
+    secret["id"], secret["parentId"] = "feedf00d", secret["id"]
+    secret["message"] = {"role": "user", "content": "OUTSIDE-SECRET-PHRASE", "timestamp": 1}
+    outside.write_bytes(b"".join(lines) + json.dumps(secret).encode() + b"\n")
+    os.utime(outside, ns=(1_000_000_000_000_000_000, 1_000_000_000_000_000_000))
+    before = _state(outside)
+    transcript.unlink()
+    transcript.symlink_to(outside)
+
+    backend = open_backend(str(home.root))
+    try:
+        store = backend.agent("alice").transcripts
+        assert store.exists(transcript.name)  # the name is taken: rolled over and kept, never replaced
+        assert store.info(transcript.name) is None
+        for read in (store.read, store.export):
+            with pytest.raises(TranscriptReadError, match="symlink"):
+                read(transcript.name)
+    finally:
+        backend.close()
+
+    r = run_kurahi("agent", "send", "--home", str(home.root), "--agent", "alice", "again", home=home)
+    _no_traceback(r)
+    assert r.returncode == 0, r.stderr
+    assert _state(outside) == before
+    assert transcript.is_symlink()  # left for the owner to look at, not replaced through
+    now = _session_file(home)
+    assert now != transcript and not now.is_symlink()
+    assert b"OUTSIDE-SECRET-PHRASE" not in now.read_bytes()

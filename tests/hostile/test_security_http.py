@@ -15,6 +15,7 @@ import hmac
 import json
 import os
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -281,6 +282,7 @@ def test_a_registry_opened_to_others_while_running_is_a_clear_500(tmp_path: Path
 
 @pytest.mark.parametrize("agent", ["../config/apply?", "..", "x/../../devices?x=", "alice/../bob", "%2e%2e"])
 def test_the_client_checks_an_agent_id_before_it_becomes_a_url(served: Served, agent: str) -> None:
+    _activity_written(served)
     before = tree(served.home.root.parent)
     client = GatewayClient(served.url, served.token)
     with client:
@@ -298,3 +300,17 @@ def test_the_client_checks_an_agent_id_before_it_becomes_a_url(served: Served, a
             client.job("alice", "../../config")
         assert info.value.status in (404, 422)
     assert tree(served.home.root.parent) == before
+
+
+def _activity_written(served: Served) -> None:
+    """Wait until no activity clock of an earlier test's turn is still to be written to the catalog.
+
+    The runtime writes them about a second after a turn, from the gateway's thread; this
+    module's tests share one gateway, so a snapshot of its home taken sooner could see the
+    write land (the tests of tool calls make turns just before).
+    """
+    runtimes = list(served.gateway.runtimes.values())
+    deadline = time.monotonic() + 60
+    while any(rt._dirty or (rt._flusher is not None and not rt._flusher.done()) for rt in runtimes):
+        assert time.monotonic() < deadline, "the activity clocks were never written"
+        time.sleep(0.02)

@@ -89,6 +89,23 @@ def test_plan_writes_a_checked_package_and_touches_nothing(s: Setup, tmp_path: P
     ]
 
 
+def test_plan_reads_the_candidate_from_stdin(s: Setup, tmp_path: Path) -> None:
+    before = snapshot(s.sessions)
+    args = ["plan", "--home", str(s.home), "--agent", "alice", "--marker", "LATE", "--json", "--candidate", "-"]
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "pkg")], input=s.candidate.read_bytes())
+    assert res.exit_code == 0, res.output
+    assert snapshot(s.sessions) == before
+    assert (tmp_path / "pkg" / "candidate.jsonl").read_bytes() == s.candidate.read_bytes()
+    plan_ = json.loads(res.stdout)["plan"]
+    assert plan_["preconditions"]["candidate"] == _sha(s.candidate)
+    assert plan_["projection"]["markersFound"] == ["LATE"]
+    # What stdin holds is checked as a file would be, and named <stdin>, never the private copy.
+    bad = runner.invoke(app, [*args, "--out", str(tmp_path / "bad")], input=b'{"type":"message","id":"a"}\n')
+    assert bad.exit_code == EXIT.INVALID, bad.output
+    assert "<stdin>" in bad.stderr and "kurahi-stdin-" not in bad.stderr
+    assert not (tmp_path / "bad").exists() and snapshot(s.sessions) == before
+
+
 def _sha(p: Path) -> str:
     import hashlib
 

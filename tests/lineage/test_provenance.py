@@ -184,6 +184,21 @@ def test_cli_json_and_table(world: tuple[Path, Path, dict[str, str]]) -> None:
     assert "context-only" in res.stdout
 
 
+def test_a_dash_reads_the_transcript_from_stdin(world: tuple[Path, Path, dict[str, str]]) -> None:
+    t, ws, _ = world
+    args = ["provenance", "--workspace", str(ws), "--phrase", "Tamsin", "--phrase", "Zanzibar", "--json"]
+    from_file = CliRunner().invoke(app, [*args, "--transcript", str(t)])
+    from_stdin = CliRunner().invoke(app, [*args, "--transcript", "-"], input=t.read_bytes())
+    assert from_file.exit_code == from_stdin.exit_code == 0, from_stdin.output
+    a, b = json.loads(from_stdin.stdout), json.loads(from_file.stdout)
+    assert a.pop("transcript") == "<stdin>" and b.pop("transcript") == str(t)  # not the private copy's path
+    assert a == b
+    table = CliRunner().invoke(app, ["provenance", "--transcript", "-", "--phrase", "Tamsin"], input=t.read_bytes())
+    assert table.exit_code == 0 and " in <stdin>: " in table.stdout, table.output
+    empty = CliRunner().invoke(app, ["provenance", "--transcript", "-", "--phrase", "Tamsin"], input=b"")
+    assert empty.exit_code == EXIT.INVALID and "<stdin>" in empty.stderr and "kurahi-stdin-" not in empty.stderr
+
+
 def snapshot(root: Path) -> dict[str, bytes]:
     return {str(p): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 

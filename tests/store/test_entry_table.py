@@ -11,6 +11,7 @@ id-carrying fields spelled in one module.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,13 @@ from kurahi.testing import build_session
 
 HEADER = '{"type":"session","version":3,"id":"s","timestamp":"2026-11-30T08:00:00.000Z","cwd":"/"}'
 SRC = Path(__file__).resolve().parents[2] / "src" / "kurahi"
+
+
+@functools.cache
+def _parsed(path: Path) -> ast.Module:
+    """The syntax tree of a library module, parsed once for all the source checks here (they only read it)."""
+    return ast.parse(path.read_text(), filename=str(path))
+
 
 needs_c = pytest.mark.skipif(not native.available(), reason="the C scanner is not built (make install builds it)")
 
@@ -144,9 +152,7 @@ def test_the_library_never_forks() -> None:
     # fork() copies only the calling thread: in a process with threads (a gateway, a pool) a
     # lock another thread holds stays held in the child for good.
     found = {
-        str(path.relative_to(SRC)): calls
-        for path in sorted(SRC.rglob("*.py"))
-        if (calls := _calls(ast.parse(path.read_text(), filename=str(path))))
+        str(path.relative_to(SRC)): calls for path in sorted(SRC.rglob("*.py")) if (calls := _calls(_parsed(path)))
     }
     assert found == {}, f"os.fork in the library: {found}"
 
@@ -177,7 +183,7 @@ def test_id_fields_and_the_leaf_marker_are_spelled_only_in_the_vocabulary() -> N
         rel = str(path.relative_to(SRC))
         if rel == "store/vocab.py" or rel in _SAMPLE_WRITERS:
             continue
-        hits = [(line, s) for line, s in _code_strings(ast.parse(path.read_text())) if s in owned]
+        hits = [(line, s) for line, s in _code_strings(_parsed(path)) if s in owned]
         if hits:
             found[rel] = hits
     assert found == {}, f"spell these through kurahi.store.vocab: {found}"
@@ -211,7 +217,7 @@ def _type_comparisons(tree: ast.AST) -> list[tuple[int, str]]:
 def test_entry_kinds_are_compared_through_the_vocabulary(room: str) -> None:
     found = {}
     for path in sorted((SRC / room).rglob("*.py")):
-        hits = _type_comparisons(ast.parse(path.read_text()))
+        hits = _type_comparisons(_parsed(path))
         if hits:
             found[str(path.relative_to(SRC))] = hits
     assert found == {}, f"compare entry types with kurahi.store.vocab's names: {found}"

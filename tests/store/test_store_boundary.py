@@ -38,12 +38,16 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("gateway/activation_host.py", "start_gateway"): "the log of a gateway the activation started",
     ("gateway/lock.py", "gateway_info"): "run/gateway.lock",
     ("gateway/static_files.py", "_add"): "the package's own static files (the viewer, /docs)",
+    ("gateway/vendored.py", "check_vendored"): "Swagger UI's files inside the package, hashed",
+    ("gateway/vendored.py", "read_manifest"): "the manifest of Swagger UI's files inside the package",
     ("lifecycle/activation_package.py", "_read_manifest"): "a package's checksum list",
-    ("lifecycle/activation_package.py", "_write_file"): "a new package file",
+    ("lifecycle/activation_package.py", "write_package_file"): "a new package file (plan, rollback copies, evidence)",
     ("lifecycle/activation_package.py", "add"): "the package's own activation journal",
     ("lifecycle/activation_package.py", "copy_durably"): "copying a candidate into its package",
     ("lifecycle/activation_package.py", "open"): "an activation package's plan",
     ("lifecycle/activation_package.py", "records"): "the package's own activation journal",
+    ("lifecycle/activation_state.py", "_keep"): "the replaced transcript's bytes kept in the package's evidence/",
+    ("lifecycle/activation_state.py", "_package_bytes"): "the package's candidate and rollback copies",
     ("lifecycle/openclaw_sqlite_activation.py", "_candidate_lines"): "the candidate inside a SQLite package",
     ("lifecycle/openclaw_sqlite_activation.py", "_evidence"): "the package's evidence file",
     ("lifecycle/openclaw_sqlite_activation.py", "_projection_of"): "the candidate inside a SQLite package",
@@ -62,19 +66,11 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("ui/homefiles.py", "read_file"): "a report or repair file under them (never through a link)",
 }
 
-# Store files still read by path above store: the file home's activation, which swaps a
-# catalog entry and transcript files under its own journal. Moving its byte access into
-# kurahi.store is open work (README: issue 17). The lineage tools read the transcript files
-# a user names through kurahi.store.transcript (Transcript.open, read_transcript_file).
-KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("lifecycle/activation.py", "_validate"): "the live transcript after an apply",
-    ("lifecycle/activation_state.py", "_catalog_bytes"): "the live sessions.json",
-    ("lifecycle/activation_state.py", "_copy_new"): "copying the candidate into sessions/",
-    ("lifecycle/activation_state.py", "_extends_candidate"): "the live transcript against the candidate",
-    ("lifecycle/activation_state.py", "_old_catalog_if_same"): "the live sessions.json against the package's copy",
-    ("lifecycle/activation_state.py", "_write_bytes"): "sessions.json and transcripts during an apply",
-    ("lifecycle/activation_state.py", "_write_tmp"): "a temp copy of sessions.json during an apply",
-}
+# Store files still read by path above store: none. (The file home's activation swaps its
+# catalog entry and transcripts through kurahi.store's TranscriptClaim and
+# SessionCatalog.set_entry; the lineage tools read the transcript files a user names through
+# kurahi.store.transcript.)
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
 _PATH_IO = {"read_bytes", "read_text", "write_bytes", "write_text"}
 

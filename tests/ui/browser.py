@@ -30,6 +30,13 @@ SCROLL = """async ([step, frames]) => {
 }"""
 
 
+# Run before any script of each page (through DevTools, which the page's policy does not govern):
+# keeps every Content-Security-Policy violation the page reports, whether or not it is logged.
+RECORD_CSP = """window.__cspViolations = [];
+document.addEventListener("securitypolicyviolation", (e) => window.__cspViolations.push(
+  `${e.effectiveDirective} blocked ${e.blockedURI || "?"} at ${e.sourceFile}:${e.lineNumber}:${e.columnNumber}`));"""
+
+
 @dataclass
 class Watched:
     """One page and everything it did."""
@@ -80,6 +87,11 @@ class Watched:
         self.scans[name] = len(result)
         return bad
 
+    def csp_violations(self) -> list[str]:
+        """Every policy violation the current document reported (see :data:`RECORD_CSP`)."""
+        found: list[str] = self.page.evaluate("window.__cspViolations || []")
+        return found
+
     def foreign_requests(self) -> list[str]:
         here = urlsplit(self.origin).netloc
         return [u for u in self.requests if urlsplit(u).netloc != here and not u.startswith(("data:", "about:"))]
@@ -87,6 +99,7 @@ class Watched:
 
 def watch(context: Any, origin: str, shots: Path) -> Watched:
     page = context.new_page()
+    page.add_init_script(RECORD_CSP)
     w = Watched(page, origin, shots)
     page.on("request", lambda r: w.requests.append(r.url))
 

@@ -17,7 +17,7 @@ import pytest
 from browser import SCROLL, Watched, watch
 from gateways import make_gateway_home
 from homes import AFTER, BEFORE, MARKUP, add_big_tree, add_markup_session, add_repair, add_reports
-from ui_server import CHROMIUM, CHROMIUM_ARGS, Viewer, browser_missing, serve_viewer
+from ui_server import Viewer, browser_missing, serve_viewer
 
 pytestmark = [
     pytest.mark.browser,
@@ -44,33 +44,18 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Viewer, dic
         yield v, made
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def shots(tmp_path: Path) -> Path:
-    out = tmp_path / "screenshots"
-    out.mkdir()
-    return out
-
-
 @pytest.fixture
 def page(browser: Any, site: tuple[Viewer, dict[str, Any]], shots: Path) -> Iterator[Watched]:
     v, _ = site
     context = browser.new_context(viewport={"width": 1366, "height": 900})
     w = watch(context, v.url, shots)
     yield w
+    violations = w.csp_violations()  # of the last document; earlier ones are in the console
     context.close()
     assert not w.foreign_requests(), f"requests left the gateway: {w.foreign_requests()}"
     assert not w.dialogs, f"a dialog opened (script from data ran?): {w.dialogs}"
     assert not [e for e in w.errors if "Content Security Policy" in e], w.errors
+    assert not violations, violations
 
 
 def login(w: Watched, token: str) -> None:

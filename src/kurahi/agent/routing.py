@@ -32,6 +32,12 @@ def route(rt: Runtime, key: str, text: str) -> Decision:
     """Decide reuse / rollover / new for a message to an idle session, and carry it out."""
     entry = rt.catalog.get(key)
     conv = rt.open_conversation(key)
+    if conv is not None and (conv.session.fenced or transcript_name(entry) not in (None, conv.name)):
+        # Its writer's claim was taken (an activation on a shared store fences this gateway
+        # off, then points the key at another session): nothing more can be written through
+        # it. Let it go, so the key's session is opened afresh, as the catalog names it now.
+        rt.drop_conversation(key)
+        conv = None
     path: list[PathItem] | None = None
     header: str | None = None
     name = conv.name if conv is not None else transcript_name(entry)

@@ -34,7 +34,7 @@ from kurahi.agent.providers.base import Provider
 from kurahi.agent.queue import Lane, pending_from_journal
 from kurahi.agent.tools import BUILTIN_TOOLS, Tool
 from kurahi.agent.turn import Listener, RetryHook, TurnControl, TurnResult, run_turn, user_message
-from kurahi.errors import ConfigError, KurahiError, LockHeldError, PairingRefusedError
+from kurahi.errors import ConfigError, KurahiError, LeaseLostError, LockHeldError, PairingRefusedError
 from kurahi.lifecycle.carry import Carry
 from kurahi.lifecycle.policy import Decision
 from kurahi.store.backend import Backend, transcript_name
@@ -484,8 +484,34 @@ class Runtime:
     async def run_turn(
         self, key: str, inputs: list[dict[str, Any]], control: TurnControl, *, listener: Listener | None = None
     ) -> TurnResult:
-        """Run one turn on ``key`` now (lanes call this; one at a time per key)."""
-        conv = self.conversation(key)
+        """Run one turn on ``key`` now (lanes call this; one at a time per key).
+
+        A session whose writer's claim turns out to be gone before this turn wrote anything
+        (an activation on a shared store replaced it in place and let it go) is opened afresh
+        once, and the turn runs there; one that another gateway holds answers busy.
+        """
+        for last in (False, True):
+            conv = self.conversation(key)
+            before = conv.session.entry_count
+            try:
+                return await self._turn_on(conv, key, inputs, control, listener)
+            except LockHeldError as exc:
+                # This writer lost the session (a lease taken over): nothing more may be written
+                # through it. Drop it, so the session is opened afresh, as busy while another
+                # gateway holds it.
+                self.drop_conversation(key)
+                if last or not isinstance(exc, LeaseLostError) or conv.session.entry_count != before:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _turn_on(
+        self,
+        conv: Conversation,
+        key: str,
+        inputs: list[dict[str, Any]],
+        control: TurnControl,
+        listener: Listener | None,
+    ) -> TurnResult:
         provider, profile = self.provider()
         current = {"provider": provider.provider_name, "modelId": profile.model}
         if conv.context.model is not None and conv.context.model != current:
@@ -499,27 +525,20 @@ class Runtime:
                 listener(kind, payload)
 
         started = time.perf_counter()
-        try:
-            result = await run_turn(
-                conv,
-                inputs,
-                provider=provider,
-                profile=profile,
-                settings=self.settings,
-                tools=self.tools,
-                ledger=self.ledger,
-                workspace=self.paths.workspace,
-                listener=listen if self.listener is not None or listener is not None else None,
-                control=control,
-                offload_sync=self._others_busy,
-                on_retry=self.on_retry,
-            )
-        except LockHeldError:
-            # This writer lost the session to another gateway (its lease expired and was taken
-            # over): nothing more may be written through it. Drop it, so the next message opens
-            # the session afresh, as busy while the other gateway holds it.
-            self.drop_conversation(key)
-            raise
+        result = await run_turn(
+            conv,
+            inputs,
+            provider=provider,
+            profile=profile,
+            settings=self.settings,
+            tools=self.tools,
+            ledger=self.ledger,
+            workspace=self.paths.workspace,
+            listener=listen if self.listener is not None or listener is not None else None,
+            control=control,
+            offload_sync=self._others_busy,
+            on_retry=self.on_retry,
+        )
         self._touch(key)
         if self.on_turn is not None:
             self.on_turn(result, time.perf_counter() - started)

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kurahi.cli.common import EXIT, fail, print_json, translate_errors
+from kurahi.cli.common import EXIT, fail, print_json, stdin_files, translate_errors
 from kurahi.cli.home import HOME_DEFAULT
 from kurahi.cli.output import Part, say, table
+
+if TYPE_CHECKING:
+    from kurahi.store.backend import Backend
 
 __all__ = ["app"]
 
@@ -61,6 +65,60 @@ TimeoutOpt = Annotated[
 ]
 
 
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        envvar="KOLO_STORE",
+        show_envvar=True,
+        help="Where the home's sessions live when not in its files: postgres://user@host:port/db, as given to "
+        "`gateway run --store` (password from PGPASSWORD, ~/.pgpass or --password-file, never on the command "
+        "line). Gateways on that database are not stopped: the activation takes the session's lease, which "
+        "fences them off it until the switch is made.",
+    ),
+]
+PasswordFileOpt = Annotated[
+    Path | None,
+    typer.Option("--password-file", help="With a database --store: a file whose first line is its password."),
+]
+
+
+@contextmanager
+def _store(root: Path, store: str | None, password_file: Path | None) -> Iterator[Backend | None]:
+    """The database ``--store`` names, open for the command (``None``: the home's files)."""
+    from kurahi.store.backends import open_backend, postgres_backend, url_has_password
+
+    if store is None or store == "file" or store.startswith("file:"):
+        with translate_errors():
+            open_backend(root, store)  # refuses a file: store naming another home
+        yield None
+        return
+    if store in ("memory", "memory:"):
+        fail("--store memory: holds nothing once this command ends; name postgres://user@host:port/db", EXIT.USAGE)
+    if url_has_password(store) and store != os.environ.get("KOLO_STORE"):
+        fail(
+            "--store holds a password, which every user of this machine can read in the process list: "
+            "put it in PGPASSWORD or ~/.pgpass, in a file named by --password-file, "
+            "or pass the whole URL in KOLO_STORE",
+            EXIT.USAGE,
+        )
+    with translate_errors():
+        if not store.startswith(("postgres://", "postgresql://")):
+            open_backend(root, store)  # says which stores there are
+        from kurahi.cli.store import _password
+
+        backend = postgres_backend()(
+            store,
+            home=root,
+            owner_id=f"kurahi-activate-{os.getpid()}-{os.urandom(3).hex()}",
+            password=_password(password_file),
+        )
+    try:
+        yield backend
+    finally:
+        backend.close()
+
+
 def _refuse_timeout(package: Path, timeout: float | None) -> float:
     """``--timeout`` for a file activation; a usage error for a SQLite-store package (nothing to stop)."""
     from kurahi.lifecycle.openclaw_sqlite_activation import is_sqlite_package
@@ -91,6 +149,13 @@ def _host(root: Path, offline: bool) -> Any:
     from kurahi.resident.home import Home
 
     return OfflineHost(root) if offline or not Home(root).config.is_file() else GatewayHost(root)
+
+
+def _host_for(root: Path, offline: bool, backend: Backend | None) -> Any:
+    """:func:`_host`, or for sessions in a database the store host: no gateway is stopped (leases fence them off)."""
+    from kurahi.gateway.activation_host import StoreHost
+
+    return _host(root, offline) if backend is None else StoreHost(root, backend)
 
 
 @contextmanager
@@ -124,10 +189,14 @@ def _errors() -> Iterator[None]:
 
 
 @app.command("plan")
+@stdin_files("candidate")
 def plan_cmd(
     agent: Annotated[str, typer.Option("--agent", help="The agent id.", show_default=False)],
     candidate: Annotated[
-        Path, typer.Option("--candidate", help="The candidate transcript (e.g. from `kurahi lineage stitch`).")
+        Path,
+        typer.Option(
+            "--candidate", help="The candidate transcript (e.g. from `kurahi lineage stitch`); - reads it from stdin."
+        ),
     ],
     out: Annotated[Path, typer.Option("--out", help="The package directory to write (new or empty).")],
     key: Annotated[
@@ -138,6 +207,8 @@ def plan_cmd(
         typer.Option("--marker", help="Text that must be in the effective context (repeatable); checked again live."),
     ] = None,
     home: PlainHomeOpt = None,
+    store: StoreOpt = None,
+    password_file: PasswordFileOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Check a candidate and write an activation package; nothing live is changed.
@@ -148,11 +219,14 @@ def plan_cmd(
     """
     from kurahi.lifecycle.activation import plan_activation
 
-    if not candidate.is_file():
-        fail(f"{candidate}: no such file", EXIT.NOT_FOUND)
     root = _root(home)
-    with _errors():
-        pkg = plan_activation(root, agent, key or f"agent:{agent}:main", candidate, out, markers=marker or [])
+    with _store(root, store, password_file) as backend:
+        if not candidate.is_file():
+            fail(f"{candidate}: no such file", EXIT.NOT_FOUND)
+        with _errors():
+            pkg = plan_activation(
+                root, agent, key or f"agent:{agent}:main", candidate, out, markers=marker or [], backend=backend
+            )
     plan = pkg.plan
     if as_json:
         print_json({"package": str(pkg.root), "plan": _plan_dict(pkg)})
@@ -236,22 +310,33 @@ def apply_cmd(
         ),
     ] = False,
     timeout: TimeoutOpt = None,
+    store: StoreOpt = None,
+    password_file: PasswordFileOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Stop the gateway, install the candidate, rewrite the catalog entry, restart, validate.
 
     Before any user turn, the live session is re-read through the restarted gateway and its
     projection compared with the plan; on a mismatch the old state is put back (exit 1).
-    Rerunning apply after a crash finishes the activation.
+    Rerunning apply after a crash finishes the activation. With a database --store no gateway is
+    stopped: the session's lease is taken (gateways on that database are fenced off it) and the
+    live session is validated as the store holds it.
     """
     from kurahi.errors import PreTurnValidationError
     from kurahi.lifecycle.activation import apply_package
 
     root = _root(home)
     stop_timeout = _refuse_timeout(package, timeout)
-    with _errors():
+    with _store(root, store, password_file) as backend, _errors():
         try:
-            res = apply_package(package, root, _host(root, offline), stop_timeout=stop_timeout, require_stopped=no_stop)
+            res = apply_package(
+                package,
+                root,
+                _host_for(root, offline, backend),
+                stop_timeout=stop_timeout,
+                require_stopped=no_stop,
+                backend=backend,
+            )
         except PreTurnValidationError as exc:
             if as_json and exc.result is not None:
                 print_json(exc.result)
@@ -290,12 +375,19 @@ def _validation(v: dict[str, Any] | None) -> None:
 
 
 @app.command("verify")
-def verify_cmd(package: PackageArg, home: PlainHomeOpt = None, as_json: JsonOpt = False) -> None:
+def verify_cmd(
+    package: PackageArg,
+    home: PlainHomeOpt = None,
+    store: StoreOpt = None,
+    password_file: PasswordFileOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Check that the live state is the package's new state (exit 0), or say which part differs (exit 1)."""
     from kurahi.lifecycle.activation import verify_package
 
-    with _errors():
-        rep = verify_package(package, _root(home))
+    root = _root(home)
+    with _store(root, store, password_file) as backend, _errors():
+        rep = verify_package(package, root, backend=backend)
     if as_json:
         print_json(rep.to_dict())
     else:
@@ -327,6 +419,8 @@ def rollback_cmd(
         ),
     ] = False,
     timeout: TimeoutOpt = None,
+    store: StoreOpt = None,
+    password_file: PasswordFileOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Put the state before `apply` back, byte for byte (or finish an interrupted rollback).
@@ -338,8 +432,10 @@ def rollback_cmd(
 
     root = _root(home)
     stop_timeout = _refuse_timeout(package, timeout)
-    with _errors():
-        res = rollback_package(package, root, _host(root, offline), stop_timeout=stop_timeout, force=force)
+    with _store(root, store, password_file) as backend, _errors():
+        res = rollback_package(
+            package, root, _host_for(root, offline, backend), stop_timeout=stop_timeout, force=force, backend=backend
+        )
     if as_json:
         print_json(res.to_dict())
     else:

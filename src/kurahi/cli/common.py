@@ -35,6 +35,7 @@ __all__ = [
     "print_json",
     "readable",
     "safe_streams",
+    "shown",
     "stdin_files",
     "translate_errors",
     "warn",
@@ -104,6 +105,11 @@ def _named(message: str) -> str:
     for path, name in _STDIN_COPIES.items():
         message = message.replace(path, name)
     return message
+
+
+def shown(path: Any) -> str:
+    """How output names ``path``: ``<stdin>`` for the private copy of stdin (:func:`readable`), else the path."""
+    return _STDIN_COPIES.get(str(path), str(path))
 
 
 def fail(message: str, code: int = EXIT.FAILED) -> NoReturn:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from kurahi.cli.common import EXIT, console, fail, print_json, translate_errors
+from kurahi.cli.common import EXIT, console, fail, print_json, shown, stdin_files, translate_errors
 
 if TYPE_CHECKING:
     from kurahi.lineage.provenance import ProvenanceReport
@@ -50,11 +50,14 @@ def _home_sources(home: Path, agent: str, key: str) -> tuple[Path, Path, list[Pa
 
 
 @app.command("provenance")
+@stdin_files("transcript")
 def provenance_cmd(
     home: Path | None = typer.Option(None, "--home", help="A Kurahi home (with --agent and --key)."),
     agent: str | None = typer.Option(None, "--agent", help="The agent id in the home."),
     key: str | None = typer.Option(None, "--key", help="The session key (its catalog entry names the transcript)."),
-    transcript: Path | None = typer.Option(None, "--transcript", help="A transcript file (instead of --home)."),
+    transcript: Path | None = typer.Option(
+        None, "--transcript", help="A transcript file (instead of --home); - reads it from stdin."
+    ),
     workspace: Path | None = typer.Option(None, "--workspace", help="The resident's workspace (with --transcript)."),
     reply: str | None = typer.Option(None, "--reply", help="The assistant reply's entry id (default: the latest)."),
     phrase: list[str] = typer.Option([], "--phrase", help="A phrase to trace (repeatable)."),
@@ -84,6 +87,7 @@ def provenance_cmd(
             report = provenance(
                 transcript, reply_id=reply, phrases=phrase, auto=auto, workspace=workspace, other_transcripts=others
             )
+            report.transcript = shown(report.transcript)  # <stdin> for -, not the private copy's path
         except ProvenanceError as exc:  # its kind picks the exit code
             fail(str(exc), _EXIT_OF_KIND.get(exc.kind, EXIT.FAILED))
     if as_json:

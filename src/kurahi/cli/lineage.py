@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from kurahi.cli.common import print_json, stdin_files, translate_errors
+from kurahi.cli.common import print_json, shown, stdin_files, translate_errors
 from kurahi.cli.lineage_draw import draw_cmd
 from kurahi.cli.lineage_find import find_cmd
 from kurahi.cli.lineage_run import run_check, run_stitch
@@ -36,7 +36,7 @@ def path_cmd(
             print_json(cp.to_dict())
             return
         say(
-            (str(file), "bold"),
+            (shown(file), "bold"),
             ": leaf ",
             (str(cp.leaf_id), "cyan"),
             f", {len(cp.entries)} of {cp.total_entries} entries on the path, {len(cp.compactions)} compactions, "

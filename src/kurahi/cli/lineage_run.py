@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from kurahi.cli.common import EXIT, print_json, translate_errors, warn
+from kurahi.cli.common import EXIT, print_json, shown, translate_errors, warn
 from kurahi.cli.output import Part, say, table
 from kurahi.errors import UsageError
 
@@ -120,7 +120,7 @@ def run_check(
         return EXIT.OK if rep.ok else EXIT.FAILED
     agree: Part = ("agree", "green") if rep.projections_agree else ("DISAGREE", "bold red")
     say(
-        (str(file), "bold"),
+        (shown(file), "bold"),
         f": {rep.messages} messages; fast and reference projections ",
         agree,
         f" (sha256 {rep.fast_sha256[:16]}…)",

@@ -17,6 +17,7 @@ from kurahi.cli.common import (
     err_console,
     fail,
     print_json,
+    shown,
     stdin_files,
     translate_errors,
     warn,
@@ -102,7 +103,7 @@ def context(
     leaf_id = ctx.leaf_id if ctx.leaf_id is not MISSING else "(entry without id)"
     model = ctx.model or {}
     say(
-        (str(file), "bold"),
+        (shown(file), "bold"),
         "  leaf ",
         (str(leaf_id), "cyan"),
         "  model ",
@@ -273,7 +274,7 @@ def tree(
             for src in effective_path(t.path_entries(indices)).sources:
                 if src.edit is not None:
                     edited[indices[src.position]] = "removed" if src.removed else "replaced"
-        view = Tree(f"[bold]{escape(str(file))}[/] ({len(t)} entries)")
+        view = Tree(f"[bold]{escape(shown(file))}[/] ({len(t)} entries)")
         _draw(view, _Shape(t), on_path, full, expand, edited)
     console.print(view)
 

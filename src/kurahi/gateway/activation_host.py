@@ -9,6 +9,11 @@ audit records go to ``audit/chain.jsonl``.
 gateway is known to be down): the gateway steps do nothing and audit records go to the
 home's chain only when it has one.
 
+:class:`StoreHost` is for sessions in a database that gateways on other machines share: no
+gateway is stopped (none could be, from here); the activation takes the sessions' leases
+instead, which fences every gateway off them until it is done, and audit records go to the
+store's own chain.
+
 This module is the thin layer that does; :mod:`kurahi.lifecycle.activation` decides.
 """
 
@@ -20,11 +25,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kurahi.errors import ActivationError, GatewayStopError, UsageError
 
-__all__ = ["GatewayHost", "OfflineHost"]
+if TYPE_CHECKING:
+    from kurahi.store.backend import Backend
+
+__all__ = ["GatewayHost", "OfflineHost", "StoreHost"]
 
 _AUDIT_LOOKBACK = 64
 """Records searched for a nonce before appending (an interrupted run's record is among the last)."""
@@ -65,6 +73,24 @@ class OfflineHost:
         if not chain.path.exists():
             return False
         _append_once(chain, action, details, nonce)
+        return True
+
+
+class StoreHost(OfflineHost):
+    """A database store shared by gateways: nothing to stop; audit records go to the store's chain.
+
+    Args:
+        home: the Kurahi home.
+        backend: the store the sessions live in.
+    """
+
+    def __init__(self, home: str | os.PathLike[str], backend: Backend) -> None:
+        super().__init__(home)
+        self.backend = backend
+
+    def audit(self, action: str, details: dict[str, Any], *, nonce: str) -> bool:
+        """Append to the store's audit chain (once per nonce)."""
+        _append_once(self.backend.audit(), action, details, nonce)
         return True
 
 

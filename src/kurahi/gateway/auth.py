@@ -1,6 +1,7 @@
 """Authentication as plain ASGI middleware, and per-route scopes.
 
-Every request but ``GET /api/health``, ``GET /api/ready``, ``/openapi.json`` and the docs carries
+Every request but ``GET /api/health``, ``GET /api/ready``, ``/openapi.json`` and the docs (``/docs``
+and the files under it: the page, our initializer and the vendored Swagger UI) carries
 ``Authorization: Bearer <token>``. The owner token (``secrets/gateway.token`` or
 ``KOLO_GATEWAY_TOKEN``) holds every scope; a device token holds the scopes it was paired
 with. Paths under a *delegated* prefix (``/ui``, added by the web viewer's plugin) are passed
@@ -25,10 +26,14 @@ from kurahi.errors import KurahiError
 from kurahi.gateway.http import HTTPError, error_response
 from kurahi.resident.devices import SCOPES, DeviceRegistry
 
-__all__ = ["PUBLIC_PATHS", "AuthMiddleware", "Principal", "principal_for", "require"]
+__all__ = ["PUBLIC_PATHS", "PUBLIC_PREFIXES", "AuthMiddleware", "Principal", "principal_for", "require"]
 
-PUBLIC_PATHS = frozenset({"/api/health", "/api/ready", "/openapi.json", "/docs", "/docs/docs.js", "/docs/docs.css"})
+PUBLIC_PATHS = frozenset({"/api/health", "/api/ready", "/openapi.json", "/docs"})
 """Paths that need no credential."""
+
+PUBLIC_PREFIXES = ("/docs/",)
+"""Path prefixes that need no credential: the API reference's static files (a fixed table; any
+other name under it is a 404, whatever ``..`` it holds, since routing never normalises a path)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,7 @@ class AuthMiddleware:
         if (
             scope["type"] != "http"
             or path in PUBLIC_PATHS
+            or path.startswith(PUBLIC_PREFIXES)
             or any(path == p or path.startswith(p + "/") for p in self.delegated)
         ):
             await self.app(scope, receive, send)

@@ -1,24 +1,32 @@
-"""``/docs``: the API reference, from files in the package; and the bearer scheme in ``/openapi.json``.
+"""``/docs``: Swagger UI from files in the package; and the bearer scheme in ``/openapi.json``.
 
-FastAPI's own ``/docs`` loads Swagger UI from a CDN, so it is blank offline and needs a
-policy that lets a third party's script run. Vendoring swagger-ui-dist would put about
-1.5 MB of minified third-party code in the repository, and its page sets inline styles,
-which the gateway's Content-Security-Policy forbids. The gateway serves a small page of its
-own instead: a script that reads ``/openapi.json`` and lists every operation, its scope,
-parameters, bodies and answers, writing schema text with ``textContent`` only.
+FastAPI's own ``/docs`` loads Swagger UI from a CDN, so it is blank offline and lets a third
+party's script run in the gateway's origin. Here Swagger UI is vendored: ``swagger-ui-dist``
+from npm, pinned to one version whose files are checked against ``static/swagger/vendor.json``
+(:mod:`kurahi.gateway.vendored`). The page, its initializer (a file of its own: no inline script)
+and its stylesheet are in ``static/``. Everything is served from a fixed table of the package's
+files, revalidated by ``ETag`` rather than stored, under a policy of its own (:data:`DOCS_CSP`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from starlette.requests import Request
 from starlette.responses import Response
 
-from kurahi.gateway.static_files import PackagedFiles
+from kurahi.gateway.http import HTTPError
+from kurahi.gateway.static_files import PAGE_HEADERS, PackagedFiles
 
-__all__ = ["BEARER_SCHEME", "install_docs"]
+__all__ = ["BEARER_SCHEME", "DOCS_CSP", "install_docs"]
+
+DOCS_CSP: Final = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+"""The policy of ``/docs`` and its files."""
 
 BEARER_SCHEME = {
     "type": "http",
@@ -32,25 +40,23 @@ _PUBLIC_OPERATIONS = {("/api/health", "get"), ("/api/ready", "get")}
 
 
 def install_docs(app: FastAPI) -> None:
-    """Serve ``/docs`` (and its script and style) and declare the bearer scheme in the schema."""
-    files = PackagedFiles("kurahi.gateway")
+    """Serve ``/docs`` and the files under it, and declare the bearer scheme in the schema."""
+    headers = {**PAGE_HEADERS, "Content-Security-Policy": DOCS_CSP}
+    files = PackagedFiles("kurahi.gateway", headers=headers, revalidate=True)
 
-    def page(name: str) -> Response:
-        response = files.response(name)
-        assert response is not None, f"{name} is missing from the package"
+    def serve(name: str, request: Request) -> Response:
+        response = files.response(name, request.headers.get("if-none-match"))
+        if response is None:  # with the page's policy too (and no-store: nothing to keep)
+            raise HTTPError(404, "not_found", "no such file in the API reference", dict(headers))
         return response
 
     @app.get("/docs", include_in_schema=False)
-    async def docs() -> Response:
-        return page("docs.html")
+    async def docs(request: Request) -> Response:
+        return serve("docs.html", request)
 
-    @app.get("/docs/docs.js", include_in_schema=False)
-    async def docs_js() -> Response:
-        return page("docs.js")
-
-    @app.get("/docs/docs.css", include_in_schema=False)
-    async def docs_css() -> Response:
-        return page("docs.css")
+    @app.get("/docs/{name:path}", include_in_schema=False)
+    async def docs_file(name: str, request: Request) -> Response:
+        return serve(name, request)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema:

@@ -35,11 +35,12 @@ from typing import Any, Protocol
 from kurahi.errors import (
     ActivationError,
     GatewayStopError,
+    LockHeldError,
     PreconditionError,
     PreTurnValidationError,
     WrongHomeError,
 )
-from kurahi.lifecycle.activation_package import Journal, Package, Plan, entry_sha256
+from kurahi.lifecycle.activation_package import Journal, Package, Plan, Projection, entry_sha256, write_package_file
 from kurahi.lifecycle.activation_plan import (
     TERMINAL_RUN_FIELDS,
     differences,
@@ -49,6 +50,8 @@ from kurahi.lifecycle.activation_plan import (
     projection_dict,
 )
 from kurahi.lifecycle.activation_state import LiveState, State, live_file_name
+from kurahi.store.backend import Backend
+from kurahi.store.file_backend import FileAgentStore
 
 __all__ = [
     "TERMINAL_RUN_FIELDS",
@@ -59,6 +62,7 @@ __all__ = [
     "already_applied",
     "apply_package",
     "journal_phase",
+    "live_state",
     "new_entry",
     "open_for_home",
     "plan_activation",
@@ -178,12 +182,14 @@ class ActivationResult:
         }
 
 
-def open_for_home(package: str | os.PathLike[str], home: str | os.PathLike[str]) -> Package:
-    """Open a package and check it was planned for this home.
+def open_for_home(
+    package: str | os.PathLike[str], home: str | os.PathLike[str], backend: Backend | None = None
+) -> Package:
+    """Open a package and check it was planned for this home (and this store).
 
     Raises:
         PackageNotFoundError, PackageTamperedError: see :meth:`Package.open`.
-        WrongHomeError: it names another home.
+        WrongHomeError: it names another home, or another store.
     """
     pkg = Package.open(package)
     root = Path(home).resolve()
@@ -192,7 +198,28 @@ def open_for_home(package: str | os.PathLike[str], home: str | os.PathLike[str])
             f"planned for the home {pkg.plan.home}, not {root}; a package is only applied where it was planned",
             path=pkg.root,
         )
+    store = None if backend is None or backend.kind == "file" else backend.describe()
+    if pkg.plan.backend != store:
+        raise WrongHomeError(
+            f"planned for the store {pkg.plan.backend or 'in the home files'}, not {store or 'the home files'}; "
+            "a package is only applied where it was planned (give the same --store)",
+            path=pkg.root,
+        )
     return pkg
+
+
+def live_state(pkg: Package, home: str | os.PathLike[str], backend: Backend | None = None) -> LiveState:
+    """The live state of the package's agent: in the home's files, or in ``backend``.
+
+    On a store shared by gateways (a database) the activation takes the sessions' leases
+    even from a live gateway: its fencing token goes stale, so it writes nothing more to
+    them, and it opens the key's session afresh (the activated one) when next asked.
+    """
+    if backend is None:
+        from kurahi.store.file_backend import FileBackend
+
+        backend = FileBackend(Path(home).resolve())  # the home's files, as every activation had
+    return LiveState(pkg, backend.agent(pkg.plan.agent), take_over=backend.kind != "file")
 
 
 def apply_package(
@@ -202,21 +229,25 @@ def apply_package(
     *,
     stop_timeout: float = 30.0,
     require_stopped: bool = False,
+    backend: Backend | None = None,
 ) -> ActivationResult:
     """Apply a package (or finish an interrupted apply); see the module docstring.
 
     Args:
         package: the package directory.
         home: the state directory; must be the one the package was planned for.
-        host: the gateway and the audit chain (:class:`~kurahi.gateway.activation_host.GatewayHost`
-            or the offline one).
+        host: the gateway and the audit chain (:class:`~kurahi.gateway.activation_host.GatewayHost`,
+            the offline one, or :class:`~kurahi.gateway.activation_host.StoreHost` for a database).
         stop_timeout: seconds the gateway gets to stop.
         require_stopped: refuse when a gateway runs instead of stopping it.
+        backend: where the sessions live when not in the home's files (the package's store).
 
     Raises:
         PackageError: missing, tampered with, or for another home.
         PreconditionError: the live state changed since planning (nothing was changed).
         GatewayStopError: the gateway did not stop (nothing was changed).
+        LockHeldError: a writer holds the session (a gateway still running on a file home;
+            nothing was changed).
         PreTurnValidationError: the live session did not project as planned; rolled back.
         ActivationError: an interrupted rollback must be finished first.
     """
@@ -224,9 +255,9 @@ def apply_package(
         from kurahi.lifecycle.openclaw_sqlite_apply import sqlite_apply
 
         return sqlite_apply(package, home)
-    pkg = open_for_home(package, home)
+    pkg = open_for_home(package, home, backend)
     plan, journal = pkg.plan, pkg.journal
-    live = LiveState(pkg, Path(home).resolve())
+    live = live_state(pkg, home, backend)
     phase = journal_phase(journal.records())
     res = ActivationResult(str(pkg.root), "apply", "applied", plan.agent, plan.key, plan.candidate_session_id)
     if already_applied(phase, pkg.root, res):
@@ -244,21 +275,27 @@ def apply_package(
     res.gateway_port = port
     fresh = "resume" not in res.steps
     _stop(host, journal, "apply", stop_timeout, res)
+    changing = False
     try:
-        if fresh:
-            live.check_preconditions()  # again: a turn may have ended while the gateway stopped
-        else:
-            _check_resumable(live)
-    except PreconditionError:
-        if fresh:
+        # The sessions' writer claims are held from the last check to the switch, so no
+        # writer appends to them in between; they are let go before the gateway restarts.
+        with live.claimed():
+            if fresh:
+                live.check_preconditions()  # again: a turn may have ended while the gateway stopped
+            else:
+                _check_resumable(live)
+            changing = True
+            _forward(live, journal, res)
+            details = _audit_details(plan, "activate")
+            nonce = f"{plan.id}:apply:{phase.attempt}"
+            res.audited = _audit(host, journal, "apply", "session.activate", details, nonce)
+            live.cleanup()
+            journal.add("apply", "switched")
+    except (PreconditionError, LockHeldError):
+        if fresh and not changing:
             _restart(host, journal, "apply", port, res)
             journal.add("apply", "aborted", reason="precondition")
         raise
-    _forward(live, journal, res)
-    details = _audit_details(plan, "activate")
-    res.audited = _audit(host, journal, "apply", "session.activate", details, f"{plan.id}:apply:{phase.attempt}")
-    live.cleanup()
-    journal.add("apply", "switched")
     _restart(host, journal, "apply", port, res)
     validation = _validate(pkg, live, host, host.gateway_port() is not None)
     res.validation = validation
@@ -285,6 +322,7 @@ def rollback_package(
     *,
     stop_timeout: float = 30.0,
     force: bool = False,
+    backend: Backend | None = None,
 ) -> ActivationResult:
     """Restore the state before the package was applied (or finish an interrupted rollback).
 
@@ -295,6 +333,7 @@ def rollback_package(
         stop_timeout: seconds the gateway gets to stop.
         force: when the activated transcript was used since (or changed otherwise), keep its
             bytes in the package's ``evidence/`` and roll back anyway.
+        backend: where the sessions live when not in the home's files (the package's store).
 
     Raises:
         PackageError: missing, tampered with, or for another home.
@@ -305,9 +344,9 @@ def rollback_package(
         from kurahi.lifecycle.openclaw_sqlite_apply import sqlite_rollback
 
         return sqlite_rollback(package, home, force=force)
-    pkg = open_for_home(package, home)
+    pkg = open_for_home(package, home, backend)
     plan, journal = pkg.plan, pkg.journal
-    live = LiveState(pkg, Path(home).resolve())
+    live = live_state(pkg, home, backend)
     phase = journal_phase(journal.records())
     res = ActivationResult(str(pkg.root), "rollback", "rolled-back", plan.agent, plan.key)
     res.session_id = None if plan.old_entry is None else plan.old_entry.get("sessionId")
@@ -364,20 +403,21 @@ def _backward(
 ) -> None:
     plan = pkg.plan
     _stop(host, journal, "rollback", stop_timeout, res)
-    if live.entry_state() is not State.OLD:
-        journal.add("rollback", "intent", step="catalog")
-        live.restore_entry()
-        journal.add("rollback", "done", step="catalog")
-        res.steps.append("catalog")
-    if live.target_state() is not State.OLD:
-        journal.add("rollback", "intent", step="transcript")
-        live.uninstall(keep=pkg.evidence / f"replaced-{plan.target_file}" if force else None)
-        journal.add("rollback", "done", step="transcript")
-        res.steps.append("transcript")
-    attempt = sum(1 for r in journal.records() if r.get("op") == "rollback" and r.get("event") == "begin")
-    nonce = f"{plan.id}:rollback:{attempt}"
-    res.audited = _audit(host, journal, "rollback", "session.rollback", _audit_details(plan, "rollback"), nonce)
-    live.cleanup()
+    with live.claimed():
+        if live.entry_state() is not State.OLD:
+            journal.add("rollback", "intent", step="catalog")
+            live.restore_entry()
+            journal.add("rollback", "done", step="catalog")
+            res.steps.append("catalog")
+        if live.target_state() is not State.OLD:
+            journal.add("rollback", "intent", step="transcript")
+            live.uninstall(keep=pkg.evidence / f"replaced-{plan.target_file}" if force else None)
+            journal.add("rollback", "done", step="transcript")
+            res.steps.append("transcript")
+        attempt = sum(1 for r in journal.records() if r.get("op") == "rollback" and r.get("event") == "begin")
+        nonce = f"{plan.id}:rollback:{attempt}"
+        res.audited = _audit(host, journal, "rollback", "session.rollback", _audit_details(plan, "rollback"), nonce)
+        live.cleanup()
     _restart(host, journal, "rollback", port, res)
     journal.add("rollback", "rolled-back")
 
@@ -460,20 +500,17 @@ def _validate(pkg: Package, live: LiveState, host: Host, through_gateway: bool) 
         source = "gateway"
     else:
         name = live_file_name(live.entry())
-        data = (live.sessions / name).read_bytes() if name else b""
-        source = "files"
-    with tempfile.TemporaryDirectory(prefix="kurahi-validate-") as tmp:
-        seen = Path(tmp) / "live.jsonl"
-        seen.write_bytes(data)
-        try:
-            actual = project(seen, plan.markers)
-            diffs = differences(plan.projection, actual)
-            actual_dict: dict[str, Any] | None = projection_dict(actual)
-        except Exception as exc:  # anything unreadable is a mismatch, reported as such
-            diffs, actual_dict = [f"the live session cannot be projected: {exc}"], None
+        data = live.transcript_bytes(name) if name else b""
+        source = "files" if isinstance(live.store, FileAgentStore) else "store"
+    try:
+        actual = project_bytes(data, plan.markers)
+        diffs = differences(plan.projection, actual)
+        actual_dict: dict[str, Any] | None = projection_dict(actual)
+    except Exception as exc:  # anything unreadable is a mismatch, reported as such
+        diffs, actual_dict = [f"the live session cannot be projected: {exc}"], None
     if diffs:
         pkg.evidence.mkdir(exist_ok=True)
-        (pkg.evidence / f"live-at-validation-{os.urandom(3).hex()}.jsonl").write_bytes(data)
+        write_package_file(pkg.evidence / f"live-at-validation-{os.urandom(3).hex()}.jsonl", data)
     return {
         "ok": not diffs,
         "source": source,
@@ -481,6 +518,14 @@ def _validate(pkg: Package, live: LiveState, host: Host, through_gateway: bool) 
         "live": actual_dict,
         "differences": diffs,
     }
+
+
+def project_bytes(data: bytes, markers: list[str]) -> Projection:
+    """:func:`project` of a transcript's bytes (read from a store), through a private temporary file."""
+    with tempfile.TemporaryDirectory(prefix="kurahi-validate-") as tmp:
+        seen = Path(tmp) / "live.jsonl"
+        write_package_file(seen, data)
+        return project(seen, markers)
 
 
 # -- verify ------------------------------------------------------------------------------------
@@ -505,19 +550,21 @@ class VerifyReport:
         return {"package": self.package, "ok": self.ok, "phase": self.phase, "parts": self.parts}
 
 
-def verify_package(package: str | os.PathLike[str], home: str | os.PathLike[str]) -> VerifyReport:
+def verify_package(
+    package: str | os.PathLike[str], home: str | os.PathLike[str], *, backend: Backend | None = None
+) -> VerifyReport:
     """Compare the live state with the package's new state; reads only.
 
     Raises:
-        PackageError: missing, tampered with, or for another home.
+        PackageError: missing, tampered with, or for another home or store.
     """
     if _sqlite(package):
         from kurahi.lifecycle.openclaw_sqlite_apply import sqlite_verify
 
         return sqlite_verify(package, home)
-    pkg = open_for_home(package, home)
+    pkg = open_for_home(package, home, backend)
     plan = pkg.plan
-    live = LiveState(pkg, Path(home).resolve())
+    live = live_state(pkg, home, backend)
     rep = VerifyReport(str(pkg.root), journal_phase(pkg.journal.records()).name)
     want = entry_sha256(plan.new_entry)
     got = entry_sha256(live.entry())
@@ -527,7 +574,7 @@ def verify_package(package: str | os.PathLike[str], home: str | os.PathLike[str]
     rep.parts.append({"part": "transcript", "ok": got == want, "expected": want, "actual": got})
     want_p = projection_dict(plan.projection)
     try:
-        actual = project(live.target, plan.markers)
+        actual = project_bytes(live.transcript_bytes(live.target), plan.markers)
         diffs = differences(plan.projection, actual)
         got_p: Any = projection_dict(actual)
     except Exception as exc:  # reported as the part that differs

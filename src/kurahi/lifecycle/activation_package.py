@@ -53,6 +53,7 @@ __all__ = [
     "check_package_files",
     "entry_sha256",
     "now_iso",
+    "write_package_file",
 ]
 
 PACKAGE_VERSION = 1
@@ -117,7 +118,7 @@ class Projection(msgspec.Struct, rename="camel", frozen=True):
     """The operative compaction, if any."""
 
 
-class Plan(msgspec.Struct, rename="camel", frozen=True):
+class Plan(msgspec.Struct, rename="camel", frozen=True, omit_defaults=True):
     """``activation.json``: everything apply, verify and rollback need, decided once."""
 
     version: int
@@ -158,6 +159,9 @@ class Plan(msgspec.Struct, rename="camel", frozen=True):
     """What the candidate projects; the validator expects the same from the live session."""
     old_catalog_sha256: str
     """sha256 of the whole old ``sessions.json`` (saved in ``rollback/``), or ``absent``."""
+    backend: str | None = None
+    """Where the sessions live when not in the home's files: the store's URL without a password
+    (``postgresql://user@host:port/db``); ``None``: the home's files. Applied only there."""
 
 
 class Package:
@@ -228,10 +232,10 @@ class Package:
             UsageError: ``out`` exists and is not an empty directory.
         """
         target = Path(out)
-        _write_file(staging / PLAN_NAME, msgspec.json.format(msgspec.json.encode(plan), indent=2) + b"\n")
+        write_package_file(staging / PLAN_NAME, msgspec.json.format(msgspec.json.encode(plan), indent=2) + b"\n")
         files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
         lines = "".join(f"{fsio.file_sha256(staging / rel)}  {rel}\n" for rel in files)
-        _write_file(staging / MANIFEST_NAME, lines.encode())
+        write_package_file(staging / MANIFEST_NAME, lines.encode())
         for d in (staging / "rollback", staging):
             fsio.fsync_dir(d)
         if target.is_dir() and not any(target.iterdir()):
@@ -335,7 +339,8 @@ def discard_staging(staging: Path) -> None:
     shutil.rmtree(staging, ignore_errors=True)
 
 
-def _write_file(path: Path, data: bytes) -> None:
+def write_package_file(path: Path, data: bytes) -> None:
+    """Write a new file of a package (mode 0600) and fsync it; the caller fsyncs the directory."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
     try:
         fsio.write_all(fd, data)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kurahi import __version__
+from kurahi.canonical import sha256_hex
 from kurahi.errors import ActivationError, CandidateError, NotASessionError, PreconditionError, TreeError
 from kurahi.jsvalues import MISSING
 from kurahi.lifecycle.activation_package import (
@@ -31,11 +32,13 @@ from kurahi.lifecycle.activation_package import (
     discard_staging,
     entry_sha256,
     now_iso,
+    write_package_file,
 )
 from kurahi.lifecycle.activation_state import live_file_name
-from kurahi.store import fsio
-from kurahi.store.catalog import Catalog, find_catalogs, validate_key
+from kurahi.store.backend import AgentStore, Backend
+from kurahi.store.catalog import find_catalogs, validate_key
 from kurahi.store.catalog_format import validate_agent_id
+from kurahi.store.file_backend import FileBackend
 
 __all__ = [
     "TERMINAL_RUN_FIELDS",
@@ -102,50 +105,66 @@ def plan_activation(
     out: str | os.PathLike[str],
     *,
     markers: Sequence[str] = (),
+    backend: Backend | None = None,
 ) -> Package:
     """Check ``candidate`` and write an activation package to ``out``; the live state is only read.
+
+    Args:
+        home: the state directory (a Kurahi home, or an OpenClaw state directory).
+        agent: the agent id.
+        key: the session key whose entry the activation rewrites.
+        candidate: the candidate transcript.
+        out: the package directory to write (new or empty).
+        markers: text that must be in the effective context.
+        backend: where the sessions live when not in ``home``'s files (a database); the
+            package is then bound to it as well as to the home.
 
     Raises:
         CandidateError: not a session, a v1/v2 file, malformed lines, a parent cycle, a path
             whose root names a missing parent, a header id unusable as a file name, a missing marker.
         TranscriptReadError: the candidate cannot be read.
-        PreconditionError: the target file exists with other bytes (it is never overwritten).
+        PreconditionError: the target exists with other bytes (it is never overwritten).
         CatalogError: the agent has no sessions directory, or the catalog is corrupt.
         UsageError: ``out`` exists and is not empty.
     """
     root = Path(home).resolve()
     validate_agent_id(agent)  # before the id names any path
     validate_key(key)
-    if _sqlite_era(root, agent):
-        from kurahi.lifecycle.openclaw_sqlite_activation import plan_sqlite
+    bound: str | None = None
+    if backend is None or backend.kind == "file":
+        if _sqlite_era(root, agent):
+            from kurahi.lifecycle.openclaw_sqlite_activation import plan_sqlite
 
-        return plan_sqlite(root, agent, key, Path(candidate), out, markers)
-    (_, catalog_path), *_ = find_catalogs(root, agent)
+            return plan_sqlite(root, agent, key, Path(candidate), out, markers)
+        find_catalogs(root, agent)  # the agent's sessions directory must exist
+        store: AgentStore = FileBackend(root).agent(agent)
+    else:
+        store, bound = backend.agent(agent), backend.describe()
     staging = Package.staging_dir(out)
     try:
         cand = staging / "candidate.jsonl"
         cand_sha = copy_durably(Path(candidate), cand)
         session_id, compactions, projection = check_candidate(cand, Path(candidate), markers)
-        sessions = catalog_path.parent
-        old_entry = Catalog(catalog_path).get(key)
+        old_entry = store.catalog.get(key)
         live_name = live_file_name(old_entry)
-        live = FileState(live_name, _sha_or_absent(sessions / live_name) if live_name else ABSENT)
+        live = FileState(live_name, _sha_or_absent(store, live_name) if live_name else ABSENT)
         target_name = f"{session_id}.jsonl"
-        target_sha = _sha_or_absent(sessions / target_name)
+        target_sha = _sha_or_absent(store, target_name)
         replaces_live = target_name == live_name and target_sha not in (ABSENT, cand_sha)
         if target_sha not in (ABSENT, cand_sha) and not replaces_live:
             raise PreconditionError(
-                f"{sessions / target_name} exists with other bytes and is not the live transcript of {key!r}; "
-                "it is never overwritten",
+                f"{store.transcripts.locator(target_name)} exists with other bytes and is not the live transcript "
+                f"of {key!r}; it is never overwritten",
                 part="target",
                 expected=f"{ABSENT} or {cand_sha}",
                 actual=target_sha,
             )
         if replaces_live:
-            copy_durably(sessions / target_name, staging / "rollback" / "transcript.jsonl")
+            _save(staging / "rollback" / "transcript.jsonl", store.transcripts.export(target_name))
         old_catalog_sha = ABSENT
-        if catalog_path.exists():
-            old_catalog_sha = copy_durably(catalog_path, staging / "rollback" / "sessions.json")
+        snapshot = store.catalog.snapshot()
+        if snapshot is not None:
+            old_catalog_sha = _save(staging / "rollback" / "sessions.json", snapshot)
         plan = Plan(
             version=PACKAGE_VERSION,
             id=os.urandom(8).hex(),
@@ -154,7 +173,7 @@ def plan_activation(
             home=str(root),
             agent=agent,
             key=key,
-            sessions_dir=sessions.relative_to(root).as_posix(),
+            sessions_dir=f"agents/{agent}/sessions",
             candidate_session_id=session_id,
             target_file=target_name,
             replaces_live=replaces_live,
@@ -166,11 +185,17 @@ def plan_activation(
             new_entry=new_entry(old_entry, session_id, target_name, compactions),
             projection=projection,
             old_catalog_sha256=old_catalog_sha,
+            backend=bound,
         )
         return Package.write(out, plan, staging)
     except BaseException:
         discard_staging(staging)
         raise
+
+
+def _save(path: Path, data: bytes) -> str:
+    write_package_file(path, data)
+    return sha256_hex(data)
 
 
 def _sqlite_era(root: Path, agent: str) -> bool:
@@ -266,11 +291,8 @@ def _planned_projection(copy: Path, shown: Path, markers: Sequence[str]) -> Proj
     return projection
 
 
-def _sha_or_absent(path: Path) -> str:
-    try:
-        return fsio.file_sha256(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return ABSENT
+def _sha_or_absent(store: AgentStore, name: str) -> str:
+    return store.transcripts.sha256(name) or ABSENT
 
 
 def projection_dict(p: Projection) -> dict[str, Any]:

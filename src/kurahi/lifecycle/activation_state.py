@@ -1,32 +1,35 @@
-"""The live state an activation changes, and the file operations that change it.
+"""The live state an activation changes, read and changed through the store interface.
 
 Two things change, always in this order going forward and the reverse going back:
 
-1. the **target** transcript ``agents/<id>/sessions/<candidate id>.jsonl`` (absent, or the
-   old live transcript, becomes the candidate's bytes);
-2. the key's **catalog entry** in ``sessions.json`` (the old entry becomes the new one).
+1. the **target** transcript ``<candidate id>.jsonl`` (absent, or the old live transcript,
+   becomes the candidate's bytes);
+2. the key's **catalog entry** (the old entry becomes the new one).
 
-Each is read as ``old``, ``new`` or something else, and each operation is a compare-and-swap:
-it checks the current state first and refuses anything it did not expect, so rerunning a step
-that already happened changes nothing. Catalog swaps take ``sessions.json.lock`` like every
-other catalog writer. Every write goes through :data:`kurahi.store.fsio.ops` (temporary file,
-fsync, rename or link, directory fsync), which is also where tests inject crashes.
+Each is read as ``old``, ``new`` or something else, and each change is a compare-and-swap
+(:meth:`~kurahi.store.backend.TranscriptClaim.put`, :meth:`~kurahi.store.backend.SessionCatalog.set_entry`):
+it checks the current state first and refuses anything it did not expect, so rerunning a
+step that already happened changes nothing. While apply or rollback runs, :meth:`LiveState.claimed`
+holds the writer's claim on the live transcript and the target, so no writer appends to
+either meanwhile (a gateway sharing a database is fenced off by the lease's token). How the
+bytes move is the backend's business: the file backend writes a temporary file, fsyncs it,
+links or renames it into place and fsyncs the directory, exactly as it always has, and puts
+``sessions.json`` back byte for byte on rollback.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from kurahi.errors import PreconditionError
+from kurahi.errors import PreconditionError, TranscriptChangedError
 from kurahi.lifecycle.activation_package import ABSENT, Package, entry_sha256
 from kurahi.store import fsio
-from kurahi.store.catalog import CATALOG_NAME, DEFAULT_LOCK_TIMEOUT
-from kurahi.store.catalog_format import parse_catalog, same_json, serialize_catalog
-from kurahi.store.locks import FileLock
+from kurahi.store.backend import AgentStore, CatalogEntry, TranscriptClaim
 
 __all__ = ["LiveState", "State", "live_file_name"]
 
@@ -45,7 +48,7 @@ class State(StrEnum):
 
 
 def live_file_name(entry: dict[str, Any] | None) -> str | None:
-    """The transcript file a catalog entry points at, as a name in its sessions directory.
+    """The transcript a catalog entry points at, as a name in its store.
 
     ``sessionFile`` may be absolute and name where the state directory used to live (OpenClaw
     writes absolute paths): only its last component counts, as for a moved state directory.
@@ -59,39 +62,65 @@ def live_file_name(entry: dict[str, Any] | None) -> str | None:
     return f"{sid}.jsonl" if isinstance(sid, str) and sid else None
 
 
-def _sha(path: Path) -> str:
-    try:
-        return fsio.file_sha256(path)
-    except FileNotFoundError:
-        return ABSENT
-
-
 class LiveState:
-    """The sessions directory of the package's agent, seen through the package's plan.
+    """The agent's sessions in their store, seen through the package's plan.
 
     Args:
         package: the opened package.
-        home: the state directory (already checked to be the package's).
+        store: the agent's stores (already checked to be the package's).
+        take_over: take the transcripts' claims even from a live writer where the backend
+            fences writers (a database shared with gateways on other machines).
     """
 
-    def __init__(self, package: Package, home: Path) -> None:
+    def __init__(self, package: Package, store: AgentStore, *, take_over: bool = False) -> None:
         self.package = package
         self.plan = package.plan
-        self.sessions = home / self.plan.sessions_dir
-        self.catalog = self.sessions / CATALOG_NAME
-        self.target = self.sessions / self.plan.target_file
-        self._tmp_tag = f"activation-{self.plan.id}.tmp"
+        self.store = store
+        self.transcripts = store.transcripts
+        self.target = self.plan.target_file
+        self.take_over = take_over
+        self._tag = f"activation-{self.plan.id}.tmp"
+        self._claims: dict[str, TranscriptClaim] = {}
+
+    # -- the writer's claims ----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def claimed(self) -> Iterator[None]:
+        """Hold the writer's claim on the live transcript and the target for the block.
+
+        Raises:
+            LockHeldError: a writer holds one of them (a gateway still running on a file home).
+        """
+        live = self.plan.preconditions.live_transcript.name
+        try:
+            for name in sorted({n for n in (live, self.target) if n is not None}):
+                self._claims[name] = self.transcripts.claim(name, take_over=self.take_over, tag=self._tag)
+            yield
+        finally:
+            claims, self._claims = list(self._claims.values()), {}
+            for claim in claims:
+                claim.release()
+
+    @contextlib.contextmanager
+    def _claim(self, name: str) -> Iterator[TranscriptClaim]:
+        held = self._claims.get(name)
+        if held is not None:
+            yield held
+            return
+        with self.transcripts.claim(name, take_over=self.take_over, tag=self._tag) as claim:
+            yield claim
 
     # -- reading ------------------------------------------------------------------------------
 
-    def entry(self) -> dict[str, Any] | None:
+    def entry(self) -> CatalogEntry | None:
         """The key's catalog entry now (``None``: no entry or no catalog)."""
-        raw = self._catalog_bytes()
-        return None if raw is None else parse_catalog(raw, path=self.catalog).get(self.plan.key)
+        return self.store.catalog.get(self.plan.key)
 
     def entry_state(self) -> State:
         """Where the catalog entry stands."""
-        entry = self.entry()
+        return self._state_of(self.entry())
+
+    def _state_of(self, entry: CatalogEntry | None) -> State:
         sha = entry_sha256(entry)
         if sha == self.plan.preconditions.catalog_entry:
             return State.OLD
@@ -102,9 +131,15 @@ class LiveState:
             return State.USED
         return State.OTHER
 
+    def sha(self, name: str) -> str:
+        """sha256 of the transcript ``name`` now, or ``absent``."""
+        held = self._claims.get(name)
+        sha = held.sha256() if held is not None else self.transcripts.sha256(name)
+        return ABSENT if sha is None else sha
+
     def target_sha(self) -> str:
-        """sha256 of the target file now, or ``absent``."""
-        return _sha(self.target)
+        """sha256 of the target transcript now, or ``absent``."""
+        return self.sha(self.target)
 
     def target_state(self) -> State:
         """Where the target transcript stands."""
@@ -113,19 +148,13 @@ class LiveState:
             return State.NEW
         if sha == self.plan.preconditions.target.sha256:
             return State.OLD
-        if sha != ABSENT and self._extends_candidate():
+        if sha != ABSENT and self.transcripts.export(self.target).startswith(_package_bytes(self.package.candidate)):
             return State.USED
         return State.OTHER
 
-    def _extends_candidate(self) -> bool:
-        size = self.package.candidate.stat().st_size
-        with open(self.target, "rb") as a, open(self.package.candidate, "rb") as b:
-            while size > 0:
-                n = min(size, 1 << 20)
-                if a.read(n) != b.read(n):
-                    return False
-                size -= n
-        return True
+    def transcript_bytes(self, name: str) -> bytes:
+        """The bytes of the transcript ``name`` (the validator projects them)."""
+        return self.transcripts.export(name)
 
     def check_preconditions(self) -> None:
         """Every precondition of the plan holds (the state is exactly old).
@@ -135,8 +164,8 @@ class LiveState:
         """
         pre = self.plan.preconditions
         live = pre.live_transcript
-        if live.name is not None and live.name != self.plan.target_file:
-            actual = _sha(self.sessions / live.name)
+        if live.name is not None and live.name != self.target:
+            actual = self.sha(live.name)
             if actual != live.sha256:
                 raise PreconditionError(
                     f"the live transcript {live.name} changed since planning (a turn was taken?): plan again",
@@ -155,7 +184,7 @@ class LiveState:
         actual = self.target_sha()
         if actual != pre.target.sha256:
             raise PreconditionError(
-                f"{self.target} changed since planning; it is never overwritten",
+                f"{self.transcripts.locator(self.target)} changed since planning; it is never overwritten",
                 part="target",
                 expected=pre.target.sha256,
                 actual=actual,
@@ -166,9 +195,8 @@ class LiveState:
     def install(self) -> None:
         """Put the candidate's bytes at the target (state old → new).
 
-        A target that did not exist is created with ``link(2)``, which fails rather than
-        replace a file that appeared meanwhile; the live transcript (when the plan replaces
-        it) is replaced by rename.
+        A target that did not exist is created, never written over (one that appeared
+        meanwhile is refused); the live transcript (when the plan replaces it) is replaced whole.
 
         Raises:
             PreconditionError: the target is neither old nor new.
@@ -178,17 +206,12 @@ class LiveState:
             return
         if state is not State.OLD:
             raise self.target_conflict()
-        tmp = self._write_tmp(self.target, self.package.candidate)
-        if self.plan.preconditions.target.sha256 == ABSENT:
+        old = self.plan.preconditions.target.sha256
+        with self._claim(self.target) as claim:
             try:
-                os.link(tmp, self.target)
-            except FileExistsError:
-                os.unlink(tmp)
+                claim.put(_package_bytes(self.package.candidate), expected=None if old == ABSENT else old)
+            except TranscriptChangedError:
                 raise self.target_conflict() from None
-            os.unlink(tmp)
-        else:
-            fsio.ops.rename(str(tmp), str(self.target))
-        fsio.fsync_dir(self.sessions)
 
     def uninstall(self, *, keep: Path | None = None) -> None:
         """Put the target back as it was (state new or used → old).
@@ -202,79 +225,56 @@ class LiveState:
         state = self.target_state()
         if state is State.OLD:
             return
-        if state is not State.NEW:
-            if keep is None:
-                raise self.target_conflict(used=state is State.USED)
-            keep.parent.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(FileExistsError):
-                _copy_new(self.target, keep)
-        if self.plan.preconditions.target.sha256 == ABSENT:
-            os.unlink(self.target)
-        else:
-            tmp = self._write_tmp(self.target, self.package.old_transcript)
-            fsio.ops.rename(str(tmp), str(self.target))
-        fsio.fsync_dir(self.sessions)
+        with self._claim(self.target) as claim:
+            actual = claim.sha256()
+            if state is not State.NEW:
+                if keep is None:
+                    raise self.target_conflict(used=state is State.USED)
+                _keep(self.transcripts.export(self.target), keep)
+            try:
+                if actual is None:
+                    raise TranscriptChangedError("gone", expected=None, actual=None)
+                if self.plan.preconditions.target.sha256 == ABSENT:
+                    claim.remove(expected=actual)
+                else:
+                    claim.put(_package_bytes(self.package.old_transcript), expected=actual)
+            except TranscriptChangedError:
+                raise self.target_conflict() from None
 
     def switch_entry(self) -> None:
-        """Rewrite the key's catalog entry to the new one (old → new), under the catalog lock."""
+        """Rewrite the key's catalog entry to the new one (old → new), atomically against other catalog writers."""
         self._swap({State.OLD, State.NEW}, self.plan.new_entry, restore=False)
 
     def restore_entry(self) -> None:
-        """Put the old catalog entry back (new or used → old), under the catalog lock.
+        """Put the old catalog entry back (new or used → old).
 
-        When the rest of the catalog is as it was, the old file is restored byte for byte
-        (its layout included); when the catalog did not exist and holds nothing else, it is
-        removed again.
+        When the rest of the catalog is as it was, the old catalog comes back exactly (the
+        file backend: ``sessions.json`` byte for byte, its layout included, and no file when
+        there was none and it holds nothing else).
         """
         self._swap({State.OLD, State.NEW, State.USED}, self.plan.old_entry, restore=True)
 
     def _swap(self, accept: set[State], to: dict[str, Any] | None, *, restore: bool) -> None:
         key = self.plan.key
-        with FileLock(
-            self.catalog.with_name(CATALOG_NAME + ".lock"), purpose=f"session catalog {self.catalog}"
-        ).acquire(timeout=DEFAULT_LOCK_TIMEOUT):
-            state = self.entry_state()
-            if state not in accept:
-                actual = entry_sha256(self.entry())
+
+        def check(current: CatalogEntry | None) -> None:
+            if self._state_of(current) not in accept:
                 raise PreconditionError(
                     f"the catalog entry of {key!r} was changed by someone else",
                     part="catalogEntry",
                     expected=" or ".join(sorted(s.value for s in accept)),
-                    actual=actual,
+                    actual=entry_sha256(current),
                 )
-            if entry_sha256(self.entry()) == entry_sha256(to):
-                return
-            raw = self._catalog_bytes()
-            store = {} if raw is None else parse_catalog(raw, path=self.catalog)
-            if to is None:
-                store.pop(key, None)
-            else:
-                store[key] = to
-            data: bytes | None = serialize_catalog(store)
-            if restore:
-                data = self._old_catalog_if_same(store, data)
-            if data is None:
-                os.unlink(self.catalog)
-                fsio.fsync_dir(self.sessions)
-                return
-            tmp = self.catalog.with_name(f".{CATALOG_NAME}.{self._tmp_tag}")
-            self._write_bytes(tmp, data)
-            fsio.ops.rename(str(tmp), str(self.catalog))
-            fsio.fsync_dir(self.sessions)
 
-    def _old_catalog_if_same(self, store: dict[str, Any], data: bytes | None) -> bytes | None:
-        if self.plan.old_catalog_sha256 == ABSENT:
-            return None if not store else data
-        old = self.package.old_catalog.read_bytes()
-        return old if same_json(parse_catalog(old, path=self.package.old_catalog), store) else data
+        snapshot: bytes | Literal[False] | None = False
+        if restore:
+            absent = self.plan.old_catalog_sha256 == ABSENT
+            snapshot = None if absent else _package_bytes(self.package.old_catalog)
+        self.store.catalog.set_entry(key, to, check=check, restore=snapshot, tag=self._tag)
 
     def cleanup(self) -> None:
         """Remove temporary files this package's operations left behind (a crash mid-write)."""
-        leftovers = [p for p in self.sessions.glob(f".*.{self._tmp_tag}") if p.is_file()]
-        for p in leftovers:
-            os.unlink(p)
-        if leftovers:
-            fsio.fsync_dir(self.sessions)
+        self.store.discard_leftovers(self._tag)
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -287,38 +287,25 @@ class LiveState:
             else "is neither what the plan found nor the candidate (changed by someone else)"
         )
         return PreconditionError(
-            f"{self.target} {why}",
+            f"{self.transcripts.locator(self.target)} {why}",
             part="target",
             expected=f"{self.plan.preconditions.target.sha256} or {self.plan.preconditions.candidate}",
             actual=self.target_sha(),
         )
 
-    def _catalog_bytes(self) -> bytes | None:
-        try:
-            return self.catalog.read_bytes()
-        except FileNotFoundError:
-            return None
 
-    def _write_tmp(self, beside: Path, source: Path) -> Path:
-        tmp = beside.with_name(f".{beside.name}.{self._tmp_tag}")
-        self._write_bytes(tmp, source.read_bytes())
-        return tmp
-
-    @staticmethod
-    def _write_bytes(tmp: Path, data: bytes) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)  # left by a crash before: it was never renamed into place
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-        try:
-            fsio.write_all(fd, data)
-            fsio.ops.fsync(fd)
-        finally:
-            os.close(fd)
+def _package_bytes(path: Path) -> bytes:
+    """A file of the package (the candidate, the rollback copies), checked against SHA256SUMS when opened."""
+    return path.read_bytes()
 
 
-def _copy_new(src: Path, dst: Path) -> None:
-    data = src.read_bytes()
-    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+def _keep(data: bytes, dst: Path) -> None:
+    """Keep the replaced transcript's bytes in the package's evidence (a first copy is never overwritten)."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except FileExistsError:
+        return
     try:
         fsio.write_all(fd, data)
         fsio.ops.fsync(fd)

@@ -8,7 +8,8 @@ catalog or the audit chain by path; everything goes through these objects::
     Backend
     ├── agent(agent_id) -> AgentStore
     │   ├── transcripts: TranscriptStore    create / open (one writer) / read / export / import
-    │   ├── catalog: SessionCatalog         sessions.json's entries: get / upsert / update / delete
+    │   │   └── claim(name) -> TranscriptClaim   replace or remove a transcript whole (an activation)
+    │   ├── catalog: SessionCatalog         sessions.json's entries: get / upsert / update / delete / set_entry
     │   └── log(name) -> RecordLog          the ledger, jobs and queue journals
     └── audit() -> AuditLog                 the hash-chained audit log
 
@@ -22,6 +23,8 @@ Every backend keeps the same promises, and one conformance suite
   (a lease taken over after it expired) fails its next write instead of writing.
 * A transcript reads back byte for byte as it was written, and exports as the file backend
   would hold it, so a copy between backends is verified by hashes.
+* A transcript is replaced or removed only whole, by a compare-and-swap on its sha256,
+  under its writer's claim (:meth:`TranscriptStore.claim`): never while a writer appends to it.
 * Names are checked before they touch storage: a transcript name is a plain file name
   (:func:`check_transcript_name`), never a path.
 
@@ -31,6 +34,7 @@ the memory backend (:mod:`kurahi.store.memory_backend`) is for tests and embeddi
 
 from __future__ import annotations
 
+import hashlib
 import os
 import uuid
 from abc import ABC, abstractmethod
@@ -39,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from kurahi.errors import UsageError
+from kurahi.errors import TranscriptReadError, UsageError
 from kurahi.store.audit_record import AuditRecord, ChainVerification
 from kurahi.store.catalog_format import Entry as CatalogEntry
 from kurahi.store.names import check_transcript_name
@@ -54,6 +58,7 @@ __all__ = [
     "LogName",
     "RecordLog",
     "SessionCatalog",
+    "TranscriptClaim",
     "TranscriptHandle",
     "TranscriptInfo",
     "TranscriptStore",
@@ -133,6 +138,15 @@ class TranscriptHandle(ABC):
             JournalWriteError: the line is in, a record could not be appended.
         """
 
+    @property
+    def fenced(self) -> bool:
+        """Whether this writer is known to have lost its claim (a lease taken over): it appends nothing more.
+
+        Known once an append or the background renewal found the claim gone; a writer that
+        sees it lets the transcript go and opens the session afresh.
+        """
+        return False
+
     @abstractmethod
     def sync(self) -> None:
         """Make every appended line durable.
@@ -148,6 +162,64 @@ class TranscriptHandle(ABC):
     @abstractmethod
     def close(self) -> None:
         """Sync, then give up the writer's claim. Closing twice is harmless."""
+
+
+class TranscriptClaim(ABC):
+    """The writer's claim on one transcript name, held to replace or remove the transcript whole.
+
+    What an activation holds while it swaps a session: as long as the claim is held no writer
+    can open the transcript (the file backend: its lock file; a database: its lease, renewed
+    in the background, with a fencing token checked by every write), so the swap never
+    interleaves with a gateway's appends. Every change is a compare-and-swap on the
+    transcript's sha256, so a step that already happened is refused rather than done twice::
+
+        with store.claim("s1.jsonl") as claim:
+            claim.put(candidate, expected=claim.sha256())
+
+    Attributes:
+        name: the transcript's name in its store.
+        locator: where it lives, for messages.
+    """
+
+    name: str
+    locator: str
+
+    @abstractmethod
+    def sha256(self) -> str | None:
+        """The sha256 of the transcript's bytes now (as :meth:`TranscriptStore.export` returns them), or ``None``."""
+
+    @abstractmethod
+    def put(self, data: bytes, *, expected: str | None) -> None:
+        """Make ``data`` the transcript's bytes, whole and durably, only if it now has sha256 ``expected``.
+
+        Args:
+            data: the new bytes, stored byte for byte.
+            expected: the sha256 it must have now; ``None``: there must be no transcript by
+                that name (it is created, never written over).
+
+        Raises:
+            TranscriptChangedError: it is not as expected; nothing was changed.
+            LeaseLostError: the claim was taken from us (a database lease); nothing was changed.
+        """
+
+    @abstractmethod
+    def remove(self, *, expected: str) -> None:
+        """Remove the transcript, durably, only if it now has sha256 ``expected``.
+
+        Raises:
+            TranscriptChangedError: it is not as expected (or absent); nothing was changed.
+            LeaseLostError: the claim was taken from us; nothing was changed.
+        """
+
+    @abstractmethod
+    def release(self) -> None:
+        """Give the claim up. Releasing twice is harmless."""
+
+    def __enter__(self) -> TranscriptClaim:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
 
 class TranscriptStore(ABC):
@@ -213,6 +285,35 @@ class TranscriptStore(ABC):
             UsageError: a bad name, or a transcript by that name exists.
         """
 
+    @abstractmethod
+    def claim(self, name: str, *, take_over: bool = False, tag: str | None = None) -> TranscriptClaim:
+        """Take the writer's claim on ``name`` (which may not exist yet), to replace or remove it whole.
+
+        Args:
+            name: the transcript.
+            take_over: a backend with fenced claims (a database) takes the claim even from a
+                live writer: that writer's next append fails (``LeaseLostError``) and writes
+                nothing. A backend whose writers cannot be fenced (files: a lock held by a
+                live process) refuses whatever this says.
+            tag: names the temporary files a backend may leave if the process dies mid-write
+                (the file backend: ``.<name>.<tag>``), so :meth:`AgentStore.discard_leftovers`
+                finds them.
+
+        Raises:
+            UsageError: a bad name.
+            LockHeldError: a writer holds the transcript (and it was not, or cannot be, taken over).
+        """
+
+    def sha256(self, name: str) -> str | None:
+        """The sha256 of the transcript's bytes (as :meth:`export` returns them), or ``None`` when there is none."""
+        try:
+            data = self.export(name)
+        except TranscriptReadError:
+            if self.exists(name):
+                raise
+            return None
+        return hashlib.sha256(data).hexdigest()
+
 
 # -- the catalog -------------------------------------------------------------------------------
 
@@ -276,6 +377,52 @@ class SessionCatalog(ABC):
 
         self.update(key, swap)
         return won
+
+    def snapshot(self) -> bytes | None:
+        """The whole catalog as bytes, for :meth:`set_entry` to put back (``None``: there is no catalog).
+
+        The file backend returns ``sessions.json`` byte for byte; others the catalog's JSON.
+        """
+        from kurahi.store.catalog_format import serialize_catalog
+
+        items = self.items()
+        return serialize_catalog(dict(items)) if items else None
+
+    def set_entry(
+        self,
+        key: str,
+        new: Mapping[str, Any] | None,
+        *,
+        check: Callable[[CatalogEntry | None], None],
+        restore: bytes | Literal[False] | None = False,
+        tag: str | None = None,
+    ) -> None:
+        """Set the entry for ``key`` to ``new`` (``None``: delete) once ``check(current)`` passes, atomically.
+
+        ``check`` sees the entry as it is inside the change (under the catalog's lock or in
+        its transaction) and raises to refuse; nothing is written then. An entry already
+        equal to ``new`` is left alone.
+
+        Args:
+            key: the session key.
+            new: the entry it gets.
+            check: raises when the current entry is not one this change may replace.
+            restore: a :meth:`snapshot` being put back: when the catalog, with ``new`` in
+                place, holds the same JSON as the snapshot, it becomes the snapshot exactly
+                (the file backend: its bytes and layout; no catalog at all for ``None``).
+            tag: names a temporary file a backend may leave if the process dies mid-write
+                (see :meth:`TranscriptStore.claim`).
+
+        Raises:
+            CatalogCorruptError: the stored catalog cannot be read; nothing is written over it.
+            Whatever ``check`` raises.
+        """
+
+        def change(current: CatalogEntry | None) -> Mapping[str, Any] | None:
+            check(current)
+            return new
+
+        self.update(key, change)
 
 
 # -- record logs and the audit chain ------------------------------------------------------------
@@ -373,6 +520,9 @@ class AgentStore(ABC):
     @abstractmethod
     def log(self, name: LogName, *, durable: bool = True) -> RecordLog:
         """The agent's record log ``name`` (a new object each call; the caller closes it)."""
+
+    def discard_leftovers(self, tag: str) -> None:  # noqa: B027 - a transactional store leaves nothing
+        """Remove temporary files a write tagged ``tag`` left when its process died (:meth:`TranscriptStore.claim`)."""
 
 
 class Backend(ABC):

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
@@ -44,7 +44,7 @@ from kurahi.store.catalog_format import (
     validate_agent_id,
     validate_key,
 )
-from kurahi.store.fsio import atomic_write, fsync_dir, ops
+from kurahi.store.fsio import atomic_write, fsync_dir, ops, write_new
 from kurahi.store.locks import FileLock
 
 __all__ = [
@@ -293,6 +293,58 @@ class Catalog(CatalogBase):
             except OSError as exc:
                 raise CatalogError(f"cannot move aside to {target}: {exc.strerror}", path=self.path) from exc
             return target
+
+    # Activation -------------------------------------------------------------------------
+
+    def snapshot(self) -> bytes | None:
+        """``sessions.json`` byte for byte (``None``: no file); see :meth:`SessionCatalog.snapshot`."""
+        return self._read_raw()
+
+    def set_entry(
+        self,
+        key: str,
+        new: Mapping[str, Any] | None,
+        *,
+        check: Callable[[Entry | None], None],
+        restore: bytes | Literal[False] | None = False,
+        tag: str | None = None,
+    ) -> None:
+        """See :meth:`SessionCatalog.set_entry`: under the lock, temp file ``.sessions.json.<tag>``, rename.
+
+        Putting a snapshot back writes its bytes, so OpenClaw's layout comes back as it was,
+        and removes the file again when there was none and nothing else was added since.
+        """
+        validate_key(key)
+        with self._lock():
+            raw = self._read_raw()
+            self._cached = None
+            store = {} if raw is None else parse_catalog(raw, path=self.path)
+            current = store.get(key)
+            check(copy.deepcopy(current) if current is not None else None)
+            if (current is None and new is None) or (
+                current is not None and new is not None and same_json(current, new)
+            ):
+                return
+            if new is None:
+                store.pop(key, None)
+            else:
+                store[key] = copy.deepcopy(dict(new))  # the package's entry as planned, as it always was
+            data: bytes | None = serialize_catalog(store)
+            if restore is not False:
+                if restore is None:
+                    data = data if store else None
+                elif same_json(parse_catalog(restore, path=self.path), store):
+                    data = restore
+            try:
+                if data is None:
+                    os.unlink(self.path)
+                else:
+                    tmp = self.path.with_name(f".{self.path.name}.{tag or os.urandom(4).hex() + '.tmp'}")
+                    write_new(tmp, data)
+                    ops.rename(str(tmp), str(self.path))
+                fsync_dir(self.path.parent)
+            except OSError as exc:
+                raise CatalogError(f"cannot write: {exc.strerror or exc}", path=self.path) from exc
 
     # Machinery -------------------------------------------------------------------------
 

@@ -12,12 +12,16 @@
 
 A transcript is appended one whole line per ``write(2)`` on an ``O_APPEND`` descriptor, under
 a lock file that makes its writer the only one; a write that fails is cut back off, so the
-file holds exactly the entries before it.
+file holds exactly the entries before it. It is replaced whole (an activation) under the
+same lock: temp file ``.<name>.<tag>`` + fsync, then ``link(2)`` for a new name (which fails
+rather than replace a file that appeared meanwhile) or ``rename(2)`` over the old one, then
+a directory fsync.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import stat
 import threading
@@ -25,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kurahi.errors import AppendError, TranscriptReadError, UsageError
+from kurahi.errors import AppendError, TranscriptChangedError, TranscriptReadError, UnsafeFileError, UsageError
 from kurahi.store import fsio
 from kurahi.store.audit_file import AuditChain, chain_path
 from kurahi.store.backend import (
@@ -33,6 +37,7 @@ from kurahi.store.backend import (
     Backend,
     LogName,
     RecordLog,
+    TranscriptClaim,
     TranscriptHandle,
     TranscriptInfo,
     TranscriptStore,
@@ -42,9 +47,9 @@ from kurahi.store.journal import Journal
 from kurahi.store.locks import FileLock
 from kurahi.store.names import check_agent_id, check_transcript_name
 from kurahi.store.safefile import open_regular
-from kurahi.store.transcript import Transcript
+from kurahi.store.transcript import Transcript, read_transcript_file
 
-__all__ = ["FileAgentStore", "FileBackend", "FileTranscripts", "log_path"]
+__all__ = ["FileAgentStore", "FileBackend", "FileTranscriptClaim", "FileTranscripts", "log_path"]
 
 _LOG_PLACES: dict[LogName, tuple[str, str]] = {
     "ledger": ("actions", "ledger.jsonl"),
@@ -114,7 +119,7 @@ class FileTranscriptHandle(TranscriptHandle):
 
     def read(self) -> Transcript:
         """See :meth:`TranscriptHandle.read`."""
-        return Transcript.open(self.path)
+        return Transcript.open(self.path, in_home=True)
 
     def close(self) -> None:
         """Close the file and release the lock (no sync: :class:`~kurahi.store.session.Session` decides)."""
@@ -125,6 +130,55 @@ class FileTranscriptHandle(TranscriptHandle):
                     os.close(fd)
         finally:
             self._lock.release()
+
+
+class FileTranscriptClaim(TranscriptClaim):
+    """A transcript's lock file held to replace or remove the file whole (see the module docstring)."""
+
+    def __init__(self, path: Path, lock: FileLock, tag: str) -> None:
+        self.path = path
+        self.name = path.name
+        self.locator = str(path)
+        self._lock = lock
+        self._tag = tag
+
+    def sha256(self) -> str | None:
+        """See :meth:`TranscriptClaim.sha256` (never through a symlink)."""
+        return _sha256(self.path)
+
+    def _check(self, expected: str | None) -> None:
+        actual = self.sha256()
+        if actual != expected:
+            raise TranscriptChangedError(
+                "changed since it was looked at; nothing was written", path=self.path, expected=expected, actual=actual
+            )
+
+    def put(self, data: bytes, *, expected: str | None) -> None:
+        """See :meth:`TranscriptClaim.put`."""
+        self._check(expected)
+        tmp = self.path.with_name(f".{self.name}.{self._tag}")
+        fsio.write_new(tmp, data)
+        if expected is None:
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                os.unlink(tmp)
+                self._check(None)  # raises: something appeared at the name meanwhile
+                raise
+            os.unlink(tmp)
+        else:
+            fsio.ops.rename(str(tmp), str(self.path))
+        fsio.fsync_dir(self.path.parent)
+
+    def remove(self, *, expected: str) -> None:
+        """See :meth:`TranscriptClaim.remove`."""
+        self._check(expected)
+        os.unlink(self.path)
+        fsio.fsync_dir(self.path.parent)
+
+    def release(self) -> None:
+        """Remove the lock file and let go of it."""
+        self._lock.release()
 
 
 class FileTranscripts(TranscriptStore):
@@ -201,12 +255,17 @@ class FileTranscripts(TranscriptStore):
             raise
 
     def read(self, name: str) -> Transcript:
-        """See :meth:`TranscriptStore.read`."""
-        return Transcript.open(self._path(name))
+        """See :meth:`TranscriptStore.read` (a symlink in place of the file is refused)."""
+        return Transcript.open(self._path(name), in_home=True)
 
     def exists(self, name: str) -> bool:
-        """See :meth:`TranscriptStore.exists`."""
-        return self._path(name).is_file()
+        """See :meth:`TranscriptStore.exists`.
+
+        Anything under the name counts, a symlink or a directory included: the name is taken,
+        and opening it fails with the reason (so a damaged session is rolled over and kept,
+        never silently replaced).
+        """
+        return os.path.lexists(self._path(name))
 
     def names(self) -> list[str]:
         """See :meth:`TranscriptStore.names`."""
@@ -220,9 +279,9 @@ class FileTranscripts(TranscriptStore):
             return []
 
     def info(self, name: str) -> TranscriptInfo | None:
-        """See :meth:`TranscriptStore.info` (``None`` for anything but a regular file)."""
+        """See :meth:`TranscriptStore.info` (``None`` for anything but a regular file, a symlink included)."""
         try:
-            st = os.stat(self._path(name))
+            st = os.lstat(self._path(name))
         except OSError:
             return None
         if not stat.S_ISREG(st.st_mode):
@@ -230,14 +289,8 @@ class FileTranscripts(TranscriptStore):
         return TranscriptInfo(st.st_size, st.st_mtime_ns // 1_000_000)
 
     def export(self, name: str) -> bytes:
-        """See :meth:`TranscriptStore.export`."""
-        p = self._path(name)
-        try:
-            fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError as exc:
-            raise TranscriptReadError(f"cannot read: {exc.strerror}", path=p) from exc
-        with os.fdopen(fd, "rb") as fh:
-            return fh.read()
+        """See :meth:`TranscriptStore.export` (a symlink in place of the file is refused)."""
+        return read_transcript_file(self._path(name), in_home=True)
 
     def import_bytes(self, name: str, data: bytes) -> None:
         """See :meth:`TranscriptStore.import_bytes` (written whole: temp file, fsync, link, directory fsync)."""
@@ -258,6 +311,31 @@ class FileTranscripts(TranscriptStore):
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
             fsio.fsync_dir(p.parent)
+
+    def claim(self, name: str, *, take_over: bool = False, tag: str | None = None) -> FileTranscriptClaim:
+        """See :meth:`TranscriptStore.claim`: the transcript's lock file (a live holder is never taken over)."""
+        p = self._path(name)
+        return FileTranscriptClaim(p, self._lock(p), tag or f"{os.urandom(4).hex()}.tmp")
+
+    def sha256(self, name: str) -> str | None:
+        """See :meth:`TranscriptStore.sha256` (read in blocks, never through a symlink)."""
+        return _sha256(self._path(name))
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        fd = open_regular(path, os.O_RDONLY, what="the transcript")
+    except FileNotFoundError:
+        return None
+    except UnsafeFileError as exc:
+        raise TranscriptReadError(f"cannot read: {exc}", path=path) from exc
+    except OSError as exc:
+        raise TranscriptReadError(f"cannot read: {exc.strerror}", path=path) from exc
+    h = hashlib.sha256()
+    with os.fdopen(fd, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _last_byte(p: Path, size: int) -> bytes:
@@ -284,6 +362,14 @@ class FileAgentStore(AgentStore):
     def log(self, name: LogName, *, durable: bool = True) -> Journal:
         """See :meth:`AgentStore.log`."""
         return Journal(log_path(self.root, name), durable=durable, name=name)
+
+    def discard_leftovers(self, tag: str) -> None:
+        """Remove ``sessions/.*.<tag>`` (temp files of a swap cut short), then fsync the directory."""
+        leftovers = [p for p in self.sessions_dir.glob(f".*.{tag}") if p.is_file()]
+        for p in leftovers:
+            os.unlink(p)
+        if leftovers:
+            fsio.fsync_dir(self.sessions_dir)
 
 
 class FileBackend(Backend):

@@ -31,6 +31,7 @@ __all__ = [
     "make_dirs",
     "ops",
     "watch_syncs",
+    "write_new",
 ]
 
 
@@ -164,6 +165,22 @@ def append_durably(fd: int, data: bytes, *, size_before: int, durable: bool) -> 
             cut = False
         exc.cut_back = cut  # type: ignore[attr-defined]
         raise
+
+
+def write_new(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600) -> None:
+    """Write ``data`` to a new temporary file ``path`` and fsync it (no directory fsync: it is renamed or linked next).
+
+    A file left at ``path`` by a process that died before renaming it was never in place,
+    so it is removed first.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), mode)
+    try:
+        write_all(fd, data)
+        ops.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600) -> None:

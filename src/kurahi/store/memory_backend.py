@@ -7,6 +7,7 @@ per transcript, atomic catalog changes, byte-identical export, a verifiable audi
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -16,13 +17,22 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from kurahi.errors import AppendError, JournalWriteError, LockHeldError, TranscriptReadError, UsageError
+from kurahi.errors import (
+    AppendError,
+    JournalWriteError,
+    LeaseLostError,
+    LockHeldError,
+    TranscriptChangedError,
+    TranscriptReadError,
+    UsageError,
+)
 from kurahi.store.audit_lines import LineAuditLog
 from kurahi.store.backend import (
     AgentStore,
     Backend,
     LogName,
     RecordLog,
+    TranscriptClaim,
     TranscriptHandle,
     TranscriptInfo,
     TranscriptStore,
@@ -44,6 +54,7 @@ class _MemoryHandle(TranscriptHandle):
         self._name = self.name = name
         self.locator = store.locator(name)
         self._open = True
+        self._lost = False
 
     def append(
         self, line: bytes, *, durable: bool, records: Sequence[tuple[RecordLog, Mapping[str, Any]]] = ()
@@ -51,12 +62,18 @@ class _MemoryHandle(TranscriptHandle):
         if not line.endswith(b"\n"):
             raise AppendError("a line must end with a newline", path=self.locator)
         with self._store._mutex:
+            if self._lost:
+                raise LeaseLostError("this writer's claim was taken over; nothing was appended", path=self.locator)
             if not self._open or self._store._writers.get(self._name) is not self:
                 raise AppendError("session is closed", path=self.locator)
             self._store._data[self._name] += line
             self._store._modified[self._name] = time.time_ns() // 1_000_000
         for log, rec in records:
             log.append(rec)
+
+    @property
+    def fenced(self) -> bool:
+        return self._lost
 
     def sync(self) -> None:
         pass  # nothing is ever less durable than this process
@@ -71,6 +88,51 @@ class _MemoryHandle(TranscriptHandle):
             self._open = False
 
 
+class _MemoryClaim(TranscriptClaim):
+    def __init__(self, store: MemoryTranscripts, name: str) -> None:
+        self._store = store
+        self.name = name
+        self.locator = store.locator(name)
+        self._lost = False
+
+    def _current(self) -> str | None:
+        data = self._store._data.get(self.name)
+        return None if data is None else hashlib.sha256(data).hexdigest()
+
+    def sha256(self) -> str | None:
+        with self._store._mutex:
+            return self._current()
+
+    def _check(self, expected: str | None) -> None:
+        if self._store._writers.get(self.name) is not self:
+            raise LeaseLostError("this claim was taken over; nothing was changed", path=self.locator)
+        actual = self._current()
+        if actual != expected:
+            raise TranscriptChangedError(
+                "changed since it was looked at; nothing was written",
+                path=self.locator,
+                expected=expected,
+                actual=actual,
+            )
+
+    def put(self, data: bytes, *, expected: str | None) -> None:
+        with self._store._mutex:
+            self._check(expected)
+            self._store._data[self.name] = bytearray(data)
+            self._store._modified[self.name] = time.time_ns() // 1_000_000
+
+    def remove(self, *, expected: str) -> None:
+        with self._store._mutex:
+            self._check(expected)
+            del self._store._data[self.name]
+            self._store._modified.pop(self.name, None)
+
+    def release(self) -> None:
+        with self._store._mutex:
+            if self._store._writers.get(self.name) is self:
+                del self._store._writers[self.name]
+
+
 class MemoryTranscripts(TranscriptStore):
     """An agent's transcripts as byte strings."""
 
@@ -78,7 +140,7 @@ class MemoryTranscripts(TranscriptStore):
         self._prefix = prefix
         self._data: dict[str, bytearray] = {}
         self._modified: dict[str, int] = {}
-        self._writers: dict[str, _MemoryHandle] = {}
+        self._writers: dict[str, _MemoryHandle | _MemoryClaim] = {}
         self._mutex = threading.Lock()
 
     def locator(self, name: str) -> str:
@@ -110,6 +172,18 @@ class MemoryTranscripts(TranscriptStore):
     def read(self, name: str) -> Transcript:
         """See :meth:`TranscriptStore.read`."""
         return Transcript.from_bytes(self.export(name), name=self.locator(name))
+
+    def claim(self, name: str, *, take_over: bool = False, tag: str | None = None) -> TranscriptClaim:
+        """See :meth:`TranscriptStore.claim` (taking over marks the writer's handle lost: it appends nothing more)."""
+        check_transcript_name(name)
+        with self._mutex:
+            holder = self._writers.get(name)
+            if holder is not None:
+                if not take_over:
+                    raise LockHeldError(f"transcript {name} is open for writing elsewhere", path=self.locator(name))
+                holder._lost = True
+            claim = self._writers[name] = _MemoryClaim(self, name)
+            return claim
 
     def exists(self, name: str) -> bool:
         """See :meth:`TranscriptStore.exists`."""

@@ -235,6 +235,12 @@ class Session:
         """How many entries the file holds (the header not counted)."""
         return len(self._ids)
 
+    @property
+    def fenced(self) -> bool:
+        """Whether its writer's claim was taken over (an activation, another gateway): it appends nothing more."""
+        handle = self._handle
+        return handle is not None and handle.fenced
+
     def transcript(self) -> Transcript:
         """A fresh read view of the transcript (the caller closes it).
 

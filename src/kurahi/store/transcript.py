@@ -8,6 +8,7 @@ labels, a tree view). Raw lines stay byte-identical for copying.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -61,14 +62,22 @@ def _u(value: Any) -> Any:
     return MISSING if value is msgspec.UNSET else value
 
 
-def open_for_reading(path: Path) -> tuple[int, int]:
+def open_for_reading(path: Path, *, in_home: bool = False) -> tuple[int, int]:
     """Open a transcript file read-only: ``(descriptor, size)``, with clear errors.
 
+    Args:
+        path: the file.
+        in_home: the file is one of a home's own transcripts, so a symlink in its place is
+            refused (``O_NOFOLLOW``: no link is followed out of a home). A file a user
+            names on the command line may be a link; that is the user's choice.
+
     Raises:
-        TranscriptReadError: missing, a directory, not a regular file, or unreadable.
+        TranscriptReadError: missing, a directory, a symlink in a home, not a regular file,
+            or unreadable.
     """
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | (getattr(os, "O_NOFOLLOW", 0) if in_home else 0)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except FileNotFoundError as exc:
         raise TranscriptReadError("no such file", path=path) from exc
     except IsADirectoryError as exc:
@@ -76,6 +85,10 @@ def open_for_reading(path: Path) -> tuple[int, int]:
     except PermissionError as exc:
         raise TranscriptReadError("permission denied", path=path) from exc
     except OSError as exc:
+        if in_home and exc.errno == errno.ELOOP:
+            raise TranscriptReadError(
+                "is a symlink; Kurahi never follows a link out of its home: replace it with the file", path=path
+            ) from exc
         raise TranscriptReadError(f"cannot open: {exc.strerror}", path=path) from exc
     try:
         st = os.fstat(fd)
@@ -89,17 +102,18 @@ def open_for_reading(path: Path) -> tuple[int, int]:
     return fd, st.st_size
 
 
-def read_transcript_file(path: str | os.PathLike[str]) -> bytes:
+def read_transcript_file(path: str | os.PathLike[str], *, in_home: bool = False) -> bytes:
     """A transcript file's bytes, whole and as stored (for a copy, a search, a reference reader).
 
     The one place above which a transcript file a user names (a Pi file, a file in an
-    OpenClaw state directory) is read whole, with the same errors as :meth:`Transcript.open`.
+    OpenClaw state directory) is read whole, with the same errors as :meth:`Transcript.open`;
+    ``in_home`` as for :func:`open_for_reading`.
 
     Raises:
         TranscriptReadError: missing, a directory, not a regular file, or unreadable.
     """
     p = Path(path)
-    fd, size = open_for_reading(p)
+    fd, size = open_for_reading(p, in_home=in_home)
     try:
         chunks: list[bytes] = []
         while True:
@@ -237,15 +251,15 @@ class Transcript:
     # -- construction -------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> Transcript:
-        """Open a transcript file for reading.
+    def open(cls, path: str | os.PathLike[str], *, in_home: bool = False) -> Transcript:
+        """Open a transcript file for reading (``in_home``: refuse a symlink, see :func:`open_for_reading`).
 
         Raises:
-            TranscriptReadError: the path is missing, a directory, or unreadable.
+            TranscriptReadError: the path is missing, a directory, a symlink in a home, or unreadable.
             NotASessionError: the file is empty or does not start with a session header.
         """
         p = Path(path)
-        fd, size = open_for_reading(p)
+        fd, size = open_for_reading(p, in_home=in_home)
         try:
             return cls(file_reader(fd), size, name=str(p), fd=fd)
         except OSError as exc:

@@ -8,7 +8,8 @@ read. The detail page reuses the lineage tools: ``lineage check`` on the candida
 projections, markers, the runtimes' views, token routes), ``lineage draw``'s columns (each
 source's canonical path and the candidate's, runs folded, the re-parented edge marked,
 abandoned branches counted), and the live state the package would change (the catalog entry
-and the target file: ``old``, ``new``, ``used`` or ``other``) with the journal's phase.
+and the target file: ``old``, ``new``, ``used`` or ``other``, read from the store the package
+was planned for, the gateway's own when it is a database) with the journal's phase.
 """
 
 from __future__ import annotations
@@ -17,13 +18,16 @@ import contextlib
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from kurahi.errors import KurahiError
+from kurahi.errors import KurahiError, UsageError
 from kurahi.store.redact import redact
 from kurahi.ui.homefiles import list_folders
+
+if TYPE_CHECKING:
+    from kurahi.store.backend import Backend
 
 __all__ = ["list_repairs", "load_repair"]
 
@@ -121,8 +125,10 @@ def _column(col: Any, role: str) -> dict[str, Any]:
     }
 
 
-def load_repair(home: Path, name: str) -> dict[str, Any]:
+def load_repair(home: Path, name: str, backend: Backend | None = None) -> dict[str, Any]:
     """One package: plan, live state, journal phase, the candidate's check and the columns.
+
+    ``backend`` is the gateway's store: a package planned for a database is read there.
 
     Raises:
         FileNotFoundError: no package of that name.
@@ -139,7 +145,7 @@ def load_repair(home: Path, name: str) -> dict[str, Any]:
     plan = pkg.plan
     out["plan"] = redact(msgspec.to_builtins(plan))
     out["plan"].pop("home", None)  # an absolute path of this machine: not the page's business
-    out["state"] = _state(pkg, home)
+    out["state"] = _state(pkg, home, backend)
     try:
         out["check"] = check(pkg.candidate, markers=plan.markers).to_dict()
         out["check"]["file"] = "candidate.jsonl"
@@ -176,9 +182,8 @@ def load_repair(home: Path, name: str) -> dict[str, Any]:
     return out
 
 
-def _state(pkg: Any, home: Path) -> dict[str, Any]:
-    from kurahi.lifecycle.activation import journal_phase
-    from kurahi.lifecycle.activation_state import LiveState
+def _state(pkg: Any, home: Path, backend: Backend | None) -> dict[str, Any]:
+    from kurahi.lifecycle.activation import journal_phase, live_state
 
     state: dict[str, Any] = {}
     try:
@@ -186,7 +191,10 @@ def _state(pkg: Any, home: Path) -> dict[str, Any]:
     except (KurahiError, OSError) as exc:
         state["phase"] = f"unreadable journal: {exc}"
     try:
-        live = LiveState(pkg, home)
+        store = getattr(pkg.plan, "backend", None)
+        if store is not None and (backend is None or backend.describe() != store):
+            raise UsageError(f"planned for the store {store}, which this gateway does not serve")
+        live = live_state(pkg, home, backend if store is not None else None)
         state["catalogEntry"] = str(live.entry_state())
         state["target"] = str(live.target_state())
     except (KurahiError, OSError) as exc:

@@ -294,7 +294,7 @@ def install(
     @app.get("/ui/api/repairs/{name}", include_in_schema=False)
     async def repair(name: FolderName, s: ViewerSession = seen) -> dict[str, Any]:
         try:
-            return await run_in_threadpool(repairs_data.load_repair, home, name)
+            return await run_in_threadpool(repairs_data.load_repair, home, name, gateway.backend)
         except FileNotFoundError:
             raise HTTPError(404, "unknown_repair", f"no activation package {name!r} under repairs/") from None
 

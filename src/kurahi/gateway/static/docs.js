@@ -1,70 +1,55 @@
-// The API reference: reads /openapi.json and lists every operation. Schema text is set with
-// textContent only, so nothing in the schema can become markup.
-const el = (tag, text, cls) => {
-  const node = document.createElement(tag);
-  if (text !== undefined) node.textContent = text;
-  if (cls) node.className = cls;
-  return node;
-};
+// Starts Swagger UI (swagger-ui-bundle.js, vendored: static/swagger/vendor.json) on the gateway's
+// own schema. A file of its own because the page's policy allows no inline script.
+"use strict";
 
-function operation(path, method, op) {
-  const box = el("section", undefined, "op");
-  const h = el("h3");
-  h.append(el("span", method.toUpperCase(), `method ${method}`), el("span", path));
-  box.append(h);
-  if (op.summary) box.append(el("p", op.summary));
-  if (op.description && op.description !== op.summary) box.append(el("p", op.description));
-  const secured = op.security === undefined ? "bearer token" : op.security.length ? "bearer token" : "no credential";
-  box.append(el("p", `Credential: ${secured}`));
-  if (op.parameters && op.parameters.length) {
-    const t = el("table");
-    const head = el("tr");
-    head.append(el("th", "parameter"), el("th", "in"), el("th", "required"));
-    t.append(head);
-    for (const p of op.parameters) {
-      const row = el("tr");
-      row.append(el("td", p.name), el("td", p.in), el("td", p.required ? "yes" : "no"));
-      t.append(row);
-    }
-    box.append(t);
-  }
-  if (op.requestBody) {
-    const details = el("details");
-    details.append(el("summary", "request body"), el("pre", JSON.stringify(op.requestBody, null, 2)));
-    box.append(details);
-  }
-  const answers = el("details");
-  answers.append(el("summary", `answers: ${Object.keys(op.responses || {}).join(", ")}`));
-  answers.append(el("pre", JSON.stringify(op.responses || {}, null, 2)));
-  box.append(answers);
-  return box;
-}
+// The curl command Swagger UI prints after "Execute" would spell out the token, on screen and in
+// any screenshot or copy of it: the Authorization header is shown as a placeholder instead (the
+// request itself is sent unchanged).
+const HideTokenInCurl = (system) => ({
+  wrapComponents: {
+    curl: (Original) => (props) => {
+      const request = props.request;
+      const shown =
+        request && typeof request.hasIn === "function" && request.hasIn(["headers", "Authorization"])
+          ? request.setIn(["headers", "Authorization"], "Bearer <token>")
+          : request;
+      return system.React.createElement(Original, { ...props, request: shown });
+    },
+  },
+});
 
-async function main() {
-  const main = document.getElementById("ops");
-  try {
-    const r = await fetch("/openapi.json", { credentials: "omit" });
-    if (!r.ok) throw new Error(`GET /openapi.json answered ${r.status}`);
-    const schema = await r.json();
-    main.replaceChildren();
-    const byTag = new Map();
-    for (const [path, ops] of Object.entries(schema.paths || {})) {
-      for (const [method, op] of Object.entries(ops)) {
-        const tag = (op.tags && op.tags[0]) || "other";
-        if (!byTag.has(tag)) byTag.set(tag, []);
-        byTag.get(tag).push(operation(path, method, op));
-      }
+window.ui = SwaggerUIBundle({
+  url: "/openapi.json",
+  dom_id: "#swagger-ui",
+  presets: [SwaggerUIBundle.presets.apis],
+  plugins: [HideTokenInCurl],
+  layout: "BaseLayout", // no top bar: this page shows this gateway's schema and no other
+  queryConfigEnabled: false, // a ?url= in the address must not load another schema
+  validatorUrl: null, // the default sends the schema to validator.swagger.io
+  persistAuthorization: false, // the token stays in memory, never in localStorage
+  deepLinking: false, // a deep link is an <a> inside each operation's toggle button: nested controls
+  syntaxHighlight: { activated: true, theme: "idea" }, // dark text on white: the default's colours fail contrast
+  displayRequestDuration: true,
+});
+
+// Accessible names Swagger UI gets wrong, which no stylesheet can fix: the dialog's close button
+// has none, two buttons' names do not contain their visible text, and the token field is named
+// "auth-bearer-value". Set as the dialog is drawn; React leaves attributes it did not change alone.
+const NAMES = [
+  ["button.close-modal", "Close"],
+  ['button[aria-label="Apply credentials"]', "Authorize: apply the credentials"],
+  ['button[aria-label="Remove authorization"]', "Logout: remove the credentials"],
+  ['input[aria-label="auth-bearer-value"]', "Bearer token"],
+];
+
+function name() {
+  const dialog = document.querySelector("#swagger-ui .dialog-ux"); // all four are in the Authorize dialog
+  if (!dialog) return;
+  for (const [selector, label] of NAMES) {
+    for (const node of dialog.querySelectorAll(selector)) {
+      if (node.getAttribute("aria-label") !== label) node.setAttribute("aria-label", label);
     }
-    for (const [tag, boxes] of byTag) {
-      main.append(el("h2", tag), ...boxes);
-    }
-    const schemes = el("details");
-    schemes.append(el("summary", "security schemes"));
-    schemes.append(el("pre", JSON.stringify((schema.components || {}).securitySchemes || {}, null, 2)));
-    main.append(el("h2", "security"), schemes);
-  } catch (err) {
-    main.replaceChildren(el("p", `The schema could not be read: ${err.message}`));
   }
 }
 
-main();
+new MutationObserver(name).observe(document.getElementById("swagger-ui"), { childList: true, subtree: true });

@@ -48,7 +48,7 @@ from kurahi.store.postgres.migrate import MigrationResult, check_version, migrat
 from kurahi.store.postgres.transcripts import PostgresTranscripts
 
 if TYPE_CHECKING:
-    from kurahi.store.postgres.transcripts import PostgresHandle
+    from kurahi.store.postgres.leases import Leased
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "PostgresAgentStore", "PostgresBackend"]
 
@@ -136,7 +136,7 @@ class PostgresBackend(Backend):
         self._instance = uuid.uuid4().hex
         self.fault_point: Callable[[str], None] = _no_fault
         """Called at named points inside write transactions (tests inject failures here)."""
-        self._held: dict[int, PostgresHandle] = {}
+        self._held: dict[int, Leased] = {}
         self._held_mutex = threading.Lock()
         self._heartbeat: Heartbeat | None = None
         self._liveness: Conn | None = None
@@ -220,12 +220,12 @@ class PostgresBackend(Backend):
                 # rather than after each one expires.
                 conn.execute(SQL_FREE_DEAD_OWNER_LEASES, (self.owner_id,))
 
-    def hold(self, handle: PostgresHandle) -> None:
+    def hold(self, handle: Leased) -> None:
         """Count ``handle``'s lease among those renewed in the background."""
         with self._held_mutex:
             self._held[handle.transcript_id] = handle
 
-    def drop(self, handle: PostgresHandle) -> None:
+    def drop(self, handle: Leased) -> None:
         """Stop renewing ``handle``'s lease."""
         with self._held_mutex:
             if self._held.get(handle.transcript_id) is handle:
@@ -252,7 +252,7 @@ class PostgresBackend(Backend):
                 except (StoreDatabaseError, psycopg.Error):
                     self._drop_liveness()  # the database is away: the next beat tries again
 
-    def _renew_on(self, conn: Conn, held: dict[int, PostgresHandle]) -> None:
+    def _renew_on(self, conn: Conn, held: dict[int, Leased]) -> None:
         kept: set[int] = set()
         with conn.transaction():
             mine = {"owner": self.owner_id, "instance": self.instance, "secs": self.lease_seconds}

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Protocol
 
 __all__ = [
     "SQL_ACQUIRE",
@@ -64,6 +65,7 @@ __all__ = [
     "SQL_RENEW_ALL",
     "SQL_RENEW_OWNER",
     "Heartbeat",
+    "Leased",
 ]
 
 _OWNER_ALIVE = """(o.conn_pid IS NULL OR EXISTS (
@@ -137,6 +139,19 @@ RETURNING 1
 """Extend this process's claim, naming the connection it runs on (the liveness connection, new after a reconnect)."""
 
 SQL_RELEASE_OWNER = "DELETE FROM kurahi.owners WHERE owner_id = %(owner)s AND instance = %(instance)s"
+
+
+class Leased(Protocol):
+    """What holds a lease this process renews: a transcript open for appending, or an activation's claim."""
+
+    transcript_id: int
+    token: int
+
+    def lost(self) -> None:
+        """The renewal found the lease taken over: refuse every later write."""
+
+    def close(self) -> None:
+        """Give the lease up."""
 
 
 class Heartbeat:

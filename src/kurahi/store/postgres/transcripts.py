@@ -34,6 +34,7 @@ from kurahi.store.transcript import Transcript
 
 if TYPE_CHECKING:
     from kurahi.store.postgres.backend import PostgresAgentStore
+    from kurahi.store.postgres.claims import PostgresClaim
 
 __all__ = ["PostgresHandle", "PostgresTranscripts", "split_lines"]
 
@@ -273,6 +274,11 @@ class PostgresHandle(TranscriptHandle):
         """Mark the lease as taken over (the renewal found it gone): every later append is refused."""
         self._lost = True
 
+    @property
+    def fenced(self) -> bool:
+        """See :attr:`TranscriptHandle.fenced`."""
+        return self._lost
+
 
 class PostgresTranscripts(TranscriptStore):
     """An agent's transcripts in the database."""
@@ -347,6 +353,12 @@ class PostgresTranscripts(TranscriptStore):
     def read(self, name: str) -> Transcript:
         """See :meth:`TranscriptStore.read`."""
         return Transcript.from_bytes(self.export(name), name=self.locator(name))
+
+    def claim(self, name: str, *, take_over: bool = False, tag: str | None = None) -> PostgresClaim:
+        """See :meth:`TranscriptStore.claim`: the transcript's lease (:mod:`kurahi.store.postgres.claims`)."""
+        from kurahi.store.postgres.claims import take_claim
+
+        return take_claim(self, check_transcript_name(name), take_over=take_over)
 
     def exists(self, name: str) -> bool:
         """See :meth:`TranscriptStore.exists`."""

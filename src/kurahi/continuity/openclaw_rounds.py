@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from kurahi.continuity.rounds import score_round
 from kurahi.errors import ContinuityError, UsageError
+from kurahi.store.vocab import COMPACTION, MESSAGE
 
 if TYPE_CHECKING:
     from kurahi.continuity.openclaw import _Run
@@ -81,7 +82,7 @@ def _view(run: _Run, key: str, phrases: list[str]) -> dict[str, Any]:
     said = [
         message_text(e["message"]).casefold()
         for e in entries
-        if e.get("type") == "message" and isinstance(e.get("message"), dict) and e["message"].get("role") == "user"
+        if e.get("type") == MESSAGE and isinstance(e.get("message"), dict) and e["message"].get("role") == "user"
     ]
     return {
         "sessionId": lineage.current_session_id,
@@ -90,7 +91,7 @@ def _view(run: _Run, key: str, phrases: list[str]) -> dict[str, Any]:
         "hashes": [_sha(m) for m in messages],
         # From the content: a recorded usage is the model's own count, and a stand-in's is made up.
         "tokens": estimate_content_tokens(messages),
-        "compactions": sum(1 for e in entries if e.get("type") == "compaction"),
+        "compactions": sum(1 for e in entries if e.get("type") == COMPACTION),
         "markers": {h.marker: rep.view_index(h) is not None for h in rep.markers},
         "said": {p: any(p.casefold() in text for text in said) for p in phrases},
     }

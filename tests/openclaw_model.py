@@ -59,6 +59,39 @@ def last_user_text(body: dict[str, Any]) -> str:
     return ""
 
 
+SUMMARY_SECTIONS = (
+    "## Decisions",
+    "## Open TODOs",
+    "## Constraints/Rules",
+    "## Pending user asks",
+    "## Exact identifiers",
+)
+"""The sections OpenClaw 2026.9's compaction safeguard requires of a summary, each once, in this order."""
+
+
+def reply_text(typed: str) -> str:
+    """What the stand-in says back: the typed words, or, asked for a compaction summary, one.
+
+    OpenClaw 2026.9 sends the conversation to summarize in ``<conversation>`` and checks what
+    comes back: the required sections each exactly once, in order, every identifier of the
+    conversation literally, the latest ask reflected, all within its size budget. An echo
+    would repeat a previous summary's headings and outgrow the budget, so the stand-in
+    answers as a model following the instructions would, briefly: the latest user line and
+    every token with a digit in it under ``## Decisions``, the other sections empty. A
+    summary of a split turn's prefix (its own format) gets the latest user line alone.
+    """
+    if not typed.startswith("<conversation>"):
+        return typed
+    asks = [line.strip() for line in typed.splitlines() if line.strip().startswith("[User]:")]
+    latest = asks[-1] if asks else ""
+    if "This is the PREFIX of a turn" in typed:
+        return latest
+    tokens = dict.fromkeys(t.strip(".,;:()[]<>\"'`") for t in typed.split() if any(c.isdigit() for c in t))
+    decisions = "\n".join([latest, " ".join(t for t in tokens if t)])
+    empty = {"## Exact identifiers": "None captured."}
+    return "\n\n".join(f"{h}\n{decisions if i == 0 else empty.get(h, 'None.')}" for i, h in enumerate(SUMMARY_SECTIONS))
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
@@ -86,7 +119,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(400, {"error": {"message": "request body is not a JSON object"}})
             return
         n = self.server.model.record(self.path, body)
-        text = f"{REPLY_PREFIX}{n}: {last_user_text(body)}"
+        said = reply_text(last_user_text(body))
+        # A summary's first heading must start its own line, as a model would write it.
+        text = f"{REPLY_PREFIX}{n}:{chr(10) if said.startswith('#') else ' '}{said}"
         if self.path.endswith("/chat/completions"):
             self._chat(body, n, text)
         elif self.path.endswith("/responses"):

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from kurahi.continuity.openclaw_runtime import free_port
 from openclaw_model import MODEL_ID, StandInModel, request_messages, text_of
 from peer import PEER_DIR
 from tiers import no_peer_in_the_fast_tier
@@ -151,12 +152,6 @@ def require(version: OpenClawVersion) -> None:
     pytest.fail(str(why), pytrace=False)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _tail(path: Path, lines: int = 40) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -213,7 +208,14 @@ class OpenClawPeer:
     the next (:meth:`upgrade_from`). Use it as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, version: OpenClawVersion, root: Path, *, idle_minutes: int = IDLE_MINUTES) -> None:
+    def __init__(
+        self,
+        version: OpenClawVersion,
+        root: Path,
+        *,
+        idle_minutes: int = IDLE_MINUTES,
+        models: Sequence[str] = (MODEL_ID,),
+    ) -> None:
         no_peer_in_the_fast_tier(f"OpenClaw {version}")
         why = unavailable(version)
         if why is not None:
@@ -230,6 +232,8 @@ class OpenClawPeer:
         for folder in (self.home, self.state_dir, self.logs):
             folder.mkdir(parents=True, exist_ok=True)
         self.idle_minutes = idle_minutes
+        self.models = tuple(models)
+        """The stand-in's model ids the config offers (the first is the default)."""
         self.last_turn_at: float | None = None
         """Wall-clock time (``time.time()``) at which the last turn's reply came back."""
         self.model = StandInModel(self.logs / f"model-requests-{version}.jsonl")
@@ -313,14 +317,15 @@ class OpenClawPeer:
             "api": "openai-completions",
             "models": [
                 {
-                    "id": MODEL_ID,
-                    "name": "Stand-in",
+                    "id": model,
+                    "name": "Stand-in" if model == MODEL_ID else f"Stand-in {model}",
                     "reasoning": False,
                     "input": ["text"],
                     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
                     "contextWindow": 128000,
                     "maxTokens": 4096,
                 }
+                for model in self.models
             ],
         }
         config.setdefault("update", {})["checkOnStart"] = False
@@ -335,7 +340,7 @@ class OpenClawPeer:
         config.setdefault("session", {})["reset"] = {"mode": "idle", "idleMinutes": self.idle_minutes}
         defaults = config.setdefault("agents", {}).setdefault("defaults", {})
         defaults["workspace"] = str(self.state_dir / "workspace")
-        defaults["model"] = {"primary": f"standin/{MODEL_ID}"}
+        defaults["model"] = {"primary": f"standin/{self.models[0]}"}
         models = config.setdefault("models", {})
         models["mode"] = "replace"
         models["providers"] = {"standin": provider}
@@ -400,7 +405,7 @@ class OpenClawPeer:
         if self.running:
             return
         self.model.start()
-        self.port = _free_port()
+        self.port = free_port()
         self.write_config()
         out = self._gateway_log.open("ab")
         try:

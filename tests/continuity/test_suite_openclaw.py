@@ -14,9 +14,7 @@ OpenClaw's and an OpenClaw release Kurahi does not know.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,66 +26,13 @@ from kurahi.cli.continuity import _checker
 from kurahi.continuity.openclaw import OpenClawOptions, run_openclaw_suite
 from kurahi.continuity.report import verify_report
 from openclaw_model import MODEL_ID, REPLY_PREFIX
-from openclaw_peer import JSON_ERA, MAIN_KEY, OPENCLAW_VERSIONS, SQLITE_ERA, OpenClawPeer, phrases_in, require
-from peer import PEER_DIR
+from openclaw_peer import JSON_ERA, OPENCLAW_VERSIONS, SQLITE_ERA, phrases_in
+from openclaw_resident import SECOND_MODEL, Resident, kurahi, make_resident
 
 pytestmark = pytest.mark.openclaw
 
-SECOND_MODEL = "stand-in-b"
-DEADLINE = 1200.0
-
-
-@dataclass
-class Resident:
-    """A state dir ready for the suite, with its stand-in model running."""
-
-    peer: OpenClawPeer
-    state: Path
-    env: dict[str, str]
-    binary: str
-    kurahi_home: Path
-
-
-def _binary(version: str) -> str:
-    return str(PEER_DIR / f"openclaw-{version}" / "node_modules" / ".bin" / "openclaw")
-
-
-def make_resident(version: str, root: Path) -> Resident:
-    """An OpenClaw state dir (config, workspace memory) and the environment a user's shell would have.
-
-    The environment is the harness's sealed one (no network, no channels) without the state
-    dir and token: Kurahi sets those itself for the gateway it supervises.
-    """
-    require(version)  # type: ignore[arg-type]
-    peer = OpenClawPeer(version, root)  # type: ignore[arg-type]
-    peer.model.start()
-    config_path = peer.write_config()
-    config = json.loads(config_path.read_text())
-    # OpenClaw's own default workspace (<state>/workspace), so the workspace moves with the dir.
-    config["agents"]["defaults"].pop("workspace")
-    config["gateway"].pop("port")
-    provider = config["models"]["providers"]["standin"]
-    provider["models"].append({**provider["models"][0], "id": SECOND_MODEL, "name": "Stand-in B"})
-    config_path.write_text(json.dumps(config, indent=2) + "\n")
-    # Where each release keeps the default workspace: 2026.5 in the user's home, 2026.9 in the state dir.
-    workspace = peer.home / ".openclaw" / "workspace" if version == JSON_ERA else peer.state_dir / "workspace"
-    (workspace / "memory").mkdir(parents=True)
-    (workspace / "MEMORY.md").write_text("# Memory\n\n- The harbour lantern is painted cobalt blue.\n")
-    (workspace / "memory" / "facts.md").write_text("# Facts\n\n- The orchard gate code is 4471.\n")
-    env = {k: v for k, v in peer.env().items() if k not in ("OPENCLAW_STATE_DIR", "OPENCLAW_GATEWAY_TOKEN")}
-    kurahi_home = root / "kurahi-home"
-    env |= {"KOLO_HOME": str(kurahi_home), "COLUMNS": "200", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-    return Resident(peer, peer.state_dir, env, _binary(version), kurahi_home)
-
-
-def kurahi(res: Resident, *args: str) -> subprocess.CompletedProcess[str]:
-    """``kurahi ARGS`` as the console script runs it, in the resident's environment."""
-    code = "import sys; from kurahi.cli import main; sys.argv[0] = 'kurahi'; sys.exit(main())"
-    out = subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=DEADLINE, env=res.env
-    )
-    assert "Traceback" not in out.stderr, out.stderr
-    return out
+DEFAULT_RESET_KEY = "agent:main:continuity-reset"
+"""What ``--reset-key`` defaults to: a session of the suite's own, so a user's conversations are never reset."""
 
 
 @dataclass
@@ -100,7 +45,8 @@ class EraRun:
 
 @pytest.fixture(scope="module", params=OPENCLAW_VERSIONS)
 def era_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EraRun]:
-    """One supervised run per era: all four disruptions, then reset with --repair."""
+    """One supervised run per era on a fresh resident: all four disruptions, then reset with --repair
+    on the default reset key (no ``--reset-key``: the default must work on each era)."""
     version = request.param
     res = make_resident(version, tmp_path_factory.mktemp(f"openclaw-{version}"))
     out = res.state.parent / "continuity-out"
@@ -108,7 +54,7 @@ def era_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         cli = kurahi(
             res,
             "continuity", "run", "--openclaw", str(res.state), "--openclaw-bin", res.binary,
-            "--disruption", "all,reset", "--repair", "--reset-key", MAIN_KEY, "--out", str(out),
+            "--disruption", "all,reset", "--repair", "--out", str(out),
         )  # fmt: skip
         report = json.loads((out / "continuity-report.json").read_text())
         yield EraRun(res, report, out, cli)
@@ -164,6 +110,7 @@ def test_reset_measured_and_repaired(era_run: EraRun) -> None:
     """The pre-reset marker is in view before, gone after the reset, back after --repair; the request log agrees."""
     reset = era_run.report["body"]["runs"][-1]
     view = reset["view"]
+    assert view["key"] == DEFAULT_RESET_KEY and DEFAULT_RESET_KEY in reset["outcome"]["detail"], reset["outcome"]
     a, b = view["markers"]
     assert view["before"]["markers"] == {a: True, b: False}
     assert view["reset"]["markers"] == {a: False, b: True}

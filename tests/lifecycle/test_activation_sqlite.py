@@ -214,3 +214,67 @@ def test_a_reader_sees_changes_still_in_the_wal_and_changes_no_byte(s: SqliteSet
         assert files(s.home) == before
     finally:
         writer.close()
+
+
+def _row_and_pending(db: Path) -> tuple[dict[str, Any], bool]:
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        from kurahi.store.openclaw_sqlite_write import node_row
+
+        node = node_row(con, "agent:main:main")
+        pending = con.execute(
+            "SELECT 1 FROM session_canonical_validation_pending WHERE session_key = 'agent:main:main'"
+        )
+        assert node is not None
+        return node, pending.fetchone() is not None
+    finally:
+        con.close()
+
+
+def test_the_activated_row_is_settled_as_openclaws_own_writer_leaves_it(s: SqliteSetup, tmp_path: Path) -> None:
+    """OpenClaw reads a session row only at ``entry_valid`` 1; its triggers reset that to 0 on the
+    activation's update. The row must come out valid and, as it was not pending before, not
+    pending (a real OpenClaw's own read of it is in tests/peers/test_openclaw_activated_row.py)."""
+    from kurahi.store.openclaw_sqlite_write import entry_problem
+
+    old, was_pending = _row_and_pending(s.db)
+    assert old["entry_valid"] == 1 and not was_pending
+    assert plan(s, tmp_path / "pkg").exit_code == 0
+    assert cli("apply", str(tmp_path / "pkg"), "--home", str(s.home), "--offline").exit_code == 0
+    new, pending = _row_and_pending(s.db)
+    assert new["current_session_id"] == s.new_sid
+    assert (new["entry_valid"], pending, entry_problem(new)) == (1, False, None)
+    assert cli("rollback", str(tmp_path / "pkg"), "--home", str(s.home), "--offline").exit_code == 0
+    assert _row_and_pending(s.db) == (old, False)
+
+
+def test_a_row_openclaw_had_not_yet_validated_stays_pending_for_it(s: SqliteSetup, tmp_path: Path) -> None:
+    """Kurahi checks only what it changes (the session ids): a key OpenClaw still had to validate stays queued."""
+    con = sqlite3.connect(s.db)
+    con.execute("INSERT INTO session_canonical_validation_pending (session_key) VALUES ('agent:main:main')")
+    con.commit()
+    con.close()
+    content = store_content(s.db)
+    assert plan(s, tmp_path / "pkg").exit_code == 0
+    assert cli("apply", str(tmp_path / "pkg"), "--home", str(s.home), "--offline").exit_code == 0
+    new, pending = _row_and_pending(s.db)
+    assert (new["entry_valid"], pending) == (1, True)
+    assert cli("rollback", str(tmp_path / "pkg"), "--home", str(s.home), "--offline").exit_code == 0
+    assert store_content(s.db) == content
+
+
+def test_a_row_openclaw_would_not_read_is_refused_and_nothing_changes(s: SqliteSetup, tmp_path: Path) -> None:
+    """A row whose entry disagrees with its columns: plan refuses it, and so does the write itself."""
+    from kurahi.errors import SqliteStoreError
+    from kurahi.store.openclaw_sqlite_write import install_session, open_store
+
+    con = sqlite3.connect(s.db)
+    con.execute("UPDATE session_nodes SET updated_at = updated_at + 1")
+    con.commit()
+    con.close()
+    _refused(s, tmp_path, EXIT.INVALID, "is not one OpenClaw reads (entry_json's updatedAt")
+    content = store_content(s.db)
+    lines = s.candidate.read_bytes().decode().splitlines()
+    with open_store(s.db, write=True) as con, pytest.raises(SqliteStoreError, match="would not be one OpenClaw reads"):
+        install_session(con, "agent:main:main", lines, s.old_sid, s.new_sid, 1764489600000)
+    assert store_content(s.db) == content

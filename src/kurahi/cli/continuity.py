@@ -68,7 +68,10 @@ def run_command(
     reset_key: Annotated[
         str | None,
         typer.Option(
-            "--reset-key", help="With --openclaw: the session the reset disruption resets.", show_default=False
+            "--reset-key",
+            help="With --openclaw: the session the reset disruption resets (default agent:<resident>:"
+            "continuity-reset, a session of the suite's own).",
+            show_default=False,
         ),
     ] = None,
 ) -> None:
@@ -78,9 +81,9 @@ def run_command(
     --throwaway) uses the gateway running on KOLO_HOME and its owner token; never a flag.
     """
     if openclaw is not None:
-        if rounds:
-            fail("--rounds runs on Kurahi's own gateway; rounds on an OpenClaw resident are not built yet", EXIT.USAGE)
-        _run_openclaw(openclaw, openclaw_bin, attached, repair, reset_key, resident, disruption, swap_to, out, as_json)
+        _run_openclaw(
+            openclaw, openclaw_bin, attached, repair, reset_key, resident, disruption, rounds, swap_to, out, as_json
+        )
         return
     if openclaw_bin is not None or attached or repair or reset_key is not None:
         fail("--openclaw-bin, --attached, --repair and --reset-key go with --openclaw STATE_DIR", EXIT.INVALID)
@@ -159,6 +162,7 @@ def _run_openclaw(
     reset_key: str | None,
     resident: str,
     disruption: str,
+    rounds: int,
     swap_to: str | None,
     out: Path,
     as_json: bool,
@@ -169,7 +173,7 @@ def _run_openclaw(
 
     four = ["model-swap", "restart", "move", "close"]
     chosen: list[str] = []
-    for d in [d.strip() for d in disruption.split(",") if d.strip()]:
+    for d in [d.strip() for d in disruption.split(",") if d.strip() and d.strip() != "none"]:
         chosen += four if d == "all" else [d]
     with Progress(
         SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err_console.get()
@@ -184,6 +188,7 @@ def _run_openclaw(
             swap_to=swap_to,
             repair=repair,
             reset_key=reset_key,
+            rounds=rounds,
             work_dir=out.absolute(),
             progress=lambda text: bar.update(task, description=text),
         )

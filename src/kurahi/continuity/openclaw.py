@@ -17,9 +17,9 @@ signed), with an OpenClaw gateway as the target:
   (Kurahi's lineage repair and activation for both eras), starts OpenClaw again, reports the
   view once more and takes one turn in the repaired session.
 
-Supervised mode (the default) starts and stops the gateway; attached mode uses a running one
-and skips, with the reason, what it cannot do to a process it does not own (``restart``,
-``move``, the ``repair`` of a ``reset``).
+Supervised mode (the default) starts and stops the gateway; attached mode uses a running one,
+restarts it through OpenClaw's own ``gateway.restart.request``, and skips, with the reason,
+what needs the gateway stopped (``move``, the ``repair`` of a ``reset``).
 """
 
 from __future__ import annotations
@@ -70,6 +70,8 @@ class OpenClawOptions:
     """After a ``reset``: run Kurahi's lineage repair and activation, and report the view again."""
     reset_key: str | None = None
     """The session ``reset`` resets (default ``agent:<id>:continuity-reset``)."""
+    rounds: int = 0
+    """Then this many rounds of compaction, reset and repair (:mod:`kurahi.continuity.openclaw_rounds`)."""
     work_dir: Path | None = None
     """Where the repair's candidate and activation package go (default: a temp dir)."""
     progress: Callable[[str], None] | None = None
@@ -134,7 +136,13 @@ class _Run:
             "probeSessionId": probe.get("sessionId"),
             "job": None,
             "audit": None,
-            "gateway": {"pid": self.rt.pid, "bootId": None, "generation": None, "home": str(self.rt.state_dir)},
+            "gateway": {
+                "pid": self.rt.pid,
+                "bootId": None,
+                "generation": None,
+                "serverStartedAt": self.rt.server_started_ms(),
+                "home": str(self.rt.state_dir),
+            },
         }
 
     # -- disruptions --------------------------------------------------------------------------
@@ -147,9 +155,14 @@ class _Run:
             self.rt.set_model(target)
             detail = f"config.patch: model {current} -> {target}"
             return {"ok": True, "detail": detail, "swapTo": target, "swapFrom": current}
-        if d in ("restart", "move") and not self.rt.supervised:
-            what = "restart a gateway process" if d == "restart" else "move the state dir of a gateway"
-            return {"ok": False, "unsupported": True, "detail": f"attached mode cannot {what} it does not own"}
+        if d == "move" and not self.rt.supervised:
+            detail = "attached mode cannot move the state dir of a gateway it does not own (OpenClaw must be stopped)"
+            return {"ok": False, "unsupported": True, "detail": detail}
+        if d == "restart" and not self.rt.supervised:
+            done = self.rt.request_restart()
+            signal = f", {done['signal']}" if done.get("signal") else ""
+            detail = f"gateway.restart.request: OpenClaw restarted itself (pid {done.get('pid')}{signal})"
+            return {"ok": True, "detail": detail, "requestedAt": done["requestedAt"]}
         if d == "restart":
             before = self.rt.pid
             self.rt.stop()
@@ -241,15 +254,19 @@ class _Run:
         if not self.rt.supervised:
             ev["view"]["repairSkipped"] = "attached mode cannot stop the gateway for an activation"
             return {"ok": True, "detail": detail + "; repair skipped (attached)"}
-        repaired = self._repair(key, [a, b])
+        repaired = self.repair(key, [a, b])
         ev["view"]["repair"] = repaired
         ev["view"]["repaired"] = self.view([a, b])
         check_phrase = _phrase("CHECK")
         ev["view"]["confirm"] = {"phrase": check_phrase, "reply": self.rt.turn(key, f"Do you remember? {check_phrase}")}
         return {"ok": True, "detail": detail + f"; repaired: {repaired['steps']}"}
 
-    def _repair(self, key: str, markers: list[str]) -> dict[str, Any]:
-        """Kurahi's lineage repair: stitch the key's lineage into C, plan and apply the activation."""
+    def repair(self, key: str, markers: list[str], *, live_only: bool = False) -> dict[str, Any]:
+        """Kurahi's lineage repair: stitch the key's lineage into C, plan and apply the activation.
+
+        ``live_only``: stitch the key's live session alone (across its in-transcript resets,
+        2026.9), for a session that an earlier repair already made the whole path.
+        """
         import tempfile
 
         from kurahi.gateway.activation_host import OfflineHost
@@ -265,24 +282,15 @@ class _Run:
         work.mkdir(parents=True)
         lineage = find_lineage(self.rt.state_dir, agent=self.agent, key=key)
         candidate = work / "C.jsonl"
-        stitched = stitch([p.source for p in lineage.pieces], candidate)
+        sources = [p.source for p in lineage.pieces]
+        if live_only:
+            live = [p.source for p in lineage.pieces if p.session_id == lineage.current_session_id]
+            sources = live[-1:] or sources
+        stitched = stitch(sources, candidate)
         pkg = plan_activation(self.rt.state_dir, self.agent, key, candidate, work / "package", markers=markers)
         res = apply_package(pkg.root, self.rt.state_dir, OfflineHost(self.rt.state_dir))
         steps = [str(s) for s in res.to_dict().get("steps") or []]
-        try:
-            self.rt.start()
-        except ContinuityError as exc:
-            # 2026.9 validates a changed session row when it starts; under load its
-            # validation worker can give up and the gateway asks for its own doctor. That
-            # is OpenClaw's repair path, run as it says, and recorded.
-            if "openclaw doctor --fix" not in str(exc):
-                raise
-            self.say("reset: OpenClaw asked for `openclaw doctor --fix`; running it")
-            done = self.rt.cli("doctor", "--fix", "--non-interactive", deadline=600)
-            if done.returncode != 0:
-                raise ContinuityError(f"openclaw doctor --fix failed (exit {done.returncode})") from exc
-            steps.append("openclaw doctor --fix (the gateway asked for it: session row pending validation)")
-            self.rt.start()
+        self.rt.start()
         return {
             "pieces": [p.kind for p in lineage.pieces],
             "stitchedLines": stitched.identical_lines,
@@ -376,13 +384,21 @@ def run_openclaw_suite(opts: OpenClawOptions, *, check_manifest: ManifestCheck) 
         ContinuityError: the gateway did not start (before any disruption; later it makes
             the report INCOMPLETE instead).
     """
+    from kurahi.continuity.openclaw_rounds import check_rounds_target, run_openclaw_rounds
+
     bad = [d for d in opts.disruptions if d not in OPENCLAW_DISRUPTIONS]
     if bad:
         raise UsageError(f"unknown disruption {bad[0]!r}; use {', '.join(OPENCLAW_DISRUPTIONS)} or all")
+    if opts.rounds < 0:
+        raise UsageError(f"--rounds must be 0 or more, not {opts.rounds}")
+    if not opts.disruptions and not opts.rounds:
+        raise UsageError("nothing to run: no disruption and no rounds")
     state = open_state(opts.state_dir, opts.resident)
     binary = which_openclaw(opts.binary)
-    rt = OpenClawRuntime(binary, state.root, supervised=opts.supervised)
+    rt = OpenClawRuntime(binary, state.root, supervised=opts.supervised, config=state.config)
     state = open_state(opts.state_dir, opts.resident, rt.version)
+    if opts.rounds:
+        check_rounds_target(opts.supervised, rt.version)
     key = observer_key()
     run = _Run(opts, state, rt, key)
     created = _now_iso()
@@ -402,6 +418,13 @@ def run_openclaw_suite(opts: OpenClawOptions, *, check_manifest: ManifestCheck) 
                 break
             ev["invariants"] = score(ev, threshold=0.8, check_manifest=check_manifest)
             runs.append(ev)
+        rounds: list[dict[str, Any]] = []
+        if opts.rounds and interrupted is None:
+            try:
+                run_openclaw_rounds(run, opts.rounds, rounds)
+            except (KurahiError, OSError, KeyError, TypeError, ValueError) as exc:
+                interrupted = {"disruption": "rounds", "reason": f"{type(exc).__name__}: {exc}"}
+                run.say(f"rounds: interrupted: {exc}")
         body: dict[str, Any] = {
             "suite": SUITE,
             "version": VERSION,
@@ -414,6 +437,8 @@ def run_openclaw_suite(opts: OpenClawOptions, *, check_manifest: ManifestCheck) 
             "observerKey": str(key.path) if key.path else None,
             "runs": runs,
         }
+        if opts.rounds:
+            body["rounds"] = rounds
         if interrupted is not None:
             body["interrupted"] = interrupted
         return finish_report(body, _signer(key))

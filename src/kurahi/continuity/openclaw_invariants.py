@@ -5,7 +5,9 @@ memory files, role, the observer's signature, the leak scan). Where it differs, 
 says so:
 
 - **C0** a ``close`` or ``reset`` is proven by the session id changing (2026.5: a new
-  session) or by one more ``reset`` entry in the session's transcript (2026.9 keeps the id).
+  session) or by one more ``reset`` entry in the session's transcript (2026.9 keeps the id);
+  a ``restart`` by a new gateway pid (supervised) or, when the pid is not Kurahi's (attached),
+  by a gateway server that started after the restart was asked for (``/readyz``'s uptime).
 - **C2** memory is *retained* when no memory file was lost or changed; OpenClaw may add one
   (its session-memory hook writes ``memory/<date>-*.md`` on a reset), which is listed.
 - **C3** a wrong gateway token must be refused by OpenClaw (its ``AUTH_TOKEN_MISMATCH``).
@@ -57,6 +59,34 @@ def _c0_boundary(ev: dict[str, Any]) -> Result:
     if sb and sb == sa and ra > rb:
         return _r("C0", "pass", f"session {sb} kept; reset entries {rb} -> {ra}")
     return _r("C0", "fail", f"nothing was reset: session {sb} -> {sa}, reset entries {rb} -> {ra}")
+
+
+def _c0_restart(ev: dict[str, Any]) -> Result:
+    """C0 for a restart: a new pid, else a gateway server that started after the restart was asked for.
+
+    The pid is known in supervised mode; in attached mode it is not Kurahi's, and the server's
+    start comes from ``/readyz``'s uptime.
+    """
+    gb, ga = ev["before"]["gateway"], ev["after"]["gateway"]
+    if gb.get("pid") and ga.get("pid"):
+        ok = gb["pid"] != ga["pid"]
+        return _r("C0", "pass" if ok else "fail", f"gateway pid {gb['pid']} -> {ga['pid']}")
+    sb, sa, asked = gb.get("serverStartedAt"), ga.get("serverStartedAt"), ev["outcome"].get("requestedAt")
+    if not (isinstance(sa, int) and isinstance(asked, int)):
+        why = "OpenClaw published no server start time (/readyz uptimeMs) and the pid is not Kurahi's"
+        return _r("C0", "skip", f"the restart cannot be proven: {why}")
+    ago = f"started {_ms_iso(sb)} -> {_ms_iso(sa)}, restart asked at {_ms_iso(asked)}"
+    if sa > asked and (not isinstance(sb, int) or sa > sb):
+        return _r("C0", "pass", f"the gateway server answering after is a new one ({ago})")
+    return _r("C0", "fail", f"the gateway server answering after started before the restart was asked for ({ago})")
+
+
+def _ms_iso(ms: Any) -> str:
+    from datetime import UTC, datetime
+
+    if not isinstance(ms, int):
+        return "unknown"
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _c2(ev: dict[str, Any]) -> Result:
@@ -163,6 +193,8 @@ def score_openclaw(ev: dict[str, Any], *, threshold: float, check_manifest: Mani
         return [_r(cid, "skip", why) for cid in INVARIANTS]
     if ev["disruption"] in ("close", "reset"):
         c0 = _c0_boundary(ev) if ev["outcome"].get("ok") else _c0(ev)
+    elif ev["disruption"] == "restart" and ev["outcome"].get("ok"):
+        c0 = _c0_restart(ev)
     else:
         c0 = _c0(ev)
     return [

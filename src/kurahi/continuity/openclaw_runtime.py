@@ -9,7 +9,11 @@ free port with ``OPENCLAW_STATE_DIR`` set, and a gateway token it draws for the 
 is passed in the environment (``OPENCLAW_GATEWAY_TOKEN``) of the gateway and of each CLI call,
 never on a command line, never in a file. **Attached**: the gateway already runs; the CLI
 finds it as the user's own CLI does (the config's port, ``OPENCLAW_GATEWAY_PORT``) with the
-user's ``OPENCLAW_GATEWAY_TOKEN``.
+user's ``OPENCLAW_GATEWAY_TOKEN``, and a restart is OpenClaw's own ``gateway.restart.request``.
+
+Both releases answer ``/readyz`` without a token with the gateway server's ``uptimeMs``, which
+starts again at every restart, in process or not: the time the serving server started
+(:meth:`OpenClawRuntime.server_started_ms`) is what proves a restart Kurahi did not do itself.
 """
 
 from __future__ import annotations
@@ -30,7 +34,15 @@ from typing import Any
 
 from kurahi.errors import ContinuityError, UsageError
 
-__all__ = ["KNOWN_VERSIONS", "OpenClawRuntime", "openclaw_version", "which_openclaw"]
+__all__ = [
+    "DEFAULT_PORT",
+    "KNOWN_VERSIONS",
+    "OpenClawRuntime",
+    "attached_port",
+    "free_port",
+    "openclaw_version",
+    "which_openclaw",
+]
 
 KNOWN_VERSIONS = ("2026.5.28", "2026.9.6")
 """OpenClaw releases whose state dirs and surfaces Kurahi has been run against."""
@@ -38,6 +50,8 @@ KNOWN_VERSIONS = ("2026.5.28", "2026.9.6")
 START_DEADLINE = 180.0
 CALL_DEADLINE = 180.0
 STOP_DEADLINE = 60.0
+DEFAULT_PORT = 18789
+"""The port both known releases listen on when neither the config nor the environment names one."""
 _VERSION = re.compile(r"\b(\d{4}\.\d{1,2}\.\d{1,2})\b")
 _TOKEN_ENV = "OPENCLAW_GATEWAY_TOKEN"
 
@@ -63,7 +77,8 @@ def openclaw_version(binary: str) -> str:
     return version
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (for a gateway about to bind it)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -97,7 +112,15 @@ class OpenClawRuntime:
         logs: where the gateway's output and each call's stderr go (a private temp dir by default).
     """
 
-    def __init__(self, binary: str, state_dir: Path, *, supervised: bool, logs: Path | None = None) -> None:
+    def __init__(
+        self,
+        binary: str,
+        state_dir: Path,
+        *,
+        supervised: bool,
+        logs: Path | None = None,
+        config: dict[str, Any] | None = None,
+    ) -> None:
         self.binary = binary
         self.version = openclaw_version(binary)
         self.state_dir = state_dir
@@ -112,6 +135,7 @@ class OpenClawRuntime:
             if not given:
                 raise UsageError(f"attached mode needs the gateway's token in {_TOKEN_ENV} (never a flag)")
             self.token = given
+            self.port = attached_port(config or {}, where=state_dir / "openclaw.json")
         self.outputs: list[tuple[str, str]] = []
         """``(what, text)`` of everything OpenClaw printed to the suite, for the leak scan."""
         self._proc: subprocess.Popen[bytes] | None = None
@@ -145,7 +169,7 @@ class OpenClawRuntime:
         """
         if self._proc is not None:
             return
-        self.port = _free_port()
+        self.port = free_port()
         log = self.logs / "gateway.log"
         with log.open("ab") as out:
             self._proc = subprocess.Popen(
@@ -182,6 +206,49 @@ class OpenClawRuntime:
                 self.kill()
                 raise ContinuityError(f"the OpenClaw gateway was not ready in {START_DEADLINE:.0f} s:\n{_tail(log)}")
             time.sleep(0.25)  # a poll interval; readiness is decided by /readyz above
+
+    def server_started_ms(self) -> int | None:
+        """When the gateway server now answering started (ms since the epoch), from ``/readyz``.
+
+        ``None`` when it does not answer ready, or publishes no ``uptimeMs``.
+        """
+        import httpx
+
+        if not self.port:
+            return None
+        try:
+            r = httpx.get(f"http://127.0.0.1:{self.port}/readyz", timeout=5, trust_env=False)
+            uptime = r.json().get("uptimeMs") if r.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        if isinstance(uptime, bool) or not isinstance(uptime, int | float):
+            return None
+        return time.time_ns() // 1_000_000 - int(uptime)
+
+    def request_restart(self) -> dict[str, Any]:
+        """Restart the gateway through OpenClaw's own ``gateway.restart.request``.
+
+        It returns once a gateway server that started after the request answers ready, with
+        ``requestedAt`` (ms), ``startedAt`` (the new server's start, ms) and what OpenClaw
+        answered (``pid``, ``signal``).
+
+        Raises:
+            ContinuityError: OpenClaw refused, or no restarted server was ready in time.
+        """
+        asked = time.time_ns() // 1_000_000
+        doc = self.call("gateway.restart.request", {"reason": "kurahi continuity suite: restart"})
+        answer: dict[str, Any] = {}
+        if isinstance(doc, dict) and isinstance(doc.get("restart"), dict):
+            answer = doc["restart"]
+        end = time.monotonic() + START_DEADLINE
+        while (started := self.server_started_ms()) is None or started <= asked:
+            if time.monotonic() > end:
+                raise ContinuityError(
+                    f"OpenClaw accepted gateway.restart.request but no restarted gateway was ready in "
+                    f"{START_DEADLINE:.0f} s (port {self.port})"
+                )
+            time.sleep(0.25)  # a poll interval; the restart is decided by the server's start time
+        return {"requestedAt": asked, "startedAt": started, "pid": answer.get("pid"), "signal": answer.get("signal")}
 
     def stop(self) -> int | None:
         """SIGTERM the gateway and wait for it (kill its group past the deadline)."""
@@ -278,6 +345,20 @@ class OpenClawRuntime:
         doc = self.call("sessions.reset", {"key": key, "reason": "reset"})
         return doc if isinstance(doc, dict) else {}
 
+    def compact(self, key: str) -> dict[str, Any]:
+        """Compact session ``key`` as OpenClaw's user does: ``openclaw sessions compact KEY``.
+
+        That is its ``sessions.compact`` RPC; the configured model writes the summary.
+
+        Raises:
+            ContinuityError: OpenClaw refused or the compaction failed (its own message).
+        """
+        res = self.cli("sessions", "compact", key, "--json", deadline=CALL_DEADLINE)
+        doc = _json_in(res.stdout)
+        if res.returncode != 0 or (isinstance(doc, dict) and doc.get("ok") is False):
+            raise ContinuityError(f"OpenClaw refused to compact {key}: {_refusal(doc, res)}")
+        return doc if isinstance(doc, dict) else {}
+
     def user_reset(self, key: str) -> str:
         """Reset ``key`` as its user does: ``/reset`` typed into the session (2026.9), else the RPC.
 
@@ -324,6 +405,33 @@ def _refusal(doc: Any, res: subprocess.CompletedProcess[str]) -> str:
         return str(err["message"])[:300]
     lines = [ln for ln in (res.stderr or "").splitlines() if ln.strip()]
     return (lines[-1] if lines else res.stdout.strip()[-300:]) or f"exit {res.returncode}"
+
+
+def attached_port(config: dict[str, Any], *, where: Path | str = "openclaw.json") -> int:
+    """The port a running gateway listens on, found as OpenClaw's CLI finds it.
+
+    ``OPENCLAW_GATEWAY_PORT``, else ``gateway.port`` of the state dir's config (``config``,
+    as :func:`~kurahi.continuity.openclaw_manifest.open_state` read it; ``where`` names it in
+    an error), else :data:`DEFAULT_PORT`.
+
+    Raises:
+        UsageError: a port that is not a number from 1 to 65535.
+    """
+    given: Any = os.environ.get("OPENCLAW_GATEWAY_PORT")
+    named = "OPENCLAW_GATEWAY_PORT"
+    if not given:
+        gateway = config.get("gateway")
+        given = gateway.get("port") if isinstance(gateway, dict) else None
+        named = f"{where}: gateway.port"
+    if given is None or given == "":
+        return DEFAULT_PORT
+    try:
+        port = int(given)
+    except (TypeError, ValueError):
+        port = 0
+    if isinstance(given, bool) or not 0 < port < 65536:
+        raise UsageError(f"{named}: {given!r} is not a port")
+    return port
 
 
 def which_openclaw(given: str | None) -> str:

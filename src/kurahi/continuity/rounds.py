@@ -64,9 +64,8 @@ _FILLER = (
 )
 
 Call = Callable[..., Any]
-"""``ctx.json(method, path, **kw)``: an authenticated JSON call to the gateway."""
-Raw = Callable[..., Any]
-"""``ctx.call(method, path, **kw)``: the same, returning the response."""
+"""An authenticated call to the gateway, ``(method, path, **kw)``: ``ctx.json`` (the decoded
+answer) and ``ctx.call`` (the response itself) both have this shape."""
 
 
 def _key(agent: str) -> str:
@@ -103,7 +102,7 @@ def _parent_id(header: dict[str, Any]) -> str | None:
     return name[: -len(".jsonl")] if name.endswith(".jsonl") else name
 
 
-def _transcript(raw: Raw, agent: str, **params: str) -> bytes:
+def _transcript(raw: Call, agent: str, **params: str) -> bytes:
     r = raw("GET", f"/api/agents/{agent}/session/transcript", params=params)
     if r.status_code != 200:
         raise ContinuityError(f"GET transcript {params}: HTTP {r.status_code}: {r.text[:300]}")
@@ -120,7 +119,7 @@ def _user_texts(data: bytes) -> list[str]:
     ]
 
 
-def _walk_lineage(raw: Raw, agent: str, start: bytes, phrases: list[str], limit: int) -> dict[str, Any]:
+def _walk_lineage(raw: Call, agent: str, start: bytes, phrases: list[str], limit: int) -> dict[str, Any]:
     """Follow ``parentSession`` back from ``start`` to the user message that first said each phrase.
 
     Summaries that carry a phrase do not count: this asks whether the original statement is
@@ -147,7 +146,7 @@ def _context(data: bytes, where: Path) -> list[Any]:
 
 def run_rounds(
     call: Call,
-    raw: Raw,
+    raw: Call,
     agent: str,
     rounds: int,
     *,

@@ -183,10 +183,19 @@ def read_preconditions(con: Any, db: Path, key: str) -> tuple[SqlitePrecondition
 
     Raises:
         ActivationError: no such key in the store.
+        SqliteStoreError: the key's row is not a session entry OpenClaw reads.
     """
     node = oc.node_row(con, key)
     if node is None:
         raise ActivationError(f"{db}: no session key {key!r} in session_nodes; nothing to activate over")
+    problem = oc.entry_problem(node)
+    if problem is not None:
+        # Activation changes only the row's session ids, so OpenClaw would refuse the new row too.
+        raise SqliteStoreError(
+            f"the session row of {key} is not one OpenClaw reads ({problem}); "
+            "let OpenClaw repair it first (`openclaw doctor --fix`), then plan again",
+            path=db,
+        )
     sid = node["current_session_id"]
     count, last, sha, _ = oc.session_digest(con, sid)
     pre = SqlitePreconditions(

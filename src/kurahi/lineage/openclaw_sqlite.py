@@ -8,8 +8,10 @@ and ``*.jsonl`` files. The tables used here:
 - ``session_windows``: one row per session id; ``previous_session_id`` links an idle or daily
   rollover to the session it replaced.
 - ``transcript_events``: ``(session_id, seq, event_json)``, one Pi-style entry per row, seq 0
-  the session header. Exporting a session writes each ``event_json`` text as it is stored,
-  one per line, so the result is a JSONL transcript the store can open.
+  the session header. Exporting a session writes each ``event_json`` text as it is stored
+  (a large event, stored zstd-compressed in ``event_zstd``, inflated to the same bytes: see
+  :mod:`kurahi.store.openclaw_sqlite_events`), one per line, so the result is a JSONL
+  transcript the store can open.
 
 Every function reads through :func:`~kurahi.store.openclaw_sqlite_snapshot.open_store_snapshot`:
 a private copy of the store, so not one byte of the state directory changes (``-wal`` and
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.errors import TranscriptReadError, UsageError
+from kurahi.store.openclaw_sqlite_events import EVENT_COLUMNS, event_bytes
 from kurahi.store.openclaw_sqlite_snapshot import (
     DEFAULT_BUSY_TIMEOUT,
     StoreSnapshot,
@@ -190,16 +193,16 @@ def export_session_jsonl(
 
     Raises:
         UsageError: the store has no events for ``session_id``.
-        TranscriptReadError: as for :func:`list_sqlite_sessions`; also when an event is stored
-            zstd-compressed (not supported here) or its JSON text spans several lines.
+        TranscriptReadError: as for :func:`list_sqlite_sessions`; also when an event has no
+            text, a zstd-compressed one does not inflate to its recorded size, or its JSON text
+            spans several lines.
     """
     path = _db_path(store)
     with _reading(store, busy_timeout) as conn:
         conn.text_factory = bytes  # the stored bytes exactly, not a decode/encode round trip
         try:
             rows = conn.execute(
-                "SELECT seq, event_json, event_zstd IS NOT NULL FROM transcript_events "
-                "WHERE session_id = ? ORDER BY seq",
+                f"SELECT seq, {EVENT_COLUMNS} FROM transcript_events WHERE session_id = ? ORDER BY seq",
                 (session_id,),
             ).fetchall()
         finally:
@@ -207,10 +210,8 @@ def export_session_jsonl(
     if not rows:
         raise UsageError(f"{path}: no transcript events for session {session_id!r}")
     out = bytearray()
-    for seq, text, compressed in rows:
-        if not isinstance(text, bytes):
-            what = "is stored zstd-compressed (not supported)" if compressed else "has no event_json"
-            raise TranscriptReadError(f"session {session_id}: event seq {seq} {what}", path=path)
+    for seq, stored, zstd, size in rows:
+        text = event_bytes(stored, zstd, size, where=f"session {session_id}: event seq {seq}", path=path)
         if b"\n" in text:
             raise TranscriptReadError(
                 f"session {session_id}: event seq {seq} spans several lines; it cannot be one JSONL line as stored",

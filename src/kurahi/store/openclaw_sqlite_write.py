@@ -17,7 +17,22 @@ pointed at it; the old session's rows stay untouched (the new window names it as
 - ``session_transcript_fts_rows`` + ``session_transcript_fts``: the search rows of each
   user or assistant message with text;
 - ``session_nodes``: ``current_session_id`` and every ``sessionId`` inside ``entry_json``
-  that named the old session; OpenClaw's own triggers mark the entry for revalidation.
+  that named the old session, then settled as OpenClaw's own entry writer settles it (below).
+
+Settling the row. OpenClaw's triggers answer any change of a ``session_nodes`` row by
+setting ``entry_valid`` to 0 and adding the key to ``session_canonical_validation_pending``.
+OpenClaw reads a row only with ``entry_valid`` 1 (``validateCanonicalSessionRow``; anything
+else is "invalid persisted session row requires repair ... run openclaw doctor --fix"), and
+only its schema upkeep on a writable open settles rows left at 0, so a read-only reader (the
+CLI's ``openclaw sessions``) or a gateway whose first read comes before that upkeep refuses
+the store. OpenClaw's writer (``writeSessionEntry``) therefore, in the transaction that
+wrote the entry, sets ``entry_valid`` to 1 for an entry that parses as a session entry
+(``parseSqliteSessionEntryRecord``: a JSON object whose ``sessionId`` is the row's
+``current_session_id`` and whose numeric ``updatedAt`` is the row's ``updated_at``), then
+validates the row and takes its key off the pending list. :func:`install_session` does the
+same, with one difference: it takes the key off the list only when it was not on it before
+the transaction. Kurahi changes nothing in the row but session ids, so a row OpenClaw had
+already validated stays validated; one OpenClaw had not yet validated stays for OpenClaw.
 
 Some CHECK constraints call ``octet_length()``, which SQLite gained in 3.43: on an older
 library :func:`register_octet_length` supplies it with SQLite's semantics.
@@ -28,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import secrets
 import sqlite3
@@ -38,6 +54,7 @@ from typing import Any
 from urllib.parse import quote
 
 from kurahi.errors import SqliteSchemaError, SqliteStoreBusyError, SqliteStoreError
+from kurahi.store.openclaw_sqlite_events import EVENT_COLUMNS, event_bytes
 from kurahi.store.openclaw_sqlite_snapshot import KNOWN_SCHEMA_VERSIONS as SNAPSHOT_SCHEMA_VERSIONS
 from kurahi.store.openclaw_sqlite_snapshot import open_store_snapshot
 from kurahi.store.vocab import MESSAGE
@@ -45,6 +62,7 @@ from kurahi.store.vocab import MESSAGE
 __all__ = [
     "KNOWN_SCHEMA_VERSIONS",
     "content_sha256",
+    "entry_problem",
     "install_session",
     "node_row",
     "octet_length",
@@ -218,14 +236,15 @@ def session_digest(con: sqlite3.Connection, session_id: str) -> tuple[int, int, 
     """``(event count, last seq, sha256 of the events' text, last entry id)`` of one session."""
     h = hashlib.sha256()
     count, last, leaf = 0, -1, None
-    for seq, text in con.execute(
-        "SELECT seq, event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (session_id,)
+    db = con.execute("PRAGMA database_list").fetchone()[2] or ":memory:"
+    for seq, text, zstd, size in con.execute(
+        f"SELECT seq, {EVENT_COLUMNS} FROM transcript_events WHERE session_id = ? ORDER BY seq", (session_id,)
     ):
         count, last = count + 1, seq
-        data = (text or "").encode("utf-8", "surrogatepass")
+        data = event_bytes(text, zstd, size, where=f"session {session_id}: event seq {seq}", path=db)
         h.update(f"{seq}:{len(data)}:".encode() + data)
         with contextlib.suppress(ValueError, TypeError):
-            obj = json.loads(text)
+            obj = json.loads(data)
             if isinstance(obj, dict) and isinstance(obj.get("id"), str) and seq > 0:
                 leaf = obj["id"]
     return count, last, h.hexdigest(), leaf
@@ -293,15 +312,42 @@ def _swap_ids(value: Any, old: str, new: str) -> Any:
     return value
 
 
+def entry_problem(node: dict[str, Any]) -> str | None:
+    """Why OpenClaw would not take ``node`` (a ``session_nodes`` row) as a session entry, or ``None``.
+
+    The rule OpenClaw applies before it sets ``entry_valid`` to 1 (2026.9.6,
+    ``parseSqliteSessionEntryRecord``): ``entry_json`` is a JSON object, its ``sessionId`` a
+    string equal to ``current_session_id``, its ``updatedAt`` a finite number equal to
+    ``updated_at``.
+    """
+    try:
+        entry = json.loads(node.get("entry_json") or "")
+    except ValueError:
+        return "entry_json is not JSON"
+    if not isinstance(entry, dict):
+        return "entry_json is not a JSON object"
+    sid, updated = entry.get("sessionId"), entry.get("updatedAt")
+    if not isinstance(sid, str):
+        return "entry_json has no string sessionId"
+    if isinstance(updated, bool) or not isinstance(updated, int | float) or not math.isfinite(updated):
+        return "entry_json has no numeric updatedAt"
+    if sid != node.get("current_session_id"):
+        return f"entry_json names session {sid}, current_session_id is {node.get('current_session_id')}"
+    if updated != node.get("updated_at"):
+        return f"entry_json's updatedAt {updated} is not the row's updated_at {node.get('updated_at')}"
+    return None
+
+
 def install_session(
     con: sqlite3.Connection, key: str, lines: Sequence[str], old_sid: str, new_sid: str, now_ms: int
 ) -> None:
     """Write ``lines`` as session ``new_sid`` and point ``key`` at it, in one transaction.
 
     ``lines`` is a transcript, header first, its header id already ``new_sid`` (see the
-    module docstring for the rows written).
+    module docstring for the rows written and how the key's row is settled).
 
     Raises:
+        SqliteStoreError: the key's row would not be a session entry OpenClaw reads; rolled back.
         sqlite3.Error: anything SQLite refuses; the transaction is rolled back.
     """
     con.execute("BEGIN IMMEDIATE")
@@ -380,12 +426,37 @@ def _insert_rows(con: sqlite3.Connection, key: str, lines: Sequence[str], old: s
     con.execute("INSERT INTO transcript_rewrite_watermarks VALUES (?, ?, ?)", (new, secrets.token_hex(16), now))
     node = node_row(con, key)
     assert node is not None
+    was_pending = _pending(con, key)
     entry_json = json.dumps(
         _swap_ids(json.loads(node["entry_json"]), old, new), ensure_ascii=False, separators=(",", ":")
     )
     con.execute(
         "UPDATE session_nodes SET current_session_id = ?, entry_json = ? WHERE session_key = ?", (new, entry_json, key)
     )
+    _settle(con, key, was_pending)
+
+
+def _pending(con: sqlite3.Connection, key: str) -> bool:
+    found = con.execute("SELECT 1 FROM session_canonical_validation_pending WHERE session_key = ?", (key,))
+    return found.fetchone() is not None
+
+
+def _settle(con: sqlite3.Connection, key: str, was_pending: bool) -> None:
+    # After the triggers have reset entry_valid and queued the key: what OpenClaw's own entry
+    # writer does next in its transaction (see the module docstring).
+    node = node_row(con, key)
+    assert node is not None
+    problem = entry_problem(node)
+    if problem is not None:
+        raise SqliteStoreError(
+            f"the session row of {key} would not be one OpenClaw reads ({problem}); nothing was changed",
+            path=con.execute("PRAGMA database_list").fetchone()[2] or None,
+        )
+    # Updating entry_valid alone fires no trigger that resets it (they watch entry_json,
+    # current_session_id and updated_at).
+    con.execute("UPDATE session_nodes SET entry_valid = 1 WHERE session_key = ?", (key,))
+    if not was_pending:
+        con.execute("DELETE FROM session_canonical_validation_pending WHERE session_key = ?", (key,))
 
 
 def uninstall_session(

@@ -21,29 +21,17 @@ import json
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
+from _browser import ARGS, start_gateway
 
-from kurahi.gateway.lock import gateway_info
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
 
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 DRAWN = """(n) => new Promise((done) => {
   const look = () => document.querySelectorAll("#swagger-ui .opblock").length >= n
     ? done(performance.now()) : requestAnimationFrame(look);
@@ -52,21 +40,6 @@ DRAWN = """(n) => new Promise((done) => {
 TRANSFER = """() => performance.getEntriesByType("resource")
   .concat(performance.getEntriesByType("navigation"))
   .reduce((s, e) => s + e.transferSize, 0)"""
-
-
-def start(home: Home, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "KOLO_HOME": str(home.root)}
-    env.pop("KOLO_GATEWAY_TOKEN", None)
-    out = log.open("ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kurahi.cli", "gateway", "run", "--port", "0"], stdout=out, stderr=out, env=env
-    )
-    deadline = time.monotonic() + 120
-    while (info := gateway_info(home.lock)) is None or info.pid != proc.pid:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"the gateway did not start: see {log}")
-        time.sleep(0.05)
-    return proc
 
 
 def summary(xs: list[float]) -> dict[str, float]:
@@ -84,11 +57,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         home = Home(Path(tmp) / "home")
         init_home(home.root, "alice", marker="ALICE-7F3A")
-        proc = start(home, Path(tmp) / "gateway.log")
+        proc, url = start_gateway(home, Path(tmp) / "gateway.log")
         try:
-            info = gateway_info(home.lock)
-            assert info is not None
-            url = f"http://127.0.0.1:{info.port}"
             schema = httpx.get(f"{url}/openapi.json").json()
             ops = sum(1 for p in schema["paths"].values() for m in p if m in ("get", "post", "put", "delete", "patch"))
             runs: dict[str, list[dict[str, Any]]] = {"cold": [], "warm": []}

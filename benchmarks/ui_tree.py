@@ -31,14 +31,13 @@ import os
 import shutil
 import signal
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from kurahi.gateway.lock import gateway_info
+from _browser import ARGS, start_gateway
+
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
 from kurahi.store.catalog import Catalog
@@ -48,16 +47,6 @@ from kurahi.testing_sessions import write_session
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench-data" / "ui-tree"
 KEY = "agent:alice:big"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SCROLL = """async ([step, frames]) => {
   const box = document.getElementById("tree");
   const long = [];
@@ -91,21 +80,6 @@ def make_home(entries: int) -> Home:
     return home
 
 
-def start(home: Home) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "KOLO_HOME": str(home.root)}
-    env.pop("KOLO_GATEWAY_TOKEN", None)
-    log = (DATA / "gateway.log").open("ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kurahi.cli", "gateway", "run", "--port", "0"], stdout=log, stderr=log, env=env
-    )
-    deadline = time.monotonic() + 120
-    while (info := gateway_info(home.lock)) is None or info.pid != proc.pid:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"the gateway did not start: see {DATA / 'gateway.log'}")
-        time.sleep(0.05)
-    return proc
-
-
 def frames(gaps: list[float]) -> dict[str, float]:
     g = sorted(gaps)
     return {
@@ -129,15 +103,12 @@ def main() -> int:
 
     home = make_home(a.entries)
     token = home.token_file.read_text().strip()
-    proc = start(home)
+    proc, url = start_gateway(home, DATA / "gateway.log")
     out: dict[str, Any] = {
         "entries": a.entries,
         "bytes": sum(p.stat().st_size for p in home.root.glob("agents/alice/sessions/*.jsonl")),
     }
     try:
-        info = gateway_info(home.lock)
-        assert info is not None
-        url = f"http://127.0.0.1:{info.port}"
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=a.chromium, args=ARGS)
             page = browser.new_page(viewport={"width": 1366, "height": 900})
@@ -179,10 +150,7 @@ def main() -> int:
             browser.close()
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
-        proc = start(home)
-        info = gateway_info(home.lock)
-        assert info is not None
-        url = f"http://127.0.0.1:{info.port}"
+        proc, url = start_gateway(home, DATA / "gateway.log")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=a.chromium, args=ARGS)
             page = browser.new_page(viewport={"width": 1366, "height": 900})

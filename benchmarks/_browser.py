@@ -12,12 +12,13 @@ import sys
 import time
 from pathlib import Path
 
+from kurahi.gateway.lock import gateway_info
+from kurahi.resident.home import Home
+
 _TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path[:0] = [str(_TESTS), str(_TESTS / "ui")]  # ui_server imports the tests' gateways module
 
-from kurahi.gateway.lock import gateway_info
-from kurahi.resident.home import Home
-from ui_server import CHROMIUM_ARGS as ARGS
+from ui_server import CHROMIUM_ARGS as ARGS  # noqa: E402
 
 __all__ = ["ARGS", "start_gateway"]
 

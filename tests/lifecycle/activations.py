@@ -10,9 +10,9 @@ from typing import Any
 
 from kurahi.errors import GatewayStopError
 from kurahi.gateway.activation_host import OfflineHost
-from kurahi.lifecycle.activation_state import live_file_name
 from kurahi.resident.init import init_home
 from kurahi.store.audit_file import AuditChain, chain_path
+from kurahi.store.backend import transcript_name
 from kurahi.store.catalog import Catalog
 from kurahi.store.transcript import Transcript
 from kurahi.testing import build_session
@@ -102,7 +102,7 @@ class FakeHost(OfflineHost):
     def read_live_transcript(self, agent: str, key: str) -> bytes:
         self.calls.append("read")
         sessions = self.root / "agents" / agent / "sessions"
-        name = live_file_name(Catalog(sessions / "sessions.json").get(key))
+        name = transcript_name(Catalog(sessions / "sessions.json").get(key))
         assert name is not None
         return (sessions / name).read_bytes()
 

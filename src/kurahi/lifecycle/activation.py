@@ -49,8 +49,8 @@ from kurahi.lifecycle.activation_plan import (
     project,
     projection_dict,
 )
-from kurahi.lifecycle.activation_state import LiveState, State, live_file_name
-from kurahi.store.backend import Backend
+from kurahi.lifecycle.activation_state import LiveState, State
+from kurahi.store.backend import Backend, transcript_name
 from kurahi.store.file_backend import FileAgentStore
 
 __all__ = [
@@ -499,7 +499,7 @@ def _validate(pkg: Package, live: LiveState, host: Host, through_gateway: bool) 
         data = host.read_live_transcript(plan.agent, plan.key)
         source = "gateway"
     else:
-        name = live_file_name(live.entry())
+        name = transcript_name(live.entry())
         data = live.transcript_bytes(name) if name else b""
         source = "files" if isinstance(live.store, FileAgentStore) else "store"
     try:

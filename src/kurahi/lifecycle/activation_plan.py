@@ -34,8 +34,7 @@ from kurahi.lifecycle.activation_package import (
     now_iso,
     write_package_file,
 )
-from kurahi.lifecycle.activation_state import live_file_name
-from kurahi.store.backend import AgentStore, Backend
+from kurahi.store.backend import AgentStore, Backend, transcript_name
 from kurahi.store.catalog import find_catalogs, validate_key
 from kurahi.store.catalog_format import validate_agent_id
 from kurahi.store.file_backend import FileBackend
@@ -146,7 +145,7 @@ def plan_activation(
         cand_sha = copy_durably(Path(candidate), cand)
         session_id, compactions, projection = check_candidate(cand, Path(candidate), markers)
         old_entry = store.catalog.get(key)
-        live_name = live_file_name(old_entry)
+        live_name = transcript_name(old_entry)
         live = FileState(live_name, _sha_or_absent(store, live_name) if live_name else ABSENT)
         target_name = f"{session_id}.jsonl"
         target_sha = _sha_or_absent(store, target_name)

@@ -31,7 +31,7 @@ from kurahi.lifecycle.activation_package import ABSENT, Package, entry_sha256
 from kurahi.store import fsio
 from kurahi.store.backend import AgentStore, CatalogEntry, TranscriptClaim
 
-__all__ = ["LiveState", "State", "live_file_name"]
+__all__ = ["LiveState", "State"]
 
 
 class State(StrEnum):
@@ -45,21 +45,6 @@ class State(StrEnum):
     """The activated session, used since (catalog clocks moved, or turns appended)."""
     OTHER = "other"
     """Neither: someone else changed it."""
-
-
-def live_file_name(entry: dict[str, Any] | None) -> str | None:
-    """The transcript a catalog entry points at, as a name in its store.
-
-    ``sessionFile`` may be absolute and name where the state directory used to live (OpenClaw
-    writes absolute paths): only its last component counts, as for a moved state directory.
-    """
-    if entry is None:
-        return None
-    name = entry.get("sessionFile")
-    if isinstance(name, str) and name:
-        return os.path.basename(name)
-    sid = entry.get("sessionId")
-    return f"{sid}.jsonl" if isinstance(sid, str) and sid else None
 
 
 class LiveState:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -91,8 +93,6 @@ def run_command(
 
     with translate_errors():
         require("gateway", "kurahi continuity run")
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
     from kurahi.continuity.suite import DISRUPTIONS, SuiteOptions, report_signer, run_suite
 
     if disruption == "all":
@@ -112,10 +112,7 @@ def run_command(
             for f in fact_list
         ):
             fail(f'{facts}: must be a JSON array of {{"query": ..., "expect": ...}}', EXIT.INVALID)
-    with Progress(
-        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err_console.get()
-    ) as bar:
-        task = bar.add_task("continuity suite", total=None)
+    with _progress("continuity suite") as progress:
         opts = SuiteOptions(
             throwaway=throwaway,
             resident=resident,
@@ -124,7 +121,7 @@ def run_command(
             facts=fact_list,
             chat=chat or throwaway,
             rounds=rounds,
-            progress=lambda text: bar.update(task, description=text),
+            progress=progress,
         )
         with translate_errors():
             report = run_suite(opts, check_manifest=_checker(), signer_for=report_signer)
@@ -154,6 +151,18 @@ def _print_report(report: dict[str, Any], out: Path, as_json: bool) -> None:
         raise typer.Exit(EXIT.FAILED)
 
 
+@contextlib.contextmanager
+def _progress(title: str) -> Iterator[Callable[[str], None]]:
+    """A spinner on stderr for a suite run; yields the callback that says what it is doing now."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err_console.get()
+    ) as bar:
+        task = bar.add_task(title, total=None)
+        yield lambda text: bar.update(task, description=text)
+
+
 def _run_openclaw(
     state_dir: Path,
     binary: str | None,
@@ -167,18 +176,13 @@ def _run_openclaw(
     out: Path,
     as_json: bool,
 ) -> None:
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
     from kurahi.continuity.openclaw import OpenClawOptions, run_openclaw_suite
 
-    four = ["model-swap", "restart", "move", "close"]
+    four = list(OpenClawOptions.disruptions)  # "all": the four the default runs (reset is asked for by name)
     chosen: list[str] = []
     for d in [d.strip() for d in disruption.split(",") if d.strip() and d.strip() != "none"]:
         chosen += four if d == "all" else [d]
-    with Progress(
-        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err_console.get()
-    ) as bar:
-        task = bar.add_task("continuity suite (OpenClaw)", total=None)
+    with _progress("continuity suite (OpenClaw)") as progress:
         opts = OpenClawOptions(
             state_dir=state_dir,
             resident="main" if resident == "alice" else resident,
@@ -190,7 +194,7 @@ def _run_openclaw(
             reset_key=reset_key,
             rounds=rounds,
             work_dir=out.absolute(),
-            progress=lambda text: bar.update(task, description=text),
+            progress=progress,
         )
         with translate_errors():
             report = run_openclaw_suite(opts, check_manifest=_checker())

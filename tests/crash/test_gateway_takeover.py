@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,20 +26,11 @@ from multi_gateway_campaign import AGENT, KURAHI, MultiGatewayCampaign
 
 from kurahi.gateway.lock import gateway_info
 from kurahi.resident.home import Home
+from waiting import wait_for
 
 pytestmark = pytest.mark.postgres
 
 KEY = f"agent:{AGENT}:takeover"
-
-
-def wait_for(condition: Callable[[], bool], what: str, *, limit: float = 60.0) -> None:
-    """Poll ``condition`` until it holds (the limit only stops a hung test; it is not a timing assertion)."""
-    deadline = time.monotonic() + limit
-    pause = threading.Event()
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"still waiting for {what} after {limit} s")
-        pause.wait(0.02)
 
 
 class Gateway:

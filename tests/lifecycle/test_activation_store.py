@@ -12,8 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +31,7 @@ from kurahi.store.memory_backend import MemoryBackend
 from kurahi.store.session import Session
 from kurahi.store.transcript import Transcript
 from kurahi.testing import build_session
+from waiting import wait_for
 
 KEY = "agent:alice:main"
 KURAHI = [sys.executable, "-m", "kurahi.cli"]
@@ -219,15 +218,6 @@ def test_a_password_never_goes_on_the_activate_command_line(tmp_path: Path, pg_u
 # -- a gateway on the same database ----------------------------------------------------------------
 
 
-def _wait(condition: Callable[[], bool], what: str, limit: float = 60.0) -> None:
-    deadline = time.monotonic() + limit
-    pause = threading.Event()
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"still waiting for {what} after {limit} s")
-        pause.wait(0.02)
-
-
 @pytest.fixture
 def pg_gateway(tmp_path: Path, pg_url: str) -> Iterator[tuple[Home, httpx.Client, subprocess.Popen[bytes]]]:
     """``kurahi gateway run`` on a home whose sessions live in PostgreSQL (leases ten minutes long, so
@@ -251,7 +241,7 @@ def pg_gateway(tmp_path: Path, pg_url: str) -> Iterator[tuple[Home, httpx.Client
         info = gateway_info(home.lock)
         return info is not None and info.pid == proc.pid
 
-    _wait(listening, "the gateway to listen")
+    wait_for(listening, "the gateway to listen")
     info = gateway_info(home.lock)
     assert info is not None
     token = home.token_file.read_text().strip()
@@ -419,7 +409,7 @@ def test_an_activation_killed_part_way_is_finished_by_a_rerun(tmp_path: Path, pg
     with _pg(pg_url, home, "check") as backend:
         middle = _state(backend.agent("alice"))
     assert middle != before if op == "apply" else middle[1] == before[1]  # it had changed something
-    _wait(_dead_owner_gone(pg_url), "the killed activation to be known dead")
+    wait_for(_dead_owner_gone(pg_url), "the killed activation to be known dead")
     rerun = _kurahi("activate", op, str(pkg), "--home", str(home), "--json", env=env)
     assert rerun.returncode == 0, rerun.stderr
     assert "resume" in json.loads(rerun.stdout)["steps"]

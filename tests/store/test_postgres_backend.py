@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,6 +35,7 @@ from kurahi.store.postgres.logs import PostgresLog
 from kurahi.store.postgres.transcripts import split_lines
 from kurahi.store.session import Session
 from kurahi.testing import BackendConformance
+from waiting import wait_for
 
 
 class TestPostgresBackend(BackendConformance):
@@ -85,16 +85,6 @@ def sql(url: str, query: str, params: Any = None) -> list[tuple[Any, ...]]:
     with psycopg.connect(url, autocommit=True) as conn:
         cur = conn.execute(query, params)
         return cur.fetchall() if cur.description else []
-
-
-def wait_for(condition: Callable[[], bool], what: str, *, limit: float = 30.0) -> None:
-    """Poll ``condition`` until it holds (the limit only stops a hung test; it is not a timing assertion)."""
-    deadline = time.monotonic() + limit
-    pause = threading.Event()
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"still waiting for {what} after {limit} s")
-        pause.wait(0.02)
 
 
 def test_a_stale_writer_is_fenced_off_and_writes_nothing(open_pg: Callable[..., PostgresBackend], pg_url: str) -> None:

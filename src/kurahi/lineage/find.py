@@ -37,14 +37,14 @@ import itertools
 import os
 import re
 import secrets
-from collections.abc import Iterable
 from dataclasses import dataclass, fields, is_dataclass, replace
 from datetime import UTC, datetime
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any
 
 from kurahi.errors import KurahiError, TranscriptError, UsageError
 from kurahi.jsvalues import MISSING, date_ms
+from kurahi.lineage.json_links import RESET_MATCH_WINDOW, FolderIndex, Owner, assign_owners, points_elsewhere
 from kurahi.lineage.openclaw_sqlite import (
     SQLITE_STORE_NAME,
     SqliteNode,
@@ -56,19 +56,11 @@ from kurahi.lineage.openclaw_sqlite import (
 )
 from kurahi.store.catalog import CATALOG_NAME, Catalog, validate_agent_id
 from kurahi.store.fsio import fsync_dir, write_all
-from kurahi.store.listing import locate_transcript
 from kurahi.store.openclaw_sqlite_snapshot import StoreSnapshot, open_store_snapshot
 from kurahi.store.transcript import Transcript, read_transcript_file
 from kurahi.store.vocab import COMPACTION, RESET
 
 __all__ = ["RESET_MATCH_WINDOW", "Boundary", "Lineage", "Piece", "ResetEntry", "export_piece", "find_lineage", "iso"]
-
-RESET_MATCH_WINDOW = 5.0
-"""Seconds a ``.reset.<ts>`` stamp may precede the next piece's header time and still link."""
-
-_NAME = re.compile(r"^(?P<sid>.+?)\.jsonl(?:\.(?P<what>reset|deleted)\.(?P<ts>[^/]+))?$")
-_SAME = "same session id as a linked piece"
-_STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})T(\d{2})-(\d{2})-(\d{2})(\.\d+)?Z$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +101,15 @@ class Piece:
     """Lines the reader skipped or read leniently."""
     db_path: str | None = None
     """The SQLite store, for a SQLite piece."""
+    confidence: str = "recorded"
+    """How sure the link is: ``recorded``, ``matched`` (the reset-archive rule) or ``guess`` (clocks alone)."""
+    current: bool = False
+    """Whether this is the session the key points at now."""
 
     @property
     def sort_ms(self) -> int:
-        """The time the piece is ordered by: first entry, else header, else archive stamp."""
-        for value in (self.first_ms, self.header_ms, self.archived_ms):
+        """The time the piece is ordered by: when the session started (its header), else its first entry."""
+        for value in (self.header_ms, self.first_ms, self.archived_ms):
             if value is not None:
                 return value
         return 0
@@ -154,6 +150,8 @@ class Lineage:
     boundaries: tuple[Boundary, ...]
     unlinked: tuple[str, ...]
     notes: tuple[str, ...]
+    moved_from: str | None = None
+    """The catalog's absolute ``sessionFile`` when it names a place outside this state dir (moved)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Return the lineage as a JSON-ready dict (camelCase names, ISO-8601 UTC times)."""
@@ -198,12 +196,6 @@ def _ms(value: Any) -> int | None:
     return int(ms) if ms is not None else None
 
 
-def _stamp_ms(stamp: str) -> int | None:
-    """``2026-11-30T08-24-46.695Z`` (an archive suffix) as epoch milliseconds."""
-    m = _STAMP.match(stamp)
-    return _ms(f"{m[1]}T{m[2]}:{m[3]}:{m[4]}{m[5] or ''}Z") if m else None
-
-
 def _measure(t: Transcript, source: str, session_id: str, kind: str, rules: list[str], **extra: Any) -> Piece:
     times: list[int | None] = []
     compactions = 0
@@ -243,116 +235,39 @@ def _measure(t: Transcript, source: str, session_id: str, kind: str, rules: list
     )
 
 
-class _Files:
-    """The transcripts of one sessions folder, by session id."""
+def _json_pieces(
+    index: FolderIndex,
+    owners: dict[Path, Owner],
+    live: dict[str, Path],
+    key: str,
+    skip: set[str],
+    notes: list[str],
+) -> list[Piece]:
+    """The key's file pieces (:mod:`kurahi.lineage.json_links` decided whose each file is).
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.by_sid: dict[str, list[tuple[Path, str, int | None]]] = {}
-        for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-            m = _NAME.match(path.name)
-            if m is None or not path.is_file():
-                continue
-            what = m["what"]
-            kind = f"{what}-archive" if what else "transcript"
-            stamp = _stamp_ms(m["ts"]) if m["ts"] else None
-            self.by_sid.setdefault(m["sid"], []).append((path, kind, stamp))
-
-    def all(self) -> Iterable[tuple[str, Path, str, int | None]]:
-        for sid, files in self.by_sid.items():
-            for path, kind, stamp in files:
-                yield sid, path, kind, stamp
-
-
-def _json_pieces(folder: Path, key: str, entry: dict[str, Any], anchors: list[Piece], notes: list[str]) -> list[Piece]:
-    """The key's file pieces; ``anchors`` are pieces already found elsewhere (the SQLite store).
-
-    A session id an anchor has is not read again from a file, but reset archives are matched
-    against the anchors' header times too: after OpenClaw 2026.9's doctor imports a 2026.5
-    directory, the pre-reset ``.reset.<ts>`` archive stays in ``sessions/`` while the session
-    that followed it lives in the store.
+    A session id in ``skip`` (the SQLite store has it: an upgraded dir) is not read again from
+    a file.
     """
-    skip = {p.session_id for p in anchors}
-    files = _Files(folder)
-    found: dict[Path, list[str]] = {}
-    queue: list[tuple[str, str]] = []
-    live, exists = locate_transcript(folder, entry)
-    if live is not None and exists:
-        written = entry.get("sessionFile")
-        named = isinstance(written, str) and PurePath(written).name == live.name
-        found[live] = ["catalog sessionFile" if named else "catalog sessionId"]
-    elif live is not None:
-        notes.append(f"{key}: the catalog names {live}, which does not exist")
-    for field, rule in (("sessionId", "catalog sessionId"), ("previousSessionId", "catalog previousSessionId")):
-        if isinstance(entry.get(field), str):
-            queue.append((entry[field], rule))
-    pieces: dict[Path, Piece] = {}
-    checked: set[str] = set()
-    while True:
-        while queue:
-            sid, rule = queue.pop(0)
-            for path, kind, _ in files.by_sid.get(sid, []) if sid not in skip else []:
-                if rule == _SAME and path in found:
-                    continue  # a piece is not linked to itself
-                why = rule if kind == "transcript" else f"archive of {sid}"
-                if why not in found.setdefault(path, []):
-                    found[path].append(why)
-        for path in [p for p in found if p not in pieces]:
-            opened = _open_file(path, found[path], files, live, notes)
-            if opened is None:
-                continue
-            pieces[path], parent = opened
-            queue.append((pieces[path].session_id, _SAME))
-            if parent:
-                queue.append((parent, "header parentSession"))
-        if not queue and not _match_reset_archives(files, [*pieces.values(), *anchors], found, checked):
-            break
-    return [replace(p, found_by=tuple(found[path])) for path, p in pieces.items() if p.session_id not in skip]
-
-
-def _open_file(
-    path: Path, rules: list[str], files: _Files, live: Path | None, notes: list[str]
-) -> tuple[Piece, str | None] | None:
-    """Measure one file; also return the session id its header's ``parentSession`` names."""
-    kind = "live" if path == live else next((k for _, p, k, _ in files.all() if p == path), "transcript")
-    m = _NAME.match(path.name)
-    stamp = _stamp_ms(m["ts"]) if m and m["ts"] else None
-    try:
-        with Transcript.open(path) as t:
-            piece = _measure(t, str(path), t.session_id, kind, rules, archived_ms=stamp)
-            parent = t.header.get("parentSession")
-    except TranscriptError as exc:
-        notes.append(f"skipped {path}: {exc.detail}")
-        return None
-    if not isinstance(parent, str) or not parent or "\0" in parent:
-        return piece, None
-    # Pi writes the parent's file path; a bare session id is accepted too.
-    name = PurePath(parent).name
-    named = _NAME.match(name)
-    return piece, named["sid"] if named else name
-
-
-def _match_reset_archives(files: _Files, pieces: list[Piece], found: dict[Path, list[str]], checked: set[str]) -> bool:
-    """Apply the reset-time heuristic to each piece not yet checked; whether it linked one."""
-    added = False
-    for piece in pieces:
-        if piece.source in checked or piece.header_ms is None:
+    paths = [path for path, owner in owners.items() if owner.key == key]
+    if key in live and live[key] not in paths:
+        paths.append(live[key])  # a transcript several keys share is still each one's live session
+    pieces = []
+    for path in paths:
+        info = next(f for f in index.files if f.path == path)
+        if info.sid in skip:
             continue
-        checked.add(piece.source)
-        best: tuple[int, Path] | None = None
-        for _, cand, kind, stamp in files.all():
-            if kind != "reset-archive" or stamp is None or cand in found:
-                continue
-            lag = piece.header_ms - stamp
-            if 0 <= lag <= RESET_MATCH_WINDOW * 1000 and (best is None or stamp > best[0]):
-                best = (stamp, cand)
-        if best is not None:
-            lag = piece.header_ms - best[0]
-            found[best[1]] = [
-                "reset time = next header time" if lag == 0 else f"reset time {lag / 1000:g} s before next header"
-            ]
-            added = True
-    return added
+        owner = owners.get(path)
+        rules = owner.rules if owner is not None and owner.key == key else ["catalog sessionFile"]
+        confidence = owner.confidence if owner is not None and owner.key == key else "recorded"
+        kind = "live" if path == live.get(key) else info.kind
+        try:
+            with Transcript.open(path) as t:
+                piece = _measure(t, str(path), t.session_id, kind, rules, archived_ms=info.stamp_ms)
+        except TranscriptError as exc:
+            notes.append(f"skipped {path}: {exc.detail}")
+            continue
+        pieces.append(replace(piece, confidence=confidence))
+    return pieces
 
 
 def _sqlite_pieces(
@@ -427,7 +342,9 @@ def find_lineage(state_dir: str | os.PathLike[str], *, agent: str | None = None,
         TranscriptReadError: the SQLite store is unreadable, corrupt or locked.
         CatalogError: ``sessions.json`` does not parse or cannot be read.
     """
-    root = Path(state_dir)
+    # Absolute, so a file reached through the catalog and through a listing is one path
+    # (a relative --state-dir listed the live transcript twice); links are not resolved.
+    root = Path(os.path.abspath(state_dir))
     if not root.is_dir():
         raise UsageError(
             f"{root}: {'not a directory' if root.exists() else 'no such directory'} (expected a state directory)"
@@ -472,15 +389,24 @@ def _find(
     if snap is not None:
         pieces, unlinked = _sqlite_pieces(snap, nodes, key, agent, notes)
         current = nodes[key].current_session_id if key in nodes else None
+    moved_from: str | None = None
     if folder is not None:
         entry = catalog.get(key, {})
-        json_pieces = _json_pieces(folder, key, entry, pieces, notes)
+        index = FolderIndex(folder)
+        anchors = [(s.session_key, s.created_at) for s in list_sqlite_sessions(snap) if s.session_key] if snap else []
+        owners, live = assign_owners(index, catalog, anchors, notes)
+        json_pieces = _json_pieces(index, owners, live, key, {p.session_id for p in pieces}, notes)
         if current is None and isinstance(entry.get("sessionId"), str):
             current = entry["sessionId"]
+        if key not in live and entry and snap is None:
+            notes.append(f"{key}: the catalog names no transcript that exists in {folder}")
+        moved_from = points_elsewhere(folder, entry)
         pieces += json_pieces
-        referenced = {e.get("sessionId") for e in catalog.values()}
-        linked = {p.source for p in pieces}
-        unlinked += [str(p) for sid, p, _, _ in _Files(folder).all() if str(p) not in linked and sid not in referenced]
+        unlinked += [str(f.path) for f in index.files if f.path not in owners and f.path not in live.values()]
+    live_source = next((p.source for p in pieces if p.kind == "live"), None)
+    pieces = [
+        replace(p, current=(p.source == live_source) if live_source else (p.session_id == current)) for p in pieces
+    ]
     pieces.sort(key=lambda p: (p.sort_ms, p.source))
     return Lineage(
         state_dir=str(root),
@@ -492,6 +418,7 @@ def _find(
         boundaries=tuple(_boundaries(pieces)),
         unlinked=tuple(unlinked),
         notes=tuple(notes),
+        moved_from=moved_from,
     )
 
 

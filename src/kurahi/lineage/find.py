@@ -37,6 +37,7 @@ import itertools
 import os
 import re
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass, fields, is_dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,7 +61,19 @@ from kurahi.store.openclaw_sqlite_snapshot import StoreSnapshot, open_store_snap
 from kurahi.store.transcript import Transcript, read_transcript_file
 from kurahi.store.vocab import COMPACTION, RESET
 
-__all__ = ["RESET_MATCH_WINDOW", "Boundary", "Lineage", "Piece", "ResetEntry", "export_piece", "find_lineage", "iso"]
+__all__ = [
+    "RESET_MATCH_WINDOW",
+    "AgentState",
+    "Boundary",
+    "Lineage",
+    "Piece",
+    "ResetEntry",
+    "export_piece",
+    "find_lineage",
+    "iso",
+    "list_agents",
+    "open_agent",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,6 +341,95 @@ def _agents(root: Path) -> dict[str, tuple[Path | None, Path | None]]:
     return out
 
 
+def _root(state_dir: str | os.PathLike[str]) -> tuple[Path, dict[str, tuple[Path | None, Path | None]]]:
+    # Absolute, so a file reached through the catalog and through a listing is one path
+    # (a relative --state-dir listed the live transcript twice); links are not resolved.
+    root = Path(os.path.abspath(state_dir))
+    if not root.is_dir():
+        raise UsageError(
+            f"{root}: {'not a directory' if root.exists() else 'no such directory'} (expected a state directory)"
+        )
+    agents = _agents(root)
+    if not agents:
+        raise UsageError(
+            f"{root}: neither a Kurahi home nor an OpenClaw state directory "
+            f"(no agents/<id>/sessions/ and no agents/<id>/agent/{SQLITE_STORE_NAME})"
+        )
+    return root, agents
+
+
+def list_agents(state_dir: str | os.PathLike[str]) -> list[str]:
+    """The agents of a state directory that have sessions (a folder or a SQLite store).
+
+    Raises:
+        UsageError: the directory is missing or neither layout.
+    """
+    return list(_root(state_dir)[1])
+
+
+@dataclass
+class AgentState:
+    """One agent of a state directory, read once: its catalog, sessions folder and store snapshot."""
+
+    root: Path
+    agent: str
+    folder: Path | None
+    catalog: dict[str, Any]
+    snap: StoreSnapshot | None
+    _json: tuple[FolderIndex, dict[Path, Owner], dict[str, Path], list[str]] | None = None
+
+    @property
+    def keys(self) -> list[str]:
+        """Every session key of the agent (catalog and store)."""
+        nodes = list_sqlite_nodes(self.snap) if self.snap is not None else []
+        return sorted({*self.catalog, *(n.session_key for n in nodes)})
+
+    def json_links(self) -> tuple[FolderIndex, dict[Path, Owner], dict[str, Path], list[str]]:
+        """The sessions folder and whose each file is (computed once for every key)."""
+        if self._json is None:
+            assert self.folder is not None
+            index = FolderIndex(self.folder)
+            sessions = list_sqlite_sessions(self.snap) if self.snap is not None else []
+            anchors = [(s.session_key, s.created_at) for s in sessions if s.session_key]
+            notes: list[str] = []
+            owners, live = assign_owners(index, self.catalog, anchors, notes)
+            self._json = (index, owners, live, notes)
+        return self._json
+
+    def lineage(self, key: str | None = None) -> Lineage:
+        """The lineage of ``key`` (default ``agent:<agent>:main`` when present, else the only key)."""
+        return _find(self, key)
+
+    def transcript_bytes(self, piece: Piece) -> bytes:
+        """A piece's transcript: the file's bytes, or a SQLite session exported from this snapshot."""
+        if piece.db_path is not None and self.snap is not None:
+            return export_session_jsonl(self.snap, piece.session_id)
+        return read_transcript_file(piece.source)
+
+
+@contextlib.contextmanager
+def open_agent(state_dir: str | os.PathLike[str], agent: str | None = None) -> Iterator[AgentState]:
+    """Read one agent of a state directory (default the only one); never writes.
+
+    Raises:
+        UsageError: the directory is missing or neither layout; the agent is unknown or ambiguous.
+        TranscriptReadError: the SQLite store is unreadable, corrupt or locked.
+        CatalogError: ``sessions.json`` does not parse or cannot be read.
+    """
+    root, agents = _root(state_dir)
+    if agent is None:
+        if len(agents) > 1:
+            raise UsageError(f"{root}: several agents, pick one with --agent: {', '.join(agents)}")
+        agent = next(iter(agents))
+    if agent not in agents:
+        raise UsageError(f"{root}: no agent {agent!r}; agents present: {', '.join(agents)}")
+    folder, db = agents[agent]
+    catalog = dict(Catalog(folder / CATALOG_NAME).items()) if folder else {}
+    with contextlib.ExitStack() as stack:
+        snap = stack.enter_context(open_store_snapshot(db)) if db is not None else None
+        yield AgentState(root, agent, folder, catalog, snap)
+
+
 def find_lineage(state_dir: str | os.PathLike[str], *, agent: str | None = None, key: str | None = None) -> Lineage:
     """Find every transcript in a session key's lineage, in time order; never writes.
 
@@ -342,35 +444,12 @@ def find_lineage(state_dir: str | os.PathLike[str], *, agent: str | None = None,
         TranscriptReadError: the SQLite store is unreadable, corrupt or locked.
         CatalogError: ``sessions.json`` does not parse or cannot be read.
     """
-    # Absolute, so a file reached through the catalog and through a listing is one path
-    # (a relative --state-dir listed the live transcript twice); links are not resolved.
-    root = Path(os.path.abspath(state_dir))
-    if not root.is_dir():
-        raise UsageError(
-            f"{root}: {'not a directory' if root.exists() else 'no such directory'} (expected a state directory)"
-        )
-    agents = _agents(root)
-    if not agents:
-        raise UsageError(
-            f"{root}: neither a Kurahi home nor an OpenClaw state directory "
-            f"(no agents/<id>/sessions/ and no agents/<id>/agent/{SQLITE_STORE_NAME})"
-        )
-    if agent is None:
-        if len(agents) > 1:
-            raise UsageError(f"{root}: several agents, pick one with --agent: {', '.join(agents)}")
-        agent = next(iter(agents))
-    if agent not in agents:
-        raise UsageError(f"{root}: no agent {agent!r}; agents present: {', '.join(agents)}")
-    folder, db = agents[agent]
-    catalog = dict(Catalog(folder / CATALOG_NAME).items()) if folder else {}
-    with contextlib.ExitStack() as stack:
-        snap = stack.enter_context(open_store_snapshot(db)) if db is not None else None
-        return _find(root, agent, key, folder, catalog, snap)
+    with open_agent(state_dir, agent) as state:
+        return state.lineage(key)
 
 
-def _find(
-    root: Path, agent: str, key: str | None, folder: Path | None, catalog: dict[str, Any], snap: StoreSnapshot | None
-) -> Lineage:
+def _find(state: AgentState, key: str | None) -> Lineage:
+    root, agent, folder, catalog, snap = state.root, state.agent, state.folder, state.catalog, state.snap
     nodes = {n.session_key: n for n in list_sqlite_nodes(snap)} if snap is not None else {}
     keys = sorted({*catalog, *nodes})
     if key is None:
@@ -392,9 +471,8 @@ def _find(
     moved_from: str | None = None
     if folder is not None:
         entry = catalog.get(key, {})
-        index = FolderIndex(folder)
-        anchors = [(s.session_key, s.created_at) for s in list_sqlite_sessions(snap) if s.session_key] if snap else []
-        owners, live = assign_owners(index, catalog, anchors, notes)
+        index, owners, live, link_notes = state.json_links()
+        notes += link_notes
         json_pieces = _json_pieces(index, owners, live, key, {p.session_id for p in pieces}, notes)
         if current is None and isinstance(entry.get("sessionId"), str):
             current = entry["sessionId"]

@@ -320,7 +320,12 @@ def _sqlite_pieces(
             if "header parentSession" not in found.setdefault(parent, []):
                 found[parent].append("header parentSession")
         pieces[sid] = _measure(t, source, sid, "sqlite", [], db_path=str(db))
-    return [replace(p, found_by=tuple(found[sid])) for sid, p in pieces.items()], [
+
+    def confidence(rules: list[str]) -> str:
+        # The doctor did not record which key an orphan came from: main is an inference.
+        return "matched" if all(r.startswith("recovered key") for r in rules) else "recorded"
+
+    return [replace(p, found_by=tuple(found[sid]), confidence=confidence(found[sid])) for sid, p in pieces.items()], [
         sqlite_source(db, o) for o in orphans
     ]
 

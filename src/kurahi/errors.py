@@ -50,6 +50,9 @@ Hierarchy::
     │       ├── GatewayStopError      the gateway did not stop in time (nothing was changed)
     │       ├── OpenClawRunningError  an OpenClaw gateway runs on the state dir (nothing was changed)
     │       └── PreTurnValidationError  the live session did not project as planned (rolled back)
+    │   └── RescueError               bringing a loss back (`kurahi rescue`)
+    │       ├── LossNotFoundError     no loss with that id (or a prefix naming several)
+    │       └── GuessNotAcceptedError a loss linked by clocks alone, not accepted with --accept-guess
     ├── AgentError                    the `agent` room
     │   ├── ProviderError             a model call failed (network, status, malformed reply)
     │   │   ├── ProviderTimeoutError  no answer in time
@@ -109,6 +112,7 @@ __all__ = [
     "GatewayRequestError",
     "GatewayStopError",
     "GatewayUnavailableError",
+    "GuessNotAcceptedError",
     "JournalReadError",
     "JournalWriteError",
     "KurahiError",
@@ -117,6 +121,7 @@ __all__ = [
     "LineageError",
     "LockError",
     "LockHeldError",
+    "LossNotFoundError",
     "ManifestError",
     "MissingExtraError",
     "NotASessionError",
@@ -136,6 +141,7 @@ __all__ = [
     "ProviderError",
     "ProviderTimeoutError",
     "QueueFullError",
+    "RescueError",
     "SchemaVersionError",
     "SecretFileError",
     "SigningKeyError",
@@ -561,6 +567,18 @@ class PreTurnValidationError(ActivationError):
         self.differences = differences
         self.result: dict[str, Any] | None = None
         super().__init__(message + ": " + "; ".join(differences))
+
+
+class RescueError(LifecycleError):
+    """Bringing a loss back could not be done as asked (nothing was changed)."""
+
+
+class LossNotFoundError(RescueError):
+    """No loss with that id in the state directory (or an id prefix that names several)."""
+
+
+class GuessNotAcceptedError(RescueError):
+    """A loss linked by clocks alone; ``--accept-guess ID`` is the user's confirmation."""
 
 
 class AgentError(KurahiError):

@@ -72,8 +72,8 @@ class Stretch:
     """Entry ids of the stretch, in path order."""
     messages: int
     tokens: int
-    texts: list[str]
-    """User and assistant texts (the first and last :data:`_TEXTS_KEPT`)."""
+    texts: list[tuple[str, str]]
+    """``(role, text)`` of user and assistant texts (the first and last :data:`_TEXTS_KEPT`)."""
     ends_with_reset: tuple[str, str | None, int | None] | None = None
     """``(entry id, reason, time)`` of the reset entry that ends the stretch."""
     first_ms: int | None = None
@@ -167,22 +167,22 @@ def runtime_of_state(root: Path, lineage: Lineage) -> str:
 # ---- reading pieces into stretches ------------------------------------------------------
 
 
-_TEXT_TYPES = ("text",)
-
-
-def _texts(message: Any) -> list[str]:
+def _texts(message: Any) -> list[tuple[str, str]]:
+    """``(role, text)`` of a user or assistant message's text parts (OpenClaw's envelope removed)."""
     if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
         return []
+    role = message["role"]
     content = message.get("content")
+    parts: list[str] = []
     if isinstance(content, str):
-        return [content]
-    if isinstance(content, list):
-        return [
+        parts = [content]
+    elif isinstance(content, list):
+        parts = [
             b["text"]
             for b in content
-            if isinstance(b, dict) and b.get("type") in _TEXT_TYPES and isinstance(b.get("text"), str)
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
         ]
-    return []
+    return [(role, strip_envelope(t) if role == "user" else t) for t in parts]
 
 
 def stretches_of(state: AgentState, piece: Piece, notes: list[str]) -> tuple[list[Stretch], set[str]]:

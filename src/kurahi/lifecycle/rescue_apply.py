@@ -219,6 +219,7 @@ def plan_rescue(
     markers: Sequence[str] = (),
     accept_guess: Sequence[str] = (),
     agent: str | None = None,
+    report: RescueReport | None = None,
 ) -> RescuePlan:
     """Build, check and package the repair of one loss; the state dir is only read.
 
@@ -235,7 +236,8 @@ def plan_rescue(
 
     root = Path(os.path.abspath(state_dir))
     refuse_if_openclaw_runs(root)
-    report = find_losses(root, agent=agent)
+    if report is None:
+        report = find_losses(root, agent=agent)
     loss = pick(report, loss_id)
     accepted = _guesses(report, loss, accept_guess)
     same_key = [g for g in report.losses if g.key == loss.key and g.agent == loss.agent]
@@ -354,6 +356,7 @@ def apply_rescue(
     markers: Sequence[str] = (),
     accept_guess: Sequence[str] = (),
     agent: str | None = None,
+    report: RescueReport | None = None,
 ) -> RescueResult:
     """Plan (see :func:`plan_rescue`), apply and verify; the rollback command comes back.
 
@@ -366,11 +369,12 @@ def apply_rescue(
     from kurahi.lifecycle.activation import apply_package, verify_package
 
     root = Path(os.path.abspath(state_dir))
-    if out is None:
+    if report is None:
         report = find_losses(root, agent=agent)
+    if out is None:
         out = default_package_dir(pick(report, loss_id))
         Path(out).parent.mkdir(parents=True, exist_ok=True)
-    plan = plan_rescue(root, loss_id, out, markers=markers, accept_guess=accept_guess, agent=agent)
+    plan = plan_rescue(root, loss_id, out, markers=markers, accept_guess=accept_guess, agent=agent, report=report)
     refuse_if_openclaw_runs(root)
     res = apply_package(plan.package, root, host)
     verified = verify_package(plan.package, root)

@@ -338,3 +338,96 @@ def apply_cmd(
         say("undo with: ", (res.rollback, "bold"))
     if not res.verified:
         raise typer.Exit(EXIT.FAILED)
+
+
+def _prepare(root: Path, loss: Loss, report: RescueReport, folder: Path) -> Path:
+    """Build ``--prepare``'s folder: the loss's candidate and checked markers in ``folder/<id>/``.
+
+    A package too when OpenClaw is stopped and the loss is not a guess; the state is only read.
+    """
+    import msgspec
+
+    from kurahi.errors import OpenClawRunningError
+    from kurahi.lifecycle.rescue_apply import plan_rescue, prepare_candidate, refuse_if_openclaw_runs
+
+    where = folder / loss.id
+    where.mkdir(parents=True, exist_ok=False)
+    prepared = prepare_candidate(root, loss, report, where)
+    (where / "rescue.json").write_bytes(msgspec.json.encode(prepared) + b"\n")
+    try:
+        refuse_if_openclaw_runs(root)
+    except OpenClawRunningError:
+        return where  # a package is planned against a stopped OpenClaw: `rescue apply` makes it then
+    if loss.confidence != "guess":
+        plan_rescue(root, loss.id, where / "package", report=report)
+    return where
+
+
+@app.command("watch")
+def watch_cmd(
+    openclaw: OpenClawOpt = None,
+    home: HomeOpt = None,
+    agent: AgentOpt = None,
+    key: KeyOpt = None,
+    interval: Annotated[float, typer.Option("--interval", min=0.2, help="Seconds between polls.")] = 30.0,
+    on_loss: Annotated[
+        str | None,
+        typer.Option("--on-loss", help="A shell command run for each new loss, the loss as JSON on its stdin."),
+    ] = None,
+    prepare: Annotated[
+        Path | None,
+        typer.Option("--prepare", help="For each new loss, build and check its candidate in DIR/<id>/ (read-only)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per new loss, one per line.")] = False,
+) -> None:
+    """Poll the state read-only and print one line per new loss, until stopped (Ctrl-C or SIGTERM: exit 0).
+
+    Losses already there when it starts are counted on stderr, not printed. An idle resident
+    costs a few stat calls a poll: the state is read again only when a file of it changed.
+    """
+    import json
+    import signal
+    import subprocess
+    import threading
+
+    from kurahi.lifecycle.rescue_watch import Watcher
+
+    root = _one(openclaw, home)
+    if prepare is not None and not prepare.is_dir():
+        fail(f"{prepare}: no such directory (--prepare)", EXIT.NOT_FOUND)
+    stop = threading.Event()
+
+    def _stop(*_: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    watcher = Watcher(root, agent=agent, key=key)
+    with _errors():
+        first = watcher.start()
+    sys.stderr.write(f"watching {root} every {interval:g} s; {len(first.losses)} loss(es) already there\n")
+    sys.stderr.flush()
+    while not stop.wait(interval):
+        with _errors():
+            new = watcher.poll()
+        for loss in new:
+            if as_json:
+                print_json(loss.to_dict())
+            else:
+                say(
+                    f"{_short(loss.at)}  {loss.id}  {loss.agent}  {loss.key}  {loss.kind}  "
+                    f"{loss.lost_messages} msgs left the view  → kurahi rescue apply {loss.id}"
+                )
+            sys.stdout.flush()
+            if prepare is not None and watcher.report is not None:
+                try:
+                    with _errors():
+                        sys.stderr.write(f"prepared {_prepare(root, loss, watcher.report, prepare)}\n")
+                except typer.Exit:
+                    pass  # the error was said; the watch goes on
+            if on_loss is not None:
+                data = json.dumps(loss.to_dict(), ensure_ascii=False).encode("utf-8")
+                done = subprocess.run(on_loss, shell=True, input=data, check=False)
+                if done.returncode != 0:
+                    sys.stderr.write(f"warning: --on-loss exited {done.returncode} for {loss.id}\n")
+            sys.stderr.flush()

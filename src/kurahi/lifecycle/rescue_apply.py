@@ -211,6 +211,89 @@ def default_package_dir(loss: Loss) -> Path:
     return Path(base) / "kurahi" / "rescue" / f"{loss.id}-{stamp}"
 
 
+class Prepared(msgspec.Struct, rename="camel"):
+    """A loss's candidate, built and checked, before any package: what ``rescue watch --prepare`` keeps."""
+
+    loss: Loss
+    candidate: str
+    markers: list[RescueMarker]
+    view_messages: int
+    live_messages: int
+    tokens: int | float
+    window: int
+    not_sent: list[str]
+    accepted_guesses: list[str]
+
+
+def prepare_candidate(
+    root: Path,
+    loss: Loss,
+    report: RescueReport,
+    folder: Path,
+    *,
+    markers: Sequence[str] = (),
+    accepted: Sequence[str] = (),
+) -> Prepared:
+    """Stitch the loss's pieces into ``folder/C.jsonl``, choose markers and check them; reads the state only.
+
+    Raises:
+        StitchError, TranscriptReadError: as stitch and check raise them.
+    """
+    from kurahi.lineage.check import check
+    from kurahi.lineage.stitch import stitch
+
+    same_key = [g for g in report.losses if g.key == loss.key and g.agent == loss.agent]
+    lost_here = [g for g in same_key if g.source in loss.pieces and (g.at or "") >= (loss.at or "")]
+    with open_agent(root, loss.agent) as state:
+        lineage = state.lineage(loss.key)
+        by_source = {p.source: p for p in lineage.pieces}
+        pieces = [by_source[s] for s in loss.pieces]
+        notes: list[str] = []
+        stretch_texts: dict[str, list[tuple[str, str]]] = {}
+        history: list[str] = []
+        live_texts: list[tuple[str, str]] = []
+        for piece in pieces:
+            parts, _ = stretches_of(state, piece, notes)
+            history.extend(t for part in parts for _, t in part.texts)
+            if piece.current:
+                # Only the stretches before its last reset left the view; the last one is the view.
+                stretch_texts[piece.source] = [t for part in parts[:-1] for t in part.texts]
+                live_texts = parts[-1].texts if parts else []
+            else:
+                stretch_texts[piece.source] = [t for part in parts for t in part.texts]
+        candidate = folder / "C.jsonl"
+        with _sources(state, pieces) as files:
+            if len(files) == 1 and not _has_reset(pieces[0]):
+                shutil.copyfile(files[0], candidate)  # a moved dir: the live transcript is the history
+            else:
+                stitch(files, candidate)
+            current = next((p for p in lineage.pieces if p.current), None)
+            live_view = _live_view(state, current, loss) if current is not None else []
+    chosen = _choose(lost_here, stretch_texts, live_texts, _view_text(live_view), history)
+    checked = check(
+        candidate,
+        markers=[m.text for m in chosen] + list(markers),
+        runtime=_RUNTIME_FOR_CHECK[loss.runtime],
+        window=loss.restore.window or 200_000,
+    )
+    hits = {h.marker: checked.view_index(h) is not None for h in checked.markers}
+    final = [RescueMarker(m.text, m.part, m.source, hits.get(m.text, False)) for m in chosen]
+    final += [RescueMarker(t, "user", None, hits.get(t, False)) for t in markers]
+    lost_sources = {m.source for m in final if m.part == "lost" and m.source}
+    back = {m.source for m in final if m.part == "lost" and m.in_view}
+    return Prepared(
+        loss=loss,
+        candidate=str(candidate),
+        markers=final,
+        view_messages=checked.view_messages,
+        live_messages=len(live_view),
+        tokens=checked.tokens,
+        window=checked.window,
+        not_sent=sorted(s for s in lost_sources - back if s),
+        accepted_guesses=list(accepted),
+    )
+
+
 def plan_rescue(
     state_dir: str | os.PathLike[str],
     loss_id: str,
@@ -231,8 +314,6 @@ def plan_rescue(
         StitchError, ActivationError, TranscriptReadError: as the steps raise them.
     """
     from kurahi.lifecycle.activation import plan_activation
-    from kurahi.lineage.check import check
-    from kurahi.lineage.stitch import stitch
 
     root = Path(os.path.abspath(state_dir))
     refuse_if_openclaw_runs(root)
@@ -240,69 +321,33 @@ def plan_rescue(
         report = find_losses(root, agent=agent)
     loss = pick(report, loss_id)
     accepted = _guesses(report, loss, accept_guess)
-    same_key = [g for g in report.losses if g.key == loss.key and g.agent == loss.agent]
-    with open_agent(root, loss.agent) as state:
-        lineage = state.lineage(loss.key)
-        by_source = {p.source: p for p in lineage.pieces}
-        pieces = [by_source[s] for s in loss.pieces]
-        lost_here = [g for g in same_key if g.source in loss.pieces and (g.at or "") >= (loss.at or "")]
-        notes: list[str] = []
-        stretch_texts: dict[str, list[tuple[str, str]]] = {}
-        history: list[str] = []
-        live_texts: list[tuple[str, str]] = []
-        for piece in pieces:
-            parts, _ = stretches_of(state, piece, notes)
-            for part in parts:
-                history.extend(t for _, t in part.texts)
-            stretch_texts[piece.source] = [t for part in parts[:-1] for t in part.texts] if piece.current else []
-            if piece.current:
-                live_texts = parts[-1].texts if parts else []
-            else:
-                stretch_texts[piece.source] = [t for part in parts for t in part.texts]
-        with tempfile.TemporaryDirectory(prefix="kurahi-rescue-c-") as tmp, _sources(state, pieces) as files:
-            candidate = Path(tmp) / "C.jsonl"
-            if len(files) == 1 and not _has_reset(pieces[0]):
-                shutil.copyfile(files[0], candidate)  # a moved dir: the live transcript is the history
-            else:
-                stitch(files, candidate)
-            current = next((p for p in lineage.pieces if p.current), None)
-            live_view = _live_view(state, current, loss) if current is not None else []
-            absent = _view_text(live_view)
-            chosen = _choose(lost_here, stretch_texts, live_texts, absent, history)
-            report_c = check(
-                candidate,
-                markers=[m.text for m in chosen] + list(markers),
-                runtime=_RUNTIME_FOR_CHECK[loss.runtime],
-                window=loss.restore.window or 200_000,
-            )
-            hits = {h.marker: report_c.view_index(h) is not None for h in report_c.markers}
-            final = [RescueMarker(m.text, m.part, m.source, hits.get(m.text, False)) for m in chosen]
-            final += [RescueMarker(t, "user", None, hits.get(t, False)) for t in markers]
-            verified = [m.text for m in final if m.in_view]
-            not_sent = sorted(
-                {m.source for m in final if m.part == "lost" and not m.in_view and m.source}
-                - {m.source for m in final if m.part == "lost" and m.in_view and m.source}
-            )
-            pkg = plan_activation(
-                root, loss.agent, loss.key, candidate, out, markers=verified + [t for t in markers if t not in verified]
-            )
-            plan = pkg.plan
-            return RescuePlan(
-                loss=loss,
-                package=str(pkg.root),
-                candidate_session_id=str(
-                    getattr(plan, "candidate_session_id", None) or getattr(plan, "new_session_id", "")
-                ),
-                runtime=loss.runtime,
-                markers=final,
-                view_messages=report_c.view_messages,
-                live_messages=len(live_view),
-                tokens=report_c.tokens,
-                window=report_c.window,
-                not_sent=not_sent,
-                accepted_guesses=accepted,
-                stitched=list(loss.pieces),
-            )
+    with tempfile.TemporaryDirectory(prefix="kurahi-rescue-c-") as tmp:
+        prep = prepare_candidate(root, loss, report, Path(tmp), markers=markers, accepted=accepted)
+        verified = [m.text for m in prep.markers if m.in_view]
+        # The user's own markers go to the plan even when missing: plan then refuses, naming them.
+        pkg = plan_activation(
+            root,
+            loss.agent,
+            loss.key,
+            prep.candidate,
+            out,
+            markers=verified + [t for t in markers if t not in verified],
+        )
+    plan = pkg.plan
+    return RescuePlan(
+        loss=loss,
+        package=str(pkg.root),
+        candidate_session_id=str(getattr(plan, "candidate_session_id", None) or getattr(plan, "new_session_id", "")),
+        runtime=loss.runtime,
+        markers=prep.markers,
+        view_messages=prep.view_messages,
+        live_messages=prep.live_messages,
+        tokens=prep.tokens,
+        window=prep.window,
+        not_sent=prep.not_sent,
+        accepted_guesses=accepted,
+        stitched=list(loss.pieces),
+    )
 
 
 def _live_view(state: AgentState, current: Piece, loss: Loss) -> list[Any]:

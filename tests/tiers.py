@@ -48,6 +48,7 @@ SLOW_MODULES = frozenset(
         "hostile/test_fuzz_home_files.py",
         "lifecycle/test_activation_crash.py",
         "lifecycle/test_activation_gateway.py",
+        "lifecycle/test_rescue.py",
     }
 )
 """Modules of tests/ whose every test is slow."""

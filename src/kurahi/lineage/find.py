@@ -505,8 +505,17 @@ def _find(state: AgentState, key: str | None) -> Lineage:
     )
 
 
+def _start(p: Piece) -> int | None:
+    """When a piece's own talk begins: its first entry, or its header when that is later.
+
+    A stitched piece starts with entries copied from older pieces, but began when it was stitched.
+    """
+    known = [ms for ms in (p.first_ms, p.header_ms) if ms is not None]
+    return max(known) if known else None
+
+
 def _boundaries(pieces: list[Piece]) -> list[Boundary]:
-    out = [Boundary("between-pieces", a.source, b.source, a.last_ms, b.first_ms) for a, b in itertools.pairwise(pieces)]
+    out = [Boundary("between-pieces", a.source, b.source, a.last_ms, _start(b)) for a, b in itertools.pairwise(pieces)]
     for p in pieces:
         for r in p.reset_entries:
             out.append(Boundary("reset-entry", p.source, p.source, r.before_ms, r.after_ms, r.id, r.reason))

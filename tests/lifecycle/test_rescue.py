@@ -296,3 +296,36 @@ def test_a_state_with_no_loss_exits_0(tmp_path: Path) -> None:
     d.point("agent:main:main", sid, T0)
     out = kurahi("rescue", "--openclaw", str(d.root))
     assert "No loss found" in out.stdout
+
+
+def test_watch_prints_a_new_loss_runs_the_hook_and_stops_cleanly(tmp_path: Path) -> None:
+    d = JsonEraDir(tmp_path / "state")
+    key = "agent:main:main"
+    a, last = d.transcript(T0, ["first"])
+    d.point(key, a, T0)
+    hooked = tmp_path / "hook.json"
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KOLO_", "KURAHI_", "OPENCLAW_"))}
+    args = ["rescue", "watch", "--openclaw", str(d.root), "--interval", "0.2", "--json"]
+    args += ["--on-loss", f"cat > {hooked}", "--prepare", str(prepared)]
+    proc = subprocess.Popen([*KURAHI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stderr is not None and proc.stdout is not None
+        assert "0 loss(es) already there" in proc.stderr.readline()  # the baseline is read: now reset
+        before = tree_hash(d.root)
+        d.reset(key, a, last + 60_000, ["second"])
+        after_reset = tree_hash(d.root)
+        line = proc.stdout.readline()  # blocks until the watch prints (the test's timeout bounds it)
+        loss = json.loads(line)
+        assert (loss["kind"], loss["sessionId"]) == ("reset", a)
+        assert before != after_reset
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    assert json.loads(hooked.read_text())["id"] == loss["id"]
+    assert (prepared / loss["id"] / "C.jsonl").is_file()
+    assert json.loads((prepared / loss["id"] / "rescue.json").read_text())["markers"]
+    assert tree_hash(d.root) == after_reset, "the watch wrote into the state dir"

@@ -69,3 +69,21 @@ def test_the_samples_losses(tmp_path: Path) -> None:
     (loss,) = find_losses(data_path("openclaw", "2026.9.6-full", "state")).losses
     assert (loss.kind, loss.confidence, loss.lost_messages, loss.restore.fits) == ("reset", "recorded", 6, True)
     assert loss.id == find_losses(data_path("openclaw", "2026.9.6-full", "state")).losses[0].id  # stable
+
+
+def test_the_watcher_reads_again_only_when_a_file_changed_and_reports_only_new_losses(tmp_path: Path) -> None:
+    from kurahi.lifecycle.rescue_watch import Watcher
+
+    d = JsonEraDir(tmp_path / "state")
+    key = "agent:main:main"
+    a, last = d.transcript(T0, ["first"])
+    d.point(key, a, T0)
+    watcher = Watcher(d.root)
+    assert watcher.start().losses == [] and watcher.reads == 1
+    assert watcher.poll() == [] and watcher.reads == 1, "an unchanged state was read again"
+    b, last = d.reset(key, a, last + 60_000, ["second"])
+    (new,) = watcher.poll()
+    assert (new.kind, new.session_id) == ("reset", a) and watcher.reads == 2
+    assert watcher.poll() == []
+    d.reset(key, b, last + 60_000, ["third"])
+    assert [x.session_id for x in watcher.poll()] == [b], "the older loss was reported again"

@@ -36,12 +36,11 @@ from typing import Any
 import msgspec
 
 from kurahi.context.project import entry_messages
-from kurahi.context.tokens import estimate_tokens
 from kurahi.errors import TranscriptError
 from kurahi.lineage.find import AgentState, Lineage, Piece, iso, list_agents, open_agent
 from kurahi.lineage.openclaw_sqlite import list_sqlite_sessions
 from kurahi.store.transcript import Transcript
-from kurahi.store.vocab import RESET
+from kurahi.store.vocab import BRANCH_SUMMARY, COMPACTION, CUSTOM_MESSAGE, MESSAGE, RESET
 
 __all__ = [
     "KINDS",
@@ -185,48 +184,66 @@ def _texts(message: Any) -> list[tuple[str, str]]:
     return [(role, strip_envelope(t) if role == "user" else t) for t in parts]
 
 
-def stretches_of(state: AgentState, piece: Piece, notes: list[str]) -> tuple[list[Stretch], set[str]]:
-    """A piece's path cut at its ``reset`` entries, and every id on the path."""
+_MESSAGE_KINDS = frozenset({MESSAGE, CUSTOM_MESSAGE, BRANCH_SUMMARY, COMPACTION})
+"""Entry types that put a message into the context."""
+
+
+def _ms(t: Transcript, index: int) -> int | None:
+    stamp = t.timestamp_ms(index)
+    return int(stamp) if stamp is not None else None
+
+
+def stretches_of(
+    state: AgentState, piece: Piece, notes: list[str], *, texts: bool = False
+) -> tuple[list[Stretch], set[str]]:
+    """A piece's path cut at its ``reset`` entries, and every id on the path.
+
+    Read from the transcript's columns: only each stretch's two ends and the resets are
+    decoded, so a 100 MB session costs what its index costs. Tokens are estimated from the
+    stored bytes (four to a token, the JSON around the text included: an upper bound). With
+    ``texts`` the user and assistant texts are kept too, for choosing markers (the first and
+    last :data:`_TEXTS_KEPT` messages of each stretch).
+    """
     try:
-        t = Transcript.from_bytes(state.transcript_bytes(piece), name=piece.source)
+        with state.open_piece(piece) as t:
+            if not len(t):
+                return [], set()
+            path = t.path_indices(len(t) - 1)
+            types = t.types()
+            ids = t.ids_of(path)
+            out: list[Stretch] = []
+            start = 0
+            for n, index in enumerate([*path, None]):
+                if index is not None and types[index] != RESET:
+                    continue
+                run = path[start:n]
+                part = Stretch(piece, len(out), [i for i in ids[start:n] if isinstance(i, str)], 0, 0, [])
+                part.messages = sum(1 for i in run if types[i] in _MESSAGE_KINDS)
+                part.tokens = t.line_bytes(run) // 4
+                if run:
+                    part.first_ms, part.last_ms = _ms(t, run[0]), _ms(t, run[-1])
+                if texts:
+                    part.texts = _stretch_texts(t, [i for i in run if types[i] == MESSAGE])
+                if index is not None:
+                    reason = t.entry_at(index).data.get("reason")
+                    eid = ids[n] if isinstance(ids[n], str) else ""
+                    part.ends_with_reset = (eid, reason if isinstance(reason, str) else None, _ms(t, index))
+                out.append(part)
+                start = n + 1
+            return out, {i for i in ids if isinstance(i, str)}
     except TranscriptError as exc:
         notes.append(f"skipped {piece.source}: {exc.detail}")
         return [], set()
-    with t:
-        try:
-            path = t.path()
-        except TranscriptError as exc:
-            notes.append(f"skipped {piece.source}: {exc.detail}")
-            return [], set()
-        out: list[Stretch] = []
-        current = Stretch(piece, 0, [], 0, 0, [])
-        all_ids: set[str] = set()
-        for entry in path:
-            eid = entry.id if isinstance(entry.id, str) else None
-            stamp = t.timestamp_ms(entry.index)
-            ms = int(stamp) if stamp is not None else None
-            if eid is not None:
-                all_ids.add(eid)
-            if entry.type == RESET:
-                reason = entry.data.get("reason")
-                current.ends_with_reset = (eid or "", reason if isinstance(reason, str) else None, ms)
-                out.append(current)
-                current = Stretch(piece, len(out), [], 0, 0, [])
-                continue
-            if eid is not None:
-                current.ids.append(eid)
-            if ms is not None:
-                current.first_ms = ms if current.first_ms is None else current.first_ms
-                current.last_ms = ms
-            for message in entry_messages(entry):
-                current.messages += 1
-                current.tokens += estimate_tokens(message)
-                current.texts.extend(_texts(message))
-        out.append(current)
-    for s in out:
-        if len(s.texts) > 2 * _TEXTS_KEPT:
-            s.texts = s.texts[:_TEXTS_KEPT] + s.texts[-_TEXTS_KEPT:]
-    return out, all_ids
+
+
+def _stretch_texts(t: Transcript, messages: list[int]) -> list[tuple[str, str]]:
+    if len(messages) > 2 * _TEXTS_KEPT:
+        messages = messages[:_TEXTS_KEPT] + messages[-_TEXTS_KEPT:]
+    out: list[tuple[str, str]] = []
+    for i in messages:
+        for message in entry_messages(t.entry_at(i)):
+            out.extend(_texts(message))
+    return out
 
 
 # ---- the losses of one key -------------------------------------------------------------

@@ -14,12 +14,11 @@ clocks alone that the user did not accept by id (``accept_guess``); an unknown l
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from hashlib import sha256
 from pathlib import Path
@@ -175,22 +174,9 @@ def _guesses(report: RescueReport, loss: Loss, accepted: Sequence[str]) -> list[
 # ---- building the candidate --------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _sources(state: AgentState, pieces: Sequence[Piece]) -> Iterator[list[Path]]:
-    """Each piece as a file: a file piece as it is, a SQLite session exported to a private temp file."""
-    folder = Path(tempfile.mkdtemp(prefix="kurahi-rescue-"))
-    try:
-        out = []
-        for n, piece in enumerate(pieces):
-            if piece.db_path is None:
-                out.append(Path(piece.source))
-                continue
-            path = folder / f"{n:03d}.jsonl"
-            path.write_bytes(state.transcript_bytes(piece))
-            out.append(path)
-        yield out
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+def _sources(state: AgentState, pieces: Sequence[Piece]) -> list[Path]:
+    """Each piece as a file: a file piece as it is, a SQLite session as the state's private export."""
+    return [Path(p.source) if p.db_path is None else state.session_file(p.session_id) for p in pieces]
 
 
 def _has_reset(piece: Piece) -> bool:
@@ -253,7 +239,7 @@ def prepare_candidate(
         history: list[str] = []
         live_texts: list[tuple[str, str]] = []
         for piece in pieces:
-            parts, _ = stretches_of(state, piece, notes)
+            parts, _ = stretches_of(state, piece, notes, texts=True)
             history.extend(t for part in parts for _, t in part.texts)
             if piece.current:
                 # Only the stretches before its last reset left the view; the last one is the view.
@@ -262,13 +248,13 @@ def prepare_candidate(
             else:
                 stretch_texts[piece.source] = [t for part in parts for t in part.texts]
         candidate = folder / "C.jsonl"
-        with _sources(state, pieces) as files:
-            if len(files) == 1 and not _has_reset(pieces[0]):
-                shutil.copyfile(files[0], candidate)  # a moved dir: the live transcript is the history
-            else:
-                stitch(files, candidate)
-            current = next((p for p in lineage.pieces if p.current), None)
-            live_view = _live_view(state, current, loss) if current is not None else []
+        files = _sources(state, pieces)
+        if len(files) == 1 and not _has_reset(pieces[0]):
+            shutil.copyfile(files[0], candidate)  # a moved dir: the live transcript is the history
+        else:
+            stitch(files, candidate)
+        current = next((p for p in lineage.pieces if p.current), None)
+        live_view = _live_view(state, current, loss) if current is not None else []
     chosen = _choose(lost_here, stretch_texts, live_texts, _view_text(live_view), history)
     checked = check(
         candidate,
@@ -356,8 +342,7 @@ def _live_view(state: AgentState, current: Piece, loss: Loss) -> list[Any]:
 
     if loss.kind == "moved" or (loss.runtime == "openclaw-2026.5" and state.lineage(loss.key).moved_from):
         return []
-    with _sources(state, [current]) as files:
-        report = check(files[0], runtime=_RUNTIME_FOR_CHECK[loss.runtime])
+    report = check(_sources(state, [current])[0], runtime=_RUNTIME_FOR_CHECK[loss.runtime])
     view = (
         report.runtime_view
         if report.runtime == "openclaw-2026.9" and report.runtime_view is not None

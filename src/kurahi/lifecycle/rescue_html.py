@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import html
 import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -38,24 +36,18 @@ def _picture(loss: Loss) -> str:
     from kurahi.lineage.draw import draw_lineage
     from kurahi.lineage.draw_render import render_svg
 
-    folder = Path(tempfile.mkdtemp(prefix="kurahi-rescue-html-"))
     try:
         with open_agent(loss.state_dir, loss.agent) as state:
             lineage = state.lineage(loss.key)
             by_source = {p.source: p for p in lineage.pieces}
             files = []
-            for n, source in enumerate(loss.pieces):
+            for source in loss.pieces:
                 piece = by_source.get(source)
-                if piece is None:
-                    continue
-                path = folder / f"{n:03d}-{piece.session_id[:36]}.jsonl"
-                path.write_bytes(state.transcript_bytes(piece))
-                files.append(path)
-        return render_svg(draw_lineage(files), standalone=False)
+                if piece is not None:
+                    files.append(Path(piece.source) if piece.db_path is None else state.session_file(piece.session_id))
+            return render_svg(draw_lineage(files), standalone=False)
     except KurahiError as exc:
         return f"<p>No picture: {_e(exc)}</p>"
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _section(loss: Loss, picture: bool) -> str:

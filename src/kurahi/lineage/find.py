@@ -37,8 +37,9 @@ import itertools
 import os
 import re
 import secrets
-from collections.abc import Iterator
-from dataclasses import dataclass, fields, is_dataclass, replace
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ from kurahi.lineage.json_links import RESET_MATCH_WINDOW, FolderIndex, Owner, as
 from kurahi.lineage.openclaw_sqlite import (
     SQLITE_STORE_NAME,
     SqliteNode,
+    SqliteSession,
     export_session_jsonl,
     list_sqlite_nodes,
     list_sqlite_sessions,
@@ -209,46 +211,61 @@ def _ms(value: Any) -> int | None:
     return int(ms) if ms is not None else None
 
 
+_EDGE_SCAN = 1000
+"""Entries looked at from each end of a file for its first and last time (a file without times is not read whole)."""
+
+
+def _ts(t: Transcript, index: int) -> int | None:
+    stamp = t.timestamp_ms(index)
+    return int(stamp) if stamp is not None else None
+
+
+def _edge_ms(t: Transcript, indices: Iterable[int]) -> int | None:
+    """The first valid time among ``indices`` (at most :data:`_EDGE_SCAN` of them)."""
+    return next((ms for i in itertools.islice(indices, _EDGE_SCAN) if (ms := _ts(t, i)) is not None), None)
+
+
 def _measure(t: Transcript, source: str, session_id: str, kind: str, rules: list[str], **extra: Any) -> Piece:
-    times: list[int | None] = []
-    compactions = 0
-    resets: list[tuple[int, Any]] = []
-    for entry in t.entries():
-        stamp = t.timestamp_ms(entry.index)
-        times.append(int(stamp) if stamp is not None else None)
-        if entry.type == COMPACTION:
-            compactions += 1
-        elif entry.type == RESET:
-            resets.append((entry.index, entry))
-    valid = [x for x in times if x is not None]
-    reset_entries = tuple(
-        ResetEntry(
-            id=str(e.id),
-            line=e.line,
-            at_ms=times[i],
-            reason=e.data.get("reason") if isinstance(e.data.get("reason"), str) else None,
-            before_ms=times[i - 1] if i > 0 else None,
-            after_ms=times[i + 1] if i + 1 < len(times) else None,
+    """A piece's facts from the file's columns: only the entries at its ends and its resets are decoded.
+
+    ``first_ms`` and ``last_ms`` are the times of the first and last entries in file order
+    (OpenClaw appends in time order; a file whose times disagree is measured as written).
+    """
+    types = t.types()
+    n = len(types)
+    resets = [i for i, kind_ in enumerate(types) if kind_ == RESET]
+    reset_entries = []
+    for i in resets:
+        e = t.entry_at(i)
+        reason = e.data.get("reason")
+        reset_entries.append(
+            ResetEntry(
+                id=str(e.id),
+                line=e.line,
+                at_ms=_ts(t, i),
+                reason=reason if isinstance(reason, str) else None,
+                before_ms=_ts(t, i - 1) if i > 0 else None,
+                after_ms=_ts(t, i + 1) if i + 1 < n else None,
+            )
         )
-        for i, e in resets
-    )
     return Piece(
         source=source,
         session_id=session_id,
         kind=kind,
         found_by=tuple(rules),
         header_ms=_ms(t.header.get("timestamp", MISSING)),
-        first_ms=min(valid) if valid else None,
-        last_ms=max(valid) if valid else None,
-        entry_count=len(t),
-        compaction_count=compactions,
-        reset_entries=reset_entries,
+        first_ms=_edge_ms(t, range(n)),
+        last_ms=_edge_ms(t, range(n - 1, -1, -1)),
+        entry_count=n,
+        compaction_count=sum(1 for kind_ in types if kind_ == COMPACTION),
+        reset_entries=tuple(reset_entries),
         warnings=len(t.warnings),
         **extra,
     )
 
 
 def _json_pieces(
+    state: AgentState,
     index: FolderIndex,
     owners: dict[Path, Owner],
     live: dict[str, Path],
@@ -274,7 +291,7 @@ def _json_pieces(
         confidence = owner.confidence if owner is not None and owner.key == key else "recorded"
         kind = "live" if path == live.get(key) else info.kind
         try:
-            with Transcript.open(path) as t:
+            with state.open_file(path) as t:
                 piece = _measure(t, str(path), t.session_id, kind, rules, archived_ms=info.stamp_ms)
         except TranscriptError as exc:
             notes.append(f"skipped {path}: {exc.detail}")
@@ -284,10 +301,12 @@ def _json_pieces(
 
 
 def _sqlite_pieces(
-    snap: StoreSnapshot, nodes: dict[str, SqliteNode], key: str, agent: str, notes: list[str]
+    state: AgentState, nodes: dict[str, SqliteNode], key: str, agent: str, notes: list[str]
 ) -> tuple[list[Piece], list[str]]:
+    snap = state.snap
+    assert snap is not None
     db = snap.source
-    sessions = list_sqlite_sessions(snap)
+    sessions = state.sessions()
     counts = {s.session_id: s.event_count for s in sessions}
     found, orphans = sqlite_key_sessions(nodes.get(key), sessions, key)
     if key == f"agent:{agent}:main":
@@ -309,17 +328,17 @@ def _sqlite_pieces(
             notes.append(f"{source}: no transcript events stored")
             continue
         try:
-            t = Transcript.from_bytes(export_session_jsonl(snap, sid), name=source)
+            with state.open_session(sid) as t:
+                parent = t.header.get("parentSession")
+                pieces[sid] = _measure(t, source, sid, "sqlite", [], db_path=str(db))
         except TranscriptError as exc:
             notes.append(f"skipped {source}: {exc.detail}")
             continue
-        parent = t.header.get("parentSession")
         if isinstance(parent, str) and parent in counts:
             if parent not in found:
                 order.append(parent)
             if "header parentSession" not in found.setdefault(parent, []):
                 found[parent].append("header parentSession")
-        pieces[sid] = _measure(t, source, sid, "sqlite", [], db_path=str(db))
 
     def confidence(rules: list[str]) -> str:
         # The doctor did not record which key an orphan came from: main is an inference.
@@ -372,6 +391,10 @@ def list_agents(state_dir: str | os.PathLike[str]) -> list[str]:
     return list(_root(state_dir)[1])
 
 
+_KEEP_OPEN = 8
+"""Transcripts an :class:`AgentState` keeps open at once."""
+
+
 @dataclass
 class AgentState:
     """One agent of a state directory, read once: its catalog, sessions folder and store snapshot."""
@@ -381,7 +404,13 @@ class AgentState:
     folder: Path | None
     catalog: dict[str, Any]
     snap: StoreSnapshot | None
+    scratch: Path | None = None
+    """A private folder for exported SQLite sessions (removed when :func:`open_agent` ends)."""
     _json: tuple[FolderIndex, dict[Path, Owner], dict[str, Path], list[str]] | None = None
+    _sessions: list[SqliteSession] | None = None
+    _exported: dict[str, Path] = field(default_factory=dict)
+    _open: dict[str, Transcript] = field(default_factory=dict)
+    """The transcripts read last, kept open (a file is scanned once for its lineage and its losses)."""
 
     @property
     def keys(self) -> list[str]:
@@ -394,7 +423,7 @@ class AgentState:
         if self._json is None:
             assert self.folder is not None
             index = FolderIndex(self.folder)
-            sessions = list_sqlite_sessions(self.snap) if self.snap is not None else []
+            sessions = self.sessions()
             anchors = [(s.session_key, s.created_at) for s in sessions if s.session_key]
             notes: list[str] = []
             owners, live = assign_owners(index, self.catalog, anchors, notes)
@@ -405,10 +434,61 @@ class AgentState:
         """The lineage of ``key`` (default ``agent:<agent>:main`` when present, else the only key)."""
         return _find(self, key)
 
+    def sessions(self) -> list[SqliteSession]:
+        """The store's sessions (read once)."""
+        if self._sessions is None:
+            self._sessions = list_sqlite_sessions(self.snap) if self.snap is not None else []
+        return self._sessions
+
+    def session_file(self, session_id: str) -> Path:
+        """A SQLite session exported once, as a JSONL file in :attr:`scratch` (private, read by the C scanner)."""
+        path = self._exported.get(session_id)
+        if path is None:
+            assert self.snap is not None and self.scratch is not None
+            path = self.scratch / f"{len(self._exported):05d}.jsonl"
+            path.write_bytes(export_session_jsonl(self.snap, session_id))
+            self._exported[session_id] = path
+        return path
+
+    def _opened(self, path: Path) -> Transcript:
+        key = str(path)
+        t = self._open.pop(key, None)
+        if t is None:
+            t = Transcript.open(path)
+            if len(self._open) >= _KEEP_OPEN:
+                self._open.pop(next(iter(self._open))).close()
+        self._open[key] = t  # the most recent last
+        return t
+
+    def close(self) -> None:
+        """Close the transcripts kept open."""
+        while self._open:
+            self._open.popitem()[1].close()
+
+    @contextlib.contextmanager
+    def open_file(self, path: Path) -> Iterator[Transcript]:
+        """A transcript file, open (kept open for the next question about it)."""
+        yield self._opened(path)
+
+    @contextlib.contextmanager
+    def open_session(self, session_id: str) -> Iterator[Transcript]:
+        """A SQLite session, open (exported once, then read from the private copy)."""
+        yield self._opened(self.session_file(session_id))
+
+    @contextlib.contextmanager
+    def open_piece(self, piece: Piece) -> Iterator[Transcript]:
+        """A piece's transcript, open: its file, or its SQLite session's private export."""
+        if piece.db_path is not None and self.snap is not None:
+            with self.open_session(piece.session_id) as t:
+                yield t
+            return
+        with self.open_file(Path(piece.source)) as t:
+            yield t
+
     def transcript_bytes(self, piece: Piece) -> bytes:
         """A piece's transcript: the file's bytes, or a SQLite session exported from this snapshot."""
         if piece.db_path is not None and self.snap is not None:
-            return export_session_jsonl(self.snap, piece.session_id)
+            return self.session_file(piece.session_id).read_bytes()
         return read_transcript_file(piece.source)
 
 
@@ -432,7 +512,10 @@ def open_agent(state_dir: str | os.PathLike[str], agent: str | None = None) -> I
     catalog = dict(Catalog(folder / CATALOG_NAME).items()) if folder else {}
     with contextlib.ExitStack() as stack:
         snap = stack.enter_context(open_store_snapshot(db)) if db is not None else None
-        yield AgentState(root, agent, folder, catalog, snap)
+        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kurahi-find-"))) if snap else None
+        state = AgentState(root, agent, folder, catalog, snap, scratch)
+        stack.callback(state.close)
+        yield state
 
 
 def find_lineage(state_dir: str | os.PathLike[str], *, agent: str | None = None, key: str | None = None) -> Lineage:
@@ -471,14 +554,14 @@ def _find(state: AgentState, key: str | None) -> Lineage:
     unlinked: list[str] = []
     current: str | None = None
     if snap is not None:
-        pieces, unlinked = _sqlite_pieces(snap, nodes, key, agent, notes)
+        pieces, unlinked = _sqlite_pieces(state, nodes, key, agent, notes)
         current = nodes[key].current_session_id if key in nodes else None
     moved_from: str | None = None
     if folder is not None:
         entry = catalog.get(key, {})
         index, owners, live, link_notes = state.json_links()
         notes += link_notes
-        json_pieces = _json_pieces(index, owners, live, key, {p.session_id for p in pieces}, notes)
+        json_pieces = _json_pieces(state, index, owners, live, key, {p.session_id for p in pieces}, notes)
         if current is None and isinstance(entry.get("sessionId"), str):
             current = entry["sessionId"]
         if key not in live and entry and snap is None:

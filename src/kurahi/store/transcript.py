@@ -383,6 +383,16 @@ class Transcript:
         except OSError as exc:
             raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
 
+    def line_bytes(self, indices: Sequence[int]) -> int:
+        """The stored size of many entries' lines together (newlines excluded), without keeping them."""
+        if self._stored is not None:
+            span = self._stored.span
+            return sum(span(i)[1] for i in indices)
+        total = 0
+        for start in range(0, len(indices), 4096):  # a batch at a time: never the whole file in memory
+            total += sum(len(line) for _, line in self.raw_lines(indices[start : start + 4096]))
+        return total
+
     def raw_lines(self, indices: Sequence[int]) -> list[tuple[int, bytes]]:
         """``(line number, stored bytes)`` of many entries, reading each chunk once per run."""
         try:

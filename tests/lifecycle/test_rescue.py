@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from hashlib import sha256
 from pathlib import Path
 from typing import Any
@@ -329,3 +330,24 @@ def test_watch_prints_a_new_loss_runs_the_hook_and_stops_cleanly(tmp_path: Path)
     assert (prepared / loss["id"] / "C.jsonl").is_file()
     assert json.loads((prepared / loss["id"] / "rescue.json").read_text())["markers"]
     assert tree_hash(d.root) == after_reset, "the watch wrote into the state dir"
+
+
+def test_a_history_repaired_once_and_reset_again_is_one_new_loss(tmp_path: Path) -> None:
+    d = JsonEraDir(tmp_path / "state")
+    key = "agent:main:main"
+    a, last = d.transcript(T0, ["first day GARNET-FALCON-5"])
+    d.point(key, a, T0)
+    d.reset(key, a, last + 60_000, ["second day"])
+    (loss,) = losses(d.root)
+    kurahi("rescue", "apply", loss["id"], "--openclaw", str(d.root), "--yes", "--out", str(tmp_path / "p1"))
+    assert losses(d.root) == []
+    # The repaired session is reset in turn: only it is lost now (it carries both earlier pieces).
+    repaired = json.loads((d.sessions / "sessions.json").read_text())[key]["sessionId"]
+    later = int(time.time() * 1000) + 60_000  # after the repair, which stamped its header with the real clock
+    d.reset(key, repaired, later, ["third day"])
+    (again,) = losses(d.root)
+    assert again["sessionId"] == repaired and again["kind"] == "reset"
+    assert len(again["pieces"]) == 2, again["pieces"]
+    out = kurahi("rescue", "apply", again["id"], "--openclaw", str(d.root), "--yes", "--out", str(tmp_path / "p2"))
+    assert "GARNET-FALCON-5" in out.stdout and "verified: yes" in out.stdout
+    assert losses(d.root) == []

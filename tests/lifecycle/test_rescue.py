@@ -351,3 +351,21 @@ def test_a_history_repaired_once_and_reset_again_is_one_new_loss(tmp_path: Path)
     out = kurahi("rescue", "apply", again["id"], "--openclaw", str(d.root), "--yes", "--out", str(tmp_path / "p2"))
     assert "GARNET-FALCON-5" in out.stdout and "verified: yes" in out.stdout
     assert losses(d.root) == []
+
+
+@pytest.mark.parametrize(
+    ("damage", "code"),
+    [
+        (lambda db: db.write_bytes(b"garbage, not a database"), 4),
+        (lambda db: db.write_bytes(db.read_bytes()[:5000]), 4),
+    ],
+    ids=["not-sqlite", "truncated"],
+)
+def test_a_damaged_store_is_a_clear_error_and_nothing_changes(damage: Any, code: int, tmp_path: Path) -> None:
+    state = full_store(tmp_path)
+    damage(state / "agents" / "main" / "agent" / "openclaw-agent.sqlite")
+    before = tree_hash(state)
+    out = kurahi("rescue", "--openclaw", str(state), code=code)
+    assert "openclaw-agent.sqlite" in out.stderr
+    kurahi("rescue", "apply", "abcd", "--openclaw", str(state), "--yes", code=code)
+    assert tree_hash(state) == before

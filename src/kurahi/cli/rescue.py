@@ -180,7 +180,7 @@ def rescue_cmd(
     if ctx.invoked_subcommand is not None:
         return
     reports = []
-    with translate_errors():
+    with _errors():
         for target in _targets(openclaw, pi, home):
             reports.append(_report(target, agent, key))
         if html is not None:

@@ -469,6 +469,10 @@ def find_losses(
                 keys_seen += 1
                 lineage = state.lineage(k)
                 notes.extend(f"{k}: {n}" for n in lineage.notes)
+                notes.extend(
+                    f"{u}: no evidence ties it to one key, so it is not offered (see `kurahi lineage find`)"
+                    for u in lineage.unlinked
+                )
                 ctx = _KeyContext(state, lineage, runtime_of_state(root, lineage), policy, reasons)
                 losses.extend(_key_losses(ctx, notes))
     losses.sort(key=lambda loss: (loss.at or "", loss.agent, loss.key, loss.id))

@@ -87,3 +87,26 @@ def test_the_watcher_reads_again_only_when_a_file_changed_and_reports_only_new_l
     assert watcher.poll() == []
     d.reset(key, b, last + 60_000, ["third"])
     assert [x.session_id for x in watcher.poll()] == [b], "the older loss was reported again"
+
+
+def test_an_original_the_doctor_kept_but_did_not_import_is_a_migration_loss(tmp_path: Path) -> None:
+    """``session-sqlite-import-archive/<key>.<id>.jsonl.imported-<ms>`` of a session the store lacks."""
+    from testdata import UPGRADED, openclaw_state_copy
+
+    state = openclaw_state_copy(UPGRADED, tmp_path / "state")
+    sessions = state / "agents" / "main" / "sessions"
+    (archive,) = sessions.glob("*.jsonl.reset.*")
+    kept = state / "agents" / "main" / "session-sqlite-import-archive"
+    kept.mkdir()
+    sid = archive.name.split(".jsonl")[0]
+    original = kept / f"agent_main_main.{sid}.jsonl.imported-1796172897560"
+    archive.rename(original)
+    lineage = find_lineage(state)
+    (first, _) = lineage.pieces
+    assert (first.kind, first.source, first.confidence) == ("import-archive", str(original), "recorded")
+    (loss,) = find_losses(state).losses
+    assert (loss.kind, loss.source) == ("migration", str(original))
+    # Named for a key the store does not have: tied to none, and said so.
+    original.rename(kept / f"agent_main_other.{sid}.jsonl.imported-1796172897560")
+    assert find_losses(state).losses == []
+    assert any("agent_main_other" in n for n in find_losses(state).notes)

@@ -38,7 +38,6 @@ import msgspec
 from kurahi.context.project import entry_messages
 from kurahi.errors import TranscriptError
 from kurahi.lineage.find import AgentState, Lineage, Piece, iso, list_agents, open_agent
-from kurahi.lineage.openclaw_sqlite import list_sqlite_sessions
 from kurahi.store.transcript import Transcript
 from kurahi.store.vocab import BRANCH_SUMMARY, COMPACTION, CUSTOM_MESSAGE, MESSAGE, RESET
 
@@ -257,17 +256,30 @@ class _Policy:
     idle_minutes: float | None = None
 
 
-def _policy(root: Path) -> _Policy:
+def _policy(root: Path, sqlite_era: bool) -> _Policy:
+    """OpenClaw's reset policy as it resolves it (``reset-*.js`` / ``reset-policy-*.mjs``).
+
+    Without a ``session.reset`` block 2026.5 resets daily (a legacy ``session.idleMinutes``
+    alone makes it idle) and 2026.9 does not reset by itself; a block without ``mode`` is daily.
+    """
     try:
         config = json.loads((root / "openclaw.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return _Policy()
-    reset = config.get("session", {}).get("reset") if isinstance(config.get("session"), dict) else None
+        config = {}
+    session = config.get("session") if isinstance(config, dict) else None
+    session = session if isinstance(session, dict) else {}
+    reset = session.get("reset")
     if not isinstance(reset, dict):
-        return _Policy()
+        legacy = session.get("idleMinutes")
+        if isinstance(legacy, (int, float)) and not isinstance(legacy, bool):
+            return _Policy("idle", float(legacy))
+        return _Policy(None if sqlite_era else "daily")
     idle = reset.get("idleMinutes")
-    mode = reset.get("mode")
-    return _Policy(mode if isinstance(mode, str) else None, float(idle) if isinstance(idle, (int, float)) else None)
+    mode = reset.get("mode", "daily")
+    return _Policy(
+        mode if isinstance(mode, str) else None,
+        float(idle) if isinstance(idle, (int, float)) and not isinstance(idle, bool) else None,
+    )
 
 
 def _window(state: AgentState, key: str) -> tuple[int | None, str | None]:
@@ -454,7 +466,6 @@ def find_losses(
     losses: list[Loss] = []
     keys_seen = 0
     root = Path(os.path.abspath(state_dir))
-    policy = _policy(root)
     for name in agents:
         with open_agent(state_dir, name) as state:
             keys = state.keys if key is None else [key]
@@ -462,7 +473,8 @@ def find_losses(
                 from kurahi.errors import UsageError
 
                 raise UsageError(f"{root}: agent {name!r} has no session key {key!r}")
-            reasons = {s.session_id: s.reason for s in list_sqlite_sessions(state.snap)} if state.snap else {}
+            reasons = {s.session_id: s.reason for s in state.sessions()}
+            policy = _policy(root, state.snap is not None)
             for k in keys:
                 if k.startswith(f"agent:{name}:recovered:"):
                     continue  # OpenClaw's doctor files orphans there; they are pieces of the main key

@@ -46,7 +46,14 @@ from typing import Any
 
 from kurahi.errors import KurahiError, TranscriptError, UsageError
 from kurahi.jsvalues import MISSING, date_ms
-from kurahi.lineage.json_links import RESET_MATCH_WINDOW, FolderIndex, Owner, assign_owners, points_elsewhere
+from kurahi.lineage.json_links import (
+    RESET_MATCH_WINDOW,
+    FolderIndex,
+    Owner,
+    assign_owners,
+    points_elsewhere,
+    read_trajectory_key,
+)
 from kurahi.lineage.openclaw_sqlite import (
     SQLITE_STORE_NAME,
     SqliteNode,
@@ -300,6 +307,46 @@ def _json_pieces(
     return pieces
 
 
+def _import_archive_pieces(
+    state: AgentState, nodes: dict[str, SqliteNode], key: str, notes: list[str]
+) -> tuple[list[Piece], list[str]]:
+    """Originals OpenClaw's doctor kept in ``session-sqlite-import-archive/`` whose session the store lacks.
+
+    The doctor names each ``<key with : as _>.<session id>.jsonl.imported-<ms>``: the key is
+    recorded (when exactly one key of the store has that spelling). One the store holds was
+    imported, and is not a piece of its own.
+    """
+    folder = state.root / "agents" / state.agent / IMPORT_ARCHIVE
+    try:
+        names = sorted(e.name for e in os.scandir(folder) if e.is_file(follow_symlinks=False))
+    except OSError:
+        return [], []
+    have = {s.session_id for s in state.sessions() if s.event_count}
+    spelled: dict[str, list[str]] = {}
+    for k in nodes:
+        spelled.setdefault(k.replace(":", "_"), []).append(k)
+    pieces: list[Piece] = []
+    strays: list[str] = []
+    for name in names:
+        m = _IMPORTED.match(name)
+        if m is None or m["sid"] in have:
+            continue
+        owners = spelled.get(m["key"], [])
+        path = folder / name
+        if len(owners) != 1:
+            strays.append(str(path))
+            continue
+        if owners[0] != key:
+            continue
+        rule = f"{IMPORT_ARCHIVE} file named for {key}, a session the store lacks"
+        try:
+            with state.open_file(path) as t:
+                pieces.append(_measure(t, str(path), t.session_id, "import-archive", [rule]))
+        except TranscriptError as exc:
+            notes.append(f"skipped {path}: {exc.detail}")
+    return pieces, strays
+
+
 def _sqlite_pieces(
     state: AgentState, nodes: dict[str, SqliteNode], key: str, agent: str, notes: list[str]
 ) -> tuple[list[Piece], list[str]]:
@@ -309,17 +356,12 @@ def _sqlite_pieces(
     sessions = state.sessions()
     counts = {s.session_id: s.event_count for s in sessions}
     found, orphans = sqlite_key_sessions(nodes.get(key), sessions, key)
-    if key == f"agent:{agent}:main":
-        # OpenClaw 2026.9's doctor moves a 2026.5 transcript no catalog entry named (the session
-        # an idle or daily rollover left behind) to its own key: its original key is not
-        # recorded, and such orphans come from the agent's main conversation.
-        prefix = f"agent:{agent}:recovered:"
-        for other, node in nodes.items():
-            if other.startswith(prefix):
-                rule = f"recovered key {other} (orphan imported by OpenClaw's doctor)"
-                for sid in (node.current_session_id, *(s.session_id for s in sessions if s.session_key == other)):
-                    if rule not in found.setdefault(sid, []):
-                        found[sid].append(rule)
+    for other, (owner, rule, _) in state.recovered_owners(nodes).items():
+        if owner != key:
+            continue
+        for sid in (nodes[other].current_session_id, *(s.session_id for s in sessions if s.session_key == other)):
+            if rule not in found.setdefault(sid, []):
+                found[sid].append(rule)
     order = list(found)  # header parentSession links are appended as they are read
     pieces: dict[str, Piece] = {}
     for sid in order:
@@ -340,9 +382,13 @@ def _sqlite_pieces(
             if "header parentSession" not in found.setdefault(parent, []):
                 found[parent].append("header parentSession")
 
+    levels = {rule: conf for _, rule, conf in state.recovered_owners(nodes).values()}
+
     def confidence(rules: list[str]) -> str:
-        # The doctor did not record which key an orphan came from: main is an inference.
-        return "matched" if all(r.startswith("recovered key") for r in rules) else "recorded"
+        # A recovered orphan is as sure as what tied it to this key; any other rule is recorded.
+        if all(r in levels for r in rules):
+            return min((levels[r] for r in rules), key=["recorded", "matched", "guess"].index)
+        return "recorded"
 
     return [replace(p, found_by=tuple(found[sid]), confidence=confidence(found[sid])) for sid, p in pieces.items()], [
         sqlite_source(db, o) for o in orphans
@@ -391,6 +437,11 @@ def list_agents(state_dir: str | os.PathLike[str]) -> list[str]:
     return list(_root(state_dir)[1])
 
 
+IMPORT_ARCHIVE = "session-sqlite-import-archive"
+"""Where OpenClaw 2026.9's doctor moves the 2026.5 files it imported (``agents/<id>/``)."""
+
+_IMPORTED = re.compile(r"^(?P<key>.+)\.(?P<sid>[0-9a-fA-F-]{36})\.jsonl\.imported-\d+$")
+
 _KEEP_OPEN = 8
 """Transcripts an :class:`AgentState` keeps open at once."""
 
@@ -409,6 +460,7 @@ class AgentState:
     _json: tuple[FolderIndex, dict[Path, Owner], dict[str, Path], list[str]] | None = None
     _sessions: list[SqliteSession] | None = None
     _exported: dict[str, Path] = field(default_factory=dict)
+    _recovered: dict[str, tuple[str, str, str]] | None = None
     _open: dict[str, Transcript] = field(default_factory=dict)
     """The transcripts read last, kept open (a file is scanned once for its lineage and its losses)."""
 
@@ -433,6 +485,44 @@ class AgentState:
     def lineage(self, key: str | None = None) -> Lineage:
         """The lineage of ``key`` (default ``agent:<agent>:main`` when present, else the only key)."""
         return _find(self, key)
+
+    def recovered_owners(self, nodes: dict[str, SqliteNode]) -> dict[str, tuple[str, str, str]]:
+        """Each ``agent:<id>:recovered:<sid>`` key OpenClaw's doctor made: ``(owner key, rule, confidence)``.
+
+        The doctor files a 2026.5 transcript no catalog entry named (an idle or daily rollover's
+        leftover) under such a key, without its original key. The session's trajectory (in
+        ``sessions/`` or the doctor's ``session-sqlite-import-archive/``) records it; else, when
+        the agent has no key but ``agent:<id>:main``, it is main's (matched); else it is no one's.
+        """
+        if self._recovered is None:
+            prefix = f"agent:{self.agent}:recovered:"
+            real = sorted(k for k in nodes if not k.startswith(prefix))
+            out: dict[str, tuple[str, str, str]] = {}
+            for other in nodes:
+                if not other.startswith(prefix):
+                    continue
+                sid = other[len(prefix) :]
+                traced = self.trajectory_key(sid)
+                if traced is not None and traced in nodes:
+                    out[other] = (traced, f"recovered key {other}, whose trajectory names {traced}", "recorded")
+                elif real == [f"agent:{self.agent}:main"]:
+                    rule = f"recovered key {other} (orphan imported by OpenClaw's doctor; main is the only key)"
+                    out[other] = (real[0], rule, "matched")
+            self._recovered = out
+        return self._recovered
+
+    def trajectory_key(self, sid: str) -> str | None:
+        """The session key OpenClaw recorded in the session's trajectory, wherever the doctor left it."""
+        base = self.root / "agents" / self.agent
+        candidates = [base / "sessions" / f"{sid}.trajectory.jsonl"]
+        archive = base / IMPORT_ARCHIVE
+        with contextlib.suppress(OSError):
+            candidates += sorted(p for p in archive.iterdir() if f"{sid}.trajectory.jsonl" in p.name)
+        for path in candidates:
+            key = read_trajectory_key(path, sid)
+            if key is not None:
+                return key
+        return None
 
     def sessions(self) -> list[SqliteSession]:
         """The store's sessions (read once)."""
@@ -556,6 +646,9 @@ def _find(state: AgentState, key: str | None) -> Lineage:
     if snap is not None:
         pieces, unlinked = _sqlite_pieces(state, nodes, key, agent, notes)
         current = nodes[key].current_session_id if key in nodes else None
+        archived, strays = _import_archive_pieces(state, nodes, key, notes)
+        pieces += archived
+        unlinked += strays
     moved_from: str | None = None
     if folder is not None:
         entry = catalog.get(key, {})

@@ -47,6 +47,7 @@ __all__ = [
     "assign_owners",
     "live_in_folder",
     "points_elsewhere",
+    "read_trajectory_key",
     "stamp_ms",
 ]
 
@@ -185,7 +186,7 @@ def _last_ms(path: Path) -> int | None:
     return None
 
 
-def _trajectory_key(path: Path, sid: str) -> str | None:
+def read_trajectory_key(path: Path, sid: str) -> str | None:
     """The ``sessionKey`` OpenClaw recorded in ``<sid>.trajectory.jsonl`` (its first record)."""
     try:
         value = msgspec.json.decode(_head(path))
@@ -214,7 +215,7 @@ class FolderIndex:
             traj = _TRAJECTORY.match(name)
             if traj or _POINTER.match(name) or _CHECKPOINT.match(name):
                 self.artifacts.append(path)
-                if traj and (key := _trajectory_key(path, traj["sid"])):
+                if traj and (key := read_trajectory_key(path, traj["sid"])):
                     self.trajectory_keys[traj["sid"]] = key
                 continue
             archive = _ARCHIVE.match(name)

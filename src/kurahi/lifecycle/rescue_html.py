@@ -24,6 +24,7 @@ _CSS = (
     "text-align:left;font-size:13px;vertical-align:top}th{background:#f0f4f8}"
     ".guess{color:#8d2b0b;font-weight:600}.ok{color:#0e6245}section{margin:24px 0}"
     "figure{overflow-x:auto;border:1px solid #e4e7eb;margin:0;padding:4px}"
+    "figcaption{font-size:13px;color:#52606d;margin:4px}"
 )
 
 
@@ -70,7 +71,12 @@ def _section(loss: Loss, picture: bool) -> str:
     ]
     guess = f" --accept-guess {loss.id}" if loss.confidence == "guess" else ""
     body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
-    fig = f"<figure>{_picture(loss)}</figure>" if picture else ""
+    caption = (
+        f"<figcaption>Left to right, oldest first: {_e(Path(loss.source).name)} held what left the model's view "
+        "(up to its reset link); the last file is what the runtime sends now. A rescue stitches them along the "
+        "orange links into one session the runtime sends whole.</figcaption>"
+    )
+    fig = f"<figure>{caption}{_picture(loss)}</figure>" if picture else ""
     return (
         f'<section id="loss-{_e(loss.id)}"><h2>{_e(loss.id)}: {_e(loss.kind)} of {_e(loss.key)}</h2>'
         f"<table>{body}</table><p>Bring it back: <code>kurahi rescue apply {_e(loss.id)}{guess}</code></p>{fig}"

@@ -38,6 +38,7 @@ from typing import Any
 import msgspec
 
 from kurahi.jsvalues import date_ms
+from kurahi.store.vocab import SESSION
 
 __all__ = [
     "RESET_MATCH_WINDOW",
@@ -153,7 +154,7 @@ def _header(path: Path) -> tuple[int | None, str | None, str | None]:
         value = msgspec.json.decode(_head(path))
     except (msgspec.DecodeError, RecursionError):
         return None, None, None
-    if not isinstance(value, dict) or value.get("type") != "session":
+    if not isinstance(value, dict) or value.get("type") != SESSION:
         return None, None, None
     ms = date_ms(value.get("timestamp"))
     hid = value.get("id") if isinstance(value.get("id"), str) else None

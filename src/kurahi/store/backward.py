@@ -320,6 +320,8 @@ class BackwardIndex:
                 # Longer than Pi can read: refuse the file, as the forward scan does.
                 raise LineTooLong(self.line_at(start), end - start).error(self.name)
             span *= 2  # a line longer than the chunk: read further back
+        if len(data) > native.MAX_LINE_BYTES:
+            self._refuse_long_line(data, body_start)
         self._pos = body_start
         gc_was_enabled = gc.isenabled()
         gc.disable()
@@ -332,6 +334,14 @@ class BackwardIndex:
         finally:
             if gc_was_enabled:
                 gc.enable()
+
+    def _refuse_long_line(self, data: bytes, offset: int) -> None:
+        """Refuse the file when a line of ``data`` (read from ``offset``) is longer than Pi can read."""
+        pos = offset
+        for line in data.split(b"\n"):
+            if len(line) > native.MAX_LINE_BYTES:
+                raise LineTooLong(self.line_at(pos), len(line)).error(self.name)
+            pos += len(line) + 1
 
     def _add(self, chunk: _Chunk) -> None:
         n = len(chunk.sks)

@@ -196,7 +196,8 @@ def test_a_torn_last_line_and_a_damaged_line_are_named_never_dropped_silently(
         f.write(torn)
     snapshot = {p: p.read_bytes() for p in (damaged, b)}
     out, report = tmp_path / "C.jsonl", tmp_path / "report.json"
-    res = CliRunner().invoke(app, ["lineage", "stitch", str(damaged), str(b), "--out", str(out), "--report", str(report)])
+    args = ["lineage", "stitch", str(damaged), str(b), "--out", str(out), "--report", str(report)]
+    res = CliRunner().invoke(app, args)
     assert res.exit_code == EXIT.OK, res.output
     torn_line = len(_lines(b)) + 1  # the lines with a newline, then the torn one
     said = [

@@ -36,8 +36,8 @@ from typing import Any, NamedTuple
 import msgspec
 
 from kurahi.decoding import DECODE_ERRORS
-from kurahi.jsvalues import MISSING, js_truthy, js_whitespace_strip
 from kurahi.errors import TranscriptReadError
+from kurahi.jsvalues import MISSING, js_truthy, js_whitespace_strip
 from kurahi.store import native
 from kurahi.store.native import MAX_LINE_BYTES
 from kurahi.store.vocab import SESSION
@@ -185,7 +185,7 @@ class LineTooLong(Exception):
         self.line = line
         self.nbytes = nbytes
 
-    def error(self, name: str | os.PathLike[str]) -> TranscriptReadError:
+    def error(self, name: str) -> TranscriptReadError:
         """The error a reader of file ``name`` raises for it."""
         return TranscriptReadError(
             f"a line of more than {native.MAX_LINE_BYTES:,} bytes (at least {self.nbytes:,}): longer than "

@@ -13,6 +13,7 @@ open), then checked to be a regular file. Anything else is an
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -121,10 +122,8 @@ def home_dir(path: str | os.PathLike[str], *, what: str = "directory") -> Path:
         OSError: it cannot be made (permissions, a missing parent, ENOSPC).
     """
     p = Path(path)
-    try:
+    with contextlib.suppress(FileExistsError):
         os.mkdir(p, 0o700)
-    except FileExistsError:
-        pass
     st = os.lstat(p)
     if stat.S_ISLNK(st.st_mode):
         raise UnsafeFileError(f"{what} is a symlink; refused, never followed (replace it with a directory)", path=p)

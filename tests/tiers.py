@@ -43,6 +43,7 @@ SLOW_MODULES = frozenset(
         "ui/test_tree.py",
         "continuity/test_suite.py",
         "continuity/test_suite_attached.py",
+        "gateway/test_front_door.py",
         "gateway/test_gateway_process.py",
         "hostile/test_damage_sweep.py",
         "hostile/test_damaged_home.py",

@@ -73,7 +73,7 @@ def from_kurahi(exc: KurahiError) -> HTTPError:
     return HTTPError(500, "internal", f"{type(exc).__name__}: {exc}")
 
 
-_ABSOLUTE = re.compile(r"(?<![\w.~])/[^\s:;,'\"()]+")
+_ABSOLUTE = re.compile(r"(?<![\w.~>])/[^\s:;,'\"()`]+")
 
 
 def hide_paths(text: str, home: Path) -> str:

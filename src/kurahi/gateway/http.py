@@ -14,6 +14,7 @@ from typing import Any
 from starlette.responses import JSONResponse
 
 from kurahi.errors import (
+    CatalogWriteError,
     ConfigError,
     KurahiError,
     LockHeldError,
@@ -70,6 +71,9 @@ def from_kurahi(exc: KurahiError) -> HTTPError:
         return HTTPError(409, "busy", str(exc))
     if isinstance(exc, UsageError):
         return HTTPError(400, "bad_request", str(exc))
+    if isinstance(exc, CatalogWriteError):
+        # Nothing was appended; the gateway retries the write on its own: worth a retry later.
+        return HTTPError(503, "catalog_unwritable", str(exc), {"Retry-After": "5"})
     return HTTPError(500, "internal", f"{type(exc).__name__}: {exc}")
 
 

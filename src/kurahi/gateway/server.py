@@ -170,6 +170,8 @@ def serve(
         server = _Server(config)
         gateway.on_start_failed = lambda: setattr(server, "should_exit", True)
         server.run(sockets=[sock])
+        for problem in gateway.stop_problems:  # the stop went on: said once, not a traceback
+            print(f"warning: {problem}", file=sys.stderr, flush=True)
         if gateway.start_error is not None:
             raise gateway.start_error
     finally:

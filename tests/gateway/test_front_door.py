@@ -8,6 +8,7 @@ viewer in a thread otherwise (as the other viewer tests run it).
 
 from __future__ import annotations
 
+import json
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -171,3 +172,46 @@ def test_wrong_login_tokens_count_with_wrong_bearer_tokens(tmp_path: Path) -> No
         assert codes.index(429) >= FAILURES_BURST and set(codes[: codes.index(429)]) == {401}, codes
         r = b.get("/api/agents", headers={"Authorization": "Bearer wrong"})
         assert r.status_code == 429 and r.json()["error"]["code"] == "too_many_failures"
+
+
+def _lines(path: Path) -> int:
+    return path.read_bytes().count(b"\n")
+
+
+def test_a_catalog_that_cannot_be_written_refuses_chats_and_the_gateway_stops_cleanly(tmp_path: Path) -> None:
+    home = make_gateway_home(tmp_path)
+    token = home.token_file.read_text().strip()
+    sessions = home.root / "agents" / "alice" / "sessions"
+    catalog, lock = sessions / "sessions.json", sessions / "sessions.json.lock"
+    proc = start_gateway(home)
+    info = gateway_info(home.lock)
+    assert info is not None
+    url = f"http://127.0.0.1:{info.port}"
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as c:
+
+        def chat(text: str) -> httpx.Response:
+            return c.post("/api/agents/alice/chat", json={"message": text})
+
+        assert chat("hello").json()["status"] == "ok"
+        transcript = sessions / json.loads(catalog.read_text())["agent:alice:main"]["sessionFile"]
+        lock.mkdir()  # the catalog's lock file damaged: no write of the catalog can succeed
+        # The turns before the clock write failed were stored; from then on chats are refused.
+        wait_for(lambda: chat("are you there?").status_code == 503, "a chat refused")
+        before = _lines(transcript)
+        r = chat("refused, so never stored")
+        assert r.status_code == 503 and r.json()["error"]["code"] == "catalog_unwritable", r.text
+        assert int(r.headers["retry-after"]) >= 1 and "nothing was appended" in r.text
+        assert _lines(transcript) == before and b"never stored" not in transcript.read_bytes()
+        # Repaired: the next chat writes the kept clocks first, then is served.
+        lock.rmdir()
+        clock_before = json.loads(catalog.read_text())["agent:alice:main"]["lastInteractionAt"]
+        assert chat("back again").json()["status"] == "ok"
+        assert json.loads(catalog.read_text())["agent:alice:main"]["lastInteractionAt"] > clock_before
+        # Damaged again and stopped: the gateway says which clocks it could not keep, and exits 0.
+        lock.mkdir()
+        assert chat("one more").json()["status"] == "ok"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+    log = (home.root / "gateway.log").read_text()
+    assert "Traceback" not in log, log
+    assert "warning: agent alice: the activity clocks of 1 session(s) (agent:alice:main) could not be written" in log

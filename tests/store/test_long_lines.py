@@ -128,6 +128,21 @@ def test_a_line_longer_than_pi_can_read_refuses_the_file_in_every_reader(tmp_pat
     ):
         res = run_cli(*args, timeout=300)
         assert res.returncode != 0, (args, res.stdout)
-        assert f"{huge}:3: a line of more than" in res.stderr, (args, res.stderr)
+        assert f"{huge}:3: line 3 holds more than" in res.stderr, (args, res.stderr)
         assert "Pi cannot load this file either" in res.stderr and "Traceback" not in res.stderr, res.stderr
     assert tree(tmp_path) == before  # refused: nothing written
+    # find skips such a file with a note naming it and the line (the rest of its report is find's).
+    state = openclaw_state_copy(JSON_ERA, tmp_path / "state")
+    live = state / "agents" / "main" / "sessions" / LIVE
+    lines = live.read_bytes().count(b"\n")
+    with live.open("r+b") as f:
+        f.seek(0, os.SEEK_END)
+        f.write(b'{"type":"message","id":"b1g","parentId":null,"pad":"')
+        f.seek(MAX_LINE_BYTES + 16, os.SEEK_CUR)
+        f.write(b'"}\n')
+    before = tree(state)
+    res = run_cli("lineage", "find", "--state-dir", str(state), "--agent", "main", "--json", timeout=300)
+    assert res.returncode == 0, res.stderr
+    notes = json.loads(res.stdout)["notes"]
+    assert any(f"{live}: line {lines + 1} holds more than" in note for note in notes), notes
+    assert tree(state) == before

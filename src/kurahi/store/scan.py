@@ -188,7 +188,7 @@ class LineTooLong(Exception):
     def error(self, name: str) -> TranscriptReadError:
         """The error a reader of file ``name`` raises for it."""
         return TranscriptReadError(
-            f"a line of more than {native.MAX_LINE_BYTES:,} bytes (at least {self.nbytes:,}): longer than "
+            f"line {self.line} holds more than {native.MAX_LINE_BYTES:,} bytes (at least {self.nbytes:,}): longer than "
             "V8's longest string, so Pi cannot load this file either; Kurahi refuses the whole file "
             "rather than leave the line out",
             path=name,

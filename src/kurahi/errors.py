@@ -29,7 +29,8 @@ Hierarchy::
     │   │       └── OwnerInUseError   another live gateway runs with the same lease owner id
     │   ├── CatalogError              sessions.json
     │   │   ├── CatalogCorruptError   exists but does not parse: never overwritten
-    │   │   └── CatalogEntryError     an entry or key is not acceptable
+    │   │   ├── CatalogEntryError     an entry or key is not acceptable
+    │   │   └── CatalogWriteError     cannot be written now (chats refused until it can)
     │   ├── UnsafeFileError           a home file that is a symlink, a directory or not plain: never followed
     │   ├── StoreDatabaseError        the PostgreSQL backend's database (never a password in the message)
     │   │   ├── DatabaseUnavailableError  cannot connect, or the connection dropped (names host and database)
@@ -102,6 +103,7 @@ __all__ = [
     "CatalogCorruptError",
     "CatalogEntryError",
     "CatalogError",
+    "CatalogWriteError",
     "CheckError",
     "ConfigError",
     "ContextEditError",
@@ -382,6 +384,14 @@ class CatalogCorruptError(CatalogError):
 
 class CatalogEntryError(CatalogError):
     """A catalog key or entry is not acceptable."""
+
+
+class CatalogWriteError(CatalogError):
+    """The catalog cannot be written now (a full disk, a damaged lock file): retried, never lost quietly.
+
+    A runtime whose activity clocks could not be written refuses the next turn with it (HTTP
+    503) until they can, rather than acknowledge chats whose clocks it cannot keep.
+    """
 
 
 class LeaseLostError(LockHeldError):

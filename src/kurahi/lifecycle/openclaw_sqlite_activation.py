@@ -58,7 +58,13 @@ from kurahi.lifecycle.activation_package import (
 from kurahi.store import openclaw_sqlite_write as oc
 from kurahi.store.catalog_format import validate_agent_id, validate_key
 
-__all__ = ["STORE_KIND", "SqlitePlan", "SqlitePreconditions", "is_sqlite_package", "sqlite_store_path"]
+__all__ = [
+    "STORE_KIND",
+    "SqlitePlan",
+    "SqlitePreconditions",
+    "is_sqlite_package",
+    "sqlite_store_path",
+]
 
 STORE_KIND = "openclaw-sqlite"
 """``activation.json``'s ``store`` for a package that activates into the SQLite store."""
@@ -185,6 +191,7 @@ def read_preconditions(con: Any, db: Path, key: str) -> tuple[SqlitePrecondition
         ActivationError: no such key in the store.
         SqliteStoreError: the key's row is not a session entry OpenClaw reads.
     """
+    oc.check_schema(con, db)
     node = oc.node_row(con, key)
     if node is None:
         raise ActivationError(f"{db}: no session key {key!r} in session_nodes; nothing to activate over")
@@ -216,8 +223,9 @@ def plan_sqlite(
         OpenClawRunningError: a gateway runs on ``home``.
     """
     from kurahi.lifecycle.activation_plan import check_candidate
+    from kurahi.lifecycle.openclaw_sqlite_guards import check_store_path
 
-    db = sqlite_store_path(home, agent)
+    db = check_store_path(home, agent)
     refuse_if_running(home)
     _refuse_wal(db)
     staging = Package.staging_dir(out)
@@ -324,12 +332,6 @@ def _check_preconditions(con: Any, db: Path, plan: SqlitePlan) -> None:
                 expected=str(getattr(want, field)),
                 actual=str(getattr(pre, field)),
             )
-
-
-def _exported(db: Path, session_id: str) -> bytes:
-    from kurahi.lineage.openclaw_sqlite import export_session_jsonl
-
-    return export_session_jsonl(db, session_id)
 
 
 def _projection_of(data: bytes, markers: Sequence[str]) -> Projection:

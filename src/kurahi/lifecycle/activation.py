@@ -214,11 +214,18 @@ def live_state(pkg: Package, home: str | os.PathLike[str], backend: Backend | No
     On a store shared by gateways (a database) the activation takes the sessions' leases
     even from a live gateway: its fencing token goes stale, so it writes nothing more to
     them, and it opens the key's session afresh (the activated one) when next asked.
+
+    Raises:
+        UnsafeFileError: in the home's files, ``agents``, the agent's folder or its
+            ``sessions`` is a symlink (writing there would write outside the home).
     """
     if backend is None:
         from kurahi.store.file_backend import FileBackend
+        from kurahi.store.no_links import refuse_links
 
-        backend = FileBackend(Path(home).resolve())  # the home's files, as every activation had
+        root = Path(home).resolve()
+        refuse_links(root, f"agents/{pkg.plan.agent}/sessions/sessions.json")  # nothing written through a link
+        backend = FileBackend(root)  # the home's files, as every activation had
     return LiveState(pkg, backend.agent(pkg.plan.agent), take_over=backend.kind != "file")
 
 

@@ -136,6 +136,9 @@ def plan_activation(
             from kurahi.lifecycle.openclaw_sqlite_activation import plan_sqlite
 
             return plan_sqlite(root, agent, key, Path(candidate), out, markers)
+        from kurahi.store.no_links import refuse_links
+
+        refuse_links(root, f"agents/{agent}/sessions/sessions.json")  # nothing written through a link
         find_catalogs(root, agent)  # the agent's sessions directory must exist
         store: AgentStore = FileBackend(root).agent(agent)
         sessions_dir = root / "agents" / agent / "sessions"
@@ -161,6 +164,7 @@ def plan_activation(
                 actual=target_sha,
             )
         if replaces_live:
+            _refuse_shared(store, key, target_name)
             _save(staging / "rollback" / "transcript.jsonl", store.transcripts.export(target_name))
         old_catalog_sha = ABSENT
         snapshot = store.catalog.snapshot()
@@ -192,6 +196,20 @@ def plan_activation(
     except BaseException:
         discard_staging(staging)
         raise
+
+
+def _refuse_shared(store: AgentStore, key: str, name: str) -> None:
+    """Refuse to replace a transcript another key's entry also points at (its session would change too)."""
+    sharing = sorted(k for k, e in store.catalog.items() if k != key and transcript_name(e) == name)
+    if sharing:
+        raise PreconditionError(
+            f"{store.transcripts.locator(name)} is also the transcript of {', '.join(map(repr, sharing[:3]))}: "
+            "replacing it would change that session too; give the candidate a new session id "
+            "(`lineage stitch` does) so that it is installed beside it",
+            part="target",
+            expected=f"a transcript of {key!r} alone",
+            actual=f"shared with {len(sharing)} other key(s)",
+        )
 
 
 def _save(path: Path, data: bytes) -> str:

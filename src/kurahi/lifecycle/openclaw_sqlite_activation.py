@@ -223,11 +223,12 @@ def plan_sqlite(
         OpenClawRunningError: a gateway runs on ``home``.
     """
     from kurahi.lifecycle.activation_plan import check_candidate
-    from kurahi.lifecycle.openclaw_sqlite_guards import check_store_path
+    from kurahi.lifecycle.openclaw_sqlite_guards import check_store_path, refuse_if_open
 
     db = check_store_path(home, agent)
     refuse_if_running(home)
     _refuse_wal(db)
+    refuse_if_open(db, writers_only=True)
     staging = Package.staging_dir(out)
     try:
         cand = staging / "candidate.jsonl"

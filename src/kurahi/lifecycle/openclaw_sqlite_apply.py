@@ -34,7 +34,7 @@ from kurahi.lifecycle.openclaw_sqlite_activation import (
     refuse_if_running,
     sha256_bytes,
 )
-from kurahi.lifecycle.openclaw_sqlite_guards import check_store_path, refuse_read_only, sidecars_kept
+from kurahi.lifecycle.openclaw_sqlite_guards import check_store_path, refuse_if_open, refuse_read_only, sidecars_kept
 from kurahi.store import openclaw_sqlite_write as oc
 
 __all__ = ["sqlite_apply", "sqlite_rollback", "sqlite_verify"]
@@ -161,6 +161,7 @@ def sqlite_apply(package: str | os.PathLike[str], home: str | os.PathLike[str]) 
             )
     if state == "old":
         refuse_read_only(db)
+        refuse_if_open(db)
     if fresh:
         journal.add("apply", "begin", attempt=phase.attempt + 1, gatewayPort=None)
     else:
@@ -256,6 +257,7 @@ def sqlite_rollback(
         return res
     _refuse_state(state, force)
     refuse_read_only(db)
+    refuse_if_open(db)
     if phase.name == "rolling-back":
         res.steps.append("resume")
     else:

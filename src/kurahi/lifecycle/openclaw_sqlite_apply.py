@@ -256,6 +256,10 @@ def sqlite_rollback(
         res.outcome = "not-applied" if phase.name == "planned" else "already-rolled-back"
         return res
     _refuse_state(state, force)
+    if phase.name == "applied":
+        # A committed apply left the WAL empty (it checkpoints): frames there now are OpenClaw's,
+        # unfinished. (After an interrupted apply or rollback they may be ours: the rerun finishes.)
+        _refuse_wal(db)
     refuse_read_only(db)
     refuse_if_open(db)
     if phase.name == "rolling-back":

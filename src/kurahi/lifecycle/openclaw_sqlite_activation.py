@@ -190,6 +190,19 @@ def read_preconditions(con: Any, db: Path, key: str) -> tuple[SqlitePrecondition
     Raises:
         ActivationError: no such key in the store.
         SqliteStoreError: the key's row is not a session entry OpenClaw reads.
+        SqliteSchemaError: the schema is not exactly OpenClaw 2026.9.6's.
+    """
+    pre, node, _ = _read_store(con, db, key, content=True)
+    return pre, node
+
+
+def _read_store(
+    con: Any, db: Path, key: str, *, content: bool
+) -> tuple[SqlitePreconditions, dict[str, Any], str | None]:
+    """:func:`read_preconditions` and the live session's last entry id.
+
+    The whole store's hash only with ``content``: apply compares everything else, and the
+    hash is rollback's evidence, taken once, at plan.
     """
     oc.check_schema(con, db)
     node = oc.node_row(con, key)
@@ -204,11 +217,10 @@ def read_preconditions(con: Any, db: Path, key: str) -> tuple[SqlitePrecondition
             path=db,
         )
     sid = node["current_session_id"]
-    count, last, sha, _ = oc.session_digest(con, sid)
-    pre = SqlitePreconditions(
-        oc.schema_version(con, db), sid, count, last, sha, _node_sha(node), oc.content_sha256(con)
-    )
-    return pre, node
+    count, last, sha, leaf = oc.session_digest(con, sid)
+    whole = oc.content_sha256(con) if content else ""
+    pre = SqlitePreconditions(oc.schema_version(con, db), sid, count, last, sha, _node_sha(node), whole)
+    return pre, node, leaf
 
 
 def plan_sqlite(
@@ -237,8 +249,7 @@ def plan_sqlite(
         lines = _candidate_lines(cand, candidate)
         ids = {e.get("id") for e in map(json.loads, lines[1:])}
         with oc.open_store(db, write=False) as con:
-            pre, node = read_preconditions(con, db, key)
-            _, _, _, leaf = oc.session_digest(con, pre.current_session_id)
+            pre, node, leaf = _read_store(con, db, key, content=True)
             taken = con.execute("SELECT 1 FROM session_windows WHERE session_id = ?", (new_sid,)).fetchone()
             events = con.execute("SELECT 1 FROM transcript_events WHERE session_id = ?", (new_sid,)).fetchone()
             was_pending = bool(
@@ -323,7 +334,7 @@ def live_state(con: Any, plan: SqlitePlan) -> str:
 
 
 def _check_preconditions(con: Any, db: Path, plan: SqlitePlan) -> None:
-    pre, _ = read_preconditions(con, db, plan.key)
+    pre, _, _ = _read_store(con, db, plan.key, content=False)
     want = plan.preconditions
     for field in ("schema_version", "current_session_id", "event_count", "last_seq", "events_sha256", "node_sha256"):
         if getattr(pre, field) != getattr(want, field):

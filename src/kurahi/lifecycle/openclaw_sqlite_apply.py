@@ -301,8 +301,10 @@ def _backward(pkg: Any, plan: Any, db: Path, res: ActivationResult, *, force: bo
             oc.uninstall_session(con, plan.key, plan.new_session_id, plan.old_node, plan.was_pending)
             pkg.journal.add("rollback", "done", step="store")
             res.steps.append("store")
-        # Give the freed pages back, as OpenClaw's own upkeep does (its stores are auto_vacuum=incremental).
-        con.execute("PRAGMA incremental_vacuum")
+        # Give the freed pages back, as OpenClaw's own upkeep does (its stores are auto_vacuum=incremental):
+        # the file shrinks to its size before apply. Through executescript, which steps the pragma to
+        # its end (execute() steps it once, and one step frees one page).
+        con.executescript("PRAGMA incremental_vacuum;")
         _checkpoint(con)
         after = oc.content_sha256(con)
     _evidence(pkg, "rollback.json", {"before": plan.preconditions.content_sha256, "after": after})

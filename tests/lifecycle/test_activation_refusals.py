@@ -393,3 +393,18 @@ def test_replacing_a_transcript_another_key_shares_is_refused(json_state: tuple[
     assert res.exit_code == EXIT.FAILED, res.output
     assert "also the transcript of 'agent:main:other'" in " ".join(res.output.split()), res.output
     assert json_whole(state) == before
+
+
+def test_rollback_gives_the_pages_back(s: SqliteSetup, tmp_path: Path) -> None:
+    """The activated session's pages are freed by rollback and handed back (the store is auto_vacuum=incremental)."""
+    size = s.db.stat().st_size
+    assert sqlite_plan(s, tmp_path / "pkg").exit_code == 0
+    assert cli("apply", str(tmp_path / "pkg"), "--home", str(s.home), "--offline").exit_code == 0
+    assert s.db.stat().st_size > size
+    assert cli("rollback", str(tmp_path / "pkg"), "--home", str(s.home), "--offline").exit_code == 0
+    con = sqlite3.connect(f"file:{s.db}?mode=ro&immutable=1", uri=True)
+    try:
+        assert con.execute("PRAGMA freelist_count").fetchone() == (0,)
+    finally:
+        con.close()
+    assert s.db.stat().st_size <= size + 16 * 4096  # FTS5 keeps a record of what it deleted, a few pages

@@ -246,8 +246,7 @@ def plan_sqlite(
         cand = staging / "candidate.jsonl"
         cand_sha = copy_durably(candidate, cand)
         new_sid, _, projection = check_candidate(cand, candidate, markers)
-        lines = _candidate_lines(cand, candidate)
-        ids = {e.get("id") for e in map(json.loads, lines[1:])}
+        lines, ids = _candidate_lines(cand, candidate)
         with oc.open_store(db, write=False) as con:
             pre, node, leaf = _read_store(con, db, key, content=True)
             taken = con.execute("SELECT 1 FROM session_windows WHERE session_id = ?", (new_sid,)).fetchone()
@@ -295,7 +294,8 @@ def plan_sqlite(
         raise
 
 
-def _candidate_lines(copy: Path, shown: Path) -> list[str]:
+def _candidate_lines(copy: Path, shown: Path) -> tuple[list[str], set[str]]:
+    """The candidate's lines, each checked to be one JSON object, and the ids of its entries (parsed once)."""
     try:
         text = copy.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -303,6 +303,7 @@ def _candidate_lines(copy: Path, shown: Path) -> list[str]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    ids: set[str] = set()
     for n, line in enumerate(lines, 1):
         try:
             obj = json.loads(line)
@@ -312,7 +313,9 @@ def _candidate_lines(copy: Path, shown: Path) -> list[str]:
             ) from exc
         if not isinstance(obj, dict):
             raise CandidateError(f"line {n} is not a JSON object", path=shown)
-    return lines
+        if n > 1 and isinstance(obj.get("id"), str):
+            ids.add(obj["id"])
+    return lines, ids
 
 
 # -- state --------------------------------------------------------------------------------------

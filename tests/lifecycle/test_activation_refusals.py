@@ -408,3 +408,25 @@ def test_rollback_gives_the_pages_back(s: SqliteSetup, tmp_path: Path) -> None:
     finally:
         con.close()
     assert s.db.stat().st_size <= size + 16 * 4096  # FTS5 keeps a record of what it deleted, a few pages
+
+
+@pytest.mark.parametrize("step", ["plan", "apply"])
+def test_json_era_refuses_a_live_transcript_that_is_a_symlink(
+    json_state: tuple[Path, Path], tmp_path: Path, step: str
+) -> None:
+    """The catalog names a transcript that is a link out of the dir: refused, nothing read through it or changed."""
+    state, c = json_state
+    live = state / "agents" / "main" / "sessions" / OC_NEW
+    pkg = tmp_path / "pkg"
+    plan_args = ["plan", "--home", str(state), "--agent", "main", "--candidate", str(c), "--out", str(pkg)]
+    if step == "apply":
+        assert cli(*plan_args).exit_code == 0
+    outside = state.parent / "outside-transcript.jsonl"
+    shutil.move(live, outside)
+    live.symlink_to(outside)
+    before = json_whole(state) | {"outside": {"": hashlib.sha256(outside.read_bytes()).hexdigest()}}
+    res = cli(*plan_args) if step == "plan" else cli("apply", str(pkg), "--home", str(state), "--offline")
+    assert res.exit_code != 0 and "Traceback" not in res.output, res.output
+    assert "symlink" in res.output, res.output
+    after = json_whole(state) | {"outside": {"": hashlib.sha256(outside.read_bytes()).hexdigest()}}
+    assert after == before

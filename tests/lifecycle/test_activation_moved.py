@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from kurahi.cli.activate import app
 from kurahi.cli.common import EXIT
 from kurahi.lifecycle.activation import plan_activation
-from kurahi.lifecycle.activation_paths import moved_session_file
+from kurahi.lineage.json_links import moved_session_file
 from kurahi.lineage.stitch import stitch
 from kurahi.store.catalog import Catalog
 

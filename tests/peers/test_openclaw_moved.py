@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from test_openclaw_repair import converse, kurahi, one_turn
 
-from kurahi.lifecycle.activation_paths import moved_session_file
+from kurahi.lineage.json_links import moved_session_file
 from kurahi.store.catalog import Catalog
 from openclaw_model import REPLY_PREFIX
 from openclaw_peer import JSON_ERA, MAIN_KEY, OpenClawFactory, phrases_in

@@ -537,7 +537,7 @@ def _session_file_check(live: LiveState) -> tuple[str, str]:
     The first is ``absent`` when the entry names no file or nothing regular is there; a
     moved state dir's old absolute path leads outside it, where OpenClaw finds nothing.
     """
-    from kurahi.lifecycle.activation_paths import session_file_target
+    from kurahi.lineage.json_links import session_file_target
 
     assert isinstance(live.store, FileAgentStore)
     sessions = live.store.sessions_dir

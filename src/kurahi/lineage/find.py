@@ -51,7 +51,7 @@ from kurahi.lineage.json_links import (
     FolderIndex,
     Owner,
     assign_owners,
-    points_elsewhere,
+    moved_session_file,
     read_trajectory_key,
 )
 from kurahi.lineage.openclaw_sqlite import (
@@ -659,7 +659,8 @@ def _find(state: AgentState, key: str | None) -> Lineage:
             current = entry["sessionId"]
         if key not in live and entry and snap is None:
             notes.append(f"{key}: the catalog names no transcript that exists in {folder}")
-        moved_from = points_elsewhere(folder, entry)
+        moved = moved_session_file(root, agent, entry)
+        moved_from = moved.recorded if moved is not None else None
         pieces += json_pieces
         unlinked += [str(f.path) for f in index.files if f.path not in owners and f.path not in live.values()]
     live_source = next((p.source for p in pieces if p.kind == "live"), None)

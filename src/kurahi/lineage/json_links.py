@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
@@ -43,12 +44,14 @@ from kurahi.store.vocab import SESSION
 __all__ = [
     "RESET_MATCH_WINDOW",
     "FolderIndex",
+    "MovedSessionFile",
     "Owner",
     "SessionFile",
     "assign_owners",
     "live_in_folder",
-    "points_elsewhere",
+    "moved_session_file",
     "read_trajectory_key",
+    "session_file_target",
     "stamp_ms",
 ]
 
@@ -130,15 +133,79 @@ def live_in_folder(folder: Path, entry: Mapping[str, Any]) -> Path | None:
     return None
 
 
-def points_elsewhere(folder: Path, entry: Mapping[str, Any]) -> str | None:
-    """The entry's absolute ``sessionFile`` when it is not the transcript in ``folder`` (a moved dir)."""
-    written = entry.get("sessionFile")
-    if not isinstance(written, str) or not PurePath(written).is_absolute():
+def _sessions_dir(state_dir: str | os.PathLike[str], agent: str) -> Path:
+    return Path(os.path.abspath(state_dir)) / "agents" / agent / "sessions"
+
+
+def session_file_target(entry: Mapping[str, Any] | None, sessions_dir: Path) -> Path | None:
+    """The file an entry's ``sessionFile`` names (a relative one is taken in ``sessions_dir``), or ``None``."""
+    value = (entry or {}).get("sessionFile")
+    if not isinstance(value, str) or not value.strip():
         return None
-    here = live_in_folder(folder, entry)
-    if here is None or os.path.normpath(written) == os.path.normpath(here.absolute()):
+    return Path(os.path.normpath(value if os.path.isabs(value) else sessions_dir / value))
+
+
+@dataclass(frozen=True, slots=True)
+class MovedSessionFile:
+    """An entry whose ``sessionFile`` does not lead to its transcript, which is in the sessions folder."""
+
+    recorded: str
+    """The ``sessionFile`` as the catalog holds it."""
+    actual: Path
+    """Where the transcript is: ``<state dir>/agents/<id>/sessions/<name>``."""
+    outside: bool
+    """The recorded path is outside the state dir (the dir was moved or copied)."""
+    missing: bool
+    """Nothing is at the recorded path."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"recorded": self.recorded, "actual": str(self.actual), "outside": self.outside, "missing": self.missing}
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def moved_session_file(
+    state_dir: str | os.PathLike[str], agent: str, entry: Mapping[str, Any] | None
+) -> MovedSessionFile | None:
+    """Whether ``entry``'s ``sessionFile`` misses its transcript, which is in the sessions folder.
+
+    That is: it points outside ``state_dir``, or at nothing, while the transcript is in
+    ``agents/<agent>/sessions/`` (``kurahi rescue`` lists it as ``moved``). Reads only
+    (``lstat``), follows no link. The transcript looked for is the recorded file's name in the sessions folder, else
+    ``<sessionId>.jsonl`` (what OpenClaw falls back to). ``None`` when the entry has no
+    ``sessionFile``, when it leads to the transcript (inside the dir, present), or when no
+    transcript is in the sessions folder either (then nothing was moved: it is gone).
+    """
+    sessions = _sessions_dir(state_dir, agent)
+    recorded = (entry or {}).get("sessionFile")
+    target = session_file_target(entry, sessions)
+    if target is None or not isinstance(recorded, str):
         return None
-    return written
+    root = Path(os.path.abspath(state_dir))
+    real_root = Path(os.path.realpath(root))
+    outside = not (_inside(target, root) or _inside(target, real_root))
+    missing = not os.path.lexists(target)
+    if not (outside or missing):
+        return None
+    names = [target.name]
+    sid = (entry or {}).get("sessionId")
+    if isinstance(sid, str) and sid:
+        names.append(f"{sid}.jsonl")
+    for name in names:
+        actual = sessions / name
+        if actual != target and "/" not in name and _regular(actual):
+            return MovedSessionFile(recorded, actual, outside, missing)
+    return None
 
 
 def _head(path: Path) -> bytes:

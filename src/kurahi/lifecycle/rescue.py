@@ -36,6 +36,7 @@ from typing import Any
 import msgspec
 
 from kurahi.context.project import entry_messages
+from kurahi.context.tokens import estimate_tokens
 from kurahi.errors import TranscriptError
 from kurahi.lineage.find import AgentState, Lineage, Piece, iso, list_agents, open_agent
 from kurahi.store.transcript import Transcript
@@ -70,12 +71,17 @@ class Stretch:
     """Entry ids of the stretch, in path order."""
     messages: int
     tokens: int
+    """Estimated: Pi's estimate of each message once :func:`estimate_stretch` ran, else the stored bytes / 4."""
     texts: list[tuple[str, str]]
     """``(role, text)`` of user and assistant texts (the first and last :data:`_TEXTS_KEPT`)."""
     ends_with_reset: tuple[str, str | None, int | None] | None = None
     """``(entry id, reason, time)`` of the reset entry that ends the stretch."""
     first_ms: int | None = None
     last_ms: int | None = None
+    bytes: int = 0
+    """The stored size of the stretch's lines (what OpenClaw 2026.9 bounds its context by)."""
+    indices: list[int] = field(default_factory=list)
+    """Positions of the stretch's entries in its transcript (path order)."""
 
     @property
     def last_id(self) -> str | None:
@@ -90,6 +96,8 @@ class Restore(msgspec.Struct, rename="camel", frozen=True):
     """Messages of the history from the loss onward (the view after a repair, before compaction)."""
     tokens: int
     """Their estimated tokens."""
+    bytes: int
+    """Their stored size (what OpenClaw 2026.9 bounds what it loads by)."""
     window: int | None
     """The model's context window in tokens, when the state says (``None``: unknown)."""
     window_from: str | None
@@ -218,7 +226,9 @@ def stretches_of(
                 run = path[start:n]
                 part = Stretch(piece, len(out), [i for i in ids[start:n] if isinstance(i, str)], 0, 0, [])
                 part.messages = sum(1 for i in run if types[i] in _MESSAGE_KINDS)
-                part.tokens = t.line_bytes(run) // 4
+                part.bytes = t.line_bytes(run)
+                part.tokens = part.bytes // 4
+                part.indices = run
                 if run:
                     part.first_ms, part.last_ms = _ms(t, run[0]), _ms(t, run[-1])
                 if texts:
@@ -233,6 +243,17 @@ def stretches_of(
     except TranscriptError as exc:
         notes.append(f"skipped {piece.source}: {exc.detail}")
         return [], set()
+
+
+def estimate_stretch(state: AgentState, s: Stretch, notes: list[str]) -> None:
+    """Replace a stretch's byte-based token figure with Pi's estimate of each of its messages."""
+    try:
+        with state.open_piece(s.piece) as t:
+            types = t.types()
+            messages = [i for i in s.indices if types[i] in _MESSAGE_KINDS]
+            s.tokens = sum(estimate_tokens(m) for e in t.path_entries(messages) for m in entry_messages(e))
+    except TranscriptError as exc:
+        notes.append(f"{s.piece.source}: tokens estimated from bytes ({exc.detail})")
 
 
 def _stretch_texts(t: Transcript, messages: list[int]) -> list[tuple[str, str]]:
@@ -369,6 +390,19 @@ def _boundary(ctx: _KeyContext, s: Stretch, after: Piece | None) -> tuple[str, i
     return "unknown", at, evidence
 
 
+def sends_all(runtime: str, window: int, *, tokens: int, size: int, entries: int) -> bool:
+    """Whether the runtime sends a history of this size whole under ``window``.
+
+    OpenClaw 2026.9 loads the newest events up to ``min(64 MiB, max(1024, window × 8))`` bytes
+    and 10,000 events; OpenClaw 2026.5 and Pi send everything while it fits the window less
+    the reserve, and compact first when it does not (``docs/lineage.md``, "What each runtime
+    sends", is the measured model ``lineage check`` applies to the candidate).
+    """
+    if runtime == "openclaw-2026.9":
+        return size + entries <= min(64 * 1024 * 1024, max(1024, window * 8)) and entries <= 10_000
+    return tokens <= window - min(16_384, window - min(8_000, window // 2))
+
+
 def _loss_id(agent: str, key: str, s: Stretch) -> str:
     text = f"{agent}\n{key}\n{s.piece.session_id}\n{s.number}\n{s.last_id}"
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
@@ -392,9 +426,8 @@ def _key_losses(ctx: _KeyContext, notes: list[str]) -> list[Loss]:
             carried.add(piece.source)
         later |= path_ids[piece.source]
     moved = lineage.moved_from is not None and ctx.runtime == "openclaw-2026.5"
-    losses: list[Loss] = []
+    lost: list[tuple[int, Stretch]] = []
     for n, piece in enumerate(pieces):
-        after = pieces[n + 1] if n + 1 < len(pieces) else None
         later_ids: set[str] = set().union(*(path_ids[p.source] for p in pieces[n + 1 :]))
         for s in stretches[piece.source]:
             last = s.last_id
@@ -402,44 +435,66 @@ def _key_losses(ctx: _KeyContext, notes: list[str]) -> list[Loss]:
                 continue  # nothing the model saw, still in view, or a later session carries it
             if piece.current and s.ends_with_reset is None and not moved:
                 continue  # the current stretch of the current session is the view itself
-            kind, at, evidence = _boundary(ctx, s, after)
-            sources = [p.source for p in pieces[n:] if p.source not in carried or p is piece]
-            restored = [
-                st
-                for p in pieces[n:]
-                if p.source in sources
-                for st in stretches[p.source]
-                if p is not piece or st.number >= s.number
-            ]
-            tokens = sum(st.tokens for st in restored)
-            losses.append(
-                Loss(
-                    id=_loss_id(lineage.agent, lineage.key, s),
-                    agent=lineage.agent,
-                    key=lineage.key,
-                    at=iso(at),
-                    kind=kind,
-                    confidence=piece.confidence,
-                    evidence=evidence,
-                    source=piece.source,
-                    session_id=piece.session_id,
-                    lost_messages=s.messages,
-                    lost_tokens=s.tokens,
-                    first_entry_at=iso(s.first_ms),
-                    last_entry_at=iso(s.last_ms),
-                    runtime=ctx.runtime,
-                    restore=Restore(
-                        messages=sum(st.messages for st in restored),
-                        tokens=tokens,
-                        window=window,
-                        window_from=window_from,
-                        fits=None if window is None else tokens <= window,
-                    ),
-                    pieces=sources,
-                    state_dir=lineage.state_dir,
-                )
+            lost.append((n, s))
+    if not lost:
+        return []
+    # Pi's estimate for what was lost and for what the runtime sends now; bytes / 4 elsewhere.
+    for _, s in lost:
+        estimate_stretch(ctx.state, s, notes)
+    current = next((p for p in pieces if p.current), None)
+    for s in stretches[current.source] if current is not None else []:
+        if s.last_id in view:
+            estimate_stretch(ctx.state, s, notes)
+    losses: list[Loss] = []
+    for n, s in lost:
+        piece = pieces[n]
+        after = pieces[n + 1] if n + 1 < len(pieces) else None
+        kind, at, evidence = _boundary(ctx, s, after)
+        sources = [p.source for p in pieces[n:] if p.source not in carried or p is piece]
+        restored = [
+            st
+            for p in pieces[n:]
+            if p.source in sources
+            for st in stretches[p.source]
+            if p is not piece or st.number >= s.number
+        ]
+        losses.append(
+            Loss(
+                id=_loss_id(lineage.agent, lineage.key, s),
+                agent=lineage.agent,
+                key=lineage.key,
+                at=iso(at),
+                kind=kind,
+                confidence=piece.confidence,
+                evidence=evidence,
+                source=piece.source,
+                session_id=piece.session_id,
+                lost_messages=s.messages,
+                lost_tokens=s.tokens,
+                first_entry_at=iso(s.first_ms),
+                last_entry_at=iso(s.last_ms),
+                runtime=ctx.runtime,
+                restore=_restore(ctx.runtime, restored, window, window_from),
+                pieces=sources,
+                state_dir=lineage.state_dir,
             )
+        )
     return losses
+
+
+def _restore(runtime: str, restored: list[Stretch], window: int | None, window_from: str | None) -> Restore:
+    """What a rescue from here gives back, and whether the runtime will send all of it."""
+    tokens = sum(st.tokens for st in restored)
+    size = sum(st.bytes for st in restored)
+    entries = sum(len(st.indices) for st in restored)
+    return Restore(
+        messages=sum(st.messages for st in restored),
+        tokens=tokens,
+        bytes=size,
+        window=window,
+        window_from=window_from,
+        fits=None if window is None else sends_all(runtime, window, tokens=tokens, size=size, entries=entries),
+    )
 
 
 def find_losses(

@@ -214,6 +214,8 @@ def js_json(value: Any, *, _depth: int = 0) -> bytes:
             out: bytes = msgspec.json.encode(value)
         except (UnicodeEncodeError, TypeError, OverflowError):
             pass  # a lone surrogate, a MISSING, an integer past 64 bits
+        except RecursionError:
+            return js_stringify(value).encode("utf-8")  # nested too deeply for msgspec: iterative
         else:
             if not _may_differ(out):
                 return out

@@ -438,7 +438,9 @@ class Transcript:
         except ValueError as exc:
             # The scanner read this very line: only a file changed underneath gets here.
             raise TranscriptReadError(
-                f"the line changed since it was read ({exc}); open the file again", path=self.name, line=self.line_of(index)
+                f"the line changed since it was read ({exc}); open the file again",
+                path=self.name,
+                line=self.line_of(index),
             ) from exc
         if note:
             # The skeleton decode skips most of a line, so some leniency shows only now.

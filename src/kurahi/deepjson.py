@@ -16,29 +16,25 @@ the rare deep line: it is a Python loop, a few times slower than the C decoders.
 separators=(",", ":"))`` (``sort_keys`` too), byte for byte, without recursion, for a hash or
 a search over values that may be that deep.
 
-This module imports nothing but the C parts of ``json``, so the quick way can use it.
+The quick way, which avoids importing ``json`` and ``re``, imports this module only when
+it meets such a line.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
-
-try:
-    from _json import encode_basestring as _c_quote
-    from _json import scanstring as _c_scanstring
-except ImportError:  # pragma: no cover - every CPython has _json
-    from json.decoder import py_scanstring as _scanstring
-    from json.encoder import py_encode_basestring as _quote
-else:
-    _scanstring = _c_scanstring
-    _quote = _c_quote
+from collections.abc import Callable
+from json.decoder import scanstring as _scanstring  # type: ignore[attr-defined]  # C, from _json
+from json.encoder import encode_basestring as _quote  # C, from _json
+from typing import Any, cast
 
 __all__ = ["dumps", "loads"]
 
 # RFC 8259's number (what json.scanner's NUMBER_RE matches), and its four whitespace bytes.
 _NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _SPACE = re.compile(r"[ \t\n\r]*")
+_skip = cast(Callable[[str, int], "re.Match[str]"], _SPACE.match)
+"""``_SPACE.match``, which always matches (perhaps nothing)."""
 _LITERALS = (("true", True), ("false", False), ("null", None))
 
 
@@ -48,7 +44,7 @@ def loads(text: str) -> Any:
     Raises:
         ValueError: the text is not JSON; the message names the character offset.
     """
-    skip = _SPACE.match
+    skip = _skip
     number = _NUMBER.match
     end = len(text)
     # Each open container: the container and, for an object, the key its next value goes to.
@@ -72,8 +68,8 @@ def loads(text: str) -> Any:
                 if text.startswith("}", pos):
                     value, pos = {}, pos + 1
                 else:
-                    key, pos = _key(text, pos)
-                    stack.append(({}, key))
+                    first, pos = _key(text, pos)
+                    stack.append(({}, first))
                     continue
         elif c == '"':
             value, pos = _string(text, pos + 1)
@@ -120,10 +116,10 @@ def _key(text: str, pos: int) -> tuple[str, int]:
     if not text.startswith('"', pos):
         raise ValueError(f"a key in double quotes was expected at {pos}")
     key, pos = _string(text, pos + 1)
-    pos = _SPACE.match(text, pos).end()
+    pos = _skip(text, pos).end()
     if not text.startswith(":", pos):
         raise ValueError(f"':' was expected at {pos}")
-    return key, _SPACE.match(text, pos + 1).end()
+    return key, _skip(text, pos + 1).end()
 
 
 def _string(text: str, pos: int) -> tuple[str, int]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from pi_fuzzing import Tally, compare, run_pi  # noqa: E402
+from pi_fuzzing import Tally, compare, run_pi
 
 
 def main() -> int:

@@ -105,17 +105,15 @@ class Tally:
     def line(self) -> str:
         """One line for a report."""
         return (
-            f"{self.programs} programs ({self.calls} calls), {self.files} files, {self.projections} projections: {self.identical} identical, "
+            f"{self.programs} programs ({self.calls} calls), {self.files} files, "
+            f"{self.projections} projections: {self.identical} identical, "
             f"{self.explained} explained, {len(self.unexplained)} unexplained; flags {dict(self.flags)}"
         )
 
 
 def _undefined_message(path: Path) -> bool:
     """Whether some message entry of the file has no ``message`` (``appendMessage(undefined)``)."""
-    for line in path.read_bytes().split(b"\n"):
-        if b'"type":"message"' in line and b'"message":' not in line:
-            return True
-    return False
+    return any(b'"type":"message"' in line and b'"message":' not in line for line in path.read_bytes().split(b"\n"))
 
 
 def compare(records: list[dict[str, Any]], tally: Tally) -> None:
@@ -149,7 +147,7 @@ def compare(records: list[dict[str, Any]], tally: Tally) -> None:
                         tally.projections += 1
                         try:
                             got = read(path, at)
-                        except Exception as exc:  # noqa: BLE001 - every failure is a finding
+                        except Exception as exc:
                             tally.unexplained.append(f"{where}: {name} (C scanner {on}) raised {exc!r}")
                             continue
                         if got == want:
@@ -160,7 +158,7 @@ def compare(records: list[dict[str, Any]], tally: Tally) -> None:
                 tally.projections += 1
                 try:
                     ref = reference_projection(path).messages
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     tally.unexplained.append(f"{where}: reference raised {exc!r}")
                     continue
                 if _same(ref, _loads(point["json"])["messages"]):

@@ -38,13 +38,19 @@ from peer import NODE, ROOT, PiPeer
 FUZZ_JS = ROOT / "tests" / "peers" / "pi_fuzz.mjs"
 
 
-def run_pi(seed: int, count: int, out: Path, *, points: int = 3, deep: bool = True) -> list[dict[str, Any]]:
-    """Run ``count`` programs of ``seed`` through Pi 1.6.0; one record per file it wrote."""
+def run_pi(
+    seed: int, count: int, out: Path, *, points: int = 3, deep: bool = True, max_levels: int = 30_000
+) -> list[dict[str, Any]]:
+    """Run ``count`` programs of ``seed`` through Pi 1.6.0; one record per file it wrote.
+
+    ``deep``: some ``details`` nest past CPython's decoders, up to ``max_levels`` levels.
+    """
     pi = PiPeer("1.6.0")
     assert NODE is not None
     flags = ["--seed", str(seed), "--count", str(count), "--out", str(out), "--points", str(points)]
+    flags += ["--deep", "--max-levels", str(max_levels)] if deep else []
     proc = subprocess.run(
-        [NODE, "--stack-size=4000", str(FUZZ_JS), *flags, *(["--deep"] if deep else [])],
+        [NODE, str(FUZZ_JS), *flags],
         capture_output=True,
         text=True,
         timeout=1800,

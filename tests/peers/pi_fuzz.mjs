@@ -1,6 +1,6 @@
 // Random programs run by Pi's own SessionManager, and Pi's projection of what they wrote.
 //
-//   node pi_fuzz.mjs --seed S --count N --out DIR [--points K] [--deep]
+//   node pi_fuzz.mjs --seed S --count N --out DIR [--points K] [--deep [--max-levels L]]
 //
 // PI_PKG names Pi 1.6.0's package root (as for pi_peer.mjs). Program i is drawn from a PRNG
 // seeded with (S, i), so a seed and an index name a program for good. Each program opens a
@@ -38,6 +38,7 @@ const COUNT = Number(arg("--count", "10"));
 const OUT = resolve(arg("--out", "."));
 const POINTS = Number(arg("--points", "3"));
 const DEEP = process.argv.includes("--deep");
+const MAX_LEVELS = Number(arg("--max-levels", "30000")); // --deep: the deepest details drawn
 
 // Pi's clock: `new Date()` and `Date.now()` read `clock.now`; every other use of Date is Date's own.
 const RealDate = Date;
@@ -101,7 +102,8 @@ function value(r, depth = 0) {
 function details(r) {
 	if (DEEP && r.chance(0.3)) {
 		// Nested past CPython's decoders (about 1,000 levels), sometimes past JSON.stringify's stack.
-		const levels = r.chance(0.05) ? r.int(10000, 30000) : r.pick([500, 990, 1000, 1200, 3000, r.int(900, 2500)]);
+		const drawn = r.chance(0.05) ? r.int(10000, 30000) : r.pick([500, 990, 1000, 1200, 3000, r.int(900, 2500)]);
+		const levels = Math.min(drawn, MAX_LEVELS);
 		let v = value(r, 4);
 		for (let i = 0; i < levels; i++) v = r.chance(0.5) ? [v] : { [r.pick(KEYS)]: v };
 		return v;

@@ -12,7 +12,8 @@
 // arbitrary details (nested deep with --deep), labels, session names, branch(), resetLeaf(),
 // branchWithSummary() and createBranchedSession(). Pi's clock is replaced by the program's
 // own: now, years before 1, far years, or anywhere in Date's range, so every timestamp Pi
-// writes with toISOString() comes from it.
+// writes with toISOString() comes from it (the session's header excepted: Pi makes its id a
+// UUIDv7 of the clock, which refuses a time before 1970; so does createBranchedSession).
 //
 // Then every file the program wrote is opened afresh by Pi, and its context is built at the
 // leaf and at K other entries (branch(id)). One JSON line per file:
@@ -295,8 +296,9 @@ mkdirSync(OUT, { recursive: true });
 for (let program = 0; program < COUNT; program++) {
 	const r = rng(SEED, program);
 	const mode = r.pick(["now", "now", "now", "early", "far", "any"]);
-	clock.now = mode === "now" ? RealDate.UTC(2026, 0, 1) + r.int(0, 1e10) : 0;
-	tick(r, mode);
+	// The session id is a UUIDv7 of the clock, which must read 1970 to 10889 then: the program's
+	// own clock starts after the open.
+	clock.now = RealDate.UTC(2026, 0, 1) + r.int(0, 1e10);
 	const flags = new Set();
 	const files = new Set();
 	const first = join(OUT, `p${SEED}-${program}.jsonl`);
@@ -305,6 +307,7 @@ for (let program = 0; program < COUNT; program++) {
 	let error;
 	try {
 		const sm = SessionManager.open(first, OUT);
+		if (mode !== "now") tick(r, mode);
 		runProgram(r, sm, mode, flags, files, calls);
 	} catch (err) {
 		error = String(err?.stack ?? err);

@@ -118,9 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--entries", type=int, default=200_000, help="entries of A; B has a tenth (default 200000)")
     ap.add_argument("--data-dir", type=Path, default=ROOT / "bench-data", help="cache of generated files")
     ap.add_argument("--no-report", action="store_true", help="stitch without --report")
-    ap.add_argument(
-        "--live-b", action="store_true", help="B is one path without compactions (all of it live context)"
-    )
+    ap.add_argument("--live-b", action="store_true", help="B is one path without compactions (all of it live context)")
     ap.add_argument("--json-output", action="store_true", help="time both commands with --json")
     ap.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     args = ap.parse_args(argv)

@@ -28,7 +28,7 @@ from json.decoder import scanstring as _scanstring  # type: ignore[attr-defined]
 from json.encoder import encode_basestring as _quote  # C, from _json
 from typing import Any, cast
 
-__all__ = ["dumps", "loads"]
+__all__ = ["dumps", "dumps_compact", "loads", "parse"]
 
 # RFC 8259's number (what json.scanner's NUMBER_RE matches), and its four whitespace bytes.
 _NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
@@ -194,3 +194,31 @@ def _float(v: float) -> str:
     if v == -float("inf"):
         return "-Infinity"
     return float.__repr__(v)
+
+
+def parse(data: str | bytes) -> Any:
+    """``json.loads(data)``, falling back to :func:`loads` for a document nested too deeply for it.
+
+    For callers that read JSON with the standard library (the OpenClaw SQLite store's rows):
+    the same value, at any depth.
+
+    Raises:
+        ValueError: not JSON (``json.JSONDecodeError``, or :func:`loads`'s), or bytes that are
+            not UTF-8 (``UnicodeDecodeError``).
+    """
+    import json
+
+    try:
+        return json.loads(data)
+    except RecursionError:
+        return loads(data.decode("utf-8") if isinstance(data, bytes) else data)
+
+
+def dumps_compact(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` at any depth."""
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except RecursionError:
+        return dumps(value)

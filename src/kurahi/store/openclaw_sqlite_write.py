@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import math
 import os
 import secrets
@@ -53,6 +52,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from kurahi import deepjson
 from kurahi.errors import SqliteSchemaError, SqliteStoreBusyError, SqliteStoreError
 from kurahi.store.openclaw_sqlite_events import EVENT_COLUMNS, event_bytes
 from kurahi.store.openclaw_sqlite_snapshot import KNOWN_SCHEMA_VERSIONS as SNAPSHOT_SCHEMA_VERSIONS
@@ -244,7 +244,7 @@ def session_digest(con: sqlite3.Connection, session_id: str) -> tuple[int, int, 
         data = event_bytes(text, zstd, size, where=f"session {session_id}: event seq {seq}", path=db)
         h.update(f"{seq}:{len(data)}:".encode() + data)
         with contextlib.suppress(ValueError, TypeError):
-            obj = json.loads(data)
+            obj = deepjson.parse(data)
             if isinstance(obj, dict) and isinstance(obj.get("id"), str) and seq > 0:
                 leaf = obj["id"]
     return count, last, h.hexdigest(), leaf
@@ -321,7 +321,7 @@ def entry_problem(node: dict[str, Any]) -> str | None:
     ``updated_at``.
     """
     try:
-        entry = json.loads(node.get("entry_json") or "")
+        entry = deepjson.parse(node.get("entry_json") or "")
     except ValueError:
         return "entry_json is not JSON"
     if not isinstance(entry, dict):
@@ -383,7 +383,7 @@ def _insert_rows(con: sqlite3.Connection, key: str, lines: Sequence[str], old: s
     active = messages = 0
     leaf: str | None = None
     for seq, line in enumerate(lines):
-        entry = json.loads(line)
+        entry = deepjson.parse(line)
         created = _ms(entry.get("timestamp"), now)
         con.execute(
             "INSERT INTO transcript_events (session_id, seq, event_json, created_at, event_utf8_bytes) "
@@ -427,9 +427,7 @@ def _insert_rows(con: sqlite3.Connection, key: str, lines: Sequence[str], old: s
     node = node_row(con, key)
     assert node is not None
     was_pending = _pending(con, key)
-    entry_json = json.dumps(
-        _swap_ids(json.loads(node["entry_json"]), old, new), ensure_ascii=False, separators=(",", ":")
-    )
+    entry_json = deepjson.dumps_compact(_swap_ids(deepjson.parse(node["entry_json"]), old, new))
     con.execute(
         "UPDATE session_nodes SET current_session_id = ?, entry_json = ? WHERE session_key = ?", (new, entry_json, key)
     )

@@ -22,6 +22,7 @@ it meets such a line.
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Callable
 from json.decoder import scanstring as _scanstring  # type: ignore[attr-defined]  # C, from _json
@@ -32,6 +33,7 @@ __all__ = ["dumps", "dumps_compact", "loads", "parse"]
 
 # RFC 8259's number (what json.scanner's NUMBER_RE matches), and its four whitespace bytes.
 _NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+_WS = " \t\n\r"
 _SPACE = re.compile(r"[ \t\n\r]*")
 _skip = cast(Callable[[str, int], "re.Match[str]"], _SPACE.match)
 """``_SPACE.match``, which always matches (perhaps nothing)."""
@@ -44,36 +46,57 @@ def loads(text: str) -> Any:
     Raises:
         ValueError: the text is not JSON; the message names the character offset.
     """
-    skip = _skip
+    # Collection paused: a million nested containers would set off full passes of the cyclic
+    # collector over all of them, three times the decoding's own cost.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _loads(text)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _loads(text: str) -> Any:
+    # Written for speed where it is needed (a line nested a million levels deep): one
+    # character is looked at before any call, and whitespace, rare in what Pi writes, is
+    # skipped only where there is some.
     number = _NUMBER.match
     end = len(text)
     # Each open container: the container and, for an object, the key its next value goes to.
     stack: list[tuple[Any, str | None]] = []
-    pos = skip(text, 0).end()
+    push, top = stack.append, stack.pop
+    pos = _ws(text, 0)
     value: Any
     while True:
         # A value starts at pos.
         if pos >= end:
             raise ValueError(f"a value was expected at {pos}")
         c = text[pos]
-        if c == "{" or c == "[":
-            pos = skip(text, pos + 1).end()
-            if c == "[":
-                if text.startswith("]", pos):
-                    value, pos = [], pos + 1
-                else:
-                    stack.append(([], None))
-                    continue
+        pos += 1
+        if c == "[":
+            if pos < end and text[pos] in _WS:
+                pos = _ws(text, pos)
+            if pos < end and text[pos] == "]":
+                value = []
+                pos += 1
             else:
-                if text.startswith("}", pos):
-                    value, pos = {}, pos + 1
-                else:
-                    first, pos = _key(text, pos)
-                    stack.append(({}, first))
-                    continue
+                push(([], None))
+                continue
+        elif c == "{":
+            if pos < end and text[pos] in _WS:
+                pos = _ws(text, pos)
+            if pos < end and text[pos] == "}":
+                value = {}
+                pos += 1
+            else:
+                first, pos = _key(text, pos)
+                push(({}, first))
+                continue
         elif c == '"':
-            value, pos = _string(text, pos + 1)
+            value, pos = _string(text, pos)
         else:
+            pos -= 1
             for word, literal in _LITERALS:
                 if text.startswith(word, pos):
                     value, pos = literal, pos + len(word)
@@ -87,7 +110,8 @@ def loads(text: str) -> Any:
                 pos = m.end()
         # The value is complete: put it in its container, closing as many as end here.
         while True:
-            pos = skip(text, pos).end()
+            if pos < end and text[pos] in _WS:
+                pos = _ws(text, pos)
             if not stack:
                 if pos != end:
                     raise ValueError(f"extra data at {pos}")
@@ -99,16 +123,22 @@ def loads(text: str) -> Any:
             else:
                 container[key] = value
                 closer = "}"
-            if text.startswith(",", pos):
-                pos = skip(text, pos + 1).end()
+            c = text[pos] if pos < end else ""
+            if c == ",":
+                pos = _ws(text, pos + 1)
                 if key is not None:
                     key, pos = _key(text, pos)
                     stack[-1] = (container, key)
                 break
-            if not text.startswith(closer, pos):
+            if c != closer:
                 raise ValueError(f"',' or '{closer}' was expected at {pos}")
-            stack.pop()
+            top()
             value, pos = container, pos + 1
+
+
+def _ws(text: str, pos: int) -> int:
+    """Where the whitespace from ``pos`` ends."""
+    return _skip(text, pos).end()
 
 
 def _key(text: str, pos: int) -> tuple[str, int]:
@@ -116,10 +146,16 @@ def _key(text: str, pos: int) -> tuple[str, int]:
     if not text.startswith('"', pos):
         raise ValueError(f"a key in double quotes was expected at {pos}")
     key, pos = _string(text, pos + 1)
-    pos = _skip(text, pos).end()
-    if not text.startswith(":", pos):
-        raise ValueError(f"':' was expected at {pos}")
-    return key, _skip(text, pos + 1).end()
+    if text.startswith(":", pos):
+        pos += 1
+    else:
+        pos = _ws(text, pos)
+        if not text.startswith(":", pos):
+            raise ValueError(f"':' was expected at {pos}")
+        pos += 1
+    if pos < len(text) and text[pos] in _WS:
+        pos = _ws(text, pos)
+    return key, pos
 
 
 def _string(text: str, pos: int) -> tuple[str, int]:

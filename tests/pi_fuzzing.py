@@ -132,6 +132,13 @@ def compare(records: list[dict[str, Any]], tally: Tally) -> None:
         tally.calls += rec["calls"]
         tally.programs += rec["calls"] > 0
         tally.flags.update(rec["flags"])
+        data = path.read_bytes()
+        # Files whose entries Pi stamped before year 1 or after 9999 (toISOString's signed years).
+        tally.flags.update(
+            name
+            for name, mark in (("yearBefore1", b'"timestamp":"-'), ("yearAfter9999", b'"timestamp":"+'))
+            if mark in data
+        )
         for point in rec["points"]:
             at = point["at"]
             where = f"{path.name} (seed {rec['seed']}, program {rec['program']}) at {at or 'the leaf'}"

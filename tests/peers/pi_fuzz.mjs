@@ -22,8 +22,9 @@
 // `kurahi session context FILE [--leaf ID] --json` must print. A value nested deeper than
 // JSON.stringify's stack allows (it throws RangeError) is written by an iterative twin of
 // it instead, so the context Pi holds is still compared; `flags` lists "deepStringify" then.
-// Other flags say where Pi does something Kurahi deliberately does not copy:
-// "undefinedMessage" (appendMessage(undefined): an entry Pi's own build throws on).
+// "deep" says some details were nested 990 levels or more. Other flags say where Pi does
+// something Kurahi deliberately does not copy: "undefinedMessage" (appendMessage(undefined):
+// an entry Pi's own build throws on).
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -100,11 +101,12 @@ function value(r, depth = 0) {
 	return o;
 }
 
-function details(r) {
+function details(r, flags) {
 	if (DEEP && r.chance(0.3)) {
 		// Nested past CPython's decoders (about 1,000 levels), sometimes past JSON.stringify's stack.
 		const drawn = r.chance(0.05) ? r.int(10000, 30000) : r.pick([500, 990, 1000, 1200, 3000, r.int(900, 2500)]);
 		const levels = Math.min(drawn, MAX_LEVELS);
+		if (levels >= 990) flags.add("deep");
 		let v = value(r, 4);
 		for (let i = 0; i < levels; i++) v = r.chance(0.5) ? [v] : { [r.pick(KEYS)]: v };
 		return v;
@@ -157,7 +159,7 @@ function message(r, flags) {
 			return m;
 		}
 		case "toolResult":
-			return { role, toolCallId: `call_${r.int(0, 99)}`, toolName: r.pick(["read", "bash"]), content: content(r, role), details: details(r), isError: r.chance(0.2), timestamp: stamp(r) };
+			return { role, toolCallId: `call_${r.int(0, 99)}`, toolName: r.pick(["read", "bash"]), content: content(r, role), details: details(r, flags), isError: r.chance(0.2), timestamp: stamp(r) };
 		case "bashExecution": {
 			const m = { role, command: text(r), output: text(r), exitCode: r.pick([0, 1, undefined, null]), cancelled: r.chance(0.1), truncated: r.chance(0.1), timestamp: stamp(r) };
 			if (r.chance(0.3)) m.excludeFromContext = r.chance(0.5);
@@ -169,7 +171,7 @@ function message(r, flags) {
 			return m;
 		}
 		case "custom":
-			return { role, customType: text(r), content: content(r, role), display: r.chance(0.5), details: details(r), timestamp: stamp(r) };
+			return { role, customType: text(r), content: content(r, role), display: r.chance(0.5), details: details(r, flags), timestamp: stamp(r) };
 		default:
 			if (r.chance(0.97)) return { role: "user", content: text(r), timestamp: stamp(r) };
 			flags.add("undefinedMessage");
@@ -208,18 +210,18 @@ function step(r, sm, ids, flags, files) {
 		else if (k < 0.53) id = sm.appendUsage(r.pick(["turn", "compaction", text(r)]), "anthropic", "m", usage(r), r.chance(0.5) ? text(r) : undefined).id;
 		else if (k < 0.58) {
 			const kept = r.chance(0.2) ? null : someId(r, ids);
-			id = sm.appendCompaction(text(r), kept, r.int(0, 200000), details(r), r.chance(0.3) ? r.chance(0.5) : undefined, r.chance(0.3) ? usage(r) : undefined);
-		} else if (k < 0.61) id = sm.appendCustomEntry(text(r), details(r));
+			id = sm.appendCompaction(text(r), kept, r.int(0, 200000), details(r, flags), r.chance(0.3) ? r.chance(0.5) : undefined, r.chance(0.3) ? usage(r) : undefined);
+		} else if (k < 0.61) id = sm.appendCustomEntry(text(r), details(r, flags));
 		else if (k < 0.63) id = sm.appendSessionInfo(text(r));
 		else if (k < 0.7) {
 			const c = r.next();
 			const replacement = c < 0.4 ? null : { content: c < 0.7 ? text(r) : content(r, "user") };
 			id = sm.appendContextEdit(someId(r, ids), replacement);
 		} else if (k < 0.73) id = sm.appendLabelChange(someId(r, ids), r.chance(0.3) ? undefined : text(r));
-		else if (k < 0.8) id = sm.appendCustomMessageEntry(text(r), content(r, "custom"), r.chance(0.5), details(r));
+		else if (k < 0.8) id = sm.appendCustomMessageEntry(text(r), content(r, "custom"), r.chance(0.5), details(r, flags));
 		else if (k < 0.88 && ids.length) sm.branch(someId(r, ids));
 		else if (k < 0.9) sm.resetLeaf();
-		else if (k < 0.96 && ids.length) id = sm.branchWithSummary(r.chance(0.1) ? null : someId(r, ids), text(r), details(r), r.chance(0.3) ? r.chance(0.5) : undefined, r.chance(0.2) ? usage(r) : undefined);
+		else if (k < 0.96 && ids.length) id = sm.branchWithSummary(r.chance(0.1) ? null : someId(r, ids), text(r), details(r, flags), r.chance(0.3) ? r.chance(0.5) : undefined, r.chance(0.2) ? usage(r) : undefined);
 		else if (k < 0.97 && ids.length) {
 			sm.createBranchedSession(someId(r, ids));
 			const f = sm.getSessionFile();

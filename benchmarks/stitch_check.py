@@ -7,7 +7,9 @@ session, stitch + check (both whole commands, Python start-up included) take at 
 Files (generated once with :mod:`kurahi.testing_sessions`, cached under ``bench-data/``):
 
 * A: ``tree-e200000-s7-ks1.jsonl`` (the open + project benchmark's tree, ~110 MB);
-* B: ``session-e20000-s11-ks1.jsonl`` (``--entries 20000 --seed 11``, ~11 MB; ``--entries`` scales both).
+* B: ``session-e20000-s11-ks1.jsonl`` (``--entries 20000 --seed 11``, ~11 MB; ``--entries`` scales both);
+  with ``--live-b``, ``live-e20000-s11-ks1.jsonl`` (``--branch 0 --compact-every 0``: one path
+  and no compaction, so all of B is live context and check projects every line of it).
 
 The generator starts every file at the same moment, so B "starts before A ends" and
 stitch needs ``--force`` (which only skips that order check; a warning remains).
@@ -116,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--entries", type=int, default=200_000, help="entries of A; B has a tenth (default 200000)")
     ap.add_argument("--data-dir", type=Path, default=ROOT / "bench-data", help="cache of generated files")
     ap.add_argument("--no-report", action="store_true", help="stitch without --report")
+    ap.add_argument("--live-b", action="store_true", help="B is one path without compactions (all of it live context)")
     ap.add_argument("--json-output", action="store_true", help="time both commands with --json")
     ap.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     args = ap.parse_args(argv)
@@ -132,7 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     subprocess.run([sys.executable, "-m", "compileall", "-q", pkg], check=True)
     a_entries, b_entries = args.entries, max(1, args.entries // 10)
     a = ensure_file(args.data_dir, f"tree-e{a_entries}-s7-ks1.jsonl", {"entries": a_entries, "seed": 7}, log)
-    b = ensure_file(args.data_dir, f"session-e{b_entries}-s11-ks1.jsonl", {"entries": b_entries, "seed": 11}, log)
+    if args.live_b:
+        # Issue 30's B: one path, no compaction, so every line of it is live context.
+        live = {"entries": b_entries, "seed": 11, "branch": 0, "compact_every": 0}
+        b = ensure_file(args.data_dir, f"live-e{b_entries}-s11-ks1.jsonl", live, log)
+    else:
+        b = ensure_file(args.data_dir, f"session-e{b_entries}-s11-ks1.jsonl", {"entries": b_entries, "seed": 11}, log)
     work = Path(tempfile.mkdtemp(prefix="stitch-bench-", dir=args.data_dir))
     rows: list[dict[str, float]] = []
     try:

@@ -30,6 +30,7 @@ ROOMS = [
     "kurahi.testing_sessions",
     "kurahi.testing_pg",
     "kurahi.jsops",
+    "kurahi.deepjson",
 ]
 
 

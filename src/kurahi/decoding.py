@@ -3,8 +3,10 @@
 msgspec raises ``DecodeError`` for bytes that are not JSON (``ValidationError``, a subclass,
 for JSON of the wrong shape). JSON nested deeper than Python's recursion limit raises
 ``RecursionError`` instead, from msgspec and the standard library alike, although Node's
-``JSON.parse`` reads it. Every reader of files Kurahi did not just write catches this tuple,
-so such a document is unparseable input (a clear error, a skipped line), never a crash.
+``JSON.parse`` reads it. Kurahi's own files (config, caches, keys) are read with this tuple
+caught, so such a document is unusable input (a clear error), never a crash. Transcripts are
+Pi's format and must be read at any depth, as Pi reads them: their readers catch it and go
+on with :mod:`kurahi.deepjson`.
 """
 
 from __future__ import annotations

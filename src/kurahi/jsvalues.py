@@ -165,14 +165,16 @@ def _civil_ms(
         return None
     if hour == 24 and (minute or second or millis):
         return None
-    if not (1 <= day <= _days_in_month(year, month)):
-        return None
+    if not (1 <= day <= 31):
+        return None  # V8 takes 31 days in every month: "2021-02-31" is 3 March
     days = _days_from_civil(year, month, day)
     ms = ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis
     if tz is None and timed:
         # A date-time without an offset is local time in JavaScript.
         ms = _local_to_utc_ms(ms)
     elif tz and tz != "Z":
+        if int(tz[1:3]) > 23 or int(tz[4:6]) > 59:
+            return None
         sign = 1 if tz[0] == "+" else -1
         ms -= sign * (int(tz[1:3]) * 60 + int(tz[4:6])) * 60_000
     if abs(ms) > _MAX_MS:
@@ -180,17 +182,12 @@ def _civil_ms(
     return float(ms)
 
 
-def _days_in_month(year: int, month: int) -> int:
-    if month == 2:
-        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-        return 29 if leap else 28
-    return 30 if month in (4, 6, 9, 11) else 31
-
-
 def _days_from_civil(y: int, m: int, d: int) -> int:
     # Howard Hinnant's algorithm: days since 1970-01-01 for any proleptic Gregorian date.
+    # His C version writes the era as (y - 399) / 400 for negative years because C's division
+    # truncates; Python's // already floors, so the era is y // 400 for every year.
     y -= m <= 2
-    era = (y if y >= 0 else y - 399) // 400
+    era = y // 400
     yoe = y - era * 400
     doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
@@ -202,9 +199,11 @@ def _local_to_utc_ms(local_ms: int) -> int:
 
     try:
         naive = _dt.datetime(1970, 1, 1) + _dt.timedelta(milliseconds=local_ms)
-        return int(naive.astimezone(_dt.UTC).timestamp() * 1000)
-    except (OverflowError, ValueError, OSError):  # pragma: no cover - far outside real timestamps
+        offset = naive.astimezone().utcoffset()
+    except (OverflowError, ValueError, OSError):  # pragma: no cover - outside years 1-9999
         return local_ms
+    # Whole milliseconds: a float timestamp of a far year loses the last one.
+    return local_ms - (offset // _dt.timedelta(milliseconds=1) if offset else 0)
 
 
 def _fallback_ms(text: str) -> float | None:
@@ -242,10 +241,11 @@ def date_ms(value: Any) -> int | float | None:
             return None
         return math.trunc(value)
     text = js_string(value)
-    text = js_whitespace_strip(text)
+    # V8 reads the date-time format only as it stands (a space around it sends the text to its
+    # fallback parser, which refuses a fraction or a "Z" there); the fallback trims.
     ms = _iso_ms(text)
     if ms is None:
-        ms = _fallback_ms(text)
+        ms = _fallback_ms(js_whitespace_strip(text))
     if ms is None:
         return None
     return int(ms)

@@ -214,6 +214,18 @@ def js_json(value: Any, *, _depth: int = 0) -> bytes:
             out: bytes = msgspec.json.encode(value)
         except (UnicodeEncodeError, TypeError, OverflowError):
             pass  # a lone surrogate, a MISSING, an integer past 64 bits
+        except RecursionError:
+            # Nested too deeply for msgspec: the iterative writer, with collection paused (its
+            # work list would set off full passes of the cyclic collector over every level).
+            import gc
+
+            enabled = gc.isenabled()
+            gc.disable()
+            try:
+                return js_stringify(value).encode("utf-8")
+            finally:
+                if enabled:
+                    gc.enable()
         else:
             if not _may_differ(out):
                 return out

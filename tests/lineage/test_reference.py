@@ -89,15 +89,17 @@ def test_lines_are_read_untrimmed_as_pi_reads_them(tmp_path: Path, pi: PiPeer) -
     assert 0 < refused < len(paths)
 
 
-def test_a_line_nested_too_deeply_is_skipped_as_the_store_skips_it(tmp_path: Path) -> None:
-    # Node's JSON.parse reads 100,000 levels; Python's decoders cannot, so both of Kurahi's
-    # projections skip the line (the store with a warning) instead of crashing the check.
-    deep = _msg(2, "e1", "x").replace('"x"', "[" * 100_000 + "]" * 100_000)
+def test_a_line_nested_deeper_than_python_decodes_is_read(tmp_path: Path) -> None:
+    # Node's JSON.parse reads 100,000 levels, and so do both of Kurahi's projections, from
+    # any stack depth; the check's hash and marker search work at that depth too.
+    deep = _msg(2, "e1", "x").replace('"x"', "[" * 100_000 + '"deep marker"' + "]" * 100_000)
     p = tmp_path / "t.jsonl"
     p.write_text("\n".join([HEADER, _msg(1, None, "one"), deep, _msg(3, "e2", "three")]) + "\n")
     ref = reference_projection(p)
-    assert [m["content"] for m in ref.messages] == ["three"]
+    assert [m["content"] for m in ref.messages][::2] == ["one", "three"]
     assert messages_sha256(ref.messages) == messages_sha256(project_file(p).context.messages)
+    report = check(p, markers=["deep marker"])
+    assert report.ok and report.markers[0].index == 1
 
 
 @pytest.mark.parametrize(

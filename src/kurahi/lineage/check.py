@@ -42,7 +42,12 @@ __all__ = ["CheckReport", "MarkerHit", "check", "messages_sha256"]
 
 def messages_sha256(messages: list[Any]) -> str:
     """The content hash both projections must agree on: sha256 of canonical JSON."""
-    data = json.dumps(messages, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    try:
+        data = json.dumps(messages, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    except RecursionError:  # a value nested deeper than json's encoder goes: the same text, iteratively
+        from kurahi import deepjson
+
+        data = deepjson.dumps(messages, sort_keys=True)
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -160,9 +165,19 @@ class CheckReport(msgspec.Struct):
 
 def _find(messages: list[Any], marker: str) -> int | None:
     for i, m in enumerate(messages):
-        if marker in json.dumps(m, ensure_ascii=False):
+        if marker in _text(m):
             return i
     return None
+
+
+def _text(message: Any) -> str:
+    """The message as ``json.dumps`` writes it, at any depth (what a marker is searched in)."""
+    try:
+        return json.dumps(message, ensure_ascii=False)
+    except RecursionError:
+        from kurahi import deepjson
+
+        return deepjson.dumps(message, separators=(", ", ": "))
 
 
 def _both_projections(path: Path) -> tuple[FileContext, tuple[ReferenceProjection, str]]:

@@ -22,7 +22,6 @@ consistent copy; pass a path to take a snapshot for that one call.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -31,6 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from kurahi import deepjson
 from kurahi.errors import TranscriptReadError, UsageError
 from kurahi.store.openclaw_sqlite_events import EVENT_COLUMNS, event_bytes
 from kurahi.store.openclaw_sqlite_snapshot import (
@@ -176,7 +176,7 @@ def list_sqlite_nodes(
     nodes: list[SqliteNode] = []
     for key, current, entry_json in rows:
         try:
-            entry = json.loads(entry_json) if isinstance(entry_json, str) else None
+            entry = deepjson.parse(entry_json) if isinstance(entry_json, str) else None
         except ValueError:
             entry = None
         nodes.append(SqliteNode(str(key), str(current), entry if isinstance(entry, dict) else {}))

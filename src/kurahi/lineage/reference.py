@@ -26,6 +26,7 @@ from typing import Any
 
 import msgspec
 
+from kurahi import deepjson
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import CheckError, NotASessionError, ParentCycleError
 from kurahi.jsvalues import date_ms, js_number, js_truthy, js_whitespace_strip
@@ -79,22 +80,22 @@ def _decode(line: str) -> Any:
 
     msgspec parses (it is several times faster than the standard library); the standard
     library has the last word on a line msgspec refuses (lone surrogates, huge numbers),
-    exactly like JSON.parse would.
+    exactly like JSON.parse would, and a line nested deeper than either goes from this stack
+    is read by :mod:`kurahi.deepjson`, as JSON.parse reads it at any depth.
 
     Raises:
-        ValueError: the line is not JSON, or nested too deeply for Python to decode (Node's
-            JSON.parse goes deeper; the store skips such a line too, with a warning).
+        ValueError: the line is not JSON.
     """
     try:
         return msgspec.json.decode(line)
     except (msgspec.DecodeError, msgspec.ValidationError):
         pass
-    except RecursionError as exc:
-        raise ValueError("nested too deeply") from exc
+    except RecursionError:
+        return deepjson.loads(line)
     try:
         return json.loads(line, parse_constant=_not_json)
-    except RecursionError as exc:
-        raise ValueError("nested too deeply") from exc
+    except RecursionError:
+        return deepjson.loads(line)
 
 
 class _Keys(msgspec.Struct, gc=False):

@@ -9,13 +9,14 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
-#define MAX_DEPTH 512 /* deeper lines are flagged (Python decides) */
+#define MAX_DEPTH 512 /* nesting kept on the C stack; deeper lines grow a heap copy (JSON.parse has no limit) */
 
 enum { F_TYPE = 0, F_ID = 1, F_PARENT = 2 };
 
@@ -302,10 +303,41 @@ static inline const char *read_field(const char *p, const char *pe, int which, F
  * its form, no key repeated in an object or led by a digit, which JavaScript orders first),
  * and the value an object with one "content" key that is not null (Pi 1.6.0 rewrites a null
  * or missing content), and the bytes valid UTF-8 (Node reads anything else as U+FFFD). */
+/* Doubles classify()'s nesting stack: the first time from its arrays on the C stack to the heap. */
+static int grow_stack(char **stack, int **kbase, char *stack_buf, int *kbase_buf, int *cap)
+{
+    if (*cap > (1 << 29))
+        return 0;
+    int n = *cap * 2;
+    char *s = *stack == stack_buf ? malloc((size_t)n) : realloc(*stack, (size_t)n);
+    if (s == NULL)
+        return 0;
+    if (*stack == stack_buf)
+        memcpy(s, stack_buf, (size_t)*cap);
+    *stack = s; /* kept even if the next allocation fails: out: frees it */
+    int *k = *kbase == kbase_buf ? malloc((size_t)n * sizeof(int)) : realloc(*kbase, (size_t)n * sizeof(int));
+    if (k == NULL) {
+        if (*kbase == kbase_buf) {
+            /* stack is on the heap, kbase is not: keep them paired for out: by freeing the one */
+            free(s);
+            *stack = stack_buf;
+        }
+        return 0;
+    }
+    if (*kbase == kbase_buf)
+        memcpy(k, kbase_buf, (size_t)*cap * sizeof(int));
+    *kbase = k;
+    *cap = n;
+    return 1;
+}
+
 static int classify(const char *p, const char *pe, Field f[3], Span *m)
 {
-    char stack[MAX_DEPTH];
-    int kbase[MAX_DEPTH];
+    char stack_buf[MAX_DEPTH];
+    int kbase_buf[MAX_DEPTH];
+    char *stack = stack_buf;
+    int *kbase = kbase_buf;
+    int cap = MAX_DEPTH, ret_ = 0;
     const char *kp[MAX_KEYS];
     size_t kn[MAX_KEYS];
     int ktop = 0;
@@ -326,9 +358,19 @@ static int classify(const char *p, const char *pe, Field f[3], Span *m)
         p = q_;                                                                                                      \
     } while (0)
 
+/* Every exit frees the heap copy of the nesting stack, if one was made. */
+#define RETURN(v)                                                                                                    \
+    do {                                                                                                             \
+        ret_ = (v);                                                                                                  \
+        goto out;                                                                                                    \
+    } while (0)
+/* Deeper than the C stack's arrays: double them on the heap (0 when memory runs out; the line
+ * then goes to Python, which reads it at any depth). */
+#define GROW() grow_stack(&stack, &kbase, stack_buf, kbase_buf, &cap)
+
     p = skip_ws(p, pe);
     if (p >= pe || *p != '{')
-        return 0;
+        RETURN(0);
     p++;
     kbase[depth] = 0;
     stack[depth++] = '{';
@@ -342,19 +384,19 @@ obj_start: /* just after '{' */
 obj_key:
     WS();
     if (p >= pe || *p != '"')
-        return 0;
+        RETURN(0);
     {
         const char *key = ++p;
         escaped = odd = 0;
         p = scan_string(p, pe, &escaped, &odd);
         if (p == NULL)
-            return 0;
+            RETURN(0);
         size_t keylen = (size_t)(p - key);
         p++;
         int which = -1, is_message = 0;
         if (depth == 1) {
             if (escaped)
-                return 0; /* "i\u0064" is "id": let Python decode it */
+                RETURN(0); /* "i\u0064" is "id": let Python decode it */
             which = which_key(key, keylen);
             is_message = keylen == 7 && memcmp(key, "message", 7) == 0;
         } else if (in_msg) {
@@ -374,7 +416,7 @@ obj_key:
         }
         WS();
         if (p >= pe || *p != ':')
-            return 0;
+            RETURN(0);
         p++;
         WS();
         if (is_message) {
@@ -392,7 +434,7 @@ obj_key:
              * object, ... as type, id or parentId */
             p = read_field(p, pe, which, &f[which]);
             if (p == NULL)
-                return 0;
+                RETURN(0);
             goto after_value;
         }
     }
@@ -407,51 +449,51 @@ arr_start: /* just after '[' */
 value:
     WS();
     if (p >= pe)
-        return 0;
+        RETURN(0);
     switch (*p) {
     case '"':
         escaped = odd = 0;
         p = scan_string(p + 1, pe, &escaped, &odd);
         if (p == NULL)
-            return 0;
+            RETURN(0);
         if (odd && in_msg)
             canon = 0;
         p++;
         goto after_value;
     case '{':
-        if (depth >= MAX_DEPTH)
-            return 0;
+        if (depth >= cap && !GROW())
+            RETURN(0);
         kbase[depth] = ktop;
         stack[depth++] = '{';
         p++;
         goto obj_start;
     case '[':
-        if (depth >= MAX_DEPTH)
-            return 0;
+        if (depth >= cap && !GROW())
+            RETURN(0);
         kbase[depth] = ktop;
         stack[depth++] = '[';
         p++;
         goto arr_start;
     case 't':
         if (pe - p < 4 || memcmp(p, "true", 4) != 0)
-            return 0;
+            RETURN(0);
         p += 4;
         goto after_value;
     case 'f':
         if (pe - p < 5 || memcmp(p, "false", 5) != 0)
-            return 0;
+            RETURN(0);
         p += 5;
         goto after_value;
     case 'n':
         if (pe - p < 4 || memcmp(p, "null", 4) != 0)
-            return 0;
+            RETURN(0);
         p += 4;
         goto after_value;
     default: {
         const char *num = p;
         p = scan_number(p, pe);
         if (p == NULL)
-            return 0;
+            RETURN(0);
         if (in_msg && !number_canonical(num, p))
             canon = 0;
         goto after_value;
@@ -470,7 +512,7 @@ after_value:
     }
     WS();
     if (p >= pe)
-        return 0;
+        RETURN(0);
     if (stack[depth - 1] == '{') {
         if (*p == ',') {
             p++;
@@ -480,7 +522,7 @@ after_value:
             p++;
             goto closed;
         }
-        return 0;
+        RETURN(0);
     }
     if (*p == ',') {
         p++;
@@ -490,16 +532,16 @@ after_value:
         p++;
         goto closed;
     }
-    return 0;
+    RETURN(0);
 #undef WS
 
 done:
     if (skip_ws(p, pe) != pe)
-        return 0;
+        RETURN(0);
     if (!f[F_TYPE].present || !f[F_ID].present || !f[F_PARENT].present)
-        return 0; /* Python gives absent keys JavaScript's undefined */
+        RETURN(0); /* Python gives absent keys JavaScript's undefined */
     if (f[F_TYPE].n == 7 && memcmp(f[F_TYPE].p, "session", 7) == 0)
-        return 0; /* a header in the middle: Python warns */
+        RETURN(0); /* a header in the middle: Python warns */
     /* Pi 1.6.0 gives a system, user, assistant or toolResult message without content (or with
      * a null one) an empty content: such a message is not copied. */
     int content_kept = (content_count == 1 && !content_null) || !normalised_role;
@@ -508,7 +550,15 @@ done:
         m->off = (uint32_t)(msg_start - line);
         m->len = (uint32_t)(msg_end - msg_start);
     }
-    return 1;
+    RETURN(1);
+out:
+    if (stack != stack_buf) {
+        free(stack);
+        free(kbase);
+    }
+    return ret_;
+#undef RETURN
+#undef GROW
 }
 
 /* -- skim: the top-level type, id and parentId without checking the rest ---------------------

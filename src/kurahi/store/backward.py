@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from kurahi.decoding import DECODE_ERRORS
-from kurahi.errors import NotASessionError, ParentCycleError
+from kurahi.errors import NotASessionError, ParentCycleError, TranscriptReadError
 from kurahi.jsvalues import MISSING, js_truthy
 from kurahi.store import native
 from kurahi.store.native import copyable_message
@@ -134,8 +134,13 @@ class TailEntry:
         """The entry as Pi holds it in memory."""
         try:
             value, note = decode_line(self.raw)
-        except ValueError:  # pragma: no cover - the skeleton decoder read this very line
-            value, note = {}, None
+        except ValueError as exc:
+            # The skeleton decoder read this very line: only a file changed underneath gets here.
+            raise TranscriptReadError(
+                f"the line changed since it was read ({exc}); open the file again",
+                path=self._index.name,
+                line=self.line,
+            ) from exc
         if note and (self.start, note) not in self._index._warnings:
             # The skeleton decode skips most of a line, so some leniency shows only now.
             self._index._warnings.append((self.start, note))

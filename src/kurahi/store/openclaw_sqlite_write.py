@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import math
 import os
 import secrets
@@ -53,6 +52,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from kurahi import deepjson
 from kurahi.errors import SqliteSchemaError, SqliteStoreBusyError, SqliteStoreError
 from kurahi.store.openclaw_sqlite_events import EVENT_COLUMNS, event_bytes
 from kurahi.store.openclaw_sqlite_snapshot import KNOWN_SCHEMA_VERSIONS as SNAPSHOT_SCHEMA_VERSIONS
@@ -259,7 +259,7 @@ def session_digest(con: sqlite3.Connection, session_id: str) -> tuple[int, int, 
 def _last_id(events: list[bytes]) -> str | None:
     for data in reversed(events):
         with contextlib.suppress(ValueError, TypeError):
-            obj = json.loads(data)
+            obj = deepjson.parse(data)
             if isinstance(obj, dict) and isinstance(obj.get("id"), str):
                 return str(obj["id"])
     return None
@@ -375,7 +375,7 @@ def entry_problem(node: dict[str, Any]) -> str | None:
     ``updated_at``.
     """
     try:
-        entry = json.loads(node.get("entry_json") or "")
+        entry = deepjson.parse(node.get("entry_json") or "")
     except ValueError:
         return "entry_json is not JSON"
     if not isinstance(entry, dict):
@@ -458,7 +458,7 @@ def _insert_rows(con: sqlite3.Connection, key: str, lines: Sequence[str], old: s
     active = messages = 0
     leaf: str | None = None
     for seq, line in enumerate(lines):
-        entry = json.loads(line)
+        entry = deepjson.parse(line)
         created = _ms(entry.get("timestamp"), now)
         events.append((new, seq, line, created, len(line.encode("utf-8", "surrogatepass"))))
         eid = entry.get("id")
@@ -502,9 +502,7 @@ def _insert_rows(con: sqlite3.Connection, key: str, lines: Sequence[str], old: s
     node = node_row(con, key)
     assert node is not None
     was_pending = _pending(con, key)
-    entry_json = json.dumps(
-        _swap_ids(json.loads(node["entry_json"]), old, new), ensure_ascii=False, separators=(",", ":")
-    )
+    entry_json = deepjson.dumps_compact(_swap_ids(deepjson.parse(node["entry_json"]), old, new))
     con.execute(
         "UPDATE session_nodes SET current_session_id = ?, entry_json = ? WHERE session_key = ?", (new, entry_json, key)
     )

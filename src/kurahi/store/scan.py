@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from kurahi import deepjson
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import TranscriptReadError
 from kurahi.jsvalues import MISSING, js_truthy, js_whitespace_strip
@@ -149,7 +150,8 @@ def decode_line(raw: bytes) -> tuple[Any, str | None]:
     except ValueError as exc:
         raise ValueError(str(exc)) from None
     except RecursionError:
-        raise ValueError("nested too deeply for Kurahi to decode (Node's JSON.parse goes deeper)") from None
+        # Deeper than CPython's decoders go from this stack; Node's JSON.parse has no limit.
+        value = deepjson.loads(text)
     return value, note
 
 
@@ -497,10 +499,7 @@ def _accept_header(res: ScanResult, line: bytes, sk: Skeleton, line_no: int) -> 
     if sk is _BOGUS:
         res.first_parseable = "a JSON value that is not an object"
         return False
-    try:
-        value, _ = decode_line(line)
-    except ValueError:  # pragma: no cover - the skeleton decoder read this very line
-        value = None
+    value, _ = decode_line(line)  # the skeleton decoder read this very line: it is JSON
     if isinstance(value, dict) and value.get("type") == SESSION and isinstance(value.get("id"), str):
         res.header = value
         return True

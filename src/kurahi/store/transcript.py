@@ -450,8 +450,13 @@ class Transcript:
             return override
         try:
             value, note = decode_line(self.raw_line(index))
-        except ValueError:  # pragma: no cover - the scanner read this very line
-            value, note = {}, None
+        except ValueError as exc:
+            # The scanner read this very line: only a file changed underneath gets here.
+            raise TranscriptReadError(
+                f"the line changed since it was read ({exc}); open the file again",
+                path=self.name,
+                line=self.line_of(index),
+            ) from exc
         if note:
             # The skeleton decode skips most of a line, so some leniency shows only now.
             warning = ScanWarning(self.line_of(index), note)

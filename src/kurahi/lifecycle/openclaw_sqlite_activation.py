@@ -215,7 +215,7 @@ def plan_sqlite(
         SqliteStoreError, SqliteStoreBusyError, SqliteSchemaError: the store cannot be used.
         OpenClawRunningError: a gateway runs on ``home``.
     """
-    from kurahi.lifecycle.activation_plan import check_candidate
+    from kurahi.lifecycle.activation_plan import check_candidate, target_runtime
 
     db = sqlite_store_path(home, agent)
     refuse_if_running(home)
@@ -224,7 +224,8 @@ def plan_sqlite(
     try:
         cand = staging / "candidate.jsonl"
         cand_sha = copy_durably(candidate, cand)
-        new_sid, _, projection = check_candidate(cand, candidate, markers)
+        runtime, window = target_runtime(home, agent)
+        new_sid, _, projection = check_candidate(cand, candidate, markers, runtime=runtime, window=window)
         lines = _candidate_lines(cand, candidate)
         ids = {e.get("id") for e in map(json.loads, lines[1:])}
         with oc.open_store(db, write=False) as con:

@@ -236,9 +236,8 @@ def check(
     has_reset = ref.runtime_messages is not None
     chosen, reason = (runtime, "--runtime") if runtime is not None else runtime_of(path, has_reset=has_reset)
     report.runtime, report.runtime_reason, report.window_from = chosen, reason, window_from
-    report.view = view_of(
-        ref, chosen, context_window=window, window_from=window_from, system_prompt_tokens=max(system_prompt_tokens or [0])
-    )
+    load = max(system_prompt_tokens or [0])
+    report.view = view_of(ref, chosen, context_window=window, window_from=window_from, system_prompt_tokens=load)
     sent = set(report.view.sent)
     report.markers = [
         msgspec.structs.replace(m, sent=(i := report.view_index(m)) is not None and i in sent) for m in report.markers

@@ -254,9 +254,8 @@ def _bounded_by_bytes(ref: Any, view: RuntimeView, sources: list[int], per: list
     view.loaded_bytes = used
     view.fits = len(view.sent) == view.messages
     window = f"{view.window:,}-token window"
-    view.rule = (
-        f"OpenClaw 2026.9 loads at most {max_bytes:,} bytes of the session (8 per token of the {window})"
-        + (f"; {used:,} bytes, the newest {len(loaded)} entries, were loaded" if truncated else "; all of it fits")
+    view.rule = f"OpenClaw 2026.9 loads at most {max_bytes:,} bytes of the session (8 per token of the {window})" + (
+        f"; {used:,} bytes, the newest {len(loaded)} entries, were loaded" if truncated else "; all of it fits"
     )
     return view
 

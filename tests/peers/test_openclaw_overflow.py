@@ -59,7 +59,10 @@ def restored_history(peer: OpenClawPeer, tmp_path: Path, turns: int) -> tuple[Pa
             "lineage", "find", "--state-dir", str(peer.state_dir), "--agent", "main", "--export", str(export), "--json"
         )
     )
-    lines = (export / f"{found['currentSessionId']}.jsonl").read_text(encoding="utf-8").splitlines()
+    # The SQLite era's session is exported; the JSON era's is the transcript file itself.
+    live = next(p for p in found["pieces"] if p["sessionId"] == found["currentSessionId"])
+    source = export / f"{live['sessionId']}.jsonl" if live["source"].startswith("sqlite:") else Path(live["source"])
+    lines = source.read_text(encoding="utf-8").splitlines()
     header = json.loads(lines[0]) | {"id": str(uuid.uuid4())}
     out = [json.dumps(header), *lines[1:]]
     parent = json.loads(lines[-1])["id"]
@@ -69,7 +72,7 @@ def restored_history(peer: OpenClawPeer, tmp_path: Path, turns: int) -> tuple[Pa
         phrases.append(p)
         ms = 1_796_000_000_000 + 2_000 * i
         stamp = "2026-12-01T00:00:00.000Z"
-        words = " ".join(letters(6).lower() for _ in range(30))
+        words = " ".join(letters(7).lower() for _ in range(40))
         user = {"role": "user", "content": [{"type": "text", "text": f"Remember {p}: {words}"}], "timestamp": ms}
         reply = {
             "role": "assistant",
@@ -158,11 +161,11 @@ def test_openclaw_2026_5_compacts_and_sends_the_kept_part_kurahi_predicts(
 ) -> None:
     window = 64_000
     peer = openclaw(JSON_ERA, context_window=window)
-    candidate, phrases = restored_history(peer, tmp_path, 500)
+    candidate, phrases = restored_history(peer, tmp_path, 700)
     count, expected = predicted(
         candidate, "openclaw-2026.5", window, phrases, "--system-prompt-tokens", str(SYSTEM_PROMPT_TOKENS)
     )
-    assert 0 < count < 1000 and phrases[0] not in expected and phrases[-1] in expected
+    assert 0 < count < 1400 and phrases[0] not in expected and phrases[-1] in expected
     activate(peer, candidate, tmp_path / "pkg")
     got, phrases_sent, messages = sent_by_openclaw(peer, phrases)
     assert any(SUMMARY_SECTIONS[0] in text_of(m.get("content")) for m in messages), "no compaction summary was sent"

@@ -47,6 +47,7 @@ __all__ = [
     "openclaw_context_window",
     "runtime_view",
     "view_of",
+    "window_for",
 ]
 
 DEFAULT_CONTEXT_WINDOW = 200_000

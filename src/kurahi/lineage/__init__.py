@@ -1,5 +1,8 @@
-"""The `lineage` room: canonical paths, stitching A + B → C, checking what would be projected (and
-what a runtime really sends under its window), provenance."""
+"""The `lineage` room: canonical paths, stitching A + B → C, checking what would be sent, provenance.
+
+What would be sent is both what a transcript projects and what a runtime really sends of it
+under its window (:mod:`kurahi.lineage.runtime_view`).
+"""
 
 from __future__ import annotations
 

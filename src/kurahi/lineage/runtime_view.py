@@ -334,8 +334,8 @@ def window_for(source: str | os.PathLike[str]) -> tuple[int, str]:
             found = openclaw_context_window(state_dir, agent)
             if found is not None:
                 return found
-            return DEFAULT_CONTEXT_WINDOW, f"OpenClaw's default ({state_dir / 'openclaw.json'} sets no window)"
-    return DEFAULT_CONTEXT_WINDOW, "the default (200,000, OpenClaw's when nothing sets one)"
+            return DEFAULT_CONTEXT_WINDOW, f"OpenClaw's default: {state_dir / 'openclaw.json'} sets no window"
+    return DEFAULT_CONTEXT_WINDOW, "the default, OpenClaw's when nothing sets one"
 
 
 def openclaw_context_window(state_dir: str | os.PathLike[str], agent: str = "main") -> tuple[int, str] | None:

@@ -257,6 +257,18 @@ def test_openclaw_context_window_without_one_or_with_a_bad_config(tmp_path: Path
         openclaw_context_window(tmp_path / "nowhere")
 
 
+def test_check_on_a_state_dir_with_a_corrupt_config_says_so_and_how_to_go_on(tmp_path: Path) -> None:
+    root = state_dir(tmp_path, "{not json")
+    path = write_session(root / "agents" / "main" / "sessions" / "s-1.jsonl", 2)
+    before = tree_hash(root)
+    code, _, out = check(str(path), "--marker", "T0001Z")
+    assert code == EXIT.USAGE and "openclaw.json: not JSON" in out and "--context-window" in out
+    assert "Traceback" not in out
+    code, _, out = check(str(path), "--marker", "T0001Z", "--context-window", "1000")
+    assert code == EXIT.OK, out
+    assert tree_hash(root) == before
+
+
 def test_window_for_a_file_in_a_state_dir_reads_its_config(tmp_path: Path) -> None:
     root = state_dir(tmp_path, models_config(contextWindow=16_000))
     path = write_session(root / "agents" / "main" / "sessions" / "s-1.jsonl", 2)

@@ -331,7 +331,10 @@ def window_for(source: str | os.PathLike[str]) -> tuple[int, str]:
     if folder.name in ("agent", "sessions") and folder.parent.parent.name == "agents":
         state_dir, agent = folder.parent.parent.parent, folder.parent.name
         if (state_dir / "openclaw.json").is_file():
-            found = openclaw_context_window(state_dir, agent)
+            try:
+                found = openclaw_context_window(state_dir, agent)
+            except UsageError as exc:
+                raise UsageError(f"{exc}; give --context-window to check without it") from exc
             if found is not None:
                 return found
             return DEFAULT_CONTEXT_WINDOW, f"OpenClaw's default: {state_dir / 'openclaw.json'} sets no window"

@@ -29,7 +29,8 @@ Hierarchy::
     │   │       └── OwnerInUseError   another live gateway runs with the same lease owner id
     │   ├── CatalogError              sessions.json
     │   │   ├── CatalogCorruptError   exists but does not parse: never overwritten
-    │   │   └── CatalogEntryError     an entry or key is not acceptable
+    │   │   ├── CatalogEntryError     an entry or key is not acceptable
+    │   │   └── CatalogWriteError     cannot be written now (chats refused until it can)
     │   ├── UnsafeFileError           a home file that is a symlink, a directory or not plain: never followed
     │   ├── StoreDatabaseError        the PostgreSQL backend's database (never a password in the message)
     │   │   ├── DatabaseUnavailableError  cannot connect, or the connection dropped (names host and database)
@@ -50,6 +51,9 @@ Hierarchy::
     │       ├── GatewayStopError      the gateway did not stop in time (nothing was changed)
     │       ├── OpenClawRunningError  an OpenClaw gateway runs on the state dir (nothing was changed)
     │       └── PreTurnValidationError  the live session did not project as planned (rolled back)
+    │   └── RescueError               bringing a loss back (`kurahi rescue`)
+    │       ├── LossNotFoundError     no loss with that id (or a prefix naming several)
+    │       └── GuessNotAcceptedError a loss linked by clocks alone, not accepted with --accept-guess
     ├── AgentError                    the `agent` room
     │   ├── ProviderError             a model call failed (network, status, malformed reply)
     │   │   ├── ProviderTimeoutError  no answer in time
@@ -99,6 +103,7 @@ __all__ = [
     "CatalogCorruptError",
     "CatalogEntryError",
     "CatalogError",
+    "CatalogWriteError",
     "CheckError",
     "ConfigError",
     "ContextEditError",
@@ -109,6 +114,7 @@ __all__ = [
     "GatewayRequestError",
     "GatewayStopError",
     "GatewayUnavailableError",
+    "GuessNotAcceptedError",
     "JournalReadError",
     "JournalWriteError",
     "KurahiError",
@@ -117,6 +123,7 @@ __all__ = [
     "LineageError",
     "LockError",
     "LockHeldError",
+    "LossNotFoundError",
     "ManifestError",
     "MissingExtraError",
     "NotASessionError",
@@ -136,6 +143,7 @@ __all__ = [
     "ProviderError",
     "ProviderTimeoutError",
     "QueueFullError",
+    "RescueError",
     "SchemaVersionError",
     "SecretFileError",
     "SigningKeyError",
@@ -378,6 +386,14 @@ class CatalogEntryError(CatalogError):
     """A catalog key or entry is not acceptable."""
 
 
+class CatalogWriteError(CatalogError):
+    """The catalog cannot be written now (a full disk, a damaged lock file): retried, never lost quietly.
+
+    A runtime whose activity clocks could not be written refuses the next turn with it (HTTP
+    503) until they can, rather than acknowledge chats whose clocks it cannot keep.
+    """
+
+
 class LeaseLostError(LockHeldError):
     """A writer's lease on a transcript was taken over (it had expired): the writer is fenced off.
 
@@ -561,6 +577,18 @@ class PreTurnValidationError(ActivationError):
         self.differences = differences
         self.result: dict[str, Any] | None = None
         super().__init__(message + ": " + "; ".join(differences))
+
+
+class RescueError(LifecycleError):
+    """Bringing a loss back could not be done as asked (nothing was changed)."""
+
+
+class LossNotFoundError(RescueError):
+    """No loss with that id in the state directory (or an id prefix that names several)."""
+
+
+class GuessNotAcceptedError(RescueError):
+    """A loss linked by clocks alone; ``--accept-guess ID`` is the user's confirmation."""
 
 
 class AgentError(KurahiError):

@@ -189,7 +189,8 @@ def test_apply_verify_rollback_offline_round_trip_is_byte_exact(s: Setup, tmp_pa
     assert snapshot(s.sessions) == old
     res = cli("verify", str(pkg.root), "--home", str(s.home), "--json")
     parts = {p["part"]: p["ok"] for p in json.loads(res.output)["parts"]}
-    assert res.exit_code == EXIT.FAILED and parts == {"catalogEntry": False, "transcript": False, "projection": False}
+    assert res.exit_code == EXIT.FAILED
+    assert parts == {"catalogEntry": False, "sessionFile": False, "transcript": False, "projection": False}
     assert (
         json.loads(cli("rollback", str(pkg.root), "--home", str(s.home), "--offline", "--json").output)["outcome"]
         == "already-rolled-back"
@@ -402,7 +403,8 @@ def test_openclaw_json_era_state_directory_offline(tmp_path: Path) -> None:
     markers = ["PURPLE-GIRAFFE-ALPHA", "ORANGE-WALRUS-OMEGA"]
     pkg = plan_activation(state, "main", "agent:main:main", c, tmp_path / "pkg", markers=markers)
     new = pkg.plan.new_entry
-    assert new["sessionFile"] == f"/home/ava/.openclaw/agents/main/sessions/{pkg.plan.target_file}"
+    # The sample's entries name the dir it was made in (/home/ava/.openclaw): the new one names this dir.
+    assert new["sessionFile"] == str(state.resolve() / "agents" / "main" / "sessions" / pkg.plan.target_file)
     assert not {"status", "endedAt", "abortedLastRun"} & set(new) and new["compactionCount"] == 0
     assert new["skillsSnapshot"] == pkg.plan.old_entry["skillsSnapshot"]  # type: ignore[index]
     res = cli("apply", str(pkg.root), "--home", str(state), "--offline", "--json")

@@ -214,11 +214,18 @@ def live_state(pkg: Package, home: str | os.PathLike[str], backend: Backend | No
     On a store shared by gateways (a database) the activation takes the sessions' leases
     even from a live gateway: its fencing token goes stale, so it writes nothing more to
     them, and it opens the key's session afresh (the activated one) when next asked.
+
+    Raises:
+        UnsafeFileError: in the home's files, ``agents``, the agent's folder or its
+            ``sessions`` is a symlink (writing there would write outside the home).
     """
     if backend is None:
         from kurahi.store.file_backend import FileBackend
+        from kurahi.store.no_links import refuse_links
 
-        backend = FileBackend(Path(home).resolve())  # the home's files, as every activation had
+        root = Path(home).resolve()
+        refuse_links(root, f"agents/{pkg.plan.agent}/sessions/sessions.json")  # nothing written through a link
+        backend = FileBackend(root)  # the home's files, as every activation had
     return LiveState(pkg, backend.agent(pkg.plan.agent), take_over=backend.kind != "file")
 
 
@@ -508,6 +515,10 @@ def _validate(pkg: Package, live: LiveState, host: Host, through_gateway: bool) 
         actual_dict: dict[str, Any] | None = projection_dict(actual)
     except Exception as exc:  # anything unreadable is a mismatch, reported as such
         diffs, actual_dict = [f"the live session cannot be projected: {exc}"], None
+    if isinstance(live.store, FileAgentStore):
+        where, there = _session_file_check(live)
+        if where != there:
+            diffs.append(f"the catalog's sessionFile leads to {where}, the transcript is {there}")
     if diffs:
         pkg.evidence.mkdir(exist_ok=True)
         write_package_file(pkg.evidence / f"live-at-validation-{os.urandom(3).hex()}.jsonl", data)
@@ -518,6 +529,24 @@ def _validate(pkg: Package, live: LiveState, host: Host, through_gateway: bool) 
         "live": actual_dict,
         "differences": diffs,
     }
+
+
+def _session_file_check(live: LiveState) -> tuple[str, str]:
+    """(where the key's ``sessionFile`` leads, where the activated transcript is): equal when right.
+
+    The first is ``absent`` when the entry names no file or nothing regular is there; a
+    moved state dir's old absolute path leads outside it, where OpenClaw finds nothing.
+    """
+    from kurahi.lifecycle.activation_paths import session_file_target
+
+    assert isinstance(live.store, FileAgentStore)
+    sessions = live.store.sessions_dir
+    there = str(sessions / live.plan.target_file)
+    target = session_file_target(live.entry(), sessions)
+    if target is None:
+        return "absent", there
+    right = target.parent in (sessions, sessions.resolve()) and target.name == live.plan.target_file
+    return (there if right and live.transcripts.info(target.name) is not None else str(target)), there
 
 
 def project_bytes(data: bytes, markers: list[str]) -> Projection:
@@ -569,6 +598,9 @@ def verify_package(
     want = entry_sha256(plan.new_entry)
     got = entry_sha256(live.entry())
     rep.parts.append({"part": "catalogEntry", "ok": got == want, "expected": want, "actual": got})
+    if isinstance(live.store, FileAgentStore):
+        where, there = _session_file_check(live)
+        rep.parts.append({"part": "sessionFile", "ok": where == there, "expected": there, "actual": where})
     got = live.target_sha()
     want = plan.preconditions.candidate
     rep.parts.append({"part": "transcript", "ok": got == want, "expected": want, "actual": got})

@@ -144,13 +144,18 @@ def plan_activation(
     validate_agent_id(agent)  # before the id names any path
     validate_key(key)
     bound: str | None = None
+    sessions_dir: Path | None = None
     if backend is None or backend.kind == "file":
         if _sqlite_era(root, agent):
             from kurahi.lifecycle.openclaw_sqlite_activation import plan_sqlite
 
             return plan_sqlite(root, agent, key, Path(candidate), out, markers)
+        from kurahi.store.no_links import refuse_links
+
+        refuse_links(root, f"agents/{agent}/sessions/sessions.json")  # nothing written through a link
         find_catalogs(root, agent)  # the agent's sessions directory must exist
         store: AgentStore = FileBackend(root).agent(agent)
+        sessions_dir = root / "agents" / agent / "sessions"
     else:
         store, bound = backend.agent(agent), backend.describe()
     staging = Package.staging_dir(out)
@@ -176,6 +181,7 @@ def plan_activation(
                 actual=target_sha,
             )
         if replaces_live:
+            _refuse_shared(store, key, target_name)
             _save(staging / "rollback" / "transcript.jsonl", store.transcripts.export(target_name))
         old_catalog_sha = ABSENT
         snapshot = store.catalog.snapshot()
@@ -198,7 +204,7 @@ def plan_activation(
             markers=list(markers),
             preconditions=Preconditions(live, entry_sha256(old_entry), cand_sha, FileState(target_name, target_sha)),
             old_entry=old_entry,
-            new_entry=new_entry(old_entry, session_id, target_name, compactions),
+            new_entry=new_entry(old_entry, session_id, target_name, compactions, sessions_dir=sessions_dir),
             projection=projection,
             old_catalog_sha256=old_catalog_sha,
             backend=bound,
@@ -207,6 +213,20 @@ def plan_activation(
     except BaseException:
         discard_staging(staging)
         raise
+
+
+def _refuse_shared(store: AgentStore, key: str, name: str) -> None:
+    """Refuse to replace a transcript another key's entry also points at (its session would change too)."""
+    sharing = sorted(k for k, e in store.catalog.items() if k != key and transcript_name(e) == name)
+    if sharing:
+        raise PreconditionError(
+            f"{store.transcripts.locator(name)} is also the transcript of {', '.join(map(repr, sharing[:3]))}: "
+            "replacing it would change that session too; give the candidate a new session id "
+            "(`lineage stitch` does) so that it is installed beside it",
+            part="target",
+            expected=f"a transcript of {key!r} alone",
+            actual=f"shared with {len(sharing)} other key(s)",
+        )
 
 
 def _save(path: Path, data: bytes) -> str:
@@ -226,19 +246,35 @@ def _sqlite_era(root: Path, agent: str) -> bool:
     ).exists()
 
 
-def new_entry(old: dict[str, Any] | None, session_id: str, file_name: str, compactions: int) -> dict[str, Any]:
+def new_entry(
+    old: dict[str, Any] | None,
+    session_id: str,
+    file_name: str,
+    compactions: int,
+    *,
+    sessions_dir: Path | None = None,
+) -> dict[str, Any]:
     """The catalog entry after activation.
 
     The old entry's fields are kept (in their order) except the terminal-run ones
     (:data:`TERMINAL_RUN_FIELDS`); ``sessionId``, ``sessionFile`` and ``compactionCount`` are
     set. ``sessionFile`` follows the old entry's style: an absolute old path gives an absolute
-    path in the same directory, anything else the bare file name.
+    path, anything else the bare file name. The absolute path is the file in ``sessions_dir``
+    (the folder the state dir has now, wherever the old path pointed: a moved dir's entries
+    name the old place, :mod:`~kurahi.lifecycle.activation_paths`); without it, the old
+    path's folder.
     """
+    from kurahi.lifecycle.activation_paths import session_file_for
+
     entry = {k: v for k, v in (old or {}).items() if k not in TERMINAL_RUN_FIELDS}
     old_file = (old or {}).get("sessionFile")
-    absolute = isinstance(old_file, str) and os.path.isabs(old_file)
     entry["sessionId"] = session_id
-    entry["sessionFile"] = os.path.join(os.path.dirname(str(old_file)), file_name) if absolute else file_name
+    if sessions_dir is not None:
+        entry["sessionFile"] = session_file_for(old_file, sessions_dir, file_name)
+    elif isinstance(old_file, str) and os.path.isabs(old_file):
+        entry["sessionFile"] = os.path.join(os.path.dirname(old_file), file_name)
+    else:
+        entry["sessionFile"] = file_name
     entry["compactionCount"] = compactions
     if old is None:
         entry["updatedAt"] = time.time_ns() // 1_000_000

@@ -58,7 +58,13 @@ from kurahi.lifecycle.activation_package import (
 from kurahi.store import openclaw_sqlite_write as oc
 from kurahi.store.catalog_format import validate_agent_id, validate_key
 
-__all__ = ["STORE_KIND", "SqlitePlan", "SqlitePreconditions", "is_sqlite_package", "sqlite_store_path"]
+__all__ = [
+    "STORE_KIND",
+    "SqlitePlan",
+    "SqlitePreconditions",
+    "is_sqlite_package",
+    "sqlite_store_path",
+]
 
 STORE_KIND = "openclaw-sqlite"
 """``activation.json``'s ``store`` for a package that activates into the SQLite store."""
@@ -184,7 +190,21 @@ def read_preconditions(con: Any, db: Path, key: str) -> tuple[SqlitePrecondition
     Raises:
         ActivationError: no such key in the store.
         SqliteStoreError: the key's row is not a session entry OpenClaw reads.
+        SqliteSchemaError: the schema is not exactly OpenClaw 2026.9.6's.
     """
+    pre, node, _ = _read_store(con, db, key, content=True)
+    return pre, node
+
+
+def _read_store(
+    con: Any, db: Path, key: str, *, content: bool
+) -> tuple[SqlitePreconditions, dict[str, Any], str | None]:
+    """:func:`read_preconditions` and the live session's last entry id.
+
+    The whole store's hash only with ``content``: apply compares everything else, and the
+    hash is rollback's evidence, taken once, at plan.
+    """
+    oc.check_schema(con, db)
     node = oc.node_row(con, key)
     if node is None:
         raise ActivationError(f"{db}: no session key {key!r} in session_nodes; nothing to activate over")
@@ -197,11 +217,10 @@ def read_preconditions(con: Any, db: Path, key: str) -> tuple[SqlitePrecondition
             path=db,
         )
     sid = node["current_session_id"]
-    count, last, sha, _ = oc.session_digest(con, sid)
-    pre = SqlitePreconditions(
-        oc.schema_version(con, db), sid, count, last, sha, _node_sha(node), oc.content_sha256(con)
-    )
-    return pre, node
+    count, last, sha, leaf = oc.session_digest(con, sid)
+    whole = oc.content_sha256(con) if content else ""
+    pre = SqlitePreconditions(oc.schema_version(con, db), sid, count, last, sha, _node_sha(node), whole)
+    return pre, node, leaf
 
 
 def plan_sqlite(
@@ -216,21 +235,21 @@ def plan_sqlite(
         OpenClawRunningError: a gateway runs on ``home``.
     """
     from kurahi.lifecycle.activation_plan import check_candidate, target_runtime
+    from kurahi.lifecycle.openclaw_sqlite_guards import check_store_path, refuse_if_open
 
-    db = sqlite_store_path(home, agent)
+    db = check_store_path(home, agent)
     refuse_if_running(home)
     _refuse_wal(db)
+    refuse_if_open(db, writers_only=True)
     staging = Package.staging_dir(out)
     try:
         cand = staging / "candidate.jsonl"
         cand_sha = copy_durably(candidate, cand)
         runtime, window = target_runtime(home, agent)
         new_sid, _, projection = check_candidate(cand, candidate, markers, runtime=runtime, window=window)
-        lines = _candidate_lines(cand, candidate)
-        ids = {e.get("id") for e in map(json.loads, lines[1:])}
+        lines, ids = _candidate_lines(cand, candidate)
         with oc.open_store(db, write=False) as con:
-            pre, node = read_preconditions(con, db, key)
-            _, _, _, leaf = oc.session_digest(con, pre.current_session_id)
+            pre, node, leaf = _read_store(con, db, key, content=True)
             taken = con.execute("SELECT 1 FROM session_windows WHERE session_id = ?", (new_sid,)).fetchone()
             events = con.execute("SELECT 1 FROM transcript_events WHERE session_id = ?", (new_sid,)).fetchone()
             was_pending = bool(
@@ -276,7 +295,8 @@ def plan_sqlite(
         raise
 
 
-def _candidate_lines(copy: Path, shown: Path) -> list[str]:
+def _candidate_lines(copy: Path, shown: Path) -> tuple[list[str], set[str]]:
+    """The candidate's lines, each checked to be one JSON object, and the ids of its entries (parsed once)."""
     try:
         text = copy.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -284,6 +304,7 @@ def _candidate_lines(copy: Path, shown: Path) -> list[str]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    ids: set[str] = set()
     for n, line in enumerate(lines, 1):
         try:
             obj = json.loads(line)
@@ -293,7 +314,9 @@ def _candidate_lines(copy: Path, shown: Path) -> list[str]:
             ) from exc
         if not isinstance(obj, dict):
             raise CandidateError(f"line {n} is not a JSON object", path=shown)
-    return lines
+        if n > 1 and isinstance(obj.get("id"), str):
+            ids.add(obj["id"])
+    return lines, ids
 
 
 # -- state --------------------------------------------------------------------------------------
@@ -315,7 +338,7 @@ def live_state(con: Any, plan: SqlitePlan) -> str:
 
 
 def _check_preconditions(con: Any, db: Path, plan: SqlitePlan) -> None:
-    pre, _ = read_preconditions(con, db, plan.key)
+    pre, _, _ = _read_store(con, db, plan.key, content=False)
     want = plan.preconditions
     for field in ("schema_version", "current_session_id", "event_count", "last_seq", "events_sha256", "node_sha256"):
         if getattr(pre, field) != getattr(want, field):
@@ -325,12 +348,6 @@ def _check_preconditions(con: Any, db: Path, plan: SqlitePlan) -> None:
                 expected=str(getattr(want, field)),
                 actual=str(getattr(pre, field)),
             )
-
-
-def _exported(db: Path, session_id: str) -> bytes:
-    from kurahi.lineage.openclaw_sqlite import export_session_jsonl
-
-    return export_session_jsonl(db, session_id)
 
 
 def _projection_of(data: bytes, markers: Sequence[str]) -> Projection:

@@ -47,7 +47,7 @@ import math
 import os
 import secrets
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,7 @@ from kurahi.store.vocab import MESSAGE
 
 __all__ = [
     "KNOWN_SCHEMA_VERSIONS",
+    "check_schema",
     "content_sha256",
     "entry_problem",
     "install_session",
@@ -235,27 +236,78 @@ def node_row(con: sqlite3.Connection, key: str) -> dict[str, Any] | None:
 def session_digest(con: sqlite3.Connection, session_id: str) -> tuple[int, int, str, str | None]:
     """``(event count, last seq, sha256 of the events' text, last entry id)`` of one session."""
     h = hashlib.sha256()
-    count, last, leaf = 0, -1, None
+    count, last = 0, -1
+    tail: list[bytes] = []
     db = con.execute("PRAGMA database_list").fetchone()[2] or ":memory:"
     for seq, text, zstd, size in con.execute(
         f"SELECT seq, {EVENT_COLUMNS} FROM transcript_events WHERE session_id = ? ORDER BY seq", (session_id,)
     ):
         count, last = count + 1, seq
         data = event_bytes(text, zstd, size, where=f"session {session_id}: event seq {seq}", path=db)
-        h.update(f"{seq}:{len(data)}:".encode() + data)
+        h.update(b"%d:%d:" % (seq, len(data)) + data)
+        if seq > 0:
+            # Only the last entry with an id is wanted: parse from the end, not every event.
+            tail.append(data)
+            if len(tail) > 64:
+                del tail[:32]
+    leaf = _last_id(tail)
+    if leaf is None and count > len(tail) + 1:
+        leaf = _last_id_in(con, session_id, db)
+    return count, last, h.hexdigest(), leaf
+
+
+def _last_id(events: list[bytes]) -> str | None:
+    for data in reversed(events):
         with contextlib.suppress(ValueError, TypeError):
             obj = json.loads(data)
-            if isinstance(obj, dict) and isinstance(obj.get("id"), str) and seq > 0:
-                leaf = obj["id"]
-    return count, last, h.hexdigest(), leaf
+            if isinstance(obj, dict) and isinstance(obj.get("id"), str):
+                return str(obj["id"])
+    return None
+
+
+def _last_id_in(con: sqlite3.Connection, session_id: str, db: str) -> str | None:
+    # The kept tail had no entry with an id (rare: a long run of id-less events): walk back over all.
+    rows = con.execute(
+        f"SELECT seq, {EVENT_COLUMNS} FROM transcript_events WHERE session_id = ? AND seq > 0 ORDER BY seq DESC",
+        (session_id,),
+    )
+    for seq, text, zstd, size in rows:
+        found = _last_id([event_bytes(text, zstd, size, where=f"session {session_id}: event seq {seq}", path=db)])
+        if found is not None:
+            return found
+    return None
+
+
+def check_schema(con: sqlite3.Connection, db: Path) -> None:
+    """Refuse a store whose schema is not exactly OpenClaw 2026.9.6's (:mod:`.openclaw_sqlite_schema`).
+
+    Raises:
+        SqliteSchemaError: an object OpenClaw does not create (a trigger, a view, an index),
+            one defined otherwise, or one activation relies on missing; each named.
+    """
+    from kurahi.store.openclaw_sqlite_schema import schema_problems
+
+    problems = schema_problems(con)
+    if problems:
+        shown = "; ".join(problems[:4]) + (f"; and {len(problems) - 4} more" if len(problems) > 4 else "")
+        raise SqliteSchemaError(
+            f"the schema is not exactly OpenClaw 2026.9.6's ({shown}); Kurahi writes only into a store whose every "
+            "table, index and trigger it knows, so that a write does what it was checked to do; nothing was changed",
+            path=db,
+            version=schema_version(con, db),
+            known=KNOWN_SCHEMA_VERSIONS,
+        )
 
 
 def content_sha256(con: sqlite3.Connection) -> str:
     """sha256 over every row of every table, in primary-key order: the store's content.
 
     Full-text tables count by their rows (their private shadow tables are skipped: how FTS
-    lays out its segments is not content).
+    lays out its segments is not content). Rows are hashed as MessagePack, a few hundred at
+    a time: the same rows give the same bytes, and a 100 MB store hashes in about a second.
     """
+    import msgspec
+
     names = [
         r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
     ]
@@ -264,14 +316,16 @@ def content_sha256(con: sqlite3.Connection) -> str:
     }
     shadow = {n for n in names for v in virtual if n.startswith(v + "_") and n not in virtual}
     h = hashlib.sha256()
+    encode = msgspec.msgpack.Encoder().encode
     for name in sorted(set(names) - shadow):
         q = f'"{name}"'
         info = sorted((r for r in con.execute(f"PRAGMA table_info({q})") if r[5]), key=lambda r: r[5])
         order = ", ".join(f'"{r[1]}"' for r in info) if info and name not in virtual else "rowid"
         sel = "rowid, *" if name in virtual else "*"
         h.update(f"table {name}\n".encode())
-        for row in con.execute(f"SELECT {sel} FROM {q} ORDER BY {order}"):
-            h.update(repr(row).encode("utf-8", "surrogatepass") + b"\n")
+        cur = con.execute(f"SELECT {sel} FROM {q} ORDER BY {order}")
+        while rows := cur.fetchmany(256):
+            h.update(encode(rows))
     return h.hexdigest()
 
 
@@ -339,20 +393,35 @@ def entry_problem(node: dict[str, Any]) -> str | None:
 
 
 def install_session(
-    con: sqlite3.Connection, key: str, lines: Sequence[str], old_sid: str, new_sid: str, now_ms: int
+    con: sqlite3.Connection,
+    key: str,
+    lines: Sequence[str],
+    old_sid: str,
+    new_sid: str,
+    now_ms: int,
+    *,
+    check: Callable[[sqlite3.Connection], None] | None = None,
+    verify: Callable[[sqlite3.Connection], None] | None = None,
 ) -> None:
     """Write ``lines`` as session ``new_sid`` and point ``key`` at it, in one transaction.
 
     ``lines`` is a transcript, header first, its header id already ``new_sid`` (see the
-    module docstring for the rows written and how the key's row is settled).
+    module docstring for the rows written and how the key's row is settled). ``check`` runs
+    first inside the transaction (the write lock held: what it sees cannot change before the
+    commit), ``verify`` last, before the commit: either raising rolls everything back.
 
     Raises:
         SqliteStoreError: the key's row would not be a session entry OpenClaw reads; rolled back.
         sqlite3.Error: anything SQLite refuses; the transaction is rolled back.
+        Exception: whatever ``check`` or ``verify`` raise; rolled back.
     """
     con.execute("BEGIN IMMEDIATE")
     try:
+        if check is not None:
+            check(con)
         _insert_rows(con, key, lines, old_sid, new_sid, now_ms)
+        if verify is not None:
+            verify(con)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -380,45 +449,51 @@ def _insert_rows(con: sqlite3.Connection, key: str, lines: Sequence[str], old: s
             (old,),
         ).fetchall()
     )
+    # Rows are gathered per table and inserted with executemany: one statement prepared per
+    # table instead of one per row (a 3,000-turn session is some 12,000 rows).
+    events: list[tuple[Any, ...]] = []
+    identities: list[tuple[Any, ...]] = []
+    active_rows: list[tuple[Any, ...]] = []
+    searchable: list[tuple[str, str, str, int]] = []
     active = messages = 0
     leaf: str | None = None
     for seq, line in enumerate(lines):
         entry = json.loads(line)
         created = _ms(entry.get("timestamp"), now)
-        con.execute(
-            "INSERT INTO transcript_events (session_id, seq, event_json, created_at, event_utf8_bytes) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (new, seq, line, created, len(line.encode("utf-8", "surrogatepass"))),
-        )
+        events.append((new, seq, line, created, len(line.encode("utf-8", "surrogatepass"))))
         eid = entry.get("id")
         if isinstance(eid, str) and eid:
             parent = entry.get("parentId") if isinstance(entry.get("parentId"), str) else None
-            con.execute(
-                "INSERT INTO transcript_event_identities VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (new, eid, seq, entry.get("type"), parent, idem.get(eid), created),
-            )
+            identities.append((new, eid, seq, entry.get("type"), parent, idem.get(eid), created))
         if seq == 0:
             continue
         has_message = "message" in entry
         if (isinstance(eid, str) and eid) or has_message:
             message = entry.get("message")
             excluded = isinstance(message, dict) and message.get("excludeFromContext") is True
-            con.execute(
-                "INSERT INTO session_transcript_active_events VALUES (?, ?, ?, ?, ?)",
-                (new, active, seq, messages if has_message else None, 0 if excluded else 1),
-            )
+            active_rows.append((new, active, seq, messages if has_message else None, 0 if excluded else 1))
             active += 1
             messages += 1 if has_message else 0
             leaf = eid if isinstance(eid, str) else leaf
         text = _message_text(entry.get("message")) if entry.get("type") == MESSAGE else None
         if text is not None and isinstance(eid, str):
-            rowid = con.execute(
-                "INSERT INTO session_transcript_fts_rows (session_id, message_id) VALUES (?, ?)", (new, eid)
-            ).lastrowid
-            con.execute(
-                f"INSERT INTO {_FTS} (rowid, text, session_id, message_id, role, timestamp) VALUES (?, ?, ?, ?, ?, ?)",
-                (rowid, text, new, eid, entry["message"]["role"], created),
-            )
+            searchable.append((text, eid, entry["message"]["role"], created))
+    con.executemany(
+        "INSERT INTO transcript_events (session_id, seq, event_json, created_at, event_utf8_bytes) "
+        "VALUES (?, ?, ?, ?, ?)",
+        events,
+    )
+    con.executemany("INSERT INTO transcript_event_identities VALUES (?, ?, ?, ?, ?, ?, ?)", identities)
+    con.executemany("INSERT INTO session_transcript_active_events VALUES (?, ?, ?, ?, ?)", active_rows)
+    for text, eid, role, created in searchable:
+        # The search row's rowid keys the full-text row: each needs the one just made.
+        rowid = con.execute(
+            "INSERT INTO session_transcript_fts_rows (session_id, message_id) VALUES (?, ?)", (new, eid)
+        ).lastrowid
+        con.execute(
+            f"INSERT INTO {_FTS} (rowid, text, session_id, message_id, role, timestamp) VALUES (?, ?, ?, ?, ?, ?)",
+            (rowid, text, new, eid, role, created),
+        )
     con.execute(
         "INSERT INTO session_transcript_index_state VALUES (?, ?, ?, 0, ?, ?, ?)",
         (new, len(lines) - 1, leaf, active, messages, now),

@@ -61,6 +61,9 @@ SESSIONS_DIR = Path("agents") / AGENT / "sessions"
 START_DEADLINE = 180.0
 TURN_DEADLINE = 180.0
 STOP_DEADLINE = 60.0
+CONTEXT_WINDOW = 128_000
+"""The stand-in's ``contextWindow`` unless a test asks for another (a small one makes a history
+overflow in a few turns)."""
 IDLE_MINUTES = 7 * 24 * 60
 """The idle reset window the harness configures unless told otherwise: a week, so that no
 session rolls over during a test unless the test asks for it (OpenClaw's smallest is 1)."""
@@ -215,6 +218,7 @@ class OpenClawPeer:
         *,
         idle_minutes: int = IDLE_MINUTES,
         models: Sequence[str] = (MODEL_ID,),
+        context_window: int = CONTEXT_WINDOW,
     ) -> None:
         no_peer_in_the_fast_tier(f"OpenClaw {version}")
         why = unavailable(version)
@@ -234,6 +238,8 @@ class OpenClawPeer:
         self.idle_minutes = idle_minutes
         self.models = tuple(models)
         """The stand-in's model ids the config offers (the first is the default)."""
+        self.context_window = context_window
+        """The ``contextWindow`` the config gives every stand-in model entry."""
         self.last_turn_at: float | None = None
         """Wall-clock time (``time.time()``) at which the last turn's reply came back."""
         self.model = StandInModel(self.logs / f"model-requests-{version}.jsonl")
@@ -322,7 +328,7 @@ class OpenClawPeer:
                     "reasoning": False,
                     "input": ["text"],
                     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-                    "contextWindow": 128000,
+                    "contextWindow": self.context_window,
                     "maxTokens": 4096,
                 }
                 for model in self.models

@@ -84,11 +84,13 @@ _TOKENS = {
     "check": [
         "--marker",
         "--window",
+        "--context-window",
         "--reserve",
         "--system-prompt-tokens",
         "--evidence",
         "--json",
         "--window=5",
+        "--context-window=6",
         "--runtime",
     ],
     "context": ["--leaf", "--json", "--llm", "--context-window", "--reserve", "--reserve=3", "--context-window=9"],
@@ -98,8 +100,7 @@ _VALUES = ["A.jsonl", "B.jsonl", "C", "7", "0", "+5", "1_000", "-x", "", "--", "
 
 def _click_defaults(name: str, fast: dict[str, Any]) -> None:
     """The defaults Click fills in where the fast parser leaves ``None`` (its runner applies them)."""
-    if name == "check" and fast["window"] is None:
-        fast["window"] = 200_000
+    # check's window has no default: None lets it read the OpenClaw config's.
     if name == "context":
         if fast["context_window"] is None:
             fast["context_window"] = 200_000

@@ -53,11 +53,18 @@ def test_sqlite_session_fails_when_openclaw_would_not_send_the_marker(sqlite_sou
     assert data["runtimeReason"] == "--runtime"
 
 
-def test_plain_file_defaults_to_pi_and_runtime_flag_overrides(sqlite_source: tuple[Path, str], tmp_path: Path) -> None:
+def test_plain_file_with_reset_entries_is_judged_by_openclaw_2026_9(
+    sqlite_source: tuple[Path, str], tmp_path: Path
+) -> None:
+    """A session exported from a 2026.9 store holds reset entries, which only 2026.9 writes: without
+    --runtime it is judged by 2026.9's view (issue 28), and the report says why; --runtime pi overrides."""
     state, _ = sqlite_source
     (piece,) = find_lineage(state).pieces
     exported = export_piece(piece, tmp_path / "export.jsonl")
     code, data, out = check(str(exported), "--marker", BEFORE)
+    assert code == EXIT.FAILED and data["runtime"] == "openclaw-2026.9", out
+    assert "reset entries" in data["runtimeReason"] and "2026.9" in data["runtimeReason"]
+    code, data, out = check(str(exported), "--marker", BEFORE, "--runtime", "pi")
     assert code == EXIT.OK and data["runtime"] == "pi", out
     code, data, out = check(str(exported), "--marker", BEFORE, "--runtime", "openclaw-2026.9")
     assert code == EXIT.FAILED and data["markers"][0]["found"] is False, out

@@ -73,6 +73,7 @@ SPECS: dict[str, tuple[tuple[str, int, int | None], dict[str, Option]]] = {
         {
             "--marker": Option("marker", "many"),
             "--window": Option("window", "one", _positive),
+            "--context-window": Option("window", "one", _positive),
             "--reserve": Option("reserve", "many", _count),
             "--system-prompt-tokens": Option("system_prompt_tokens", "many", _count),
             "--evidence": Option("evidence", "one", Path),
@@ -193,7 +194,7 @@ def run(argv: list[str]) -> int | None:
     return run_check(
         ns["file"][0],
         markers=ns["marker"],
-        window=ns["window"] if ns["window"] is not None else 200_000,
+        window=ns["window"],
         reserves=ns["reserve"],
         system_prompt_tokens=ns["system_prompt_tokens"],
         evidence=ns["evidence"],

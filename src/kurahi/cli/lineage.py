@@ -111,7 +111,15 @@ def check_cmd(
     marker: list[str] = typer.Option(
         [], "--marker", help="Text that must be in what the runtime sends (the effective context)."
     ),
-    window: int = typer.Option(200_000, "--window", help="The model's context window (tokens).", min=1),
+    window: int | None = typer.Option(
+        None,
+        "--context-window",
+        "--window",
+        help="The model's context window (tokens). Default: the OpenClaw config's when the file lives in a "
+        "state dir, else 200000. A marker past what the runtime sends under it fails the check.",
+        min=1,
+        show_default=False,
+    ),
     reserve: list[int] = typer.Option([], "--reserve", help="Reserve tokens to route against (repeatable)."),
     system_prompt_tokens: list[int] = typer.Option(
         [], "--system-prompt-tokens", help="Synthetic system-prompt loads to add (repeatable)."
@@ -121,16 +129,17 @@ def check_cmd(
         None,
         "--runtime",
         help="Whose view decides: pi, openclaw-2026.5 (Pi's projection) or openclaw-2026.9 (only what follows "
-        "the last reset entry). Default: the runtime the source belongs to (a SQLite session: openclaw-2026.9; "
-        "a file beside sessions.json: openclaw-2026.5; any other file: pi).",
+        "the last reset entry). Default: the runtime the source belongs to (a SQLite session, or a file holding "
+        "reset entries: openclaw-2026.9; a file beside sessions.json: openclaw-2026.5; any other file: pi).",
         show_default=False,
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Project a transcript two independent ways and check markers and token pressure.
 
-    Reports what Pi and OpenClaw 2026.9 would send. Exits 1 when a marker is missing from
-    the chosen runtime's view or the two projections disagree.
+    Reports what Pi and OpenClaw 2026.9 would send, and what the chosen runtime really sends
+    when the history is larger than the window. Exits 1 when a marker is missing from what
+    the chosen runtime sends or the two projections disagree.
     """
     code = run_check(
         file,

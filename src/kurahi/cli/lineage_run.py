@@ -10,10 +10,14 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kurahi.cli.common import EXIT, print_json, shown, translate_errors, warn
 from kurahi.cli.output import Part, say, table
 from kurahi.errors import UsageError
+
+if TYPE_CHECKING:
+    from kurahi.lineage.check import MarkerHit
 
 __all__ = ["run_check", "run_stitch"]
 
@@ -87,7 +91,7 @@ def run_check(
     file: Path,
     *,
     markers: Sequence[str] = (),
-    window: int = 200_000,
+    window: int | None = None,
     reserves: Sequence[int] = (),
     system_prompt_tokens: Sequence[int] = (),
     evidence: Path | None = None,
@@ -134,14 +138,28 @@ def run_check(
         f"verdict for {rep.runtime} ({rep.runtime_reason}): {rep.view_messages} messages, "
         f"about {rep.tokens} tokens (estimated from {source})"
     )
+    view = rep.view
+    if view is not None:
+        sent: Part = (
+            (f"all {view.messages} messages", "green")
+            if view.fits
+            else (f"{len(view.sent)} of {view.messages} messages", "bold yellow")
+        )
+        say(f"{rep.runtime} sends ", sent, f" under the {rep.window:,}-token window ({rep.window_from}): {view.rule}")
     if rep.markers:
 
         def cell(index: int | None) -> Part:
             return (f"yes ({index})", "green") if index is not None else ("missing", "bold red")
 
+        def sent_cell(m: MarkerHit) -> Part:
+            why = rep.not_sent(m)
+            if why is not None:
+                return (why, "bold red")
+            return ("yes", "green") if rep.view_index(m) is not None else ("-", "")
+
         table(
-            ["marker", "pi / openclaw-2026.5", "openclaw-2026.9", "part"],
-            [[m.marker, cell(m.index), cell(m.runtime_index), m.part or "-"] for m in rep.markers],
+            ["marker", "pi / openclaw-2026.5", "openclaw-2026.9", "part", f"sent by {rep.runtime}"],
+            [[m.marker, cell(m.index), cell(m.runtime_index), m.part or "-", sent_cell(m)] for m in rep.markers],
         )
     if rep.routes:
         keys = ("systemPromptTokens", "reserveTokens", "contextTokens", "threshold", "headroom", "route")

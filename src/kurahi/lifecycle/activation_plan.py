@@ -4,7 +4,8 @@
 first and checks the copy (so what was checked is what will be installed): a session header
 with an id usable as a file name, Pi v3 or later, no malformed lines, a path without cycles
 whose root has no dangling parent, and a projection on which the fast and the reference walk
-agree and every asked-for marker is present.
+agree and every asked-for marker is present, and, for an OpenClaw state dir, sent by the
+runtime that will load it under its window (:func:`target_runtime`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kurahi import __version__
 from kurahi.canonical import sha256_hex
@@ -38,6 +39,9 @@ from kurahi.store.backend import AgentStore, Backend, transcript_name
 from kurahi.store.catalog import find_catalogs, validate_key
 from kurahi.store.catalog_format import validate_agent_id
 from kurahi.store.file_backend import FileBackend
+
+if TYPE_CHECKING:
+    from kurahi.lineage.check import CheckReport
 
 __all__ = [
     "TERMINAL_RUN_FIELDS",
@@ -67,14 +71,24 @@ def project(path: str | os.PathLike[str], markers: Sequence[str] = ()) -> Projec
         CheckError: a version-1/2 session (Pi rewrites it on open; check compares version 3).
         NotASessionError, TranscriptReadError, ParentCycleError: the file cannot be projected.
     """
+    return _projection(_checked(path, markers))
+
+
+def _checked(
+    path: str | os.PathLike[str], markers: Sequence[str], runtime: str | None = None, window: int | None = None
+) -> CheckReport:
     from kurahi.lineage.check import check
 
-    rep = check(path, markers=markers)
+    rep = check(path, markers=markers, runtime=runtime, window=window)
     if not rep.projections_agree:
         raise ActivationError(
             f"{path}: the fast and the reference projection disagree ({rep.messages} vs "
             f"{rep.reference_messages} messages); refusing to activate what cannot be predicted"
         )
+    return rep
+
+
+def _projection(rep: CheckReport) -> Projection:
     found = [m.marker for m in rep.markers if m.index is not None]
     missing = [m.marker for m in rep.markers if m.index is None]
     return Projection(rep.messages, rep.fast_sha256, found, missing, rep.compaction_id)
@@ -148,7 +162,10 @@ def plan_activation(
     try:
         cand = staging / "candidate.jsonl"
         cand_sha = copy_durably(Path(candidate), cand)
-        session_id, compactions, projection = check_candidate(cand, Path(candidate), markers)
+        runtime, window = target_runtime(root, agent)
+        session_id, compactions, projection = check_candidate(
+            cand, Path(candidate), markers, runtime=runtime, window=window
+        )
         old_entry = store.catalog.get(key)
         live_name = transcript_name(old_entry)
         live = FileState(live_name, _sha_or_absent(store, live_name) if live_name else ABSENT)
@@ -275,17 +292,40 @@ class CheckedCandidate(NamedTuple):
     """Its Pi-identical projection, every marker found."""
 
 
-def check_candidate(copy: Path, shown: Path, markers: Sequence[str]) -> CheckedCandidate:
+def target_runtime(home: Path, agent: str) -> tuple[str | None, int | None]:
+    """The runtime that will load an activated session of ``home`` and its window.
+
+    An OpenClaw state dir: ``openclaw-2026.9`` with a SQLite store, else ``openclaw-2026.5``,
+    and the window its ``openclaw.json`` gives the agent's model (else the default). A Kurahi
+    home: ``(None, None)``, Pi's projection, as before.
+
+    Raises:
+        UsageError: an ``openclaw.json`` that is not a JSON object.
+    """
+    from kurahi.lineage.runtime_view import DEFAULT_CONTEXT_WINDOW, openclaw_context_window
+
+    sqlite = _sqlite_era(home, agent)
+    if not sqlite and not (home / "openclaw.json").is_file():
+        return None, None
+    runtime = "openclaw-2026.9" if sqlite else "openclaw-2026.5"
+    found = openclaw_context_window(home, agent) if (home / "openclaw.json").is_file() else None
+    return runtime, found[0] if found is not None else DEFAULT_CONTEXT_WINDOW
+
+
+def check_candidate(
+    copy: Path, shown: Path, markers: Sequence[str], *, runtime: str | None = None, window: int | None = None
+) -> CheckedCandidate:
     """The checks every activation makes of a candidate, whatever the store (files or SQLite).
 
     ``copy`` is the package's copy (the file that is checked is the file that gets installed);
-    ``shown`` is the path the user gave, named in errors.
+    ``shown`` is the path the user gave, named in errors. ``runtime`` and ``window``
+    (:func:`target_runtime`): every marker must be in what that runtime sends.
 
     Raises:
         CandidateError: see ``docs/lifecycle.md`` (1. Plan) for each reason.
     """
     session_id, compactions = _check_transcript(copy, shown)
-    return CheckedCandidate(session_id, compactions, _planned_projection(copy, shown, markers))
+    return CheckedCandidate(session_id, compactions, _planned_projection(copy, shown, markers, runtime, window))
 
 
 def _check_transcript(copy: Path, shown: Path) -> tuple[str, int]:
@@ -316,13 +356,23 @@ def _check_transcript(copy: Path, shown: Path) -> tuple[str, int]:
         raise CandidateError(f"not a usable session: {exc.detail}", path=shown) from exc
 
 
-def _planned_projection(copy: Path, shown: Path, markers: Sequence[str]) -> Projection:
+def _planned_projection(
+    copy: Path, shown: Path, markers: Sequence[str], runtime: str | None, window: int | None
+) -> Projection:
     try:
-        projection = project(copy, markers)
+        rep = _checked(copy, markers, runtime, window)
     except ActivationError as exc:
         raise CandidateError(str(exc), path=shown) from exc
+    projection = _projection(rep)  # the facts the validator compares live: Pi's, whatever the window
     if projection.markers_missing:
         raise CandidateError(f"markers missing from the effective context: {projection.markers_missing}", path=shown)
+    if runtime is not None:
+        # A plan never promises what the runtime will not send (issue 28).
+        unsent = {m.marker: rep.not_sent(m) or f"not in {runtime}'s view" for m in rep.markers if not m.sent}
+        unsent |= {m.marker: f"not in {runtime}'s view" for m in rep.markers if rep.view_index(m) is None}
+        if unsent:
+            why = "; ".join(f"{k!r}: {v}" for k, v in unsent.items())
+            raise CandidateError(f"markers {runtime} will not send: {why}", path=shown)
     return projection
 
 

@@ -234,7 +234,7 @@ def plan_sqlite(
         SqliteStoreError, SqliteStoreBusyError, SqliteSchemaError: the store cannot be used.
         OpenClawRunningError: a gateway runs on ``home``.
     """
-    from kurahi.lifecycle.activation_plan import check_candidate
+    from kurahi.lifecycle.activation_plan import check_candidate, target_runtime
     from kurahi.lifecycle.openclaw_sqlite_guards import check_store_path, refuse_if_open
 
     db = check_store_path(home, agent)
@@ -245,7 +245,8 @@ def plan_sqlite(
     try:
         cand = staging / "candidate.jsonl"
         cand_sha = copy_durably(candidate, cand)
-        new_sid, _, projection = check_candidate(cand, candidate, markers)
+        runtime, window = target_runtime(home, agent)
+        new_sid, _, projection = check_candidate(cand, candidate, markers, runtime=runtime, window=window)
         lines, ids = _candidate_lines(cand, candidate)
         with oc.open_store(db, write=False) as con:
             pre, node, leaf = _read_store(con, db, key, content=True)

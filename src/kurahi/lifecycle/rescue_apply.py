@@ -262,7 +262,8 @@ def prepare_candidate(
         runtime=_RUNTIME_FOR_CHECK[loss.runtime],
         window=loss.restore.window or 200_000,
     )
-    hits = {h.marker: checked.view_index(h) is not None for h in checked.markers}
+    # In view and sent under the window: plan refuses a marker the runtime will not send (issue 28).
+    hits = {h.marker: checked.view_index(h) is not None and h.sent for h in checked.markers}
     final = [RescueMarker(m.text, m.part, m.source, hits.get(m.text, False)) for m in chosen]
     final += [RescueMarker(t, "user", None, hits.get(t, False)) for t in markers]
     lost_sources = {m.source for m in final if m.part == "lost" and m.source}

@@ -1,4 +1,8 @@
-"""The `lineage` room: canonical paths, stitching A + B → C, checking what would be projected, provenance."""
+"""The `lineage` room: canonical paths, stitching A + B → C, checking what would be sent, provenance.
+
+What would be sent is both what a transcript projects and what a runtime really sends of it
+under its window (:mod:`kurahi.lineage.runtime_view`).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ if TYPE_CHECKING:
     from kurahi.lineage.elide import ElideReport, elide
     from kurahi.lineage.find import find_lineage
     from kurahi.lineage.provenance import ProvenanceReport, provenance
+    from kurahi.lineage.runtime_view import RuntimeView, openclaw_context_window, runtime_view
     from kurahi.lineage.stitch import stitch
 
 # Names load on first use (PEP 562), so `kurahi --help` does not import every room.
@@ -26,6 +31,9 @@ _WHERE = {
     "find_lineage": "kurahi.lineage.find",
     "ProvenanceReport": "kurahi.lineage.provenance",
     "provenance": "kurahi.lineage.provenance",
+    "RuntimeView": "kurahi.lineage.runtime_view",
+    "openclaw_context_window": "kurahi.lineage.runtime_view",
+    "runtime_view": "kurahi.lineage.runtime_view",
     "stitch": "kurahi.lineage.stitch",
 }
 
@@ -34,12 +42,15 @@ __all__ = [
     "CanonicalPath",
     "ElideReport",
     "ProvenanceReport",
+    "RuntimeView",
     "SideBranch",
     "canonical_path",
     "check",
     "elide",
     "find_lineage",
+    "openclaw_context_window",
     "provenance",
+    "runtime_view",
     "stitch",
 ]
 

@@ -33,6 +33,7 @@ from kurahi.lineage.reference import ReferenceProjection, reference_projection
 
 if TYPE_CHECKING:
     from kurahi.context.files import FileContext
+    from kurahi.lineage.runtime_view import RuntimeView
 
 # The fast projection's modules (the store, the context room) load where they are used, in
 # _both_projections: importing this module for its report types does not need them.
@@ -61,6 +62,8 @@ class MarkerHit(msgspec.Struct, frozen=True):
     """``summary``, ``retained`` or ``later``."""
     runtime_index: int | None = None
     """Index in OpenClaw 2026.9's view (after the last ``reset`` entry; the whole path without one)."""
+    sent: bool = True
+    """Whether the chosen runtime sends it under the window (:mod:`kurahi.lineage.runtime_view`)."""
 
 
 class CheckReport(msgspec.Struct):
@@ -94,6 +97,10 @@ class CheckReport(msgspec.Struct):
     """OpenClaw 2026.9's messages when the path has a reset (not serialised)."""
     stitched_ms: int | float | None = None
     """When the file was stitched (its header's ``timestamp`` when it has ``lineage``)."""
+    view: RuntimeView | None = None
+    """What the chosen runtime sends under the window."""
+    window_from: str = "the default"
+    """Where the window came from (``--context-window``, an OpenClaw config field, the default)."""
 
     @property
     def projections_agree(self) -> bool:
@@ -115,8 +122,15 @@ class CheckReport(msgspec.Struct):
 
     @property
     def ok(self) -> bool:
-        """Projections agree and every marker is in the chosen runtime's view."""
-        return self.projections_agree and all(self.view_index(m) is not None for m in self.markers)
+        """Projections agree and every marker is in what the chosen runtime sends."""
+        return self.projections_agree and all(self.view_index(m) is not None and m.sent for m in self.markers)
+
+    def not_sent(self, hit: MarkerHit) -> str | None:
+        """Why a marker the runtime's view holds is not sent (``None`` when it is, or is not in the view)."""
+        if self.view_index(hit) is None or hit.sent or self.view is None:
+            return None
+        what = "summarized by a compaction, not sent verbatim" if self.view.summarized else "not sent"
+        return f"in the history but {what}: past the {self.window:,}-token window"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -147,13 +161,17 @@ class CheckReport(msgspec.Struct):
             "tokens": self.tokens,
             "tokensFrom": self.tokens_from,
             "window": self.window,
+            "windowFrom": self.window_from,
+            "sent": self.view.to_dict() if self.view is not None else None,
             "markers": [
                 {
                     "marker": m.marker,
                     "found": self.view_index(m) is not None,
+                    "sent": self.view_index(m) is not None and m.sent,
                     "index": m.index,
                     "part": m.part,
                     "runtimeIndex": m.runtime_index,
+                    "why": self.not_sent(m),
                 }
                 for m in self.markers
             ],
@@ -199,7 +217,7 @@ def check(
     path: str | os.PathLike[str],
     *,
     markers: Sequence[str] = (),
-    window: int = 200_000,
+    window: int | None = None,
     reserves: Sequence[int] | None = None,
     system_prompt_tokens: Sequence[int] = (0,),
     runtime: str | None = None,
@@ -209,6 +227,10 @@ def check(
     ``path`` is a file or a SQLite source ``sqlite:<db>#<session id>`` (as ``lineage find``
     prints it). ``runtime`` is one of :data:`~kurahi.lineage.sources.RUNTIMES`; by default
     the one the source belongs to (:func:`~kurahi.lineage.sources.runtime_of`).
+    ``window`` is the model's context window; by default the OpenClaw config's when the
+    source lives in a state dir, else 200,000 (:func:`~kurahi.lineage.runtime_view.window_for`).
+    A marker counts only when the runtime sends it under that window
+    (:func:`~kurahi.lineage.runtime_view.runtime_view`).
     ``reserves`` defaults to Pi's own reserve (:data:`kurahi.context.budget.DEFAULT_RESERVE_TOKENS`).
 
     Raises:
@@ -217,15 +239,24 @@ def check(
         NotASessionError, TranscriptReadError, ParentCycleError: the file cannot be projected.
         UsageError: an unknown runtime, or a malformed SQLite source.
     """
+    from kurahi.lineage.runtime_view import view_of, window_for
     from kurahi.lineage.sources import RUNTIMES, materialize, runtime_of
 
     if runtime is not None and runtime not in RUNTIMES:
         raise UsageError(f"--runtime {runtime!r}: not a runtime Kurahi knows (choose from {', '.join(RUNTIMES)})")
-    chosen, reason = (runtime, "--runtime") if runtime is not None else runtime_of(path)
+    window, window_from = (window, "--context-window") if window is not None else window_for(path)
     with materialize(path) as p:
-        report = _check(p, markers, window, reserves, system_prompt_tokens)
+        report, ref = _check(p, markers, window, reserves, system_prompt_tokens)
     report.file = os.fspath(path)
-    report.runtime, report.runtime_reason = chosen, reason
+    has_reset = ref.runtime_messages is not None
+    chosen, reason = (runtime, "--runtime") if runtime is not None else runtime_of(path, has_reset=has_reset)
+    report.runtime, report.runtime_reason, report.window_from = chosen, reason, window_from
+    load = max(system_prompt_tokens or [0])
+    report.view = view_of(ref, chosen, context_window=window, window_from=window_from, system_prompt_tokens=load)
+    sent = set(report.view.sent)
+    report.markers = [
+        msgspec.structs.replace(m, sent=(i := report.view_index(m)) is not None and i in sent) for m in report.markers
+    ]
     if report.runtime_messages is not None and chosen == "openclaw-2026.9":
         _estimate(report, report.runtime_view, window, reserves, system_prompt_tokens, trust_usage=report.stitched_ms)
     else:
@@ -239,7 +270,7 @@ def _check(
     window: int,
     reserves: Sequence[int] | None,
     system_prompt_tokens: Sequence[int],
-) -> CheckReport:
+) -> tuple[CheckReport, ReferenceProjection]:
     fast, (ref, ref_sha256) = _both_projections(p)
     msgs = fast.context.messages
     # The compaction speaks once, or twice with a systemMessage (Pi 1.6.0): what the
@@ -270,7 +301,7 @@ def _check(
     report.pi_view = msgs
     report.runtime_view = ref.runtime_messages
     report.stitched_ms = _stitched_ms(p)
-    return report
+    return report, ref
 
 
 def _stitched_ms(path: Path) -> int | float | None:

@@ -69,6 +69,17 @@ class ReferenceProjection(msgspec.Struct):
     """Position on the path of the last in-transcript ``reset`` entry (OpenClaw), if any."""
     runtime_messages: list[Any] | None = None
     """What OpenClaw's runtime sends: only what follows the last ``reset`` entry."""
+    sources: list[int] = msgspec.field(default_factory=list)
+    """Per message of ``messages``, the position on the path of the entry that contributed it."""
+    runtime_sources: list[int] | None = None
+    """Per message of ``runtime_messages``, the position on the path of its entry."""
+    chain: list[str] = msgspec.field(default_factory=list)
+    """The path's entry lines as the file has them (root first): what a runtime that loads
+    by bytes (:mod:`kurahi.lineage.runtime_view`) counts."""
+    chain_kinds: list[Any] = msgspec.field(default_factory=list)
+    """Each path entry's ``type``."""
+    header: str = ""
+    """The header line."""
 
 
 def _not_json(name: str) -> Any:
@@ -250,8 +261,16 @@ def _is_system(entry: dict[str, Any]) -> bool:
     return entry.get("type") == MESSAGE and isinstance(msg, dict) and msg.get("role") == "system"
 
 
-def _emit(entries: list[dict[str, Any]]) -> list[Any]:
-    return [m for e in entries if e.get("type") != COMPACTION for m in _contributes(e)]
+def _emit(entries: list[dict[str, Any]], start: int) -> tuple[list[Any], list[int]]:
+    """What ``entries`` (path positions ``start`` on) contribute, compactions aside, and from where."""
+    out: list[Any] = []
+    sources: list[int] = []
+    for i, e in enumerate(entries, start):
+        if e.get("type") != COMPACTION:
+            contributed = _contributes(e)
+            out += contributed
+            sources += [i] * len(contributed)
+    return out, sources
 
 
 def reference_projection(path: str | Path) -> ReferenceProjection:
@@ -285,6 +304,9 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
         parent = keys[current].parentId
         current = by_id.get(parent) if isinstance(parent, str) and parent else None
     chain = [lines.value(k) for k in reversed(walked)]
+    out.chain = [lines.texts[k] for k in reversed(walked)]
+    out.chain_kinds = [keys[k].type for k in reversed(walked)]
+    out.header = lines.texts[0]
 
     compaction: dict[str, Any] | None = None
     for e in chain:
@@ -304,10 +326,12 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
         if e.get("type") == RESET:
             out.reset_index = i
 
-    # The context entries, each with the part it belongs to.
+    # The context entries, each with the part it belongs to and its position on the path.
     parts: list[tuple[str, dict[str, Any]]]
+    where: list[int]
     if compaction is None:
         parts = [("later", e) for e in chain]
+        where = list(range(len(chain)))
     else:
         # Found again by id alone, the first entry on the path with that id.
         at = next(
@@ -315,10 +339,11 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
         )
         want = compaction.get(FIRST_KEPT_ENTRY_ID, _ABSENT)
         kept_from = next((i for i in range(at) if chain[i].get("id", _ABSENT) == want), at)
-        retained = [e for e in chain[kept_from:at] if not _is_system(e)]
+        retained = [i for i in range(kept_from, at) if not _is_system(chain[i])]
         parts = [("summary", compaction)]
-        parts += [("retained", e) for e in retained]
+        parts += [("retained", chain[i]) for i in retained]
         parts += [("later", e) for e in chain[at + 1 :]]
+        where = [at, *retained, *range(at + 1, len(chain))]
         out.compaction_id = compaction.get("id")
     edits = {}  # the latest edit per target among the context entries
     for _, e in parts:
@@ -333,8 +358,9 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
         if edit is not None:
             contributed = _edited(contributed, edit)
         out.messages.extend(contributed)
+        out.sources.extend([where[index]] * len(contributed))
         counts[part] += len(contributed)
     out.summary_count, out.retained_count, out.later_count = counts["summary"], counts["retained"], counts["later"]
     if out.reset_index is not None:
-        out.runtime_messages = _emit(chain[out.reset_index + 1 :])
+        out.runtime_messages, out.runtime_sources = _emit(chain[out.reset_index + 1 :], out.reset_index + 1)
     return out

@@ -45,12 +45,14 @@ def parse_sqlite_source(source: str | os.PathLike[str]) -> tuple[Path, str] | No
     return Path(db), sid
 
 
-def runtime_of(source: str | os.PathLike[str]) -> tuple[str, str]:
+def runtime_of(source: str | os.PathLike[str], *, has_reset: bool = False) -> tuple[str, str]:
     """The runtime that loads ``source`` by default, and why.
 
     A SQLite source, or a file in ``agents/<id>/sessions/`` of a state directory that has
     the agent's SQLite store (an upgraded directory), belongs to ``openclaw-2026.9``; a file
-    beside a ``sessions.json`` to ``openclaw-2026.5``; any other file to ``pi``.
+    beside a ``sessions.json`` to ``openclaw-2026.5``. Any other file belongs to ``pi``,
+    unless ``has_reset`` (its path holds a ``reset`` entry): only OpenClaw 2026.9 writes
+    those, so such a file (a session exported from a 2026.9 store) is judged by its view.
     """
     if parse_sqlite_source(source) is not None:
         return "openclaw-2026.9", "a session of an OpenClaw 2026.9 SQLite store"
@@ -61,6 +63,8 @@ def runtime_of(source: str | os.PathLike[str]) -> tuple[str, str]:
             return "openclaw-2026.9", "a file in an OpenClaw state directory that has a 2026.9 SQLite store"
         if (folder / "sessions.json").exists():
             return "openclaw-2026.5", "a file in an OpenClaw JSON-era sessions folder"
+    if has_reset:
+        return "openclaw-2026.9", "a plain file holding reset entries, which only OpenClaw 2026.9 writes"
     return "pi", "a plain file"
 
 

@@ -35,16 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.continuity.invariants import ManifestCheck, score
-from kurahi.continuity.openclaw_manifest import (
-    OpenClawState,
-    build_openclaw_manifest,
-    observer_key,
-    open_state,
-)
+from kurahi.continuity.openclaw_manifest import build_openclaw_manifest, observer_key
 from kurahi.continuity.openclaw_runtime import OpenClawRuntime, which_openclaw
 from kurahi.continuity.report import SUITE, VERSION, finish_report
 from kurahi.continuity.signing import SigningKey
 from kurahi.errors import ContinuityError, KurahiError, UsageError
+from kurahi.locations import OpenClawState, open_state
 
 __all__ = ["OPENCLAW_DISRUPTIONS", "OpenClawOptions", "run_openclaw_suite"]
 

@@ -26,6 +26,7 @@ from typing import Any
 from kurahi.agent import routing
 from kurahi.agent.config import Config, ModelProfile, QueueMode, load_config
 from kurahi.agent.conversation import Conversation
+from kurahi.agent.idempotency import KEY_FIELD, StoredTurn, check_idempotency_key, find_turn
 from kurahi.agent.jobs import JobStore
 from kurahi.agent.layout import AgentPaths, check_session_key
 from kurahi.agent.ledger import Ledger
@@ -34,7 +35,16 @@ from kurahi.agent.providers.base import Provider
 from kurahi.agent.queue import Lane, pending_from_journal
 from kurahi.agent.tools import BUILTIN_TOOLS, Tool
 from kurahi.agent.turn import Listener, RetryHook, TurnControl, TurnResult, run_turn, user_message
-from kurahi.errors import ConfigError, KurahiError, LeaseLostError, LockHeldError, PairingRefusedError
+from kurahi.errors import (
+    AppendOutcomeUnknownError,
+    ConfigError,
+    KurahiError,
+    LeaseLostError,
+    LockHeldError,
+    PairingRefusedError,
+    StoreError,
+    TurnInterruptedError,
+)
 from kurahi.lifecycle.carry import Carry
 from kurahi.lifecycle.policy import Decision
 from kurahi.store.backend import Backend, transcript_name
@@ -212,7 +222,12 @@ class Runtime:
                         }
                     )
                 elif r["qid"] not in seen and isinstance(r.get("message"), dict):
-                    self.lane(key).submit(r["message"], "followup", qid=r["qid"])
+                    ik = r.get(KEY_FIELD)
+                    # A key kept with it: the sender may have sent it again elsewhere meanwhile.
+                    ik = ik if isinstance(ik, str) else None
+                    self.lane(key).submit(
+                        r["message"], "followup", qid=r["qid"], idempotency_key=ik, lookup=ik is not None
+                    )
                     requeued += 1
         self.recovered = {
             "interruptedJobs": interrupted,
@@ -429,25 +444,55 @@ class Runtime:
         mode: QueueMode | None = None,
         listener: Listener | None = None,
         job_id: str | None = None,
+        idempotency_key: str | None = None,
+        lookup: bool = True,
     ) -> asyncio.Future[TurnResult]:
         """Queue a message for ``key``; the future resolves with the turn that took it.
 
+        Args:
+            key: the session key.
+            text: the message.
+            mode: what to do if the session is busy (default: the agent's queue mode).
+            listener: told about the turn's entries and streamed text.
+            job_id: the job the message belongs to.
+            idempotency_key: stored with the message; a message sent again with the same key
+                is answered from the turn stored for it (:mod:`kurahi.agent.idempotency`).
+            lookup: look for the key on the session first (``False`` for a key just made).
+
         Raises:
-            UsageError: an empty or oversized message, or a bad session key.
+            UsageError: an empty or oversized message, a bad session key or idempotency key.
             QueueFullError: see :class:`Lane`.
         """
         msg = user_message(text, max_bytes=self.settings.max_message_bytes)
+        if idempotency_key is not None:
+            check_idempotency_key(idempotency_key)
         lane = self.lane(key)
         if not lane.busy:
             self.decisions[key] = self.route(key, text)
-        return lane.submit(msg, mode or self.settings.queue.mode, listener=listener, job_id=job_id)
+        return lane.submit(
+            msg,
+            mode or self.settings.queue.mode,
+            listener=listener,
+            job_id=job_id,
+            idempotency_key=idempotency_key,
+            lookup=lookup and idempotency_key is not None,
+        )
 
     async def send(
-        self, key: str, text: str, *, mode: QueueMode | None = None, listener: Listener | None = None
+        self,
+        key: str,
+        text: str,
+        *,
+        mode: QueueMode | None = None,
+        listener: Listener | None = None,
+        idempotency_key: str | None = None,
+        lookup: bool = True,
     ) -> TurnResult:
-        """Queue a message and wait for the turn that answers it."""
+        """Queue a message and wait for the turn that answers it (arguments as :meth:`submit`)."""
         await self._open_off_the_loop(key)
-        return await self.submit(key, text, mode=mode, listener=listener)
+        return await self.submit(
+            key, text, mode=mode, listener=listener, idempotency_key=idempotency_key, lookup=lookup
+        )
 
     async def _open_off_the_loop(self, key: str) -> None:
         """Open ``key``'s session in a worker thread if it is not open yet (errors are left to the turn).
@@ -486,23 +531,93 @@ class Runtime:
     ) -> TurnResult:
         """Run one turn on ``key`` now (lanes call this; one at a time per key).
 
-        A session whose writer's claim turns out to be gone before this turn wrote anything
-        (an activation on a shared store replaced it in place and let it go) is opened afresh
-        once, and the turn runs there; one that another gateway holds answers busy.
+        A message whose idempotency key is on the session already is not appended again: the
+        stored turn's answer is given again, or, if that turn broke off, it goes on from what
+        is stored. A session whose writer's claim turns out to be gone before this turn wrote
+        anything (an activation on a shared store replaced it in place and let it go) is
+        opened afresh once, and the turn runs there; one that another gateway holds answers
+        busy. When the store fails under the turn (a database gone, a lease taken over after
+        the turn wrote something) the session is let go, so that the next message opens it
+        again from what the store holds, and the caller hears what was stored.
+
+        Raises:
+            LockHeldError: another writer holds the session and nothing of this turn was stored.
+            TurnInterruptedError: the store failed under the turn (it says whether anything was stored).
         """
         for last in (False, True):
-            conv = self.conversation(key)
+            conv = self._open_for_turn(key, inputs)
             before = conv.session.entry_count
+            todo, stored = self._not_yet_stored(conv, inputs)
+            if stored is not None and stored.result is not None and not todo:
+                return stored.result  # answered before: nothing is appended, nothing runs
             try:
-                return await self._turn_on(conv, key, inputs, control, listener)
+                result = await self._turn_on(conv, key, todo, control, listener)
             except LockHeldError as exc:
                 # This writer lost the session (a lease taken over): nothing more may be written
                 # through it. Drop it, so the session is opened afresh, as busy while another
                 # gateway holds it.
                 self.drop_conversation(key)
-                if last or not isinstance(exc, LeaseLostError) or conv.session.entry_count != before:
+                wrote = conv.session.entry_count != before
+                if wrote or stored is not None:
+                    raise self._interrupted(inputs, exc, stored=True, unavailable=False) from exc
+                if last or not isinstance(exc, LeaseLostError):
                     raise
+                continue
+            except StoreError as exc:
+                self.drop_conversation(key)
+                wrote = conv.session.entry_count != before or stored is not None
+                known = wrote or not isinstance(exc, AppendOutcomeUnknownError)
+                raise self._interrupted(inputs, exc, stored=True if wrote else (False if known else None)) from exc
+            if stored is not None:
+                result.entries[:0] = stored.entries
+            return result
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _open_for_turn(self, key: str, inputs: list[dict[str, Any]]) -> Conversation:
+        """The key's session for a turn; a store that fails to open it interrupts the turn (nothing stored)."""
+        try:
+            return self.conversation(key)
+        except LockHeldError:
+            raise
+        except StoreError as exc:
+            raise self._interrupted(inputs, exc, stored=False) from exc
+
+    @staticmethod
+    def _not_yet_stored(
+        conv: Conversation, inputs: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], StoredTurn | None]:
+        """The inputs whose idempotency key is not on the path yet, and the stored turn of the last one that is."""
+        todo: list[dict[str, Any]] = []
+        found: StoredTurn | None = None
+        for item in inputs:
+            meta = (item.get("extra") or {}).get("kurahi") or {}
+            ik = meta.get(KEY_FIELD) if item.get("lookup") else None
+            turn = find_turn(conv.path, ik) if isinstance(ik, str) else None
+            if turn is None:
+                todo.append(item)
+            else:
+                found = turn
+        return todo, found
+
+    @staticmethod
+    def _interrupted(
+        inputs: list[dict[str, Any]], exc: KurahiError, *, stored: bool | None, unavailable: bool = True
+    ) -> TurnInterruptedError:
+        keys = [((i.get("extra") or {}).get("kurahi") or {}).get(KEY_FIELD) for i in inputs]
+        ik = next((k for k in keys if isinstance(k, str)), None)
+        what = {
+            True: "part of this turn was stored",
+            False: "nothing of this turn was stored",
+            None: "whether the message was stored is not known yet",
+        }[stored]
+        why = "the session's store could not be reached" if unavailable else "another writer took the session over"
+        return TurnInterruptedError(
+            f"the turn stopped: {why} ({exc}); {what}. Send the message again with the same idempotency key: "
+            "a gateway finds what was stored instead of storing it twice",
+            stored=stored,
+            idempotency_key=ik,
+            unavailable=unavailable,
+        )
 
     async def _turn_on(
         self,

@@ -13,6 +13,7 @@ whose commit was under way, the append finds out which, see
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -21,12 +22,15 @@ import psycopg
 import psycopg_pool
 
 from kurahi.errors import DatabaseUnavailableError, StoreDatabaseError
+from kurahi.store.postgres.outage import Outage, forget_pool, quiet_pool
 from kurahi.store.postgres.url import connection_string, safe_url, scrub
 
 __all__ = ["Conn", "Database"]
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 """A connection (rows are tuples)."""
+
+_POOL_NUMBERS = itertools.count(1)
 
 
 class Database:
@@ -53,10 +57,14 @@ class Database:
         self._timeout = connect_timeout
         self._idle_since: dict[int, float] = {}
         self._conninfo = psycopg.conninfo.make_conninfo(conninfo, connect_timeout=max(1, round(connect_timeout)))
+        self.outage = Outage(self.where, lambda text: scrub(text, self._secrets))
+        """Whether the server is away now, and how long it was each time (one warning per outage)."""
         # Connect once by hand first: a server that is down fails here at once, with libpq's
         # reason, instead of after the pool's whole wait.
         with self.connect():
             pass
+        self._pool_name = f"kurahi-{next(_POOL_NUMBERS)}"
+        quiet_pool(self._pool_name, self.outage)
         self._pool: psycopg_pool.ConnectionPool[Conn] = psycopg_pool.ConnectionPool(
             self._conninfo,
             min_size=1,
@@ -64,7 +72,7 @@ class Database:
             open=False,
             timeout=connect_timeout,
             reconnect_timeout=connect_timeout,
-            name="kurahi",
+            name=self._pool_name,
             kwargs={"autocommit": True},
             check=self._check,
             reset=self._returned,
@@ -72,7 +80,7 @@ class Database:
         try:
             self._pool.open(wait=True, timeout=connect_timeout)
         except psycopg_pool.PoolTimeout as exc:
-            self._pool.close()
+            self.close()
             raise self.unavailable(exc) from None
 
     def __repr__(self) -> str:
@@ -97,6 +105,7 @@ class Database:
     def unavailable(self, exc: BaseException, *, unsent: bool = False) -> DatabaseUnavailableError:
         """The error for a connection that could not be made or broke (the driver's words, scrubbed)."""
         reason = scrub(str(exc).strip() or type(exc).__name__, self._secrets)
+        self.outage.down(reason)
         return DatabaseUnavailableError(f"cannot reach the database: {reason}", where=self.where, unsent=unsent)
 
     def failed(self, exc: psycopg.Error, what: str) -> StoreDatabaseError:
@@ -145,6 +154,7 @@ class Database:
             raise self.unavailable(exc, unsent=True) from None
         except psycopg.OperationalError as exc:
             raise self.unavailable(exc) from None
+        self.outage.up()
 
     def query(
         self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None, *, binary: bool = False
@@ -186,7 +196,9 @@ class Database:
             raise self.unavailable(exc) from None
         except psycopg.OperationalError as exc:
             raise self.unavailable(exc) from None
+        self.outage.up()
 
     def close(self) -> None:
         """Close every connection."""
         self._pool.close()
+        forget_pool(self._pool_name)

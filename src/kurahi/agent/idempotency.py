@@ -10,7 +10,12 @@ the session's path is searched for it first:
 * found, and the turn broke off (the store went away, the gateway lost the session): the
   turn goes on from what is stored, without appending the message again; the pairing guard
   settles any tool call it left, so a side effect that happened is not run again;
+* found, and a later message's turn followed it before it was answered: it is answered
+  with status ``error`` saying so (nothing is appended; what it stored stays);
 * not found: a new turn, as usual.
+
+A message steered into a running turn is marked (``steered``), so the turn it joined is not
+mistaken for a later one.
 """
 
 from __future__ import annotations
@@ -23,12 +28,23 @@ from typing import Any
 
 from kurahi.agent.conversation import PathItem
 from kurahi.agent.turn import TurnResult
-from kurahi.errors import UsageError
+from kurahi.errors import KurahiError, TurnInterruptedError, UsageError
 
-__all__ = ["KEY_FIELD", "StoredTurn", "check_idempotency_key", "find_turn", "new_idempotency_key"]
+__all__ = [
+    "KEY_FIELD",
+    "STEERED_FIELD",
+    "StoredTurn",
+    "check_idempotency_key",
+    "find_turn",
+    "interrupted",
+    "new_idempotency_key",
+    "not_yet_stored",
+]
 
 KEY_FIELD = "idempotencyKey"
 """The field of an entry's ``kurahi`` object that holds its message's idempotency key."""
+STEERED_FIELD = "steered"
+"""The field of an entry's ``kurahi`` object that marks a message steered into a running turn."""
 
 _KEY = re.compile(r"[A-Za-z0-9._:~-]{1,128}")
 
@@ -79,10 +95,14 @@ def find_turn(path: Sequence[PathItem], key: str) -> StoredTurn | None:
 def _turn_from(path: Sequence[PathItem], start: int) -> StoredTurn:
     ids: list[str] = []
     steps = 0
-    for item in path[start:]:
+    for n, item in enumerate(path[start:]):
+        msg = item.message
+        if n and isinstance(msg, dict) and msg.get("role") == "user" and not _steered(item):
+            # A later message started a turn of its own: this one broke off unanswered.
+            why = "this message's turn broke off before it was answered, and later messages were answered after it"
+            return StoredTurn(ids, TurnResult("error", error=why, entries=list(ids), steps=steps, replayed=True))
         if isinstance(item.id, str):
             ids.append(item.id)
-        msg = item.message
         if not isinstance(msg, dict) or msg.get("role") != "assistant":
             continue
         steps += 1
@@ -91,6 +111,11 @@ def _turn_from(path: Sequence[PathItem], start: int) -> StoredTurn:
             continue
         return StoredTurn(ids, _result(msg, item.id, stop, ids, steps))
     return StoredTurn(ids, None)
+
+
+def _steered(item: PathItem) -> bool:
+    meta = item.data.get("kurahi")
+    return isinstance(meta, dict) and meta.get(STEERED_FIELD) is True
 
 
 def _result(msg: dict[str, Any], entry_id: Any, stop: Any, ids: list[str], steps: int) -> TurnResult:
@@ -107,3 +132,50 @@ def _result(msg: dict[str, Any], entry_id: Any, stop: Any, ids: list[str], steps
         return TurnResult("aborted", reply=text, error=error, entries=list(ids), steps=steps, replayed=True)
     entry = entry_id if isinstance(entry_id, str) else None
     return TurnResult("ok", reply=text, reply_entry_id=entry, entries=list(ids), steps=steps, replayed=True)
+
+
+def _key_of_input(item: dict[str, Any]) -> str | None:
+    meta = (item.get("extra") or {}).get("kurahi") or {}
+    value = meta.get(KEY_FIELD) if isinstance(meta, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def not_yet_stored(
+    path: Sequence[PathItem], inputs: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], StoredTurn | None]:
+    """The turn inputs whose key is not on ``path`` yet, and the stored turn of the last one that is.
+
+    Only inputs marked ``lookup`` (their key came from the sender) are looked for.
+    """
+    todo: list[dict[str, Any]] = []
+    found: StoredTurn | None = None
+    for item in inputs:
+        key = _key_of_input(item) if item.get("lookup") else None
+        turn = find_turn(path, key) if key is not None else None
+        if turn is None:
+            todo.append(item)
+        else:
+            found = turn
+    return todo, found
+
+
+def interrupted(
+    inputs: list[dict[str, Any]], exc: KurahiError, *, stored: bool | None, unavailable: bool = True
+) -> TurnInterruptedError:
+    """The error for a turn its store failed under: why, what was stored, and the key to send it again with."""
+    key = next((k for k in map(_key_of_input, inputs) if k is not None), None)
+    what = {
+        True: "part of this turn was stored",
+        False: "nothing of this turn was stored",
+        None: "whether the message was stored is not known yet",
+    }[stored]
+    # The store's own words for an unreachable one (which database, why); for a lease lost,
+    # its "nothing was appended" is about the last append only, not about the turn.
+    why = f"the session's store could not be reached ({exc})" if unavailable else "another writer took the session over"
+    return TurnInterruptedError(
+        f"the turn stopped: {why}; {what}. Send the message again with the same idempotency key: "
+        "a gateway finds what was stored instead of storing it twice",
+        stored=stored,
+        idempotency_key=key,
+        unavailable=unavailable,
+    )

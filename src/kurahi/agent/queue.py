@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kurahi.agent.config import QueueMode
-from kurahi.agent.idempotency import KEY_FIELD
+from kurahi.agent.idempotency import KEY_FIELD, STEERED_FIELD
 from kurahi.agent.turn import Listener, TurnControl, TurnResult
 from kurahi.errors import LockHeldError, QueueFullError, StoreError, TurnInterruptedError
 from kurahi.store.backend import RecordLog
@@ -135,7 +135,9 @@ class Lane:
         c = self.control
         if mode == "steer" and c is not None and c.phase != "idle":
             self._persist(p)
-            c.steer.append({**p.item(), "pending": p})
+            item = p.item()
+            item["extra"]["kurahi"][STEERED_FIELD] = True  # part of the running turn (see idempotency)
+            c.steer.append({**item, "pending": p})
             return p.future
         if len(self.waiting) >= settings.cap and qid is None:
             if settings.drop == "reject":

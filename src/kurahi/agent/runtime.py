@@ -26,7 +26,7 @@ from typing import Any
 from kurahi.agent import routing
 from kurahi.agent.config import Config, ModelProfile, QueueMode, load_config
 from kurahi.agent.conversation import Conversation
-from kurahi.agent.idempotency import KEY_FIELD, StoredTurn, check_idempotency_key, find_turn
+from kurahi.agent.idempotency import KEY_FIELD, check_idempotency_key, interrupted, not_yet_stored
 from kurahi.agent.jobs import JobStore
 from kurahi.agent.layout import AgentPaths, check_session_key
 from kurahi.agent.ledger import Ledger
@@ -43,7 +43,6 @@ from kurahi.errors import (
     LockHeldError,
     PairingRefusedError,
     StoreError,
-    TurnInterruptedError,
 )
 from kurahi.lifecycle.carry import Carry
 from kurahi.lifecycle.policy import Decision
@@ -547,7 +546,7 @@ class Runtime:
         for last in (False, True):
             conv = self._open_for_turn(key, inputs)
             before = conv.session.entry_count
-            todo, stored = self._not_yet_stored(conv, inputs)
+            todo, stored = not_yet_stored(conv.path, inputs)
             if stored is not None and stored.result is not None and not todo:
                 return stored.result  # answered before: nothing is appended, nothing runs
             try:
@@ -559,7 +558,7 @@ class Runtime:
                 self.drop_conversation(key)
                 wrote = conv.session.entry_count != before
                 if wrote or stored is not None:
-                    raise self._interrupted(inputs, exc, stored=True, unavailable=False) from exc
+                    raise interrupted(inputs, exc, stored=True, unavailable=False) from exc
                 if last or not isinstance(exc, LeaseLostError):
                     raise
                 continue
@@ -567,7 +566,7 @@ class Runtime:
                 self.drop_conversation(key)
                 wrote = conv.session.entry_count != before or stored is not None
                 known = wrote or not isinstance(exc, AppendOutcomeUnknownError)
-                raise self._interrupted(inputs, exc, stored=True if wrote else (False if known else None)) from exc
+                raise interrupted(inputs, exc, stored=True if wrote else (False if known else None)) from exc
             if stored is not None:
                 result.entries[:0] = stored.entries
             return result
@@ -580,44 +579,7 @@ class Runtime:
         except LockHeldError:
             raise
         except StoreError as exc:
-            raise self._interrupted(inputs, exc, stored=False) from exc
-
-    @staticmethod
-    def _not_yet_stored(
-        conv: Conversation, inputs: list[dict[str, Any]]
-    ) -> tuple[list[dict[str, Any]], StoredTurn | None]:
-        """The inputs whose idempotency key is not on the path yet, and the stored turn of the last one that is."""
-        todo: list[dict[str, Any]] = []
-        found: StoredTurn | None = None
-        for item in inputs:
-            meta = (item.get("extra") or {}).get("kurahi") or {}
-            ik = meta.get(KEY_FIELD) if item.get("lookup") else None
-            turn = find_turn(conv.path, ik) if isinstance(ik, str) else None
-            if turn is None:
-                todo.append(item)
-            else:
-                found = turn
-        return todo, found
-
-    @staticmethod
-    def _interrupted(
-        inputs: list[dict[str, Any]], exc: KurahiError, *, stored: bool | None, unavailable: bool = True
-    ) -> TurnInterruptedError:
-        keys = [((i.get("extra") or {}).get("kurahi") or {}).get(KEY_FIELD) for i in inputs]
-        ik = next((k for k in keys if isinstance(k, str)), None)
-        what = {
-            True: "part of this turn was stored",
-            False: "nothing of this turn was stored",
-            None: "whether the message was stored is not known yet",
-        }[stored]
-        why = "the session's store could not be reached" if unavailable else "another writer took the session over"
-        return TurnInterruptedError(
-            f"the turn stopped: {why} ({exc}); {what}. Send the message again with the same idempotency key: "
-            "a gateway finds what was stored instead of storing it twice",
-            stored=stored,
-            idempotency_key=ik,
-            unavailable=unavailable,
-        )
+            raise interrupted(inputs, exc, stored=False) from exc
 
     async def _turn_on(
         self,

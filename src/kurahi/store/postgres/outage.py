@@ -4,11 +4,13 @@ While the server is away, every pooled connection that breaks and every reconnec
 pool tries logs a warning of psycopg's own, several a second for as long as it lasts; a
 log full of them hides when the outage began and whether it ended. :class:`Outage` keeps
 the state instead: the first failure logs one warning (``kurahi.store.postgres``: the
-database, the reason, what requests answer meanwhile), the first statement that succeeds
-after it logs one line with how long it lasted, and the pool's own warnings about
-connecting and broken connections are dropped (:func:`quiet_pool`), as are those of
-failures after the first. The durations are kept (:attr:`Outage.durations`) for whoever
-measures recovery.
+database, the reason, what requests answer meanwhile); the outage is over once statements
+have succeeded for :data:`QUIET` seconds with no failure among them (each pooled connection
+the server dropped fails once when it is next used, so a single success does not end it),
+and then one line says how long it lasted, from the first failure to the first success
+after the last one. The pool's own warnings about connecting and broken connections are
+dropped (:func:`quiet_pool`); one that says it cannot connect counts as a failure. The
+durations are kept (:attr:`Outage.durations`) for whoever measures recovery.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["LOGGER", "Outage", "forget_pool", "quiet_pool"]
+__all__ = ["LOGGER", "QUIET", "Outage", "forget_pool", "quiet_pool"]
+
+QUIET = 2.0
+"""Seconds of successes with no failure that end an outage (the pool checks a connection idle for a second)."""
 
 LOGGER = logging.getLogger("kurahi.store.postgres")
 """Where the outage warnings go."""
@@ -48,6 +53,9 @@ class Outage:
         """``time.monotonic()`` when the current outage was first seen (``None``: reachable)."""
         self.failures = 0
         """Failures seen during the current outage."""
+        self._last_failure = 0.0
+        self._back: float | None = None
+        """The first success after the last failure (``None``: none yet)."""
         self.durations: list[float] = []
         """Seconds each past outage lasted, from its first failure to the first success after it."""
         self._mutex = threading.Lock()
@@ -56,9 +64,11 @@ class Outage:
         """A statement or connection failed because the server is away: warn once per outage."""
         with self._mutex:
             self.failures += 1
+            self._last_failure = time.monotonic()
+            self._back = None
             if self.since is not None:
                 return
-            self.since = time.monotonic()
+            self.since = self._last_failure
         LOGGER.warning(
             "%s cannot be reached (%s); requests that need it answer 503 store_unavailable until it is back",
             self.where,
@@ -66,14 +76,19 @@ class Outage:
         )
 
     def up(self) -> None:
-        """A statement succeeded: an outage in progress is over."""
+        """A statement succeeded: an outage in progress is over once they have for :data:`QUIET` seconds."""
         if self.since is None:  # the common case, without taking the lock
             return
         with self._mutex:
             if self.since is None:
                 return
-            took, failures = time.monotonic() - self.since, self.failures
-            self.since, self.failures = None, 0
+            now = time.monotonic()
+            if self._back is None:
+                self._back = now
+            if now - self._last_failure < QUIET:
+                return
+            took, failures = self._back - self.since, self.failures
+            self.since, self.failures, self._back = None, 0, None
             self.durations.append(took)
         LOGGER.warning("%s is reachable again after %.1f s (%d failures meanwhile)", self.where, took, failures)
 
@@ -88,12 +103,11 @@ class _PoolFilter(logging.Filter):
             outage = _pools.get(name) if isinstance(name, str) else None
             if outage is None and len(_pools) == 1:
                 outage = next(iter(_pools.values()))
-        if outage is not None:
-            try:
-                reason = record.getMessage()
-            except (TypeError, ValueError):
-                reason = record.msg
-            outage.down(reason)
+        if outage is not None and record.msg.startswith("error connecting in"):
+            # Not being able to connect is an outage; a broken connection thrown away is not
+            # one by itself (the statement that used it failed, and said so).
+            error = record.args[1] if isinstance(record.args, tuple) and len(record.args) > 1 else record.msg
+            outage.down(str(error))
         return False
 
 

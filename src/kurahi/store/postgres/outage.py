@@ -53,7 +53,6 @@ class Outage:
         """``time.monotonic()`` when the current outage was first seen (``None``: reachable)."""
         self.failures = 0
         """Failures seen during the current outage."""
-        self._last_failure = 0.0
         self._back: float | None = None
         """The first success after the last failure (``None``: none yet)."""
         self.durations: list[float] = []
@@ -64,11 +63,10 @@ class Outage:
         """A statement or connection failed because the server is away: warn once per outage."""
         with self._mutex:
             self.failures += 1
-            self._last_failure = time.monotonic()
             self._back = None
             if self.since is not None:
                 return
-            self.since = self._last_failure
+            self.since = time.monotonic()
         LOGGER.warning(
             "%s cannot be reached (%s); requests that need it answer 503 store_unavailable until it is back",
             self.where,
@@ -85,7 +83,7 @@ class Outage:
             now = time.monotonic()
             if self._back is None:
                 self._back = now
-            if now - self._last_failure < QUIET:
+            if now - self._back < QUIET:
                 return
             took, failures = self._back - self.since, self.failures
             self.since, self.failures, self._back = None, 0, None

@@ -593,9 +593,15 @@ class MultiGatewayCampaign:
 
     def _error(self, what: str, r: httpx.Response) -> None:
         try:
-            code = r.json().get("error", {}).get("code") or r.json().get("status")
-            detail = r.json().get("error", {}).get("message") or r.json().get("error")
+            body = r.json()
         except ValueError:
+            body = None
+        err = body.get("error") if isinstance(body, dict) else None
+        if isinstance(err, dict):  # an error answer
+            code, detail = err.get("code"), err.get("message")
+        elif isinstance(body, dict):  # a turn answered with a status other than ok
+            code, detail = body.get("status"), err
+        else:
             code, detail = "?", r.text[:200]
         with self.mutex:
             self.report.other_errors[f"{what} {code}"] += 1

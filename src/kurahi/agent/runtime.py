@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import threading
 import time
@@ -27,7 +28,7 @@ from kurahi.agent import routing
 from kurahi.agent.config import Config, ModelProfile, QueueMode, load_config
 from kurahi.agent.conversation import Conversation
 from kurahi.agent.idempotency import KEY_FIELD, check_idempotency_key, interrupted, not_yet_stored
-from kurahi.agent.jobs import JobStore
+from kurahi.agent.jobs import JobStatus, JobStore
 from kurahi.agent.layout import AgentPaths, check_session_key
 from kurahi.agent.ledger import Ledger
 from kurahi.agent.pairing import Settlement, settle
@@ -52,6 +53,10 @@ from kurahi.store.fsio import FsyncPolicy
 from kurahi.store.ids import session_id as new_session_id
 
 __all__ = ["Runtime", "make_provider"]
+
+_log = logging.getLogger(__name__)
+_MARK_TRIES = 30
+"""Seconds (one try a second) a job's state change waits for a store that is away."""
 
 
 def make_provider(name: str, profile: ModelProfile) -> Provider:
@@ -677,22 +682,36 @@ class Runtime:
         check_session_key(key)
         jid = self.jobs.create(key)
 
+        async def mark(state: JobStatus, **kw: Any) -> None:
+            # The jobs log may be in a database that is away for a moment: try again for a
+            # while rather than let the task die with nobody to hear it (a traceback in the log).
+            for attempt in range(_MARK_TRIES):
+                try:
+                    self.jobs.mark(jid, state, **kw)
+                    return
+                except StoreError as exc:
+                    if attempt == _MARK_TRIES - 1:
+                        _log.warning("job %s: could not record %s: %s", jid, state, exc)
+                        return
+                await asyncio.sleep(1.0)
+
         async def run() -> None:
-            self.jobs.mark(jid, "running")
+            await mark("running")
             try:
                 result = await self.submit(key, text, mode="followup", job_id=jid)  # routed like any message
             except asyncio.CancelledError:
-                self.jobs.mark(jid, "interrupted", error="the runtime stopped while the job was running")
+                with contextlib.suppress(StoreError):  # stopping: no time to wait for a database
+                    self.jobs.mark(jid, "interrupted", error="the runtime stopped while the job was running")
                 raise
             except Exception as exc:
-                self.jobs.mark(jid, "failed", error=f"{type(exc).__name__}: {exc}")
+                await mark("failed", error=f"{type(exc).__name__}: {exc}")
                 return
             if result.status == "ok":
-                self.jobs.mark(jid, "succeeded", reply_entry_id=result.reply_entry_id)
+                await mark("succeeded", reply_entry_id=result.reply_entry_id)
             elif result.status == "aborted":
-                self.jobs.mark(jid, "interrupted", error=result.error)
+                await mark("interrupted", error=result.error)
             else:
-                self.jobs.mark(jid, "failed", error=result.error)
+                await mark("failed", error=result.error)
 
         self._job_tasks[jid] = asyncio.get_running_loop().create_task(run(), name=f"job {jid}")
         return jid

@@ -553,6 +553,7 @@ class Runtime:
             before = conv.session.entry_count
             todo, stored = not_yet_stored(conv.path, inputs)
             if stored is not None and stored.result is not None and not todo:
+                stored.result.session_id = conv.session_id
                 return stored.result  # answered before: nothing is appended, nothing runs
             try:
                 result = await self._turn_on(conv, key, todo, control, listener)
@@ -574,6 +575,7 @@ class Runtime:
                 raise interrupted(inputs, exc, stored=True if wrote else (False if known else None)) from exc
             if stored is not None:
                 result.entries[:0] = stored.entries
+            result.session_id = conv.session_id
             return result
         raise AssertionError("unreachable")  # pragma: no cover
 

@@ -76,6 +76,8 @@ class TurnResult:
     """Model calls made."""
     replayed: bool = False
     """The answer of a turn stored earlier, given again for a message sent again (its idempotency key)."""
+    session_id: str | None = None
+    """The session the turn ran on (set by the runtime)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""

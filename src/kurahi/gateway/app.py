@@ -445,7 +445,8 @@ def _chat_out(rt: Any, key: str, result: Any, ik: str) -> dict[str, Any]:
         "status": result.status,
         "reply": result.reply,
         "replyEntryId": result.reply_entry_id,
-        "sessionId": rt.conversation(key).session_id,
+        # The turn's own session: opening one here could fail after the turn was acknowledged.
+        "sessionId": result.session_id or rt.conversation(key).session_id,
         "error": result.error,
         "steps": result.steps,
         "entries": result.entries,

@@ -20,6 +20,7 @@ import fcntl
 import hashlib
 import os
 import stat
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -253,6 +254,10 @@ class WriteTool(Tool):
         )
 
 
+MEMORY_LOCK_WAIT = 2.0
+"""Seconds a ``memory_append`` run or lookup waits for the memory lock before it gives up (not run; unknown)."""
+
+
 class MemoryAppendTool(Tool):
     """Append a note to a memory file (``memory/*.md``), once per action."""
 
@@ -284,12 +289,26 @@ class MemoryAppendTool(Tool):
         The lock is ``flock`` on the ``memory`` directory itself, which the gateways sharing
         a workspace share too: a lookup by a gateway settling a call (not found: "not done")
         and a late run of the same call by a gateway that lost the session (stalled, its
-        database away) happen one after the other, never interleaved.
+        database away) happen one after the other, never interleaved. It is waited for
+        :data:`MEMORY_LOCK_WAIT` seconds at most: a process stopped while holding it must
+        not stop the others.
+
+        Raises:
+            TimeoutError: the lock was not had in time.
         """
         _make_dirs(p.parent)
         fd = os.open(p.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            deadline = time.monotonic() + MEMORY_LOCK_WAIT
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        why = f"memory/ is locked by another process for over {MEMORY_LOCK_WAIT:g} s"
+                        raise TimeoutError(why) from None
+                    time.sleep(0.01)
             try:
                 held = p.read_bytes()
             except FileNotFoundError:
@@ -314,14 +333,21 @@ class MemoryAppendTool(Tool):
         """
         text = _str_arg(args, "text", self.name)
         p = self._target(args, ctx)
-        with _fs_errors(f"memory/{p.name}", self.name), self._locked(p) as held:
-            if self._tag(ctx) in held:
-                return ToolOutput(f"already appended to memory/{p.name} by this action")
-            if self._void(ctx) in held:
-                return ToolOutput(
-                    f"not appended: this call was settled as not done before it ran (memory/{p.name})", is_error=True
-                )
-            self._append(p, utf8_bytes(text.rstrip("\n")) + b"\n" + self._tag(ctx) + b"\n")
+        with _fs_errors(f"memory/{p.name}", self.name):
+            try:
+                with self._locked(p) as held:
+                    return self._append_once(p, text, held, ctx)
+            except TimeoutError as exc:
+                return ToolOutput(f"not appended: {exc}", is_error=True)
+
+    def _append_once(self, p: Path, text: str, held: bytes, ctx: ToolContext) -> ToolOutput:
+        if self._tag(ctx) in held:
+            return ToolOutput(f"already appended to memory/{p.name} by this action")
+        if self._void(ctx) in held:
+            return ToolOutput(
+                f"not appended: this call was settled as not done before it ran (memory/{p.name})", is_error=True
+            )
+        self._append(p, utf8_bytes(text.rstrip("\n")) + b"\n" + self._tag(ctx) + b"\n")
         return ToolOutput(f"appended {len(text)} characters to memory/{p.name}")
 
     def lookup(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput | None:
@@ -340,7 +366,7 @@ class MemoryAppendTool(Tool):
                     return ToolOutput(f"appended to memory/{p.name} (verified after a restart)")
                 if self._void(ctx) not in held:
                     self._append(p, self._void(ctx) + b"\n")
-        except OSError:
+        except (OSError, TimeoutError):  # cannot tell (TimeoutError is an OSError; named for the reader)
             return None
         return ToolOutput(f"not appended: memory/{p.name} has no block from this action", is_error=True)
 

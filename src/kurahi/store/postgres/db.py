@@ -42,6 +42,11 @@ class Database:
             password file work as usual.
         max_connections: the pool's ceiling.
         connect_timeout: seconds to wait for the server when connecting.
+        idle_in_transaction: seconds after which the server ends a connection of ours that
+            sits in an open transaction doing nothing (``idle_in_transaction_session_timeout``):
+            a gateway stopped or stalled in the middle of a write must not hold its row locks,
+            and with them every other gateway's open of those sessions, for as long as it
+            stays stopped. ``None``: the server's setting.
 
     Raises:
         UsageError: not a URL libpq can read.
@@ -49,14 +54,24 @@ class Database:
     """
 
     def __init__(
-        self, url: str, *, password: str | None = None, max_connections: int = 10, connect_timeout: float = 5.0
+        self,
+        url: str,
+        *,
+        password: str | None = None,
+        max_connections: int = 10,
+        connect_timeout: float = 5.0,
+        idle_in_transaction: float | None = None,
     ) -> None:
         conninfo, params = connection_string(url, password=password)
         self.where = safe_url(params)
         self._secrets = (params.get("password"), password)
         self._timeout = connect_timeout
         self._idle_since: dict[int, float] = {}
-        self._conninfo = psycopg.conninfo.make_conninfo(conninfo, connect_timeout=max(1, round(connect_timeout)))
+        extra: dict[str, str | int] = {"connect_timeout": max(1, round(connect_timeout))}
+        if idle_in_transaction is not None:
+            ms = max(1, round(idle_in_transaction * 1000))
+            extra["options"] = f"{params.get('options', '')} -c idle_in_transaction_session_timeout={ms}".strip()
+        self._conninfo = psycopg.conninfo.make_conninfo(conninfo, **extra)
         self.outage = Outage(self.where, lambda text: scrub(text, self._secrets))
         """Whether the server is away now, and how long it was each time (one warning per outage)."""
         # Connect once by hand first: a server that is down fails here at once, with libpq's

@@ -263,7 +263,11 @@ class Lane:
     def _finish(self, done: list[Pending], result: TurnResult) -> None:
         persisted = [p.qid for p in done if p.persisted]
         if persisted:
-            self.journal.append({"op": "done", "qids": persisted, "ts": _now()})
+            # A journal that cannot be written now (its database away) must not keep the
+            # senders from their answers: the entries carry the queue ids, so a restart finds
+            # these messages delivered and marks them done then.
+            with contextlib.suppress(StoreError):
+                self.journal.append({"op": "done", "qids": persisted, "ts": _now()})
         for p in done:
             if not p.future.done():
                 p.future.set_result(result)

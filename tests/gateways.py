@@ -102,8 +102,8 @@ def run_kurahi(*args: str, home: Home, timeout: float = 120) -> subprocess.Compl
     return subprocess.run([*KURAHI, *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def start_gateway(home: Home, *, grace: float = 2.0) -> subprocess.Popen[bytes]:
-    """``kurahi gateway run --port 0`` on ``home`` as a child process, once it has published its port.
+def start_gateway(home: Home, *extra: str, grace: float = 2.0) -> subprocess.Popen[bytes]:
+    """``kurahi gateway run --port 0 EXTRA`` on ``home`` as a child process, once it has published its port.
 
     Its output goes to ``<home>/gateway.log`` (shown if it fails to start).
     """
@@ -111,7 +111,7 @@ def start_gateway(home: Home, *, grace: float = 2.0) -> subprocess.Popen[bytes]:
     env.pop("KOLO_GATEWAY_TOKEN", None)
     log_path = home.root / "gateway.log"
     with log_path.open("ab") as log:
-        cmd = [*KURAHI, "gateway", "run", "--port", "0", "--grace", str(grace)]
+        cmd = [*KURAHI, "gateway", "run", "--port", "0", "--grace", str(grace), *extra]
         proc = subprocess.Popen(cmd, stdout=log, stderr=log, env=env)
     deadline = time.monotonic() + 60
     # One read per round: two reads could see the old gateway's info, then the file being rewritten.

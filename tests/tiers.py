@@ -35,6 +35,7 @@ SLOW_FOLDERS = ("crash/", "crashstates/", "peers/", "conformance/")
 SLOW_MODULES = frozenset(
     {
         "cli/test_exit_codes.py",
+        "store/test_long_lines.py",
         "cli/test_tables.py",
         "continuity/test_openclaw_manifest.py",
         "continuity/test_rounds.py",
@@ -42,12 +43,14 @@ SLOW_MODULES = frozenset(
         "ui/test_tree.py",
         "continuity/test_suite.py",
         "continuity/test_suite_attached.py",
+        "gateway/test_front_door.py",
         "gateway/test_gateway_process.py",
         "hostile/test_damage_sweep.py",
         "hostile/test_damaged_home.py",
         "hostile/test_fuzz_home_files.py",
         "lifecycle/test_activation_crash.py",
         "lifecycle/test_activation_gateway.py",
+        "lifecycle/test_rescue.py",
     }
 )
 """Modules of tests/ whose every test is slow."""
@@ -117,6 +120,7 @@ SLOW_TESTS = frozenset(
         "hostile/test_security_paths.py::test_lineage_export_refuses_a_sqlite_session_id_that_climbs_out",
         "hostile/test_security_secrets.py::test_a_corrupt_catalog_is_one_line_from_send_and_from_the_gateway",
         "hostile/test_security_secrets.py::test_a_home_made_under_umask_0_is_private",
+        "hostile/test_security_secrets.py::test_a_transcript_line_over_the_limit_refuses_the_file_never_loaded_whole",
         "hostile/test_security_secrets.py::test_loose_access_files_are_refused_and_left_as_they_are",
         "lifecycle/test_activation.py::test_validator_failure_through_the_cli_exits_1_with_the_comparison",
         "lifecycle/test_rollover_runtime.py::test_daily_rollover_through_the_gateway_carries_the_old_context",

@@ -30,7 +30,8 @@ Hierarchy::
     │   │       └── OwnerInUseError   another live gateway runs with the same lease owner id
     │   ├── CatalogError              sessions.json
     │   │   ├── CatalogCorruptError   exists but does not parse: never overwritten
-    │   │   └── CatalogEntryError     an entry or key is not acceptable
+    │   │   ├── CatalogEntryError     an entry or key is not acceptable
+    │   │   └── CatalogWriteError     cannot be written now (chats refused until it can)
     │   ├── UnsafeFileError           a home file that is a symlink, a directory or not plain: never followed
     │   ├── StoreDatabaseError        the PostgreSQL backend's database (never a password in the message)
     │   │   ├── DatabaseUnavailableError  cannot connect, or the connection dropped (names host and database)
@@ -51,6 +52,9 @@ Hierarchy::
     │       ├── GatewayStopError      the gateway did not stop in time (nothing was changed)
     │       ├── OpenClawRunningError  an OpenClaw gateway runs on the state dir (nothing was changed)
     │       └── PreTurnValidationError  the live session did not project as planned (rolled back)
+    │   └── RescueError               bringing a loss back (`kurahi rescue`)
+    │       ├── LossNotFoundError     no loss with that id (or a prefix naming several)
+    │       └── GuessNotAcceptedError a loss linked by clocks alone, not accepted with --accept-guess
     ├── AgentError                    the `agent` room
     │   ├── ProviderError             a model call failed (network, status, malformed reply)
     │   │   ├── ProviderTimeoutError  no answer in time
@@ -102,6 +106,7 @@ __all__ = [
     "CatalogCorruptError",
     "CatalogEntryError",
     "CatalogError",
+    "CatalogWriteError",
     "CheckError",
     "ConfigError",
     "ContextEditError",
@@ -112,6 +117,7 @@ __all__ = [
     "GatewayRequestError",
     "GatewayStopError",
     "GatewayUnavailableError",
+    "GuessNotAcceptedError",
     "JournalReadError",
     "JournalWriteError",
     "KurahiError",
@@ -120,6 +126,7 @@ __all__ = [
     "LineageError",
     "LockError",
     "LockHeldError",
+    "LossNotFoundError",
     "ManifestError",
     "MissingExtraError",
     "NotASessionError",
@@ -139,6 +146,7 @@ __all__ = [
     "ProviderError",
     "ProviderTimeoutError",
     "QueueFullError",
+    "RescueError",
     "SchemaVersionError",
     "SecretFileError",
     "SigningKeyError",
@@ -390,6 +398,14 @@ class CatalogEntryError(CatalogError):
     """A catalog key or entry is not acceptable."""
 
 
+class CatalogWriteError(CatalogError):
+    """The catalog cannot be written now (a full disk, a damaged lock file): retried, never lost quietly.
+
+    A runtime whose activity clocks could not be written refuses the next turn with it (HTTP
+    503) until they can, rather than acknowledge chats whose clocks it cannot keep.
+    """
+
+
 class LeaseLostError(LockHeldError):
     """A writer's lease on a transcript was taken over (it had expired): the writer is fenced off.
 
@@ -573,6 +589,18 @@ class PreTurnValidationError(ActivationError):
         self.differences = differences
         self.result: dict[str, Any] | None = None
         super().__init__(message + ": " + "; ".join(differences))
+
+
+class RescueError(LifecycleError):
+    """Bringing a loss back could not be done as asked (nothing was changed)."""
+
+
+class LossNotFoundError(RescueError):
+    """No loss with that id in the state directory (or an id prefix that names several)."""
+
+
+class GuessNotAcceptedError(RescueError):
+    """A loss linked by clocks alone; ``--accept-guess ID`` is the user's confirmation."""
 
 
 class AgentError(KurahiError):

@@ -87,6 +87,11 @@ CASES: list[tuple[str, int]] = [
     ("evidence provenance --transcript {M} --auto", NOT_FOUND),
     ("evidence packet --out {T}/packet --source {M}", NOT_FOUND),
     ("evidence verify {D}", NOT_FOUND),
+    ("rescue --openclaw {D}", NOT_FOUND),
+    ("rescue --openclaw {T} --home {K}", USAGE),
+    ("rescue plan nope --home {K} --out {T}/rescue-pkg", NOT_FOUND),
+    ("rescue apply nope --home {K} --yes", NOT_FOUND),
+    ("rescue watch --openclaw {D}", NOT_FOUND),
     ("store migrate --store file:{H}", USAGE),  # a file store has no schema
     ("store copy --from file:{H} --to file:{T}/copy", NOT_FOUND),
     ("nope", USAGE),

@@ -23,7 +23,7 @@ from security import assert_refused, invoke, run_cli, tree
 
 from gateways import ALL_SECRETS, KURAHI
 from kurahi.agent.config import MAX_CONFIG_BYTES
-from kurahi.errors import CatalogCorruptError, ConfigError, SecretFileError
+from kurahi.errors import CatalogCorruptError, ConfigError, SecretFileError, TranscriptReadError
 from kurahi.gateway.client import owner_token
 from kurahi.gateway.lock import gateway_info
 from kurahi.gateway.service import Gateway
@@ -181,7 +181,7 @@ def test_a_catalog_over_the_limit_is_never_read_or_overwritten(tmp_path: Path) -
     assert not catalog.exists() and len(list(catalog.parent.glob("sessions.json.corrupt.*"))) == 1
 
 
-def test_a_transcript_line_over_the_limit_is_skipped_never_loaded(tmp_path: Path) -> None:
+def test_a_transcript_line_over_the_limit_refuses_the_file_never_loaded_whole(tmp_path: Path) -> None:
     header = b'{"type":"session","version":3,"id":"s-1","timestamp":"2026-11-30T08:00:00.000Z","cwd":"/w"}\n'
     first = b'{"type":"message","id":"a","parentId":null,"timestamp":"2026-11-30T08:00:01.000Z",'
     first += b'"message":{"role":"user","content":"hi","timestamp":1}}\n'
@@ -190,9 +190,10 @@ def test_a_transcript_line_over_the_limit_is_skipped_never_loaded(tmp_path: Path
         f.write(header + first + b'{"pad":"')
         f.seek(len(header) + len(first) + MAX_LINE_BYTES + 16)  # a sparse run of NULs: one enormous line
         f.write(b'"}\n')
-    with Transcript.open(p) as t:
-        assert [e.id for e in t.path()] == ["a"]
-        assert [w.line for w in t.warnings] == [3]
+    # Longer than Pi's loader can hold: the file is refused, naming the line (never cut short).
+    with pytest.raises(TranscriptReadError) as err:
+        Transcript.open(p)
+    assert (err.value.line, err.value.path) == (3, str(p))
 
 
 def test_a_corrupt_catalog_is_one_line_from_send_and_from_the_gateway(tmp_path: Path) -> None:

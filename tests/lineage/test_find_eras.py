@@ -88,8 +88,9 @@ def test_idle_orphan_moved_to_a_recovered_key_is_offered_in_time_order(tmp_path:
     assert code == 0, out
     old, new = data["pieces"]
     assert old["sessionId"] == OLD_ID and old["foundBy"] == [
-        f"recovered key agent:main:recovered:{OLD_ID} (orphan imported by OpenClaw's doctor)"
+        f"recovered key agent:main:recovered:{OLD_ID} (orphan imported by OpenClaw's doctor; main is the only key)"
     ]
+    assert old["confidence"] == "matched", "nothing the doctor kept names the orphan's key: an inference"
     assert new["sessionId"] == NEW_ID and old["lastEntryAt"] < new["firstEntryAt"]
     # The recovered key itself is still a key of its own.
     code, data, out = find_json(state, "--key", f"agent:main:recovered:{OLD_ID}")

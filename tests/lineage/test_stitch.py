@@ -182,6 +182,39 @@ def test_bad_inputs_are_refused_and_sources_untouched(a_and_b: tuple[Path, Path]
     assert not list(tmp_path.glob(".*.tmp"))
 
 
+def test_a_torn_last_line_and_a_damaged_line_are_named_never_dropped_silently(
+    a_and_b: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A crash mid-write left B's last line torn, and A holds a line that is not JSON: Pi leaves
+    both out, so stitch does too, but names each (file and line) in its output and its report."""
+    a, b = a_and_b
+    rows = _lines(a)
+    damaged = tmp_path / "A-damaged.jsonl"
+    damaged.write_bytes(b"\n".join([*rows[:3], b"{not json", *rows[3:]]) + b"\n")
+    torn = b'{"type":"message","id":"t0rn","parentId":null,"message":{"role":"user","content":"half'
+    with b.open("ab") as f:
+        f.write(torn)
+    snapshot = {p: p.read_bytes() for p in (damaged, b)}
+    out, report = tmp_path / "C.jsonl", tmp_path / "report.json"
+    args = ["lineage", "stitch", str(damaged), str(b), "--out", str(out), "--report", str(report)]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == EXIT.OK, res.output
+    torn_line = len(_lines(b)) + 1  # the lines with a newline, then the torn one
+    said = [
+        f"{damaged} line 4: not JSON",
+        f"{b} line {torn_line}: torn last line ({len(torn)} bytes, no newline, not JSON: a crash mid-write): "
+        f"not copied into {out}",
+        f"`kurahi session repair {b}`",
+    ]
+    for text in said:
+        assert text in " ".join(res.stderr.split()), (text, res.stderr)  # wrapped or not
+    warnings = json.loads(report.read_text())["warnings"]
+    assert any(w.startswith(f"{damaged} line 4: not JSON") for w in warnings), warnings
+    assert any(w.startswith(f"{b} line {torn_line}: torn last line") for w in warnings), warnings
+    assert b"t0rn" not in out.read_bytes() and b"{not json" not in out.read_bytes()
+    assert {p: p.read_bytes() for p in (damaged, b)} == snapshot
+
+
 def test_a_leaf_without_an_id_is_refused_as_an_attach_point(a_and_b: tuple[Path, Path], tmp_path: Path) -> None:
     # Found by fuzzing: an entry without an id as BEFORE's last line (Pi's leaf) left AFTER
     # nothing to attach to, and stitch failed on an assert. With --leaf it goes through.

@@ -10,7 +10,12 @@ Usage::
 
 Sessions are found through the agent's ``sessions.json`` by key and created on first use.
 The catalog's activity clocks are written after turns, at most once a second per key (and
-at close), so a busy session does not pay for a catalog rewrite on every turn.
+at close), so a busy session does not pay for a catalog rewrite on every turn. When that
+write fails (a full disk, a damaged lock file), the clocks are kept and retried, and every
+later turn of the agent is refused (:class:`~kurahi.errors.CatalogWriteError`, nothing
+appended) until they can be written: chats are not acknowledged while their clocks cannot
+be kept. At close, clocks that still cannot be written are named in :attr:`Runtime.close_problem`
+instead of failing the close.
 """
 
 from __future__ import annotations
@@ -38,11 +43,13 @@ from kurahi.agent.tools import BUILTIN_TOOLS, Tool
 from kurahi.agent.turn import Listener, RetryHook, TurnControl, TurnResult, run_turn, user_message
 from kurahi.errors import (
     AppendOutcomeUnknownError,
+    CatalogWriteError,
     ConfigError,
     KurahiError,
     LeaseLostError,
     LockHeldError,
     PairingRefusedError,
+    StoreDatabaseError,
     StoreError,
 )
 from kurahi.lifecycle.carry import Carry
@@ -143,6 +150,10 @@ class Runtime:
         self._job_tasks: dict[str, asyncio.Task[None]] = {}
         self._dirty: dict[str, int] = {}
         self._flusher: asyncio.Task[None] | None = None
+        self.catalog_fault: KurahiError | None = None
+        """Why the last write of the activity clocks failed (``None`` once one succeeds)."""
+        self.close_problem: str | None = None
+        """What :meth:`close` could not do (clocks it could not write), for the caller to report."""
         self._opening: dict[str, asyncio.Future[None]] = {}
         self._open_locks: dict[str, threading.Lock] = {}
         """Keys whose session is being opened off the event loop (see :meth:`send`)."""
@@ -258,7 +269,16 @@ class Runtime:
         await asyncio.gather(*jobs, return_exceptions=True)
         if self._flusher is not None and not self._flusher.done():
             self._flusher.cancel()
-        self._flush()
+        unsaved = sorted(self._dirty)
+        try:
+            self._flush()
+        except KurahiError as exc:
+            # The turns are stored; only their activity clocks are lost. Said, not raised: a
+            # close that fails here would leave every file below open and the process a traceback.
+            self.close_problem = (
+                f"agent {self.paths.agent_id}: the activity clocks of {len(unsaved)} session(s) "
+                f"({', '.join(unsaved[:5])}) could not be written to the catalog (the turns are stored): {exc}"
+            )
         for conv in self._convs.values():
             conv.close()
         self._convs.clear()
@@ -492,7 +512,13 @@ class Runtime:
         idempotency_key: str | None = None,
         lookup: bool = True,
     ) -> TurnResult:
-        """Queue a message and wait for the turn that answers it (arguments as :meth:`submit`)."""
+        """Queue a message and wait for the turn that answers it (arguments as :meth:`submit`).
+
+        Raises:
+            CatalogWriteError: the agent's catalog cannot be written (nothing queued or appended).
+        """
+        if self.catalog_fault is not None:
+            await self._clocks_or_refuse()  # refused before it is queued: the caller gets the error itself
         await self._open_off_the_loop(key)
         return await self.submit(
             key, text, mode=mode, listener=listener, idempotency_key=idempotency_key, lookup=lookup
@@ -548,6 +574,8 @@ class Runtime:
             LockHeldError: another writer holds the session and nothing of this turn was stored.
             TurnInterruptedError: the store failed under the turn (it says whether anything was stored).
         """
+        if self.catalog_fault is not None:
+            await self._clocks_or_refuse()
         for last in (False, True):
             conv = self._open_for_turn(key, inputs)
             before = conv.session.entry_count
@@ -652,13 +680,36 @@ class Runtime:
             dirty, self._dirty = self._dirty, {}
             try:
                 await asyncio.to_thread(self._write_activity, dirty)
-            except KurahiError:
-                # The store is away (a database that dropped): nobody waits for these clocks,
-                # so they are kept for the next round (newer ones win) instead of failing a
-                # task nobody awaits.
+            except KurahiError as exc:
+                # The store is away (a database that dropped, a catalog that cannot be written):
+                # nobody waits for these clocks, so they are kept for the next round (newer ones
+                # win) instead of failing a task nobody awaits; turns are refused meanwhile.
                 self._dirty = {**dirty, **self._dirty}
+                self.catalog_fault = exc
+            else:
+                self.catalog_fault = None
             if not self._dirty:
                 return
+
+    async def _clocks_or_refuse(self) -> None:
+        """Write the clocks a failed flush kept, or refuse the turn (nothing appended).
+
+        Raises:
+            CatalogWriteError: they still cannot be written (a database error as it is).
+        """
+        dirty, self._dirty = self._dirty, {}
+        try:
+            await asyncio.to_thread(self._write_activity, dirty)
+        except KurahiError as exc:
+            self._dirty = {**dirty, **self._dirty}
+            self.catalog_fault = exc
+            if isinstance(exc, StoreDatabaseError):
+                raise
+            raise CatalogWriteError(
+                f"the session catalog cannot be written ({exc}), so this agent's chats are refused until it "
+                "can be (nothing was appended); earlier turns are stored, their activity clocks are retried"
+            ) from exc
+        self.catalog_fault = None
 
     def _flush(self) -> None:
         dirty, self._dirty = self._dirty, {}

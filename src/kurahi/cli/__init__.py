@@ -36,6 +36,7 @@ GROUPS = {
     "activate": "kurahi.cli.activate:app",
     "evidence": "kurahi.cli.evidence:app",
     "store": "kurahi.cli.store:app",
+    "rescue": "kurahi.cli.rescue:app",
 }
 """Sub-app name -> ``module:attribute`` of its Typer app."""
 

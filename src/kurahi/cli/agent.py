@@ -55,23 +55,27 @@ def send_command(
 
     root = home_root(home)
 
-    async def go() -> Any:
+    async def go() -> tuple[Any, str | None]:
         with translate_errors():  # start-up too: a corrupt catalog is a message and exit 4, not a traceback
             AgentPaths.of(root, agent, must_exist=True)
             rt = Runtime(root, agent)
             try:
                 await rt.start()
-                return await rt.send(key or f"agent:{agent}:main", text)
+                result = await rt.send(key or f"agent:{agent}:main", text)
             finally:
                 await rt.close()
+            return result, rt.close_problem
 
-    result = asyncio.run(go())
+    result, problem = asyncio.run(go())
     if as_json:
         print_json(result.to_dict())
     elif result.status == "ok":
         console.print(result.reply, markup=False, highlight=False)  # the model's words, never markup
     if result.status != "ok":
         fail(f"turn {result.status}: {result.error}", EXIT.FAILED)
+    if problem is not None:
+        # The turn is stored, but not all of it is durable (its clock): not exit 0.
+        fail(problem, EXIT.FAILED)
 
 
 @agent_app.command("jobs")

@@ -79,6 +79,15 @@ def run_command(
             help="A line per request on stderr: method, path (no query), status, duration, who.",
         ),
     ] = True,
+    trust_proxy: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--trust-proxy",
+            metavar="ADDR",
+            help="The address of a reverse proxy in front (repeatable): its X-Forwarded-Proto and "
+            "X-Forwarded-For are believed (the viewer's cookie is Secure behind HTTPS); ignored from others.",
+        ),
+    ] = None,
     grace: Annotated[float, typer.Option("--grace", min=0, help="Seconds running turns get at shutdown.")] = 5.0,
     store: Annotated[
         str | None,
@@ -148,6 +157,7 @@ def run_command(
             backend=backend,
             allow_remote=allow_remote,
             access_log=access_log,
+            trust_proxy=trust_proxy or (),
         )
 
 

@@ -282,7 +282,9 @@ class _Run:
         work.mkdir(parents=True)
         lineage = find_lineage(self.rt.state_dir, agent=self.agent, key=key)
         candidate = work / "C.jsonl"
-        sources = [p.source for p in lineage.pieces]
+        # A piece linked by clocks alone waits for a person (`kurahi rescue apply --accept-guess`):
+        # the suite never splices in what may be another key's conversation.
+        sources = [p.source for p in lineage.pieces if p.confidence != "guess"]
         if live_only:
             live = [p.source for p in lineage.pieces if p.session_id == lineage.current_session_id]
             sources = live[-1:] or sources

@@ -12,6 +12,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Path, Query, Request
@@ -26,10 +27,12 @@ from kurahi.gateway import models as m
 from kurahi.gateway.access import AccessMiddleware
 from kurahi.gateway.auth import AuthMiddleware, Principal, require
 from kurahi.gateway.docs_page import install_docs
-from kurahi.gateway.http import HTTPError, error_response, from_kurahi
+from kurahi.gateway.hosts import HostCheckMiddleware
+from kurahi.gateway.http import HTTPError, error_response, from_kurahi, hide_paths
 from kurahi.gateway.limits import SizeLimitMiddleware
 from kurahi.gateway.metrics import GatewayMetrics
 from kurahi.gateway.ops import install_ops
+from kurahi.gateway.ratelimit import FAILURES_BURST, FAILURES_EVERY, RateLimiter
 from kurahi.gateway.service import Gateway
 
 __all__ = ["Plugin", "create_app"]
@@ -38,7 +41,7 @@ AgentId = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[a-z0-9][a
 KeyQuery = Annotated[str | None, Query(min_length=1, max_length=512, pattern=r"^[^\x00-\x1f\x7f]+$")]
 SessionIdQuery = Annotated[str | None, Query(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": m.ErrorOut} for code in (400, 401, 403, 404, 409, 413, 422, 429, 431, 503)
+    code: {"model": m.ErrorOut} for code in (400, 401, 403, 404, 409, 413, 421, 422, 429, 431, 503)
 }
 
 
@@ -57,6 +60,8 @@ def create_app(
     manage_lifespan: bool = True,
     plugins: Sequence[Plugin] = (),
     access_log: bool = False,
+    hosts: frozenset[str] | None = None,
+    failures: RateLimiter | None = None,
 ) -> FastAPI:
     """The ASGI app for ``gateway`` (its runtimes start and stop with the app's lifespan).
 
@@ -69,7 +74,14 @@ def create_app(
             below it, so the caller hands them in.
         access_log: write a line per request to the ``kurahi.access`` logger
             (:mod:`kurahi.gateway.access`; requests are counted in the metrics either way).
+        hosts: the ``Host`` names answered (:mod:`kurahi.gateway.hosts`); ``None`` answers any
+            (``--allow-remote``, and tests' in-process clients).
+        failures: the limit on failed credentials per client address (the viewer's login
+            shares it); default :data:`~kurahi.gateway.ratelimit.FAILURES_BURST` at once, one
+            more every :data:`~kurahi.gateway.ratelimit.FAILURES_EVERY` seconds.
     """
+    if failures is None:
+        failures = RateLimiter(FAILURES_BURST, FAILURES_EVERY)
     metrics = GatewayMetrics(lambda: gateway.runtimes)
     gateway.runtime_hooks.append(metrics.attach)
     for name, rt in gateway.runtimes.items():
@@ -105,8 +117,20 @@ def create_app(
     )
     delegated: set[str] = set()
     app.state.auth_delegated = delegated  # plugins that guard their own paths add prefixes here
-    app.add_middleware(AuthMiddleware, owner_token=gateway.owner_token, devices=gateway.devices, delegated=delegated)
+    app.state.auth_failures = failures  # the viewer's login counts its failures here too
+    app.state.public = public = partial(hide_paths, home=gateway.home.root)
+    app.add_middleware(
+        AuthMiddleware,
+        owner_token=gateway.owner_token,
+        devices=gateway.devices,
+        delegated=delegated,
+        failures=failures,
+        public=public,
+    )
     app.add_middleware(SizeLimitMiddleware, max_body=max_body)
+    if hosts is not None:
+        # Outside the credentials: a rebinding page learns nothing, not even that a token is needed.
+        app.add_middleware(HostCheckMiddleware, allowed=hosts)
     # Outermost: it sees the 401s, 413s and 431s of the middleware inside it too.
     app.add_middleware(AccessMiddleware, metrics=metrics, log=access_log, routes=app.router.routes)
     app.state.metrics = metrics
@@ -117,7 +141,10 @@ def create_app(
 
     @app.exception_handler(KurahiError)
     async def _kurahi_error(request: Request, exc: KurahiError) -> JSONResponse:
-        return from_kurahi(exc).response()
+        err = from_kurahi(exc)
+        if not isinstance(request.scope.get("state", {}).get("principal"), Principal):
+            err.message = public(err.message)  # no credential shown (the viewer's login): no path
+        return err.response()
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

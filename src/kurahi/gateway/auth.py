@@ -9,7 +9,9 @@ through untouched: the plugin that owns them authenticates them itself (a sessio
 Tokens are compared in constant time and never logged or echoed. No or unknown credentials:
 401; a credential without the route's scope: 403 (checked by :func:`require`); credentials
 that cannot be checked (a token file or device registry that became open to other users or
-unreadable): 500 with the reason, never a traceback.
+unreadable): 500 with the reason (no absolute path in it: the caller is not known yet), never a
+traceback. Wrong tokens are counted per client address; past the limit
+(:mod:`kurahi.gateway.ratelimit`) a request with a token is answered 429 before it is checked.
 """
 
 from __future__ import annotations
@@ -24,9 +26,18 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kurahi.errors import KurahiError
 from kurahi.gateway.http import HTTPError, error_response
+from kurahi.gateway.ratelimit import RateLimiter, retry_after
 from kurahi.resident.devices import SCOPES, DeviceRegistry
 
-__all__ = ["PUBLIC_PATHS", "PUBLIC_PREFIXES", "AuthMiddleware", "Principal", "principal_for", "require"]
+__all__ = [
+    "PUBLIC_PATHS",
+    "PUBLIC_PREFIXES",
+    "AuthMiddleware",
+    "Principal",
+    "client_address",
+    "principal_for",
+    "require",
+]
 
 PUBLIC_PATHS = frozenset({"/api/health", "/api/ready", "/openapi.json", "/docs"})
 """Paths that need no credential."""
@@ -54,10 +65,16 @@ class AuthMiddleware:
         owner_token: Callable[[], str],
         devices: DeviceRegistry,
         delegated: set[str] | None = None,
+        failures: RateLimiter | None = None,
+        public: Callable[[str], str] = str,
     ) -> None:
         self.app = app
         self.owner_token = owner_token
         self.devices = devices
+        self.failures = failures
+        """Failed credentials per client address (:mod:`kurahi.gateway.ratelimit`); ``None``: no limit."""
+        self.public = public
+        """What a message becomes for a caller without a credential (no absolute path: :func:`hide_paths`)."""
         self.delegated = delegated if delegated is not None else set()
         """Path prefixes (ending in ``/``) whose owner checks credentials itself; filled by plugins."""
 
@@ -79,11 +96,19 @@ class AuthMiddleware:
                 if raw[:7].lower() == "bearer ":
                     token = raw[7:].strip()
                 break
+        address = client_address(scope)
+        if token and self.failures is not None and (wait := self.failures.wait(address)) > 0:
+            # Over the failure limit: refused before the token is checked, so guessing is no faster.
+            what = "too many failed credentials from this address; try again later"
+            await error_response(429, "too_many_failures", what, retry_after(wait))(scope, receive, send)
+            return
         try:
             principal = self._resolve(token) if token else None
         except KurahiError as exc:  # the server's problem, not the caller's: 500, with the reason
-            await error_response(500, "credentials_unusable", str(exc))(scope, receive, send)
+            await error_response(500, "credentials_unusable", self.public(str(exc)))(scope, receive, send)
             return
+        if principal is None and token and self.failures is not None:
+            self.failures.take(address)
         if principal is None:
             what = "a valid bearer token is required" if token else "missing bearer token"
             response = error_response(401, "unauthorized", what, {"WWW-Authenticate": "Bearer"})
@@ -94,6 +119,12 @@ class AuthMiddleware:
 
     def _resolve(self, token: str) -> Principal | None:
         return principal_for(token, self.owner_token(), self.devices)
+
+
+def client_address(scope: Scope) -> str:
+    """The client's address (the forwarded one behind a trusted proxy), ``""`` when unknown."""
+    client = scope.get("client")
+    return str(client[0]) if client else ""
 
 
 def principal_for(token: str, owner_token: str, devices: DeviceRegistry) -> Principal | None:

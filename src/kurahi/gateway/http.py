@@ -6,12 +6,15 @@ Every error body has one shape: ``{"error": {"status": 401, "code": "unauthorize
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from starlette.responses import JSONResponse
 
 from kurahi.errors import (
+    CatalogWriteError,
     ConfigError,
     DatabaseUnavailableError,
     KurahiError,
@@ -25,7 +28,7 @@ from kurahi.errors import (
     UsageError,
 )
 
-__all__ = ["RETRY_AFTER_SECONDS", "HTTPError", "error_body", "error_response", "from_kurahi"]
+__all__ = ["RETRY_AFTER_SECONDS", "HTTPError", "error_body", "error_response", "from_kurahi", "hide_paths"]
 
 RETRY_AFTER_SECONDS = 1
 """``Retry-After`` of a 503 while the store cannot be reached: the pool reconnects within about a second of it
@@ -111,4 +114,23 @@ def from_kurahi(exc: KurahiError) -> HTTPError:
         return HTTPError(409, "busy", str(exc))
     if isinstance(exc, UsageError):
         return HTTPError(400, "bad_request", str(exc))
+    if isinstance(exc, CatalogWriteError):
+        # Nothing was appended; the gateway retries the write on its own: worth a retry later.
+        return HTTPError(503, "catalog_unwritable", str(exc), {"Retry-After": "5"})
     return HTTPError(500, "internal", f"{type(exc).__name__}: {exc}")
+
+
+_ABSOLUTE = re.compile(r"(?<![\w.~>])/[^\s:;,'\"()`]+")
+
+
+def hide_paths(text: str, home: Path) -> str:
+    """``text`` for a caller who showed no credential: no absolute path of this machine in it.
+
+    The home's path becomes ``<home>`` (``<home>/secrets/devices.json`` still says which file
+    is wrong); any other absolute path becomes ``<path>``. Where the home lives (and so the
+    user name) is no business of a caller the gateway does not know.
+    """
+    for root in sorted({str(home), str(home.resolve()), str(home.absolute())}, key=len, reverse=True):
+        if root not in ("", "/"):
+            text = text.replace(root, "<home>")
+    return _ABSOLUTE.sub("<path>", text)

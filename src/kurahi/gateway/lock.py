@@ -16,8 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kurahi.errors import LockHeldError
+from kurahi.errors import LockError, LockHeldError
 from kurahi.store.locks import FileLock, read_lock_info
+from kurahi.store.safefile import home_dir
 
 __all__ = ["GatewayInfo", "GatewayLock", "gateway_info"]
 
@@ -47,8 +48,13 @@ class GatewayLock:
 
         Raises:
             LockHeldError: another gateway runs on this home (its pid and port in the message).
+            UnsafeFileError: ``run/`` is a file or a symlink (left as it is).
+            LockError: ``run/`` cannot be made.
         """
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            home_dir(self.path.parent, what="the gateway's run directory")
+        except OSError as exc:
+            raise LockError(f"cannot make the gateway's run directory: {exc.strerror}", path=self.path.parent) from exc
         try:
             self._lock.acquire(timeout=0)
         except LockHeldError as exc:

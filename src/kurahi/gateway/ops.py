@@ -76,7 +76,9 @@ def install_ops(app: FastAPI, gateway: Gateway, metrics: GatewayMetrics) -> None
     @app.get("/api/ready", tags=["gateway"], responses={503: {"description": "not ready"}})
     async def ready() -> JSONResponse:
         """Readiness: runtimes started and the store answering (no credential needed)."""
-        checks = await readiness(gateway)
+        # No credential needed here, so no absolute path of this machine in what it says.
+        public = getattr(app.state, "public", str)
+        checks = {k: public(v) for k, v in (await readiness(gateway)).items()}
         failed = {k: v for k, v in checks.items() if v != "ok"}
         if not failed:
             return JSONResponse({"status": "ready", "checks": checks})

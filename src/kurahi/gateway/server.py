@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from kurahi.gateway.access import ARRIVED
 from kurahi.gateway.bind import check_bind
+from kurahi.gateway.hosts import allowed_hosts
 from kurahi.gateway.lock import GatewayInfo, GatewayLock
 from kurahi.resident.home import Home
 
@@ -87,14 +88,19 @@ def serve(
     backend: Backend | None = None,
     allow_remote: bool = False,
     access_log: bool = True,
+    trust_proxy: Sequence[str] = (),
 ) -> None:
     """Run the gateway until SIGTERM/SIGINT.
 
     ``plugins`` are passed to :func:`kurahi.gateway.app.create_app` (routes of other rooms).
     ``backend`` stores sessions, logs and the audit chain (default: files in the home); it is
     closed when the gateway stops. ``host`` must be loopback unless ``allow_remote``
-    (:mod:`kurahi.gateway.bind`); ``access_log`` writes a line per request to stderr
-    (:mod:`kurahi.gateway.access`).
+    (:mod:`kurahi.gateway.bind`); without it a request whose ``Host`` names another address
+    is refused (:mod:`kurahi.gateway.hosts`, DNS rebinding). ``access_log`` writes a line per
+    request to stderr (:mod:`kurahi.gateway.access`). ``trust_proxy``: addresses of a reverse
+    proxy whose ``X-Forwarded-Proto`` and ``X-Forwarded-For`` are believed (the viewer's cookie
+    is then ``Secure`` when the proxy says the request came over HTTPS, and rate limits count
+    the forwarded client); from any other address these headers are ignored.
 
     Raises:
         UsageError: ``host`` is beyond loopback and ``allow_remote`` is false (nothing started).
@@ -141,7 +147,12 @@ def serve(
             )
 
         gateway.on_started = started
-        app = create_app(gateway, plugins=plugins, access_log=access_log)
+        app = create_app(
+            gateway,
+            plugins=plugins,
+            access_log=access_log,
+            hosts=None if allow_remote else allowed_hosts(host),
+        )
         config = uvicorn.Config(
             app,
             log_level=log_level,
@@ -150,13 +161,17 @@ def serve(
             timeout_graceful_shutdown=int(grace) + 5,
             h11_max_incomplete_event_size=16 * 1024,
             timeout_keep_alive=30,
-            proxy_headers=False,  # bound to loopback by default; no proxy to trust
+            # Forwarded headers only from a proxy the operator named (none by default).
+            proxy_headers=bool(trust_proxy),
+            forwarded_allow_ips=list(trust_proxy) or None,
             server_header=False,
             http=_http_protocol(),
         )
         server = _Server(config)
         gateway.on_start_failed = lambda: setattr(server, "should_exit", True)
         server.run(sockets=[sock])
+        for problem in gateway.stop_problems:  # the stop went on: said once, not a traceback
+            print(f"warning: {problem}", file=sys.stderr, flush=True)
         if gateway.start_error is not None:
             raise gateway.start_error
     finally:

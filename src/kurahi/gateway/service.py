@@ -85,6 +85,8 @@ class Gateway:
         """Called when :meth:`start` failed (the server stops then)."""
         self.problems: list[str] = []
         """What :meth:`start` could not serve (a session whose files are damaged), one line each."""
+        self.stop_problems: list[str] = []
+        """What closing the runtimes could not do (activity clocks not written), one line each."""
         self.on_started: Callable[[], None] | None = None
         """Called once every runtime has started (the server publishes its port then)."""
         self.started = False
@@ -158,9 +160,15 @@ class Gateway:
         self.record("gateway", "gateway.stop", {})
 
     async def _close_runtimes(self, grace: float | None) -> None:
-        """Close every runtime (running turns get ``grace`` seconds, default ``stop_grace``) and forget them."""
+        """Close every runtime (running turns get ``grace`` seconds, default ``stop_grace``) and forget them.
+
+        What a runtime could not do at close (clocks it could not write) goes to
+        :attr:`stop_problems`, which the server prints once it has stopped.
+        """
         for rt in list(self.runtimes.values()):
             await rt.close(grace=self.stop_grace if grace is None else grace)
+            if rt.close_problem is not None:
+                self.stop_problems.append(rt.close_problem)
         self.runtimes.clear()
 
     def boot(self) -> dict[str, Any]:

@@ -37,17 +37,27 @@ import itertools
 import os
 import re
 import secrets
-from collections.abc import Iterable
-from dataclasses import dataclass, fields, is_dataclass, replace
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from datetime import UTC, datetime
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any
 
 from kurahi.errors import KurahiError, TranscriptError, UsageError
 from kurahi.jsvalues import MISSING, date_ms
+from kurahi.lineage.json_links import (
+    RESET_MATCH_WINDOW,
+    FolderIndex,
+    Owner,
+    assign_owners,
+    points_elsewhere,
+    read_trajectory_key,
+)
 from kurahi.lineage.openclaw_sqlite import (
     SQLITE_STORE_NAME,
     SqliteNode,
+    SqliteSession,
     export_session_jsonl,
     list_sqlite_nodes,
     list_sqlite_sessions,
@@ -56,19 +66,23 @@ from kurahi.lineage.openclaw_sqlite import (
 )
 from kurahi.store.catalog import CATALOG_NAME, Catalog, validate_agent_id
 from kurahi.store.fsio import fsync_dir, write_all
-from kurahi.store.listing import locate_transcript
 from kurahi.store.openclaw_sqlite_snapshot import StoreSnapshot, open_store_snapshot
 from kurahi.store.transcript import Transcript, read_transcript_file
 from kurahi.store.vocab import COMPACTION, RESET
 
-__all__ = ["RESET_MATCH_WINDOW", "Boundary", "Lineage", "Piece", "ResetEntry", "export_piece", "find_lineage", "iso"]
-
-RESET_MATCH_WINDOW = 5.0
-"""Seconds a ``.reset.<ts>`` stamp may precede the next piece's header time and still link."""
-
-_NAME = re.compile(r"^(?P<sid>.+?)\.jsonl(?:\.(?P<what>reset|deleted)\.(?P<ts>[^/]+))?$")
-_SAME = "same session id as a linked piece"
-_STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})T(\d{2})-(\d{2})-(\d{2})(\.\d+)?Z$")
+__all__ = [
+    "RESET_MATCH_WINDOW",
+    "AgentState",
+    "Boundary",
+    "Lineage",
+    "Piece",
+    "ResetEntry",
+    "export_piece",
+    "find_lineage",
+    "iso",
+    "list_agents",
+    "open_agent",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +123,15 @@ class Piece:
     """Lines the reader skipped or read leniently."""
     db_path: str | None = None
     """The SQLite store, for a SQLite piece."""
+    confidence: str = "recorded"
+    """How sure the link is: ``recorded``, ``matched`` (the reset-archive rule) or ``guess`` (clocks alone)."""
+    current: bool = False
+    """Whether this is the session the key points at now."""
 
     @property
     def sort_ms(self) -> int:
-        """The time the piece is ordered by: first entry, else header, else archive stamp."""
-        for value in (self.first_ms, self.header_ms, self.archived_ms):
+        """The time the piece is ordered by: when the session started (its header), else its first entry."""
+        for value in (self.header_ms, self.first_ms, self.archived_ms):
             if value is not None:
                 return value
         return 0
@@ -154,6 +172,8 @@ class Lineage:
     boundaries: tuple[Boundary, ...]
     unlinked: tuple[str, ...]
     notes: tuple[str, ...]
+    moved_from: str | None = None
+    """The catalog's absolute ``sessionFile`` when it names a place outside this state dir (moved)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Return the lineage as a JSON-ready dict (camelCase names, ISO-8601 UTC times)."""
@@ -198,181 +218,150 @@ def _ms(value: Any) -> int | None:
     return int(ms) if ms is not None else None
 
 
-def _stamp_ms(stamp: str) -> int | None:
-    """``2026-11-30T08-24-46.695Z`` (an archive suffix) as epoch milliseconds."""
-    m = _STAMP.match(stamp)
-    return _ms(f"{m[1]}T{m[2]}:{m[3]}:{m[4]}{m[5] or ''}Z") if m else None
+_EDGE_SCAN = 1000
+"""Entries looked at from each end of a file for its first and last time (a file without times is not read whole)."""
+
+
+def _ts(t: Transcript, index: int) -> int | None:
+    stamp = t.timestamp_ms(index)
+    return int(stamp) if stamp is not None else None
+
+
+def _edge_ms(t: Transcript, indices: Iterable[int]) -> int | None:
+    """The first valid time among ``indices`` (at most :data:`_EDGE_SCAN` of them)."""
+    return next((ms for i in itertools.islice(indices, _EDGE_SCAN) if (ms := _ts(t, i)) is not None), None)
 
 
 def _measure(t: Transcript, source: str, session_id: str, kind: str, rules: list[str], **extra: Any) -> Piece:
-    times: list[int | None] = []
-    compactions = 0
-    resets: list[tuple[int, Any]] = []
-    for entry in t.entries():
-        stamp = t.timestamp_ms(entry.index)
-        times.append(int(stamp) if stamp is not None else None)
-        if entry.type == COMPACTION:
-            compactions += 1
-        elif entry.type == RESET:
-            resets.append((entry.index, entry))
-    valid = [x for x in times if x is not None]
-    reset_entries = tuple(
-        ResetEntry(
-            id=str(e.id),
-            line=e.line,
-            at_ms=times[i],
-            reason=e.data.get("reason") if isinstance(e.data.get("reason"), str) else None,
-            before_ms=times[i - 1] if i > 0 else None,
-            after_ms=times[i + 1] if i + 1 < len(times) else None,
+    """A piece's facts from the file's columns: only the entries at its ends and its resets are decoded.
+
+    ``first_ms`` and ``last_ms`` are the times of the first and last entries in file order
+    (OpenClaw appends in time order; a file whose times disagree is measured as written).
+    """
+    types = t.types()
+    n = len(types)
+    resets = [i for i, kind_ in enumerate(types) if kind_ == RESET]
+    reset_entries = []
+    for i in resets:
+        e = t.entry_at(i)
+        reason = e.data.get("reason")
+        reset_entries.append(
+            ResetEntry(
+                id=str(e.id),
+                line=e.line,
+                at_ms=_ts(t, i),
+                reason=reason if isinstance(reason, str) else None,
+                before_ms=_ts(t, i - 1) if i > 0 else None,
+                after_ms=_ts(t, i + 1) if i + 1 < n else None,
+            )
         )
-        for i, e in resets
-    )
     return Piece(
         source=source,
         session_id=session_id,
         kind=kind,
         found_by=tuple(rules),
         header_ms=_ms(t.header.get("timestamp", MISSING)),
-        first_ms=min(valid) if valid else None,
-        last_ms=max(valid) if valid else None,
-        entry_count=len(t),
-        compaction_count=compactions,
-        reset_entries=reset_entries,
+        first_ms=_edge_ms(t, range(n)),
+        last_ms=_edge_ms(t, range(n - 1, -1, -1)),
+        entry_count=n,
+        compaction_count=sum(1 for kind_ in types if kind_ == COMPACTION),
+        reset_entries=tuple(reset_entries),
         warnings=len(t.warnings),
         **extra,
     )
 
 
-class _Files:
-    """The transcripts of one sessions folder, by session id."""
+def _json_pieces(
+    state: AgentState,
+    index: FolderIndex,
+    owners: dict[Path, Owner],
+    live: dict[str, Path],
+    key: str,
+    skip: set[str],
+    notes: list[str],
+) -> list[Piece]:
+    """The key's file pieces (:mod:`kurahi.lineage.json_links` decided whose each file is).
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.by_sid: dict[str, list[tuple[Path, str, int | None]]] = {}
-        for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-            m = _NAME.match(path.name)
-            if m is None or not path.is_file():
-                continue
-            what = m["what"]
-            kind = f"{what}-archive" if what else "transcript"
-            stamp = _stamp_ms(m["ts"]) if m["ts"] else None
-            self.by_sid.setdefault(m["sid"], []).append((path, kind, stamp))
-
-    def all(self) -> Iterable[tuple[str, Path, str, int | None]]:
-        for sid, files in self.by_sid.items():
-            for path, kind, stamp in files:
-                yield sid, path, kind, stamp
-
-
-def _json_pieces(folder: Path, key: str, entry: dict[str, Any], anchors: list[Piece], notes: list[str]) -> list[Piece]:
-    """The key's file pieces; ``anchors`` are pieces already found elsewhere (the SQLite store).
-
-    A session id an anchor has is not read again from a file, but reset archives are matched
-    against the anchors' header times too: after OpenClaw 2026.9's doctor imports a 2026.5
-    directory, the pre-reset ``.reset.<ts>`` archive stays in ``sessions/`` while the session
-    that followed it lives in the store.
+    A session id in ``skip`` (the SQLite store has it: an upgraded dir) is not read again from
+    a file.
     """
-    skip = {p.session_id for p in anchors}
-    files = _Files(folder)
-    found: dict[Path, list[str]] = {}
-    queue: list[tuple[str, str]] = []
-    live, exists = locate_transcript(folder, entry)
-    if live is not None and exists:
-        written = entry.get("sessionFile")
-        named = isinstance(written, str) and PurePath(written).name == live.name
-        found[live] = ["catalog sessionFile" if named else "catalog sessionId"]
-    elif live is not None:
-        notes.append(f"{key}: the catalog names {live}, which does not exist")
-    for field, rule in (("sessionId", "catalog sessionId"), ("previousSessionId", "catalog previousSessionId")):
-        if isinstance(entry.get(field), str):
-            queue.append((entry[field], rule))
-    pieces: dict[Path, Piece] = {}
-    checked: set[str] = set()
-    while True:
-        while queue:
-            sid, rule = queue.pop(0)
-            for path, kind, _ in files.by_sid.get(sid, []) if sid not in skip else []:
-                if rule == _SAME and path in found:
-                    continue  # a piece is not linked to itself
-                why = rule if kind == "transcript" else f"archive of {sid}"
-                if why not in found.setdefault(path, []):
-                    found[path].append(why)
-        for path in [p for p in found if p not in pieces]:
-            opened = _open_file(path, found[path], files, live, notes)
-            if opened is None:
-                continue
-            pieces[path], parent = opened
-            queue.append((pieces[path].session_id, _SAME))
-            if parent:
-                queue.append((parent, "header parentSession"))
-        if not queue and not _match_reset_archives(files, [*pieces.values(), *anchors], found, checked):
-            break
-    return [replace(p, found_by=tuple(found[path])) for path, p in pieces.items() if p.session_id not in skip]
-
-
-def _open_file(
-    path: Path, rules: list[str], files: _Files, live: Path | None, notes: list[str]
-) -> tuple[Piece, str | None] | None:
-    """Measure one file; also return the session id its header's ``parentSession`` names."""
-    kind = "live" if path == live else next((k for _, p, k, _ in files.all() if p == path), "transcript")
-    m = _NAME.match(path.name)
-    stamp = _stamp_ms(m["ts"]) if m and m["ts"] else None
-    try:
-        with Transcript.open(path) as t:
-            piece = _measure(t, str(path), t.session_id, kind, rules, archived_ms=stamp)
-            parent = t.header.get("parentSession")
-    except TranscriptError as exc:
-        notes.append(f"skipped {path}: {exc.detail}")
-        return None
-    if not isinstance(parent, str) or not parent or "\0" in parent:
-        return piece, None
-    # Pi writes the parent's file path; a bare session id is accepted too.
-    name = PurePath(parent).name
-    named = _NAME.match(name)
-    return piece, named["sid"] if named else name
-
-
-def _match_reset_archives(files: _Files, pieces: list[Piece], found: dict[Path, list[str]], checked: set[str]) -> bool:
-    """Apply the reset-time heuristic to each piece not yet checked; whether it linked one."""
-    added = False
-    for piece in pieces:
-        if piece.source in checked or piece.header_ms is None:
+    paths = [path for path, owner in owners.items() if owner.key == key]
+    if key in live and live[key] not in paths:
+        paths.append(live[key])  # a transcript several keys share is still each one's live session
+    pieces = []
+    for path in paths:
+        info = next(f for f in index.files if f.path == path)
+        if info.sid in skip:
             continue
-        checked.add(piece.source)
-        best: tuple[int, Path] | None = None
-        for _, cand, kind, stamp in files.all():
-            if kind != "reset-archive" or stamp is None or cand in found:
-                continue
-            lag = piece.header_ms - stamp
-            if 0 <= lag <= RESET_MATCH_WINDOW * 1000 and (best is None or stamp > best[0]):
-                best = (stamp, cand)
-        if best is not None:
-            lag = piece.header_ms - best[0]
-            found[best[1]] = [
-                "reset time = next header time" if lag == 0 else f"reset time {lag / 1000:g} s before next header"
-            ]
-            added = True
-    return added
+        owner = owners.get(path)
+        rules = owner.rules if owner is not None and owner.key == key else ["catalog sessionFile"]
+        confidence = owner.confidence if owner is not None and owner.key == key else "recorded"
+        kind = "live" if path == live.get(key) else info.kind
+        try:
+            with state.open_file(path) as t:
+                piece = _measure(t, str(path), t.session_id, kind, rules, archived_ms=info.stamp_ms)
+        except TranscriptError as exc:
+            notes.append(f"skipped {path}: {exc.detail}")
+            continue
+        pieces.append(replace(piece, confidence=confidence))
+    return pieces
+
+
+def _import_archive_pieces(
+    state: AgentState, nodes: dict[str, SqliteNode], key: str, notes: list[str]
+) -> tuple[list[Piece], list[str]]:
+    """Originals OpenClaw's doctor kept in ``session-sqlite-import-archive/`` whose session the store lacks.
+
+    The doctor names each ``<key with : as _>.<session id>.jsonl.imported-<ms>``: the key is
+    recorded (when exactly one key of the store has that spelling). One the store holds was
+    imported, and is not a piece of its own.
+    """
+    folder = state.root / "agents" / state.agent / IMPORT_ARCHIVE
+    try:
+        names = sorted(e.name for e in os.scandir(folder) if e.is_file(follow_symlinks=False))
+    except OSError:
+        return [], []
+    have = {s.session_id for s in state.sessions() if s.event_count}
+    spelled: dict[str, list[str]] = {}
+    for k in nodes:
+        spelled.setdefault(k.replace(":", "_"), []).append(k)
+    pieces: list[Piece] = []
+    strays: list[str] = []
+    for name in names:
+        m = _IMPORTED.match(name)
+        if m is None or m["sid"] in have:
+            continue
+        owners = spelled.get(m["key"], [])
+        path = folder / name
+        if len(owners) != 1:
+            strays.append(str(path))
+            continue
+        if owners[0] != key:
+            continue
+        rule = f"{IMPORT_ARCHIVE} file named for {key}, a session the store lacks"
+        try:
+            with state.open_file(path) as t:
+                pieces.append(_measure(t, str(path), t.session_id, "import-archive", [rule]))
+        except TranscriptError as exc:
+            notes.append(f"skipped {path}: {exc.detail}")
+    return pieces, strays
 
 
 def _sqlite_pieces(
-    snap: StoreSnapshot, nodes: dict[str, SqliteNode], key: str, agent: str, notes: list[str]
+    state: AgentState, nodes: dict[str, SqliteNode], key: str, agent: str, notes: list[str]
 ) -> tuple[list[Piece], list[str]]:
+    snap = state.snap
+    assert snap is not None
     db = snap.source
-    sessions = list_sqlite_sessions(snap)
+    sessions = state.sessions()
     counts = {s.session_id: s.event_count for s in sessions}
     found, orphans = sqlite_key_sessions(nodes.get(key), sessions, key)
-    if key == f"agent:{agent}:main":
-        # OpenClaw 2026.9's doctor moves a 2026.5 transcript no catalog entry named (the session
-        # an idle or daily rollover left behind) to its own key: its original key is not
-        # recorded, and such orphans come from the agent's main conversation.
-        prefix = f"agent:{agent}:recovered:"
-        for other, node in nodes.items():
-            if other.startswith(prefix):
-                rule = f"recovered key {other} (orphan imported by OpenClaw's doctor)"
-                for sid in (node.current_session_id, *(s.session_id for s in sessions if s.session_key == other)):
-                    if rule not in found.setdefault(sid, []):
-                        found[sid].append(rule)
+    for other, (owner, rule, _) in state.recovered_owners(nodes).items():
+        if owner != key:
+            continue
+        for sid in (nodes[other].current_session_id, *(s.session_id for s in sessions if s.session_key == other)):
+            if rule not in found.setdefault(sid, []):
+                found[sid].append(rule)
     order = list(found)  # header parentSession links are appended as they are read
     pieces: dict[str, Piece] = {}
     for sid in order:
@@ -381,18 +370,27 @@ def _sqlite_pieces(
             notes.append(f"{source}: no transcript events stored")
             continue
         try:
-            t = Transcript.from_bytes(export_session_jsonl(snap, sid), name=source)
+            with state.open_session(sid) as t:
+                parent = t.header.get("parentSession")
+                pieces[sid] = _measure(t, source, sid, "sqlite", [], db_path=str(db))
         except TranscriptError as exc:
             notes.append(f"skipped {source}: {exc.detail}")
             continue
-        parent = t.header.get("parentSession")
         if isinstance(parent, str) and parent in counts:
             if parent not in found:
                 order.append(parent)
             if "header parentSession" not in found.setdefault(parent, []):
                 found[parent].append("header parentSession")
-        pieces[sid] = _measure(t, source, sid, "sqlite", [], db_path=str(db))
-    return [replace(p, found_by=tuple(found[sid])) for sid, p in pieces.items()], [
+
+    levels = {rule: conf for _, rule, conf in state.recovered_owners(nodes).values()}
+
+    def confidence(rules: list[str]) -> str:
+        # A recovered orphan is as sure as what tied it to this key; any other rule is recorded.
+        if all(r in levels for r in rules):
+            return min((levels[r] for r in rules), key=["recorded", "matched", "guess"].index)
+        return "recorded"
+
+    return [replace(p, found_by=tuple(found[sid]), confidence=confidence(found[sid])) for sid, p in pieces.items()], [
         sqlite_source(db, o) for o in orphans
     ]
 
@@ -413,6 +411,203 @@ def _agents(root: Path) -> dict[str, tuple[Path | None, Path | None]]:
     return out
 
 
+def _root(state_dir: str | os.PathLike[str]) -> tuple[Path, dict[str, tuple[Path | None, Path | None]]]:
+    # Absolute, so a file reached through the catalog and through a listing is one path
+    # (a relative --state-dir listed the live transcript twice); links are not resolved.
+    root = Path(os.path.abspath(state_dir))
+    if not root.is_dir():
+        raise UsageError(
+            f"{root}: {'not a directory' if root.exists() else 'no such directory'} (expected a state directory)"
+        )
+    agents = _agents(root)
+    if not agents:
+        raise UsageError(
+            f"{root}: neither a Kurahi home nor an OpenClaw state directory "
+            f"(no agents/<id>/sessions/ and no agents/<id>/agent/{SQLITE_STORE_NAME})"
+        )
+    return root, agents
+
+
+def list_agents(state_dir: str | os.PathLike[str]) -> list[str]:
+    """The agents of a state directory that have sessions (a folder or a SQLite store).
+
+    Raises:
+        UsageError: the directory is missing or neither layout.
+    """
+    return list(_root(state_dir)[1])
+
+
+IMPORT_ARCHIVE = "session-sqlite-import-archive"
+"""Where OpenClaw 2026.9's doctor moves the 2026.5 files it imported (``agents/<id>/``)."""
+
+_IMPORTED = re.compile(r"^(?P<key>.+)\.(?P<sid>[0-9a-fA-F-]{36})\.jsonl\.imported-\d+$")
+
+_KEEP_OPEN = 8
+"""Transcripts an :class:`AgentState` keeps open at once."""
+
+
+@dataclass
+class AgentState:
+    """One agent of a state directory, read once: its catalog, sessions folder and store snapshot."""
+
+    root: Path
+    agent: str
+    folder: Path | None
+    catalog: dict[str, Any]
+    snap: StoreSnapshot | None
+    scratch: Path | None = None
+    """A private folder for exported SQLite sessions (removed when :func:`open_agent` ends)."""
+    _json: tuple[FolderIndex, dict[Path, Owner], dict[str, Path], list[str]] | None = None
+    _sessions: list[SqliteSession] | None = None
+    _exported: dict[str, Path] = field(default_factory=dict)
+    _recovered: dict[str, tuple[str, str, str]] | None = None
+    _open: dict[str, Transcript] = field(default_factory=dict)
+    """The transcripts read last, kept open (a file is scanned once for its lineage and its losses)."""
+
+    @property
+    def keys(self) -> list[str]:
+        """Every session key of the agent (catalog and store)."""
+        nodes = list_sqlite_nodes(self.snap) if self.snap is not None else []
+        return sorted({*self.catalog, *(n.session_key for n in nodes)})
+
+    def json_links(self) -> tuple[FolderIndex, dict[Path, Owner], dict[str, Path], list[str]]:
+        """The sessions folder and whose each file is (computed once for every key)."""
+        if self._json is None:
+            assert self.folder is not None
+            index = FolderIndex(self.folder)
+            sessions = self.sessions()
+            anchors = [(s.session_key, s.created_at) for s in sessions if s.session_key]
+            notes: list[str] = []
+            owners, live = assign_owners(index, self.catalog, anchors, notes)
+            self._json = (index, owners, live, notes)
+        return self._json
+
+    def lineage(self, key: str | None = None) -> Lineage:
+        """The lineage of ``key`` (default ``agent:<agent>:main`` when present, else the only key)."""
+        return _find(self, key)
+
+    def recovered_owners(self, nodes: dict[str, SqliteNode]) -> dict[str, tuple[str, str, str]]:
+        """Each ``agent:<id>:recovered:<sid>`` key OpenClaw's doctor made: ``(owner key, rule, confidence)``.
+
+        The doctor files a 2026.5 transcript no catalog entry named (an idle or daily rollover's
+        leftover) under such a key, without its original key. The session's trajectory (in
+        ``sessions/`` or the doctor's ``session-sqlite-import-archive/``) records it; else, when
+        the agent has no key but ``agent:<id>:main``, it is main's (matched); else it is no one's.
+        """
+        if self._recovered is None:
+            prefix = f"agent:{self.agent}:recovered:"
+            real = sorted(k for k in nodes if not k.startswith(prefix))
+            out: dict[str, tuple[str, str, str]] = {}
+            for other in nodes:
+                if not other.startswith(prefix):
+                    continue
+                sid = other[len(prefix) :]
+                traced = self.trajectory_key(sid)
+                if traced is not None and traced in nodes:
+                    out[other] = (traced, f"recovered key {other}, whose trajectory names {traced}", "recorded")
+                elif real == [f"agent:{self.agent}:main"]:
+                    rule = f"recovered key {other} (orphan imported by OpenClaw's doctor; main is the only key)"
+                    out[other] = (real[0], rule, "matched")
+            self._recovered = out
+        return self._recovered
+
+    def trajectory_key(self, sid: str) -> str | None:
+        """The session key OpenClaw recorded in the session's trajectory, wherever the doctor left it."""
+        base = self.root / "agents" / self.agent
+        candidates = [base / "sessions" / f"{sid}.trajectory.jsonl"]
+        archive = base / IMPORT_ARCHIVE
+        with contextlib.suppress(OSError):
+            candidates += sorted(p for p in archive.iterdir() if f"{sid}.trajectory.jsonl" in p.name)
+        for path in candidates:
+            key = read_trajectory_key(path, sid)
+            if key is not None:
+                return key
+        return None
+
+    def sessions(self) -> list[SqliteSession]:
+        """The store's sessions (read once)."""
+        if self._sessions is None:
+            self._sessions = list_sqlite_sessions(self.snap) if self.snap is not None else []
+        return self._sessions
+
+    def session_file(self, session_id: str) -> Path:
+        """A SQLite session exported once, as a JSONL file in :attr:`scratch` (private, read by the C scanner)."""
+        path = self._exported.get(session_id)
+        if path is None:
+            assert self.snap is not None and self.scratch is not None
+            path = self.scratch / f"{len(self._exported):05d}.jsonl"
+            path.write_bytes(export_session_jsonl(self.snap, session_id))
+            self._exported[session_id] = path
+        return path
+
+    def _opened(self, path: Path) -> Transcript:
+        key = str(path)
+        t = self._open.pop(key, None)
+        if t is None:
+            t = Transcript.open(path)
+            if len(self._open) >= _KEEP_OPEN:
+                self._open.pop(next(iter(self._open))).close()
+        self._open[key] = t  # the most recent last
+        return t
+
+    def close(self) -> None:
+        """Close the transcripts kept open."""
+        while self._open:
+            self._open.popitem()[1].close()
+
+    @contextlib.contextmanager
+    def open_file(self, path: Path) -> Iterator[Transcript]:
+        """A transcript file, open (kept open for the next question about it)."""
+        yield self._opened(path)
+
+    @contextlib.contextmanager
+    def open_session(self, session_id: str) -> Iterator[Transcript]:
+        """A SQLite session, open (exported once, then read from the private copy)."""
+        yield self._opened(self.session_file(session_id))
+
+    @contextlib.contextmanager
+    def open_piece(self, piece: Piece) -> Iterator[Transcript]:
+        """A piece's transcript, open: its file, or its SQLite session's private export."""
+        if piece.db_path is not None and self.snap is not None:
+            with self.open_session(piece.session_id) as t:
+                yield t
+            return
+        with self.open_file(Path(piece.source)) as t:
+            yield t
+
+    def transcript_bytes(self, piece: Piece) -> bytes:
+        """A piece's transcript: the file's bytes, or a SQLite session exported from this snapshot."""
+        if piece.db_path is not None and self.snap is not None:
+            return self.session_file(piece.session_id).read_bytes()
+        return read_transcript_file(piece.source)
+
+
+@contextlib.contextmanager
+def open_agent(state_dir: str | os.PathLike[str], agent: str | None = None) -> Iterator[AgentState]:
+    """Read one agent of a state directory (default the only one); never writes.
+
+    Raises:
+        UsageError: the directory is missing or neither layout; the agent is unknown or ambiguous.
+        TranscriptReadError: the SQLite store is unreadable, corrupt or locked.
+        CatalogError: ``sessions.json`` does not parse or cannot be read.
+    """
+    root, agents = _root(state_dir)
+    if agent is None:
+        if len(agents) > 1:
+            raise UsageError(f"{root}: several agents, pick one with --agent: {', '.join(agents)}")
+        agent = next(iter(agents))
+    if agent not in agents:
+        raise UsageError(f"{root}: no agent {agent!r}; agents present: {', '.join(agents)}")
+    folder, db = agents[agent]
+    catalog = dict(Catalog(folder / CATALOG_NAME).items()) if folder else {}
+    with contextlib.ExitStack() as stack:
+        snap = stack.enter_context(open_store_snapshot(db)) if db is not None else None
+        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kurahi-find-"))) if snap else None
+        state = AgentState(root, agent, folder, catalog, snap, scratch)
+        stack.callback(state.close)
+        yield state
+
+
 def find_lineage(state_dir: str | os.PathLike[str], *, agent: str | None = None, key: str | None = None) -> Lineage:
     """Find every transcript in a session key's lineage, in time order; never writes.
 
@@ -427,33 +622,12 @@ def find_lineage(state_dir: str | os.PathLike[str], *, agent: str | None = None,
         TranscriptReadError: the SQLite store is unreadable, corrupt or locked.
         CatalogError: ``sessions.json`` does not parse or cannot be read.
     """
-    root = Path(state_dir)
-    if not root.is_dir():
-        raise UsageError(
-            f"{root}: {'not a directory' if root.exists() else 'no such directory'} (expected a state directory)"
-        )
-    agents = _agents(root)
-    if not agents:
-        raise UsageError(
-            f"{root}: neither a Kurahi home nor an OpenClaw state directory "
-            f"(no agents/<id>/sessions/ and no agents/<id>/agent/{SQLITE_STORE_NAME})"
-        )
-    if agent is None:
-        if len(agents) > 1:
-            raise UsageError(f"{root}: several agents, pick one with --agent: {', '.join(agents)}")
-        agent = next(iter(agents))
-    if agent not in agents:
-        raise UsageError(f"{root}: no agent {agent!r}; agents present: {', '.join(agents)}")
-    folder, db = agents[agent]
-    catalog = dict(Catalog(folder / CATALOG_NAME).items()) if folder else {}
-    with contextlib.ExitStack() as stack:
-        snap = stack.enter_context(open_store_snapshot(db)) if db is not None else None
-        return _find(root, agent, key, folder, catalog, snap)
+    with open_agent(state_dir, agent) as state:
+        return state.lineage(key)
 
 
-def _find(
-    root: Path, agent: str, key: str | None, folder: Path | None, catalog: dict[str, Any], snap: StoreSnapshot | None
-) -> Lineage:
+def _find(state: AgentState, key: str | None) -> Lineage:
+    root, agent, folder, catalog, snap = state.root, state.agent, state.folder, state.catalog, state.snap
     nodes = {n.session_key: n for n in list_sqlite_nodes(snap)} if snap is not None else {}
     keys = sorted({*catalog, *nodes})
     if key is None:
@@ -470,17 +644,28 @@ def _find(
     unlinked: list[str] = []
     current: str | None = None
     if snap is not None:
-        pieces, unlinked = _sqlite_pieces(snap, nodes, key, agent, notes)
+        pieces, unlinked = _sqlite_pieces(state, nodes, key, agent, notes)
         current = nodes[key].current_session_id if key in nodes else None
+        archived, strays = _import_archive_pieces(state, nodes, key, notes)
+        pieces += archived
+        unlinked += strays
+    moved_from: str | None = None
     if folder is not None:
         entry = catalog.get(key, {})
-        json_pieces = _json_pieces(folder, key, entry, pieces, notes)
+        index, owners, live, link_notes = state.json_links()
+        notes += link_notes
+        json_pieces = _json_pieces(state, index, owners, live, key, {p.session_id for p in pieces}, notes)
         if current is None and isinstance(entry.get("sessionId"), str):
             current = entry["sessionId"]
+        if key not in live and entry and snap is None:
+            notes.append(f"{key}: the catalog names no transcript that exists in {folder}")
+        moved_from = points_elsewhere(folder, entry)
         pieces += json_pieces
-        referenced = {e.get("sessionId") for e in catalog.values()}
-        linked = {p.source for p in pieces}
-        unlinked += [str(p) for sid, p, _, _ in _Files(folder).all() if str(p) not in linked and sid not in referenced]
+        unlinked += [str(f.path) for f in index.files if f.path not in owners and f.path not in live.values()]
+    live_source = next((p.source for p in pieces if p.kind == "live"), None)
+    pieces = [
+        replace(p, current=(p.source == live_source) if live_source else (p.session_id == current)) for p in pieces
+    ]
     pieces.sort(key=lambda p: (p.sort_ms, p.source))
     return Lineage(
         state_dir=str(root),
@@ -492,11 +677,21 @@ def _find(
         boundaries=tuple(_boundaries(pieces)),
         unlinked=tuple(unlinked),
         notes=tuple(notes),
+        moved_from=moved_from,
     )
 
 
+def _start(p: Piece) -> int | None:
+    """When a piece's own talk begins: its first entry, or its header when that is later.
+
+    A stitched piece starts with entries copied from older pieces, but began when it was stitched.
+    """
+    known = [ms for ms in (p.first_ms, p.header_ms) if ms is not None]
+    return max(known) if known else None
+
+
 def _boundaries(pieces: list[Piece]) -> list[Boundary]:
-    out = [Boundary("between-pieces", a.source, b.source, a.last_ms, b.first_ms) for a, b in itertools.pairwise(pieces)]
+    out = [Boundary("between-pieces", a.source, b.source, a.last_ms, _start(b)) for a, b in itertools.pairwise(pieces)]
     for p in pieces:
         for r in p.reset_entries:
             out.append(Boundary("reset-entry", p.source, p.source, r.before_ms, r.after_ms, r.id, r.reason))

@@ -333,6 +333,7 @@ def _stitch(
     pieces: list[_Piece] = []
     prev_last_ms: Any = None
     for k, (p, t) in enumerate(zip(paths, ts, strict=True)):
+        report.warnings.extend(_skipped_lines(names[k], t, out))
         if k == 0:
             cp = canonical_path(t, leaf_id, branches=False)
             if not cp.entries:
@@ -395,6 +396,26 @@ def _stitch(
         prev_last_ms = date_ms(t.entry_at(len(t) - 1).data.get("timestamp", MISSING))
     _write(names, ts, out, report, pieces, hashes)
     return report
+
+
+def _skipped_lines(name: str, t: Transcript, out: Path) -> list[str]:
+    """What a source's reading left out or read leniently, named by line (Pi leaves the same out).
+
+    A stitch never drops a line without a word: a torn last line (a crash mid-write) and any
+    line Pi skips are named in the output and the report, with the way to deal with them.
+    """
+    torn = t.torn_tail
+    out_lines: list[str] = []
+    for w in t.warnings:
+        if torn is not None and w.line == torn[0]:
+            out_lines.append(
+                f"{name} line {w.line}: torn last line ({t.size - torn[1]} bytes, no newline, not JSON: a crash "
+                f"mid-write): not copied into {out}, as Pi leaves it out too; `kurahi session repair {name}` "
+                "moves it into a sidecar file"
+            )
+        else:
+            out_lines.append(f"{name} line {w.line}: {w.message}")
+    return out_lines
 
 
 def _edits_across(

@@ -23,14 +23,17 @@ import msgspec
 from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import NotASessionError, ParentCycleError
 from kurahi.jsvalues import MISSING, js_truthy
+from kurahi.store import native
 from kurahi.store.native import copyable_message
 from kurahi.store.scan import (
     _BLANK,
+    LineTooLong,
     Reader,
     ScanResult,
     ScanWarning,
     _accept_header,
     _iter_chunks,
+    _LongPiece,
     _skeleton_decode,
     _slow_line,
     decode_dense,
@@ -52,9 +55,13 @@ def read_header(read: Reader, size: int, *, name: str) -> tuple[dict[str, Any], 
 
     Raises:
         NotASessionError: the file is empty, holds no JSON, or starts with something else.
+        TranscriptReadError: a line before the header is longer than Pi can read.
     """
     res = ScanResult(size=size)
-    found = _find_header(res, read, size)
+    try:
+        found = _find_header(res, read, size)
+    except LineTooLong as long:
+        raise long.error(name) from None
     if found is not None:
         return found
     if size == 0:
@@ -71,7 +78,14 @@ def read_header(read: Reader, size: int, *, name: str) -> tuple[dict[str, Any], 
 def _find_header(res: ScanResult, read: Reader, size: int) -> tuple[dict[str, Any], int, int, list[ScanWarning]] | None:
     """The header and where it ends, if the first line that parses is one (see :func:`read_header`)."""
     line_no = 0
-    for offset, data in _iter_chunks(read, size):
+    chunks = _iter_chunks(read, size)
+    while True:
+        try:
+            offset, data = next(chunks)
+        except StopIteration:
+            break
+        except _LongPiece as long:
+            raise LineTooLong(line_no + 1, long.nbytes) from None
         pos = offset
         lines = data.split(b"\n")
         if lines[-1] == b"":
@@ -302,7 +316,12 @@ class BackwardIndex:
                 body_start = start + cut + 1
                 data = data[cut + 1 :]
                 break
+            if end - start > native.MAX_LINE_BYTES:
+                # Longer than Pi can read: refuse the file, as the forward scan does.
+                raise LineTooLong(self.line_at(start), end - start).error(self.name)
             span *= 2  # a line longer than the chunk: read further back
+        if len(data) > native.MAX_LINE_BYTES:
+            self._refuse_long_line(data, body_start)
         self._pos = body_start
         gc_was_enabled = gc.isenabled()
         gc.disable()
@@ -315,6 +334,14 @@ class BackwardIndex:
         finally:
             if gc_was_enabled:
                 gc.enable()
+
+    def _refuse_long_line(self, data: bytes, offset: int) -> None:
+        """Refuse the file when a line of ``data`` (read from ``offset``) is longer than Pi can read."""
+        pos = offset
+        for line in data.split(b"\n"):
+            if len(line) > native.MAX_LINE_BYTES:
+                raise LineTooLong(self.line_at(pos), len(line)).error(self.name)
+            pos += len(line) + 1
 
     def _add(self, chunk: _Chunk) -> None:
         n = len(chunk.sks)

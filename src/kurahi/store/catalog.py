@@ -31,7 +31,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-from kurahi.errors import CatalogCorruptError, CatalogEntryError, CatalogError, UsageError
+from kurahi.errors import CatalogCorruptError, CatalogEntryError, CatalogError, CatalogWriteError, UsageError
 from kurahi.store.backend import SessionCatalog
 from kurahi.store.catalog_format import (
     MAX_KEY_LENGTH,
@@ -442,7 +442,7 @@ class Catalog(CatalogBase):
                 try:
                     atomic_write(self.path, data, mode=0o600)
                 except OSError as exc:
-                    raise CatalogError(f"cannot write: {exc.strerror or exc}", path=self.path) from exc
+                    raise CatalogWriteError(f"cannot write: {exc.strerror or exc}", path=self.path) from exc
             self._cached = (data, store)
             return result
 

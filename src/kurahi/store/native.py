@@ -51,10 +51,14 @@ _native: Any = _ext
 ENABLED = os.environ.get("KURAHI_NATIVE", "1") != "0"
 """Whether :func:`scan_native` may use the extension (tests switch it off to compare)."""
 
-MAX_LINE_BYTES = 64 * 1024 * 1024
-"""Longest line Kurahi will decode. Longer lines are skipped with a warning, never loaded
-(:mod:`kurahi.store.scan` gives it its meaning; it lives here, where the C scanner needs it
-without loading the Python one)."""
+MAX_LINE_BYTES = (1 << 29) - 24
+"""Longest line Kurahi reads: V8's longest string (``buffer.constants.MAX_STRING_LENGTH``,
+the same in Node 20 and 24), so the longest line Pi's loader can hold. Every shorter line is
+read, whatever its size; a file with a longer line is refused whole, naming the line (Pi's
+loader throws on it too). Kurahi counts bytes, V8 UTF-16 units: a line of multi-byte
+characters just over the limit in bytes is refused though Pi might read it; refused, never
+dropped. (:mod:`kurahi.store.scan` gives it its meaning; it lives here, where the C scanner
+needs it without loading the Python one.)"""
 
 THREADS_MIN_BYTES = 4 * 1024 * 1024
 """Files at least this large are scanned on two threads (when there are two cores)."""
@@ -181,6 +185,7 @@ def scan_native(source: int | bytes, read: Reader, size: int) -> ScanResult | No
     from kurahi.store.scan import Chunk, ScanResult, ScanState, careful_lines, finish_scan
 
     threads = 2 if size >= THREADS_MIN_BYTES and (os.cpu_count() or 1) > 1 else 1
+    # A line over the limit makes the C scanner answer None: the Python scanner names it.
     out = _native.scan(source, 0, size, MAX_LINE_BYTES, threads)
     if out is None:
         return None

@@ -13,6 +13,7 @@ open), then checked to be a regular file. Anything else is an
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from kurahi.errors import UnsafeFileError
 
-__all__ = ["open_regular", "read_regular"]
+__all__ = ["home_dir", "open_regular", "read_regular"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -108,3 +109,25 @@ def read_regular(path: str | os.PathLike[str], *, what: str = "file", limit: int
     finally:
         os.close(fd)
     return b"".join(chunks)
+
+
+def home_dir(path: str | os.PathLike[str], *, what: str = "directory") -> Path:
+    """A directory of the home (``run/``), made ``0700`` when missing; never a symlink or a file.
+
+    A regular file or a symlink where the directory belongs is refused, not replaced or
+    followed: a link would put what is written there outside the home.
+
+    Raises:
+        UnsafeFileError: something other than a directory has the name (left as it is).
+        OSError: it cannot be made (permissions, a missing parent, ENOSPC).
+    """
+    p = Path(path)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(p, 0o700)
+    st = os.lstat(p)
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafeFileError(f"{what} is a symlink; refused, never followed (replace it with a directory)", path=p)
+    if not stat.S_ISDIR(st.st_mode):
+        kind = "a regular file" if stat.S_ISREG(st.st_mode) else _kind(st.st_mode)
+        raise UnsafeFileError(f"{what} is {kind}, not a directory; move it aside (nothing was changed)", path=p)
+    return p

@@ -15,6 +15,12 @@ be an object with ``type: "session"`` and a string ``id``; further headers are i
 a line whose JSON value is falsy (``null``, ``false``, ``0``, ``""``) is skipped, as Pi
 1.6.0 skips it; any other JSON line that is not an object is kept as an entry with no id,
 type or parent.
+
+Size: Pi reads a line of any length up to V8's longest string, and so does every reader
+here (one answer per line, whatever its size). A line longer than that
+(:data:`MAX_LINE_BYTES`) raises :class:`LineTooLong` and the caller refuses the whole file,
+naming the line: Pi's loader cannot hold it either, and dropping it would silently cut the
+history short.
 """
 
 from __future__ import annotations
@@ -30,12 +36,15 @@ from typing import Any, NamedTuple
 import msgspec
 
 from kurahi.decoding import DECODE_ERRORS
+from kurahi.errors import TranscriptReadError
 from kurahi.jsvalues import MISSING, js_truthy, js_whitespace_strip
+from kurahi.store import native
 from kurahi.store.native import MAX_LINE_BYTES
 from kurahi.store.vocab import SESSION
 
 __all__ = [
     "MAX_LINE_BYTES",
+    "LineTooLong",
     "Reader",
     "ScanResult",
     "ScanState",
@@ -161,6 +170,39 @@ def id_key(value: Any) -> Any:
     if isinstance(value, (int, float)):
         return ("num", float(value))
     return object()
+
+
+class LineTooLong(Exception):
+    """A line longer than :data:`MAX_LINE_BYTES`: the whole file is refused (see the module doc).
+
+    Attributes:
+        line: 1-based line number of the long line.
+        nbytes: its length so far (reading stops once it is over the limit).
+    """
+
+    def __init__(self, line: int, nbytes: int) -> None:
+        super().__init__(f"line {line} is longer than {native.MAX_LINE_BYTES} bytes")
+        self.line = line
+        self.nbytes = nbytes
+
+    def error(self, name: str) -> TranscriptReadError:
+        """The error a reader of file ``name`` raises for it."""
+        return TranscriptReadError(
+            f"line {self.line} holds more than {native.MAX_LINE_BYTES:,} bytes (at least {self.nbytes:,}): longer than "
+            "V8's longest string, so Pi cannot load this file either; Kurahi refuses the whole file "
+            "rather than leave the line out",
+            path=name,
+            line=self.line,
+        )
+
+
+class _LongPiece(Exception):
+    """Raised by :func:`_iter_chunks` at the offset where an over-long line starts."""
+
+    def __init__(self, offset: int, nbytes: int) -> None:
+        super().__init__(offset)
+        self.offset = offset
+        self.nbytes = nbytes
 
 
 class ScanWarning(msgspec.Struct, frozen=True):
@@ -313,7 +355,9 @@ def _iter_chunks(read: Reader, size: int) -> Iterator[tuple[int, bytes]]:
 
     Chunks are small on purpose: splitting 110 MB at once spends most of its time on page
     faults for fresh memory, while 64 KB chunks keep reusing the same warm pages. A line
-    longer than a chunk is gathered in pieces and joined once (never re-copied per chunk).
+    longer than a chunk is gathered in pieces and joined once (never re-copied per chunk);
+    one longer than :data:`MAX_LINE_BYTES` raises :class:`_LongPiece` once reading passes
+    the limit (it is never cut in two: the rest of it would read as a line of its own).
     """
     pending: list[bytes] = []
     pending_len = 0
@@ -328,13 +372,12 @@ def _iter_chunks(read: Reader, size: int) -> Iterator[tuple[int, bytes]]:
         if cut < 0:
             pending.append(chunk)
             pending_len += len(chunk)
-            if pending_len > MAX_LINE_BYTES + _CHUNK:
-                data = b"".join(pending)  # an enormous line: the scanner refuses it
-                pending, pending_len = [], 0
-                yield offset, data
-                offset += len(data)
+            if pending_len > native.MAX_LINE_BYTES:
+                raise _LongPiece(offset, pending_len)
             continue
         head = chunk[: cut + 1]
+        if pending and pending_len + cut > native.MAX_LINE_BYTES:
+            raise _LongPiece(offset, pending_len + cut)
         if pending:
             pending.append(head)
             data = b"".join(pending)
@@ -363,7 +406,11 @@ class ScanState:
 
 
 def scan(read: Reader, size: int) -> ScanResult:
-    """Scan ``size`` bytes obtained through ``read(offset, length)`` into a skeleton index."""
+    """Scan ``size`` bytes obtained through ``read(offset, length)`` into a skeleton index.
+
+    Raises:
+        LineTooLong: a line is longer than :data:`MAX_LINE_BYTES`.
+    """
     res = ScanResult(size=size)
     st = ScanState()
     skeletons = res.skeletons
@@ -371,7 +418,7 @@ def scan(read: Reader, size: int) -> ScanResult:
     gc_was_enabled = gc.isenabled()
     gc.disable()  # 200k small allocations: generational GC passes would cost more than the decode
     try:
-        for offset, data in _iter_chunks(read, size):
+        for offset, data in _chunks_counted(read, size, st):
             if st.header_done:
                 sks = decode_dense(data)
                 if sks is not None:
@@ -392,6 +439,14 @@ def scan(read: Reader, size: int) -> ScanResult:
         if gc_was_enabled:
             gc.enable()
     return res
+
+
+def _chunks_counted(read: Reader, size: int, st: ScanState) -> Iterator[tuple[int, bytes]]:
+    """:func:`_iter_chunks`, with an over-long line named by its number (the lines before it are counted)."""
+    try:
+        yield from _iter_chunks(read, size)
+    except _LongPiece as long:
+        raise LineTooLong(st.line_no + 1, long.nbytes) from None
 
 
 def finish_scan(res: ScanResult, st: ScanState, read: Reader) -> None:
@@ -461,15 +516,15 @@ _BLANK: Any = _Blank()
 
 
 def _slow_line(res: ScanResult, line: bytes, line_no: int, *, torn: bool) -> Any:
-    """The careful path for a line the fast decoder refused: blank, damaged, odd, or huge.
+    """The careful path for a line the fast decoder refused: blank, damaged or odd.
 
     Returns a skeleton, ``None`` (dropped) or ``_BLANK`` (skipped silently).
+
+    Raises:
+        LineTooLong: the line is longer than :data:`MAX_LINE_BYTES` (a caller that gathered it whole).
     """
-    if len(line) > MAX_LINE_BYTES:
-        res.warnings.append(
-            ScanWarning(line_no, f"a line of {len(line)} bytes is longer than {MAX_LINE_BYTES}; skipped")
-        )
-        return None
+    if len(line) > native.MAX_LINE_BYTES:
+        raise LineTooLong(line_no, len(line))
     if not line.strip():
         return _BLANK
     try:

@@ -24,6 +24,7 @@ from kurahi.jsvalues import MISSING, js_truthy, js_whitespace_strip
 from kurahi.store.migrate import header_version, migrate_v1
 from kurahi.store.native import fd_sha256, scan_native
 from kurahi.store.scan import (
+    LineTooLong,
     Reader,
     ScanResult,
     ScanWarning,
@@ -218,6 +219,9 @@ class Transcript:
             result = scan_native(source, read, size) if source is not None else None
             if result is None:
                 result = scan(read, size)
+        except LineTooLong as long:
+            self.close()
+            raise long.error(name) from None
         except BaseException:
             self.close()
             raise
@@ -255,7 +259,8 @@ class Transcript:
         """Open a transcript file for reading (``in_home``: refuse a symlink, see :func:`open_for_reading`).
 
         Raises:
-            TranscriptReadError: the path is missing, a directory, a symlink in a home, or unreadable.
+            TranscriptReadError: the path is missing, a directory, a symlink in a home, unreadable,
+                or holds a line longer than Pi can read (named).
             NotASessionError: the file is empty or does not start with a session header.
         """
         p = Path(path)
@@ -382,6 +387,16 @@ class Transcript:
             return lines[pos]
         except OSError as exc:
             raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
+
+    def line_bytes(self, indices: Sequence[int]) -> int:
+        """The stored size of many entries' lines together (newlines excluded), without keeping them."""
+        if self._stored is not None:
+            span = self._stored.span
+            return sum(span(i)[1] for i in indices)
+        total = 0
+        for start in range(0, len(indices), 4096):  # a batch at a time: never the whole file in memory
+            total += sum(len(line) for _, line in self.raw_lines(indices[start : start + 4096]))
+        return total
 
     def raw_lines(self, indices: Sequence[int]) -> list[tuple[int, bytes]]:
         """``(line number, stored bytes)`` of many entries, reading each chunk once per run."""

@@ -5,7 +5,10 @@ the API does (the owner token, or a device token that holds ``read``) and answer
 ``HttpOnly``, ``SameSite=Strict`` cookie scoped to ``/ui`` and a CSRF token the page keeps
 in memory. The cookie is a random session id: the token itself is never stored, echoed
 or put in a page. Each later request is re-checked against the credential it came from,
-so revoking the device or rotating the owner token ends its viewer sessions at once.
+so revoking the device or rotating the owner token ends its viewer sessions at once. Each
+credential keeps at most :data:`MAX_PER_CREDENTIAL` sessions (its own oldest ends beyond),
+and logins are rate-limited per credential and failed ones per address
+(:mod:`kurahi.gateway.ratelimit`): a device cannot end another credential's session.
 
 Every request that is not ``GET`` or ``HEAD`` must carry ``X-CSRF-Token`` equal to the
 session's token (compared in constant time). Login has no session yet: it must be JSON
@@ -28,7 +31,15 @@ from kurahi.gateway.auth import Principal
 from kurahi.gateway.http import HTTPError
 from kurahi.resident.devices import DeviceRegistry
 
-__all__ = ["COOKIE", "CSRF_HEADER", "ViewerSession", "ViewerSessions", "check_origin"]
+__all__ = [
+    "COOKIE",
+    "CSRF_HEADER",
+    "MAX_PER_CREDENTIAL",
+    "MAX_SESSIONS",
+    "ViewerSession",
+    "ViewerSessions",
+    "check_origin",
+]
 
 COOKIE = "kurahi_ui"
 """The session cookie's name."""
@@ -37,7 +48,9 @@ CSRF_HEADER = "x-csrf-token"
 DEFAULT_TTL = 8 * 3600.0
 """Seconds a viewer session lasts (the cookie's ``Max-Age``)."""
 MAX_SESSIONS = 1024
-"""Live viewer sessions kept; the oldest is dropped beyond."""
+"""Live viewer sessions kept in all; a login beyond is refused (429), never at another's expense."""
+MAX_PER_CREDENTIAL = 8
+"""Live viewer sessions of one credential (the owner token, one device); its own oldest ends beyond."""
 
 
 def _digest(value: str) -> str:
@@ -84,11 +97,24 @@ class ViewerSessions:
         self._sessions: dict[str, ViewerSession] = {}
 
     def open(self, principal: Principal) -> tuple[str, ViewerSession]:
-        """A new session for ``principal``: ``(cookie value, session)``."""
+        """A new session for ``principal``: ``(cookie value, session)``.
+
+        A credential's sessions are capped at :data:`MAX_PER_CREDENTIAL`: beyond, *its own*
+        oldest session ends. No login ends a session made with another credential: when
+        :data:`MAX_SESSIONS` are live in all, the login is refused instead.
+
+        Raises:
+            HTTPError: 429 when :data:`MAX_SESSIONS` sessions of other credentials are live.
+        """
         now = self.clock()
         self._sessions = {k: s for k, s in self._sessions.items() if s.expires > now}
-        while len(self._sessions) >= MAX_SESSIONS:
-            self._sessions.pop(next(iter(self._sessions)))
+        mine = [k for k, s in self._sessions.items() if s.principal.actor == principal.actor]
+        for k in mine[: max(0, len(mine) - MAX_PER_CREDENTIAL + 1)]:  # oldest first (dicts keep order)
+            del self._sessions[k]
+        if len(self._sessions) >= MAX_SESSIONS:
+            raise HTTPError(
+                429, "too_many_sessions", "the viewer has as many live sessions as it keeps; try again later"
+            )
         cookie = secrets.token_urlsafe(32)
         session = ViewerSession(principal, secrets.token_urlsafe(32), now + self.ttl)
         if principal.actor == "owner":
@@ -133,6 +159,8 @@ class ViewerSessions:
         session = self.find(request.cookies.get(COOKIE))
         if session is None:
             raise HTTPError(401, "login_required", "log in to the viewer (no session, or it ended)")
+        # Known from here on: errors may name files of the home (see kurahi.gateway.http.hide_paths).
+        request.scope.setdefault("state", {})["principal"] = session.principal
         if request.method not in ("GET", "HEAD"):
             sent = request.headers.get(CSRF_HEADER, "")
             if not hmac.compare_digest(sent.encode("utf-8", "surrogatepass"), session.csrf.encode()):

@@ -25,8 +25,16 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from kurahi.errors import KurahiError
 from kurahi.gateway.app import Plugin
-from kurahi.gateway.auth import principal_for
+from kurahi.gateway.auth import client_address, principal_for
 from kurahi.gateway.http import HTTPError
+from kurahi.gateway.ratelimit import (
+    FAILURES_BURST,
+    FAILURES_EVERY,
+    LOGINS_BURST,
+    LOGINS_EVERY,
+    RateLimiter,
+    retry_after,
+)
 from kurahi.gateway.service import Gateway
 from kurahi.gateway.static_files import PackagedFiles
 from kurahi.store.backend import transcript_name
@@ -118,6 +126,10 @@ def install(
         options["clock"] = clock
     sessions = ViewerSessions(gateway.owner_token, gateway.devices, **options)
     app.state.ui_sessions = sessions
+    # Failed tokens count with the API's (one limit per address); logins per credential.
+    failures: RateLimiter = getattr(app.state, "auth_failures", None) or RateLimiter(FAILURES_BURST, FAILURES_EVERY)
+    logins = RateLimiter(LOGINS_BURST, LOGINS_EVERY)
+    app.state.ui_logins = logins
     trees = _Trees()
     home = gateway.home.root
 
@@ -150,11 +162,20 @@ def install(
     @app.post("/ui/api/login", include_in_schema=False)
     async def login(body: LoginIn, request: Request) -> Response:
         check_origin(request)
+        address = client_address(request.scope)
+        if (wait := failures.wait(address)) > 0:
+            # Refused before the token is checked, as the API does (kurahi.gateway.ratelimit).
+            what = "too many failed credentials from this address; try again later"
+            raise HTTPError(429, "too_many_failures", what, retry_after(wait))
         principal = principal_for(body.token, gateway.owner_token(), gateway.devices)
         if principal is None:
+            failures.take(address)
             raise HTTPError(401, "unauthorized", "that token is not valid (wrong, or its device was revoked)")
         if "read" not in principal.scopes:
             raise HTTPError(403, "forbidden", "this credential lacks the 'read' scope the viewer needs")
+        if (wait := logins.take(principal.actor)) > 0:
+            what = "this credential logs in too often; try again later"
+            raise HTTPError(429, "too_many_logins", what, retry_after(wait))
         cookie, session = sessions.open(principal)
         response = JSONResponse(_me(session))
         response.set_cookie(

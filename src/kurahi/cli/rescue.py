@@ -1,0 +1,433 @@
+"""``kurahi rescue``: notice when a resident lost its past, and bring it back in one command."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from kurahi.cli.common import EXIT, fail, print_json, translate_errors
+from kurahi.cli.output import Part, say, table
+
+if TYPE_CHECKING:
+    from kurahi.lifecycle.rescue import Loss, RescueReport
+    from kurahi.lifecycle.rescue_apply import RescuePlan
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    help="Notice when a resident lost its past (a reset, a rollover, a moved dir, an upgrade), and bring it back.",
+    invoke_without_command=True,
+)
+
+OpenClawOpt = Annotated[
+    Path | None,
+    typer.Option("--openclaw", help="An OpenClaw state dir (default: OPENCLAW_STATE_DIR, else ~/.openclaw)."),
+]
+PiOpt = Annotated[Path | None, typer.Option("--pi", help="Pi's sessions folder (default: where Pi keeps them).")]
+HomeOpt = Annotated[Path | None, typer.Option("--home", help="A Kurahi home (default: KURAHI_HOME, else ~/.kolo).")]
+AgentOpt = Annotated[str | None, typer.Option("--agent", help="Only this agent.")]
+KeyOpt = Annotated[str | None, typer.Option("--key", help="Only this session key.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
+LossArg = Annotated[str, typer.Argument(help="The loss id `kurahi rescue` printed (a unique prefix will do).")]
+MarkerOpt = Annotated[
+    list[str] | None,
+    typer.Option("--marker", help="A phrase of your own that must come back (repeatable); checked with Kurahi's."),
+]
+GuessOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--accept-guess",
+        help="Confirm a loss linked by clocks alone is this key's (repeatable; --yes never confirms a guess).",
+    ),
+]
+
+
+class Target:
+    """One state to look at: where, what it is, and why there."""
+
+    def __init__(self, path: Path, kind: str, why: str) -> None:
+        self.path, self.kind, self.why = path, kind, why
+
+
+def _targets(openclaw: Path | None, pi: Path | None, home: Path | None) -> list[Target]:
+    """The states named by an option, else every state found where ``kurahi doctor`` looks."""
+    from kurahi.locations import kurahi_home, openclaw_state_dir, pi_sessions_dir
+
+    given = [(p, k) for p, k in ((openclaw, "openclaw"), (pi, "pi"), (home, "kurahi")) if p is not None]
+    if len(given) > 1:
+        fail("give at most one of --openclaw, --pi and --home", EXIT.USAGE)
+    if given:
+        path, kind = given[0]
+        if not path.is_dir():
+            fail(f"{path}: no such directory (--{'home' if kind == 'kurahi' else kind})", EXIT.NOT_FOUND)
+        return [Target(path, kind, f"--{'home' if kind == 'kurahi' else kind}")]
+    with translate_errors():
+        found = [
+            (openclaw_state_dir(), "openclaw"),
+            (kurahi_home(), "kurahi"),
+            (pi_sessions_dir(), "pi"),
+        ]
+    out = [Target(loc.path, kind, loc.source) for loc, kind in found if loc.path.is_dir()]
+    if not out:
+        where = ", ".join(str(loc.path) for loc, _ in found)
+        fail(f"no OpenClaw, Kurahi or Pi state found (looked in {where}); name one with --openclaw DIR", EXIT.NOT_FOUND)
+    return out
+
+
+@contextlib.contextmanager
+def _busy(what: str) -> Iterator[None]:
+    """A spinner on stderr while the state is read (only on a terminal)."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    from kurahi.cli.common import err_console
+
+    with err_console.get().status(what):
+        yield
+
+
+def _report(target: Target, agent: str | None, key: str | None) -> RescueReport:
+    from kurahi.lifecycle.rescue import RescueReport, find_losses
+
+    if target.kind == "pi":
+        # Pi keeps each session in a file of its own and never resets one by itself.
+        return RescueReport(
+            str(target.path),
+            "pi",
+            [],
+            0,
+            [],
+            ["Pi starts a new session only when asked and keeps every one: no loss to find there"],
+        )
+    with _busy(f"reading {target.path}…"):
+        return find_losses(target.path, agent=agent, key=key, state_kind=target.kind)
+
+
+def _short(ms_iso: str | None) -> str:
+    return (ms_iso or "-").replace("T", " ")[:19]
+
+
+def _fits(loss: Loss) -> Part:
+    r = loss.restore
+    if r.fits is None:
+        return "window unknown"
+    return ("yes", "green") if r.fits else (f"no: {r.tokens:,} > {r.window:,}", "yellow")
+
+
+def _print(reports: list[RescueReport]) -> None:
+    losses = [loss for r in reports for loss in r.losses]
+    for r in reports:
+        say(f"looked at {r.state_dir} ({r.kind}): {len(r.agents)} agent(s), {r.keys} key(s)")
+        for note in r.notes:
+            say(("note: ", "dim"), note)
+    if not losses:
+        say(("No loss found: every session's past is still in what the runtime sends.", "green"))
+        return
+    rows: list[list[Part]] = [
+        [
+            loss.id,
+            loss.agent,
+            loss.key,
+            _short(loss.at),
+            loss.kind,
+            ("guess", "yellow") if loss.confidence == "guess" else loss.confidence,
+            f"{loss.lost_messages} msgs, ~{loss.lost_tokens:,} tok",
+            _fits(loss),
+        ]
+        for loss in losses
+    ]
+    headers = ["id", "agent", "key", "when (UTC)", "kind", "link", "left the view", "fits back"]
+    table(headers, rows, keys=range(len(headers)), title=f"{len(losses)} loss(es), oldest first")
+    for loss in losses:
+        say(f"  {loss.id}: {'; '.join(loss.evidence)}")
+    first = losses[0]
+    guess = f" --accept-guess {first.id}" if first.confidence == "guess" else ""
+    say("Bring one back: ", (f"kurahi rescue apply {first.id}{guess}", "bold"), " (stop OpenClaw first)")
+
+
+def _json(reports: list[RescueReport]) -> dict[str, Any]:
+    return {
+        "targets": [{k: v for k, v in r.to_dict().items() if k != "losses"} for r in reports],
+        "losses": [loss.to_dict() for r in reports for loss in r.losses],
+    }
+
+
+@app.callback()
+def rescue_cmd(
+    ctx: typer.Context,
+    openclaw: OpenClawOpt = None,
+    pi: PiOpt = None,
+    home: HomeOpt = None,
+    agent: AgentOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write the report as one HTML page, a picture per loss.")
+    ] = None,
+) -> None:
+    """List every loss of every agent and key, oldest first; exit 0 when none, 1 when some.
+
+    Reads only: the SQLite store through a private snapshot, files through the transcript
+    reader; not one byte of the state changes. With no option, looks where `kurahi doctor`
+    does (OpenClaw's state dir, the Kurahi home, Pi's sessions). Runs from cron: the exit code
+    says whether something was lost.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    reports = []
+    with _errors():
+        for target in _targets(openclaw, pi, home):
+            reports.append(_report(target, agent, key))
+        if html is not None:
+            from kurahi.lifecycle.rescue_html import write_html
+
+            write_html(reports, html)
+    if as_json:
+        print_json(_json(reports))
+    else:
+        _print(reports)
+        if html is not None:
+            say(f"wrote {html}")
+    raise typer.Exit(EXIT.FAILED if any(r.losses for r in reports) else EXIT.OK)
+
+
+def _one(openclaw: Path | None, home: Path | None) -> Path:
+    targets = [t for t in _targets(openclaw, None, home) if t.kind != "pi"]
+    if len(targets) != 1:
+        fail("several states found; name one with --openclaw DIR or --home DIR", EXIT.USAGE)
+    return targets[0].path
+
+
+def _say_plan(plan: RescuePlan, applied: bool) -> None:
+    loss = plan.loss
+    lost = [m for m in plan.markers if m.part == "lost" and m.in_view]
+    example = f", e.g. {lost[0].text!r}" if lost else ""
+    verb = "brought back" if applied else "will bring back"
+    say(
+        (f"{loss.id}", "bold"),
+        f" ({loss.kind}, {loss.key}): {verb} {plan.brought_back} message(s){example}",
+    )
+    sends = f"{plan.view_messages} message(s), ~{plan.tokens:,} of {plan.window:,} tokens"
+    say(f"  the runtime ({plan.runtime}) sends {sends}")
+    rows: list[list[Part]] = [
+        [m.text, m.part, ("yes", "green") if m.in_view else ("not sent", "yellow")] for m in plan.markers
+    ]
+    table(["marker", "from", "in view"], rows, keys=(1, 2))
+    for source in plan.not_sent:
+        say(
+            ("  not sent: ", "yellow"),
+            f"{source} is back in the history but past the model's window; "
+            "`openclaw sessions compact` after this folds it into a summary the model sees",
+        )
+
+
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
+    """Rescue errors to exit codes; everything else as every command translates it."""
+    from kurahi.errors import (
+        CandidateError,
+        GuessNotAcceptedError,
+        LossNotFoundError,
+        OpenClawRunningError,
+        PreconditionError,
+        SqliteStoreBusyError,
+        SqliteStoreError,
+    )
+
+    with translate_errors():
+        try:
+            yield
+        except LossNotFoundError as exc:
+            fail(str(exc), EXIT.NOT_FOUND)
+        except GuessNotAcceptedError as exc:
+            fail(str(exc), EXIT.USAGE)
+        except (OpenClawRunningError, SqliteStoreBusyError) as exc:
+            fail(str(exc), EXIT.BUSY)
+        except (SqliteStoreError, CandidateError) as exc:
+            fail(str(exc), EXIT.INVALID)
+        except PreconditionError as exc:
+            fail(f"{exc}; the live state was left as it was", EXIT.FAILED)
+
+
+@app.command("plan")
+def plan_cmd(
+    loss_id: LossArg,
+    out: Annotated[Path, typer.Option("--out", help="The package directory to write (new or empty).")],
+    openclaw: OpenClawOpt = None,
+    home: HomeOpt = None,
+    agent: AgentOpt = None,
+    marker: MarkerOpt = None,
+    accept_guess: GuessOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Stitch, check and write the activation package for one loss; nothing in the state changes."""
+    from kurahi.lifecycle.rescue_apply import plan_rescue
+
+    root = _one(openclaw, home)
+    with _errors():
+        plan = plan_rescue(root, loss_id, out, markers=marker or [], accept_guess=accept_guess or [], agent=agent)
+    if as_json:
+        print_json(plan.to_dict())
+        return
+    _say_plan(plan, applied=False)
+    say(
+        "wrote ",
+        (plan.package, "bold"),
+        f"; apply it with `kurahi activate apply {plan.package} --home {root} --offline`",
+    )
+
+
+@app.command("apply")
+def apply_cmd(
+    loss_id: LossArg,
+    openclaw: OpenClawOpt = None,
+    home: HomeOpt = None,
+    agent: AgentOpt = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Where to keep the package (default: $XDG_STATE_HOME/kurahi/rescue/<id>-<time>, outside the state).",
+        ),
+    ] = None,
+    marker: MarkerOpt = None,
+    accept_guess: GuessOpt = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before applying.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Bring one loss back: stitch, check, plan, apply, verify; then say what came back and how to undo it.
+
+    OpenClaw must be stopped (the refusal says how). A loss linked by clocks alone is brought
+    back only with --accept-guess ID.
+    """
+    from kurahi.gateway.activation_host import OfflineHost
+    from kurahi.lifecycle.rescue import find_losses
+    from kurahi.lifecycle.rescue_apply import apply_rescue, pick, refuse_if_openclaw_runs
+
+    root = _one(openclaw, home)
+    with _errors():
+        refuse_if_openclaw_runs(root)
+        report = find_losses(root, agent=agent)
+        loss = pick(report, loss_id)
+        if not yes and not as_json:
+            if not sys.stdin.isatty():
+                fail("not a terminal to ask on: pass --yes to apply without asking", EXIT.USAGE)
+            say(f"{loss.id}: {loss.kind} of {loss.key} at {_short(loss.at)}, {loss.lost_messages} message(s) lost")
+            if not typer.confirm("Bring it back now?", default=False):
+                fail("nothing was changed", EXIT.FAILED)
+        res = apply_rescue(
+            root,
+            loss.id,
+            OfflineHost(root),
+            out,
+            markers=marker or [],
+            accept_guess=accept_guess or [],
+            agent=agent,
+            report=report,
+        )
+    if as_json:
+        print_json(res.to_dict())
+    else:
+        _say_plan(res.plan, applied=True)
+        say(f"{res.outcome}; verified: {'yes' if res.verified else 'NO'}")
+        say("undo with: ", (res.rollback, "bold"))
+    if not res.verified:
+        raise typer.Exit(EXIT.FAILED)
+
+
+def _prepare(root: Path, loss: Loss, report: RescueReport, folder: Path) -> Path:
+    """Build ``--prepare``'s folder: the loss's candidate and checked markers in ``folder/<id>/``.
+
+    A package too when OpenClaw is stopped and the loss is not a guess; the state is only read.
+    """
+    import msgspec
+
+    from kurahi.errors import OpenClawRunningError
+    from kurahi.lifecycle.rescue_apply import plan_rescue, prepare_candidate, refuse_if_openclaw_runs
+
+    where = folder / loss.id
+    where.mkdir(parents=True, exist_ok=False)
+    prepared = prepare_candidate(root, loss, report, where)
+    (where / "rescue.json").write_bytes(msgspec.json.encode(prepared) + b"\n")
+    try:
+        refuse_if_openclaw_runs(root)
+    except OpenClawRunningError:
+        return where  # a package is planned against a stopped OpenClaw: `rescue apply` makes it then
+    if loss.confidence != "guess":
+        plan_rescue(root, loss.id, where / "package", report=report)
+    return where
+
+
+@app.command("watch")
+def watch_cmd(
+    openclaw: OpenClawOpt = None,
+    home: HomeOpt = None,
+    agent: AgentOpt = None,
+    key: KeyOpt = None,
+    interval: Annotated[float, typer.Option("--interval", min=0.2, help="Seconds between polls.")] = 30.0,
+    on_loss: Annotated[
+        str | None,
+        typer.Option("--on-loss", help="A shell command run for each new loss, the loss as JSON on its stdin."),
+    ] = None,
+    prepare: Annotated[
+        Path | None,
+        typer.Option("--prepare", help="For each new loss, build and check its candidate in DIR/<id>/ (read-only)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per new loss, one per line.")] = False,
+) -> None:
+    """Poll the state read-only and print one line per new loss, until stopped (Ctrl-C or SIGTERM: exit 0).
+
+    Losses already there when it starts are counted on stderr, not printed. An idle resident
+    costs a few stat calls a poll: the state is read again only when a file of it changed.
+    """
+    import json
+    import signal
+    import subprocess
+    import threading
+
+    from kurahi.lifecycle.rescue_watch import Watcher
+
+    root = _one(openclaw, home)
+    if prepare is not None and not prepare.is_dir():
+        fail(f"{prepare}: no such directory (--prepare)", EXIT.NOT_FOUND)
+    stop = threading.Event()
+
+    def _stop(*_: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    watcher = Watcher(root, agent=agent, key=key)
+    with _errors():
+        first = watcher.start()
+    sys.stderr.write(f"watching {root} every {interval:g} s; {len(first.losses)} loss(es) already there\n")
+    sys.stderr.flush()
+    while not stop.wait(interval):
+        with _errors():
+            new = watcher.poll()
+        for loss in new:
+            if as_json:
+                print_json(loss.to_dict())
+            else:
+                say(
+                    f"{_short(loss.at)}  {loss.id}  {loss.agent}  {loss.key}  {loss.kind}  "
+                    f"{loss.lost_messages} msgs left the view  → kurahi rescue apply {loss.id}"
+                )
+            sys.stdout.flush()
+            if prepare is not None and watcher.report is not None:
+                try:
+                    with _errors():
+                        sys.stderr.write(f"prepared {_prepare(root, loss, watcher.report, prepare)}\n")
+                except typer.Exit:
+                    pass  # the error was said; the watch goes on
+            if on_loss is not None:
+                data = json.dumps(loss.to_dict(), ensure_ascii=False).encode("utf-8")
+                done = subprocess.run(on_loss, shell=True, input=data, check=False)
+                if done.returncode != 0:
+                    sys.stderr.write(f"warning: --on-loss exited {done.returncode} for {loss.id}\n")
+            sys.stderr.flush()

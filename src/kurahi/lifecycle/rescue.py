@@ -1,0 +1,499 @@
+"""Notice when a resident lost its past: every loss of every agent and key of a state directory.
+
+A *loss* is a boundary (a reset, a rollover, a moved dir, an upgrade) after which a stretch of
+a key's history is no longer in what the runtime sends the model, and no later session
+carries it either. :func:`find_losses` reads the state strictly read-only (the SQLite store
+through a private snapshot, files through the transcript reader) and answers, per loss:
+
+- a short stable id (the same state gives the same ids), the agent, key and time;
+- its kind: ``reset`` / ``new`` (an in-transcript reset entry's reason, or a JSON-era reset
+  archive), ``idle`` / ``daily`` (a rollover whose cause the runtime's reset policy tells),
+  ``rollover`` (a rollover whose cause is not recorded), ``moved`` (the catalog names a
+  transcript outside its state dir, so the runtime starts empty), ``migration`` (history that
+  legacy files or leftover archives hold and the SQLite store lacks) or ``unknown``;
+- the evidence that links the lost piece to the key, and how sure it is (``recorded``,
+  ``matched``, ``guess``: :mod:`kurahi.lineage.json_links`);
+- what left the model's view (messages, estimated tokens) and whether the history brought
+  back from there would fit the model's window.
+
+How the view is decided, per runtime: Pi and OpenClaw 2026.5 send the current session's path;
+OpenClaw 2026.9 sends what follows the last ``reset`` entry on it; a 2026.5 catalog whose
+``sessionFile`` points outside the state dir gives an empty view. A stretch is *visible* when
+its last entry is on that view's path, and *carried* when a later session's path holds it
+(a stitched session from an earlier repair keeps every entry id): neither is a loss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from kurahi.context.project import entry_messages
+from kurahi.errors import TranscriptError
+from kurahi.lineage.find import AgentState, Lineage, Piece, iso, list_agents, open_agent
+from kurahi.store.transcript import Transcript
+from kurahi.store.vocab import BRANCH_SUMMARY, COMPACTION, CUSTOM_MESSAGE, MESSAGE, RESET
+
+__all__ = [
+    "KINDS",
+    "Loss",
+    "RescueReport",
+    "Stretch",
+    "find_losses",
+    "runtime_of_state",
+    "stretches_of",
+    "strip_envelope",
+]
+
+KINDS = ("reset", "new", "idle", "daily", "rollover", "moved", "migration", "unknown")
+"""Every kind of loss, as :class:`Loss.kind` names it."""
+
+_TEXTS_KEPT = 400
+"""Texts a stretch keeps for choosing markers (its first and last ones), whatever its length."""
+
+
+@dataclass
+class Stretch:
+    """A run of one piece's path between ``reset`` entries (or the whole path without one)."""
+
+    piece: Piece
+    number: int
+    """0 for the stretch before the piece's first reset entry."""
+    ids: list[str]
+    """Entry ids of the stretch, in path order."""
+    messages: int
+    tokens: int
+    texts: list[tuple[str, str]]
+    """``(role, text)`` of user and assistant texts (the first and last :data:`_TEXTS_KEPT`)."""
+    ends_with_reset: tuple[str, str | None, int | None] | None = None
+    """``(entry id, reason, time)`` of the reset entry that ends the stretch."""
+    first_ms: int | None = None
+    last_ms: int | None = None
+
+    @property
+    def last_id(self) -> str | None:
+        """The stretch's last entry id (what decides whether it is still in view)."""
+        return self.ids[-1] if self.ids else None
+
+
+class Restore(msgspec.Struct, rename="camel", frozen=True):
+    """What bringing a loss back would give the model, estimated before any candidate is built."""
+
+    messages: int
+    """Messages of the history from the loss onward (the view after a repair, before compaction)."""
+    tokens: int
+    """Their estimated tokens."""
+    window: int | None
+    """The model's context window in tokens, when the state says (``None``: unknown)."""
+    window_from: str | None
+    """Where the window came from."""
+    fits: bool | None
+    """Whether ``tokens`` fit the window (``None`` when the window is unknown)."""
+
+
+class Loss(msgspec.Struct, rename="camel", frozen=True):
+    """One loss: a stretch of a key's history that left the model's view at a boundary."""
+
+    id: str
+    """Short and stable: the same state gives the same id."""
+    agent: str
+    key: str
+    at: str | None
+    """When the boundary happened (ISO-8601 UTC)."""
+    kind: str
+    """One of :data:`KINDS`."""
+    confidence: str
+    """``recorded``, ``matched`` or ``guess`` (clocks alone: applied only when the user accepts it)."""
+    evidence: list[str]
+    """The rules that link the lost piece to the key, and what marks the boundary."""
+    source: str
+    """The transcript (file or ``sqlite:<db>#<session id>``) holding the lost stretch."""
+    session_id: str
+    lost_messages: int
+    """Messages the runtime no longer sends."""
+    lost_tokens: int
+    """Their estimated tokens."""
+    first_entry_at: str | None
+    last_entry_at: str | None
+    runtime: str
+    """The runtime whose view was measured: ``pi``, ``openclaw-2026.5`` or ``openclaw-2026.9``."""
+    restore: Restore
+    pieces: list[str]
+    """The sources a repair from this loss stitches, oldest first (the current one last)."""
+    state_dir: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (camelCase)."""
+        out: dict[str, Any] = msgspec.to_builtins(self)
+        return out
+
+
+class RescueReport(msgspec.Struct, rename="camel"):
+    """Every loss of a state directory, oldest first."""
+
+    state_dir: str
+    kind: str
+    """``openclaw``, ``pi`` or ``kurahi``: what the directory is."""
+    agents: list[str]
+    keys: int
+    """Session keys looked at."""
+    losses: list[Loss]
+    notes: list[str] = msgspec.field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (camelCase)."""
+        out: dict[str, Any] = msgspec.to_builtins(self)
+        return out
+
+
+def runtime_of_state(root: Path, lineage: Lineage) -> str:
+    """The runtime that loads this state: OpenClaw 2026.9 for a SQLite store, else 2026.5 or Pi."""
+    if "sqlite" in lineage.layout:
+        return "openclaw-2026.9"
+    if (root / "openclaw.json").is_file() or not (root / "config.json").is_file():
+        return "openclaw-2026.5"
+    return "pi"  # a Kurahi home: its runtime projects the path as Pi does
+
+
+# ---- reading pieces into stretches ------------------------------------------------------
+
+
+def _texts(message: Any) -> list[tuple[str, str]]:
+    """``(role, text)`` of a user or assistant message's text parts (OpenClaw's envelope removed)."""
+    if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+        return []
+    role = message["role"]
+    content = message.get("content")
+    parts: list[str] = []
+    if isinstance(content, str):
+        parts = [content]
+    elif isinstance(content, list):
+        parts = [
+            b["text"]
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        ]
+    return [(role, strip_envelope(t) if role == "user" else t) for t in parts]
+
+
+_MESSAGE_KINDS = frozenset({MESSAGE, CUSTOM_MESSAGE, BRANCH_SUMMARY, COMPACTION})
+"""Entry types that put a message into the context."""
+
+
+def _ms(t: Transcript, index: int) -> int | None:
+    stamp = t.timestamp_ms(index)
+    return int(stamp) if stamp is not None else None
+
+
+def stretches_of(
+    state: AgentState, piece: Piece, notes: list[str], *, texts: bool = False
+) -> tuple[list[Stretch], set[str]]:
+    """A piece's path cut at its ``reset`` entries, and every id on the path.
+
+    Read from the transcript's columns: only each stretch's two ends and the resets are
+    decoded, so a 100 MB session costs what its index costs. Tokens are estimated from the
+    stored bytes (four to a token, the JSON around the text included: an upper bound). With
+    ``texts`` the user and assistant texts are kept too, for choosing markers (the first and
+    last :data:`_TEXTS_KEPT` messages of each stretch).
+    """
+    try:
+        with state.open_piece(piece) as t:
+            if not len(t):
+                return [], set()
+            path = t.path_indices(len(t) - 1)
+            types = t.types()
+            ids = t.ids_of(path)
+            out: list[Stretch] = []
+            start = 0
+            for n, index in enumerate([*path, None]):
+                if index is not None and types[index] != RESET:
+                    continue
+                run = path[start:n]
+                part = Stretch(piece, len(out), [i for i in ids[start:n] if isinstance(i, str)], 0, 0, [])
+                part.messages = sum(1 for i in run if types[i] in _MESSAGE_KINDS)
+                part.tokens = t.line_bytes(run) // 4
+                if run:
+                    part.first_ms, part.last_ms = _ms(t, run[0]), _ms(t, run[-1])
+                if texts:
+                    part.texts = _stretch_texts(t, [i for i in run if types[i] == MESSAGE])
+                if index is not None:
+                    reason = t.entry_at(index).data.get("reason")
+                    eid = ids[n] if isinstance(ids[n], str) else ""
+                    part.ends_with_reset = (eid, reason if isinstance(reason, str) else None, _ms(t, index))
+                out.append(part)
+                start = n + 1
+            return out, {i for i in ids if isinstance(i, str)}
+    except TranscriptError as exc:
+        notes.append(f"skipped {piece.source}: {exc.detail}")
+        return [], set()
+
+
+def _stretch_texts(t: Transcript, messages: list[int]) -> list[tuple[str, str]]:
+    if len(messages) > 2 * _TEXTS_KEPT:
+        messages = messages[:_TEXTS_KEPT] + messages[-_TEXTS_KEPT:]
+    out: list[tuple[str, str]] = []
+    for i in messages:
+        for message in entry_messages(t.entry_at(i)):
+            out.extend(_texts(message))
+    return out
+
+
+# ---- the losses of one key -------------------------------------------------------------
+
+
+@dataclass
+class _Policy:
+    """OpenClaw's reset policy from its config, to tell an idle rollover from a daily one."""
+
+    mode: str | None = None
+    idle_minutes: float | None = None
+
+
+def _policy(root: Path, sqlite_era: bool) -> _Policy:
+    """OpenClaw's reset policy as it resolves it (``reset-*.js`` / ``reset-policy-*.mjs``).
+
+    Without a ``session.reset`` block 2026.5 resets daily (a legacy ``session.idleMinutes``
+    alone makes it idle) and 2026.9 does not reset by itself; a block without ``mode`` is daily.
+    """
+    try:
+        config = json.loads((root / "openclaw.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        config = {}
+    session = config.get("session") if isinstance(config, dict) else None
+    session = session if isinstance(session, dict) else {}
+    reset = session.get("reset")
+    if not isinstance(reset, dict):
+        legacy = session.get("idleMinutes")
+        if isinstance(legacy, (int, float)) and not isinstance(legacy, bool):
+            return _Policy("idle", float(legacy))
+        return _Policy(None if sqlite_era else "daily")
+    idle = reset.get("idleMinutes")
+    mode = reset.get("mode", "daily")
+    return _Policy(
+        mode if isinstance(mode, str) else None,
+        float(idle) if isinstance(idle, (int, float)) and not isinstance(idle, bool) else None,
+    )
+
+
+def _window(state: AgentState, key: str) -> tuple[int | None, str | None]:
+    """The model's context window as the state records it for the key."""
+    entry: Any = state.catalog.get(key)
+    where = "catalog contextTokens"
+    if entry is None and state.snap is not None:
+        from kurahi.lineage.openclaw_sqlite import list_sqlite_nodes
+
+        node = next((n for n in list_sqlite_nodes(state.snap) if n.session_key == key), None)
+        entry = node.entry if node is not None else None
+        where = "session_nodes entry contextTokens"
+    value = entry.get("contextTokens") if isinstance(entry, dict) else None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value, where
+    return None, None
+
+
+@dataclass
+class _KeyContext:
+    state: AgentState
+    lineage: Lineage
+    runtime: str
+    policy: _Policy
+    reasons: dict[str, str | None] = field(default_factory=dict)
+    """SQLite session id → the reason its window was opened."""
+
+
+def _view_ids(ctx: _KeyContext, stretches: dict[str, list[Stretch]]) -> set[str]:
+    """Entry ids on the path of what the runtime sends now."""
+    if ctx.lineage.moved_from is not None and ctx.runtime == "openclaw-2026.5":
+        return set()  # OpenClaw opens the absent file the catalog names, and starts empty
+    current = next((p for p in ctx.lineage.pieces if p.current), None)
+    if current is None:
+        return set()
+    parts = stretches.get(current.source, [])
+    if ctx.runtime == "openclaw-2026.9":
+        parts = parts[-1:]
+    return {i for s in parts for i in s.ids}
+
+
+def _boundary(ctx: _KeyContext, s: Stretch, after: Piece | None) -> tuple[str, int | None, list[str]]:
+    """The kind, time and evidence of the boundary that ends stretch ``s``."""
+    piece = s.piece
+    evidence = [f"linked by {rule}" for rule in piece.found_by]
+    if s.ends_with_reset is not None:
+        eid, reason, ms = s.ends_with_reset
+        kind = reason if reason in ("reset", "new") else "reset"
+        return kind, ms, [*evidence, f"reset entry {eid} ({reason or 'no reason'}) in {piece.session_id}"]
+    if piece.current:
+        return (
+            "moved",
+            piece.last_ms,
+            [
+                *evidence,
+                f"the catalog's sessionFile is {ctx.lineage.moved_from}, outside {ctx.lineage.state_dir}",
+            ],
+        )
+    if any(rule.startswith("recovered key") for rule in piece.found_by) or (
+        piece.db_path is None and "sqlite" in ctx.lineage.layout
+    ):
+        return (
+            "migration",
+            after.sort_ms if after else piece.last_ms,
+            [
+                *evidence,
+                "left behind by the upgrade to the SQLite store",
+            ],
+        )
+    if piece.kind == "reset-archive":
+        return "reset", piece.archived_ms, [*evidence, "a .reset. archive (OpenClaw renames a transcript on reset)"]
+    if piece.kind == "deleted-archive":
+        return "unknown", piece.archived_ms, [*evidence, "a .deleted. archive"]
+    at = after.sort_ms if after is not None else piece.last_ms
+    reason = ctx.reasons.get(after.session_id) if after is not None and after.db_path else None
+    if reason == "reset":
+        return "reset", at, [*evidence, f"session_windows reason reset for {after.session_id if after else '?'}"]
+    gap_min = (at - piece.last_ms) / 60000 if at is not None and piece.last_ms is not None else None
+    recorded = f"session_windows reason {reason}" if reason else "an unreferenced transcript left in place"
+    idle = ctx.policy.idle_minutes
+    if ctx.policy.mode == "idle" and idle is not None and gap_min is not None and gap_min >= idle:
+        return "idle", at, [*evidence, recorded, f"{gap_min:.0f} min idle >= idleMinutes {idle:g}"]
+    if ctx.policy.mode == "daily":
+        return "daily", at, [*evidence, recorded, "reset policy: daily"]
+    if reason == "rollover" or piece.kind == "transcript":
+        return "rollover", at, [*evidence, recorded, "cause not recorded"]
+    return "unknown", at, evidence
+
+
+def _loss_id(agent: str, key: str, s: Stretch) -> str:
+    text = f"{agent}\n{key}\n{s.piece.session_id}\n{s.number}\n{s.last_id}"
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+
+def _key_losses(ctx: _KeyContext, notes: list[str]) -> list[Loss]:
+    lineage = ctx.lineage
+    stretches: dict[str, list[Stretch]] = {}
+    path_ids: dict[str, set[str]] = {}
+    for piece in lineage.pieces:
+        stretches[piece.source], path_ids[piece.source] = stretches_of(ctx.state, piece, notes)
+    view = _view_ids(ctx, stretches)
+    window, window_from = _window(ctx.state, lineage.key)
+    pieces = list(lineage.pieces)
+    # Pieces whose last stretch a later piece carries are superseded (an earlier repair's sources).
+    later: set[str] = set()
+    carried: set[str] = set()
+    for piece in reversed(pieces):
+        last = stretches[piece.source][-1].last_id if stretches[piece.source] else None
+        if last is not None and last in later:
+            carried.add(piece.source)
+        later |= path_ids[piece.source]
+    moved = lineage.moved_from is not None and ctx.runtime == "openclaw-2026.5"
+    losses: list[Loss] = []
+    for n, piece in enumerate(pieces):
+        after = pieces[n + 1] if n + 1 < len(pieces) else None
+        later_ids: set[str] = set().union(*(path_ids[p.source] for p in pieces[n + 1 :]))
+        for s in stretches[piece.source]:
+            last = s.last_id
+            if last is None or s.messages == 0 or last in view or last in later_ids:
+                continue  # nothing the model saw, still in view, or a later session carries it
+            if piece.current and s.ends_with_reset is None and not moved:
+                continue  # the current stretch of the current session is the view itself
+            kind, at, evidence = _boundary(ctx, s, after)
+            sources = [p.source for p in pieces[n:] if p.source not in carried or p is piece]
+            restored = [
+                st
+                for p in pieces[n:]
+                if p.source in sources
+                for st in stretches[p.source]
+                if p is not piece or st.number >= s.number
+            ]
+            tokens = sum(st.tokens for st in restored)
+            losses.append(
+                Loss(
+                    id=_loss_id(lineage.agent, lineage.key, s),
+                    agent=lineage.agent,
+                    key=lineage.key,
+                    at=iso(at),
+                    kind=kind,
+                    confidence=piece.confidence,
+                    evidence=evidence,
+                    source=piece.source,
+                    session_id=piece.session_id,
+                    lost_messages=s.messages,
+                    lost_tokens=s.tokens,
+                    first_entry_at=iso(s.first_ms),
+                    last_entry_at=iso(s.last_ms),
+                    runtime=ctx.runtime,
+                    restore=Restore(
+                        messages=sum(st.messages for st in restored),
+                        tokens=tokens,
+                        window=window,
+                        window_from=window_from,
+                        fits=None if window is None else tokens <= window,
+                    ),
+                    pieces=sources,
+                    state_dir=lineage.state_dir,
+                )
+            )
+    return losses
+
+
+def find_losses(
+    state_dir: str | os.PathLike[str],
+    *,
+    agent: str | None = None,
+    key: str | None = None,
+    state_kind: str = "openclaw",
+) -> RescueReport:
+    """Every loss of every agent and key of ``state_dir``, oldest first; reads only.
+
+    Args:
+        state_dir: an OpenClaw state directory (either era), a Kurahi home.
+        agent: look at this agent only.
+        key: look at this session key only.
+        state_kind: what the directory is, for the report (``openclaw``, ``kurahi``).
+
+    Raises:
+        UsageError: the directory is neither layout; an unknown agent or key.
+        TranscriptReadError, CatalogError: the store or catalog cannot be read.
+    """
+    agents = list_agents(state_dir) if agent is None else [agent]
+    notes: list[str] = []
+    losses: list[Loss] = []
+    keys_seen = 0
+    root = Path(os.path.abspath(state_dir))
+    for name in agents:
+        with open_agent(state_dir, name) as state:
+            keys = state.keys if key is None else [key]
+            if key is not None and key not in state.keys:
+                from kurahi.errors import UsageError
+
+                raise UsageError(f"{root}: agent {name!r} has no session key {key!r}")
+            reasons = {s.session_id: s.reason for s in state.sessions()}
+            policy = _policy(root, state.snap is not None)
+            for k in keys:
+                if k.startswith(f"agent:{name}:recovered:"):
+                    continue  # OpenClaw's doctor files orphans there; they are pieces of the main key
+                keys_seen += 1
+                lineage = state.lineage(k)
+                notes.extend(f"{k}: {n}" for n in lineage.notes)
+                notes.extend(
+                    f"{u}: no evidence ties it to one key, so it is not offered (see `kurahi lineage find`)"
+                    for u in lineage.unlinked
+                )
+                ctx = _KeyContext(state, lineage, runtime_of_state(root, lineage), policy, reasons)
+                losses.extend(_key_losses(ctx, notes))
+    losses.sort(key=lambda loss: (loss.at or "", loss.agent, loss.key, loss.id))
+    return RescueReport(str(root), state_kind, agents, keys_seen, losses, sorted(set(notes)))
+
+
+_PREFIX = re.compile(r"^\[[A-Z][a-z]{2} \d{4}-\d{2}-\d{2} \d{2}:\d{2}[^\]]*\]\s*")
+
+
+def strip_envelope(text: str) -> str:
+    """A user text without OpenClaw's ``[Mon 2026-11-30 08:24 UTC] `` prefix."""
+    return _PREFIX.sub("", text)

@@ -1,0 +1,418 @@
+"""Bring one loss back: stitch, check, plan, apply, verify, in one call.
+
+:func:`plan_rescue` builds the candidate from the loss's pieces (``lineage stitch``; a moved
+dir's live transcript as it is), chooses markers (:mod:`kurahi.lifecycle.rescue_markers`) and
+verifies each with ``lineage check`` in the runtime's own view, then writes an activation
+package (``activate plan``). :func:`apply_rescue` then applies it offline, verifies it and
+says what came back and how to roll it back. Nothing in the state directory changes before
+the apply; every refusal before it changes nothing at all.
+
+Refused, with nothing changed: an OpenClaw gateway running on the state dir (the message says
+how to stop it, as a foreground ``openclaw gateway run`` and as a service); a loss linked by
+clocks alone that the user did not accept by id (``accept_guess``); an unknown loss id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from hashlib import sha256
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from kurahi.errors import GuessNotAcceptedError, LossNotFoundError, OpenClawRunningError
+from kurahi.lifecycle.rescue import Loss, RescueReport, find_losses, stretches_of
+from kurahi.lifecycle.rescue_markers import choose
+from kurahi.lineage.find import AgentState, Piece, open_agent
+
+if TYPE_CHECKING:
+    from kurahi.lifecycle.activation import Host
+
+__all__ = ["RescueMarker", "RescuePlan", "RescueResult", "apply_rescue", "default_package_dir", "pick", "plan_rescue"]
+
+_RUNTIME_FOR_CHECK = {"openclaw-2026.9": "openclaw-2026.9", "openclaw-2026.5": "openclaw-2026.5", "pi": "pi"}
+
+
+class RescueMarker(msgspec.Struct, rename="camel", frozen=True):
+    """A phrase that proves something came back."""
+
+    text: str
+    part: str
+    """``lost`` (from a lost stretch: absent from the view now), ``after`` (from after the boundary) or ``user``."""
+    source: str | None
+    """The piece it comes from."""
+    in_view: bool
+    """Whether the runtime's view of the candidate holds it (``lineage check``)."""
+
+
+class RescuePlan(msgspec.Struct, rename="camel"):
+    """What a rescue will do, checked, with its activation package written."""
+
+    loss: Loss
+    package: str
+    candidate_session_id: str
+    runtime: str
+    markers: list[RescueMarker]
+    view_messages: int
+    """Messages the runtime will send from the candidate."""
+    live_messages: int
+    """Messages it sends now."""
+    tokens: int | float
+    window: int
+    not_sent: list[str] = msgspec.field(default_factory=list)
+    """Pieces restored in the history whose phrases the runtime will still not send (past the window)."""
+    accepted_guesses: list[str] = msgspec.field(default_factory=list)
+    stitched: list[str] = msgspec.field(default_factory=list)
+    """The sources of the candidate, oldest first."""
+
+    @property
+    def brought_back(self) -> int:
+        """Messages the model will see that it does not see now."""
+        return max(0, self.view_messages - self.live_messages)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        out: dict[str, Any] = msgspec.to_builtins(self)
+        out["broughtBack"] = self.brought_back
+        return out
+
+
+class RescueResult(msgspec.Struct, rename="camel"):
+    """A rescue applied and verified."""
+
+    plan: RescuePlan
+    outcome: str
+    verified: bool
+    rollback: str
+    """The command that undoes it."""
+    activation: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        out: dict[str, Any] = msgspec.to_builtins(self)
+        out["plan"] = self.plan.to_dict()
+        return out
+
+
+# ---- choosing and guarding ---------------------------------------------------------------
+
+
+def pick(report: RescueReport, loss_id: str) -> Loss:
+    """The loss ``loss_id`` names (its id or a unique prefix of it).
+
+    Raises:
+        LossNotFoundError: no loss, or several, match.
+    """
+    wanted = loss_id.strip().lower()
+    hits = [loss for loss in report.losses if loss.id == wanted] or [
+        loss for loss in report.losses if wanted and loss.id.startswith(wanted)
+    ]
+    if len(hits) == 1:
+        return hits[0]
+    known = ", ".join(loss.id for loss in report.losses) or "none: nothing was lost"
+    what = "several losses start with" if hits else "no loss"
+    raise LossNotFoundError(
+        f"{report.state_dir}: {what} {loss_id!r} (losses: {known}); run `kurahi rescue` to list them"
+    )
+
+
+def _gateway_2026_5(root: Path) -> str | None:
+    """A live OpenClaw 2026.5 gateway's lock for this state dir (``$TMPDIR/openclaw-<uid>/gateway.*.lock``)."""
+    config = str(root / "openclaw.json")
+    folder = Path(tempfile.gettempdir()) / f"openclaw-{os.getuid()}"
+    wanted = f"gateway.{sha256(config.encode()).hexdigest()[:8]}.lock"
+    try:
+        payload = json.loads((folder / wanted).read_text(encoding="utf-8"))
+        pid = int(payload["pid"])
+        os.kill(pid, 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return f"{folder / wanted} (pid {pid})"
+
+
+def refuse_if_openclaw_runs(root: Path) -> None:
+    """Raise when an OpenClaw gateway runs on ``root`` (either era); say how to stop it.
+
+    Raises:
+        OpenClawRunningError: it runs; nothing was changed.
+    """
+    from kurahi.store.openclaw_sqlite_write import openclaw_running
+
+    held = openclaw_running(root)
+    lock = str(held) if held is not None else _gateway_2026_5(root)
+    if lock is None:
+        return
+    raise OpenClawRunningError(
+        f"an OpenClaw gateway is running on {root} (it holds {lock}); stop it first: "
+        "`openclaw gateway stop` when it runs as a service (or `systemctl --user stop openclaw-gateway`), "
+        "Ctrl-C in the terminal of `openclaw gateway run`; then run this again. Nothing was changed"
+    )
+
+
+def _guesses(report: RescueReport, loss: Loss, accepted: Sequence[str]) -> list[str]:
+    """The guessed losses a rescue of ``loss`` brings back, each accepted by id, else raise."""
+    restored = set(loss.pieces)
+    guesses = [g for g in report.losses if g.key == loss.key and g.confidence == "guess" and g.source in restored]
+    ok = {a.strip().lower() for a in accepted}
+    missing = [g for g in guesses if not any(g.id.startswith(a) for a in ok if a)]
+    if missing:
+        lines = "; ".join(f"{g.id} ({g.source}: {', '.join(g.evidence)})" for g in missing)
+        raise GuessNotAcceptedError(
+            f"{loss.id} brings back history linked to {loss.key} by clocks alone: {lines}. "
+            f"If it is this key's, confirm with --accept-guess {' --accept-guess '.join(g.id for g in missing)} "
+            "(--yes does not confirm a guess); nothing was changed"
+        )
+    return [g.id for g in guesses]
+
+
+# ---- building the candidate --------------------------------------------------------------
+
+
+def _sources(state: AgentState, pieces: Sequence[Piece]) -> list[Path]:
+    """Each piece as a file: a file piece as it is, a SQLite session as the state's private export."""
+    return [Path(p.source) if p.db_path is None else state.session_file(p.session_id) for p in pieces]
+
+
+def _has_reset(piece: Piece) -> bool:
+    return bool(piece.reset_entries)
+
+
+def _view_text(messages: Sequence[Any] | None) -> str:
+    return "\n".join(json.dumps(m, ensure_ascii=False) for m in messages or [])
+
+
+def default_package_dir(loss: Loss) -> Path:
+    """Where ``rescue apply`` keeps a package when not told: ``$XDG_STATE_HOME/kurahi/rescue/<id>-<time>``.
+
+    Outside the state dir on purpose: OpenClaw's folders get no foreign files.
+    """
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return Path(base) / "kurahi" / "rescue" / f"{loss.id}-{stamp}"
+
+
+class Prepared(msgspec.Struct, rename="camel"):
+    """A loss's candidate, built and checked, before any package: what ``rescue watch --prepare`` keeps."""
+
+    loss: Loss
+    candidate: str
+    markers: list[RescueMarker]
+    view_messages: int
+    live_messages: int
+    tokens: int | float
+    window: int
+    not_sent: list[str]
+    accepted_guesses: list[str]
+
+
+def prepare_candidate(
+    root: Path,
+    loss: Loss,
+    report: RescueReport,
+    folder: Path,
+    *,
+    markers: Sequence[str] = (),
+    accepted: Sequence[str] = (),
+) -> Prepared:
+    """Stitch the loss's pieces into ``folder/C.jsonl``, choose markers and check them; reads the state only.
+
+    Raises:
+        StitchError, TranscriptReadError: as stitch and check raise them.
+    """
+    from kurahi.lineage.check import check
+    from kurahi.lineage.stitch import stitch
+
+    same_key = [g for g in report.losses if g.key == loss.key and g.agent == loss.agent]
+    lost_here = [g for g in same_key if g.source in loss.pieces and (g.at or "") >= (loss.at or "")]
+    with open_agent(root, loss.agent) as state:
+        lineage = state.lineage(loss.key)
+        by_source = {p.source: p for p in lineage.pieces}
+        pieces = [by_source[s] for s in loss.pieces]
+        notes: list[str] = []
+        stretch_texts: dict[str, list[tuple[str, str]]] = {}
+        history: list[str] = []
+        live_texts: list[tuple[str, str]] = []
+        for piece in pieces:
+            parts, _ = stretches_of(state, piece, notes, texts=True)
+            history.extend(t for part in parts for _, t in part.texts)
+            if piece.current:
+                # Only the stretches before its last reset left the view; the last one is the view.
+                stretch_texts[piece.source] = [t for part in parts[:-1] for t in part.texts]
+                live_texts = parts[-1].texts if parts else []
+            else:
+                stretch_texts[piece.source] = [t for part in parts for t in part.texts]
+        candidate = folder / "C.jsonl"
+        files = _sources(state, pieces)
+        if len(files) == 1 and not _has_reset(pieces[0]):
+            shutil.copyfile(files[0], candidate)  # a moved dir: the live transcript is the history
+        else:
+            stitch(files, candidate)
+        current = next((p for p in lineage.pieces if p.current), None)
+        live_view = _live_view(state, current, loss) if current is not None else []
+    chosen = _choose(lost_here, stretch_texts, live_texts, _view_text(live_view), history)
+    checked = check(
+        candidate,
+        markers=[m.text for m in chosen] + list(markers),
+        runtime=_RUNTIME_FOR_CHECK[loss.runtime],
+        window=loss.restore.window or 200_000,
+    )
+    hits = {h.marker: checked.view_index(h) is not None for h in checked.markers}
+    final = [RescueMarker(m.text, m.part, m.source, hits.get(m.text, False)) for m in chosen]
+    final += [RescueMarker(t, "user", None, hits.get(t, False)) for t in markers]
+    lost_sources = {m.source for m in final if m.part == "lost" and m.source}
+    back = {m.source for m in final if m.part == "lost" and m.in_view}
+    return Prepared(
+        loss=loss,
+        candidate=str(candidate),
+        markers=final,
+        view_messages=checked.view_messages,
+        live_messages=len(live_view),
+        tokens=checked.tokens,
+        window=checked.window,
+        not_sent=sorted(s for s in lost_sources - back if s),
+        accepted_guesses=list(accepted),
+    )
+
+
+def plan_rescue(
+    state_dir: str | os.PathLike[str],
+    loss_id: str,
+    out: str | os.PathLike[str],
+    *,
+    markers: Sequence[str] = (),
+    accept_guess: Sequence[str] = (),
+    agent: str | None = None,
+    report: RescueReport | None = None,
+) -> RescuePlan:
+    """Build, check and package the repair of one loss; the state dir is only read.
+
+    Raises:
+        LossNotFoundError: no such loss.
+        GuessNotAcceptedError: the repair needs a guess the user did not accept.
+        OpenClawRunningError: OpenClaw runs on the state dir.
+        CandidateError: a marker the user gave is not in the runtime's view of the candidate.
+        StitchError, ActivationError, TranscriptReadError: as the steps raise them.
+    """
+    from kurahi.lifecycle.activation import plan_activation
+
+    root = Path(os.path.abspath(state_dir))
+    refuse_if_openclaw_runs(root)
+    if report is None:
+        report = find_losses(root, agent=agent)
+    loss = pick(report, loss_id)
+    accepted = _guesses(report, loss, accept_guess)
+    with tempfile.TemporaryDirectory(prefix="kurahi-rescue-c-") as tmp:
+        prep = prepare_candidate(root, loss, report, Path(tmp), markers=markers, accepted=accepted)
+        verified = [m.text for m in prep.markers if m.in_view]
+        # The user's own markers go to the plan even when missing: plan then refuses, naming them.
+        pkg = plan_activation(
+            root,
+            loss.agent,
+            loss.key,
+            prep.candidate,
+            out,
+            markers=verified + [t for t in markers if t not in verified],
+        )
+    plan = pkg.plan
+    return RescuePlan(
+        loss=loss,
+        package=str(pkg.root),
+        candidate_session_id=str(getattr(plan, "candidate_session_id", None) or getattr(plan, "new_session_id", "")),
+        runtime=loss.runtime,
+        markers=prep.markers,
+        view_messages=prep.view_messages,
+        live_messages=prep.live_messages,
+        tokens=prep.tokens,
+        window=prep.window,
+        not_sent=prep.not_sent,
+        accepted_guesses=accepted,
+        stitched=list(loss.pieces),
+    )
+
+
+def _live_view(state: AgentState, current: Piece, loss: Loss) -> list[Any]:
+    """What the runtime sends now, as messages (empty for a moved 2026.5 dir)."""
+    from kurahi.lineage.check import check
+
+    if loss.kind == "moved" or (loss.runtime == "openclaw-2026.5" and state.lineage(loss.key).moved_from):
+        return []
+    report = check(_sources(state, [current])[0], runtime=_RUNTIME_FOR_CHECK[loss.runtime])
+    view = (
+        report.runtime_view
+        if report.runtime == "openclaw-2026.9" and report.runtime_view is not None
+        else report.pi_view
+    )
+    return list(view or [])
+
+
+class _Chosen(msgspec.Struct, frozen=True):
+    text: str
+    part: str
+    source: str | None
+
+
+def _choose(
+    lost: Sequence[Loss],
+    stretch_texts: dict[str, list[tuple[str, str]]],
+    live_texts: Sequence[tuple[str, str]],
+    absent: str,
+    history: Sequence[str],
+) -> list[_Chosen]:
+    """One phrase per lost piece (absent from the view now), and one from after the boundary."""
+    out: list[_Chosen] = []
+    for source in dict.fromkeys(g.source for g in lost):
+        for phrase in choose(
+            stretch_texts.get(source, []), absent_from=absent, history=history, avoid=[c.text for c in out], limit=1
+        ):
+            out.append(_Chosen(phrase, "lost", source))
+    if live_texts:
+        for phrase in choose(list(live_texts), absent_from="", history=history, avoid=[c.text for c in out], limit=1):
+            out.append(_Chosen(phrase, "after", None))
+    return out
+
+
+def apply_rescue(
+    state_dir: str | os.PathLike[str],
+    loss_id: str,
+    host: Host,
+    out: str | os.PathLike[str] | None = None,
+    *,
+    markers: Sequence[str] = (),
+    accept_guess: Sequence[str] = (),
+    agent: str | None = None,
+    report: RescueReport | None = None,
+) -> RescueResult:
+    """Plan (see :func:`plan_rescue`), apply and verify; the rollback command comes back.
+
+    ``host`` is the world outside the files (:class:`~kurahi.lifecycle.activation.Host`): for an
+    OpenClaw state dir, the offline host (Kurahi never stops or starts OpenClaw).
+
+    Raises:
+        The errors of :func:`plan_rescue`, and of ``activate apply``/``verify``.
+    """
+    from kurahi.lifecycle.activation import apply_package, verify_package
+
+    root = Path(os.path.abspath(state_dir))
+    if report is None:
+        report = find_losses(root, agent=agent)
+    if out is None:
+        out = default_package_dir(pick(report, loss_id))
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+    plan = plan_rescue(root, loss_id, out, markers=markers, accept_guess=accept_guess, agent=agent, report=report)
+    refuse_if_openclaw_runs(root)
+    res = apply_package(plan.package, root, host)
+    verified = verify_package(plan.package, root)
+    ok = bool(getattr(verified, "ok", False))
+    return RescueResult(
+        plan=plan,
+        outcome=res.outcome,
+        verified=ok,
+        rollback=f"kurahi activate rollback {plan.package} --home {root} --offline",
+        activation=res.to_dict(),
+    )

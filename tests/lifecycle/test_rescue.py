@@ -1,0 +1,371 @@
+"""``kurahi rescue``: every loss found, nothing else, and one brought back with one command.
+
+On copies of the OpenClaw samples (both eras and the upgraded dirs) and on JSON-era folders
+built as OpenClaw 2026.5 lays them out (``json_era.py``): the console script in a subprocess,
+as a user runs it, its exit codes and JSON; the state dir's bytes and names compared before
+and after every read and every refusal. The real-OpenClaw proofs are in
+``tests/peers/test_rescue_openclaw.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from hashlib import sha256
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from json_era import T0, JsonEraDir
+from kurahi.lineage.find import find_lineage
+from testdata import IDLE_UPGRADED, UPGRADED, data_path, openclaw_state_copy, tree_hash
+
+KURAHI = [sys.executable, "-m", "kurahi.cli"]
+
+
+def kurahi(*args: str, code: int | None = 0, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``kurahi ARGS`` in a process of its own; with ``code``, fails the test on another exit code."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KOLO_", "KURAHI_", "OPENCLAW_"))}
+    out = subprocess.run([*KURAHI, *args], capture_output=True, text=True, env=env, input=stdin, timeout=120)
+    assert "Traceback" not in out.stderr, out.stderr
+    if code is not None:
+        assert out.returncode == code, f"kurahi {' '.join(args)}: exit {out.returncode}\n{out.stdout}{out.stderr}"
+    return out
+
+
+def losses(state: Path, *extra: str) -> list[dict[str, Any]]:
+    out = kurahi("rescue", "--openclaw", str(state), "--json", *extra, code=None)
+    assert out.returncode in (0, 1), out.stderr
+    found: list[dict[str, Any]] = json.loads(out.stdout)["losses"]
+    assert out.returncode == (1 if found else 0)
+    return found
+
+
+def full_store(tmp_path: Path) -> Path:
+    """A copy of the complete 2026.9.6 store (one reset inside the main session)."""
+    import shutil
+
+    dst = tmp_path / "state"
+    shutil.copytree(data_path("openclaw", "2026.9.6-full", "state"), dst)
+    return dst
+
+
+# ---- SQLite era and upgraded dirs ------------------------------------------------------------
+
+
+def test_a_2026_9_reset_is_listed_read_only_and_brought_back(tmp_path: Path) -> None:
+    state = full_store(tmp_path)
+    before = tree_hash(state)
+    (loss,) = losses(state)
+    assert (loss["kind"], loss["key"], loss["confidence"], loss["runtime"]) == (
+        "reset",
+        "agent:main:main",
+        "recorded",
+        "openclaw-2026.9",
+    )
+    assert loss["lostMessages"] == 6 and loss["restore"]["fits"] is True
+    assert loss["restore"]["window"] == 128000
+    assert tree_hash(state) == before, "listing losses changed the state dir"
+
+    out = kurahi("rescue", "apply", loss["id"], "--openclaw", str(state), "--yes", "--out", str(tmp_path / "pkg"))
+    assert "brought back 6 message(s), e.g. 'TEAL-HERON-ALPHA'" in out.stdout, out.stdout
+    assert "verified: yes" in out.stdout
+    rollback = out.stdout.split("undo with: ", 1)[1].split()
+    assert losses(state) == [], "the loss is still listed after it was brought back"
+
+    # The rollback command it printed works, and the loss comes back under the same id.
+    kurahi(*rollback[1:])
+    assert [x["id"] for x in losses(state)] == [loss["id"]]
+
+
+@pytest.mark.parametrize("era", [UPGRADED, IDLE_UPGRADED])
+def test_history_an_upgrade_left_behind_is_a_migration_loss(era: Any, tmp_path: Path) -> None:
+    state = openclaw_state_copy(era, tmp_path / "state")
+    (loss,) = losses(state)
+    assert loss["kind"] == "migration" and loss["lostMessages"] == 12
+    assert loss["runtime"] == "openclaw-2026.9"
+    out = json.loads(
+        kurahi(
+            "rescue", "apply", loss["id"][:5], "--openclaw", str(state), "--yes", "--json", "--out", str(tmp_path / "p")
+        ).stdout
+    )
+    lost = [m for m in out["plan"]["markers"] if m["part"] == "lost"]
+    assert [m["text"] for m in lost] == ["PURPLE-GIRAFFE-ALPHA"] and lost[0]["inView"], out["plan"]["markers"]
+    assert out["verified"] and out["plan"]["broughtBack"] == 12
+    assert losses(state) == []
+
+
+# ---- JSON era: which key a piece belongs to ---------------------------------------------------
+
+
+def test_another_keys_archive_is_never_spliced_in(tmp_path: Path) -> None:
+    """Alice is reset; Bob starts 2 s later: Alice's archive is hers, never Bob's first piece."""
+    d = JsonEraDir(tmp_path / "state")
+    alice, _ = d.transcript(T0, ["my secret is MAGENTA-OTTER-7"])
+    d.point("agent:main:alice", alice, T0)
+    reset_at = T0 + 60_000
+    alice2, _ = d.reset("agent:main:alice", alice, reset_at, ["hello again"])
+    bob, _ = d.transcript(reset_at + 2_000, ["what is the weather"])
+    d.point("agent:main:bob", bob, reset_at + 2_000)
+
+    bob_lineage = find_lineage(d.root, key="agent:main:bob")
+    assert [p.session_id for p in bob_lineage.pieces] == [bob]
+    alice_lineage = find_lineage(d.root, key="agent:main:alice")
+    assert [p.session_id for p in alice_lineage.pieces] == [alice, alice2]
+    assert alice_lineage.pieces[0].confidence == "matched" and alice_lineage.pieces[1].current
+
+    found = losses(d.root)
+    assert [(x["key"], x["kind"], x["sessionId"]) for x in found] == [("agent:main:alice", "reset", alice)]
+    assert not any("MAGENTA" in json.dumps(x) for x in losses(d.root, "--key", "agent:main:bob"))
+
+
+def test_an_archive_as_close_to_two_keys_goes_to_neither(tmp_path: Path) -> None:
+    d = JsonEraDir(tmp_path / "state")
+    old, _ = d.transcript(T0, ["whose is this"])
+    at = T0 + 60_000
+    d.archive(old, at)
+    for key in ("agent:main:a", "agent:main:b"):
+        sid, _ = d.transcript(at, ["hi"])
+        d.point(key, sid, at)
+    for key in ("agent:main:a", "agent:main:b"):
+        lineage = find_lineage(d.root, key=key)
+        assert len(lineage.pieces) == 1, lineage.pieces
+        assert any("given to none" in n for n in lineage.notes), lineage.notes
+    assert losses(d.root) == []
+
+
+def test_an_idle_leftover_is_a_guess_applied_only_when_accepted(tmp_path: Path) -> None:
+    d = JsonEraDir(tmp_path / "state")
+    old, last = d.transcript(T0, ["we planned the COPPER-SEXTANT voyage"])
+    new, _ = d.transcript(last + 2 * 3_600_000, ["good morning"])
+    d.point("agent:main:main", new, last + 2 * 3_600_000)
+    (loss,) = losses(d.root)
+    assert (loss["kind"], loss["confidence"], loss["sessionId"]) == ("idle", "guess", old)
+    assert any("clocks only" in e for e in loss["evidence"])
+    before = tree_hash(d.root)
+
+    out = kurahi("rescue", "apply", loss["id"], "--openclaw", str(d.root), "--yes", code=2)
+    assert f"--accept-guess {loss['id']}" in out.stderr and "nothing was changed" in out.stderr
+    assert tree_hash(d.root) == before, "a refused guess changed the state dir"
+
+    out = kurahi(
+        "rescue", "apply", loss["id"], "--openclaw", str(d.root), "--yes", "--accept-guess", loss["id"],
+        "--out", str(tmp_path / "pkg"),
+    )  # fmt: skip
+    assert "COPPER-SEXTANT" in out.stdout and "verified: yes" in out.stdout
+    assert losses(d.root) == []
+
+
+def test_a_trajectory_names_the_key_of_an_idle_leftover(tmp_path: Path) -> None:
+    d = JsonEraDir(tmp_path / "state")
+    old, last = d.transcript(T0, ["first day"])
+    d.trajectory(old, "agent:main:main")
+    other, _ = d.transcript(T0 + 1_000, ["a cron job"])
+    d.point("agent:main:cron", other, T0 + 1_000)
+    new, _ = d.transcript(last + 3_600_000, ["second day"])
+    d.point("agent:main:main", new, last + 3_600_000)
+    (loss,) = losses(d.root)
+    assert (loss["key"], loss["confidence"], loss["kind"]) == ("agent:main:main", "recorded", "idle")
+    assert any("trajectory sessionKey" in e for e in loss["evidence"])
+    lineage = find_lineage(d.root)
+    assert not any("trajectory" in u for u in lineage.unlinked), lineage.unlinked
+
+
+def test_an_orphan_two_keys_could_own_is_offered_to_none(tmp_path: Path) -> None:
+    d = JsonEraDir(tmp_path / "state")
+    _, last = d.transcript(T0, ["whose leftover"])
+    for n, key in enumerate(("agent:main:main", "agent:main:other")):
+        sid, _ = d.transcript(last + 3_600_000 + n, ["later"])
+        d.point(key, sid, last + 3_600_000 + n)
+    assert losses(d.root) == []
+    lineage = find_lineage(d.root)
+    assert any("could belong to any of" in n for n in lineage.notes), lineage.notes
+
+
+def test_two_resets_are_two_losses_in_time_order_and_the_oldest_brings_both_back(tmp_path: Path) -> None:
+    d = JsonEraDir(tmp_path / "state")
+    key = "agent:main:main"
+    a, last = d.transcript(T0, ["alpha phrase AMBER-KESTREL-1"])
+    d.point(key, a, T0)
+    b, last = d.reset(key, a, last + 60_000, ["beta phrase VIOLET-HERON-2"])
+    c, _ = d.reset(key, b, last + 60_000, ["gamma phrase JADE-MARMOT-3"])
+    found = losses(d.root)
+    assert [(x["kind"], x["sessionId"]) for x in found] == [("reset", a), ("reset", b)]
+    assert found[0]["at"] < found[1]["at"]
+    assert found[0]["pieces"][-1].endswith(f"{c}.jsonl") and len(found[0]["pieces"]) == 3
+    out = kurahi("rescue", "apply", found[0]["id"], "--openclaw", str(d.root), "--yes", "--out", str(tmp_path / "p"))
+    for phrase in ("AMBER-KESTREL-1", "VIOLET-HERON-2"):
+        assert phrase in out.stdout, out.stdout
+    lineage = find_lineage(d.root)
+    current = [p for p in lineage.pieces if p.current]
+    assert len(current) == 1 and lineage.pieces[-1].current, "the repaired session is not the newest, current piece"
+    gaps = [b.gap_seconds for b in lineage.boundaries if b.kind == "between-pieces"]
+    assert all(g is None or g >= 0 for g in gaps[:2]), gaps
+
+
+def test_a_relative_state_dir_lists_the_live_transcript_once(tmp_path: Path) -> None:
+    d = JsonEraDir(tmp_path / "state")
+    sid, _ = d.transcript(T0, ["hello"])
+    d.point("agent:main:main", sid, T0)
+    out = subprocess.run(
+        [*KURAHI, "lineage", "find", "--state-dir", "state", "--json"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert [p["sessionId"] for p in doc["pieces"]] == [sid] and doc["unlinked"] == []
+
+
+# ---- refusals and the other outputs ----------------------------------------------------------
+
+
+def test_a_running_openclaw_is_refused_naming_how_to_stop_it_and_nothing_changes(tmp_path: Path) -> None:
+    d = JsonEraDir(tmp_path / "state")
+    a, last = d.transcript(T0, ["before"])
+    d.point("agent:main:main", a, T0)
+    d.reset("agent:main:main", a, last + 60_000, ["after"])
+    (loss,) = losses(d.root)
+    # The lock a 2026.5 gateway holds: $TMPDIR/openclaw-<uid>/gateway.<sha256(config)[:8]>.lock, a live pid.
+    config = str(d.root.absolute() / "openclaw.json")
+    folder = Path(tempfile.gettempdir()) / f"openclaw-{os.getuid()}"
+    folder.mkdir(exist_ok=True)
+    lock = folder / f"gateway.{sha256(config.encode()).hexdigest()[:8]}.lock"
+    lock.write_text(json.dumps({"pid": os.getpid(), "configPath": config}))
+    try:
+        before = tree_hash(d.root)
+        out = kurahi("rescue", "apply", loss["id"], "--openclaw", str(d.root), "--yes", code=5)
+        assert "openclaw gateway stop" in out.stderr and "gateway run" in out.stderr
+        assert tree_hash(d.root) == before
+    finally:
+        lock.unlink()
+
+
+def test_an_unknown_loss_id_lists_the_known_ones(tmp_path: Path) -> None:
+    state = full_store(tmp_path)
+    (loss,) = losses(state)
+    out = kurahi("rescue", "plan", "ffffffff", "--openclaw", str(state), "--out", str(tmp_path / "p"), code=3)
+    assert loss["id"] in out.stderr
+
+
+def test_rescue_plan_writes_a_package_and_changes_nothing(tmp_path: Path) -> None:
+    state = full_store(tmp_path)
+    before = tree_hash(state)
+    (loss,) = losses(state)
+    out = kurahi("rescue", "plan", loss["id"], "--openclaw", str(state), "--out", str(tmp_path / "pkg"))
+    assert "will bring back 6 message(s)" in out.stdout
+    assert (tmp_path / "pkg" / "plan.json").is_file() or any((tmp_path / "pkg").iterdir())
+    assert tree_hash(state) == before
+
+
+def test_a_marker_of_the_users_own_that_will_not_be_sent_is_refused(tmp_path: Path) -> None:
+    state = full_store(tmp_path)
+    before = tree_hash(state)
+    (loss,) = losses(state)
+    out = kurahi(
+        "rescue", "apply", loss["id"], "--openclaw", str(state), "--yes", "--marker", "NEVER-SAID-THIS",
+        "--out", str(tmp_path / "pkg"),
+    code=4)  # fmt: skip
+    assert "NEVER-SAID-THIS" in out.stderr
+    assert tree_hash(state) == before
+
+
+def test_the_html_page_has_a_section_and_a_picture_per_loss(tmp_path: Path) -> None:
+    d = JsonEraDir(tmp_path / "state")
+    key = "agent:main:main"
+    a, last = d.transcript(T0, ["one"])
+    d.point(key, a, T0)
+    b, last = d.reset(key, a, last + 60_000, ["two"])
+    d.reset(key, b, last + 60_000, ["three"])
+    page = tmp_path / "r.html"
+    kurahi("rescue", "--openclaw", str(d.root), "--html", str(page), code=1)
+    text = page.read_text()
+    ids = [x["id"] for x in losses(d.root)]
+    for loss_id in ids:
+        assert f'id="loss-{loss_id}"' in text
+    assert text.count("<svg") == len(ids) == 2
+    assert "<script" not in text
+    kurahi("rescue", "--openclaw", str(d.root), "--html", str(page), code=2)  # never overwritten
+
+
+def test_a_state_with_no_loss_exits_0(tmp_path: Path) -> None:
+    d = JsonEraDir(tmp_path / "state")
+    sid, _ = d.transcript(T0, ["hello"])
+    d.point("agent:main:main", sid, T0)
+    out = kurahi("rescue", "--openclaw", str(d.root))
+    assert "No loss found" in out.stdout
+
+
+def test_watch_prints_a_new_loss_runs_the_hook_and_stops_cleanly(tmp_path: Path) -> None:
+    d = JsonEraDir(tmp_path / "state")
+    key = "agent:main:main"
+    a, last = d.transcript(T0, ["first"])
+    d.point(key, a, T0)
+    hooked = tmp_path / "hook.json"
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KOLO_", "KURAHI_", "OPENCLAW_"))}
+    args = ["rescue", "watch", "--openclaw", str(d.root), "--interval", "0.2", "--json"]
+    args += ["--on-loss", f"cat > {hooked}", "--prepare", str(prepared)]
+    proc = subprocess.Popen([*KURAHI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stderr is not None and proc.stdout is not None
+        assert "0 loss(es) already there" in proc.stderr.readline()  # the baseline is read: now reset
+        before = tree_hash(d.root)
+        d.reset(key, a, last + 60_000, ["second"])
+        after_reset = tree_hash(d.root)
+        line = proc.stdout.readline()  # blocks until the watch prints (the test's timeout bounds it)
+        loss = json.loads(line)
+        assert (loss["kind"], loss["sessionId"]) == ("reset", a)
+        assert before != after_reset
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    assert json.loads(hooked.read_text())["id"] == loss["id"]
+    assert (prepared / loss["id"] / "C.jsonl").is_file()
+    assert json.loads((prepared / loss["id"] / "rescue.json").read_text())["markers"]
+    assert tree_hash(d.root) == after_reset, "the watch wrote into the state dir"
+
+
+def test_a_history_repaired_once_and_reset_again_is_one_new_loss(tmp_path: Path) -> None:
+    d = JsonEraDir(tmp_path / "state")
+    key = "agent:main:main"
+    a, last = d.transcript(T0, ["first day GARNET-FALCON-5"])
+    d.point(key, a, T0)
+    d.reset(key, a, last + 60_000, ["second day"])
+    (loss,) = losses(d.root)
+    kurahi("rescue", "apply", loss["id"], "--openclaw", str(d.root), "--yes", "--out", str(tmp_path / "p1"))
+    assert losses(d.root) == []
+    # The repaired session is reset in turn: only it is lost now (it carries both earlier pieces).
+    repaired = json.loads((d.sessions / "sessions.json").read_text())[key]["sessionId"]
+    later = int(time.time() * 1000) + 60_000  # after the repair, which stamped its header with the real clock
+    d.reset(key, repaired, later, ["third day"])
+    (again,) = losses(d.root)
+    assert again["sessionId"] == repaired and again["kind"] == "reset"
+    assert len(again["pieces"]) == 2, again["pieces"]
+    out = kurahi("rescue", "apply", again["id"], "--openclaw", str(d.root), "--yes", "--out", str(tmp_path / "p2"))
+    assert "GARNET-FALCON-5" in out.stdout and "verified: yes" in out.stdout
+    assert losses(d.root) == []
+
+
+@pytest.mark.parametrize(
+    ("damage", "code"),
+    [
+        (lambda db: db.write_bytes(b"garbage, not a database"), 4),
+        (lambda db: db.write_bytes(db.read_bytes()[:5000]), 4),
+    ],
+    ids=["not-sqlite", "truncated"],
+)
+def test_a_damaged_store_is_a_clear_error_and_nothing_changes(damage: Any, code: int, tmp_path: Path) -> None:
+    state = full_store(tmp_path)
+    damage(state / "agents" / "main" / "agent" / "openclaw-agent.sqlite")
+    before = tree_hash(state)
+    out = kurahi("rescue", "--openclaw", str(state), code=code)
+    assert "openclaw-agent.sqlite" in out.stderr
+    kurahi("rescue", "apply", "abcd", "--openclaw", str(state), "--yes", code=code)
+    assert tree_hash(state) == before

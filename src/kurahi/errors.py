@@ -169,6 +169,7 @@ __all__ = [
     "UnsafeFileError",
     "UsageError",
     "WrongHomeError",
+    "store_unreachable",
 ]
 
 
@@ -888,3 +889,20 @@ class SecretFileError(KurahiError):
     def __init__(self, message: str, *, path: str | Path | None = None) -> None:
         self.path = str(path) if path is not None else None
         super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+def store_unreachable(exc: BaseException) -> bool:
+    """Whether a database out of reach is what ``exc`` comes down to (it, or a cause in its chain).
+
+    A store error raised on top of a :class:`DatabaseUnavailableError` (an append that could
+    not be made, a journal record not written) is worth sending again once the database is
+    back; one that is not (a damaged transcript, a refused value) is not.
+    """
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, DatabaseUnavailableError):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False

@@ -171,7 +171,7 @@ def interrupted(
     }[stored]
     # The store's own words for an unreachable one (which database, why); for a lease lost,
     # its "nothing was appended" is about the last append only, not about the turn.
-    why = f"the session's store could not be reached ({exc})" if unavailable else "another writer took the session over"
+    why = f"the session's store failed under it ({exc})" if unavailable else "another writer took the session over"
     return TurnInterruptedError(
         f"the turn stopped: {why}; {what}. Send the message again with the same idempotency key: "
         "a gateway finds what was stored instead of storing it twice",

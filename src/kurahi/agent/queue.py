@@ -230,9 +230,10 @@ class Lane:
                     result = self.turn_task.result()
                 self._finish(batch + steered, result)
                 raise
-        except (LockHeldError, TurnInterruptedError, StoreError) as exc:
+        except (LockHeldError, TurnInterruptedError) as exc:
             # The session belongs to another writer now (a gateway took it over), or its store
-            # failed under the turn: these messages were not answered here. Their senders hear
+            # failed under the turn (the runtime says what was stored): these messages were not
+            # answered here. Their senders hear
             # why (busy, or the store unavailable, and what was stored) and may send them again,
             # here or where the session lives, so the journal drops them: a restart must not
             # deliver them again. A journal that cannot be written (the same store, away) keeps

@@ -51,6 +51,7 @@ from kurahi.errors import (
     PairingRefusedError,
     StoreDatabaseError,
     StoreError,
+    store_unreachable,
 )
 from kurahi.lifecycle.carry import Carry
 from kurahi.lifecycle.policy import Decision
@@ -608,12 +609,16 @@ class Runtime:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _open_for_turn(self, key: str, inputs: list[dict[str, Any]]) -> Conversation:
-        """The key's session for a turn; a store that fails to open it interrupts the turn (nothing stored)."""
+        """The key's session for a turn; a database out of reach interrupts the turn (nothing stored).
+
+        Any other error opening it (a damaged transcript, another writer holding it) is the
+        turn's answer as it always was.
+        """
         try:
             return self.conversation(key)
-        except LockHeldError:
-            raise
         except StoreError as exc:
+            if isinstance(exc, LockHeldError) or not store_unreachable(exc):
+                raise
             raise interrupted(inputs, exc, stored=False) from exc
 
     async def _turn_on(

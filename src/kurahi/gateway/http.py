@@ -16,7 +16,6 @@ from starlette.responses import JSONResponse
 from kurahi.errors import (
     CatalogWriteError,
     ConfigError,
-    DatabaseUnavailableError,
     KurahiError,
     LockHeldError,
     QueueFullError,
@@ -26,6 +25,7 @@ from kurahi.errors import (
     UnknownAgentError,
     UnsafeFileError,
     UsageError,
+    store_unreachable,
 )
 
 __all__ = ["RETRY_AFTER_SECONDS", "HTTPError", "error_body", "error_response", "from_kurahi", "hide_paths"]
@@ -71,18 +71,6 @@ def error_response(
     return JSONResponse(error_body(status, code, message, extra), status_code=status, headers=headers)
 
 
-def _unreachable(exc: BaseException) -> bool:
-    """Whether the database being out of reach is what ``exc`` comes down to (its chain of causes)."""
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        if isinstance(cur, DatabaseUnavailableError):
-            return True
-        seen.add(id(cur))
-        cur = cur.__cause__ or cur.__context__
-    return False
-
-
 def from_kurahi(exc: KurahiError) -> HTTPError:
     """The HTTP error for a library error.
 
@@ -96,7 +84,7 @@ def from_kurahi(exc: KurahiError) -> HTTPError:
             retry = {"Retry-After": str(max(1, round(exc.retry_after)))}
             return HTTPError(503, "store_unavailable", str(exc), retry, extra)
         return HTTPError(409, "busy", str(exc), {}, extra)
-    if _unreachable(exc):
+    if store_unreachable(exc):
         return HTTPError(503, "store_unavailable", str(exc), {"Retry-After": str(RETRY_AFTER_SECONDS)})
     if isinstance(exc, SecretFileError):
         return HTTPError(500, "insecure_secret_file", str(exc))

@@ -19,6 +19,7 @@ Hierarchy::
     │   │   │   ├── ParentCycleError
     │   │   │   └── EntryNotFoundError
     │   │   ├── AppendError           an append could not be made durable
+    │   │   │   └── AppendOutcomeUnknownError  the store went away mid-append: stored or not, unknown
     │   │   ├── TranscriptChangedError  a whole-transcript swap whose expected sha256 no longer holds
     │   │   └── ContextEditError      a context_edit refused on write (nothing appended)
     │   ├── JournalWriteError         a journal record (ledger, jobs, queue) could not be appended durably
@@ -64,6 +65,7 @@ Hierarchy::
     │   │   └── PathRefusedError      a path that leaves the workspace
     │   ├── PairingRefusedError       an unsettled tool call and policy `refuse`
     │   ├── QueueFullError            the session's queue is at its cap (policy `reject`)
+    │   ├── TurnInterruptedError      a turn stopped by its store (database away, lease lost); what was stored
     │   ├── UnknownAgentError         no agent by that id
     │   └── ConfigError               a config file or value that cannot be used
     ├── GatewayError                  talking to a gateway
@@ -94,6 +96,7 @@ __all__ = [
     "ActivationError",
     "AgentError",
     "AppendError",
+    "AppendOutcomeUnknownError",
     "AuditChainError",
     "AuditError",
     "AuditNotFoundError",
@@ -160,11 +163,13 @@ __all__ = [
     "TranscriptError",
     "TranscriptReadError",
     "TreeError",
+    "TurnInterruptedError",
     "UnknownAgentError",
     "UnknownToolError",
     "UnsafeFileError",
     "UsageError",
     "WrongHomeError",
+    "store_unreachable",
 ]
 
 
@@ -265,6 +270,14 @@ class EntryNotFoundError(TreeError):
 
 class AppendError(TranscriptError):
     """An entry could not be appended durably; the file still holds every earlier entry."""
+
+
+class AppendOutcomeUnknownError(AppendError):
+    """The store went away during an append and nobody could tell whether it was stored.
+
+    The writer that raised it appends nothing more: the transcript must be opened again, and
+    what is read back then (its last line) says whether the append happened.
+    """
 
 
 class TranscriptChangedError(TranscriptError):
@@ -669,6 +682,38 @@ class QueueFullError(AgentError):
     """The session's queue is at its cap and the drop policy is ``reject``."""
 
 
+class TurnInterruptedError(AgentError):
+    """A turn stopped because its session's store failed under it; the caller may send the message again.
+
+    The session was let go, so the next message on the key opens it afresh from the store
+    (here or on another gateway). Sending the same message again with the same idempotency
+    key finds what was stored of it instead of storing it twice.
+
+    Attributes:
+        stored: ``True`` when some of the turn was stored (its message at least), ``False``
+            when none of it was, ``None`` when nobody can tell yet.
+        idempotency_key: the message's idempotency key (``None`` when it had none).
+        unavailable: the store could not be reached (try again shortly), rather than the
+            session being held by another writer now.
+        retry_after: seconds a caller should wait before sending it again.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        stored: bool | None,
+        idempotency_key: str | None,
+        unavailable: bool,
+        retry_after: float = 1.0,
+    ) -> None:
+        self.stored = stored
+        self.idempotency_key = idempotency_key
+        self.unavailable = unavailable
+        self.retry_after = retry_after
+        super().__init__(message)
+
+
 class UnknownAgentError(AgentError):
     """No agent by that id in this home."""
 
@@ -814,11 +859,12 @@ class PostgresUnavailableError(KurahiError):
     line taken from a tool's output is scrubbed of it first.
 
     Attributes:
-        reason: ``binaries``, ``user``, ``directory``, ``initdb``, ``start`` or ``createdb``.
+        reason: ``binaries``, ``user``, ``directory``, ``initdb``, ``start``, ``createdb`` or
+            ``fault`` (a crash or restart a test asked for).
         log_tail: the last lines of the output or log concerned (scrubbed), oldest first.
     """
 
-    REASONS = ("binaries", "user", "directory", "initdb", "start", "createdb")
+    REASONS = ("binaries", "user", "directory", "initdb", "start", "createdb", "fault")
 
     def __init__(self, message: str, *, reason: str, log_tail: list[str] | None = None) -> None:
         self.reason = reason
@@ -843,3 +889,20 @@ class SecretFileError(KurahiError):
     def __init__(self, message: str, *, path: str | Path | None = None) -> None:
         self.path = str(path) if path is not None else None
         super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+def store_unreachable(exc: BaseException) -> bool:
+    """Whether a database out of reach is what ``exc`` comes down to (it, or a cause in its chain).
+
+    A store error raised on top of a :class:`DatabaseUnavailableError` (an append that could
+    not be made, a journal record not written) is worth sending again once the database is
+    back; one that is not (a damaged transcript, a refused value) is not.
+    """
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, DatabaseUnavailableError):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False

@@ -21,7 +21,11 @@ The cluster:
   (``--pwfile``), never on a command line; every connection, TCP or Unix socket, must
   authenticate with ``scram-sha-256``.
 * It listens on 127.0.0.1 only, on a free port, with its Unix socket in the temporary
-  directory. ``fsync`` is off (see :meth:`ThrowawayPostgres.start`).
+  directory. ``fsync`` is off, ``synchronous_commit`` on (see :meth:`ThrowawayPostgres.start`).
+* Faults for tests of what a database going away does: :meth:`~ThrowawayPostgres.crash` and
+  :meth:`~ThrowawayPostgres.restart` (``pg_ctl stop -m immediate``, then start on the same
+  port and data), :meth:`~ThrowawayPostgres.freeze` and :meth:`~ThrowawayPostgres.thaw`
+  (SIGSTOP and SIGCONT of every server process).
 * Under root (``initdb`` and ``postgres`` refuse to run as root) the directory is handed to
   the ``postgres`` system user and the server programs run as that user, with no
   supplementary groups; the client programs (``createdb``) run as the caller.
@@ -39,6 +43,7 @@ use, or why there is none (exit status 1).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import pwd
 import re
@@ -209,9 +214,12 @@ class ThrowawayPostgres:
     def start(self) -> ThrowawayPostgres:
         """Make the cluster, start it and create :attr:`dbname`; returns ``self``.
 
-        ``fsync``, ``synchronous_commit`` and ``full_page_writes`` are off: the cluster is
-        deleted when it stops and is never reopened after a crash, so durability buys nothing,
-        and without it a test run does not wait on the disk for every commit.
+        ``fsync`` and ``full_page_writes`` are off: the machine does not lose power under a
+        test, so the disk's own durability buys nothing, and without it a run does not wait
+        on the disk for every commit. ``synchronous_commit`` stays on: a commit is
+        acknowledged only once its WAL is written, so a server that crashes (:meth:`crash`)
+        keeps every commit it acknowledged, as a production server does, and a crash test
+        measures Kurahi, not a server allowed to forget.
 
         Raises:
             PostgresUnavailableError: why it could not start; everything made so far is
@@ -369,6 +377,77 @@ class ThrowawayPostgres:
         if pid is None:
             raise UsageError(f"{self!r}: no postmaster.pid")
         return pid
+
+    # -- faults ------------------------------------------------------------------------------
+
+    def crash(self) -> None:
+        """Stop the server as a crash would (``pg_ctl stop -m immediate``: no checkpoint, clients cut off).
+
+        The data directory stays; :meth:`restart` starts it again, with crash recovery.
+
+        Raises:
+            PostgresUnavailableError: ``pg_ctl`` failed (its output quoted, scrubbed).
+        """
+        self._require_running()
+        self._pg_ctl(["stop", "-D", str(self._data), "-m", "immediate", "-w", "-t", str(int(self._timeout))])
+
+    def restart(self) -> None:
+        """Start the server again on the same port and data after :meth:`crash`.
+
+        Raises:
+            PostgresUnavailableError: ``pg_ctl`` failed (its output quoted, scrubbed).
+        """
+        self._require_running()
+        log = self.directory / "server.log"
+        self._pg_ctl(["start", "-w", "-t", str(int(self._timeout)), "-D", str(self._data), "-l", str(log)])
+
+    def server_pids(self) -> list[int]:
+        """The postmaster and every process it started (backends, writers), postmaster first."""
+        top = self.pid
+        children: list[int] = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            # The command name, in parentheses, may hold spaces: the fields after it are fixed.
+            fields = stat[stat.rfind(")") + 2 :].split()
+            if len(fields) > 1 and fields[1] == str(top):
+                children.append(int(entry.name))
+        return [top, *sorted(children)]
+
+    def freeze(self) -> list[int]:
+        """SIGSTOP the postmaster, then every server process: connections stay open and nothing answers.
+
+        The postmaster goes first, so it starts no new process meanwhile. Returns the pids
+        stopped, for :meth:`thaw`.
+        """
+        stopped: list[int] = []
+        for pid in self.server_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+                stopped.append(pid)
+        return stopped
+
+    def thaw(self, pids: Sequence[int]) -> None:
+        """SIGCONT what :meth:`freeze` stopped (children first, the postmaster last)."""
+        for pid in reversed(pids):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+    def _pg_ctl(self, args: Sequence[str]) -> None:
+        try:
+            done = self._run_server(args, program="pg_ctl")
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise PostgresUnavailableError(f"pg_ctl {args[0]} failed: {self.scrub(str(exc))}", reason="fault") from None
+        if done.returncode != 0:
+            raise PostgresUnavailableError(
+                f"pg_ctl {args[0]} failed (exit {done.returncode})",
+                reason="fault",
+                log_tail=_tail(self.scrub(done.stdout + done.stderr)),
+            )
 
     def env(self, dbname: str | None = None) -> dict[str, str]:
         """The libpq variables for a child process: ``PGHOST``, ``PGPORT``, ``PGUSER``, ``PGDATABASE``, ``PGPASSFILE``.
@@ -550,7 +629,7 @@ class ThrowawayPostgres:
                 "unix_socket_permissions = 0700\n"
                 # Throwaway: deleted when it stops, never reopened after a crash. See start().
                 "fsync = off\n"
-                "synchronous_commit = off\n"
+                "synchronous_commit = on\n"
                 "full_page_writes = off\n",
                 for_server=True,
             )

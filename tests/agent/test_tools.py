@@ -64,8 +64,14 @@ def test_memory_append_happens_once_per_action_and_lookup_sees_it(ws: Path) -> N
     tool = MemoryAppendTool()
     a, b = ToolContext(ws, "s:c1"), ToolContext(ws, "s:c2")
     args = {"text": "The lantern is cobalt.", "file": "facts.md"}
-    assert tool.lookup(args, a) is not None and tool.lookup(args, a).is_error  # type: ignore[union-attr]
     tool.run(args, a)
+    # A call its lookup settled as not done never runs after it (a late run by a stalled
+    # gateway would make the settlement false): it says so and writes nothing.
+    late = ToolContext(ws, "s:c0")
+    assert tool.lookup(args, late).is_error  # type: ignore[union-attr]
+    refused = tool.run(args, late)
+    assert refused.is_error and "settled as not done" in refused.text
+    assert tool.lookup(args, late).is_error  # type: ignore[union-attr]
     again = tool.run(args, a)
     assert "already appended" in again.text
     tool.run(args, b)

@@ -6,8 +6,11 @@ one database, each with a home of its own (same agent id, same config, same iden
 marker), and drives them over HTTP from ``workers`` client threads:
 
 * chat turns on ``sessions`` session keys, each carrying a unique nonce and calling
-  ``memory_append`` (a side effect we can count, see below), sent to a random live gateway;
-  a ``409 busy`` (the session's lease is held by another gateway) sends it to the next one;
+  ``memory_append`` (a side effect we can count, see below), sent to a random live gateway
+  as ``docs/backends.md`` tells a client to: with an idempotency key of its own, the next
+  gateway on ``409 busy`` (the session's lease is held by another gateway) or no answer,
+  and, with ``retry_for``, the same message with the same key again after a ``503``
+  (the database away) until it is acknowledged or that many seconds have passed;
 * background jobs (``POST /jobs``, the same kind of turn), sent to the gateway that served
   the key last;
 * session resets (``POST /sessions/reset``), like chats.
@@ -32,6 +35,9 @@ gateways on one database shares the workspace too (documented in ``docs/backends
 **What is checked at the end**, with every gateway stopped, reading the database through
 the backend (``PostgresBackend(...).agent(id)``) and the shared workspace:
 
+* *stored twice*: no nonce is in more than one user message, in all the transcripts
+  together, and no nonce is in the shared memory files more than once (a side effect run
+  twice under another action id, a retried turn calling the tool afresh, counts here);
 * *lost*: every acknowledged chat (HTTP 200 and ``status: ok``) and every job the jobs log
   says ``succeeded`` has its nonce in the lineage of its key: the transcript the catalog
   names for the key, or one of its predecessors through the headers' ``parentSession``
@@ -98,6 +104,8 @@ from kurahi.store.transcript import Transcript
 AGENT = "alice"
 KURAHI = [sys.executable, "-m", "kurahi.cli"]
 _NONCE = re.compile(rb"mg-(n\d+-\d+)-mg")
+_TEXT_NONCE = re.compile(r"mg-(n\d+-\d+)-mg")
+_MEMORY_NONCE = re.compile(r"\b(n\d+-\d+)\b")
 _TAG = re.compile(r"<!-- kurahi:action (\S+) -->")
 
 AUDIT_SQL = """
@@ -210,6 +218,14 @@ class MultiGatewayReport:
     jobs_interrupted: int = 0
     busy_answers: int = 0
     lease_lost_answers: int = 0
+    unavailable_answers: int = 0
+    """``503 store_unavailable`` answers (the database away): the client sends the message again."""
+    stored_answers: int = 0
+    """Error answers that said the message had been stored (or might have been): sent again with its key."""
+    replayed_answers: int = 0
+    """Acknowledgements answered from a turn stored earlier for the same idempotency key."""
+    stored_twice: int = 0
+    effects_by_text_twice: int = 0
     other_errors: Counter[str] = field(default_factory=Counter)
     lease_lost_in_logs: int = 0
     lost_missing: int = 0
@@ -254,6 +270,11 @@ class MultiGatewayReport:
             "jobsInterrupted": self.jobs_interrupted,
             "busyAnswers": self.busy_answers,
             "leaseLostAnswers": self.lease_lost_answers,
+            "unavailableAnswers": self.unavailable_answers,
+            "storedAnswers": self.stored_answers,
+            "replayedAnswers": self.replayed_answers,
+            "storedTwice": self.stored_twice,
+            "sideEffectTextTwice": self.effects_by_text_twice,
             "leaseLostInLogs": self.lease_lost_in_logs,
             "otherErrors": dict(self.other_errors),
             "lostMissing": self.lost_missing,
@@ -314,6 +335,7 @@ class MultiGatewayCampaign:
         reset_share: float = 0.05,
         stall_share: float = 0.0,
         stall_seconds: float = 6.0,
+        retry_for: float = 0.0,
         log: Any = None,
     ) -> None:
         self.root = root
@@ -331,6 +353,7 @@ class MultiGatewayCampaign:
         self.reset_share = reset_share
         self.stall_share = stall_share
         self.stall_seconds = stall_seconds
+        self.retry_for = retry_for
         self.log = log or (lambda msg: None)
         self.report = MultiGatewayReport(gateways=gateways, sessions=sessions)
         self.homes: list[Home] = []
@@ -512,42 +535,73 @@ class MultiGatewayCampaign:
             self.report.busy_answers += 1
             if "taken over" in r.text:  # LeaseLostError: a stale writer refused by fencing
                 self.report.lease_lost_answers += 1
+            with contextlib.suppress(ValueError, AttributeError):
+                self.report.stored_answers += r.json()["error"].get("stored") is True
 
     def _chat(self, clients: dict[str, httpx.Client], rng: random.Random, key: str, *, kind: str = "chat") -> bool:
-        """One chat turn on ``key``, tried on each live gateway until one serves it; whether acknowledged."""
+        """One chat turn on ``key``, as ``docs/backends.md`` says a client sends one; whether acknowledged.
+
+        Its idempotency key goes with every try: the next gateway on ``409 busy`` or no answer;
+        after a ``503`` (and, with ``retry_for``, after a pass that found no gateway to serve
+        it) the same message again, until acknowledged or ``retry_for`` seconds have passed. A
+        ``200`` is final either way (``status`` other than ``ok``: answered, not acknowledged).
+        """
         nonce = self._nonce()
         idx = key.rsplit("mg", 1)[1]
         text = f'{kind} mg-{nonce}-mg [[tool:memory_append {{"text": "{nonce}", "file": "s{idx}.md"}}]]'
         if kind == "probe":  # asking to be served: a plain turn, checked like every other
             text = f"{kind} mg-{nonce}-mg"
+        body = {"message": text, "key": key, "idempotencyKey": f"ik-{nonce}"}
         with self.mutex:
             self.report.chats_sent += 1
-        # A probe asks one gateway at a time: once the dead one's lease has run out any live
-        # gateway takes the session, so asking them all in turn would only slow the asking.
-        for inc in self._order(rng)[: 1 if kind == "probe" else None]:
-            try:
-                r = self._post(clients, inc, f"/api/agents/{AGENT}/chat", {"message": text, "key": key})
-            except httpx.HTTPError:
-                continue  # killed under us: not acknowledged, try the next one
-            at = time.monotonic()
-            if r.status_code == 200 and r.json().get("status") == "ok":
-                with self.mutex:
-                    self.acks.append(_Ack(key, nonce, inc.name, time.time()))
-                    self.report.chats_acked += 1
-                self._served(key, inc, at)
-                return True
-            if r.status_code == 409:
-                self._refused(r)
-                continue
-            self._error(f"chat {r.status_code}", r)
-            return False
-        return False
+        deadline = time.monotonic() + self.retry_for
+        while True:
+            wait = 0.05
+            # A probe asks one gateway at a time: once the dead one's lease has run out any live
+            # gateway takes the session, so asking them all in turn would only slow the asking.
+            for inc in self._order(rng)[: 1 if kind == "probe" else None]:
+                try:
+                    r = self._post(clients, inc, f"/api/agents/{AGENT}/chat", body)
+                except httpx.HTTPError:
+                    continue  # killed under us, or no answer in time: not acknowledged, try the next one
+                at = time.monotonic()
+                if r.status_code == 200 and r.json().get("status") == "ok":
+                    with self.mutex:
+                        self.acks.append(_Ack(key, nonce, inc.name, time.time()))
+                        self.report.chats_acked += 1
+                        self.report.replayed_answers += bool(r.json().get("replayed"))
+                    self._served(key, inc, at)
+                    return True
+                if r.status_code == 409:
+                    self._refused(r)
+                    continue
+                if r.status_code == 503:
+                    self._unavailable(r)
+                    wait = float(r.headers.get("retry-after", "1"))
+                    break
+                self._error(f"chat {r.status_code}", r)
+                return False
+            if kind == "probe" or time.monotonic() + wait > deadline or self.stop.is_set():
+                return False
+            self.stop.wait(wait)
+
+    def _unavailable(self, r: httpx.Response) -> None:
+        err = r.json().get("error", {})
+        with self.mutex:
+            self.report.unavailable_answers += 1
+            self.report.stored_answers += err.get("stored") is not False
 
     def _error(self, what: str, r: httpx.Response) -> None:
         try:
-            code = r.json().get("error", {}).get("code") or r.json().get("status")
-            detail = r.json().get("error", {}).get("message") or r.json().get("error")
+            body = r.json()
         except ValueError:
+            body = None
+        err = body.get("error") if isinstance(body, dict) else None
+        if isinstance(err, dict):  # an error answer
+            code, detail = err.get("code"), err.get("message")
+        elif isinstance(body, dict):  # a turn answered with a status other than ok
+            code, detail = body.get("status"), err
+        else:
             code, detail = "?", r.text[:200]
         with self.mutex:
             self.report.other_errors[f"{what} {code}"] += 1
@@ -774,6 +828,18 @@ class MultiGatewayCampaign:
             return seen
 
         lineages = {k: lineage(k) for k in self.keys}
+        stored: Counter[str] = Counter()
+        for t in transcripts.values():
+            for e in t.entries():
+                msg = e.data.get("message") if e.data.get("type") == "message" else None
+                if isinstance(msg, dict) and msg.get("role") == "user":
+                    blocks = msg.get("content") if isinstance(msg.get("content"), list) else []
+                    said = "".join(b.get("text", "") for b in blocks if isinstance(b, dict))
+                    stored.update(set(_TEXT_NONCE.findall(said)))
+        for nonce, times in stored.items():
+            if times > 1:
+                rep.stored_twice += 1
+                rep.failures.append(f"message {nonce} stored {times} times")
         everywhere = set().union(*nonces_in.values()) if nonces_in else set()
 
         def judge(key: str, nonce: str, what: str) -> None:
@@ -888,6 +954,10 @@ class MultiGatewayCampaign:
         text = "".join(p.read_text(errors="replace") for p in memory.glob("*.md")) if memory.is_dir() else ""
         tags = Counter(_TAG.findall(text))
         rep.side_effects = len(tags)
+        for nonce, n in Counter(_MEMORY_NONCE.findall(text)).items():
+            if n > 1:
+                rep.effects_by_text_twice += 1
+                rep.failures.append(f"the side effect of message {nonce} is in the memory files {n} times")
         for tag, n in tags.items():
             if n > 1:
                 rep.side_effects_twice += 1

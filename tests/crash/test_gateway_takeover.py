@@ -36,10 +36,10 @@ KEY = f"agent:{AGENT}:takeover"
 class Gateway:
     """One ``kurahi gateway run`` process on a home, with a client for its API."""
 
-    def __init__(self, home: Home, gateway_id: str, url: str) -> None:
+    def __init__(self, home: Home, gateway_id: str, url: str, lease: float = 600) -> None:
         self.home = home
         self.log = home.root / f"gateway-{gateway_id}.log"
-        env = {**os.environ, "KOLO_HOME": str(home.root), "KOLO_STORE": url, "KOLO_LEASE_SECONDS": "600"}
+        env = {**os.environ, "KOLO_HOME": str(home.root), "KOLO_STORE": url, "KOLO_LEASE_SECONDS": f"{lease:g}"}
         env.pop("KOLO_GATEWAY_TOKEN", None)
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
@@ -69,9 +69,10 @@ class Gateway:
         )
         return self
 
-    def chat(self, text: str) -> httpx.Response:
+    def chat(self, text: str, ik: str | None = None) -> httpx.Response:
         assert self.client is not None
-        return self.client.post(f"/api/agents/{AGENT}/chat", json={"message": text, "key": KEY})
+        body = {"message": text, "key": KEY} if ik is None else {"message": text, "key": KEY, "idempotencyKey": ik}
+        return self.client.post(f"/api/agents/{AGENT}/chat", json=body)
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -90,13 +91,13 @@ class Gateway:
 
 
 @pytest.fixture
-def gateways(tmp_path: Path, pg_url: str) -> Iterator[Callable[[int, str], Gateway]]:
+def gateways(tmp_path: Path, pg_url: str) -> Iterator[Callable[..., Gateway]]:
     campaign = MultiGatewayCampaign(tmp_path, pg_url, gateways=3, sessions=1, seconds=0)
     campaign._setup()
     started: list[Gateway] = []
 
-    def start(home: int, gateway_id: str) -> Gateway:
-        gw = Gateway(campaign.homes[home], gateway_id, pg_url)
+    def start(home: int, gateway_id: str, lease: float = 600) -> Gateway:
+        gw = Gateway(campaign.homes[home], gateway_id, pg_url, lease)
         started.append(gw)
         return gw
 
@@ -125,7 +126,7 @@ def transcript_text(pg_url: str) -> bytes:
 
 
 def test_a_killed_gateways_session_is_served_by_another_at_once_and_its_id_restarts_at_once(
-    gateways: Callable[[int, str], Gateway], pg_url: str
+    gateways: Callable[..., Gateway], pg_url: str
 ) -> None:
     a = gateways(0, "gw-a").ready()
     b = gateways(1, "gw-b").ready()
@@ -145,7 +146,7 @@ def test_a_killed_gateways_session_is_served_by_another_at_once_and_its_id_resta
     assert b"is in use by another live process" not in again.log.read_bytes()
 
 
-def test_a_second_gateway_with_a_live_gateways_id_is_refused(gateways: Callable[[int, str], Gateway]) -> None:
+def test_a_second_gateway_with_a_live_gateways_id_is_refused(gateways: Callable[..., Gateway]) -> None:
     gateways(0, "gw-a").ready()
     twin = gateways(1, "gw-a")  # another home, the same lease owner id
     assert twin.proc.wait(60) == 5
@@ -154,8 +155,13 @@ def test_a_second_gateway_with_a_live_gateways_id_is_refused(gateways: Callable[
     assert "Traceback" not in text
 
 
-def test_a_database_that_drops_mid_turn_fails_the_turn_cleanly_and_the_gateway_reconnects(
-    gateways: Callable[[int, str], Gateway], pg_url: str
+def user_lines(pg_url: str, marker: bytes) -> int:
+    """How many user-message lines in the database hold ``marker``."""
+    return sum(1 for line in transcript_text(pg_url).split(b"\n") if b'"role":"user"' in line and marker in line)
+
+
+def test_a_database_that_drops_mid_turn_answers_503_and_the_session_recovers_by_itself(
+    gateways: Callable[..., Gateway], pg_url: str
 ) -> None:
     a = gateways(0, "gw-a").ready()
     assert a.chat("one tk-1-tk").status_code == 200
@@ -163,7 +169,7 @@ def test_a_database_that_drops_mid_turn_fails_the_turn_cleanly_and_the_gateway_r
     admin = pg_url.rsplit("/", 1)[0] + "/postgres"
     answer: list[httpx.Response] = []
     # A turn whose model takes 3 s: the database goes away between its first line and its answer.
-    turn = threading.Thread(target=lambda: answer.append(a.chat("two tk-2-tk [[slow:3000]]")))
+    turn = threading.Thread(target=lambda: answer.append(a.chat("two tk-2-tk [[slow:3000]]", "ik-two")))
     turn.start()
     wait_for(lambda: b"tk-2-tk" in transcript_text(pg_url), "the turn's first line")
     with psycopg.connect(admin, autocommit=True) as conn:
@@ -174,14 +180,61 @@ def test_a_database_that_drops_mid_turn_fails_the_turn_cleanly_and_the_gateway_r
         assert answer, "the turn did not answer"
         r = answer[0]
         body: Any = r.json()
-        # The turn ends in an error that says why, not a 500 or a hang: not acknowledged.
-        assert r.status_code == 200 and body["status"] == "error", r.text
-        assert "cannot reach the database" in body["error"] and "Traceback" not in r.text
+        # Not acknowledged, and a client can act on it: 503 with Retry-After, saying the
+        # message was stored and under which key to send it again.
+        assert r.status_code == 503 and r.headers["retry-after"].isdigit(), r.text
+        assert body["error"]["code"] == "store_unavailable" and "cannot reach the database" in body["error"]["message"]
+        assert body["error"]["stored"] is True and body["error"]["idempotencyKey"] == "ik-two"
+        assert "Traceback" not in r.text
+        # While the database is away, other requests say so the same way (not 500).
+        down = a.chat("meanwhile tk-m-tk")
+        assert down.status_code == 503 and down.json()["error"]["code"] == "store_unavailable", down.text
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'ALTER DATABASE "{db}" ALLOW_CONNECTIONS true')
+    # The message sent again with its key: the stored turn goes on (no second copy of it).
+    again = a.chat("two tk-2-tk [[slow:3000]]", "ik-two")
+    assert again.status_code == 200 and again.json()["status"] == "ok", again.text
+    assert user_lines(pg_url, b"tk-2-tk") == 1
+    # The session was not left stuck: the next message is served, with no restart.
     wait_for(served(a, "three tk-3-tk"), "the gateway to reconnect and serve the session")
     assert a.proc.poll() is None
     data = transcript_text(pg_url)
     assert b"tk-1-tk" in data and b"tk-3-tk" in data
-    assert "Traceback" not in a.log.read_text()
+    log = a.log.read_text()
+    assert "Traceback" not in log and "error connecting in" not in log
+    assert log.count("cannot be reached (") == 1 and "is reachable again after" in log
+
+
+def test_a_gateway_that_loses_the_session_mid_turn_says_what_it_stored_and_a_retry_elsewhere_stores_nothing_twice(
+    gateways: Callable[..., Gateway], pg_url: str, tmp_path: Path
+) -> None:
+    # Issue 29: A stalls mid-turn past its lease, after the message and the tool's side effect
+    # were stored; B takes the session. A's answer must not be "nothing was appended", and the
+    # client's retry on B (same idempotency key) must neither store the message again nor run
+    # the side effect again.
+    a = gateways(0, "gw-a", lease=2).ready()
+    b = gateways(1, "gw-b", lease=2).ready()
+    memory = tmp_path / "workspace" / "memory" / "tk.md"
+    text = 'one tk-1-tk [[tool:memory_append {"text": "tk-side-1", "file": "tk.md"}]] [[slow:1500]]'
+    answer: list[httpx.Response] = []
+    turn = threading.Thread(target=lambda: answer.append(a.chat(text, "ik-one")))
+    turn.start()
+    wait_for(lambda: memory.is_file() and "tk-side-1" in memory.read_text(), "the side effect")
+    os.killpg(a.proc.pid, signal.SIGSTOP)
+    try:
+        # B takes the session once A's lease has run out, and answers another message on it.
+        wait_for(served(b, "two tk-2-tk"), "B to take the session over")
+    finally:
+        os.killpg(a.proc.pid, signal.SIGCONT)
+    turn.join(60)
+    r = answer[0]
+    assert r.status_code == 409, r.text
+    err = r.json()["error"]
+    assert err["code"] == "busy" and err["stored"] is True and err["idempotencyKey"] == "ik-one", r.text
+    assert "nothing was appended" not in err["message"]
+    # The client sends it again where the session lives now, as the docs say.
+    retry = b.chat(text, "ik-one")
+    assert retry.status_code == 200 and retry.json()["replayed"] is True, retry.text
+    assert user_lines(pg_url, b"tk-1-tk") == 1
+    assert memory.read_text().count("tk-side-1") == 1

@@ -19,6 +19,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "kurahi"
 ALLOWED: dict[tuple[str, str], str] = {
     ("agent/tools.py", "lookup"): "a workspace file the write/append tools check after a restart",
     ("agent/tools.py", "run"): "workspace files the read/write/append tools touch",
+    ("agent/tools.py", "_locked"): "memory_append's lock on the workspace's memory directory, and the file it reads",
+    ("agent/tools.py", "_append"): "memory_append's block (or void mark) appended to a workspace memory file",
     ("cli/__init__.py", "main"): "/dev/null for a closed stdout",
     ("cli/common.py", "readable"): "stdin copied to a temp file for a command given -",
     ("cli/continuity.py", "run_command"): "the user's --facts JSON file",

@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kurahi.agent.config import QueueMode
+from kurahi.agent.idempotency import KEY_FIELD, STEERED_FIELD
 from kurahi.agent.turn import Listener, TurnControl, TurnResult
-from kurahi.errors import LockHeldError, QueueFullError
+from kurahi.errors import LockHeldError, QueueFullError, StoreError, TurnInterruptedError
 from kurahi.store.backend import RecordLog
 
 if TYPE_CHECKING:
@@ -39,9 +40,12 @@ if TYPE_CHECKING:
 __all__ = ["Lane", "Pending", "queue_extra"]
 
 
-def queue_extra(qid: str) -> dict[str, Any]:
-    """The entry-level field that ties a transcript entry to its queued message."""
-    return {"kurahi": {"queueId": qid}}
+def queue_extra(qid: str, idempotency_key: str | None = None) -> dict[str, Any]:
+    """The entry-level field that ties a transcript entry to its queued message (and its idempotency key)."""
+    meta: dict[str, Any] = {"queueId": qid}
+    if idempotency_key is not None:
+        meta[KEY_FIELD] = idempotency_key
+    return {"kurahi": meta}
 
 
 @dataclass
@@ -58,6 +62,14 @@ class Pending:
     """Told about the entries and streamed text of the turn that takes this message."""
     job_id: str | None = None
     """The job the message belongs to, if any."""
+    idempotency_key: str | None = None
+    """Stored with the message's entry: the same message sent again finds its turn (see idempotency)."""
+    lookup: bool = False
+    """Whether the key may be on the path already (the sender gave it; one made here is new)."""
+
+    def item(self) -> dict[str, Any]:
+        """The turn's input for this message."""
+        return {"message": self.message, "extra": queue_extra(self.qid, self.idempotency_key), "lookup": self.lookup}
 
 
 class Lane:
@@ -85,6 +97,8 @@ class Lane:
         qid: str | None = None,
         listener: Listener | None = None,
         job_id: str | None = None,
+        idempotency_key: str | None = None,
+        lookup: bool = False,
     ) -> asyncio.Future[TurnResult]:
         """Hand a user message to the lane; the future resolves with the turn that took it.
 
@@ -95,6 +109,8 @@ class Lane:
                 the cap does not apply to it again).
             listener: told about the turn's entries and text.
             job_id: the job this message belongs to (recorded, so a restart can tell).
+            idempotency_key: stored with the message's entry (see :class:`Pending`).
+            lookup: the key may be stored already (it came from the sender): look for it first.
 
         Raises:
             QueueFullError: the lane is at its cap and the drop policy is ``reject``.
@@ -108,6 +124,8 @@ class Lane:
             persisted=qid is not None,
             listener=listener,
             job_id=job_id,
+            idempotency_key=idempotency_key,
+            lookup=lookup,
         )
         if not self.busy:
             self.waiting.append(p)
@@ -117,7 +135,9 @@ class Lane:
         c = self.control
         if mode == "steer" and c is not None and c.phase != "idle":
             self._persist(p)
-            c.steer.append({"message": p.message, "extra": queue_extra(p.qid), "pending": p})
+            item = p.item()
+            item["extra"]["kurahi"][STEERED_FIELD] = True  # part of the running turn (see idempotency)
+            c.steer.append({**item, "pending": p})
             return p.future
         if len(self.waiting) >= settings.cap and qid is None:
             if settings.drop == "reject":
@@ -152,6 +172,8 @@ class Lane:
             rec["gateway"] = self.rt.backend.instance
             if p.job_id is not None:
                 rec["job"] = p.job_id
+            if p.idempotency_key is not None:
+                rec[KEY_FIELD] = p.idempotency_key
             self.journal.append(rec)
             p.persisted = True
 
@@ -183,7 +205,7 @@ class Lane:
 
         control = TurnControl(on_steer_taken=taken)
         self.control = control
-        inputs = [{"message": p.message, "extra": queue_extra(p.qid)} for p in batch]
+        inputs = [p.item() for p in batch]
 
         def fan_out(kind: str, payload: dict[str, Any]) -> None:
             for p in (*batch, *steered):
@@ -208,15 +230,20 @@ class Lane:
                     result = self.turn_task.result()
                 self._finish(batch + steered, result)
                 raise
-        except LockHeldError as exc:
-            # The session belongs to another writer now (a gateway took it over): these messages
-            # were not answered here. Their senders hear "busy" and may send them where the
-            # session lives, so the journal drops them: a restart must not deliver them again.
+        except (LockHeldError, TurnInterruptedError) as exc:
+            # The session belongs to another writer now (a gateway took it over), or its store
+            # failed under the turn (the runtime says what was stored): these messages were not
+            # answered here. Their senders hear
+            # why (busy, or the store unavailable, and what was stored) and may send them again,
+            # here or where the session lives, so the journal drops them: a restart must not
+            # deliver them again. A journal that cannot be written (the same store, away) keeps
+            # them; a redelivery then carries their idempotency key and finds what was stored.
             for p in batch + steered:
                 if p.persisted:
-                    self.journal.append(
-                        {"op": "dropped", "qid": p.qid, "reason": "the session was taken over", "ts": _now()}
-                    )
+                    with contextlib.suppress(StoreError):
+                        self.journal.append(
+                            {"op": "dropped", "qid": p.qid, "reason": f"not answered here: {exc}", "ts": _now()}
+                        )
                 if not p.future.done():
                     p.future.set_exception(exc)
             self.control = None
@@ -237,7 +264,11 @@ class Lane:
     def _finish(self, done: list[Pending], result: TurnResult) -> None:
         persisted = [p.qid for p in done if p.persisted]
         if persisted:
-            self.journal.append({"op": "done", "qids": persisted, "ts": _now()})
+            # A journal that cannot be written now (its database away) must not keep the
+            # senders from their answers: the entries carry the queue ids, so a restart finds
+            # these messages delivered and marks them done then.
+            with contextlib.suppress(StoreError):
+                self.journal.append({"op": "done", "qids": persisted, "ts": _now()})
         for p in done:
             if not p.future.done():
                 p.future.set_result(result)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import threading
 import time
@@ -31,7 +32,8 @@ from typing import Any
 from kurahi.agent import routing
 from kurahi.agent.config import Config, ModelProfile, QueueMode, load_config
 from kurahi.agent.conversation import Conversation
-from kurahi.agent.jobs import JobStore
+from kurahi.agent.idempotency import KEY_FIELD, check_idempotency_key, interrupted, not_yet_stored
+from kurahi.agent.jobs import JobStatus, JobStore
 from kurahi.agent.layout import AgentPaths, check_session_key
 from kurahi.agent.ledger import Ledger
 from kurahi.agent.pairing import Settlement, settle
@@ -40,6 +42,7 @@ from kurahi.agent.queue import Lane, pending_from_journal
 from kurahi.agent.tools import BUILTIN_TOOLS, Tool
 from kurahi.agent.turn import Listener, RetryHook, TurnControl, TurnResult, run_turn, user_message
 from kurahi.errors import (
+    AppendOutcomeUnknownError,
     CatalogWriteError,
     ConfigError,
     KurahiError,
@@ -47,6 +50,8 @@ from kurahi.errors import (
     LockHeldError,
     PairingRefusedError,
     StoreDatabaseError,
+    StoreError,
+    store_unreachable,
 )
 from kurahi.lifecycle.carry import Carry
 from kurahi.lifecycle.policy import Decision
@@ -56,6 +61,10 @@ from kurahi.store.fsio import FsyncPolicy
 from kurahi.store.ids import session_id as new_session_id
 
 __all__ = ["Runtime", "make_provider"]
+
+_log = logging.getLogger(__name__)
+_MARK_TRIES = 30
+"""Seconds (one try a second) a job's state change waits for a store that is away."""
 
 
 def make_provider(name: str, profile: ModelProfile) -> Provider:
@@ -229,7 +238,12 @@ class Runtime:
                         }
                     )
                 elif r["qid"] not in seen and isinstance(r.get("message"), dict):
-                    self.lane(key).submit(r["message"], "followup", qid=r["qid"])
+                    ik = r.get(KEY_FIELD)
+                    # A key kept with it: the sender may have sent it again elsewhere meanwhile.
+                    ik = ik if isinstance(ik, str) else None
+                    self.lane(key).submit(
+                        r["message"], "followup", qid=r["qid"], idempotency_key=ik, lookup=ik is not None
+                    )
                     requeued += 1
         self.recovered = {
             "interruptedJobs": interrupted,
@@ -455,23 +469,51 @@ class Runtime:
         mode: QueueMode | None = None,
         listener: Listener | None = None,
         job_id: str | None = None,
+        idempotency_key: str | None = None,
+        lookup: bool = True,
     ) -> asyncio.Future[TurnResult]:
         """Queue a message for ``key``; the future resolves with the turn that took it.
 
+        Args:
+            key: the session key.
+            text: the message.
+            mode: what to do if the session is busy (default: the agent's queue mode).
+            listener: told about the turn's entries and streamed text.
+            job_id: the job the message belongs to.
+            idempotency_key: stored with the message; a message sent again with the same key
+                is answered from the turn stored for it (:mod:`kurahi.agent.idempotency`).
+            lookup: look for the key on the session first (``False`` for a key just made).
+
         Raises:
-            UsageError: an empty or oversized message, or a bad session key.
+            UsageError: an empty or oversized message, a bad session key or idempotency key.
             QueueFullError: see :class:`Lane`.
         """
         msg = user_message(text, max_bytes=self.settings.max_message_bytes)
+        if idempotency_key is not None:
+            check_idempotency_key(idempotency_key)
         lane = self.lane(key)
         if not lane.busy:
             self.decisions[key] = self.route(key, text)
-        return lane.submit(msg, mode or self.settings.queue.mode, listener=listener, job_id=job_id)
+        return lane.submit(
+            msg,
+            mode or self.settings.queue.mode,
+            listener=listener,
+            job_id=job_id,
+            idempotency_key=idempotency_key,
+            lookup=lookup and idempotency_key is not None,
+        )
 
     async def send(
-        self, key: str, text: str, *, mode: QueueMode | None = None, listener: Listener | None = None
+        self,
+        key: str,
+        text: str,
+        *,
+        mode: QueueMode | None = None,
+        listener: Listener | None = None,
+        idempotency_key: str | None = None,
+        lookup: bool = True,
     ) -> TurnResult:
-        """Queue a message and wait for the turn that answers it.
+        """Queue a message and wait for the turn that answers it (arguments as :meth:`submit`).
 
         Raises:
             CatalogWriteError: the agent's catalog cannot be written (nothing queued or appended).
@@ -479,7 +521,9 @@ class Runtime:
         if self.catalog_fault is not None:
             await self._clocks_or_refuse()  # refused before it is queued: the caller gets the error itself
         await self._open_off_the_loop(key)
-        return await self.submit(key, text, mode=mode, listener=listener)
+        return await self.submit(
+            key, text, mode=mode, listener=listener, idempotency_key=idempotency_key, lookup=lookup
+        )
 
     async def _open_off_the_loop(self, key: str) -> None:
         """Open ``key``'s session in a worker thread if it is not open yet (errors are left to the turn).
@@ -518,25 +562,64 @@ class Runtime:
     ) -> TurnResult:
         """Run one turn on ``key`` now (lanes call this; one at a time per key).
 
-        A session whose writer's claim turns out to be gone before this turn wrote anything
-        (an activation on a shared store replaced it in place and let it go) is opened afresh
-        once, and the turn runs there; one that another gateway holds answers busy.
+        A message whose idempotency key is on the session already is not appended again: the
+        stored turn's answer is given again, or, if that turn broke off, it goes on from what
+        is stored. A session whose writer's claim turns out to be gone before this turn wrote
+        anything (an activation on a shared store replaced it in place and let it go) is
+        opened afresh once, and the turn runs there; one that another gateway holds answers
+        busy. When the store fails under the turn (a database gone, a lease taken over after
+        the turn wrote something) the session is let go, so that the next message opens it
+        again from what the store holds, and the caller hears what was stored.
+
+        Raises:
+            LockHeldError: another writer holds the session and nothing of this turn was stored.
+            TurnInterruptedError: the store failed under the turn (it says whether anything was stored).
         """
         if self.catalog_fault is not None:
             await self._clocks_or_refuse()
         for last in (False, True):
-            conv = self.conversation(key)
+            conv = self._open_for_turn(key, inputs)
             before = conv.session.entry_count
+            todo, stored = not_yet_stored(conv.path, inputs)
+            if stored is not None and stored.result is not None and not todo:
+                stored.result.session_id = conv.session_id
+                return stored.result  # answered before: nothing is appended, nothing runs
             try:
-                return await self._turn_on(conv, key, inputs, control, listener)
+                result = await self._turn_on(conv, key, todo, control, listener)
             except LockHeldError as exc:
                 # This writer lost the session (a lease taken over): nothing more may be written
                 # through it. Drop it, so the session is opened afresh, as busy while another
                 # gateway holds it.
                 self.drop_conversation(key)
-                if last or not isinstance(exc, LeaseLostError) or conv.session.entry_count != before:
+                wrote = conv.session.entry_count != before
+                if wrote or stored is not None:
+                    raise interrupted(inputs, exc, stored=True, unavailable=False) from exc
+                if last or not isinstance(exc, LeaseLostError):
                     raise
+                continue
+            except StoreError as exc:
+                self.drop_conversation(key)
+                wrote = conv.session.entry_count != before or stored is not None
+                known = wrote or not isinstance(exc, AppendOutcomeUnknownError)
+                raise interrupted(inputs, exc, stored=True if wrote else (False if known else None)) from exc
+            if stored is not None:
+                result.entries[:0] = stored.entries
+            result.session_id = conv.session_id
+            return result
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _open_for_turn(self, key: str, inputs: list[dict[str, Any]]) -> Conversation:
+        """The key's session for a turn; a database out of reach interrupts the turn (nothing stored).
+
+        Any other error opening it (a damaged transcript, another writer holding it) is the
+        turn's answer as it always was.
+        """
+        try:
+            return self.conversation(key)
+        except StoreError as exc:
+            if isinstance(exc, LockHeldError) or not store_unreachable(exc):
+                raise
+            raise interrupted(inputs, exc, stored=False) from exc
 
     async def _turn_on(
         self,
@@ -657,22 +740,36 @@ class Runtime:
         check_session_key(key)
         jid = self.jobs.create(key)
 
+        async def mark(state: JobStatus, **kw: Any) -> None:
+            # The jobs log may be in a database that is away for a moment: try again for a
+            # while rather than let the task die with nobody to hear it (a traceback in the log).
+            for attempt in range(_MARK_TRIES):
+                try:
+                    self.jobs.mark(jid, state, **kw)
+                    return
+                except StoreError as exc:
+                    if attempt == _MARK_TRIES - 1:
+                        _log.warning("job %s: could not record %s: %s", jid, state, exc)
+                        return
+                await asyncio.sleep(1.0)
+
         async def run() -> None:
-            self.jobs.mark(jid, "running")
+            await mark("running")
             try:
                 result = await self.submit(key, text, mode="followup", job_id=jid)  # routed like any message
             except asyncio.CancelledError:
-                self.jobs.mark(jid, "interrupted", error="the runtime stopped while the job was running")
+                with contextlib.suppress(StoreError):  # stopping: no time to wait for a database
+                    self.jobs.mark(jid, "interrupted", error="the runtime stopped while the job was running")
                 raise
             except Exception as exc:
-                self.jobs.mark(jid, "failed", error=f"{type(exc).__name__}: {exc}")
+                await mark("failed", error=f"{type(exc).__name__}: {exc}")
                 return
             if result.status == "ok":
-                self.jobs.mark(jid, "succeeded", reply_entry_id=result.reply_entry_id)
+                await mark("succeeded", reply_entry_id=result.reply_entry_id)
             elif result.status == "aborted":
-                self.jobs.mark(jid, "interrupted", error=result.error)
+                await mark("interrupted", error=result.error)
             else:
-                self.jobs.mark(jid, "failed", error=result.error)
+                await mark("failed", error=result.error)
 
         self._job_tasks[jid] = asyncio.get_running_loop().create_task(run(), name=f"job {jid}")
         return jid

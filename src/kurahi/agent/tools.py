@@ -16,9 +16,11 @@ from __future__ import annotations
 import abc
 import contextlib
 import datetime as dt
+import fcntl
 import hashlib
 import os
 import stat
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -252,6 +254,10 @@ class WriteTool(Tool):
         )
 
 
+MEMORY_LOCK_WAIT = 2.0
+"""Seconds a ``memory_append`` run or lookup waits for the memory lock before it gives up (not run; unknown)."""
+
+
 class MemoryAppendTool(Tool):
     """Append a note to a memory file (``memory/*.md``), once per action."""
 
@@ -273,37 +279,95 @@ class MemoryAppendTool(Tool):
     def _tag(self, ctx: ToolContext) -> bytes:
         return f"<!-- kurahi:action {ctx.action_id} -->".encode()
 
+    def _void(self, ctx: ToolContext) -> bytes:
+        return f"<!-- kurahi:void {ctx.action_id} -->".encode()
+
+    @contextlib.contextmanager
+    def _locked(self, p: Path) -> Iterator[bytes]:
+        """The memory file's bytes (empty if none), with every run and lookup of memory kept out meanwhile.
+
+        The lock is ``flock`` on the ``memory`` directory itself, which the gateways sharing
+        a workspace share too: a lookup by a gateway settling a call (not found: "not done")
+        and a late run of the same call by a gateway that lost the session (stalled, its
+        database away) happen one after the other, never interleaved. It is waited for
+        :data:`MEMORY_LOCK_WAIT` seconds at most: a process stopped while holding it must
+        not stop the others.
+
+        Raises:
+            TimeoutError: the lock was not had in time.
+        """
+        _make_dirs(p.parent)
+        fd = os.open(p.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            deadline = time.monotonic() + MEMORY_LOCK_WAIT
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        why = f"memory/ is locked by another process for over {MEMORY_LOCK_WAIT:g} s"
+                        raise TimeoutError(why) from None
+                    time.sleep(0.01)
+            try:
+                held = p.read_bytes()
+            except FileNotFoundError:
+                held = b""
+            yield held
+        finally:
+            os.close(fd)  # closing the descriptor lets the lock go
+
+    def _append(self, p: Path, block: bytes) -> None:
+        fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fsio.write_all(fd, block)
+            fsio.ops.fdatasync(fd)
+        finally:
+            os.close(fd)
+
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        """Append ``text`` and a tag naming the action; a second call with the same action id is a no-op."""
+        """Append ``text`` and a tag naming the action; a second call with the same action id is a no-op.
+
+        A call a lookup has already settled as not done (its void mark is in the file) is not
+        run: the transcript says it was not done, and so it stays.
+        """
         text = _str_arg(args, "text", self.name)
         p = self._target(args, ctx)
         with _fs_errors(f"memory/{p.name}", self.name):
-            if p.exists() and self._tag(ctx) in p.read_bytes():
-                return ToolOutput(f"already appended to memory/{p.name} by this action")
-            _make_dirs(p.parent)
-            block = utf8_bytes(text.rstrip("\n")) + b"\n" + self._tag(ctx) + b"\n"
-            fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
             try:
-                fsio.write_all(fd, block)
-                fsio.ops.fdatasync(fd)
-            finally:
-                os.close(fd)
+                with self._locked(p) as held:
+                    return self._append_once(p, text, held, ctx)
+            except TimeoutError as exc:
+                return ToolOutput(f"not appended: {exc}", is_error=True)
+
+    def _append_once(self, p: Path, text: str, held: bytes, ctx: ToolContext) -> ToolOutput:
+        if self._tag(ctx) in held:
+            return ToolOutput(f"already appended to memory/{p.name} by this action")
+        if self._void(ctx) in held:
+            return ToolOutput(
+                f"not appended: this call was settled as not done before it ran (memory/{p.name})", is_error=True
+            )
+        self._append(p, utf8_bytes(text.rstrip("\n")) + b"\n" + self._tag(ctx) + b"\n")
         return ToolOutput(f"appended {len(text)} characters to memory/{p.name}")
 
     def lookup(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput | None:
-        """The tag is in the file: appended. It is not: not appended (safe to retry)."""
+        """The tag is in the file: appended. It is not: not appended, and it never will be (a void mark).
+
+        The mark makes "not appended" stay true: a run of this call that was still on its way
+        (a gateway stalled between writing its intent and running it) finds it and does nothing.
+        """
         try:
             p = self._target(args, ctx)
         except ToolError:
             return None
         try:
-            present = self._tag(ctx) in p.read_bytes()
-        except FileNotFoundError:
-            present = False
-        except OSError:
+            with self._locked(p) as held:
+                if self._tag(ctx) in held:
+                    return ToolOutput(f"appended to memory/{p.name} (verified after a restart)")
+                if self._void(ctx) not in held:
+                    self._append(p, self._void(ctx) + b"\n")
+        except (OSError, TimeoutError):  # cannot tell (TimeoutError is an OSError; named for the reader)
             return None
-        if present:
-            return ToolOutput(f"appended to memory/{p.name} (verified after a restart)")
         return ToolOutput(f"not appended: memory/{p.name} has no block from this action", is_error=True)
 
 

@@ -74,6 +74,10 @@ class TurnResult:
     """Ids of every entry this turn appended, in order."""
     steps: int = 0
     """Model calls made."""
+    replayed: bool = False
+    """The answer of a turn stored earlier, given again for a message sent again (its idempotency key)."""
+    session_id: str | None = None
+    """The session the turn ran on (set by the runtime)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
@@ -366,11 +370,16 @@ async def run_turn(
     Returns:
         How the turn ended. Errors of the model or of tools are recorded in the transcript
         and reported here; they are not raised.
+
+    Raises:
+        StoreError: an append or the final sync failed (the turn is not acknowledged).
     """
     t = _Turn(conv, provider, profile, settings, tools, ledger, workspace, listener, control or TurnControl())
     t.on_retry = on_retry
+    driven = False
     try:
         await _drive(t, inputs)
+        driven = True
     finally:
         t.control.phase = "idle"
         try:
@@ -378,8 +387,11 @@ async def run_turn(
                 await asyncio.shield(asyncio.to_thread(conv.sync))
             else:
                 conv.sync()
-        except KurahiError as exc:
-            t.result.status, t.result.error = "error", f"the transcript could not be synced: {exc}"
+        except KurahiError:
+            # A turn whose entries may not last is not acknowledged: the caller hears the
+            # store's error (an error the turn itself raised goes out instead).
+            if driven:
+                raise
     return t.result
 
 

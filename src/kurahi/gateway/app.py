@@ -21,7 +21,8 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kurahi import __version__
-from kurahi.errors import AuditNotFoundError, KurahiError
+from kurahi.agent.idempotency import check_idempotency_key, new_idempotency_key
+from kurahi.errors import AuditNotFoundError, KurahiError, UsageError
 from kurahi.gateway import models as m
 from kurahi.gateway.access import AccessMiddleware
 from kurahi.gateway.auth import AuthMiddleware, Principal, require
@@ -40,7 +41,7 @@ AgentId = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[a-z0-9][a
 KeyQuery = Annotated[str | None, Query(min_length=1, max_length=512, pattern=r"^[^\x00-\x1f\x7f]+$")]
 SessionIdQuery = Annotated[str | None, Query(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": m.ErrorOut} for code in (400, 401, 403, 404, 409, 413, 421, 422, 429, 431)
+    code: {"model": m.ErrorOut} for code in (400, 401, 403, 404, 409, 413, 421, 422, 429, 431, 503)
 }
 
 
@@ -282,11 +283,13 @@ def create_app(
         """
         rt = await gateway.runtime(agent)
         k = _key(agent, body.key)
+        given = _idempotency_key(request, body)
+        ik = given or new_idempotency_key()
         wants_sse = body.stream or "text/event-stream" in request.headers.get("accept", "")
         if not wants_sse:
-            result = await rt.send(k, body.message, mode=body.mode)
+            result = await rt.send(k, body.message, mode=body.mode, idempotency_key=ik, lookup=given is not None)
             # A Response skips FastAPI's re-validation of a body we built ourselves (the hot path).
-            return JSONResponse(_chat_out(rt, k, result))
+            return JSONResponse(_chat_out(rt, k, result, ik), headers={"Idempotency-Key": ik})
         queue: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
 
         def listen(kind: str, payload: dict[str, Any]) -> None:
@@ -296,15 +299,16 @@ def create_app(
                 msg = payload.get("message") or {}
                 queue.put_nowait(("entry", {"id": payload.get("id"), "role": msg.get("role")}))
 
-        future = rt.submit(k, body.message, mode=body.mode, listener=listen)
+        future = rt.submit(
+            k, body.message, mode=body.mode, listener=listen, idempotency_key=ik, lookup=given is not None
+        )
 
         async def finish() -> None:
             try:
                 result = await future
-                queue.put_nowait(("done", _chat_out(rt, k, result)))
+                queue.put_nowait(("done", _chat_out(rt, k, result, ik)))
             except KurahiError as exc:
-                err = from_kurahi(exc)
-                queue.put_nowait(("error", {"status": err.status, "code": err.code, "message": err.message}))
+                queue.put_nowait(("error", from_kurahi(exc).body()))
             finally:
                 queue.put_nowait(None)
 
@@ -321,7 +325,9 @@ def create_app(
             finally:
                 await task
 
-        return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+        return StreamingResponse(
+            events(), media_type="text/event-stream", headers={"Cache-Control": "no-store", "Idempotency-Key": ik}
+        )
 
     # -- jobs --------------------------------------------------------------------------------
 
@@ -441,12 +447,33 @@ def _session_row(key: str, entry: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _chat_out(rt: Any, key: str, result: Any) -> dict[str, Any]:
+def _idempotency_key(request: Request, body: m.ChatIn) -> str | None:
+    """The key the client sent, in the body or the ``Idempotency-Key`` header (both: they must agree).
+
+    Raises:
+        HTTPError: 400 when the header is not a key, or the two differ.
+    """
+    header = request.headers.get("idempotency-key")
+    if header is None:
+        return body.idempotencyKey
+    try:
+        check_idempotency_key(header)
+    except UsageError as exc:
+        raise HTTPError(400, "bad_request", f"Idempotency-Key header: {exc}") from None
+    if body.idempotencyKey is not None and body.idempotencyKey != header:
+        raise HTTPError(400, "bad_request", "the Idempotency-Key header and idempotencyKey in the body differ")
+    return header
+
+
+def _chat_out(rt: Any, key: str, result: Any, ik: str) -> dict[str, Any]:
     return {
+        "idempotencyKey": ik,
+        "replayed": result.replayed,
         "status": result.status,
         "reply": result.reply,
         "replyEntryId": result.reply_entry_id,
-        "sessionId": rt.conversation(key).session_id,
+        # The turn's own session: opening one here could fail after the turn was acknowledged.
+        "sessionId": result.session_id or rt.conversation(key).session_id,
         "error": result.error,
         "steps": result.steps,
         "entries": result.entries,

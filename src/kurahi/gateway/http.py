@@ -21,12 +21,18 @@ from kurahi.errors import (
     QueueFullError,
     SecretFileError,
     SigningKeyError,
+    TurnInterruptedError,
     UnknownAgentError,
     UnsafeFileError,
     UsageError,
+    store_unreachable,
 )
 
-__all__ = ["HTTPError", "error_body", "error_response", "from_kurahi", "hide_paths"]
+__all__ = ["RETRY_AFTER_SECONDS", "HTTPError", "error_body", "error_response", "from_kurahi", "hide_paths"]
+
+RETRY_AFTER_SECONDS = 1
+"""``Retry-After`` of a 503 while the store cannot be reached: the pool reconnects within about a second of it
+coming back, so asking again sooner only adds load, and much later only adds delay."""
 
 
 @dataclass
@@ -37,24 +43,49 @@ class HTTPError(Exception):
     code: str
     message: str
     headers: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    """More fields of the error object (a chat turn's ``stored`` and ``idempotencyKey``)."""
 
     def response(self) -> JSONResponse:
         """The JSON response for it."""
-        return error_response(self.status, self.code, self.message, self.headers)
+        return error_response(self.status, self.code, self.message, self.headers, self.extra)
+
+    def body(self) -> dict[str, Any]:
+        """The error object (what an ``error`` event of a stream carries)."""
+        return {"status": self.status, "code": self.code, "message": self.message, **self.extra}
 
 
-def error_body(status: int, code: str, message: str) -> dict[str, Any]:
+def error_body(status: int, code: str, message: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The error JSON."""
-    return {"error": {"status": status, "code": code, "message": message}}
+    return {"error": {"status": status, "code": code, "message": message, **(extra or {})}}
 
 
-def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    headers: dict[str, str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> JSONResponse:
     """A JSON error response."""
-    return JSONResponse(error_body(status, code, message), status_code=status, headers=headers)
+    return JSONResponse(error_body(status, code, message, extra), status_code=status, headers=headers)
 
 
 def from_kurahi(exc: KurahiError) -> HTTPError:
-    """The HTTP error for a library error."""
+    """The HTTP error for a library error.
+
+    A store that cannot be reached is ``503 store_unavailable`` with ``Retry-After``: the
+    request may be sent again (a chat message with its idempotency key). A chat turn that
+    stopped says whether its message was stored (``stored``) and under which key.
+    """
+    if isinstance(exc, TurnInterruptedError):
+        extra = {"stored": exc.stored, "idempotencyKey": exc.idempotency_key}
+        if exc.unavailable:
+            retry = {"Retry-After": str(max(1, round(exc.retry_after)))}
+            return HTTPError(503, "store_unavailable", str(exc), retry, extra)
+        return HTTPError(409, "busy", str(exc), {}, extra)
+    if store_unreachable(exc):
+        return HTTPError(503, "store_unavailable", str(exc), {"Retry-After": str(RETRY_AFTER_SECONDS)})
     if isinstance(exc, SecretFileError):
         return HTTPError(500, "insecure_secret_file", str(exc))
     if isinstance(exc, UnsafeFileError):

@@ -40,6 +40,12 @@ class ErrorDetail(BaseModel):
     status: int
     code: str
     message: str
+    stored: bool | None = Field(
+        default=None,
+        description="a chat turn that stopped: whether its message was stored (null: not known yet); "
+        "send it again with the same idempotency key",
+    )
+    idempotencyKey: str | None = Field(default=None, description="the chat message's idempotency key, to send again")
 
 
 class ErrorOut(BaseModel):
@@ -106,6 +112,14 @@ class ChatIn(_In):
     key: str | None = SessionKey
     mode: Literal["steer", "followup", "collect", "interrupt"] | None = None
     stream: bool = False
+    idempotencyKey: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9._:~-]+$",
+        description="the same message sent again with the same key (on any gateway) is answered from the turn "
+        "stored for it, never stored twice; the Idempotency-Key header does the same",
+    )
 
 
 class ChatOut(BaseModel):
@@ -118,6 +132,8 @@ class ChatOut(BaseModel):
     error: str | None
     steps: int
     entries: list[str]
+    idempotencyKey: str | None = Field(default=None, description="the message's idempotency key (the client's or new)")
+    replayed: bool = Field(default=False, description="answered from the turn stored earlier for the same key")
 
 
 class ResetIn(_In):

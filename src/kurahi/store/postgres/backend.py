@@ -144,7 +144,16 @@ class PostgresBackend(Backend):
         """Serialises the transactions on the liveness connection (the heartbeat, :meth:`renew`, :meth:`close`)."""
         self._closed = False
         self.migration: MigrationResult | None = None
-        self.db = Database(url, password=password, max_connections=max_connections, connect_timeout=connect_timeout)
+        # A transaction left open by a process that stopped mid-write ends after a lease: by
+        # then that process has lost its leases anyway, and its row locks no longer stall
+        # the gateway taking its sessions.
+        self.db = Database(
+            url,
+            password=password,
+            max_connections=max_connections,
+            connect_timeout=connect_timeout,
+            idle_in_transaction=self.lease_seconds,
+        )
         try:
             with self.db.connect() as conn:
                 if migrate:

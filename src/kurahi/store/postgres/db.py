@@ -13,6 +13,7 @@ whose commit was under way, the append finds out which, see
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -21,12 +22,15 @@ import psycopg
 import psycopg_pool
 
 from kurahi.errors import DatabaseUnavailableError, StoreDatabaseError
+from kurahi.store.postgres.outage import Outage, forget_pool, quiet_pool
 from kurahi.store.postgres.url import connection_string, safe_url, scrub
 
 __all__ = ["Conn", "Database"]
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 """A connection (rows are tuples)."""
+
+_POOL_NUMBERS = itertools.count(1)
 
 
 class Database:
@@ -38,6 +42,11 @@ class Database:
             password file work as usual.
         max_connections: the pool's ceiling.
         connect_timeout: seconds to wait for the server when connecting.
+        idle_in_transaction: seconds after which the server ends a connection of ours that
+            sits in an open transaction doing nothing (``idle_in_transaction_session_timeout``):
+            a gateway stopped or stalled in the middle of a write must not hold its row locks,
+            and with them every other gateway's open of those sessions, for as long as it
+            stays stopped. ``None``: the server's setting.
 
     Raises:
         UsageError: not a URL libpq can read.
@@ -45,18 +54,32 @@ class Database:
     """
 
     def __init__(
-        self, url: str, *, password: str | None = None, max_connections: int = 10, connect_timeout: float = 5.0
+        self,
+        url: str,
+        *,
+        password: str | None = None,
+        max_connections: int = 10,
+        connect_timeout: float = 5.0,
+        idle_in_transaction: float | None = None,
     ) -> None:
         conninfo, params = connection_string(url, password=password)
         self.where = safe_url(params)
         self._secrets = (params.get("password"), password)
         self._timeout = connect_timeout
         self._idle_since: dict[int, float] = {}
-        self._conninfo = psycopg.conninfo.make_conninfo(conninfo, connect_timeout=max(1, round(connect_timeout)))
+        extra: dict[str, str | int] = {"connect_timeout": max(1, round(connect_timeout))}
+        if idle_in_transaction is not None:
+            ms = max(1, round(idle_in_transaction * 1000))
+            extra["options"] = f"{params.get('options', '')} -c idle_in_transaction_session_timeout={ms}".strip()
+        self._conninfo = psycopg.conninfo.make_conninfo(conninfo, **extra)
+        self.outage = Outage(self.where, lambda text: scrub(text, self._secrets))
+        """Whether the server is away now, and how long it was each time (one warning per outage)."""
         # Connect once by hand first: a server that is down fails here at once, with libpq's
         # reason, instead of after the pool's whole wait.
         with self.connect():
             pass
+        self._pool_name = f"kurahi-{next(_POOL_NUMBERS)}"
+        quiet_pool(self._pool_name, self.outage)
         self._pool: psycopg_pool.ConnectionPool[Conn] = psycopg_pool.ConnectionPool(
             self._conninfo,
             min_size=1,
@@ -64,7 +87,7 @@ class Database:
             open=False,
             timeout=connect_timeout,
             reconnect_timeout=connect_timeout,
-            name="kurahi",
+            name=self._pool_name,
             kwargs={"autocommit": True},
             check=self._check,
             reset=self._returned,
@@ -72,7 +95,7 @@ class Database:
         try:
             self._pool.open(wait=True, timeout=connect_timeout)
         except psycopg_pool.PoolTimeout as exc:
-            self._pool.close()
+            self.close()
             raise self.unavailable(exc) from None
 
     def __repr__(self) -> str:
@@ -97,6 +120,7 @@ class Database:
     def unavailable(self, exc: BaseException, *, unsent: bool = False) -> DatabaseUnavailableError:
         """The error for a connection that could not be made or broke (the driver's words, scrubbed)."""
         reason = scrub(str(exc).strip() or type(exc).__name__, self._secrets)
+        self.outage.down(reason)
         return DatabaseUnavailableError(f"cannot reach the database: {reason}", where=self.where, unsent=unsent)
 
     def failed(self, exc: psycopg.Error, what: str) -> StoreDatabaseError:
@@ -145,6 +169,7 @@ class Database:
             raise self.unavailable(exc, unsent=True) from None
         except psycopg.OperationalError as exc:
             raise self.unavailable(exc) from None
+        self.outage.up()
 
     def query(
         self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None, *, binary: bool = False
@@ -186,7 +211,9 @@ class Database:
             raise self.unavailable(exc) from None
         except psycopg.OperationalError as exc:
             raise self.unavailable(exc) from None
+        self.outage.up()
 
     def close(self) -> None:
         """Close every connection."""
         self._pool.close()
+        forget_pool(self._pool_name)

@@ -19,6 +19,7 @@ import psycopg
 
 from kurahi.errors import (
     AppendError,
+    AppendOutcomeUnknownError,
     DatabaseUnavailableError,
     LeaseLostError,
     LockHeldError,
@@ -82,7 +83,20 @@ SQL_INFO = """
 SELECT size, (extract(epoch FROM modified_at) * 1000)::bigint
 FROM kurahi.transcripts WHERE agent_id = %s AND name = %s
 """
-SQL_TOUCH = "UPDATE kurahi.leases SET expires_at = expires_at WHERE transcript_id = %(t)s AND token = %(token)s"
+SQL_SYNC = """
+SELECT txid_current(), (SELECT line = %(line)s FROM kurahi.entries WHERE transcript_id = %(t)s AND seq = %(seq)s)
+"""
+"""A durable commit that also says whether this writer's last line is still there.
+
+``txid_current()`` gives the transaction an id, so its commit writes a record and waits for
+the WAL up to it: every commit before it (the appends made with ``synchronous_commit`` off)
+is on disk once it returns. A transaction that changed nothing would commit without waiting.
+"""
+SQL_WHY_NOT = """
+SELECT t.last_seq, (l.owner_id = %(owner)s AND l.token = %(token)s)
+FROM kurahi.transcripts t LEFT JOIN kurahi.leases l ON l.transcript_id = t.id WHERE t.id = %(t)s
+"""
+"""Why an append matched nothing: the transcript's last ``seq``, and whether the lease is still ours."""
 
 
 def split_lines(data: bytes) -> list[bytes]:
@@ -106,6 +120,8 @@ class PostgresHandle(TranscriptHandle):
         self.token = token
         """This tenure's fencing token."""
         self._seq = seq
+        self._last_line: bytes | None = None
+        """The last line this writer appended (what :meth:`sync` looks for at ``_seq``)."""
         self._needs_newline = torn
         self._dirty = False
         self._open = True
@@ -136,15 +152,19 @@ class PostgresHandle(TranscriptHandle):
             if self._lost:
                 raise LeaseLostError("this writer's lease was taken over; nothing was appended", path=self.locator)
             if self._broken:
-                raise AppendError(
+                raise AppendOutcomeUnknownError(
                     "this writer stopped after an append whose outcome is unknown; open the transcript again",
                     path=self.locator,
                 )
             if self._needs_newline:
                 line = b"\n" + line  # the transcript ends in a torn line; ours starts on a line of its own
             seq = self._seq + 1
-            self._append_once(seq, line, durable, ours)
+            # Ledger records are an intent before its tool runs, or an outcome: they wait for the
+            # disk whatever the policy, so a server crash cannot forget an intent whose side
+            # effect then happens (the turn retried would run it a second time).
+            self._append_once(seq, line, durable or bool(ours), ours)
             self._seq = seq
+            self._last_line = line
             self._needs_newline = False
             self._dirty = self._dirty or not durable
         for log, rec in later:
@@ -175,10 +195,10 @@ class PostgresHandle(TranscriptHandle):
                 try:
                     if attempt and self._landed(seq, line):
                         return
+                    self._refused(seq)
                 except DatabaseUnavailableError as exc:
                     failure, absent = exc, False
                     continue
-                self._lose()
             if absent:
                 continue
             try:
@@ -190,7 +210,7 @@ class PostgresHandle(TranscriptHandle):
         if absent:
             raise AppendError(f"append failed, nothing was appended ({failure})", path=self.locator) from failure
         self._broken = True
-        raise AppendError(
+        raise AppendOutcomeUnknownError(
             f"the database went away during the append ({failure}); whether it was stored is unknown, "
             "so this writer stops: open the transcript again",
             path=self.locator,
@@ -227,6 +247,28 @@ class PostgresHandle(TranscriptHandle):
                 path=self.locator,
             ) from None
 
+    def _refused(self, seq: int) -> NoReturn:
+        """An append matched nothing: say why (the lease is gone, or the database forgot lines) and stop.
+
+        Raises:
+            LeaseLostError: the lease is not ours any more.
+            AppendOutcomeUnknownError: the lease is ours but the transcript ends before ``seq - 1``:
+                the server lost appends committed without waiting for the disk (it crashed).
+            DatabaseUnavailableError: the database went away while we asked.
+        """
+        rows = self._db.query(
+            SQL_WHY_NOT, {"t": self.transcript_id, "owner": self._store.agent.backend.owner_id, "token": self.token}
+        )
+        if rows and rows[0][1] and int(rows[0][0]) < seq - 1:
+            self._broken = True
+            raise AppendOutcomeUnknownError(
+                f"the database holds {int(rows[0][0])} lines of this transcript, not the {seq - 1} this writer "
+                "appended (a server that crashed loses commits that did not wait for the disk); nothing was "
+                "appended: open the transcript again",
+                path=self.locator,
+            )
+        self._lose()
+
     def _lose(self) -> NoReturn:
         self._lost = True
         raise LeaseLostError(
@@ -239,15 +281,32 @@ class PostgresHandle(TranscriptHandle):
         return bool(rows and rows[0][0])
 
     def sync(self) -> None:
-        """Make earlier appends durable: one durable commit (a lease renewal) flushes every commit before it."""
+        """Make earlier appends durable: one durable commit flushes every commit before it.
+
+        It also reads back this writer's last line: a server that crashed since forgot the
+        appends that had not reached its disk, and then they are not acknowledged.
+
+        Raises:
+            AppendOutcomeUnknownError: the last line is not there (this writer stops).
+            AppendError: the database could not be reached (the appends may or may not last).
+        """
         with self._mutex:
             if not self._open or not self._dirty:
                 return
             try:
-                with self._db.connection() as conn:
-                    conn.execute(SQL_TOUCH, {"t": self.transcript_id, "token": self.token})
+                with self._db.transaction() as conn:
+                    row = conn.execute(
+                        SQL_SYNC, {"t": self.transcript_id, "seq": self._seq, "line": self._last_line}
+                    ).fetchone()
             except DatabaseUnavailableError as exc:
                 raise AppendError(f"cannot make appends durable: {exc}", path=self.locator) from exc
+            if self._last_line is not None and (row is None or row[1] is not True):
+                self._broken = True
+                raise AppendOutcomeUnknownError(
+                    f"line {self._seq} is no longer in the database (a server that crashed loses commits that "
+                    "did not wait for the disk); open the transcript again",
+                    path=self.locator,
+                )
             self._dirty = False
 
     def read(self) -> Transcript:

@@ -304,19 +304,34 @@ def _policy(root: Path, sqlite_era: bool) -> _Policy:
 
 
 def _window(state: AgentState, key: str) -> tuple[int | None, str | None]:
-    """The model's context window as the state records it for the key."""
+    """The model's context window for the key, as OpenClaw resolves it.
+
+    Its config's model entry (:func:`~kurahi.lineage.runtime_view.openclaw_context_window`),
+    else the ``contextTokens`` OpenClaw recorded in the key's entry when it last ran (what its
+    model catalog gave), else OpenClaw's default of 200,000.
+    """
+    from kurahi.errors import UsageError
+    from kurahi.lineage.runtime_view import DEFAULT_CONTEXT_WINDOW, openclaw_context_window
+
+    if (state.root / "openclaw.json").is_file():
+        try:
+            found = openclaw_context_window(state.root, state.agent)
+        except UsageError:
+            found = None
+        if found is not None:
+            return found
     entry: Any = state.catalog.get(key)
-    where = "catalog contextTokens"
+    where = "the contextTokens OpenClaw recorded in the catalog entry"
     if entry is None and state.snap is not None:
         from kurahi.lineage.openclaw_sqlite import list_sqlite_nodes
 
         node = next((n for n in list_sqlite_nodes(state.snap) if n.session_key == key), None)
         entry = node.entry if node is not None else None
-        where = "session_nodes entry contextTokens"
+        where = "the contextTokens OpenClaw recorded in the session_nodes entry"
     value = entry.get("contextTokens") if isinstance(entry, dict) else None
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value, where
-    return None, None
+    return DEFAULT_CONTEXT_WINDOW, "OpenClaw's default (nothing in the state names a window)"
 
 
 @dataclass
@@ -388,19 +403,6 @@ def _boundary(ctx: _KeyContext, s: Stretch, after: Piece | None) -> tuple[str, i
     if reason == "rollover" or piece.kind == "transcript":
         return "rollover", at, [*evidence, recorded, "cause not recorded"]
     return "unknown", at, evidence
-
-
-def sends_all(runtime: str, window: int, *, tokens: int, size: int, entries: int) -> bool:
-    """Whether the runtime sends a history of this size whole under ``window``.
-
-    OpenClaw 2026.9 loads the newest events up to ``min(64 MiB, max(1024, window × 8))`` bytes
-    and 10,000 events; OpenClaw 2026.5 and Pi send everything while it fits the window less
-    the reserve, and compact first when it does not (``docs/lineage.md``, "What each runtime
-    sends", is the measured model ``lineage check`` applies to the candidate).
-    """
-    if runtime == "openclaw-2026.9":
-        return size + entries <= min(64 * 1024 * 1024, max(1024, window * 8)) and entries <= 10_000
-    return tokens <= window - min(16_384, window - min(8_000, window // 2))
 
 
 def _loss_id(agent: str, key: str, s: Stretch) -> str:
@@ -493,7 +495,7 @@ def _restore(runtime: str, restored: list[Stretch], window: int | None, window_f
         bytes=size,
         window=window,
         window_from=window_from,
-        fits=None if window is None else sends_all(runtime, window, tokens=tokens, size=size, entries=entries),
+        fits=None if window is None else sends_whole(runtime, window, tokens=tokens, size=size, entries=entries),
     )
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "RuntimeView",
     "openclaw_context_window",
     "runtime_view",
+    "sends_whole",
     "view_of",
     "window_for",
 ]
@@ -259,6 +260,18 @@ def _bounded_by_bytes(ref: Any, view: RuntimeView, sources: list[int], per: list
         f"; {used:,} bytes, the newest {len(loaded)} entries, were loaded" if truncated else "; all of it fits"
     )
     return view
+
+
+def sends_whole(runtime: str, window: int, *, tokens: int, size: int, entries: int) -> bool:
+    """Whether ``runtime`` sends a history of this size whole under ``window``, by the rules above.
+
+    For a quick answer before any candidate exists (``kurahi rescue``'s "fits back"): OpenClaw
+    2026.9 by the stored bytes and entries it loads, OpenClaw 2026.5 and Pi by the estimated
+    tokens against the window less what they keep free. :func:`runtime_view` is the exact one.
+    """
+    if runtime == "openclaw-2026.9":
+        return entries <= MAX_EVENTS and size + entries <= min(MAX_BYTES, max(1024, window * BYTES_PER_TOKEN))
+    return tokens <= _budget(runtime, window, RESERVE_TOKENS)
 
 
 def _budget(runtime: str, window: int, reserve: int) -> int:

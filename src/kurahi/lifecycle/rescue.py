@@ -39,6 +39,7 @@ from kurahi.context.project import entry_messages
 from kurahi.context.tokens import estimate_tokens
 from kurahi.errors import TranscriptError
 from kurahi.lineage.find import AgentState, Lineage, Piece, iso, list_agents, open_agent
+from kurahi.lineage.runtime_view import sends_whole
 from kurahi.store.transcript import Transcript
 from kurahi.store.vocab import BRANCH_SUMMARY, COMPACTION, CUSTOM_MESSAGE, MESSAGE, RESET
 

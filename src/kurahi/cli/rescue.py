@@ -206,13 +206,21 @@ def _one(openclaw: Path | None, home: Path | None) -> Path:
 def _say_plan(plan: RescuePlan, applied: bool) -> None:
     loss = plan.loss
     lost = [m for m in plan.markers if m.part == "lost" and m.in_view]
-    example = f", e.g. {lost[0].text!r}" if lost else ""
     verb = "brought back" if applied else "will bring back"
-    say(
-        (f"{loss.id}", "bold"),
-        f" ({loss.kind}, {loss.key}): {verb} {plan.brought_back} message(s){example}",
-    )
-    sends = f"{plan.view_messages} message(s), ~{plan.tokens:,} of {plan.window:,} tokens"
+    if lost:
+        what = f"{verb} {plan.brought_back} message(s), e.g. {lost[0].text!r}"
+    elif plan.not_sent:
+        what = f"{verb} {plan.brought_back} message(s) to the history; the runtime will not send them (past its window)"
+    else:
+        what = f"{verb} {plan.brought_back} message(s)"
+    say((f"{loss.id}", "bold"), f" ({loss.kind}, {loss.key}): {what}")
+    if plan.sent_messages >= plan.view_messages:
+        sends = f"all {plan.view_messages} message(s), ~{plan.sent_tokens:,} tokens of a {plan.window:,}-token window"
+    else:
+        sends = (
+            f"the newest {plan.sent_messages} of {plan.view_messages} message(s) under its {plan.window:,}-token "
+            f"window ({plan.rule})"
+        )
     say(f"  the runtime ({plan.runtime}) sends {sends}")
     rows: list[list[Part]] = [
         [m.text, m.part, ("yes", "green") if m.in_view else ("not sent", "yellow")] for m in plan.markers

@@ -30,11 +30,15 @@ from kurahi.errors import GuessNotAcceptedError, LossNotFoundError, OpenClawRunn
 from kurahi.lifecycle.rescue import Loss, RescueReport, find_losses, stretches_of
 from kurahi.lifecycle.rescue_markers import choose
 from kurahi.lineage.find import AgentState, Piece, open_agent
+from kurahi.lineage.runtime_view import DEFAULT_CONTEXT_WINDOW, RuntimeView
 
 if TYPE_CHECKING:
     from kurahi.lifecycle.activation import Host
 
 __all__ = ["RescueMarker", "RescuePlan", "RescueResult", "apply_rescue", "default_package_dir", "pick", "plan_rescue"]
+
+_RECENT = 20
+"""Texts at the end of the live view an "after the boundary" marker is chosen from."""
 
 _RUNTIME_FOR_CHECK = {"openclaw-2026.9": "openclaw-2026.9", "openclaw-2026.5": "openclaw-2026.5", "pi": "pi"}
 
@@ -60,11 +64,16 @@ class RescuePlan(msgspec.Struct, rename="camel"):
     runtime: str
     markers: list[RescueMarker]
     view_messages: int
-    """Messages the runtime will send from the candidate."""
+    """Messages of the runtime's view of the candidate (what it would send with an endless window)."""
     live_messages: int
-    """Messages it sends now."""
+    """Messages of its view now."""
     tokens: int | float
     window: int
+    sent_messages: int = 0
+    """Messages of the candidate's view the runtime sends under ``window``."""
+    sent_tokens: int = 0
+    rule: str = ""
+    """The runtime's limit that applied, in words."""
     not_sent: list[str] = msgspec.field(default_factory=list)
     """Pieces restored in the history whose phrases the runtime will still not send (past the window)."""
     accepted_guesses: list[str] = msgspec.field(default_factory=list)
@@ -73,7 +82,7 @@ class RescuePlan(msgspec.Struct, rename="camel"):
 
     @property
     def brought_back(self) -> int:
-        """Messages the model will see that it does not see now."""
+        """Messages back in the runtime's view (all sent when the view fits the window)."""
         return max(0, self.view_messages - self.live_messages)
 
     def to_dict(self) -> dict[str, Any]:
@@ -183,10 +192,6 @@ def _has_reset(piece: Piece) -> bool:
     return bool(piece.reset_entries)
 
 
-def _view_text(messages: Sequence[Any] | None) -> str:
-    return "\n".join(json.dumps(m, ensure_ascii=False) for m in messages or [])
-
-
 def default_package_dir(loss: Loss) -> Path:
     """Where ``rescue apply`` keeps a package when not told: ``$XDG_STATE_HOME/kurahi/rescue/<id>-<time>``.
 
@@ -209,6 +214,11 @@ class Prepared(msgspec.Struct, rename="camel"):
     window: int
     not_sent: list[str]
     accepted_guesses: list[str]
+    sent_messages: int = 0
+    """Messages of the view the runtime sends under the window."""
+    sent_tokens: int = 0
+    rule: str = ""
+    """The runtime's limit that applied, in words."""
 
 
 def prepare_candidate(
@@ -225,7 +235,6 @@ def prepare_candidate(
     Raises:
         StitchError, TranscriptReadError: as stitch and check raise them.
     """
-    from kurahi.lineage.check import check
     from kurahi.lineage.stitch import stitch
 
     same_key = [g for g in report.losses if g.key == loss.key and g.agent == loss.agent]
@@ -236,11 +245,9 @@ def prepare_candidate(
         pieces = [by_source[s] for s in loss.pieces]
         notes: list[str] = []
         stretch_texts: dict[str, list[tuple[str, str]]] = {}
-        history: list[str] = []
         live_texts: list[tuple[str, str]] = []
         for piece in pieces:
             parts, _ = stretches_of(state, piece, notes, texts=True)
-            history.extend(t for part in parts for _, t in part.texts)
             if piece.current:
                 # Only the stretches before its last reset left the view; the last one is the view.
                 stretch_texts[piece.source] = [t for part in parts[:-1] for t in part.texts]
@@ -253,32 +260,57 @@ def prepare_candidate(
             shutil.copyfile(files[0], candidate)  # a moved dir: the live transcript is the history
         else:
             stitch(files, candidate)
-        current = next((p for p in lineage.pieces if p.current), None)
-        live_view = _live_view(state, current, loss) if current is not None else []
-    chosen = _choose(lost_here, stretch_texts, live_texts, _view_text(live_view), history)
-    checked = check(
-        candidate,
-        markers=[m.text for m in chosen] + list(markers),
-        runtime=_RUNTIME_FOR_CHECK[loss.runtime],
-        window=loss.restore.window or 200_000,
-    )
-    # In view and sent under the window: plan refuses a marker the runtime will not send (issue 28).
-    hits = {h.marker: checked.view_index(h) is not None and h.sent for h in checked.markers}
-    final = [RescueMarker(m.text, m.part, m.source, hits.get(m.text, False)) for m in chosen]
-    final += [RescueMarker(t, "user", None, hits.get(t, False)) for t in markers]
+        absent, live_messages = _live_view(state, lineage, loss, notes)
+    # The latest of what is sent now: a phrase from there proves the candidate ends where the view does.
+    recent = list(live_texts[-_RECENT:])
+    history = [t for texts in stretch_texts.values() for _, t in texts] + [t for _, t in recent]
+    chosen = _choose(lost_here, stretch_texts, recent, absent, history)
+    view, messages = _runtime_view(candidate, loss)
+    sent = [messages[i] for i in view.sent]
+    # In the view and sent under the window: plan refuses a marker the runtime will not send.
+    hits = {text: _in(sent, text) for text in [*(m.text for m in chosen), *markers]}
+    final = [RescueMarker(m.text, m.part, m.source, hits[m.text]) for m in chosen]
+    final += [RescueMarker(t, "user", None, hits[t]) for t in markers]
     lost_sources = {m.source for m in final if m.part == "lost" and m.source}
     back = {m.source for m in final if m.part == "lost" and m.in_view}
     return Prepared(
         loss=loss,
         candidate=str(candidate),
         markers=final,
-        view_messages=checked.view_messages,
-        live_messages=len(live_view),
-        tokens=checked.tokens,
-        window=checked.window,
+        view_messages=view.messages,
+        live_messages=live_messages,
+        tokens=view.tokens,
+        window=view.window,
         not_sent=sorted(s for s in lost_sources - back if s),
         accepted_guesses=list(accepted),
+        sent_messages=len(view.sent),
+        sent_tokens=view.sent_tokens,
+        rule=view.rule,
     )
+
+
+def _runtime_view(candidate: Path, loss: Loss) -> tuple[RuntimeView, list[Any]]:
+    """What the loss's runtime sends of the candidate under the key's window, and the whole view's messages.
+
+    The plain reference projection (:mod:`kurahi.lineage.reference`) and the runtime's rule
+    (:mod:`kurahi.lineage.runtime_view`); ``activate plan`` then checks the candidate again
+    with ``lineage check``, both projections compared.
+    """
+    from kurahi.lineage.reference import reference_projection
+    from kurahi.lineage.runtime_view import view_of
+
+    ref = reference_projection(candidate)
+    window = loss.restore.window or DEFAULT_CONTEXT_WINDOW
+    view = view_of(ref, loss.runtime, context_window=window, window_from=loss.restore.window_from or "the default")
+    after_reset = loss.runtime == "openclaw-2026.9" and ref.runtime_messages is not None
+    return view, list(ref.runtime_messages if after_reset and ref.runtime_messages is not None else ref.messages)
+
+
+def _in(messages: Sequence[Any], text: str) -> bool:
+    """Whether ``text`` is in one of ``messages`` as ``lineage check`` searches (their JSON text)."""
+    from kurahi.lineage.check import message_text
+
+    return any(text in message_text(m) for m in messages)
 
 
 def plan_rescue(
@@ -331,25 +363,32 @@ def plan_rescue(
         live_messages=prep.live_messages,
         tokens=prep.tokens,
         window=prep.window,
+        sent_messages=prep.sent_messages,
+        sent_tokens=prep.sent_tokens,
+        rule=prep.rule,
         not_sent=prep.not_sent,
         accepted_guesses=accepted,
         stitched=list(loss.pieces),
     )
 
 
-def _live_view(state: AgentState, current: Piece, loss: Loss) -> list[Any]:
-    """What the runtime sends now, as messages (empty for a moved 2026.5 dir)."""
-    from kurahi.lineage.check import check
+def _live_view(state: AgentState, lineage: Any, loss: Loss, notes: list[str]) -> tuple[str, int]:
+    """What the runtime sends now, as the stored text of those entries, and its message count.
 
-    if loss.kind == "moved" or (loss.runtime == "openclaw-2026.5" and state.lineage(loss.key).moved_from):
-        return []
-    report = check(_sources(state, [current])[0], runtime=_RUNTIME_FOR_CHECK[loss.runtime])
-    view = (
-        report.runtime_view
-        if report.runtime == "openclaw-2026.9" and report.runtime_view is not None
-        else report.pi_view
-    )
-    return list(view or [])
+    The runtime's view: the current session's path (OpenClaw 2026.9: after its last reset;
+    nothing for a moved 2026.5 dir). Its stored lines are what a marker must be absent from:
+    they hold every word of the view, so a phrase not in them is not in the view.
+    """
+    current = next((p for p in lineage.pieces if p.current), None)
+    if current is None or (loss.runtime == "openclaw-2026.5" and lineage.moved_from):
+        return "", 0
+    parts, _ = stretches_of(state, current, notes)
+    if loss.runtime == "openclaw-2026.9":
+        parts = parts[-1:]
+    with state.open_piece(current) as t:
+        indices = [i for part in parts for i in part.indices]
+        _, data = t.raw_joined(indices)
+    return data.decode("utf-8", "replace"), sum(part.messages for part in parts)
 
 
 class _Chosen(msgspec.Struct, frozen=True):

@@ -97,7 +97,7 @@ _STOP = frozenset(
         "received",
     )
 )
-_MAX_TEXT = 20_000
+_MAX_TEXT = 4_000
 """Characters of one text looked at (a long tool dump holds no better phrase than its start)."""
 
 
@@ -144,7 +144,8 @@ def choose(
     Args:
         texts: ``(role, text)`` of the stretch, user texts preferred.
         absent_from: the text of what the runtime sends now.
-        history: every text of the key's history, to tell a rare phrase from a common one.
+        history: the texts around (the lost stretches, the latest ones sent), to tell a rare phrase
+            from a common one.
         avoid: phrases already chosen (for another stretch).
         limit: how many to return at most (the caller verifies them in order).
     """

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 # The fast projection's modules (the store, the context room) load where they are used, in
 # _both_projections: importing this module for its report types does not need them.
 
-__all__ = ["CheckReport", "MarkerHit", "check", "messages_sha256"]
+__all__ = ["CheckReport", "MarkerHit", "check", "message_text", "messages_sha256"]
 
 
 def messages_sha256(messages: list[Any]) -> str:
@@ -183,12 +183,12 @@ class CheckReport(msgspec.Struct):
 
 def _find(messages: list[Any], marker: str) -> int | None:
     for i, m in enumerate(messages):
-        if marker in _text(m):
+        if marker in message_text(m):
             return i
     return None
 
 
-def _text(message: Any) -> str:
+def message_text(message: Any) -> str:
     """The message as ``json.dumps`` writes it, at any depth (what a marker is searched in)."""
     try:
         return json.dumps(message, ensure_ascii=False)

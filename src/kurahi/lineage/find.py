@@ -667,7 +667,9 @@ def _find(state: AgentState, key: str | None) -> Lineage:
     pieces = [
         replace(p, current=(p.source == live_source) if live_source else (p.session_id == current)) for p in pieces
     ]
-    pieces.sort(key=lambda p: (p.sort_ms, p.source))
+    # In the order the sessions started; the key's current session last whatever its clocks say
+    # (a copied header, a clock that went back): it is the one every earlier piece led to.
+    pieces.sort(key=lambda p: (p.current, p.sort_ms, p.source))
     return Lineage(
         state_dir=str(root),
         layout="+".join(name for name, there in (("json", folder), ("sqlite", snap)) if there is not None),

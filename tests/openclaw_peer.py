@@ -61,6 +61,9 @@ SESSIONS_DIR = Path("agents") / AGENT / "sessions"
 START_DEADLINE = 180.0
 TURN_DEADLINE = 180.0
 STOP_DEADLINE = 60.0
+CONTEXT_WINDOW = 128_000
+"""The stand-in's ``contextWindow`` unless a peer is given another (a small one makes a short
+history overflow it)."""
 IDLE_MINUTES = 7 * 24 * 60
 """The idle reset window the harness configures unless told otherwise: a week, so that no
 session rolls over during a test unless the test asks for it (OpenClaw's smallest is 1)."""
@@ -215,6 +218,7 @@ class OpenClawPeer:
         *,
         idle_minutes: int = IDLE_MINUTES,
         models: Sequence[str] = (MODEL_ID,),
+        context_window: int = CONTEXT_WINDOW,
     ) -> None:
         no_peer_in_the_fast_tier(f"OpenClaw {version}")
         why = unavailable(version)
@@ -234,6 +238,8 @@ class OpenClawPeer:
         self.idle_minutes = idle_minutes
         self.models = tuple(models)
         """The stand-in's model ids the config offers (the first is the default)."""
+        self.context_window = context_window
+        """The ``contextWindow`` (tokens) the config gives the stand-in's models."""
         self.last_turn_at: float | None = None
         """Wall-clock time (``time.time()``) at which the last turn's reply came back."""
         self.model = StandInModel(self.logs / f"model-requests-{version}.jsonl")
@@ -322,7 +328,7 @@ class OpenClawPeer:
                     "reasoning": False,
                     "input": ["text"],
                     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-                    "contextWindow": 128000,
+                    "contextWindow": self.context_window,
                     "maxTokens": 4096,
                 }
                 for model in self.models
@@ -517,6 +523,18 @@ class OpenClawPeer:
         else:
             params = json.dumps({"key": key, "reason": "reset"})
             self.cli("gateway", "call", "sessions.reset", "--params", params, "--json")
+
+    def compact(self, *, key: str = MAIN_KEY) -> dict[str, Any]:
+        """``openclaw sessions compact KEY --json`` through the running gateway (2026.9: the model
+        is asked for a summary); returns what it printed."""
+        raw = self.cli("sessions", "compact", key, "--json").stdout
+        try:
+            parsed = json.loads(raw[raw.index("{") :])
+        except ValueError:
+            raise OpenClawError(f"openclaw sessions compact printed no JSON:\n{raw[-2000:]}") from None
+        if not isinstance(parsed, dict):
+            raise OpenClawError(f"openclaw sessions compact printed {parsed!r}")
+        return parsed
 
     def requests(self) -> list[dict[str, Any]]:
         """Every request body the stand-in model received from this peer, oldest first."""

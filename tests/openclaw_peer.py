@@ -172,6 +172,21 @@ def _kill_group(proc: subprocess.Popen[Any]) -> None:
         proc.wait(timeout=30)
 
 
+def _session_id(doc: Any) -> str | None:
+    """The first ``sessionId`` in ``openclaw agent --json`` output (it sits in the run's metadata,
+    whose shape differs between releases)."""
+    if isinstance(doc, dict):
+        found = doc.get("sessionId")
+        if isinstance(found, str):
+            return found
+        doc = list(doc.values())
+    if isinstance(doc, list):
+        for value in doc:
+            if (found := _session_id(value)) is not None:
+                return found
+    return None
+
+
 def phrases_in(body: dict[str, Any], phrases: Iterable[str]) -> set[str]:
     """Which of ``phrases`` appear in the text of a logged request's messages (any role)."""
     texts = [text_of(m.get("content")) for m in request_messages(body)]
@@ -242,6 +257,10 @@ class OpenClawPeer:
         """The ``contextWindow`` (tokens) the config gives the stand-in's models."""
         self.last_turn_at: float | None = None
         """Wall-clock time (``time.time()``) at which the last turn's reply came back."""
+        self.turn_log: list[dict[str, Any]] = []
+        """Each turn and reset, oldest first, as ``cap/turns.jsonl`` of the samples logs them:
+        ``message``, ``status``, the ``sessionId`` that answered (none for a reset by RPC), the
+        ``replies``."""
         self.model = StandInModel(self.logs / f"model-requests-{version}.jsonl")
         self.port = 0
         self._token = secrets.token_hex(16)
@@ -506,7 +525,9 @@ class OpenClawPeer:
         self.last_turn_at = time.time()
         body = doc.get("result") or doc
         replies = [p.get("text") for p in body.get("payloads") or [] if isinstance(p, dict)]
-        return "\n".join(r for r in replies if isinstance(r, str))
+        texts = [r for r in replies if isinstance(r, str)]
+        self.turn_log.append({"message": text, "status": "ok", "sessionId": _session_id(doc), "replies": texts})
+        return "\n".join(texts)
 
     def reset(self, *, key: str = MAIN_KEY, via: Literal["command", "rpc"] | None = None) -> None:
         """Reset session ``key`` as a user does.
@@ -519,10 +540,11 @@ class OpenClawPeer:
         if via is None:
             via = "rpc" if self.version == JSON_ERA else "command"
         if via == "command":
-            self.cli("agent", "--session-key", key, "--message", "/reset", "--json")
+            self.turn("/reset", key=key)
         else:
             params = json.dumps({"key": key, "reason": "reset"})
             self.cli("gateway", "call", "sessions.reset", "--params", params, "--json")
+            self.turn_log.append({"message": f"<gateway call sessions.reset key={key} reason=reset>", "status": "ok"})
 
     def compact(self, *, key: str = MAIN_KEY) -> dict[str, Any]:
         """``openclaw sessions compact KEY --json`` through the running gateway (2026.9: the model

@@ -33,11 +33,13 @@ says what each release writes for each kind of loss.
 
 from __future__ import annotations
 
+import json
 import secrets
 import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -47,6 +49,7 @@ from openclaw_peer import (
     CONTEXT_WINDOW,
     JSON_ERA,
     MAIN_KEY,
+    SESSIONS_DIR,
     SQLITE_ERA,
     OpenClawPeer,
     OpenClawVersion,
@@ -136,9 +139,19 @@ class Scenario:
         return tuple(ph for p in self.pieces if p.key != key for ph in p.phrases)
 
     def copy_to(self, root: Path) -> Scenario:
-        """This scenario with its dir copied to ``root`` (see :func:`copy_root`)."""
-        copy_root(self.root, root)
-        return replace(self, root=root)
+        """This scenario with its dir copied to ``root`` (see :func:`copy_root`).
+
+        A moved dir's catalog keeps naming its old place, and OpenClaw 2026.5 recreates that
+        place when it next writes the transcript; so each copy of it gets an old place of its
+        own (beside ``root``, absent), and no two tests share one.
+        """
+        moved_from = self.notes.get("moved_from")
+        if moved_from is None:
+            copy_root(self.root, root)
+            return replace(self, root=root)
+        old_place = root.parent / f"{root.name}-old-place" / "state"
+        copy_root(self.root, root, also={str(moved_from): str(old_place)})
+        return replace(self, root=root, notes=self.notes | {"moved_from": str(old_place)})
 
     def one_turn(self, key: str = MAIN_KEY) -> dict[str, Any]:
         """Start OpenClaw on this dir, take one turn on ``key`` with a fresh phrase, stop; return
@@ -180,7 +193,7 @@ def check_view(scenario: Scenario, body: dict[str, Any], key: str = MAIN_KEY, *,
 # ---- copies ---------------------------------------------------------------------------------
 
 
-def copy_root(src: Path, dst: Path) -> None:
+def copy_root(src: Path, dst: Path, *, also: dict[str, str] | None = None) -> None:
     """Copy a peer root's ``state/`` and ``home/`` to ``dst`` (``logs/`` starts empty).
 
     Every occurrence of the source state dir's absolute path in ``agents/*/sessions/``
@@ -189,20 +202,21 @@ def copy_root(src: Path, dst: Path) -> None:
     absolute paths and follows them, so an unrewritten copy would be a moved dir (OpenClaw
     starts it empty) whose catalog points into the source. The SQLite era's store resolves
     from the state dir; its recorded paths (the header's ``cwd``, prompt reports) stay as
-    written and point at the source.
+    written and point at the source. ``also`` maps further paths to rewrite the same way.
     """
     dst.mkdir(parents=True, exist_ok=True)
     for part in ("state", "home"):
         if (src / part).exists():
             shutil.copytree(src / part, dst / part, symlinks=True)
-    old, new = str((src / "state").resolve()), str((dst / "state").resolve())
-    assert not set('"\\') & set(old + new), "paths that JSON would escape"
-    sessions = dst / "state" / "agents"
-    for path in sessions.glob("*/sessions/*"):
-        if path.is_file() and (path.name == "sessions.json" or ".jsonl" in path.name):
-            data = path.read_bytes()
-            if old.encode() in data:
-                path.write_bytes(data.replace(old.encode(), new.encode()))
+    swaps = {str((src / "state").resolve()): str((dst / "state").resolve())} | (also or {})
+    assert not any(set('"\\') & set(old + new) for old, new in swaps.items()), "paths that JSON would escape"
+    for path in (dst / "state" / "agents").glob("*/sessions/*"):
+        if path.is_file():
+            data = original = path.read_bytes()
+            for old, new in swaps.items():
+                data = data.replace(old.encode(), new.encode())
+            if data != original:
+                path.write_bytes(data)
 
 
 # ---- building -------------------------------------------------------------------------------
@@ -263,18 +277,7 @@ def build_json(base: Path) -> dict[str, Scenario]:
             tuple(Piece(MAIN_KEY, p, e, e is None) for p, e in zip(pieces, ends, strict=True)), clock.lap(),
         )  # fmt: skip
 
-        with OpenClawPeer(JSON_ERA, base / "json-two-keys") as keys:
-            keys.start()
-            private = _say(keys, ALICE, "J-ALICE-PRIVATE")
-            keys.reset(key=ALICE)
-            reset_done = time.time()
-            public = _say(keys, BOB, "J-BOB")
-            assert keys.stop() == 0
-        built["json-two-keys"] = Scenario(
-            "json-two-keys", JSON_ERA, keys.root,
-            (Piece(ALICE, private, "reset", False), Piece(BOB, public, None, True)), clock.lap(),
-            notes={"reset_returned_at": reset_done},
-        )  # fmt: skip
+        built["json-two-keys"] = _two_keys(base, clock)
 
         # Past the idle window (counted from the last turn, not the stop): the next turn rolls
         # the key over to a new session and leaves the old transcript where it was.
@@ -288,6 +291,7 @@ def build_json(base: Path) -> dict[str, Scenario]:
         "json-reset-idle", JSON_ERA, idle.root,
         (Piece(MAIN_KEY, a, "reset", False), Piece(MAIN_KEY, b, "idle", False), Piece(MAIN_KEY, c, None, True)),
         first + clock.lap(),
+        notes={"turns": tuple(idle.turn_log)},
     )  # fmt: skip
 
     # The same dir, moved whole after its clean stop: a copy made as OpenClaw would have
@@ -303,6 +307,46 @@ def build_json(base: Path) -> dict[str, Scenario]:
         notes={"moved_from": str(first_place / "state")},
     )  # fmt: skip
     return built
+
+
+SPLICE_GAP = 5.0
+"""The splice case needs Bob's session to start at most this long after Alice's reset (the window
+in which ``lineage find`` of the JSON era gives a reset archive to a session that starts)."""
+
+
+def _two_keys(base: Path, clock: _Clock, attempts: int = 3) -> Scenario:
+    """Alice says a private phrase and is reset; Bob's first turn goes right after.
+
+    The gap is measured from the files (the archive's time, Bob's header), not assumed: a CLI
+    call takes seconds to start, so on a loaded machine a try can miss the window, and then the
+    whole dir is made again, from nothing.
+    """
+    gap = None
+    for attempt in range(attempts):
+        with OpenClawPeer(JSON_ERA, base / f"json-two-keys-{attempt}") as peer:
+            peer.start()
+            private = _say(peer, ALICE, "J-ALICE-PRIVATE")
+            peer.reset(key=ALICE)
+            public = _say(peer, BOB, "J-BOB")
+            assert peer.stop() == 0
+        gap = bob_after_reset(peer.root / "state")
+        if 0 <= gap <= SPLICE_GAP:
+            pieces = (Piece(ALICE, private, "reset", False), Piece(BOB, public, None, True))
+            notes = {"bob_started_after_reset_s": gap, "attempts": attempt + 1}
+            return Scenario("json-two-keys", JSON_ERA, peer.root, pieces, clock.lap(), notes=notes)
+    raise AssertionError(f"Bob's session never started within {SPLICE_GAP} s of Alice's reset (last: {gap} s)")
+
+
+def bob_after_reset(state: Path) -> float:
+    """Seconds from the reset archive's time (in its name) to the start of Bob's session (its header)."""
+    sessions = state / SESSIONS_DIR
+    (archive,) = sessions.glob("*.jsonl.reset.*")
+    reset_at = datetime.strptime(archive.name.rsplit(".reset.", 1)[1], "%Y-%m-%dT%H-%M-%S.%fZ").replace(tzinfo=UTC)
+    book = json.loads((sessions / "sessions.json").read_text(encoding="utf-8"))
+    bob_file = sessions / Path(book[BOB]["sessionFile"]).name
+    header = json.loads(bob_file.read_text(encoding="utf-8").splitlines()[0])
+    started = datetime.fromisoformat(header["timestamp"].replace("Z", "+00:00"))
+    return (started - reset_at).total_seconds()
 
 
 def build_sqlite(base: Path) -> dict[str, Scenario]:
@@ -379,6 +423,7 @@ def build_sqlite(base: Path) -> dict[str, Scenario]:
             "sqlite-reset-idle", SQLITE_ERA, ri.root,
             (Piece(MAIN_KEY, a, "reset", False), Piece(MAIN_KEY, b, "idle", False), Piece(MAIN_KEY, c, None, True)),
             built["sqlite-reset"].seconds + clock.lap(),
+            notes={"turns": tuple(ri.turn_log)},
         )  # fmt: skip
 
         solo.start()

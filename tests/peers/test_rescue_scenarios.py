@@ -36,8 +36,13 @@ def catalog(s: Scenario) -> dict[str, dict[str, object]]:
 
 
 def transcripts(s: Scenario) -> dict[str, str]:
-    """Every transcript-like file in ``sessions/`` by name, with its text."""
-    return {p.name: p.read_text(encoding="utf-8") for p in sessions(s).iterdir() if ".jsonl" in p.name}
+    """Every transcript and transcript archive in ``sessions/`` by name, with its text (not the
+    ``.trajectory.jsonl`` run traces beside them, which hold the same phrases)."""
+    return {
+        p.name: p.read_text(encoding="utf-8")
+        for p in sessions(s).iterdir()
+        if ".jsonl" in p.name and ".trajectory" not in p.name
+    }
 
 
 def holding(files: dict[str, str], phrase: str) -> list[str]:
@@ -210,10 +215,11 @@ def test_sqlite_compact_reset(sqlite_compact_reset: Scenario, tmp_path: Path) ->
 
 
 def test_sqlite_overflow(sqlite_overflow: Scenario, tmp_path: Path) -> None:
-    """The history before the reset is several times the model window (4 bytes a token)."""
+    """The history before the reset alone is bigger than the model window (4 bytes a token; OpenClaw's
+    own estimate of the prompt, system prompt included, was about 3.5 times the window)."""
     s = sqlite_overflow
     before, _after = split_at_resets(store_events(s, tmp_path)[main_session(s, tmp_path)])
-    assert len(before) / 4 > 2 * SMALL_WINDOW, len(before)
+    assert len(before) / 4 > SMALL_WINDOW, len(before)
     assert all(ph in before for ph in s.pieces[0].phrases)
     assert_view(s)
 

@@ -1,0 +1,111 @@
+"""Write a rescue scenario as a committed sample under ``tests/data/openclaw/`` (run by hand).
+
+``python tests/openclaw_samples.py OUT`` builds the 2026.5.28 and 2026.9.6 scenarios with real
+OpenClaw (:mod:`rescue_scenarios`, about five minutes) and writes ``OUT/2026.5.28-reset-idle``
+and ``OUT/2026.9.6-reset-idle``: the files a session tool reads, the run's turn log as
+``cap/turns.jsonl``, absolute paths rewritten as ``tests/data/openclaw/README.md`` says.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import sys
+import tempfile
+from pathlib import Path
+
+SAMPLE_STATE = "/home/ava/.openclaw"
+"""Where the samples say their state dir was (the README's convention)."""
+SAMPLE_HOME = "/home/ava"
+SAMPLE_PACKAGE = "/usr/lib/node_modules/openclaw"
+"""Where the samples say OpenClaw was installed (its skills' paths are in the session entry)."""
+
+
+def _swaps(root: Path, package: Path) -> list[tuple[str, str]]:
+    # Longest first, so that the state dir is not rewritten as the home it lies under.
+    return [(str((root / "state").resolve()), SAMPLE_STATE), (str(package.resolve()), SAMPLE_PACKAGE),
+            (str(root.resolve()), SAMPLE_HOME)]  # fmt: skip
+
+
+def _rewrite_text(data: bytes, swaps: list[tuple[str, str]]) -> bytes:
+    for old, new in swaps:
+        data = data.replace(old.encode(), new.encode())
+    return data
+
+
+def write_json_sample(root: Path, package: Path, turns: list[dict[str, object]], out: Path) -> None:
+    """A 2026.5 dir's catalog, transcripts and reset archives (not the run traces), and its turn log."""
+    swaps = _swaps(root, package)
+    src = root / "state" / "agents" / "main" / "sessions"
+    dst = out / "state" / "agents" / "main" / "sessions"
+    dst.mkdir(parents=True)
+    for path in sorted(src.iterdir()):
+        wanted = path.name == "sessions.json" or (".jsonl" in path.name and ".trajectory" not in path.name)
+        if path.is_file() and wanted:
+            (dst / path.name).write_bytes(_rewrite_text(path.read_bytes(), swaps))
+    _write_turns(turns, out, swaps)
+
+
+def write_sqlite_sample(root: Path, package: Path, turns: list[dict[str, object]], out: Path) -> None:
+    """A 2026.9 store, whole, with its absolute paths rewritten through SQLite itself."""
+    from kurahi.store.openclaw_sqlite_write import register_octet_length
+
+    swaps = _swaps(root, package)
+    src = root / "state" / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    dst = out / "state" / "agents" / "main" / "agent" / src.name
+    dst.parent.mkdir(parents=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch) / src.name
+        for suffix in ("", "-wal"):
+            if Path(f"{src}{suffix}").exists():
+                shutil.copyfile(f"{src}{suffix}", f"{work}{suffix}")
+        con = sqlite3.connect(work)
+        try:
+            register_octet_length(con)
+            for table, column in (("session_nodes", "entry_json"), ("transcript_events", "event_json"),
+                                  ("trajectory_runtime_events", "event_json")):  # fmt: skip
+                for old, new in swaps:
+                    con.execute(f"UPDATE {table} SET {column} = replace({column}, ?, ?) WHERE instr({column}, ?)",
+                                (old, new, old))  # fmt: skip
+            con.commit()
+            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            left = [row for old, _ in swaps for row in con.execute(
+                "SELECT count(*) FROM transcript_events WHERE instr(event_json, ?)", (old,)) if row[0]]  # fmt: skip
+            assert not left, "a path was not rewritten"
+        finally:
+            con.close()
+        shutil.copyfile(work, dst)
+    # What a clean stop of OpenClaw leaves beside the store: an empty WAL.
+    dst.with_name(dst.name + "-wal").write_bytes(b"")
+    _write_turns(turns, out, swaps)
+
+
+def _write_turns(turns: list[dict[str, object]], out: Path, swaps: list[tuple[str, str]]) -> None:
+    cap = out / "cap"
+    cap.mkdir(parents=True)
+    text = "".join(json.dumps(turn, ensure_ascii=False) + "\n" for turn in turns)
+    (cap / "turns.jsonl").write_bytes(_rewrite_text(text.encode(), swaps))
+
+
+def main(out: Path) -> None:
+    """Build both eras' scenarios and write the two reset-then-idle samples to ``out``."""
+    from openclaw_peer import JSON_ERA, SQLITE_ERA, package_dir
+    from rescue_scenarios import build_json, build_sqlite
+
+    with tempfile.TemporaryDirectory(prefix="openclaw-samples-") as scratch:
+        base = Path(scratch)
+        for era, build, name, write in (
+            (JSON_ERA, build_json, "json-reset-idle", write_json_sample),
+            (SQLITE_ERA, build_sqlite, "sqlite-reset-idle", write_sqlite_sample),
+        ):
+            scenario = build(base / era)[name]
+            target = out / f"{era}-reset-idle"
+            write(scenario.root, package_dir(era), list(scenario.notes["turns"]), target)
+            phrases = {p.ended_by or "live": p.phrases for p in scenario.pieces}
+            print(f"{target}: {phrases}")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))
+    main(Path(sys.argv[1]))

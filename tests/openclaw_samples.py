@@ -91,7 +91,7 @@ def _write_turns(turns: list[dict[str, object]], out: Path, swaps: list[tuple[st
 def main(out: Path) -> None:
     """Build both eras' scenarios and write the two reset-then-idle samples to ``out``."""
     from openclaw_peer import JSON_ERA, SQLITE_ERA, package_dir
-    from rescue_scenarios import build_json, build_sqlite
+    from rescue_builds import build_json, build_sqlite
 
     with tempfile.TemporaryDirectory(prefix="openclaw-samples-") as scratch:
         base = Path(scratch)

@@ -232,10 +232,11 @@ def test_upgraded(upgraded: Scenario, tmp_path: Path) -> None:
     files = transcripts(s)
     (archive,) = holding(files, a)
     assert _ARCHIVE.match(archive), archive
-    keys = dict(store_rows(s, tmp_path, "SELECT session_key, current_session_id FROM session_nodes"))
-    (recovered,) = [k for k in keys if isinstance(k, str) and k.startswith("agent:main:recovered:")]
+    nodes = store_rows(s, tmp_path, "SELECT session_key, current_session_id FROM session_nodes")
+    keys = {str(k): str(v) for k, v in nodes}
+    (recovered,) = [k for k in keys if k.startswith("agent:main:recovered:")]
     events = {sid: json.dumps(ev) for sid, ev in store_events(s, tmp_path).items()}
-    assert b in events[str(keys[recovered])] and c in events[str(keys[MAIN_KEY])]
+    assert b in events[keys[recovered]] and c in events[keys[MAIN_KEY]]
     assert not any(a in text for text in events.values())
     imported = s.state_dir / "agents" / "main" / "session-sqlite-import-archive"
     assert imported.is_dir() and any(b in p.read_text(encoding="utf-8") for p in imported.iterdir() if p.is_file())

@@ -19,13 +19,17 @@ SAMPLE_STATE = "/home/ava/.openclaw"
 """Where the samples say their state dir was (the README's convention)."""
 SAMPLE_HOME = "/home/ava"
 SAMPLE_PACKAGE = "/usr/lib/node_modules/openclaw"
+SAMPLE_NODE = "/usr/bin/node"
 """Where the samples say OpenClaw was installed (its skills' paths are in the session entry)."""
 
 
-def _swaps(root: Path, package: Path) -> list[tuple[str, str]]:
+def _swaps(root: Path, package: Path, node: str | None = None) -> list[tuple[str, str]]:
     # Longest first, so that the state dir is not rewritten as the home it lies under.
-    return [(str((root / "state").resolve()), SAMPLE_STATE), (str(package.resolve()), SAMPLE_PACKAGE),
-            (str(root.resolve()), SAMPLE_HOME)]  # fmt: skip
+    pairs = [(str((root / "state").resolve()), SAMPLE_STATE), (str(package.resolve()), SAMPLE_PACKAGE),
+             (str(package), SAMPLE_PACKAGE), (str(root.resolve()), SAMPLE_HOME)]  # fmt: skip
+    if node is not None:  # the run's command line is in 2026.9's trajectory events
+        pairs += [(node, SAMPLE_NODE), (str(Path(node).resolve()), SAMPLE_NODE)]
+    return pairs
 
 
 def _rewrite_text(data: bytes, swaps: list[tuple[str, str]]) -> bytes:
@@ -34,9 +38,9 @@ def _rewrite_text(data: bytes, swaps: list[tuple[str, str]]) -> bytes:
     return data
 
 
-def write_json_sample(root: Path, package: Path, turns: list[dict[str, object]], out: Path) -> None:
+def write_json_sample(root: Path, package: Path, node: str | None, turns: list[dict[str, object]], out: Path) -> None:
     """A 2026.5 dir's catalog, transcripts and reset archives (not the run traces), and its turn log."""
-    swaps = _swaps(root, package)
+    swaps = _swaps(root, package, node)
     src = root / "state" / "agents" / "main" / "sessions"
     dst = out / "state" / "agents" / "main" / "sessions"
     dst.mkdir(parents=True)
@@ -47,11 +51,9 @@ def write_json_sample(root: Path, package: Path, turns: list[dict[str, object]],
     _write_turns(turns, out, swaps)
 
 
-def write_sqlite_sample(root: Path, package: Path, turns: list[dict[str, object]], out: Path) -> None:
+def write_sqlite_sample(root: Path, package: Path, node: str | None, turns: list[dict[str, object]], out: Path) -> None:
     """A 2026.9 store, whole, with its absolute paths rewritten through SQLite itself."""
-    from kurahi.store.openclaw_sqlite_write import register_octet_length
-
-    swaps = _swaps(root, package)
+    swaps = _swaps(root, package, node)
     src = root / "state" / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
     dst = out / "state" / "agents" / "main" / "agent" / src.name
     dst.parent.mkdir(parents=True)
@@ -60,25 +62,41 @@ def write_sqlite_sample(root: Path, package: Path, turns: list[dict[str, object]
         for suffix in ("", "-wal"):
             if Path(f"{src}{suffix}").exists():
                 shutil.copyfile(f"{src}{suffix}", f"{work}{suffix}")
-        con = sqlite3.connect(work)
-        try:
-            register_octet_length(con)
-            for table, column in (("session_nodes", "entry_json"), ("transcript_events", "event_json"),
-                                  ("trajectory_runtime_events", "event_json")):  # fmt: skip
-                for old, new in swaps:
-                    con.execute(f"UPDATE {table} SET {column} = replace({column}, ?, ?) WHERE instr({column}, ?)",
-                                (old, new, old))  # fmt: skip
-            con.commit()
-            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            left = [row for old, _ in swaps for row in con.execute(
-                "SELECT count(*) FROM transcript_events WHERE instr(event_json, ?)", (old,)) if row[0]]  # fmt: skip
-            assert not left, "a path was not rewritten"
-        finally:
-            con.close()
+        rewrite_store(work, swaps)
         shutil.copyfile(work, dst)
     # What a clean stop of OpenClaw leaves beside the store: an empty WAL.
     dst.with_name(dst.name + "-wal").write_bytes(b"")
     _write_turns(turns, out, swaps)
+
+
+PATH_COLUMNS = (
+    ("session_nodes", "entry_json"),
+    ("transcript_events", "event_json"),
+    ("trajectory_runtime_events", "event_json"),
+)
+"""Where OpenClaw 2026.9.6 keeps absolute paths in a store (found by searching every column)."""
+
+
+def rewrite_store(db: Path, swaps: list[tuple[str, str]]) -> None:
+    """Replace each path in :data:`PATH_COLUMNS` through SQLite, then ``VACUUM``, so that no old
+    copy of a row is left in a free page, and leave no ``-wal``."""
+    from kurahi.store.openclaw_sqlite_write import register_octet_length
+
+    con = sqlite3.connect(db)
+    try:
+        register_octet_length(con)
+        for table, column in PATH_COLUMNS:
+            for old, new in swaps:
+                con.execute(f"UPDATE {table} SET {column} = replace({column}, ?, ?) WHERE instr({column}, ?)",
+                            (old, new, old))  # fmt: skip
+        con.commit()
+        con.execute("VACUUM")
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        con.close()
+    data = db.read_bytes()
+    left = [old for old, _ in swaps if old.encode() in data]
+    assert not left, f"{db}: still holds {left}"
 
 
 def _write_turns(turns: list[dict[str, object]], out: Path, swaps: list[tuple[str, str]]) -> None:
@@ -90,7 +108,7 @@ def _write_turns(turns: list[dict[str, object]], out: Path, swaps: list[tuple[st
 
 def main(out: Path) -> None:
     """Build both eras' scenarios and write the two reset-then-idle samples to ``out``."""
-    from openclaw_peer import JSON_ERA, SQLITE_ERA, package_dir
+    from openclaw_peer import JSON_ERA, SQLITE_ERA, find_node, package_dir
     from rescue_builds import build_json, build_sqlite
 
     with tempfile.TemporaryDirectory(prefix="openclaw-samples-") as scratch:
@@ -101,7 +119,7 @@ def main(out: Path) -> None:
         ):
             scenario = build(base / era)[name]
             target = out / f"{era}-reset-idle"
-            write(scenario.root, package_dir(era), list(scenario.notes["turns"]), target)
+            write(scenario.root, package_dir(era), find_node(era), list(scenario.notes["turns"]), target)
             phrases = {p.ended_by or "live": p.phrases for p in scenario.pieces}
             print(f"{target}: {phrases}")
 

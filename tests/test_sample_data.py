@@ -91,7 +91,8 @@ def session_texts(era: OpenClawEra) -> dict[str, str]:
         }
     db = state / "agent" / "openclaw-agent.sqlite"
     out: dict[str, list[str]] = {}
-    with sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True) as conn:
+    # immutable: the store is in WAL mode, and a read-only open would still write a -shm here.
+    with sqlite3.connect(f"{db.as_uri()}?mode=ro&immutable=1", uri=True) as conn:
         for sid, seq, text, zstd, size in conn.execute(
             f"SELECT session_id, seq, {EVENT_COLUMNS} FROM transcript_events ORDER BY session_id, seq"
         ):
@@ -136,7 +137,7 @@ def test_json_reset_idle_sample_leaves_the_idle_orphan_unnamed() -> None:
 def test_sqlite_reset_idle_sample_links_the_rollover_by_previous_session_id() -> None:
     db = openclaw_state(SQLITE_RESET_IDLE) / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
     first, second = dict.fromkeys(row["sessionId"] for row in turns(SQLITE_RESET_IDLE))
-    with sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True) as conn:
+    with sqlite3.connect(f"{db.as_uri()}?mode=ro&immutable=1", uri=True) as conn:
         windows = dict(conn.execute("SELECT session_id, previous_session_id FROM session_windows").fetchall())
         nodes = conn.execute("SELECT session_key, current_session_id FROM session_nodes").fetchall()
     assert windows == {first: None, second: first}

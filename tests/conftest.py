@@ -19,12 +19,14 @@ from kurahi.testing_pg import ThrowawayPostgres, find_bindir
 from openclaw_peer import OPENCLAW_VERSIONS, OpenClawFactory, OpenClawPeer, OpenClawVersion, require, unavailable
 from peer import PI_MISSING, PI_VERSIONS, PiPeer, missing, package_dir
 from rescue_scenarios import (  # noqa: F401  (fixtures: every test may ask for a rescue scenario)
+    json_daily,
     json_moved,
     json_reset_idle,
     json_runs,
     json_two_keys,
     json_two_resets,
     sqlite_compact_reset,
+    sqlite_daily,
     sqlite_idle,
     sqlite_overflow,
     sqlite_reset,

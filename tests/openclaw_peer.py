@@ -61,6 +61,12 @@ SESSIONS_DIR = Path("agents") / AGENT / "sessions"
 START_DEADLINE = 180.0
 TURN_DEADLINE = 180.0
 STOP_DEADLINE = 60.0
+DAILY_AT_HOUR = 4
+"""The hour of a daily reset policy (OpenClaw's default)."""
+CLOCK_SHIFT = Path(__file__).resolve().parent / "clock_shift.cjs"
+"""Preloaded into OpenClaw's processes when a peer's clock is shifted: ``Date`` reads real time
+plus ``KURAHI_CLOCK_SHIFT_MS``. It is how a test makes a daily reset boundary lie between two
+turns without waiting for the hour."""
 CONTEXT_WINDOW = 128_000
 """The stand-in's ``contextWindow`` unless a peer is given another (a small one makes a short
 history overflow it)."""
@@ -234,6 +240,7 @@ class OpenClawPeer:
         idle_minutes: int = IDLE_MINUTES,
         models: Sequence[str] = (MODEL_ID,),
         context_window: int = CONTEXT_WINDOW,
+        reset_mode: Literal["idle", "daily"] = "idle",
     ) -> None:
         no_peer_in_the_fast_tier(f"OpenClaw {version}")
         why = unavailable(version)
@@ -255,6 +262,11 @@ class OpenClawPeer:
         """The stand-in's model ids the config offers (the first is the default)."""
         self.context_window = context_window
         """The ``contextWindow`` (tokens) the config gives the stand-in's models."""
+        self.reset_mode = reset_mode
+        """``idle`` (after :attr:`idle_minutes`) or ``daily`` (at :data:`DAILY_AT_HOUR`, local time)."""
+        self.clock_shift_hours = 0.0
+        """How far from the real time the wall clock of the OpenClaw processes started from now on
+        reads (:data:`CLOCK_SHIFT`); a negative shift makes what they do happen in the past."""
         self.last_turn_at: float | None = None
         """Wall-clock time (``time.time()``) at which the last turn's reply came back."""
         self.turn_log: list[dict[str, Any]] = []
@@ -322,6 +334,9 @@ class OpenClawPeer:
             "NO_PROXY": loopback,
             "no_proxy": loopback,
         }
+        if self.clock_shift_hours:
+            env["NODE_OPTIONS"] = f"--require {CLOCK_SHIFT}"
+            env["KURAHI_CLOCK_SHIFT_MS"] = str(int(self.clock_shift_hours * 3_600_000))
         return env
 
     def write_config(self) -> Path:
@@ -362,7 +377,10 @@ class OpenClawPeer:
         gateway.setdefault("controlUi", {})["enabled"] = False
         # Without a policy OpenClaw resets every session daily at 04:00 local time, which would
         # make a test that runs across that hour see a rollover nobody asked for.
-        config.setdefault("session", {})["reset"] = {"mode": "idle", "idleMinutes": self.idle_minutes}
+        policy = {"mode": "idle", "idleMinutes": self.idle_minutes}
+        if self.reset_mode == "daily":
+            policy = {"mode": "daily", "atHour": DAILY_AT_HOUR}
+        config.setdefault("session", {})["reset"] = policy
         defaults = config.setdefault("agents", {}).setdefault("defaults", {})
         defaults["workspace"] = str(self.state_dir / "workspace")
         defaults["model"] = {"primary": f"standin/{self.models[0]}"}

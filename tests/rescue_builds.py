@@ -12,7 +12,15 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from openclaw_peer import JSON_ERA, MAIN_KEY, SESSIONS_DIR, SQLITE_ERA, OpenClawPeer, wait_past_idle_window
+from openclaw_peer import (
+    JSON_ERA,
+    MAIN_KEY,
+    SESSIONS_DIR,
+    SQLITE_ERA,
+    OpenClawPeer,
+    OpenClawVersion,
+    wait_past_idle_window,
+)
 from rescue_scenario import ALICE, BOB, Loss, Piece, Scenario, copy_root, phrase
 
 SMALL_WINDOW = 16_384
@@ -78,6 +86,8 @@ def build_json(base: Path) -> dict[str, Scenario]:
         )  # fmt: skip
 
         built["json-two-keys"] = _two_keys(base, clock)
+        built["json-daily"] = build_daily(base, JSON_ERA, "json-daily")
+        clock.lap()  # build_daily keeps its own time
 
         # Past the idle window (counted from the last turn, not the stop): the next turn rolls
         # the key over to a new session and leaves the old transcript where it was.
@@ -215,6 +225,9 @@ def build_sqlite(base: Path) -> dict[str, Scenario]:
             context_window=SMALL_WINDOW,
         )  # fmt: skip
 
+        built["sqlite-daily"] = build_daily(base, SQLITE_ERA, "sqlite-daily")
+        clock.lap()  # build_daily keeps its own time
+
         ri.start()
         wait_past_idle_window(ri)
         c = _say(ri, MAIN_KEY, "S-RESET-C")
@@ -238,6 +251,23 @@ def build_sqlite(base: Path) -> dict[str, Scenario]:
         ri.close()
         solo.close()
     return built
+
+
+def build_daily(base: Path, version: OpenClawVersion, name: str) -> Scenario:
+    """A daily rollover: one turn a day ago (the OpenClaw processes' clock set back 24 hours, so
+    no timestamp lies ahead of the real time), one turn now, under a daily policy at 04:00."""
+    clock = _Clock()
+    with OpenClawPeer(version, base / name, reset_mode="daily") as peer:
+        peer.clock_shift_hours = -24
+        peer.start()
+        yesterday = _say(peer, MAIN_KEY, f"{name.upper()}-A")
+        assert peer.stop() == 0
+        peer.clock_shift_hours = 0
+        peer.start()
+        today = _say(peer, MAIN_KEY, f"{name.upper()}-B")
+        assert peer.stop() == 0
+    pieces = (Piece(MAIN_KEY, yesterday, "daily", False), Piece(MAIN_KEY, today, None, True))
+    return Scenario(name, version, peer.root, pieces, clock.lap(), notes={"turns": tuple(peer.turn_log)})
 
 
 def build_upgraded(base: Path, source: Scenario) -> Scenario:

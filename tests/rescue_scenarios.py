@@ -14,14 +14,21 @@ shared (a 2026.5.28 gateway takes 10-25 s to start on the shared machine, a turn
 - :func:`json_runs` (OpenClaw 2026.5.28) builds ``json-reset-idle`` (a reset, then an idle
   rollover), ``json-two-resets``, ``json-moved`` (``json-reset-idle`` after a clean stop,
   moved to another folder) and ``json-two-keys`` (``agent:main:alice`` says a private phrase
-  and is reset; ``agent:main:bob`` starts right after: the splice case). The idle wait of
-  the first runs while the others are built.
+  and is reset; ``agent:main:bob`` starts right after: the splice case; made again from
+  nothing, up to three times, until Bob's session starts within 5 s of the reset) and
+  ``json-daily`` (a daily rollover: the first turn made with OpenClaw's clock set back a day).
+  The idle wait of the first runs while the others are built.
 - :func:`sqlite_runs` (OpenClaw 2026.9.6) builds ``sqlite-reset`` (a copy cut from the
   ``sqlite-reset-idle`` run after its clean stop), ``sqlite-reset-idle``, ``sqlite-two-resets``,
-  ``sqlite-idle``, ``sqlite-compact-reset`` (a reset after ``openclaw sessions compact``) and
-  ``sqlite-overflow`` (a pre-reset history bigger than a small model window).
+  ``sqlite-idle``, ``sqlite-compact-reset`` (a reset after ``openclaw sessions compact``),
+  ``sqlite-overflow`` (a pre-reset history bigger than a small model window) and
+  ``sqlite-daily``.
 - :func:`upgraded_run`: a copy of ``json-reset-idle`` put through 2026.9.6's
   ``openclaw doctor --fix --non-interactive``.
+
+How they are made is in :mod:`rescue_builds`; what a scenario is (and the phrase checks) in
+:mod:`rescue_scenario`. Each era's fixture writes ``costs.json`` (seconds per scenario) beside
+its dirs.
 
 A test takes a scenario through its fixture (``json_reset_idle``, ``sqlite_overflow``, ...): a
 :class:`Scenario` whose state dir is a fresh copy under the test's ``tmp_path``, so the test
@@ -119,6 +126,18 @@ def json_moved(json_runs: dict[str, Scenario], tmp_path: Path) -> Scenario:
 def json_two_keys(json_runs: dict[str, Scenario], tmp_path: Path) -> Scenario:
     """2026.5.28: alice's private phrase, alice reset, bob's first turn right after (the splice case)."""
     return _copy(json_runs, "json-two-keys", tmp_path)
+
+
+@pytest.fixture
+def json_daily(json_runs: dict[str, Scenario], tmp_path: Path) -> Scenario:
+    """2026.5.28, main key, a daily policy: a phrase a day ago (shifted clock), a phrase now."""
+    return _copy(json_runs, "json-daily", tmp_path)
+
+
+@pytest.fixture
+def sqlite_daily(sqlite_runs: dict[str, Scenario], tmp_path: Path) -> Scenario:
+    """2026.9.6, main key, a daily policy: a phrase a day ago (shifted clock), a phrase now."""
+    return _copy(sqlite_runs, "sqlite-daily", tmp_path)
 
 
 @pytest.fixture

@@ -241,3 +241,30 @@ def test_upgraded(upgraded: Scenario, tmp_path: Path) -> None:
     imported = s.state_dir / "agents" / "main" / "session-sqlite-import-archive"
     assert imported.is_dir() and any(b in p.read_text(encoding="utf-8") for p in imported.iterdir() if p.is_file())
     assert_view(s)
+
+
+def test_json_daily(json_daily: Scenario) -> None:
+    """A daily rollover through the ``agent`` method leaves what an idle one does: the old transcript
+    in place under its own name, named by no catalog entry; the catalog's session started now."""
+    s = json_daily
+    (yesterday,), (today,) = (p.phrases for p in s.pieces)
+    files, live = transcripts(s), catalog(s)[MAIN_KEY]
+    live_file = Path(str(live["sessionFile"]))
+    (old,) = holding(files, yesterday)
+    assert old.endswith(".jsonl") and old != live_file.name
+    assert holding(files, today) == [live_file.name]
+    assert (header_time(files[live_file.name]) - header_time(files[old])).total_seconds() > 23 * 3600
+    assert_view(s)
+
+
+def test_sqlite_daily(sqlite_daily: Scenario, tmp_path: Path) -> None:
+    """A daily rollover in 2026.9: a new session whose window names the old one, the cause not recorded."""
+    s = sqlite_daily
+    current = main_session(s, tmp_path)
+    events = store_events(s, tmp_path)
+    (old,) = set(events) - {current}
+    rows = store_rows(s, tmp_path, "SELECT session_id, previous_session_id, reason FROM session_windows")
+    assert {(sid, prev) for sid, prev, _ in rows} == {(old, None), (current, old)}
+    assert all(ph in json.dumps(events[old]) for ph in s.pieces[0].phrases)
+    assert not any(ph in json.dumps(events[current]) for ph in s.pieces[0].phrases)
+    assert_view(s)

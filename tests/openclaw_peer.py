@@ -241,6 +241,7 @@ class OpenClawPeer:
         models: Sequence[str] = (MODEL_ID,),
         context_window: int = CONTEXT_WINDOW,
         reset_mode: Literal["idle", "daily"] = "idle",
+        http_api: bool = False,
     ) -> None:
         no_peer_in_the_fast_tier(f"OpenClaw {version}")
         why = unavailable(version)
@@ -264,6 +265,8 @@ class OpenClawPeer:
         """The ``contextWindow`` (tokens) the config gives the stand-in's models."""
         self.reset_mode = reset_mode
         """``idle`` (after :attr:`idle_minutes`) or ``daily`` (at :data:`DAILY_AT_HOUR`, local time)."""
+        self.http_api = http_api
+        """Whether the gateway's OpenAI-compatible ``/v1/chat/completions`` is on (:meth:`http_turn`)."""
         self.clock_shift_hours = 0.0
         """How far from the real time the wall clock of the OpenClaw processes started from now on
         reads (:data:`CLOCK_SHIFT`); a negative shift makes what they do happen in the past."""
@@ -373,6 +376,9 @@ class OpenClawPeer:
         gateway = config.setdefault("gateway", {})
         gateway |= {"mode": "local", "bind": "loopback", "port": self.port}
         gateway.setdefault("auth", {})["mode"] = "token"
+        if self.http_api:
+            endpoints = gateway.setdefault("http", {}).setdefault("endpoints", {})
+            endpoints.setdefault("chatCompletions", {})["enabled"] = True
         # No browser UI: 2026.9 would otherwise unpack ~50 MB of its assets into every state dir.
         gateway.setdefault("controlUi", {})["enabled"] = False
         # Without a policy OpenClaw resets every session daily at 04:00 local time, which would
@@ -546,6 +552,35 @@ class OpenClawPeer:
         texts = [r for r in replies if isinstance(r, str)]
         self.turn_log.append({"message": text, "status": "ok", "sessionId": _session_id(doc), "replies": texts})
         return "\n".join(texts)
+
+    def http_turn(self, text: str, *, key: str = MAIN_KEY) -> str:
+        """One turn through the gateway's ``/v1/chat/completions`` (``x-openclaw-session-key``:
+        ``key``), as an integration sends it; returns the reply's text.
+
+        No CLI process starts, so the turn reaches the gateway within a fraction of a second
+        (``openclaw agent`` takes several seconds to start on a loaded machine). Needs the peer
+        made with ``http_api=True``.
+        """
+        assert self.http_api, "the peer was made without http_api=True"
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/v1/chat/completions",
+            data=json.dumps({"model": "openclaw", "messages": [{"role": "user", "content": text}]}).encode(),
+            headers={
+                "Authorization": f"Bearer {self._token}",
+                "Content-Type": "application/json",
+                "x-openclaw-session-key": key,
+            },
+        )
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(request, timeout=TURN_DEADLINE) as resp:
+                doc = json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            raise OpenClawError(f"/v1/chat/completions answered {exc.code}: {exc.read()[:2000]!r}") from None
+        self.last_turn_at = time.time()
+        reply = str(doc["choices"][0]["message"]["content"])
+        self.turn_log.append({"message": text, "status": "ok", "sessionId": None, "replies": [reply], "via": "http"})
+        return reply
 
     def reset(self, *, key: str = MAIN_KEY, via: Literal["command", "rpc"] | None = None) -> None:
         """Reset session ``key`` as a user does.

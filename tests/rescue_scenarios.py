@@ -14,7 +14,8 @@ shared (a 2026.5.28 gateway takes 10-25 s to start on the shared machine, a turn
 - :func:`json_runs` (OpenClaw 2026.5.28) builds ``json-reset-idle`` (a reset, then an idle
   rollover), ``json-two-resets``, ``json-moved`` (``json-reset-idle`` after a clean stop,
   moved to another folder) and ``json-two-keys`` (``agent:main:alice`` says a private phrase
-  and is reset; ``agent:main:bob`` starts right after: the splice case; made again from
+  and is reset; ``agent:main:bob`` starts right after, through the HTTP API: the splice
+  case; made again from
   nothing, up to three times, until Bob's session starts within 5 s of the reset) and
   ``json-daily`` (a daily rollover: the first turn made with OpenClaw's clock set back a day).
   The idle wait of the first runs while the others are built.

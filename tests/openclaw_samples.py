@@ -106,6 +106,49 @@ def _write_turns(turns: list[dict[str, object]], out: Path, swaps: list[tuple[st
     (cap / "turns.jsonl").write_bytes(_rewrite_text(text.encode(), swaps))
 
 
+def write_upgraded_sample(sample: Path, out: Path) -> None:
+    """``sample`` (a JSON-era sample) upgraded by 2026.9.6's own ``openclaw doctor --fix``.
+
+    The sample's state is put at a real place with its paths pointing there (OpenClaw follows
+    ``sessionFile``), the doctor runs on it, and what it left is written back with the
+    sample's paths: the store, ``sessions/`` (less ``skills-prompts/``) and the import
+    archive (less the run traces), with the sample's turn log.
+    """
+    from openclaw_peer import SQLITE_ERA, OpenClawPeer, find_node, package_dir
+
+    with tempfile.TemporaryDirectory(prefix="openclaw-upgrade-") as scratch:
+        root = Path(scratch)
+        shutil.copytree(sample / "state", root / "state")
+        to_real = [(SAMPLE_STATE, str((root / "state").resolve())), (SAMPLE_HOME, str(root.resolve()))]
+        for path in (root / "state").rglob("*"):
+            if path.is_file():
+                path.write_bytes(_rewrite_text(path.read_bytes(), to_real))
+        peer = OpenClawPeer(SQLITE_ERA, root)
+        try:
+            peer.doctor("--fix", "--non-interactive", deadline=300)
+        finally:
+            peer.close()
+        swaps = _swaps(root, package_dir(SQLITE_ERA), find_node(SQLITE_ERA))
+        agent = root / "state" / "agents" / "main"
+        store = out / "state" / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+        store.parent.mkdir(parents=True)
+        work = root / "store-copy.sqlite"
+        for suffix in ("", "-wal"):
+            if Path(f"{agent / 'agent' / store.name}{suffix}").exists():
+                shutil.copyfile(f"{agent / 'agent' / store.name}{suffix}", f"{work}{suffix}")
+        rewrite_store(work, swaps)
+        shutil.copyfile(work, store)
+        store.with_name(store.name + "-wal").write_bytes(b"")
+        for folder in ("sessions", "session-sqlite-import-archive"):
+            for path in sorted((agent / folder).iterdir()):
+                if path.is_file() and ".trajectory.jsonl" not in path.name:
+                    (out / "state" / "agents" / "main" / folder).mkdir(parents=True, exist_ok=True)
+                    dst = out / "state" / "agents" / "main" / folder / path.name
+                    dst.write_bytes(_rewrite_text(path.read_bytes(), swaps))
+    (out / "cap").mkdir(parents=True)
+    shutil.copyfile(sample / "cap" / "turns.jsonl", out / "cap" / "turns.jsonl")
+
+
 def main(out: Path) -> None:
     """Build both eras' scenarios and write the two reset-then-idle samples to ``out``."""
     from openclaw_peer import JSON_ERA, SQLITE_ERA, find_node, package_dir

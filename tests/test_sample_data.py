@@ -19,6 +19,7 @@ from kurahi.store.transcript import Transcript
 from testdata import (
     JSON_ERA,
     JSON_RESET_IDLE,
+    RESET_IDLE_UPGRADED,
     SQLITE_ERA,
     SQLITE_RESET_IDLE,
     OpenClawEra,
@@ -80,16 +81,16 @@ def test_sqlite_era_keeps_one_session_with_a_reset_entry_between_the_phrases() -
 
 
 def session_texts(era: OpenClawEra) -> dict[str, str]:
-    """What each session of a sample holds, by session id: a JSON-era transcript or archive (the
-    id is the name before ``.jsonl``), or a 2026.9 session's events."""
+    """What each session of a sample holds, by session id: a 2026.9 session's events, or, with no
+    store, a JSON-era transcript or archive (the id is the name before ``.jsonl``)."""
     state = openclaw_state(era) / "agents" / "main"
-    if (state / "sessions").is_dir():
+    db = state / "agent" / "openclaw-agent.sqlite"
+    if not db.exists():
         return {
             p.name.split(".jsonl")[0]: p.read_text(encoding="utf-8")
             for p in (state / "sessions").iterdir()
             if ".jsonl" in p.name
         }
-    db = state / "agent" / "openclaw-agent.sqlite"
     out: dict[str, list[str]] = {}
     # immutable: the store is in WAL mode, and a read-only open would still write a -shm here.
     with sqlite3.connect(f"{db.as_uri()}?mode=ro&immutable=1", uri=True) as conn:
@@ -145,7 +146,25 @@ def test_sqlite_reset_idle_sample_links_the_rollover_by_previous_session_id() ->
     assert session_texts(SQLITE_RESET_IDLE)[first].count('"type":"reset"') == 1
 
 
-@pytest.mark.parametrize("era", [JSON_ERA, SQLITE_ERA, JSON_RESET_IDLE, SQLITE_RESET_IDLE])
+def test_upgraded_reset_idle_sample_keeps_each_piece_somewhere() -> None:
+    """After the doctor: A only in the reset archive it left in ``sessions/``, B only under the
+    ``recovered`` key, C only under the main key; the import archive holds the originals."""
+    archive, orphan, live = dict.fromkeys(row["sessionId"] for row in turns(JSON_RESET_IDLE))
+    a, b, c = (row["message"] for row in turns(RESET_IDLE_UPGRADED) if row["message"].startswith("Please keep"))
+    main = openclaw_state(RESET_IDLE_UPGRADED) / "agents" / "main"
+    db = main / "agent" / "openclaw-agent.sqlite"
+    with sqlite3.connect(f"{db.as_uri()}?mode=ro&immutable=1", uri=True) as conn:
+        nodes = dict(conn.execute("SELECT session_key, current_session_id FROM session_nodes").fetchall())
+    assert nodes == {"agent:main:main": live, f"agent:main:recovered:{orphan}": orphan}
+    texts = session_texts(RESET_IDLE_UPGRADED)
+    assert a not in "".join(texts.values()) and b in texts[orphan] and c in texts[live]
+    (left,) = (main / "sessions").iterdir()
+    assert left.name.startswith(f"{archive}.jsonl.reset.") and a in left.read_text(encoding="utf-8")
+    imported = "".join(p.read_text(encoding="utf-8") for p in (main / "session-sqlite-import-archive").iterdir())
+    assert b in imported and c in imported
+
+
+@pytest.mark.parametrize("era", [JSON_ERA, SQLITE_ERA, JSON_RESET_IDLE, SQLITE_RESET_IDLE, RESET_IDLE_UPGRADED])
 def test_each_era_has_its_readme_entry(era: OpenClawEra) -> None:
     readme = data_path("openclaw", "README.md").read_text(encoding="utf-8")
     assert f"`{era}/`" in readme

@@ -54,8 +54,14 @@ def write_json_sample(root: Path, package: Path, node: str | None, turns: list[d
 def write_sqlite_sample(root: Path, package: Path, node: str | None, turns: list[dict[str, object]], out: Path) -> None:
     """A 2026.9 store, whole, with its absolute paths rewritten through SQLite itself."""
     swaps = _swaps(root, package, node)
-    src = root / "state" / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
-    dst = out / "state" / "agents" / "main" / "agent" / src.name
+    store = Path("agents") / "main" / "agent" / "openclaw-agent.sqlite"
+    _store_sample(root / "state" / store, out / "state" / store, swaps)
+    _write_turns(turns, out, swaps)
+
+
+def _store_sample(src: Path, dst: Path, swaps: list[tuple[str, str]]) -> None:
+    """``src`` (with its ``-wal``) rewritten by :func:`rewrite_store` into ``dst``, beside the empty
+    ``-wal`` a clean stop of OpenClaw leaves."""
     dst.parent.mkdir(parents=True)
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch) / src.name
@@ -64,9 +70,7 @@ def write_sqlite_sample(root: Path, package: Path, node: str | None, turns: list
                 shutil.copyfile(f"{src}{suffix}", f"{work}{suffix}")
         rewrite_store(work, swaps)
         shutil.copyfile(work, dst)
-    # What a clean stop of OpenClaw leaves beside the store: an empty WAL.
     dst.with_name(dst.name + "-wal").write_bytes(b"")
-    _write_turns(turns, out, swaps)
 
 
 PATH_COLUMNS = (
@@ -130,15 +134,8 @@ def write_upgraded_sample(sample: Path, out: Path) -> None:
             peer.close()
         swaps = _swaps(root, package_dir(SQLITE_ERA), find_node(SQLITE_ERA))
         agent = root / "state" / "agents" / "main"
-        store = out / "state" / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
-        store.parent.mkdir(parents=True)
-        work = root / "store-copy.sqlite"
-        for suffix in ("", "-wal"):
-            if Path(f"{agent / 'agent' / store.name}{suffix}").exists():
-                shutil.copyfile(f"{agent / 'agent' / store.name}{suffix}", f"{work}{suffix}")
-        rewrite_store(work, swaps)
-        shutil.copyfile(work, store)
-        store.with_name(store.name + "-wal").write_bytes(b"")
+        store = Path("agent") / "openclaw-agent.sqlite"
+        _store_sample(agent / store, out / "state" / "agents" / "main" / store, swaps)
         for folder in ("sessions", "session-sqlite-import-archive"):
             for path in sorted((agent / folder).iterdir()):
                 if path.is_file() and ".trajectory.jsonl" not in path.name:

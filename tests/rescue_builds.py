@@ -51,6 +51,16 @@ def _say(peer: OpenClawPeer, key: str, text: str, turns: int = 1) -> tuple[str, 
     return (said,)
 
 
+def _after_idle(peer: OpenClawPeer, tag: str) -> tuple[str, ...]:
+    """Start again, and as soon as the idle window after the last turn has run out (counted from
+    that turn, not from the stop) one turn on the main key, which rolls it over; stop."""
+    peer.start()
+    wait_past_idle_window(peer)
+    said = _say(peer, MAIN_KEY, tag)
+    assert peer.stop() == 0
+    return said
+
+
 def _cut(peer: OpenClawPeer, to: Path) -> Path:
     """After a clean stop, a copy of the peer's dir at ``to`` (as :func:`copy_root` makes it)."""
     assert not peer.running, "a cut is taken with the gateway stopped"
@@ -71,30 +81,14 @@ def build_json(base: Path) -> dict[str, Scenario]:
         first = clock.lap()
 
         # While the idle window of the first runs out, the others are built.
-        with OpenClawPeer(JSON_ERA, base / "json-two-resets") as two:
-            two.start()
-            pieces = [_say(two, MAIN_KEY, "J-TWO-A", turns=2)]
-            two.reset()
-            pieces.append(_say(two, MAIN_KEY, "J-TWO-B"))
-            two.reset()
-            pieces.append(_say(two, MAIN_KEY, "J-TWO-C"))
-            assert two.stop() == 0
-        ends: list[Loss | None] = ["reset", "reset", None]
-        built["json-two-resets"] = Scenario(
-            "json-two-resets", JSON_ERA, two.root,
-            tuple(Piece(MAIN_KEY, p, e, e is None) for p, e in zip(pieces, ends, strict=True)), clock.lap(),
-        )  # fmt: skip
+        built["json-two-resets"] = build_two_resets(base, JSON_ERA, "json-two-resets", "J-TWO")
+        clock.lap()  # build_two_resets keeps its own time
 
         built["json-two-keys"] = _two_keys(base, clock)
         built["json-daily"] = build_daily(base, JSON_ERA, "json-daily")
         clock.lap()  # build_daily keeps its own time
 
-        # Past the idle window (counted from the last turn, not the stop): the next turn rolls
-        # the key over to a new session and leaves the old transcript where it was.
-        idle.start()
-        wait_past_idle_window(idle)
-        c = _say(idle, MAIN_KEY, "J-RESET-IDLE-C")
-        assert idle.stop() == 0
+        c = _after_idle(idle, "J-RESET-IDLE-C")
     finally:
         idle.close()
     built["json-reset-idle"] = Scenario(
@@ -184,19 +178,8 @@ def build_sqlite(base: Path) -> dict[str, Scenario]:
         assert solo.stop() == 0
         solo_first = clock.lap()
 
-        with OpenClawPeer(SQLITE_ERA, base / "sqlite-two-resets") as two:
-            two.start()
-            pieces = [_say(two, MAIN_KEY, "S-TWO-A", turns=2)]
-            two.reset()
-            pieces.append(_say(two, MAIN_KEY, "S-TWO-B"))
-            two.reset()
-            pieces.append(_say(two, MAIN_KEY, "S-TWO-C"))
-            assert two.stop() == 0
-        ends: list[Loss | None] = ["reset", "reset", None]
-        built["sqlite-two-resets"] = Scenario(
-            "sqlite-two-resets", SQLITE_ERA, two.root,
-            tuple(Piece(MAIN_KEY, p, e, e is None) for p, e in zip(pieces, ends, strict=True)), clock.lap(),
-        )  # fmt: skip
+        built["sqlite-two-resets"] = build_two_resets(base, SQLITE_ERA, "sqlite-two-resets", "S-TWO")
+        clock.lap()  # build_two_resets keeps its own time
 
         with OpenClawPeer(SQLITE_ERA, base / "sqlite-compact-reset") as comp:
             comp.start()
@@ -231,10 +214,7 @@ def build_sqlite(base: Path) -> dict[str, Scenario]:
         built["sqlite-daily"] = build_daily(base, SQLITE_ERA, "sqlite-daily")
         clock.lap()  # build_daily keeps its own time
 
-        ri.start()
-        wait_past_idle_window(ri)
-        c = _say(ri, MAIN_KEY, "S-RESET-C")
-        assert ri.stop() == 0
+        c = _after_idle(ri, "S-RESET-C")
         built["sqlite-reset-idle"] = Scenario(
             "sqlite-reset-idle", SQLITE_ERA, ri.root,
             (Piece(MAIN_KEY, a, "reset", False), Piece(MAIN_KEY, b, "idle", False), Piece(MAIN_KEY, c, None, True)),
@@ -242,10 +222,7 @@ def build_sqlite(base: Path) -> dict[str, Scenario]:
             notes={"turns": tuple(ri.turn_log)},
         )  # fmt: skip
 
-        solo.start()
-        wait_past_idle_window(solo)
-        g2 = _say(solo, MAIN_KEY, "S-IDLE-B")
-        assert solo.stop() == 0
+        g2 = _after_idle(solo, "S-IDLE-B")
         built["sqlite-idle"] = Scenario(
             "sqlite-idle", SQLITE_ERA, solo.root,
             (Piece(MAIN_KEY, g, "idle", False), Piece(MAIN_KEY, g2, None, True)), solo_first + clock.lap(),
@@ -254,6 +231,22 @@ def build_sqlite(base: Path) -> dict[str, Scenario]:
         ri.close()
         solo.close()
     return built
+
+
+def build_two_resets(base: Path, version: OpenClawVersion, name: str, tag: str) -> Scenario:
+    """Three pieces on the main key, split by two resets (the first piece two turns long)."""
+    clock = _Clock()
+    with OpenClawPeer(version, base / name) as peer:
+        peer.start()
+        pieces = [_say(peer, MAIN_KEY, f"{tag}-A", turns=2)]
+        peer.reset()
+        pieces.append(_say(peer, MAIN_KEY, f"{tag}-B"))
+        peer.reset()
+        pieces.append(_say(peer, MAIN_KEY, f"{tag}-C"))
+        assert peer.stop() == 0
+    ends: list[Loss | None] = ["reset", "reset", None]
+    made = tuple(Piece(MAIN_KEY, p, e, e is None) for p, e in zip(pieces, ends, strict=True))
+    return Scenario(name, version, peer.root, made, clock.lap())
 
 
 def build_daily(base: Path, version: OpenClawVersion, name: str) -> Scenario:

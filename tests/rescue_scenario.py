@@ -17,9 +17,10 @@ from openclaw_peer import CONTEXT_WINDOW, JSON_ERA, MAIN_KEY, OpenClawPeer, Open
 ALICE = "agent:main:alice"
 BOB = "agent:main:bob"
 
-Loss = Literal["reset", "idle", "daily", "compact-reset", "moved", "upgrade"]
-"""What ended a piece: OpenClaw's reset, an idle or a daily rollover, ``sessions compact`` then a reset, or
-(for a dir whose every piece is lost) a move of the dir, an upgrade."""
+Loss = Literal["reset", "idle", "daily", "compact-reset", "moved"]
+"""What ended a piece: OpenClaw's reset, an idle or a daily rollover, ``sessions compact`` then a
+reset, or (the live piece of a moved dir) the move. An upgraded dir's pieces keep what ended
+them before the upgrade."""
 
 
 def phrase(tag: str) -> str:

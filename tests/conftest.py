@@ -26,7 +26,6 @@ from rescue_scenarios import (  # noqa: F401  (fixtures: every test may ask for 
     json_two_keys,
     json_two_resets,
     sqlite_compact_reset,
-    sqlite_daily,
     sqlite_idle,
     sqlite_overflow,
     sqlite_reset,

@@ -211,9 +211,6 @@ def build_sqlite(base: Path) -> dict[str, Scenario]:
             context_window=SMALL_WINDOW,
         )  # fmt: skip
 
-        built["sqlite-daily"] = build_daily(base, SQLITE_ERA, "sqlite-daily")
-        clock.lap()  # build_daily keeps its own time
-
         c = _after_idle(ri, "S-RESET-C")
         built["sqlite-reset-idle"] = Scenario(
             "sqlite-reset-idle", SQLITE_ERA, ri.root,
@@ -251,7 +248,11 @@ def build_two_resets(base: Path, version: OpenClawVersion, name: str, tag: str) 
 
 def build_daily(base: Path, version: OpenClawVersion, name: str) -> Scenario:
     """A daily rollover: one turn a day ago (the OpenClaw processes' clock set back 24 hours, so
-    no timestamp lies ahead of the real time), one turn now, under a daily policy at 04:00."""
+    no timestamp lies ahead of the real time), one turn now, under a daily policy at 04:00.
+
+    2026.5.28 only: 2026.9.6's gateway refuses to start with the clock set back (its state
+    migrations stop on "state lease heartbeat startup deadline expired").
+    """
     clock = _Clock()
     with OpenClawPeer(version, base / name, reset_mode="daily") as peer:
         peer.clock_shift_hours = -24

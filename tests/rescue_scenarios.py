@@ -15,15 +15,14 @@ shared (a 2026.5.28 gateway takes 10-25 s to start on the shared machine, a turn
   rollover), ``json-two-resets``, ``json-moved`` (``json-reset-idle`` after a clean stop,
   moved to another folder) and ``json-two-keys`` (``agent:main:alice`` says a private phrase
   and is reset; ``agent:main:bob`` starts right after, through the HTTP API: the splice
-  case; made again from
-  nothing, up to three times, until Bob's session starts within 5 s of the reset) and
+  case; made again from nothing, up to three times, until Bob's session starts within 5 s
+  of the reset) and
   ``json-daily`` (a daily rollover: the first turn made with OpenClaw's clock set back a day).
   The idle wait of the first runs while the others are built.
 - :func:`sqlite_runs` (OpenClaw 2026.9.6) builds ``sqlite-reset`` (a copy cut from the
   ``sqlite-reset-idle`` run after its clean stop), ``sqlite-reset-idle``, ``sqlite-two-resets``,
-  ``sqlite-idle``, ``sqlite-compact-reset`` (a reset after ``openclaw sessions compact``),
-  ``sqlite-overflow`` (a pre-reset history bigger than a small model window) and
-  ``sqlite-daily``.
+  ``sqlite-idle``, ``sqlite-compact-reset`` (a reset after ``openclaw sessions compact``)
+  and ``sqlite-overflow`` (a pre-reset history bigger than a small model window).
 - :func:`upgraded_run`: a copy of ``json-reset-idle`` put through 2026.9.6's
   ``openclaw doctor --fix --non-interactive``.
 
@@ -133,12 +132,6 @@ def json_two_keys(json_runs: dict[str, Scenario], tmp_path: Path) -> Scenario:
 def json_daily(json_runs: dict[str, Scenario], tmp_path: Path) -> Scenario:
     """2026.5.28, main key, a daily policy: a phrase a day ago (shifted clock), a phrase now."""
     return _copy(json_runs, "json-daily", tmp_path)
-
-
-@pytest.fixture
-def sqlite_daily(sqlite_runs: dict[str, Scenario], tmp_path: Path) -> Scenario:
-    """2026.9.6, main key, a daily policy: a phrase a day ago (shifted clock), a phrase now."""
-    return _copy(sqlite_runs, "sqlite-daily", tmp_path)
 
 
 @pytest.fixture

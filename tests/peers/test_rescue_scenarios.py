@@ -255,16 +255,3 @@ def test_json_daily(json_daily: Scenario) -> None:
     assert holding(files, today) == [live_file.name]
     assert (header_time(files[live_file.name]) - header_time(files[old])).total_seconds() > 23 * 3600
     assert_view(s)
-
-
-def test_sqlite_daily(sqlite_daily: Scenario, tmp_path: Path) -> None:
-    """A daily rollover in 2026.9: a new session whose window names the old one, the cause not recorded."""
-    s = sqlite_daily
-    current = main_session(s, tmp_path)
-    events = store_events(s, tmp_path)
-    (old,) = set(events) - {current}
-    rows = store_rows(s, tmp_path, "SELECT session_id, previous_session_id, reason FROM session_windows")
-    assert {(sid, prev) for sid, prev, _ in rows} == {(old, None), (current, old)}
-    assert all(ph in json.dumps(events[old]) for ph in s.pieces[0].phrases)
-    assert not any(ph in json.dumps(events[current]) for ph in s.pieces[0].phrases)
-    assert_view(s)

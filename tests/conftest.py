@@ -18,6 +18,23 @@ from kurahi.store import native
 from kurahi.testing_pg import ThrowawayPostgres, find_bindir
 from openclaw_peer import OPENCLAW_VERSIONS, OpenClawFactory, OpenClawPeer, OpenClawVersion, require, unavailable
 from peer import PI_MISSING, PI_VERSIONS, PiPeer, missing, package_dir
+from rescue_scenarios import (  # noqa: F401  (fixtures: every test may ask for a rescue scenario)
+    json_daily,
+    json_moved,
+    json_reset_idle,
+    json_runs,
+    json_two_keys,
+    json_two_resets,
+    sqlite_compact_reset,
+    sqlite_idle,
+    sqlite_overflow,
+    sqlite_reset,
+    sqlite_reset_idle,
+    sqlite_runs,
+    sqlite_two_resets,
+    upgraded,
+    upgraded_run,
+)
 from tiers import SLOW_FIXTURES, SLOW_FOLDERS, SLOW_MARKERS, SLOW_MODULES, SLOW_TESTS
 
 # Hypothesis profiles, chosen by KURAHI_HYPOTHESIS_PROFILE: "ci" (the default, and what `make

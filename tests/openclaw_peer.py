@@ -61,9 +61,15 @@ SESSIONS_DIR = Path("agents") / AGENT / "sessions"
 START_DEADLINE = 180.0
 TURN_DEADLINE = 180.0
 STOP_DEADLINE = 60.0
+DAILY_AT_HOUR = 4
+"""The hour of a daily reset policy (OpenClaw's default)."""
+CLOCK_SHIFT = Path(__file__).resolve().parent / "clock_shift.cjs"
+"""Preloaded into OpenClaw's processes when a peer's clock is shifted: ``Date`` reads real time
+plus ``KURAHI_CLOCK_SHIFT_MS``. It is how a test makes a daily reset boundary lie between two
+turns without waiting for the hour."""
 CONTEXT_WINDOW = 128_000
-"""The stand-in's ``contextWindow`` unless a test asks for another (a small one makes a history
-overflow in a few turns)."""
+"""The stand-in's ``contextWindow`` unless a peer is given another (a small one makes a short
+history overflow it)."""
 IDLE_MINUTES = 7 * 24 * 60
 """The idle reset window the harness configures unless told otherwise: a week, so that no
 session rolls over during a test unless the test asks for it (OpenClaw's smallest is 1)."""
@@ -172,6 +178,21 @@ def _kill_group(proc: subprocess.Popen[Any]) -> None:
         proc.wait(timeout=30)
 
 
+def _session_id(doc: Any) -> str | None:
+    """The first ``sessionId`` in ``openclaw agent --json`` output (it sits in the run's metadata,
+    whose shape differs between releases)."""
+    if isinstance(doc, dict):
+        found = doc.get("sessionId")
+        if isinstance(found, str):
+            return found
+        doc = list(doc.values())
+    if isinstance(doc, list):
+        for value in doc:
+            if (found := _session_id(value)) is not None:
+                return found
+    return None
+
+
 def phrases_in(body: dict[str, Any], phrases: Iterable[str]) -> set[str]:
     """Which of ``phrases`` appear in the text of a logged request's messages (any role)."""
     texts = [text_of(m.get("content")) for m in request_messages(body)]
@@ -219,6 +240,8 @@ class OpenClawPeer:
         idle_minutes: int = IDLE_MINUTES,
         models: Sequence[str] = (MODEL_ID,),
         context_window: int = CONTEXT_WINDOW,
+        reset_mode: Literal["idle", "daily"] = "idle",
+        http_api: bool = False,
     ) -> None:
         no_peer_in_the_fast_tier(f"OpenClaw {version}")
         why = unavailable(version)
@@ -239,9 +262,20 @@ class OpenClawPeer:
         self.models = tuple(models)
         """The stand-in's model ids the config offers (the first is the default)."""
         self.context_window = context_window
-        """The ``contextWindow`` the config gives every stand-in model entry."""
+        """The ``contextWindow`` (tokens) the config gives the stand-in's models."""
+        self.reset_mode = reset_mode
+        """``idle`` (after :attr:`idle_minutes`) or ``daily`` (at :data:`DAILY_AT_HOUR`, local time)."""
+        self.http_api = http_api
+        """Whether the gateway's OpenAI-compatible ``/v1/chat/completions`` is on (:meth:`http_turn`)."""
+        self.clock_shift_hours = 0.0
+        """How far from the real time the wall clock of the OpenClaw processes started from now on
+        reads (:data:`CLOCK_SHIFT`); a negative shift makes what they do happen in the past."""
         self.last_turn_at: float | None = None
         """Wall-clock time (``time.time()``) at which the last turn's reply came back."""
+        self.turn_log: list[dict[str, Any]] = []
+        """Each turn and reset, oldest first, as ``cap/turns.jsonl`` of the samples logs them:
+        ``message``, ``status``, the ``sessionId`` that answered (none for a reset by RPC), the
+        ``replies``."""
         self.model = StandInModel(self.logs / f"model-requests-{version}.jsonl")
         self.port = 0
         self._token = secrets.token_hex(16)
@@ -303,6 +337,9 @@ class OpenClawPeer:
             "NO_PROXY": loopback,
             "no_proxy": loopback,
         }
+        if self.clock_shift_hours:
+            env["NODE_OPTIONS"] = f"--require {CLOCK_SHIFT}"
+            env["KURAHI_CLOCK_SHIFT_MS"] = str(int(self.clock_shift_hours * 3_600_000))
         return env
 
     def write_config(self) -> Path:
@@ -339,11 +376,17 @@ class OpenClawPeer:
         gateway = config.setdefault("gateway", {})
         gateway |= {"mode": "local", "bind": "loopback", "port": self.port}
         gateway.setdefault("auth", {})["mode"] = "token"
+        if self.http_api:
+            endpoints = gateway.setdefault("http", {}).setdefault("endpoints", {})
+            endpoints.setdefault("chatCompletions", {})["enabled"] = True
         # No browser UI: 2026.9 would otherwise unpack ~50 MB of its assets into every state dir.
         gateway.setdefault("controlUi", {})["enabled"] = False
         # Without a policy OpenClaw resets every session daily at 04:00 local time, which would
         # make a test that runs across that hour see a rollover nobody asked for.
-        config.setdefault("session", {})["reset"] = {"mode": "idle", "idleMinutes": self.idle_minutes}
+        policy = {"mode": "idle", "idleMinutes": self.idle_minutes}
+        if self.reset_mode == "daily":
+            policy = {"mode": "daily", "atHour": DAILY_AT_HOUR}
+        config.setdefault("session", {})["reset"] = policy
         defaults = config.setdefault("agents", {}).setdefault("defaults", {})
         defaults["workspace"] = str(self.state_dir / "workspace")
         defaults["model"] = {"primary": f"standin/{self.models[0]}"}
@@ -506,7 +549,38 @@ class OpenClawPeer:
         self.last_turn_at = time.time()
         body = doc.get("result") or doc
         replies = [p.get("text") for p in body.get("payloads") or [] if isinstance(p, dict)]
-        return "\n".join(r for r in replies if isinstance(r, str))
+        texts = [r for r in replies if isinstance(r, str)]
+        self.turn_log.append({"message": text, "status": "ok", "sessionId": _session_id(doc), "replies": texts})
+        return "\n".join(texts)
+
+    def http_turn(self, text: str, *, key: str = MAIN_KEY) -> str:
+        """One turn through the gateway's ``/v1/chat/completions`` (``x-openclaw-session-key``:
+        ``key``), as an integration sends it; returns the reply's text.
+
+        No CLI process starts, so the turn reaches the gateway within a fraction of a second
+        (``openclaw agent`` takes several seconds to start on a loaded machine). Needs the peer
+        made with ``http_api=True``.
+        """
+        assert self.http_api, "the peer was made without http_api=True"
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/v1/chat/completions",
+            data=json.dumps({"model": "openclaw", "messages": [{"role": "user", "content": text}]}).encode(),
+            headers={
+                "Authorization": f"Bearer {self._token}",
+                "Content-Type": "application/json",
+                "x-openclaw-session-key": key,
+            },
+        )
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(request, timeout=TURN_DEADLINE) as resp:
+                doc = json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            raise OpenClawError(f"/v1/chat/completions answered {exc.code}: {exc.read()[:2000]!r}") from None
+        self.last_turn_at = time.time()
+        reply = str(doc["choices"][0]["message"]["content"])
+        self.turn_log.append({"message": text, "status": "ok", "sessionId": None, "replies": [reply], "via": "http"})
+        return reply
 
     def reset(self, *, key: str = MAIN_KEY, via: Literal["command", "rpc"] | None = None) -> None:
         """Reset session ``key`` as a user does.
@@ -519,10 +593,23 @@ class OpenClawPeer:
         if via is None:
             via = "rpc" if self.version == JSON_ERA else "command"
         if via == "command":
-            self.cli("agent", "--session-key", key, "--message", "/reset", "--json")
+            self.turn("/reset", key=key)
         else:
             params = json.dumps({"key": key, "reason": "reset"})
             self.cli("gateway", "call", "sessions.reset", "--params", params, "--json")
+            self.turn_log.append({"message": f"<gateway call sessions.reset key={key} reason=reset>", "status": "ok"})
+
+    def compact(self, *, key: str = MAIN_KEY) -> dict[str, Any]:
+        """``openclaw sessions compact KEY --json`` through the running gateway (2026.9: the model
+        is asked for a summary); returns what it printed."""
+        raw = self.cli("sessions", "compact", key, "--json").stdout
+        try:
+            parsed = json.loads(raw[raw.index("{") :])
+        except ValueError:
+            raise OpenClawError(f"openclaw sessions compact printed no JSON:\n{raw[-2000:]}") from None
+        if not isinstance(parsed, dict):
+            raise OpenClawError(f"openclaw sessions compact printed {parsed!r}")
+        return parsed
 
     def requests(self) -> list[dict[str, Any]]:
         """Every request body the stand-in model received from this peer, oldest first."""

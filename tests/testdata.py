@@ -16,7 +16,15 @@ import pytest
 
 DATA = Path(__file__).resolve().parent / "data"
 
-OpenClawEra = Literal["2026.5.28-reset", "2026.9.6-reset", "2026.5.28-upgraded", "2026.5.28-idle-upgraded"]
+OpenClawEra = Literal[
+    "2026.5.28-reset",
+    "2026.9.6-reset",
+    "2026.5.28-upgraded",
+    "2026.5.28-idle-upgraded",
+    "2026.5.28-reset-idle",
+    "2026.9.6-reset-idle",
+    "2026.5.28-reset-idle-upgraded",
+]
 JSON_ERA: OpenClawEra = "2026.5.28-reset"
 """OpenClaw 2026.5.28: ``sessions.json`` and one ``.jsonl`` transcript per session."""
 SQLITE_ERA: OpenClawEra = "2026.9.6-reset"
@@ -25,6 +33,12 @@ UPGRADED: OpenClawEra = "2026.5.28-upgraded"
 """The JSON-era sample after OpenClaw 2026.9.6's ``doctor --fix``: the reset archive left in ``sessions/``."""
 IDLE_UPGRADED: OpenClawEra = "2026.5.28-idle-upgraded"
 """An idle orphan of the JSON era after 2026.9.6's doctor: key ``agent:main:recovered:<id>``."""
+JSON_RESET_IDLE: OpenClawEra = "2026.5.28-reset-idle"
+"""OpenClaw 2026.5.28: a reset archive, an idle orphan (a ``.jsonl`` no catalog entry names), the live session."""
+RESET_IDLE_UPGRADED: OpenClawEra = "2026.5.28-reset-idle-upgraded"
+"""``2026.5.28-reset-idle`` after 2026.9.6's ``doctor --fix``: the archive left, the orphan under a recovered key."""
+SQLITE_RESET_IDLE: OpenClawEra = "2026.9.6-reset-idle"
+"""OpenClaw 2026.9.6: a session with a ``reset`` entry, and the session an idle rollover replaced it with."""
 
 
 def data_path(*parts: str) -> Path:

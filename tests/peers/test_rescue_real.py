@@ -1,0 +1,117 @@
+"""``kurahi rescue`` on the real OpenClaw scenarios (``tests/rescue_scenarios.py``): every loss listed,
+each brought back, and OpenClaw's own next request holds every lost phrase and no other key's.
+
+Issue 28's proof. For each scenario (OpenClaw 2026.5.28: a reset then an idle rollover, two
+resets, a daily rollover, a moved dir, two keys reset within seconds; 2026.9.6: a reset, two
+resets, an idle rollover, a reset then an idle rollover, a reset after `sessions compact`, a
+history bigger than the window; a 2026.5 dir upgraded by 2026.9.6's doctor): ``kurahi rescue
+--json`` as a user runs it lists the losses in time order with the right kinds; the state dir
+is not changed by it; ``rescue apply`` of the key's oldest loss (``--yes``) brings it all back;
+then OpenClaw starts and takes one turn, and its request is checked against the scenario's
+phrases (:func:`rescue_scenario.check_view`). ``test_rescue_scenarios.py`` proves the premise:
+before a rescue those phrases are not in OpenClaw's request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openclaw_peer import MAIN_KEY, phrases_in
+from rescue_scenarios import ALICE, BOB, Scenario, check_view
+from testdata import tree_hash
+
+pytestmark = pytest.mark.openclaw
+
+KURAHI = [sys.executable, "-m", "kurahi.cli"]
+
+
+def kurahi(*args: str, code: int | None = 0) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KOLO_", "KURAHI_", "OPENCLAW_"))}
+    out = subprocess.run([*KURAHI, *args], capture_output=True, text=True, env=env, timeout=300)
+    assert "Traceback" not in out.stderr, out.stderr
+    if code is not None:
+        assert out.returncode == code, f"kurahi {' '.join(args[:3])}: exit {out.returncode}\n{out.stdout}{out.stderr}"
+    return out
+
+
+def losses(s: Scenario, *extra: str) -> list[dict[str, Any]]:
+    out = kurahi("rescue", "--openclaw", str(s.state_dir), "--json", *extra, code=None)
+    assert out.returncode in (0, 1), out.stderr
+    found: list[dict[str, Any]] = json.loads(out.stdout)["losses"]
+    assert out.returncode == (1 if found else 0)
+    return found
+
+
+def rescue(s: Scenario, tmp_path: Path, key: str, kinds: list[str]) -> dict[str, Any]:
+    """List the key's losses (checking their kinds, time order and that listing wrote nothing),
+    apply the oldest, and return what apply said."""
+    before = tree_hash(s.state_dir)
+    found = [x for x in losses(s) if x["key"] == key]
+    assert [x["kind"] for x in found] == kinds, [(x["kind"], x["evidence"]) for x in found]
+    assert [x["at"] for x in found] == sorted(x["at"] for x in found)
+    assert tree_hash(s.state_dir) == before, "kurahi rescue changed the state dir"
+    guesses = [a for x in found if x["confidence"] == "guess" for a in ("--accept-guess", x["id"])]
+    args = ["rescue", "apply", found[0]["id"], "--openclaw", str(s.state_dir), "--yes", "--json"]
+    done: dict[str, Any] = json.loads(kurahi(*args, *guesses, "--out", str(tmp_path / "pkg")).stdout)
+    assert done["verified"], done
+    assert [x for x in losses(s) if x["key"] == key] == [], "a loss is still listed after rescue apply"
+    return done
+
+
+CASES = [
+    ("json_reset_idle", ["reset", "idle"]),
+    ("json_two_resets", ["reset", "reset"]),
+    ("json_daily", ["daily"]),
+    ("json_moved", ["reset", "idle", "moved"]),
+    ("sqlite_reset", ["reset"]),
+    ("sqlite_two_resets", ["reset", "reset"]),
+    ("sqlite_idle", ["idle"]),
+    ("sqlite_reset_idle", ["reset", "idle"]),
+    ("sqlite_compact_reset", ["reset"]),
+    ("upgraded", ["migration", "migration"]),
+]
+
+
+@pytest.mark.parametrize(("name", "kinds"), CASES, ids=[c[0] for c in CASES])
+def test_every_loss_is_listed_and_brought_back(
+    name: str, kinds: list[str], request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    s: Scenario = request.getfixturevalue(name)
+    done = rescue(s, tmp_path, MAIN_KEY, kinds)
+    lost = [m["text"] for m in done["plan"]["markers"] if m["part"] == "lost"]
+    assert lost and all(m["inView"] for m in done["plan"]["markers"]), done["plan"]["markers"]
+    body = s.one_turn(MAIN_KEY)
+    check_view(s, body, MAIN_KEY, restored=True)
+    assert phrases_in(body, lost) == set(lost), "a marker Kurahi checked is not in OpenClaw's request"
+
+
+def test_two_keys_reset_within_seconds_never_share_a_phrase(json_two_keys: Scenario, tmp_path: Path) -> None:
+    s = json_two_keys
+    assert losses(s, "--key", BOB) == [], "Bob, who lost nothing, is offered a loss"
+    find = json.loads(kurahi("lineage", "find", "--state-dir", str(s.state_dir), "--key", BOB, "--json").stdout)
+    assert not any(p["kind"] == "reset-archive" for p in find["pieces"]), "Alice's archive is one of Bob's pieces"
+    done = rescue(s, tmp_path, ALICE, ["reset"])
+    assert not any(ph in json.dumps(done) for ph in s.others(ALICE)), "Alice's rescue mentions Bob's phrases"
+    check_view(s, s.one_turn(ALICE), ALICE, restored=True)
+    check_view(s, s.one_turn(BOB), BOB, restored=False)  # Bob's view: his own, none of Alice's
+
+
+def test_past_the_window_rescue_says_what_will_not_be_sent(sqlite_overflow: Scenario, tmp_path: Path) -> None:
+    s = sqlite_overflow
+    (loss,) = losses(s)
+    assert loss["kind"] == "reset" and loss["restore"]["fits"] is False, loss["restore"]
+    done = rescue(s, tmp_path, MAIN_KEY, ["reset"])
+    plan = done["plan"]
+    assert plan["sentMessages"] < plan["viewMessages"], plan
+    body = s.one_turn(MAIN_KEY)
+    for marker in plan["markers"]:
+        held = bool(phrases_in(body, [marker["text"]]))
+        assert held == marker["inView"], f"rescue said {marker['text']!r} sent={marker['inView']}, OpenClaw: {held}"
+    assert set(s.kept(MAIN_KEY)) <= phrases_in(body, s.kept(MAIN_KEY))

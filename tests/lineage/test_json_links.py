@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from json_era import T0, JsonEraDir
 from kurahi.lifecycle.rescue import find_losses
@@ -110,3 +113,37 @@ def test_an_original_the_doctor_kept_but_did_not_import_is_a_migration_loss(tmp_
     original.rename(kept / f"agent_main_other.{sid}.jsonl.imported-1796172897560")
     assert find_losses(state).losses == []
     assert any("agent_main_other" in n for n in find_losses(state).notes)
+
+
+SAMPLE_PHRASES = {
+    "2026.5.28-reset-idle": ("J-RESET-IDLE-A-E3830DCA70", "J-RESET-IDLE-B-E85F4975F4", "J-RESET-IDLE-C-0E8CE4AD06"),
+    "2026.9.6-reset-idle": ("S-RESET-A-54BC5BE213", "S-RESET-B-527B42C6BD", "S-RESET-C-6D7A6C0B32"),
+    "2026.5.28-reset-idle-upgraded": (
+        "J-RESET-IDLE-A-E3830DCA70",
+        "J-RESET-IDLE-B-E85F4975F4",
+        "J-RESET-IDLE-C-0E8CE4AD06",
+    ),
+}
+
+
+@pytest.mark.parametrize("era", list(SAMPLE_PHRASES))
+def test_every_earlier_session_of_the_main_key_is_a_piece_and_a_loss_in_time_order(era: Any, tmp_path: Path) -> None:
+    """The reset-then-idle samples OpenClaw wrote: A (before the reset), B (reset to idle), C (live)."""
+    from kurahi.lineage.find import open_agent
+    from testdata import openclaw_state_copy
+
+    state = openclaw_state_copy(era, tmp_path / "state")
+    a, b, c = SAMPLE_PHRASES[era]
+    with open_agent(state) as agent:
+        lineage = agent.lineage()
+        texts = [agent.transcript_bytes(p).decode() for p in lineage.pieces]
+    # Each phrase in the first piece that holds it, in time order; the current piece holds C.
+    first = [next(i for i, t in enumerate(texts) if phrase in t) for phrase in (a, b, c)]
+    assert first == sorted(first) and lineage.pieces[first[2]].current, (first, lineage.pieces)
+    assert lineage.unlinked == (), lineage.unlinked
+    report = find_losses(state)
+    lost_sources = {loss.source for loss in report.losses}
+    assert {lineage.pieces[first[0]].source, lineage.pieces[first[1]].source} <= lost_sources | {
+        p.source for p in lineage.pieces if p.current
+    }
+    assert [loss.at for loss in report.losses] == sorted(loss.at or "" for loss in report.losses)

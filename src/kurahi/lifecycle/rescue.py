@@ -286,6 +286,8 @@ def _policy(root: Path, sqlite_era: bool) -> _Policy:
     """
     try:
         config = json.loads((root / "openclaw.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return _Policy()  # no config here: the policy OpenClaw ran with is not known
     except (OSError, ValueError):
         config = {}
     session = config.get("session") if isinstance(config, dict) else None
@@ -401,7 +403,7 @@ def _boundary(ctx: _KeyContext, s: Stretch, after: Piece | None) -> tuple[str, i
         return "idle", at, [*evidence, recorded, f"{gap_min:.0f} min idle >= idleMinutes {idle:g}"]
     if ctx.policy.mode == "daily":
         return "daily", at, [*evidence, recorded, "reset policy: daily"]
-    if reason == "rollover" or piece.kind == "transcript":
+    if reason == "rollover" or piece.kind == "transcript" or (piece.db_path and after and after.db_path):
         return "rollover", at, [*evidence, recorded, "cause not recorded"]
     return "unknown", at, evidence
 

@@ -59,6 +59,7 @@ from kurahi.lineage.openclaw_sqlite import (
     SqliteNode,
     SqliteSession,
     export_session_jsonl,
+    header_times,
     list_sqlite_nodes,
     list_sqlite_sessions,
     sqlite_key_sessions,
@@ -475,8 +476,7 @@ class AgentState:
         if self._json is None:
             assert self.folder is not None
             index = FolderIndex(self.folder)
-            sessions = self.sessions()
-            anchors = [(s.session_key, s.created_at) for s in sessions if s.session_key]
+            anchors = self.store_starts()
             notes: list[str] = []
             owners, live = assign_owners(index, self.catalog, anchors, notes)
             self._json = (index, owners, live, notes)
@@ -523,6 +523,25 @@ class AgentState:
             if key is not None:
                 return key
         return None
+
+    def store_starts(self) -> list[tuple[str, int | None]]:
+        """``(key, start ms)`` of every store session, as its header says it started.
+
+        Under the key it belongs to (a doctor's ``recovered`` key counts as its owner's). A
+        reset archive left in ``sessions/`` is matched against these: the window's
+        ``created_at`` is the import time for what the doctor imported, not the session's start.
+        """
+        if self.snap is None:
+            return []
+        nodes = {n.session_key: n for n in list_sqlite_nodes(self.snap)}
+        owners = {k: owner for k, (owner, _, _) in self.recovered_owners(nodes).items()}
+        headers = header_times(self.snap)
+        out: list[tuple[str, int | None]] = []
+        for sess in self.sessions():
+            if sess.session_key:
+                key = owners.get(sess.session_key, sess.session_key)
+                out.append((key, headers.get(sess.session_id, sess.created_at)))
+        return out
 
     def sessions(self) -> list[SqliteSession]:
         """The store's sessions (read once)."""

@@ -10,7 +10,8 @@ pieces of one key's history are found by evidence, weighed across every key at o
     ``parentSession``, another file of the same session id (``archive of <id>``), and the
     ``sessionKey`` OpenClaw writes on every line of ``<id>.trajectory.jsonl``.
 ``matched`` (the reset-archive rule)
-    a ``.reset.<ts>`` archive whose ``<ts>`` equals the start of exactly one later session
+    a ``.reset.<ts>`` archive whose ``<ts>`` is the start of exactly one later session (to within
+    :data:`SAME_INSTANT_MS`)
     (a transcript header, or a catalog entry's ``sessionStartedAt``): OpenClaw stamps the
     archive with the new session's start, so equality is how a reset looks.
 ``guess`` (clocks alone)
@@ -43,6 +44,7 @@ from kurahi.store.vocab import SESSION
 
 __all__ = [
     "RESET_MATCH_WINDOW",
+    "SAME_INSTANT_MS",
     "FolderIndex",
     "MovedSessionFile",
     "Owner",
@@ -54,6 +56,10 @@ __all__ = [
     "session_file_target",
     "stamp_ms",
 ]
+
+SAME_INSTANT_MS = 100
+"""A stamp this close to the next start is the same instant: OpenClaw reads its clock twice in one
+reset (the archive's name, then the new header), a millisecond or so apart."""
 
 RESET_MATCH_WINDOW = 5.0
 """Seconds a ``.reset.<ts>`` stamp may precede the next session's start and still link (as a guess)."""
@@ -364,18 +370,24 @@ def assign_owners(
         for f in index.by_sid(sid):
             _add(owners, f.path, key, f"trajectory sessionKey ({sid}.trajectory.jsonl)", RECORDED)
     _follow(index, owners)
-    # The reset-archive rule, newest archive first, so a chain of resets resolves from its live end.
+    # The reset-archive rule, newest archive first, so a chain of resets resolves from its live
+    # end; then orphans that fit one key; again, while either ties a file (an archive whose
+    # successor is an orphan of an idle rollover waits for that orphan's key).
     starts = _starts(index, catalog, anchors)
-    for f in sorted(index.files, key=lambda f: f.stamp_ms or 0, reverse=True):
-        if f.kind != "reset-archive" or f.path in owners or f.stamp_ms is None:
-            continue
-        _match_archive(f, index, owners, starts, notes)
+    while True:
+        known = len(owners)
+        said: list[str] = []
+        for f in sorted(index.files, key=lambda f: f.stamp_ms or 0, reverse=True):
+            if f.kind == "reset-archive" and f.path not in owners and f.stamp_ms is not None:
+                _match_archive(f, index, owners, starts, said)
+                _follow(index, owners)
+        for f in index.files:
+            if f.path not in owners and f.kind == "transcript":
+                _fit_orphan(f, index, owners, starts, said)
         _follow(index, owners)
-    # Orphans: unreferenced transcripts that fit exactly one key's history.
-    for f in index.files:
-        if f.path not in owners and f.kind == "transcript":
-            _fit_orphan(f, index, owners, starts, notes)
-    _follow(index, owners)
+        if len(owners) == known:
+            notes.extend(said)  # what is still unsettled, said once
+            break
     chosen: dict[Path, Owner] = {}
     for path, by_key in owners.items():
         recorded = [o for o in by_key.values() if o.confidence == RECORDED]
@@ -466,7 +478,7 @@ def _match_archive(
     key = named.pop()
     rule = "reset time = next header time" if lag == 0 else f"reset time {lag / 1000:g} s before next header"
     successor_conf = max((c for _, c in keys), key=lambda c: _RANK[c])
-    confidence = MATCHED if lag == 0 else GUESS
+    confidence = MATCHED if lag <= SAME_INSTANT_MS else GUESS
     if _RANK[successor_conf] > _RANK[confidence]:
         confidence = successor_conf
     _add(owners, f.path, key, rule, confidence)

@@ -46,6 +46,7 @@ __all__ = [
     "SqliteNode",
     "SqliteSession",
     "export_session_jsonl",
+    "header_times",
     "list_sqlite_nodes",
     "list_sqlite_sessions",
     "sqlite_key_sessions",
@@ -220,6 +221,27 @@ def export_session_jsonl(
         out += text
         out += b"\n"
     return bytes(out)
+
+
+def header_times(
+    store: str | os.PathLike[str] | StoreSnapshot, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+) -> dict[str, int]:
+    """Each session's start as its header (``seq`` 0) records it, in epoch milliseconds (one query)."""
+    from kurahi.jsvalues import date_ms
+
+    out: dict[str, int] = {}
+    path = _db_path(store)
+    with _reading(store, busy_timeout) as conn:
+        rows = conn.execute(f"SELECT session_id, {EVENT_COLUMNS} FROM transcript_events WHERE seq = 0").fetchall()
+    for sid, text, zstd, size in rows:
+        try:
+            header = deepjson.parse(event_bytes(text, zstd, size, where=f"session {sid}: header", path=path))
+        except (ValueError, TranscriptReadError):
+            continue
+        ms = date_ms(header.get("timestamp")) if isinstance(header, dict) else None
+        if isinstance(sid, str) and ms is not None:
+            out[sid] = int(ms)
+    return out
 
 
 def sqlite_key_sessions(

@@ -33,6 +33,7 @@ __all__ = [
     "open_state",
     "openclaw_state_dir",
     "pi_sessions_dir",
+    "read_no_follow",
 ]
 
 HOME_ENVS = ("KURAHI_HOME", "KOLO_HOME")
@@ -201,7 +202,7 @@ def open_state(state_dir: str | os.PathLike[str], agent: str = "main", version: 
             raise UsageError(f"{root}: not an OpenClaw state dir (no {OPENCLAW_CONFIG}, no agents/{agent}/ sessions)")
         return OpenClawState(root, {}, agent, version)
     try:
-        config = json.loads(_read_bytes(config_path))
+        config = json.loads(read_no_follow(config_path))
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"{config_path}: not JSON Kurahi can read ({exc})") from exc
     if not isinstance(config, dict):
@@ -209,7 +210,12 @@ def open_state(state_dir: str | os.PathLike[str], agent: str = "main", version: 
     return OpenClawState(root, config, agent, version)
 
 
-def _read_bytes(path: Path) -> bytes:
+def read_no_follow(path: Path) -> bytes:
+    """A state file's bytes, opened without following a symlink.
+
+    Raises:
+        UsageError: it cannot be read (a link, missing, unreadable), naming it.
+    """
     try:
         fd = os.open(path, _O_FLAGS)
     except OSError as exc:

@@ -44,7 +44,7 @@ from typing import Any
 from kurahi.continuity.manifest import Item, seal_manifest
 from kurahi.continuity.signing import SigningKey, load_key_file
 from kurahi.errors import ContinuityError
-from kurahi.locations import OpenClawState, open_state
+from kurahi.locations import OpenClawState, open_state, read_no_follow
 from kurahi.resident.home import Home
 from kurahi.store.redact import redact
 
@@ -64,15 +64,6 @@ _O_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW",
 def observer_key(kurahi_home: str | os.PathLike[str] | None = None, *, create: bool = True) -> SigningKey:
     """Kurahi's observer key (created once on first use, 0600 in a 0700 directory)."""
     return load_key_file(Home.at(kurahi_home).root / OBSERVER_KEY, create=create)
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        fd = os.open(path, _O_FLAGS)
-    except OSError as exc:
-        raise ContinuityError(f"{path}: cannot read: {exc.strerror}") from exc
-    with os.fdopen(fd, "rb") as f:
-        return f.read()
 
 
 def _digest(path: Path) -> dict[str, Any] | None:
@@ -125,7 +116,7 @@ def _json_sessions(state: OpenClawState) -> tuple[list[Item], list[Item]]:
     catalog = state.sessions_dir / "sessions.json"
     if catalog.is_file():
         try:
-            doc = json.loads(_read_bytes(catalog))
+            doc = json.loads(read_no_follow(catalog))
         except (ValueError, UnicodeDecodeError) as exc:
             raise ContinuityError(f"{catalog}: not JSON ({exc})") from exc
         for key, entry in sorted(doc.items() if isinstance(doc, dict) else []):

@@ -369,3 +369,16 @@ def test_a_damaged_store_is_a_clear_error_and_nothing_changes(damage: Any, code:
     assert "openclaw-agent.sqlite" in out.stderr
     kurahi("rescue", "apply", "abcd", "--openclaw", str(state), "--yes", code=code)
     assert tree_hash(state) == before
+
+
+def test_a_reset_not_talked_to_since_is_brought_back_too(tmp_path: Path) -> None:
+    """After a reset OpenClaw writes the new session's header at once; until a turn, it is empty."""
+    d = JsonEraDir(tmp_path / "state")
+    key = "agent:main:main"
+    a, last = d.transcript(T0, ["before the reset OCHRE-BADGER-9"])
+    d.point(key, a, T0)
+    d.reset(key, a, last + 60_000, [])
+    (loss,) = losses(d.root)
+    out = kurahi("rescue", "apply", loss["id"], "--openclaw", str(d.root), "--yes", "--out", str(tmp_path / "p"))
+    assert "OCHRE-BADGER-9" in out.stdout and "verified: yes" in out.stdout
+    assert losses(d.root) == []

@@ -255,9 +255,11 @@ def prepare_candidate(
             else:
                 stretch_texts[piece.source] = [t for part in parts for t in part.texts]
         candidate = folder / "C.jsonl"
-        files = _sources(state, pieces)
-        if len(files) == 1 and not _has_reset(pieces[0]):
-            shutil.copyfile(files[0], candidate)  # a moved dir: the live transcript is the history
+        # A session with nothing in it yet (the one a reset opened, not talked to since) adds nothing.
+        used = [p for p in pieces if p.entry_count] or pieces[-1:]
+        files = _sources(state, used)
+        if len(files) == 1 and not _has_reset(used[0]):
+            shutil.copyfile(files[0], candidate)  # a moved dir, or one piece before an empty session
         else:
             stitch(files, candidate)
         absent, live_messages = _live_view(state, lineage, loss, notes)

@@ -28,66 +28,26 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from kurahi.context.project import entry_messages
-from kurahi.context.tokens import estimate_tokens
-from kurahi.errors import TranscriptError
+from kurahi.lifecycle.rescue_reading import Stretch, estimate_stretch, stretches_of
 from kurahi.lineage.find import AgentState, Lineage, Piece, iso, list_agents, open_agent
 from kurahi.lineage.runtime_view import sends_whole
-from kurahi.store.transcript import Transcript
-from kurahi.store.vocab import BRANCH_SUMMARY, COMPACTION, CUSTOM_MESSAGE, MESSAGE, RESET
 
 __all__ = [
     "KINDS",
     "Loss",
     "RescueReport",
-    "Stretch",
     "find_losses",
     "runtime_of_state",
-    "stretches_of",
-    "strip_envelope",
 ]
 
 KINDS = ("reset", "new", "idle", "daily", "rollover", "moved", "migration", "unknown")
 """Every kind of loss, as :class:`Loss.kind` names it."""
-
-_TEXTS_KEPT = 400
-"""Texts a stretch keeps for choosing markers (its first and last ones), whatever its length."""
-
-
-@dataclass
-class Stretch:
-    """A run of one piece's path between ``reset`` entries (or the whole path without one)."""
-
-    piece: Piece
-    number: int
-    """0 for the stretch before the piece's first reset entry."""
-    ids: list[str]
-    """Entry ids of the stretch, in path order."""
-    messages: int
-    tokens: int
-    """Estimated: Pi's estimate of each message once :func:`estimate_stretch` ran, else the stored bytes / 4."""
-    texts: list[tuple[str, str]]
-    """``(role, text)`` of user and assistant texts (the first and last :data:`_TEXTS_KEPT`)."""
-    ends_with_reset: tuple[str, str | None, int | None] | None = None
-    """``(entry id, reason, time)`` of the reset entry that ends the stretch."""
-    first_ms: int | None = None
-    last_ms: int | None = None
-    bytes: int = 0
-    """The stored size of the stretch's lines (what OpenClaw 2026.9 bounds its context by)."""
-    indices: list[int] = field(default_factory=list)
-    """Positions of the stretch's entries in its transcript (path order)."""
-
-    @property
-    def last_id(self) -> str | None:
-        """The stretch's last entry id (what decides whether it is still in view)."""
-        return self.ids[-1] if self.ids else None
 
 
 class Restore(msgspec.Struct, rename="camel", frozen=True):
@@ -169,102 +129,6 @@ def runtime_of_state(root: Path, lineage: Lineage) -> str:
     if (root / "openclaw.json").is_file() or not (root / "config.json").is_file():
         return "openclaw-2026.5"
     return "pi"  # a Kurahi home: its runtime projects the path as Pi does
-
-
-# ---- reading pieces into stretches ------------------------------------------------------
-
-
-def _texts(message: Any) -> list[tuple[str, str]]:
-    """``(role, text)`` of a user or assistant message's text parts (OpenClaw's envelope removed)."""
-    if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
-        return []
-    role = message["role"]
-    content = message.get("content")
-    parts: list[str] = []
-    if isinstance(content, str):
-        parts = [content]
-    elif isinstance(content, list):
-        parts = [
-            b["text"]
-            for b in content
-            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-        ]
-    return [(role, strip_envelope(t) if role == "user" else t) for t in parts]
-
-
-_MESSAGE_KINDS = frozenset({MESSAGE, CUSTOM_MESSAGE, BRANCH_SUMMARY, COMPACTION})
-"""Entry types that put a message into the context."""
-
-
-def _ms(t: Transcript, index: int) -> int | None:
-    stamp = t.timestamp_ms(index)
-    return int(stamp) if stamp is not None else None
-
-
-def stretches_of(
-    state: AgentState, piece: Piece, notes: list[str], *, texts: bool = False
-) -> tuple[list[Stretch], set[str]]:
-    """A piece's path cut at its ``reset`` entries, and every id on the path.
-
-    Read from the transcript's columns: only each stretch's two ends and the resets are
-    decoded, so a 100 MB session costs what its index costs. Tokens are estimated from the
-    stored bytes (four to a token, the JSON around the text included: an upper bound). With
-    ``texts`` the user and assistant texts are kept too, for choosing markers (the first and
-    last :data:`_TEXTS_KEPT` messages of each stretch).
-    """
-    try:
-        with state.open_piece(piece) as t:
-            if not len(t):
-                return [], set()
-            path = t.path_indices(len(t) - 1)
-            types = t.types()
-            ids = t.ids_of(path)
-            out: list[Stretch] = []
-            start = 0
-            for n, index in enumerate([*path, None]):
-                if index is not None and types[index] != RESET:
-                    continue
-                run = path[start:n]
-                part = Stretch(piece, len(out), [i for i in ids[start:n] if isinstance(i, str)], 0, 0, [])
-                part.messages = sum(1 for i in run if types[i] in _MESSAGE_KINDS)
-                part.bytes = t.line_bytes(run)
-                part.tokens = part.bytes // 4
-                part.indices = run
-                if run:
-                    part.first_ms, part.last_ms = _ms(t, run[0]), _ms(t, run[-1])
-                if texts:
-                    part.texts = _stretch_texts(t, [i for i in run if types[i] == MESSAGE])
-                if index is not None:
-                    reason = t.entry_at(index).data.get("reason")
-                    eid = ids[n] if isinstance(ids[n], str) else ""
-                    part.ends_with_reset = (eid, reason if isinstance(reason, str) else None, _ms(t, index))
-                out.append(part)
-                start = n + 1
-            return out, {i for i in ids if isinstance(i, str)}
-    except TranscriptError as exc:
-        notes.append(f"skipped {piece.source}: {exc.detail}")
-        return [], set()
-
-
-def estimate_stretch(state: AgentState, s: Stretch, notes: list[str]) -> None:
-    """Replace a stretch's byte-based token figure with Pi's estimate of each of its messages."""
-    try:
-        with state.open_piece(s.piece) as t:
-            types = t.types()
-            messages = [i for i in s.indices if types[i] in _MESSAGE_KINDS]
-            s.tokens = sum(estimate_tokens(m) for e in t.path_entries(messages) for m in entry_messages(e))
-    except TranscriptError as exc:
-        notes.append(f"{s.piece.source}: tokens estimated from bytes ({exc.detail})")
-
-
-def _stretch_texts(t: Transcript, messages: list[int]) -> list[tuple[str, str]]:
-    if len(messages) > 2 * _TEXTS_KEPT:
-        messages = messages[:_TEXTS_KEPT] + messages[-_TEXTS_KEPT:]
-    out: list[tuple[str, str]] = []
-    for i in messages:
-        for message in entry_messages(t.entry_at(i)):
-            out.extend(_texts(message))
-    return out
 
 
 # ---- the losses of one key -------------------------------------------------------------
@@ -397,7 +261,10 @@ def _boundary(ctx: _KeyContext, s: Stretch, after: Piece | None) -> tuple[str, i
     if reason == "reset":
         return "reset", at, [*evidence, f"session_windows reason reset for {after.session_id if after else '?'}"]
     gap_min = (at - piece.last_ms) / 60000 if at is not None and piece.last_ms is not None else None
-    recorded = f"session_windows reason {reason}" if reason else "an unreferenced transcript left in place"
+    if piece.db_path and after is not None and after.db_path:
+        recorded = f"session_windows: {after.session_id} follows it, reason {reason or 'not recorded'}"
+    else:
+        recorded = "an unreferenced transcript left in place"
     idle = ctx.policy.idle_minutes
     if ctx.policy.mode == "idle" and idle is not None and gap_min is not None and gap_min >= idle:
         return "idle", at, [*evidence, recorded, f"{gap_min:.0f} min idle >= idleMinutes {idle:g}"]
@@ -549,11 +416,3 @@ def find_losses(
                 losses.extend(_key_losses(ctx, notes))
     losses.sort(key=lambda loss: (loss.at or "", loss.agent, loss.key, loss.id))
     return RescueReport(str(root), state_kind, agents, keys_seen, losses, sorted(set(notes)))
-
-
-_PREFIX = re.compile(r"^\[[A-Z][a-z]{2} \d{4}-\d{2}-\d{2} \d{2}:\d{2}[^\]]*\]\s*")
-
-
-def strip_envelope(text: str) -> str:
-    """A user text without OpenClaw's ``[Mon 2026-11-30 08:24 UTC] `` prefix."""
-    return _PREFIX.sub("", text)

@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from kurahi.errors import GuessNotAcceptedError, LossNotFoundError, OpenClawRunningError
-from kurahi.lifecycle.rescue import Loss, RescueReport, find_losses, stretches_of
+from kurahi.lifecycle.rescue import Loss, RescueReport, find_losses
 from kurahi.lifecycle.rescue_markers import choose
+from kurahi.lifecycle.rescue_reading import stretches_of
 from kurahi.lineage.find import AgentState, Piece, open_agent
 from kurahi.lineage.runtime_view import DEFAULT_CONTEXT_WINDOW, RuntimeView
 

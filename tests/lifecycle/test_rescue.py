@@ -382,3 +382,19 @@ def test_a_reset_not_talked_to_since_is_brought_back_too(tmp_path: Path) -> None
     out = kurahi("rescue", "apply", loss["id"], "--openclaw", str(d.root), "--yes", "--out", str(tmp_path / "p"))
     assert "OCHRE-BADGER-9" in out.stdout and "verified: yes" in out.stdout
     assert losses(d.root) == []
+
+
+def test_doctor_and_find_point_at_the_loss_where_openclaw_keeps_state(tmp_path: Path) -> None:
+    """With OPENCLAW_STATE_DIR set and no option: doctor warns and names rescue; lineage find reads it."""
+    state = full_store(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KOLO_", "KURAHI_", "OPENCLAW_"))}
+    env |= {"OPENCLAW_STATE_DIR": str(state), "HOME": str(tmp_path)}
+    out = subprocess.run([*KURAHI, "doctor", "--json"], capture_output=True, text=True, env=env, timeout=120)
+    (check,) = [c for c in json.loads(out.stdout)["checks"] if c["name"] == "openclaw"]
+    assert check["status"] == "warn" and check["facts"]["losses"] == 1, check
+    assert "kurahi rescue" in check["fix"]
+    out = subprocess.run([*KURAHI, "lineage", "find", "--json"], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["stateDir"] == str(state)
+    out = subprocess.run([*KURAHI, "rescue", "--json"], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 1 and len(json.loads(out.stdout)["losses"]) == 1, out.stdout + out.stderr

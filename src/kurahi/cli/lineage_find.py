@@ -107,9 +107,27 @@ def _print_table(lineage: Lineage, state_dir: Path, exported: list[str]) -> None
         say(f"exported: {path}")
 
 
+def _default_state_dir() -> Path:
+    """OpenClaw's state dir when there is one, else the Kurahi home (where ``kurahi doctor`` looks)."""
+    from kurahi.locations import kurahi_home, openclaw_state_dir
+
+    with translate_errors():
+        openclaw, home = openclaw_state_dir(), kurahi_home()
+    for where in (openclaw, home):
+        if where.path.is_dir():
+            return where.path
+    fail(
+        f"no state dir found (looked in {openclaw.path} and {home.path}); name one with --state-dir",
+        EXIT.NOT_FOUND,
+    )
+
+
 def find_cmd(
-    state_dir: Path = typer.Option(
-        ..., "--state-dir", help="A Kurahi home or an OpenClaw state directory (JSON or SQLite era)."
+    state_dir: Path | None = typer.Option(
+        None,
+        "--state-dir",
+        help="A Kurahi home or an OpenClaw state directory (JSON or SQLite era). Default: OpenClaw's, found as "
+        "`kurahi doctor` finds it (OPENCLAW_STATE_DIR, else ~/.openclaw), else the Kurahi home.",
     ),
     agent: str | None = typer.Option(None, "--agent", help="Agent id (default: the only agent present)."),
     key: str | None = typer.Option(
@@ -130,6 +148,8 @@ def find_cmd(
     """
     from kurahi.lineage.find import find_lineage
 
+    if state_dir is None:
+        state_dir = _default_state_dir()
     if not state_dir.is_dir():
         fail(f"{state_dir}: no such directory (expected a Kurahi home or an OpenClaw state directory)", EXIT.NOT_FOUND)
     with translate_errors():

@@ -104,8 +104,16 @@ def _report(target: Target, agent: str | None, key: str | None) -> RescueReport:
             [],
             ["Pi starts a new session only when asked and keeps every one: no loss to find there"],
         )
+    from kurahi.errors import UsageError
+
     with _busy(f"reading {target.path}…"):
-        return find_losses(target.path, agent=agent, key=key, state_kind=target.kind)
+        try:
+            return find_losses(target.path, agent=agent, key=key, state_kind=target.kind)
+        except UsageError as exc:
+            if target.why.startswith("--"):
+                raise  # the user named it: say what is wrong with it
+            # Found where the program keeps its state by default, but nothing to read there.
+            return RescueReport(str(target.path), target.kind, [], 0, [], [f"skipped: {exc}"])
 
 
 def _short(ms_iso: str | None) -> str:

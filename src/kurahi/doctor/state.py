@@ -203,10 +203,29 @@ def check_openclaw(where: Location) -> Check:
     transcripts = sum(count_files(a / "sessions", ".jsonl", 0) for a in agents)
     stores = sum(1 for a in agents if (a / "agent" / "openclaw-agent.sqlite").is_file())
     facts.update(agents=len(agents), sessions=transcripts, sqliteStores=stores)
-    return Check(
-        "openclaw",
-        "ok",
+    summary = (
         f"OpenClaw state {root} ({where.source}): {len(agents)} agents, {transcripts} session transcripts, "
-        f"{stores} SQLite stores",
-        facts=facts,
+        f"{stores} SQLite stores"
     )
+    lost = _losses(root)
+    facts["losses"] = lost
+    if lost:
+        return Check(
+            "openclaw",
+            "warn",
+            f"{summary}; {lost} loss(es) of a resident's past (a reset or rollover the model no longer sees)",
+            fix=f"kurahi rescue --openclaw {root}   (lists them; `kurahi rescue apply ID` brings one back)",
+            facts=facts,
+        )
+    return Check("openclaw", "ok", summary, facts=facts)
+
+
+def _losses(root: Path) -> int | None:
+    """How many losses ``kurahi rescue`` would list here (read-only); ``None`` when it cannot tell."""
+    from kurahi.errors import KurahiError
+    from kurahi.lifecycle.rescue import find_losses
+
+    try:
+        return len(find_losses(root).losses)
+    except KurahiError:
+        return None

@@ -108,7 +108,13 @@ def _sync(coro: Coroutine[Any, Any, T]) -> T:
 
 def _json_text(value: Any) -> str:
     # NaN != NaN, so compare what JSON.stringify-like output two answers give, not the values.
-    return json.dumps(value, sort_keys=False, allow_nan=True, default=repr)
+    try:
+        return json.dumps(value, sort_keys=False, allow_nan=True, default=repr)
+    except RecursionError:
+        # Every reader now reads a line at any depth (issue 30); the comparison must write one too.
+        from kurahi import deepjson
+
+        return deepjson.dumps(value, separators=(", ", ": "))
 
 
 @contextlib.contextmanager

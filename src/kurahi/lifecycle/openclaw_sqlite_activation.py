@@ -235,7 +235,7 @@ def plan_sqlite(
         OpenClawRunningError: a gateway runs on ``home``.
     """
     from kurahi.lifecycle.activation_plan import check_candidate, target_runtime
-    from kurahi.lifecycle.openclaw_sqlite_guards import check_store_path, refuse_if_open
+    from kurahi.store.openclaw_sqlite_guards import check_store_path, refuse_if_open
 
     db = check_store_path(home, agent)
     refuse_if_running(home)

@@ -34,8 +34,8 @@ from kurahi.lifecycle.openclaw_sqlite_activation import (
     refuse_if_running,
     sha256_bytes,
 )
-from kurahi.lifecycle.openclaw_sqlite_guards import check_store_path, refuse_if_open, refuse_read_only, sidecars_kept
 from kurahi.store import openclaw_sqlite_write as oc
+from kurahi.store.openclaw_sqlite_guards import check_store_path, refuse_if_open, refuse_read_only, sidecars_kept
 
 __all__ = ["sqlite_apply", "sqlite_rollback", "sqlite_verify"]
 

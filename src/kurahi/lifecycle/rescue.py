@@ -34,9 +34,11 @@ from typing import Any
 
 import msgspec
 
+from kurahi.errors import UsageError
 from kurahi.lifecycle.rescue_reading import Stretch, estimate_stretch, stretches_of
 from kurahi.lineage.find import AgentState, Lineage, Piece, iso, list_agents, open_agent
 from kurahi.lineage.runtime_view import sends_whole
+from kurahi.locations import read_no_follow
 
 __all__ = [
     "KINDS",
@@ -148,11 +150,12 @@ def _policy(root: Path, sqlite_era: bool) -> _Policy:
     Without a ``session.reset`` block 2026.5 resets daily (a legacy ``session.idleMinutes``
     alone makes it idle) and 2026.9 does not reset by itself; a block without ``mode`` is daily.
     """
-    try:
-        config = json.loads((root / "openclaw.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    path = root / "openclaw.json"
+    if not path.is_file():
         return _Policy()  # no config here: the policy OpenClaw ran with is not known
-    except (OSError, ValueError):
+    try:
+        config = json.loads(read_no_follow(path))
+    except (UsageError, ValueError):
         config = {}
     session = config.get("session") if isinstance(config, dict) else None
     session = session if isinstance(session, dict) else {}

@@ -40,6 +40,7 @@ from typing import Any
 import msgspec
 
 from kurahi.jsvalues import date_ms
+from kurahi.store.listing import first_line, last_lines
 from kurahi.store.vocab import SESSION
 
 __all__ = [
@@ -214,17 +215,9 @@ def moved_session_file(
     return None
 
 
-def _head(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(_HEAD_BYTES).split(b"\n", 1)[0]
-    except OSError:
-        return b""
-
-
 def _header(path: Path) -> tuple[int | None, str | None, str | None]:
     try:
-        value = msgspec.json.decode(_head(path))
+        value = msgspec.json.decode(first_line(path, _HEAD_BYTES))
     except (msgspec.DecodeError, RecursionError):
         return None, None, None
     if not isinstance(value, dict) or value.get("type") != SESSION:
@@ -243,14 +236,7 @@ def _header(path: Path) -> tuple[int | None, str | None, str | None]:
 
 def _last_ms(path: Path) -> int | None:
     """The ``timestamp`` of a file's last complete line (read from its end)."""
-    try:
-        with open(path, "rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, size - _HEAD_BYTES))
-            tail = fh.read()
-    except OSError:
-        return None
-    for line in reversed(tail.rstrip(b"\n").split(b"\n")[-8:]):
+    for line in reversed(last_lines(path, 8, _HEAD_BYTES)):
         try:
             value = msgspec.json.decode(line)
         except (msgspec.DecodeError, RecursionError):
@@ -263,7 +249,7 @@ def _last_ms(path: Path) -> int | None:
 def read_trajectory_key(path: Path, sid: str) -> str | None:
     """The ``sessionKey`` OpenClaw recorded in ``<sid>.trajectory.jsonl`` (its first record)."""
     try:
-        value = msgspec.json.decode(_head(path))
+        value = msgspec.json.decode(first_line(path, _HEAD_BYTES))
     except (msgspec.DecodeError, RecursionError):
         return None
     if not isinstance(value, dict) or value.get("traceSchema") != "openclaw-trajectory":

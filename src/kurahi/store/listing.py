@@ -17,7 +17,7 @@ import msgspec
 from kurahi.store.backend import Backend, transcript_name
 from kurahi.store.catalog import Catalog, find_catalogs
 
-__all__ = ["SessionListing", "list_sessions", "locate_transcript"]
+__all__ = ["SessionListing", "first_line", "last_lines", "list_sessions", "locate_transcript"]
 
 
 class SessionListing(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -134,3 +134,26 @@ def _listing(agent: str, key: str, entry: Mapping[str, Any], transcript: str | N
         transcript=transcript,
         transcript_exists=exists,
     )
+
+
+def first_line(path: str | os.PathLike[str], limit: int = 1 << 20) -> bytes:
+    """A transcript's first line (at most ``limit`` bytes), read without following a link; ``b""`` if unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return b""
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(limit).split(b"\n", 1)[0]
+
+
+def last_lines(path: str | os.PathLike[str], count: int = 8, limit: int = 1 << 20) -> list[bytes]:
+    """A transcript's last ``count`` complete lines (from its last ``limit`` bytes), newest last."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return []
+    with os.fdopen(fd, "rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, size - limit))
+        tail = fh.read()
+    return tail.rstrip(b"\n").split(b"\n")[-count:]

@@ -1,5 +1,8 @@
 """What an activation into OpenClaw's SQLite store checks before it opens the store for writing.
 
+In ``store``: it reads and puts back the store's own files (``-wal``, ``-shm``), which only the
+store room touches by path.
+
 A refusal must leave the state dir exactly as it was, every byte and every name. SQLite
 itself is the difficulty: opening a WAL-mode database for writing creates ``-wal`` and
 ``-shm`` beside it, and closing the last connection deletes them (OpenClaw leaves both after
@@ -17,7 +20,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kurahi.errors import SqliteStoreError
-from kurahi.lifecycle.openclaw_sqlite_activation import sqlite_store_path
 
 __all__ = ["check_store_path", "refuse_if_open", "refuse_read_only", "sidecars_kept"]
 
@@ -31,7 +33,7 @@ def check_store_path(home: Path, agent: str) -> Path:
     """
     from kurahi.store.no_links import refuse_links
 
-    db = sqlite_store_path(home, agent)
+    db = home / "agents" / agent / "agent" / "openclaw-agent.sqlite"
     refuse_links(home, db.relative_to(home).as_posix(), also=("-wal", "-shm", "-journal"))
     return db
 

@@ -398,3 +398,12 @@ def test_doctor_and_find_point_at_the_loss_where_openclaw_keeps_state(tmp_path: 
     assert json.loads(out.stdout)["stateDir"] == str(state)
     out = subprocess.run([*KURAHI, "rescue", "--json"], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 1 and len(json.loads(out.stdout)["losses"]) == 1, out.stdout + out.stderr
+
+
+def test_json_output_is_no_consent(tmp_path: Path) -> None:
+    state = full_store(tmp_path)
+    before = tree_hash(state)
+    (loss,) = losses(state)
+    out = kurahi("rescue", "apply", loss["id"], "--openclaw", str(state), "--json", code=2)
+    assert "--yes" in out.stderr
+    assert tree_hash(state) == before

@@ -330,9 +330,9 @@ def apply_cmd(
         refuse_if_openclaw_runs(root)
         report = find_losses(root, agent=agent)
         loss = pick(report, loss_id)
-        if not yes and not as_json:
-            if not sys.stdin.isatty():
-                fail("not a terminal to ask on: pass --yes to apply without asking", EXIT.USAGE)
+        if not yes:
+            if as_json or not sys.stdin.isatty():
+                fail("not a terminal to ask on: pass --yes to apply without asking; nothing was changed", EXIT.USAGE)
             say(f"{loss.id}: {loss.kind} of {loss.key} at {_short(loss.at)}, {loss.lost_messages} message(s) lost")
             if not typer.confirm("Bring it back now?", default=False):
                 fail("nothing was changed", EXIT.FAILED)

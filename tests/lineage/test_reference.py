@@ -128,3 +128,28 @@ def test_the_cli_says_why_a_legacy_session_is_not_checked(tmp_path: Path) -> Non
     p.write_text("\n".join([json.dumps(header), _msg(1, None, "one")]) + "\n")
     r = run_main("lineage", "check", str(p), watch=())
     assert r.code == 4 and "version-1 session" in r.stderr and not r.stdout
+
+
+@pytest.mark.parametrize(
+    ("fast", "reference"),
+    [
+        ([{"n": 1}], [{"n": 1.0}]),
+        ([{"n": 1}], [{"n": True}]),
+        ([{"n": 0.0}], [{"n": -0.0}]),
+        ([{"n": float("inf")}], [{"n": None}]),
+        ([{"a": 1, "b": 2}], [{"a": 1}]),
+        ([{"t": "\ud800"}], [{"t": "\ufffd"}]),
+    ],
+)
+def test_check_tells_apart_values_that_compare_equal_in_python_or_encode_alike(
+    fast: list[object], reference: list[object]
+) -> None:
+    # check compares the two projections without hashing the reference; the comparison
+    # must be as strict as comparing their canonical hashes.
+    from kurahi.lineage.check import _same_messages
+
+    assert not _same_messages(fast, reference)
+    assert messages_sha256(fast) != messages_sha256(reference)
+    copy = json.loads(json.dumps(fast))  # equal values: the same, or (msgspec cannot write them) hashed alike
+    assert _same_messages(fast, copy) or messages_sha256(fast) == messages_sha256(copy)
+    assert _same_messages(fast, copy) != ("\ud800" in json.dumps(fast, ensure_ascii=False))

@@ -347,3 +347,18 @@ def test_activate_plan_refuses_a_marker_the_runtime_will_not_send(tmp_path: Path
     res = runner.invoke(app, [*base, "--out", str(tmp_path / "pkg2"), "--marker", "T0399Z"])
     assert res.exit_code == EXIT.OK, res.output
     assert tree_hash(state) == before
+
+
+def test_an_entry_nested_deeper_than_pythons_json_goes_is_weighed_not_dropped(tmp_path: Path) -> None:
+    # Compacting means reading every entry on the path again; a line nested 50,000 deep
+    # (Node's JSON.parse reads it) once made that second reading raise RecursionError.
+    deep = "[" * 50_000 + "]" * 50_000
+    custom = {"type": "custom_message", "customType": "note", "content": "deep", "details": {"d": "@DEEP@"}}
+    path = write_session(tmp_path / "s.jsonl", 400, extra={0: custom})
+    path.write_text(path.read_text(encoding="utf-8").replace('"@DEEP@"', deep), encoding="utf-8")
+    result = runner.invoke(app, ["lineage", "check", str(path), "--context-window", "40000", "--json"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    report = json.loads(result.stdout)
+    assert report["projectionsAgree"] and report["messages"] == 801
+    assert report["sent"]["summarized"] and not report["sent"]["fits"]
+    assert report["sent"]["leftOut"][0][0] == 0, "the deep note is among what the compaction summarizes"

@@ -256,11 +256,16 @@ def _is_turn_start_entry(entries: Sequence[Any], index: int) -> bool:
 
 
 def _valid_cut_points(entries: Sequence[Any], start: int, end: int) -> list[int]:
-    return [
-        i
-        for i in range(start, end)
-        if _entry_type(entries, i) != COMPACTION and any(map(_is_cut_point, _context_messages(entries, i)))
-    ]
+    out = []
+    for i in range(start, end):
+        entry = entries[i] if 0 <= i < len(entries) else None
+        if type(entry) is dict and entry.get("type") == MESSAGE and type(message := entry.get("message")) is dict:
+            # The usual entry, quickly: it contributes its message, whose role is kept as stored.
+            if _is_cut_point(message):
+                out.append(i)
+        elif _entry_type(entries, i) != COMPACTION and any(map(_is_cut_point, _context_messages(entries, i))):
+            out.append(i)
+    return out
 
 
 def find_turn_start_index(entries: Sequence[Any], entry_index: int, start_index: int) -> int:

@@ -44,6 +44,7 @@ __all__ = [
     "calculate_context_tokens",
     "estimate_content_tokens",
     "estimate_context_tokens",
+    "estimate_each",
     "estimate_projected_context_tokens",
     "estimate_tokens",
 ]
@@ -352,22 +353,37 @@ def estimate_projected_context_tokens(projection: SessionContext, path: Sequence
     return ContextTokens(tokens=tokens, usage_tokens=0, trailing_tokens=tokens, last_usage_index=None)
 
 
-def estimate_content_tokens(messages: Sequence[Any]) -> int:
+def estimate_each(messages: Sequence[Any]) -> list[int | None]:
+    """:func:`estimate_tokens` of every message, ``None`` for one Pi would crash on."""
+    out: list[int | None] = []
+    for message in messages:
+        try:
+            out.append(_estimate(message))
+        except UsageError:
+            out.append(None)
+    return out
+
+
+def estimate_content_tokens(messages: Sequence[Any], each: Sequence[int | None] | None = None) -> int:
     """Every message estimated from its content, no recorded usage.
 
     This is Pi 1.6.0's projected estimate when it distrusts the usage (the system messages
-    counted once, as their replay).
+    counted once, as their replay). ``each``, the messages' :func:`estimate_each` when the
+    caller has it already, saves estimating them twice; with a ``None`` in it, or without
+    it, every message is estimated here.
 
     Raises:
         UsageError: a message Pi would crash on; the message names its index.
     """
     index = -1  # -1: the system messages' replay
+    known = [t for t in each if t is not None] if each is not None else None
+    known = known if known is not None and len(known) == len(messages) else None
     try:
         system = current_system_message(messages)
         tokens = _estimate(system) if system is not None else 0
-        for index, message in enumerate(messages):  # noqa: B007 - named in the error below
+        for index, message in enumerate(messages):
             if prop(message, "role") != "system":
-                tokens += _estimate(message)
+                tokens += known[index] if known is not None else _estimate(message)
     except UsageError as exc:
         raise UsageError(f"messages[{index}]: {exc}") from exc
     return tokens

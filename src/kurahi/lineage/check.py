@@ -198,8 +198,8 @@ def message_text(message: Any) -> str:
         return deepjson.dumps(message, separators=(", ", ": "))
 
 
-def _both_projections(path: Path) -> tuple[FileContext, tuple[ReferenceProjection, str]]:
-    """The fast projection, and the reference one with its hash.
+def _both_projections(path: Path) -> tuple[FileContext, ReferenceProjection]:
+    """The fast projection and the reference one.
 
     One after the other, in this process: the reference parses every line in full and is
     nearly all of a check's time, so running the fast one beside it in a forked process
@@ -208,9 +208,23 @@ def _both_projections(path: Path) -> tuple[FileContext, tuple[ReferenceProjectio
     """
     from kurahi.context.files import project_file
 
-    fast = project_file(path)
-    ref = reference_projection(path)
-    return fast, (ref, messages_sha256(ref.messages))
+    return project_file(path), reference_projection(path)
+
+
+def _same_messages(fast: list[Any], reference: list[Any]) -> bool:
+    """Whether two projections hold the very same JSON values, without writing either canonically.
+
+    ``==`` alone takes ``1``, ``1.0`` and ``true`` for one another, and msgspec's encoding
+    alone writes ``Infinity`` as ``null``; values equal both ways are the same JSON, so
+    their :func:`messages_sha256` are too. Either answer "no" (or a value msgspec cannot
+    write: a lone surrogate, a huge integer, deep nesting) and the caller hashes both.
+    """
+    try:
+        return fast == reference and msgspec.json.encode(fast, order="sorted") == msgspec.json.encode(
+            reference, order="sorted"
+        )
+    except (msgspec.EncodeError, OverflowError, RecursionError, UnicodeEncodeError, TypeError):
+        return False
 
 
 def check(
@@ -239,7 +253,8 @@ def check(
         NotASessionError, TranscriptReadError, ParentCycleError: the file cannot be projected.
         UsageError: an unknown runtime, or a malformed SQLite source.
     """
-    from kurahi.lineage.runtime_view import view_of, window_for
+    from kurahi.context.tokens import estimate_each
+    from kurahi.lineage.runtime_view import view_messages, view_of, window_for
     from kurahi.lineage.sources import RUNTIMES, materialize, runtime_of
 
     if runtime is not None and runtime not in RUNTIMES:
@@ -252,15 +267,20 @@ def check(
     chosen, reason = (runtime, "--runtime") if runtime is not None else runtime_of(path, has_reset=has_reset)
     report.runtime, report.runtime_reason, report.window_from = chosen, reason, window_from
     load = max(system_prompt_tokens or [0])
-    report.view = view_of(ref, chosen, context_window=window, window_from=window_from, system_prompt_tokens=load)
+    shown = view_messages(ref, chosen)
+    each = estimate_each(shown)
+    report.view = view_of(
+        ref, chosen, context_window=window, window_from=window_from, system_prompt_tokens=load, each=each
+    )
     sent = set(report.view.sent)
     report.markers = [
         msgspec.structs.replace(m, sent=(i := report.view_index(m)) is not None and i in sent) for m in report.markers
     ]
-    if report.runtime_messages is not None and chosen == "openclaw-2026.9":
-        _estimate(report, report.runtime_view, window, reserves, system_prompt_tokens, trust_usage=report.stitched_ms)
-    else:
-        _estimate(report, report.pi_view, window, reserves, system_prompt_tokens, trust_usage=report.stitched_ms)
+    counted = report.runtime_view if report.runtime_messages is not None and chosen == "openclaw-2026.9" else None
+    counted = counted if counted is not None else report.pi_view
+    # The view's estimates serve when they are of these very messages (or of equal ones).
+    known = each if counted is shown or report.projections_agree else None
+    _estimate(report, counted, window, reserves, system_prompt_tokens, trust_usage=report.stitched_ms, each=known)
     return report
 
 
@@ -271,15 +291,17 @@ def _check(
     reserves: Sequence[int] | None,
     system_prompt_tokens: Sequence[int],
 ) -> tuple[CheckReport, ReferenceProjection]:
-    fast, (ref, ref_sha256) = _both_projections(p)
+    fast, ref = _both_projections(p)
     msgs = fast.context.messages
+    fast_sha256 = messages_sha256(msgs)
+    ref_sha256 = fast_sha256 if _same_messages(msgs, ref.messages) else messages_sha256(ref.messages)
     # The compaction speaks once, or twice with a systemMessage (Pi 1.6.0): what the
     # retained and later parts do not account for.
     summary = max(0, len(msgs) - ref.retained_count - ref.later_count) if fast.context.compaction_id is not None else 0
     report = CheckReport(
         file=str(p),
         messages=len(msgs),
-        fast_sha256=messages_sha256(msgs),
+        fast_sha256=fast_sha256,
         reference_sha256=ref_sha256,
         reference_messages=len(ref.messages),
         compaction_id=fast.context.compaction_id,
@@ -327,6 +349,7 @@ def _estimate(
     system_prompt_tokens: Sequence[int],
     *,
     trust_usage: int | float | None,
+    each: Sequence[int | None] | None = None,
 ) -> None:
     """Token pressure of the chosen view; see the module docstring for when usage is trusted."""
     from kurahi.context.budget import DEFAULT_RESERVE_TOKENS, route
@@ -341,7 +364,7 @@ def _estimate(
             usable = isinstance(at, (int, float)) and at > trust_usage
         if usable and report.runtime != "openclaw-2026.9" and report.runtime_messages is not None:
             usable = False  # the usage measured OpenClaw's view after the reset, not this whole path
-        tokens = est.tokens if usable else estimate_content_tokens(msgs)
+        tokens = est.tokens if usable else estimate_content_tokens(msgs, each)
     except KurahiError as exc:
         report.warnings.append(f"token estimate unavailable: {exc}")
         return

@@ -78,6 +78,10 @@ class ReferenceProjection(msgspec.Struct):
     by bytes (:mod:`kurahi.lineage.runtime_view`) counts."""
     chain_kinds: list[Any] = msgspec.field(default_factory=list)
     """Each path entry's ``type``."""
+    entries: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    """The path's entries decoded (root first, ``{}`` for a value that is not an object),
+    parallel to ``chain``: what a runtime that compacts (:mod:`kurahi.lineage.runtime_view`)
+    reads, so it need not parse the lines again."""
     header: str = ""
     """The header line."""
 
@@ -303,7 +307,7 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
         walked.append(current)
         parent = keys[current].parentId
         current = by_id.get(parent) if isinstance(parent, str) and parent else None
-    chain = [lines.value(k) for k in reversed(walked)]
+    chain = out.entries = [lines.value(k) for k in reversed(walked)]
     out.chain = [lines.texts[k] for k in reversed(walked)]
     out.chain_kinds = [keys[k].type for k in reversed(walked)]
     out.header = lines.texts[0]

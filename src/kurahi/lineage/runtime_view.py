@@ -28,7 +28,6 @@ a path with a ``reset`` entry, what follows the last one (``CheckReport``'s two 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,7 +35,7 @@ from typing import Any
 
 import msgspec
 
-from kurahi.errors import KurahiError, UsageError
+from kurahi.errors import UsageError
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
@@ -47,6 +46,7 @@ __all__ = [
     "openclaw_context_window",
     "runtime_view",
     "sends_whole",
+    "view_messages",
     "view_of",
     "window_for",
 ]
@@ -135,18 +135,6 @@ def _ranges(indices: Sequence[int]) -> list[list[int]]:
     return out
 
 
-def _tokens(messages: Sequence[Any]) -> list[int]:
-    from kurahi.context.tokens import estimate_tokens
-
-    out = []
-    for m in messages:
-        try:
-            out.append(estimate_tokens(m))
-        except KurahiError:
-            out.append(0)  # a message Pi would crash on is reported by check itself
-    return out
-
-
 def runtime_view(
     path: str | os.PathLike[str],
     runtime: str,
@@ -200,28 +188,36 @@ def view_of(
     window_from: str,
     system_prompt_tokens: int = 0,
     reserve_tokens: int = RESERVE_TOKENS,
+    each: Sequence[int | None] | None = None,
 ) -> RuntimeView:
-    """:func:`runtime_view` of a :class:`~kurahi.lineage.reference.ReferenceProjection` already made."""
+    """:func:`runtime_view` of a :class:`~kurahi.lineage.reference.ReferenceProjection` already made.
+
+    ``each``: the view's messages estimated already (:func:`~kurahi.context.tokens.estimate_each`
+    of :func:`view_messages`), which ``check`` reuses for its own token count.
+    """
     if not isinstance(context_window, int) or isinstance(context_window, bool) or context_window <= 0:
         raise UsageError(f"context window must be a positive integer, not {context_window!r}")
-    after_reset = runtime == "openclaw-2026.9" and ref.runtime_messages is not None
-    messages = ref.runtime_messages if after_reset else ref.messages
-    sources = ref.runtime_sources if after_reset else ref.sources
-    per = _tokens(messages)
+    from kurahi.context.tokens import estimate_each
+
+    messages = view_messages(ref, runtime)
+    sources = ref.runtime_sources if messages is ref.runtime_messages else ref.sources
+    # A message Pi would crash on counts 0 here; check reports it itself.
+    per = [t or 0 for t in (each if each is not None else estimate_each(messages))]
     base = RuntimeView(runtime, context_window, window_from, len(messages), [], sum(per), 0, True, "")
     if runtime == "openclaw-2026.9":
         return _bounded_by_bytes(ref, base, sources, per)
     return _compacted(ref, base, sources, per, runtime, system_prompt_tokens, reserve_tokens)
 
 
-def _eligible(line: str) -> bool:
+def view_messages(ref: Any, runtime: str) -> list[Any]:
+    """The messages of ``runtime``'s whole view: what follows the last reset for OpenClaw 2026.9."""
+    after_reset = runtime == "openclaw-2026.9" and ref.runtime_messages is not None
+    return ref.runtime_messages if after_reset else ref.messages  # type: ignore[no-any-return]
+
+
+def _eligible(entry: dict[str, Any]) -> bool:
     # OpenClaw 2026.9 leaves out of the context (and of the byte count) only a message marked so.
-    if '"excludeFromContext"' not in line:
-        return True
-    try:
-        message = json.loads(line).get("message")
-    except (ValueError, AttributeError):
-        return True
+    message = entry.get("message")
     return not (isinstance(message, dict) and message.get("excludeFromContext") is True)
 
 
@@ -237,7 +233,7 @@ def _bounded_by_bytes(ref: Any, view: RuntimeView, sources: list[int], per: list
     truncated = False
     for i in range(len(ref.chain) - 1, -1, -1):
         line = ref.chain[i]
-        if not _eligible(line):
+        if not _eligible(ref.entries[i]):
             continue
         size = len(line.encode("utf-8", "surrogatepass")) + 1
         if len(loaded) >= MAX_EVENTS or used + size > max_bytes:
@@ -293,7 +289,7 @@ def _compacted(
         view.sent_tokens = view.tokens
         view.rule = f"{who}'s prompt budget is {budget:,} tokens of the {view.window:,}-token window; it all fits"
         return view
-    entries = [_decoded(line) for line in ref.chain]
+    entries = ref.entries
     start = next((i + 1 for i in range(len(entries) - 1, -1, -1) if ref.chain_kinds[i] == "compaction"), 0)
     try:
         cut = find_cut_point(entries, start, len(entries), KEEP_RECENT_TOKENS).first_kept_entry_index
@@ -314,14 +310,6 @@ def _compacted(
         f"sends a summary of the older part and the newest {kept_tokens:,} tokens verbatim"
     )
     return view
-
-
-def _decoded(line: str) -> dict[str, Any]:
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 # -- the window -------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml setup.py $(wildcard src/kurahi/store/_native*.[ch])
+$(STAMP): pyproject.toml setup.py $(wildcard src/kurahi/pi/read/_native*.[ch])
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
@@ -47,12 +47,12 @@ peer:
 	    touch $$dir/.complete; fi; done
 
 # PostgreSQL for the tests marked postgres, which start a throwaway cluster of their own
-# (kurahi.testing_pg: a temp dir, a loopback port, removed at the end). When its server
-# binaries cannot be found (`python -m kurahi.testing_pg` looks where the tests do) and we
+# (kurahi.testing.postgres: a temp dir, a loopback port, removed at the end). When its server
+# binaries cannot be found (`python -m kurahi.testing.postgres` looks where the tests do) and we
 # are root, the Debian package postgresql is installed (apt-get update first when the
 # package lists lack it). Not root or no apt-get: the PostgreSQL tests are SKIPPED, loudly.
 # Nothing to do, and fast, when the binaries are there.
-PG_FOUND = $(BIN)/python -m kurahi.testing_pg >/dev/null 2>&1
+PG_FOUND = $(BIN)/python -m kurahi.testing.postgres >/dev/null 2>&1
 postgres: install
 	@if $(PG_FOUND); then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
@@ -165,4 +165,4 @@ dist: install
 	@ls -1 $(DIST)
 
 clean:
-	rm -rf $(VENV) .peer .pytest_cache .mypy_cache .ruff_cache build dist src/kurahi/store/_native*.so
+	rm -rf $(VENV) .peer .pytest_cache .mypy_cache .ruff_cache build dist src/kurahi/pi/read/_native*.so

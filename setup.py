@@ -1,7 +1,7 @@
 """The optional C line scanner; everything else about the package is in pyproject.toml.
 
 When the extension cannot be built (no compiler, no Python headers) the install still
-succeeds and :mod:`kurahi.store.native` falls back to the Python scanner, about twice as
+succeeds and :mod:`kurahi.pi.read.native` falls back to the Python scanner, about twice as
 slow on large files. That fallback must not be silent: :class:`_OptionalBuildExt` prints
 one warning block naming the cause and the fix, and ``kurahi doctor`` reports the scanner
 off afterwards. pip shows a build's output only with ``-v``; ``python -m build`` and
@@ -52,9 +52,9 @@ setup(
     cmdclass={"build_ext": _OptionalBuildExt},
     ext_modules=[
         Extension(
-            "kurahi.store._native",
-            sources=["src/kurahi/store/_native.c"],
-            depends=["src/kurahi/store/_native_json.h", "src/kurahi/store/_native_sha256.h"],
+            "kurahi.pi.read._native",
+            sources=["src/kurahi/pi/read/_native.c"],
+            depends=["src/kurahi/pi/read/_native_json.h", "src/kurahi/pi/read/_native_sha256.h"],
             extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra", "-Werror=implicit-function-declaration"],
         )
     ],

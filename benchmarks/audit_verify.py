@@ -34,15 +34,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from kurahi.store.audit_file import AuditChain
-from kurahi.store.audit_record import AuditRecord, build_record, format_ts
+from kurahi.store.audit.log_file import AuditChain
+from kurahi.store.audit.record import AuditRecord, build_record, format_ts
 
 ROOT = Path(__file__).resolve().parents[1]
 TAIL_APPENDS = 5
 
 TIMER = """
 import json, os, sys, time
-from kurahi.store.audit_file import AuditChain
+from kurahi.store.audit.log_file import AuditChain
 chain = AuditChain(sys.argv[1])
 cpu_now = lambda: sum(os.times()[:4])  # user and system, of this process and its reaped children
 c0 = cpu_now()

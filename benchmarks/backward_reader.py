@@ -1,6 +1,6 @@
 """The backward reader against the plain path, without the C extension, Pi 1.6.0 in the same run.
 
-``kurahi.store.backward`` reads a transcript from its end and stops once the projection is
+``kurahi.pi.read.backward`` reads a transcript from its end and stops once the projection is
 settled; it is what ``project_file`` does when the C scanner is off or refuses the file
 (``KURAHI_NATIVE=0``). The plain path reads the whole file (``Transcript.open``, the Python
 scanner) and projects the leaf's path. This measures both on the two 200k-entry files of

@@ -1,7 +1,7 @@
 """``kurahi session context --json`` on a large live context, against Pi and a plain decode + encode.
 
 The file: a 200,000-entry linear path with no compaction (every entry is in the context),
-generated once with :mod:`kurahi.testing_sessions` and cached under ``bench-data/``
+generated once with :mod:`kurahi.testing.sessions` and cached under ``bench-data/``
 (git-ignored). A resident with a 1M-token window projects thousands of messages on every
 turn, so this is the constant that counts.
 
@@ -43,7 +43,7 @@ from typing import Any
 
 import _pi
 
-from kurahi.testing_sessions import write_session
+from kurahi.testing.sessions import write_session
 
 ROOT = Path(__file__).resolve().parents[1]
 KURAHI = Path(sys.executable).with_name("kurahi")

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.context.files import project_file
-from kurahi.store import Transcript
+from kurahi.pi import Transcript
 from kurahi.store.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]

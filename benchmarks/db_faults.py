@@ -31,7 +31,7 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "crash")]
 
 from db_fault_campaign import FAULTS, DatabaseFaultCampaign  # noqa: E402
 
-from kurahi.testing_pg import ThrowawayPostgres  # noqa: E402
+from kurahi.testing.postgres import ThrowawayPostgres  # noqa: E402
 
 
 def main() -> int:

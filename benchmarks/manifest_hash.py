@@ -2,7 +2,7 @@
 
 The home is ``bench-data/manifest-hash/kolo`` (git-ignored): a seeded resident whose
 sessions directory holds copies of one realistic 200,000-entry transcript (made once by
-``python -m kurahi.testing_sessions --entries 200000 --seed 7``, ~110 MB) under different
+``python -m kurahi.testing.sessions --entries 200000 --seed 7``, ~110 MB) under different
 names, until they add up to ``--mb`` megabytes. Copies, not links: each is its own inode.
 Files made moments ago are given time to settle (the hash cache does not keep a digest of
 a file changed in the last two seconds, which could still change unseen).
@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kurahi.testing_sessions import write_session
+from kurahi.testing.sessions import write_session
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench-data" / "manifest-hash"
@@ -67,7 +67,7 @@ def prepare(megabytes: int) -> tuple[Path, list[Path]]:
     from kurahi.continuity.hashcache import RACY_NS
     from kurahi.resident.init import init_home
 
-    source = DATA / "tree-e200000-s7-ks1.jsonl"  # ks1: made by kurahi.testing_sessions
+    source = DATA / "tree-e200000-s7-ks1.jsonl"  # ks1: made by kurahi.testing.sessions
     if not source.exists():
         DATA.mkdir(parents=True, exist_ok=True)
         print(f"generating {source.name} ...", file=sys.stderr)

@@ -9,7 +9,7 @@ nothing acknowledged lost, no line accepted from a stale lease, every session of
 gateway served again within 5 s (``--serve-bar``), no side effect twice. How each is checked:
 ``tests/crash/multi_gateway_campaign.py``.
 
-The database is a throwaway cluster (``kurahi.testing_pg``) unless ``KOLO_STORE`` names one
+The database is a throwaway cluster (``kurahi.testing.postgres``) unless ``KOLO_STORE`` names one
 (``postgres://user:password@host/db``; it must be empty, and is written to). Prints a table
 (``--json``: one object); exit 1 if any invariant failed.
 
@@ -35,7 +35,7 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "crash")]
 
 from multi_gateway_campaign import MultiGatewayCampaign  # noqa: E402
 
-from kurahi.testing_pg import ThrowawayPostgres  # noqa: E402
+from kurahi.testing.postgres import ThrowawayPostgres  # noqa: E402
 
 
 def _range(text: str) -> tuple[float, float]:

@@ -1,6 +1,6 @@
 """Open + project a 200k-entry transcript in Kurahi and in both Pis, in the same run.
 
-Two files, generated once with :mod:`kurahi.testing_sessions` and cached under
+Two files, generated once with :mod:`kurahi.testing.sessions` and cached under
 ``bench-data/`` (git-ignored):
 
 * ``tree``: ``--entries 200000 --seed 7`` (a branching tree with compactions, ~110 MB);
@@ -56,7 +56,7 @@ from typing import Any
 
 import _pi
 
-from kurahi.testing_sessions import write_session
+from kurahi.testing.sessions import write_session
 
 ROOT = Path(__file__).resolve().parents[1]
 WHOLE_SRC = "import sys\nfrom kurahi.context.files import project_file\nproject_file(sys.argv[1])\n"
@@ -111,7 +111,7 @@ if mode == "project":
     extra = {"entries_read": fc.entries_read}
 else:
     from kurahi.context import build_context
-    from kurahi.store import Transcript
+    from kurahi.pi import Transcript
     t0 = time.perf_counter()
     t = Transcript.open(path)
     ctx = build_context(t.path_entries(t.path_indices(len(t) - 1)), t.leaf_id)
@@ -135,7 +135,7 @@ class BenchError(RuntimeError):
 
 def ensure_file(data_dir: Path, kind: str, entries: int, seed: int, options: dict[str, Any], log: Any) -> Path:
     """The cached transcript, generated (atomically, via a ``.part`` file) if missing."""
-    out = data_dir / f"{kind}-e{entries}-s{seed}-ks1.jsonl"  # ks1: made by kurahi.testing_sessions
+    out = data_dir / f"{kind}-e{entries}-s{seed}-ks1.jsonl"  # ks1: made by kurahi.testing.sessions
     if out.exists():
         return out
     data_dir.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,7 @@ Issue 3's bar: with A a 200k-entry tree with branches and compactions and B a 20
 session, stitch + check (both whole commands, Python start-up included) take at most
 10× the time of ``cat A B > C`` on the same files.
 
-Files (generated once with :mod:`kurahi.testing_sessions`, cached under ``bench-data/``):
+Files (generated once with :mod:`kurahi.testing.sessions`, cached under ``bench-data/``):
 
 * A: ``tree-e200000-s7-ks1.jsonl`` (the open + project benchmark's tree, ~110 MB);
 * B: ``session-e20000-s11-ks1.jsonl`` (``--entries 20000 --seed 11``, ~11 MB; ``--entries`` scales both);
@@ -51,7 +51,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kurahi.testing_sessions import write_session
+from kurahi.testing.sessions import write_session
 
 ROOT = Path(__file__).resolve().parents[1]
 KURAHI = Path(sys.executable).with_name("kurahi")

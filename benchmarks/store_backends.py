@@ -13,7 +13,7 @@ c. open + project a 10,000-entry session: ``Session.open_in`` (the writer's clai
 
 Loops alternate between the backends trial by trial, so drift in the machine's speed hits
 both alike. The database is ``--store URL`` (password from ``PGPASSWORD`` or ``~/.pgpass``)
-or ``KURAHI_BENCH_STORE``; without either, a throwaway server from :mod:`kurahi.testing_pg`
+or ``KURAHI_BENCH_STORE``; without either, a throwaway server from :mod:`kurahi.testing.postgres`
 (whose ``fsync`` is off: say so when quoting its figures).
 
 Usage::
@@ -39,7 +39,7 @@ from typing import Any
 from append_rate import realistic_messages
 
 from kurahi.context.project import build_context
-from kurahi.store.backend import Backend, TranscriptStore
+from kurahi.store.base import Backend, TranscriptStore
 from kurahi.store.file_backend import FileBackend
 from kurahi.store.postgres import PostgresBackend
 from kurahi.store.session import Session
@@ -78,7 +78,7 @@ def database(url: str | None) -> Iterator[tuple[str, str]]:
     if url:
         yield url, "given"
         return
-    from kurahi.testing_pg import ThrowawayPostgres
+    from kurahi.testing.postgres import ThrowawayPostgres
 
     with ThrowawayPostgres() as pg:
         yield pg.create_database("bench"), "throwaway (fsync off)"

@@ -38,11 +38,11 @@ from urllib.parse import quote
 
 from _browser import ARGS, start_gateway
 
+from kurahi.pi.transcript import Transcript
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
 from kurahi.store.catalog import Catalog
-from kurahi.store.transcript import Transcript
-from kurahi.testing_sessions import write_session
+from kurahi.testing.sessions import write_session
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench-data" / "ui-tree"

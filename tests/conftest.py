@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, settings
 
 import tiers
 from kurahi.errors import PostgresUnavailableError
-from kurahi.store import native
-from kurahi.testing_pg import ThrowawayPostgres, find_bindir
+from kurahi.pi.read import native
+from kurahi.testing.postgres import ThrowawayPostgres, find_bindir
 from openclaw_peer import OPENCLAW_VERSIONS, OpenClawFactory, OpenClawPeer, OpenClawVersion, require, unavailable
 from peer import PI_MISSING, PI_VERSIONS, PiPeer, missing, package_dir
 from rescue_scenarios import (  # noqa: F401  (fixtures: every test may ask for a rescue scenario)
@@ -223,7 +223,7 @@ def openclaw(tmp_path: Path) -> Iterator[OpenClawFactory]:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[ThrowawayPostgres]:
-    """One throwaway PostgreSQL for the whole run (:mod:`kurahi.testing_pg`), stopped and removed at the end.
+    """One throwaway PostgreSQL for the whole run (:mod:`kurahi.testing.postgres`), stopped and removed at the end.
 
     When it cannot start, every test that uses it is skipped with the reason, and the
     terminal summary says so in red: the only case where these tests do not run.

@@ -26,7 +26,7 @@ from kurahi.gateway.lock import gateway_info
 from kurahi.gateway.service import Gateway
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
-from kurahi.store.backend import Backend
+from kurahi.store.base import Backend
 
 ALL_SECRETS: set[str] = set()
 """Every secret any test handled: conftest scans everything the run left on disk for them."""

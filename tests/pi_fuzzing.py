@@ -8,8 +8,8 @@ the same, byte for byte:
 - ``project``: :func:`kurahi.context.files.project_file` with stored messages copied, what
   ``kurahi session context FILE [--leaf ID] --json`` prints (the quick way when the C
   scanner is on, the backward reader when it is off);
-- ``backward``: the backward reader (:mod:`kurahi.store.backward`) itself;
-- ``full``: the whole-file reader (:class:`kurahi.store.Transcript`) and the projection;
+- ``backward``: the backward reader (:mod:`kurahi.pi.read.backward`) itself;
+- ``full``: the whole-file reader (:class:`kurahi.pi.Transcript`) and the projection;
 - ``reference`` (at the leaf only): ``lineage check``'s reference projection, whose messages
   must equal Pi's as JSON values.
 
@@ -64,7 +64,7 @@ def run_pi(
 @contextmanager
 def c_scanner(on: bool) -> Iterator[None]:
     """The C scanner switched on or off (as ``KURAHI_NATIVE=0`` does) for the block."""
-    from kurahi.store import native
+    from kurahi.pi.read import native
 
     saved = native.ENABLED
     native.ENABLED = on
@@ -181,7 +181,7 @@ def compare(records: list[dict[str, Any]], tally: Tally) -> None:
 
 
 def _loads(text: str) -> Any:
-    from kurahi import deepjson
+    from kurahi.js import deepjson
 
     try:
         return json.loads(text)
@@ -191,7 +191,7 @@ def _loads(text: str) -> Any:
 
 def _same(ours: Any, theirs: Any) -> bool:
     """Equal as JavaScript values once written (``-0`` is ``0``, a 70-bit integer its double)."""
-    from kurahi.jsvalues import js_json
+    from kurahi.js.values import js_json
 
     return js_json(ours) == js_json(theirs)
 

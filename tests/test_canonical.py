@@ -14,8 +14,9 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import kurahi.canonical as canonical_mod
-from kurahi.canonical import (
+import kurahi.js.jcs as canonical_mod
+from kurahi.errors import CanonicalJSONError, UsageError
+from kurahi.js.jcs import (
     MAX_SAFE_INTEGER,
     ZERO_HASH,
     canonical_json,
@@ -24,7 +25,6 @@ from kurahi.canonical import (
     is_hash,
     sha256_hex,
 )
-from kurahi.errors import CanonicalJSONError, UsageError
 
 # -- known answers --------------------------------------------------------------------------
 
@@ -275,5 +275,5 @@ def test_public_surface() -> None:
     exported = set(canonical_mod.__all__)
     assert all(hasattr(canonical_mod, n) for n in exported)
     public = {n for n in vars(canonical_mod) if not n.startswith("_") and callable(getattr(canonical_mod, n))}
-    public = {n for n in public if getattr(getattr(canonical_mod, n), "__module__", "") == "kurahi.canonical"}
+    public = {n for n in public if getattr(getattr(canonical_mod, n), "__module__", "") == "kurahi.js.jcs"}
     assert public <= exported

@@ -1,4 +1,4 @@
-"""``kurahi.deepjson``: the standard library's JSON, at any depth."""
+"""``kurahi.js.deepjson``: the standard library's JSON, at any depth."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kurahi import deepjson
+from kurahi.js import deepjson
 
 _json_values = st.recursive(
     st.none()

@@ -132,7 +132,7 @@ def test_make_dist_builds_an_sdist_and_a_manylinux_wheel(dist_dir: Path) -> None
     assert "-manylinux_" in wheel.name and "linux_x86_64" not in wheel.name.replace("manylinux_", "")
     names = zipfile.ZipFile(wheel).namelist()
     assert "kurahi/py.typed" in names
-    assert any(n.startswith("kurahi/store/_native.") and n.endswith(".so") for n in names)
+    assert any(n.startswith("kurahi/pi/read/_native.") and n.endswith(".so") for n in names)
     assert any(n.endswith("licenses/LICENSE") for n in names)
     meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("dist-info/METADATA"))).decode()
     assert "Provides-Extra: gateway" in meta and "Provides-Extra: providers" in meta

@@ -24,13 +24,13 @@ ROOMS = [
     "kurahi.gateway",
     "kurahi.continuity",
     "kurahi.ui",
-    "kurahi.canonical",
-    "kurahi.jsvalues",
+    "kurahi.js.jcs",
+    "kurahi.js.values",
     "kurahi.testing",
-    "kurahi.testing_sessions",
-    "kurahi.testing_pg",
-    "kurahi.jsops",
-    "kurahi.deepjson",
+    "kurahi.testing.sessions",
+    "kurahi.testing.postgres",
+    "kurahi.js.ops",
+    "kurahi.js.deepjson",
 ]
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from kurahi.store.openclaw_sqlite_events import EVENT_COLUMNS, event_bytes
-from kurahi.store.transcript import Transcript
+from kurahi.pi.transcript import Transcript
+from kurahi.store.openclaw.events import EVENT_COLUMNS, event_bytes
 from testdata import (
     JSON_ERA,
     JSON_RESET_IDLE,

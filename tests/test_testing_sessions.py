@@ -1,4 +1,4 @@
-"""``kurahi.testing_sessions``: repeatable generated transcripts, shaped as asked, read by Pi as by Kurahi."""
+"""``kurahi.testing.sessions``: repeatable generated transcripts, shaped as asked, read by Pi as by Kurahi."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from kurahi.context.files import project_file
-from kurahi.store import Transcript
-from kurahi.testing_sessions import SessionShape, generate_lines, write_session
+from kurahi.pi import Transcript
+from kurahi.testing.sessions import SessionShape, generate_lines, write_session
 from peer import CURRENT, PiPeer
 
 
@@ -109,7 +109,7 @@ def test_impossible_shapes_are_refused(tmp_path: Path, options: dict[str, Any], 
 
 def test_script(tmp_path: Path) -> None:
     out = tmp_path / "cli.jsonl"
-    cmd = [sys.executable, "-m", "kurahi.testing_sessions", "--entries", "700", "--seed", "9", str(out)]
+    cmd = [sys.executable, "-m", "kurahi.testing.sessions", "--entries", "700", "--seed", "9", str(out)]
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr
     assert "700 entries" in res.stderr

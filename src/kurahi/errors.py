@@ -80,7 +80,7 @@ Hierarchy::
     │   ├── ManifestError             a manifest that is not in the manifest format (field)
     │   └── SigningKeyError           the signing key file: unreadable, malformed, too open
     ├── MissingExtraError             a command needs an optional extra that is not installed (names it)
-    ├── PostgresUnavailableError      a throwaway PostgreSQL (`kurahi.testing_pg`) that could not start
+    ├── PostgresUnavailableError      a throwaway PostgreSQL (`kurahi.testing.postgres`) that could not start
     ├── SecretFileError               the owner token, device registry or home open to other users
     └── UsageError                    a caller passed something that cannot work
 """
@@ -851,7 +851,7 @@ class MissingExtraError(KurahiError):
 
 
 class PostgresUnavailableError(KurahiError):
-    """A throwaway PostgreSQL server (:mod:`kurahi.testing_pg`) could not be started or used.
+    """A throwaway PostgreSQL server (:mod:`kurahi.testing.postgres`) could not be started or used.
 
     The message says why: no server binaries found, no user to run the server as (under
     root), ``initdb`` or ``pg_ctl start`` failed (with the last lines of their output or of

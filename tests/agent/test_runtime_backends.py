@@ -16,7 +16,7 @@ import pytest
 from kurahi.agent.ledger import Ledger
 from kurahi.agent.runtime import Runtime
 from kurahi.context.project import build_context
-from kurahi.store.backend import Backend, transcript_name
+from kurahi.store.base import Backend, transcript_name
 from kurahi.store.file_backend import FileBackend
 from kurahi.store.memory_backend import MemoryBackend
 from residents import make_home, run
@@ -158,7 +158,7 @@ async def _with_listener(home: Path, backend: Backend, fn: Callable[[Runtime], A
 
 @pytest.mark.postgres
 def test_a_resident_lives_the_same_on_postgres(tmp_path: Path, pg_url: str) -> None:
-    from kurahi.store.backends import open_backend
+    from kurahi.store.open import open_backend
 
     home = make_home(tmp_path)
     with open_backend(home, pg_url) as backend:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from kurahi.cli.audit import app
 from kurahi.cli.common import EXIT
-from kurahi.store.audit_file import AuditChain, chain_path
+from kurahi.store.audit.log_file import AuditChain, chain_path
 
 runner = CliRunner()
 

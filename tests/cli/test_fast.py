@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from cli_probe import run_main
-from kurahi.cli.fast import SPECS, parse
-from kurahi.cli.lineage import app
+from kurahi.cli.fast.dispatch import SPECS, parse
+from kurahi.cli.lineage.commands import app
 from kurahi.cli.session import app as session_app
 from kurahi.testing import build_session
 

@@ -1,8 +1,8 @@
 """JSON leaves the CLI as Node's ``JSON.stringify`` writes it; ``Number()`` as JavaScript reads it.
 
 Each value is a JSON text both sides parse (Python's ``json.loads``, Node's ``JSON.parse``);
-Kurahi's bytes (:func:`kurahi.jsvalues.js_json`) must equal node's, and
-:func:`kurahi.jsvalues.js_number` must equal ``Number(JSON.parse(text))``.
+Kurahi's bytes (:func:`kurahi.js.values.js_json`) must equal node's, and
+:func:`kurahi.js.values.js_number` must equal ``Number(JSON.parse(text))``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from kurahi.jsvalues import js_json, js_number, js_stringify, json_utf8
+from kurahi.js.values import js_json, js_number, js_stringify, json_utf8
 from peer import NODE
 
 DOCUMENTS = [

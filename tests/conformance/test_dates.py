@@ -6,7 +6,7 @@ Its clock can say any moment ``Date`` holds: ±8.64e15 ms, years -271821 to 2757
 ``toISOString`` writes with a six-digit signed year outside 0-9999. Hypothesis draws moments
 over that whole range (and their neighbours just outside it), ISO strings with fields left
 out, offsets and fractions of any length, and numbers; one node process reads each batch
-and :func:`kurahi.jsvalues.date_ms` must give the same for every value (``None`` for NaN).
+and :func:`kurahi.js.values.date_ms` must give the same for every value (``None`` for NaN).
 
 Only the ECMAScript date-time format (what Pi writes, and its documented shortenings) is
 held to node here: V8's fallback parser for other text ("Jan 1 2020", "2020/1/1") is its
@@ -26,7 +26,7 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from kurahi.jsvalues import date_ms
+from kurahi.js.values import date_ms
 from peer import NODE
 from tiers import no_peer_in_the_fast_tier
 

@@ -41,8 +41,8 @@ from hypothesis import strategies as st
 from drawing import draw_batch
 from kurahi.context import build_context
 from kurahi.context.files import project_file
-from kurahi.jsvalues import MISSING
-from kurahi.store import LEAF_MARKER_TYPE, Transcript
+from kurahi.js.values import MISSING
+from kurahi.pi import LEAF_MARKER_TYPE, Transcript
 from kurahi.store.session import Session
 from peer import PiPeer, PiVersion, missing
 

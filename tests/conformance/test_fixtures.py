@@ -26,8 +26,8 @@ import pytest
 from kurahi.context import build_context
 from kurahi.context.files import project_file
 from kurahi.errors import NotASessionError
-from kurahi.jsvalues import MISSING
-from kurahi.store import Transcript
+from kurahi.js.values import MISSING
+from kurahi.pi import Transcript
 from peer import CURRENT, FIXTURES, PI_VERSIONS, PiPeer, PiVersion, expected, fixture_files, pis_agree, stable
 
 FIXTURE_FILES = fixture_files()

@@ -26,8 +26,8 @@ from kurahi.context import build_context
 from kurahi.context.files import project_file
 from kurahi.context.llm import convert_to_llm
 from kurahi.errors import KurahiError
-from kurahi.jsvalues import MISSING
-from kurahi.store import Transcript
+from kurahi.js.values import MISSING
+from kurahi.pi import Transcript
 from peer import PI_VERSIONS, PiPeer, missing
 
 pytestmark = pytest.mark.pi

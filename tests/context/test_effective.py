@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from kurahi.context.effective import effective_path
-from kurahi.store.effective import is_editable
-from kurahi.store.system import current_system_message, path_system_messages
-from kurahi.store.transcript import Transcript
+from kurahi.context.origins import effective_path
+from kurahi.pi.effective import is_editable
+from kurahi.pi.system import current_system_message, path_system_messages
+from kurahi.pi.transcript import Transcript
 from peer import PiPeer
 
 S = [

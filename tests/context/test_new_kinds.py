@@ -25,8 +25,9 @@ from kurahi.context.tokens import estimate_projected_context_tokens
 from kurahi.errors import KurahiError
 from kurahi.lineage.check import messages_sha256
 from kurahi.lineage.reference import reference_projection
-from kurahi.store import Transcript, native
-from kurahi.store.system import current_system_message
+from kurahi.pi import Transcript
+from kurahi.pi.read import native
+from kurahi.pi.system import current_system_message
 from peer import PiPeer
 
 HEADER = {"type": "session", "version": 3, "id": "s-new", "timestamp": "2026-05-01T10:00:00.000Z", "cwd": "/w"}

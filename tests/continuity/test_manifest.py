@@ -20,7 +20,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from gateways import make_gateway_home
 from kurahi.agent.jobs import JobStore
-from kurahi.canonical import ZERO_HASH
 from kurahi.continuity import (
     KINDS,
     HashCache,
@@ -31,9 +30,10 @@ from kurahi.continuity import (
 )
 from kurahi.continuity.manifest import MANIFEST_KEYS, seal_manifest
 from kurahi.errors import ManifestError, SigningKeyError, UnknownAgentError
+from kurahi.js.jcs import ZERO_HASH
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
-from kurahi.store.audit_file import AuditChain
+from kurahi.store.audit.log_file import AuditChain
 from kurahi.store.catalog import Catalog
 from kurahi.store.journal import Journal
 

@@ -4,7 +4,7 @@ The harness behind ``benchmarks/db_faults.py`` (longer) and ``test_db_faults.py`
 in the suite). It is :class:`~multi_gateway_campaign.MultiGatewayCampaign` (homes, shared
 workspace, the audit trigger, the load of chats with ``memory_append`` calls, every check at
 the end) with the disruptions aimed at the database instead of a gateway, on a throwaway
-server of its own (:class:`~kurahi.testing_pg.ThrowawayPostgres`, ``synchronous_commit`` on):
+server of its own (:class:`~kurahi.testing.postgres.ThrowawayPostgres`, ``synchronous_commit`` on):
 
 * ``restart``: ``pg_ctl stop -m immediate`` (a crash: every connection cut, no checkpoint),
   ``down`` seconds later started again (crash recovery);
@@ -35,7 +35,7 @@ from typing import Any
 import psycopg
 from multi_gateway_campaign import MultiGatewayCampaign, MultiGatewayReport, with_app_name
 
-from kurahi.testing_pg import ThrowawayPostgres
+from kurahi.testing.postgres import ThrowawayPostgres
 
 FAULTS = ("restart", "freeze", "terminate")
 

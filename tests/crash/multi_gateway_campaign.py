@@ -95,11 +95,11 @@ import httpx
 import psycopg
 
 from kurahi.gateway.lock import gateway_info
+from kurahi.pi.transcript import Transcript
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
 from kurahi.store.postgres import PostgresBackend
 from kurahi.store.postgres.backend import DEFAULT_LEASE_SECONDS
-from kurahi.store.transcript import Transcript
 
 AGENT = "alice"
 KURAHI = [sys.executable, "-m", "kurahi.cli"]

@@ -14,7 +14,7 @@ import pytest
 from db_fault_campaign import DatabaseFaultCampaign
 
 from kurahi.errors import PostgresUnavailableError
-from kurahi.testing_pg import ThrowawayPostgres
+from kurahi.testing.postgres import ThrowawayPostgres
 
 pytestmark = pytest.mark.postgres
 

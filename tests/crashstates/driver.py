@@ -1,7 +1,7 @@
 """The child process the recorder traces: prepare a protocol's directory, mark the begin, run it.
 
 Usage: ``driver.py PROTOCOL ROOT MARKS [--seed N] [--scale N] [--drop KIND[:N]]``. ``--drop`` leaves out
-fsyncs made through ``kurahi.store.fsio.ops`` after the begin mark, to show that a checker
+fsyncs made through ``kurahi.fs.durable.ops`` after the begin mark, to show that a checker
 catches a missing one: ``fdatasync``, ``filefsync`` (``fsync`` of a regular file) or
 ``dirfsync`` (``fsync`` of a directory); with ``:N`` only the Nth such call, otherwise all.
 ``sqlitesync`` turns SQLite's own fsyncs off instead (``PRAGMA synchronous=OFF``).
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fstrace import snapshot_marker
 from protocols import PROTOCOLS, Ctx, dump_info
 
-from kurahi.store import fsio
+from kurahi.fs import durable as fsio
 
 
 def snapshot(root: Path) -> dict[str, Any]:

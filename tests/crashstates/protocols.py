@@ -89,8 +89,8 @@ def _transcript_lines(path: Path) -> set[bytes]:
 
 def _check_transcript(path: Path, acked: set[str], live_lines: set[bytes], *, must_exist: bool) -> list[str]:
     """Open ``path`` as the writer does, find every acknowledged id, append once more, reread."""
+    from kurahi.pi.transcript import Transcript
     from kurahi.store.session import Session
-    from kurahi.store.transcript import Transcript
 
     if not path.exists():
         return [f"{path.name}: missing, {len(acked)} acknowledged entries lost"] if must_exist else []
@@ -192,7 +192,7 @@ def _create_act(ctx: Ctx) -> None:
 
 
 def _create_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
-    from kurahi.store.transcript import Transcript
+    from kurahi.pi.transcript import Transcript
 
     problems: list[str] = []
     acked = {a.split(":")[0]: a.split(":")[1:] for a in acks}
@@ -272,7 +272,7 @@ def _repair_act(ctx: Ctx) -> None:
 
 
 def _repair_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
-    from kurahi.store.transcript import Transcript
+    from kurahi.pi.transcript import Transcript
 
     path = d / "s.jsonl"
     problems = _check_transcript(path, set(info["ids"]), _lines_of(info), must_exist=True)

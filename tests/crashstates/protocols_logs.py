@@ -175,7 +175,7 @@ def _queue_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
 
 
 def _audit_act(ctx: Ctx) -> None:
-    from kurahi.store.audit_file import AuditChain
+    from kurahi.store.audit.log_file import AuditChain
 
     chain = AuditChain(ctx.root / "audit" / "chain.jsonl")
     for k in range(4 * ctx.scale):
@@ -183,7 +183,7 @@ def _audit_act(ctx: Ctx) -> None:
 
 
 def _audit_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
-    from kurahi.store.audit_file import AuditChain
+    from kurahi.store.audit.log_file import AuditChain
 
     def run() -> list[str]:
         path = d / "audit" / "chain.jsonl"

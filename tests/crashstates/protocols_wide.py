@@ -44,7 +44,7 @@ def _config_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
 
     from kurahi.agent.config import load_config
     from kurahi.resident.home import Home
-    from kurahi.store.audit_file import AuditChain
+    from kurahi.store.audit.log_file import AuditChain
 
     def run() -> list[str]:
         home = Home(d / "kolo")
@@ -114,7 +114,7 @@ def _stitch_act(ctx: Ctx) -> None:
 
 def _stitch_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
     from kurahi.lineage.stitch import stitch
-    from kurahi.store.transcript import Transcript
+    from kurahi.pi.transcript import Transcript
 
     def run() -> list[str]:
         out = []
@@ -217,7 +217,7 @@ def _activation_check(op: str) -> Any:
     def check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
         from kurahi.gateway.activation_host import OfflineHost
         from kurahi.lifecycle.activation import apply_package, rollback_package, verify_package
-        from kurahi.store.audit_file import AuditChain, chain_path
+        from kurahi.store.audit.log_file import AuditChain, chain_path
 
         home = d / info["home"]
         sessions = home / "agents" / info["agent"] / "sessions"

@@ -36,7 +36,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
 from kurahi.agent.config import load_config
-from kurahi.canonical import canonical_json
 from kurahi.context.files import project_file
 from kurahi.context.project import build_context
 from kurahi.continuity.manifest import verify_manifest
@@ -45,13 +44,14 @@ from kurahi.errors import CanonicalJSONError, KurahiError, ManifestError
 from kurahi.gateway import models as m
 from kurahi.gateway.app import create_app
 from kurahi.gateway.service import Gateway
+from kurahi.js.jcs import canonical_json
 from kurahi.lineage.check import check
 from kurahi.lineage.stitch import stitch
+from kurahi.pi.read import native
+from kurahi.pi.transcript import Transcript
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
-from kurahi.store import native
 from kurahi.store.catalog_format import parse_catalog, serialize_catalog
-from kurahi.store.transcript import Transcript
 
 __all__ = ["SPLIT", "TARGETS", "Mismatch", "Target", "use_scratch"]
 
@@ -112,7 +112,7 @@ def _json_text(value: Any) -> str:
         return json.dumps(value, sort_keys=False, allow_nan=True, default=repr)
     except RecursionError:
         # Every reader now reads a line at any depth (issue 30); the comparison must write one too.
-        from kurahi import deepjson
+        from kurahi.js import deepjson
 
         return deepjson.dumps(value, separators=(", ", ": "))
 

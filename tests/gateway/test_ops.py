@@ -101,7 +101,7 @@ def test_ready_needs_no_credential_and_reports_each_check(served: Any) -> None:
 
 def test_ready_fails_while_the_database_does_not_answer(tmp_path: Path, pg_server: Any, pg_url: str) -> None:
     from kurahi.gateway import ops
-    from kurahi.store.backends import open_backend
+    from kurahi.store.open import open_backend
 
     home = make_gateway_home(tmp_path)
     backend = open_backend(home.root, pg_url)

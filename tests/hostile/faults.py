@@ -1,4 +1,4 @@
-"""Fault injection through the seam :data:`kurahi.store.fsio.ops`.
+"""Fault injection through the seam :data:`kurahi.fs.durable.ops`.
 
 :func:`trace` records which ops a clean operation makes; :func:`inject` makes the Nth call
 (0-based, of one op or of any op) fail once:
@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from kurahi.store import fsio
+from kurahi.fs import durable as fsio
 
 OPS = ("write", "fsync", "fdatasync", "rename", "ftruncate")
 KINDS = ("ENOSPC", "EIO", "short", "short+ENOSPC")

@@ -349,7 +349,7 @@ def test_init_never_chmods_a_directory_a_symlink_points_at(tmp_path: Path) -> No
 def test_a_transcript_replaced_by_a_symlink_is_never_read_through(tmp_path: Path) -> None:
     """Writers always refused a linked transcript; now readers do too (the carry of a rollover, export)."""
     from kurahi.errors import TranscriptReadError
-    from kurahi.store.backends import open_backend
+    from kurahi.store.open import open_backend
 
     home = _home_with_session(tmp_path)
     transcript = _session_file(home)

@@ -1,7 +1,7 @@
 """Fault injection at every call site of the durable writers (issue 9, item 1).
 
 For each component, a clean operation is traced to list the ops it makes (write, fsync,
-fdatasync, rename, ftruncate through :data:`kurahi.store.fsio.ops`). Then, for every index
+fdatasync, rename, ftruncate through :data:`kurahi.fs.durable.ops`). Then, for every index
 and every fault kind (ENOSPC, EIO, a short write, a short write and then ENOSPC), on a
 fresh directory: some operations are acknowledged, the fault is injected into the next one,
 and the test checks that
@@ -34,16 +34,16 @@ from kurahi.errors import (
     JournalWriteError,
     KurahiError,
 )
+from kurahi.fs import durable as fsio
 from kurahi.gateway.service import Gateway
+from kurahi.pi.transcript import Transcript
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
-from kurahi.store import fsio
-from kurahi.store.audit_file import AuditChain
+from kurahi.store.audit.log_file import AuditChain
 from kurahi.store.catalog import Catalog
 from kurahi.store.journal import Journal
 from kurahi.store.session import Session
-from kurahi.store.transcript import Transcript
 
 
 @dataclass

@@ -12,8 +12,8 @@ from kurahi.context.project import build_context
 from kurahi.continuity.manifest import verify_manifest
 from kurahi.continuity.report import verify_report
 from kurahi.errors import KurahiError
+from kurahi.pi.transcript import Transcript
 from kurahi.store.catalog_format import parse_catalog
-from kurahi.store.transcript import Transcript
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 

@@ -26,7 +26,7 @@ from kurahi.agent.queue import pending_from_journal
 from kurahi.continuity.hashcache import HashCache
 from kurahi.errors import KurahiError
 from kurahi.resident.devices import DeviceRegistry, token_hash
-from kurahi.store.audit_file import AuditChain
+from kurahi.store.audit.log_file import AuditChain
 from kurahi.store.journal import Journal
 
 FUZZ = settings(

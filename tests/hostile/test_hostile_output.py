@@ -200,7 +200,7 @@ def _catalog() -> bytes:
 @pytest.fixture(scope="module")
 def state(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The hostile files and a hostile home, made once for every row."""
-    from kurahi.store.audit_file import AuditChain, chain_path
+    from kurahi.store.audit.log_file import AuditChain, chain_path
 
     root = tmp_path_factory.mktemp("hostile")
     t = write_hostile_transcript(root / BAD_NAME)

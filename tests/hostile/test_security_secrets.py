@@ -27,11 +27,11 @@ from kurahi.errors import CatalogCorruptError, ConfigError, SecretFileError, Tra
 from kurahi.gateway.client import owner_token
 from kurahi.gateway.lock import gateway_info
 from kurahi.gateway.service import Gateway
+from kurahi.pi.read.scan import MAX_LINE_BYTES
+from kurahi.pi.transcript import Transcript
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
 from kurahi.store.catalog import MAX_CATALOG_BYTES, Catalog
-from kurahi.store.scan import MAX_LINE_BYTES
-from kurahi.store.transcript import Transcript
 
 
 def _umask0(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -45,7 +45,7 @@ def test_a_home_made_under_umask_0_is_private(tmp_path: Path) -> None:
     k = [*KURAHI]
     turn = '[[tool:write {"path": "d/e/f.md", "content": "x"}]] [[tool:memory_append {"text": "n", "file": "n.md"}]]'
     sign = (
-        "from kurahi.continuity.signing import load_signing_key; from kurahi.store.audit_file import AuditChain; "
+        "from kurahi.continuity.signing import load_signing_key; from kurahi.store.audit.log_file import AuditChain; "
         f"load_signing_key({str(root)!r}); AuditChain({str(root / 'audit/chain.jsonl')!r}).append('cli', 'x', {{}})"
     )
     for args in (

@@ -10,11 +10,11 @@ from typing import Any
 
 from kurahi.errors import GatewayStopError
 from kurahi.gateway.activation_host import OfflineHost
+from kurahi.pi.transcript import Transcript
 from kurahi.resident.init import init_home
-from kurahi.store.audit_file import AuditChain, chain_path
-from kurahi.store.backend import transcript_name
+from kurahi.store.audit.log_file import AuditChain, chain_path
+from kurahi.store.base import transcript_name
 from kurahi.store.catalog import Catalog
-from kurahi.store.transcript import Transcript
 from kurahi.testing import build_session
 from testdata import JSON_ERA, openclaw_state
 

@@ -43,7 +43,7 @@ def sqlite_setup(tmp_path: Path) -> SqliteSetup:
 
 def store_content(db: Path) -> str:
     """The store's content hash, read on a copy (never on the store itself)."""
-    from kurahi.store.openclaw_sqlite_write import content_sha256
+    from kurahi.store.openclaw.write import content_sha256
 
     scratch = db.parent.parent.parent.parent.parent / f"copy-{uuid.uuid4().hex}.sqlite"
     shutil.copyfile(db, scratch)

@@ -1,6 +1,6 @@
 """Kill apply (and rollback) after every file operation; the state is old or new, and reruns finish it.
 
-Each run is a subprocess whose ``kurahi.store.fsio.ops`` (write, fsync, fdatasync, rename,
+Each run is a subprocess whose ``kurahi.fs.durable.ops`` (write, fsync, fdatasync, rename,
 ftruncate: every durable operation goes through them) call ``os._exit`` right after the Nth
 operation, for N = 1 .. the number a clean run makes. Right after the kill the sessions
 directory must be, byte for byte, the old state or the new one, apart from leftovers that
@@ -24,13 +24,13 @@ from activations import OC_NEW, OC_OLD, OPENCLAW, make_home, snapshot
 from kurahi.gateway.activation_host import OfflineHost
 from kurahi.lifecycle.activation import apply_package, plan_activation, rollback_package, verify_package
 from kurahi.lineage.stitch import stitch
-from kurahi.store.audit_file import AuditChain, chain_path
+from kurahi.store.audit.log_file import AuditChain, chain_path
 from kurahi.store.catalog_format import parse_catalog, serialize_catalog
 
 CRASH_EXIT = 77
 SCRIPT = """
 import os, sys
-from kurahi.store import fsio
+from kurahi.fs import durable as fsio
 
 n, op, package, home = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 count = 0

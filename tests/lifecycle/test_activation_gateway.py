@@ -24,7 +24,7 @@ from kurahi.gateway.lock import gateway_info
 from kurahi.lifecycle.activation import apply_package, plan_activation
 from kurahi.lineage.stitch import stitch
 from kurahi.resident.home import Home
-from kurahi.store.audit_file import AuditChain
+from kurahi.store.audit.log_file import AuditChain
 from kurahi.store.catalog import Catalog
 from kurahi.testing import build_session
 from peer import PiPeer

@@ -1,14 +1,14 @@
 """Kill SQLite-store apply (and rollback) at every step; the store is old or new, and reruns finish it.
 
 The style of ``test_activation_crash.py``, for OpenClaw 2026.9's store. A step is each durable
-file operation of the package (``kurahi.store.fsio.ops``: the journal's writes, fsyncs and
+file operation of the package (``kurahi.fs.durable.ops``: the journal's writes, fsyncs and
 truncations) and each writing SQL statement Kurahi runs on the store (``BEGIN``, every
 ``INSERT`` / ``UPDATE`` / ``DELETE``, ``COMMIT``, the checkpoint; what OpenClaw's triggers and
 the full-text module run inside a statement is part of it), in the order they happen. Each run
 is a subprocess that calls ``os._exit`` at the Nth step (after a file operation; as SQLite
 starts a statement), for N = 1 .. the number a clean run takes. The reruns happen in this
 process. Right after the
-kill, the store's whole content (:func:`~kurahi.store.openclaw_sqlite_write.content_sha256`,
+kill, the store's whole content (:func:`~kurahi.store.openclaw.write.content_sha256`,
 read on a copy of the database with its write-ahead log, as the next opener would see it) must
 be exactly the old content or exactly the new one, never a mix. Rerunning ``apply`` must then
 give the new content and ``verify`` must pass; rerunning ``rollback`` must give the old.
@@ -32,7 +32,7 @@ from sqlite_activations import KEY, PHRASE_A, PHRASE_B, sqlite_setup, store_cont
 import kurahi.lifecycle.openclaw_sqlite_apply as sqlite_apply
 from kurahi.gateway.activation_host import OfflineHost
 from kurahi.lifecycle.activation import apply_package, plan_activation, rollback_package, verify_package
-from kurahi.store import openclaw_sqlite_write
+from kurahi.store.openclaw import write as openclaw_sqlite_write
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +78,8 @@ def connect(*args, **kwargs):
     return con
 sqlite3.connect = connect
 
-from kurahi.store import fsio, openclaw_sqlite_write
+from kurahi.fs import durable as fsio
+from kurahi.store.openclaw import write as openclaw_sqlite_write
 for name in ("write", "fsync", "fdatasync", "rename", "ftruncate"):
     setattr(fsio.ops, name, after(getattr(fsio.ops, name)))
 openclaw_sqlite_write.secrets.token_hex = lambda nbytes=16: "5a" * nbytes

@@ -1,8 +1,8 @@
 """Activation into a database backend: memory (in-process) and PostgreSQL (the CLI, a gateway on the same database).
 
 The file home's activation is tested in test_activation*.py; the same plan/apply/verify/rollback
-code runs here over :class:`~kurahi.store.backend.TranscriptClaim` and
-:meth:`~kurahi.store.backend.SessionCatalog.set_entry` of the other backends.
+code runs here over :class:`~kurahi.store.base.TranscriptClaim` and
+:meth:`~kurahi.store.base.SessionCatalog.set_entry` of the other backends.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from kurahi.gateway.activation_host import StoreHost
 from kurahi.gateway.lock import gateway_info
 from kurahi.lifecycle.activation import apply_package, plan_activation, rollback_package, verify_package
 from kurahi.lineage.stitch import stitch
+from kurahi.pi.transcript import Transcript
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
-from kurahi.store.backend import AgentStore, Backend
+from kurahi.store.base import AgentStore, Backend
 from kurahi.store.memory_backend import MemoryBackend
 from kurahi.store.session import Session
-from kurahi.store.transcript import Transcript
 from kurahi.testing import build_session
 from waiting import wait_for
 

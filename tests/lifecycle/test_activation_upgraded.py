@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from kurahi.cli.activate import app as activate_app
 from kurahi.cli.common import EXIT
-from kurahi.cli.lineage import app as lineage_app
+from kurahi.cli.lineage.commands import app as lineage_app
 from testdata import UPGRADED, openclaw_state_copy
 
 runner = CliRunner()

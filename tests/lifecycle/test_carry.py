@@ -9,8 +9,8 @@ import pytest
 
 from kurahi.context.files import project_file
 from kurahi.lifecycle.carry import carry_into, check_carry
+from kurahi.pi.transcript import Transcript
 from kurahi.store.session import Session
-from kurahi.store.transcript import Transcript
 from kurahi.testing import build_session
 from peer import PiPeer
 

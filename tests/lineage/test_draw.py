@@ -11,11 +11,11 @@ import typer
 from typer.testing import CliRunner
 
 from kurahi.cli.common import EXIT
-from kurahi.cli.lineage_draw import draw_cmd
+from kurahi.cli.lineage.draw import draw_cmd
 from kurahi.errors import EntryNotFoundError
-from kurahi.lineage.canonical import canonical_path
 from kurahi.lineage.draw import Node, Run, draw_lineage
-from kurahi.store.transcript import Transcript
+from kurahi.lineage.path import canonical_path
+from kurahi.pi.transcript import Transcript
 from kurahi.testing import build_session
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kurahi.pi.stats import transcript_stats
+from kurahi.pi.transcript import Transcript
 from kurahi.store.session import Session
-from kurahi.store.stats import transcript_stats
-from kurahi.store.transcript import Transcript
 from kurahi.testing import assistant_message, tool_result, user_message
 from peer import PiPeer
 

@@ -14,11 +14,11 @@ import typer
 from typer.testing import CliRunner
 
 from kurahi.cli.common import EXIT
-from kurahi.cli.lineage_find import find_cmd
+from kurahi.cli.lineage.find import find_cmd
 from kurahi.errors import TranscriptReadError, UsageError
 from kurahi.lineage.find import Piece, export_piece, find_lineage
 from kurahi.lineage.openclaw_sqlite import export_session_jsonl, list_sqlite_sessions
-from kurahi.store.transcript import Transcript
+from kurahi.pi.transcript import Transcript
 from testdata import JSON_ERA, SQLITE_ERA, openclaw_state
 
 JSON_STATE = openclaw_state(JSON_ERA)

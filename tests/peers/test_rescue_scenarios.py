@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kurahi.store.openclaw_sqlite_events import EVENT_COLUMNS, event_bytes
+from kurahi.store.openclaw.events import EVENT_COLUMNS, event_bytes
 from openclaw_peer import MAIN_KEY, SESSIONS_DIR, SQLITE_STORE, read_sqlite_copy
 from rescue_scenarios import ALICE, BOB, SMALL_WINDOW, Scenario, check_view
 

@@ -20,7 +20,6 @@ import pytest
 import rfc8785
 
 import kurahi.gateway as gateway_pkg
-from kurahi.canonical import ZERO_HASH, chain_hash
 from kurahi.errors import (
     AuditChainError,
     AuditNotFoundError,
@@ -30,11 +29,12 @@ from kurahi.errors import (
     LockHeldError,
     UsageError,
 )
-from kurahi.store import audit_file as audit_mod
-from kurahi.store import fsio
-from kurahi.store.audit_file import AuditChain, chain_path
-from kurahi.store.audit_record import MAX_LINE_BYTES, ChainVerification, build_record
-from kurahi.store.locks import FileLock
+from kurahi.fs import durable as fsio
+from kurahi.fs.locks import FileLock
+from kurahi.js.jcs import ZERO_HASH, chain_hash
+from kurahi.store.audit import log_file as audit_mod
+from kurahi.store.audit.log_file import AuditChain, chain_path
+from kurahi.store.audit.record import MAX_LINE_BYTES, ChainVerification, build_record
 from kurahi.store.redact import REDACTED, looks_secret, redact
 
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -549,7 +549,7 @@ def test_a_held_lock_is_reported(chain: AuditChain) -> None:
 WORKER = textwrap.dedent(
     """
     import sys
-    from kurahi.store.audit_file import AuditChain
+    from kurahi.store.audit.log_file import AuditChain
     chain = AuditChain(sys.argv[1], lock_timeout=None)
     for i in range(int(sys.argv[3])):
         chain.append("device:" + sys.argv[2], "job.running", {"worker": sys.argv[2], "i": i})

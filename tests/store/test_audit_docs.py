@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import rfc8785
 
-from kurahi.store.audit_file import AuditChain
+from kurahi.store.audit.log_file import AuditChain
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "audit.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)

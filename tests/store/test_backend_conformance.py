@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kurahi.store.backend import Backend
+from kurahi.store.base import Backend
 from kurahi.store.file_backend import FileBackend
 from kurahi.store.memory_backend import MemoryBackend
 from kurahi.testing import BackendConformance
@@ -30,7 +30,7 @@ class TestMemoryBackend(BackendConformance):
 
 def test_open_backend_picks_by_name(tmp_path: Path) -> None:
     from kurahi.errors import UsageError
-    from kurahi.store.backends import open_backend, url_has_password
+    from kurahi.store.open import open_backend, url_has_password
 
     assert isinstance(open_backend(tmp_path), FileBackend)
     assert isinstance(open_backend(tmp_path, f"file:{tmp_path}"), FileBackend)
@@ -73,7 +73,7 @@ def test_gateway_run_refuses_a_password_on_the_command_line(tmp_path: Path) -> N
 
 
 def test_sessions_are_listed_from_a_database_backend(tmp_path: Path) -> None:
-    from kurahi.store.listing import list_sessions
+    from kurahi.locations.listing import list_sessions
     from kurahi.store.session import Session
 
     backend = MemoryBackend(tmp_path)

@@ -15,7 +15,8 @@ from kurahi.cli import app
 from kurahi.cli.common import EXIT
 from kurahi.context.files import project_file
 from kurahi.errors import NotASessionError, ParentCycleError, TranscriptReadError
-from kurahi.store import Transcript, native
+from kurahi.pi import Transcript
+from kurahi.pi.read import native
 from kurahi.store.session import Session
 from peer import PiPeer
 

@@ -25,10 +25,11 @@ from kurahi.errors import (
     LockHeldError,
     UsageError,
 )
+from kurahi.fs import durable as fsio
+from kurahi.locations.listing import list_sessions, locate_transcript
 from kurahi.store import catalog as catalog_module
-from kurahi.store import catalog_format, fsio
+from kurahi.store import catalog_format
 from kurahi.store.catalog import Catalog, find_catalogs, parse_catalog, serialize_catalog
-from kurahi.store.listing import list_sessions, locate_transcript
 from testdata import JSON_ERA, openclaw_state
 
 OPENCLAW_STATE = openclaw_state(JSON_ERA)
@@ -463,7 +464,7 @@ def test_list_sessions_on_openclaw_state(tmp_path: Path) -> None:
 
 HOLDER = """
 import sys, time
-from kurahi.store.locks import FileLock
+from kurahi.fs.locks import FileLock
 lock = FileLock(sys.argv[1], purpose="test holder").acquire(timeout=5)
 print("ready", flush=True)
 time.sleep(120)

@@ -23,9 +23,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kurahi.context.files import project_file
-from kurahi.jsvalues import js_stringify
-from kurahi.store import native
-from kurahi.testing_sessions import write_session
+from kurahi.js.values import js_stringify
+from kurahi.pi.read import native
+from kurahi.testing.sessions import write_session
 from peer import PiPeer
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="!!! C scanner not built: copying is its job !!!")
@@ -230,7 +230,7 @@ def test_transcript_raw_messages_agree_with_the_line_verdict(tmp_path: Path, spa
     k = next(i for i, line in enumerate(lines) if b'"role":"user"' in line)
     lines[k] = lines[k].replace(b'"role":"user"', b'"role":"user","note":"\xed\xa0\x80"')  # an encoded surrogate
     p.write_bytes(b"\n".join(lines))
-    from kurahi.store import Transcript
+    from kurahi.pi import Transcript
 
     with Transcript.open(p) as t:
         indices = [0, 1, k - 1, len(t) - 1] if sparse else list(range(len(t)))
@@ -245,7 +245,7 @@ def test_transcript_raw_messages_agree_with_the_line_verdict(tmp_path: Path, spa
 
 
 def test_stored_references_are_the_message_bytes_and_outlive_the_transcript(tmp_path: Path) -> None:
-    from kurahi.store import Transcript
+    from kurahi.pi import Transcript
 
     p = tmp_path / "t.jsonl"
     write_session(p, entries=500, seed=11, branch=0, compact_every=0)
@@ -263,7 +263,7 @@ def test_stored_references_are_the_message_bytes_and_outlive_the_transcript(tmp_
 
 
 def test_join_json_mixes_references_bytes_and_raw_and_writes_what_it_returns(tmp_path: Path) -> None:
-    from kurahi.store import Transcript
+    from kurahi.pi import Transcript
 
     p = tmp_path / "t.jsonl"
     write_session(p, entries=300, seed=12, branch=0, compact_every=0)
@@ -295,8 +295,8 @@ def test_a_transcript_that_shrinks_before_it_is_printed_is_an_error_not_a_traceb
 
 
 def test_the_entries_the_c_table_makes_are_the_entries_python_makes(tmp_path: Path) -> None:
-    from kurahi.store import Transcript
-    from kurahi.store.transcript import Entry
+    from kurahi.pi import Transcript
+    from kurahi.pi.transcript import Entry
 
     p = tmp_path / "t.jsonl"
     write_session(p, entries=2000, seed=14, new_kinds=True)

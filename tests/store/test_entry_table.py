@@ -20,8 +20,9 @@ import msgspec
 import pytest
 
 from kurahi.errors import ParentCycleError
-from kurahi.store import Transcript, native, vocab
-from kurahi.store.table import EntryTable, PyTable
+from kurahi.pi import Transcript, vocab
+from kurahi.pi.read import native
+from kurahi.pi.read.table import EntryTable, PyTable
 from kurahi.testing import build_session
 
 HEADER = '{"type":"session","version":3,"id":"s","timestamp":"2026-11-30T08:00:00.000Z","cwd":"/"}'
@@ -173,7 +174,7 @@ def _code_strings(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 # Modules that write sample data on purpose, spelled as Pi writes it (test builders).
-_SAMPLE_WRITERS = {"testing_sessions.py", "testing.py", "testing_backend.py"}
+_SAMPLE_WRITERS = {"testing/sessions.py", "testing.py", "testing/conformance.py"}
 
 
 def test_id_fields_and_the_leaf_marker_are_spelled_only_in_the_vocabulary() -> None:
@@ -181,12 +182,12 @@ def test_id_fields_and_the_leaf_marker_are_spelled_only_in_the_vocabulary() -> N
     found = {}
     for path in sorted(SRC.rglob("*.py")):
         rel = str(path.relative_to(SRC))
-        if rel == "store/vocab.py" or rel in _SAMPLE_WRITERS:
+        if rel == "pi/vocab.py" or rel in _SAMPLE_WRITERS:
             continue
         hits = [(line, s) for line, s in _code_strings(_parsed(path)) if s in owned]
         if hits:
             found[rel] = hits
-    assert found == {}, f"spell these through kurahi.store.vocab: {found}"
+    assert found == {}, f"spell these through kurahi.pi.vocab: {found}"
 
 
 def _type_comparisons(tree: ast.AST) -> list[tuple[int, str]]:
@@ -220,7 +221,7 @@ def test_entry_kinds_are_compared_through_the_vocabulary(room: str) -> None:
         hits = _type_comparisons(_parsed(path))
         if hits:
             found[str(path.relative_to(SRC))] = hits
-    assert found == {}, f"compare entry types with kurahi.store.vocab's names: {found}"
+    assert found == {}, f"compare entry types with kurahi.pi.vocab's names: {found}"
 
 
 def test_the_vocabulary_names_every_kind_and_id_field_once() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kurahi.store.fsio import file_sha256
+from kurahi.fs.durable import file_sha256
 
 
 @pytest.mark.parametrize("limit", [None, 0, 1, (1 << 20) - 1, 1 << 20, (1 << 20) + 7, 3 << 20])

@@ -1,6 +1,6 @@
 """New files and folders are fsynced into their directories (the crash-state exploration's finds, issue 20).
 
-Each test watches the fsyncs made through ``kurahi.store.fsio.ops`` and names the directory
+Each test watches the fsyncs made through ``kurahi.fs.durable.ops`` and names the directory
 each one flushed. The power-cut states these fsyncs rule out are explored in
 ``tests/crashstates``; here the writer is held to making them.
 """
@@ -16,9 +16,9 @@ import pytest
 
 from kurahi.agent.jobs import JobStore
 from kurahi.agent.ledger import Ledger
+from kurahi.fs import durable as fsio
 from kurahi.lineage.packet import verify_packet, write_packet
-from kurahi.store import fsio
-from kurahi.store.audit_file import AuditChain
+from kurahi.store.audit.log_file import AuditChain
 from kurahi.store.journal import Journal
 from kurahi.testing import build_session
 

@@ -29,13 +29,14 @@ from hypothesis import strategies as st
 from damage import KINDS, base_session, damage
 from kurahi.context import build_context
 from kurahi.errors import KurahiError
-from kurahi.store import Transcript, native
-from kurahi.store.scan import decode_line
+from kurahi.pi import Transcript
+from kurahi.pi.read import native
+from kurahi.pi.read.scan import decode_line
 from kurahi.testing import build_session
 from peer import NODE, fixture_files
 
 pytestmark = pytest.mark.skipif(
-    not native.available(), reason="!!! the C scanner (kurahi.store._native) is not built: its tests are SKIPPED !!!"
+    not native.available(), reason="!!! the C scanner (kurahi.pi.read._native) is not built: its tests are SKIPPED !!!"
 )
 
 HEADER = b'{"type":"session","version":3,"id":"s","timestamp":"2026-11-30T08:00:00.000Z","cwd":"/"}'

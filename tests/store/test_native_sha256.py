@@ -13,11 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kurahi.errors import TranscriptReadError
-from kurahi.store import Transcript, native
+from kurahi.pi import Transcript
+from kurahi.pi.read import native
 from kurahi.testing import build_session
 
 pytestmark = pytest.mark.skipif(
-    not native.available(), reason="!!! the C extension (kurahi.store._native) is not built: its tests are SKIPPED !!!"
+    not native.available(),
+    reason="!!! the C extension (kurahi.pi.read._native) is not built: its tests are SKIPPED !!!",
 )
 
 # Lengths around SHA-256's block (64) and padding (55/56 bytes fit one block, 56+ need two).

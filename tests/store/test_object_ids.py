@@ -14,7 +14,8 @@ import pytest
 from kurahi.context.files import project_file
 from kurahi.context.project import build_context
 from kurahi.lineage.check import check
-from kurahi.store import Transcript, native
+from kurahi.pi import Transcript
+from kurahi.pi.read import native
 from peer import PiPeer
 
 HEADER = '{"type":"session","version":3,"id":"s","timestamp":"2026-11-30T08:00:00.000Z","cwd":"/"}'

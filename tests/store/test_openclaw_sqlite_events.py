@@ -18,8 +18,8 @@ import zstandard
 
 from kurahi.errors import TranscriptReadError
 from kurahi.lineage.openclaw_sqlite import export_session_jsonl, list_sqlite_nodes
-from kurahi.store.openclaw_sqlite_events import event_bytes
-from kurahi.store.openclaw_sqlite_write import open_store, register_octet_length, session_digest
+from kurahi.store.openclaw.events import event_bytes
+from kurahi.store.openclaw.write import open_store, register_octet_length, session_digest
 from testdata import data_path
 
 NAVIGATION = (

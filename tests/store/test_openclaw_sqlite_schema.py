@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kurahi.store.openclaw_sqlite_schema import ACTIVATION_TABLES, KNOWN_OBJECTS, schema_objects, schema_problems
+from kurahi.store.openclaw.sqlite_schema import ACTIVATION_TABLES, KNOWN_OBJECTS, schema_objects, schema_problems
 from testdata import data_path
 
 

@@ -27,9 +27,9 @@ from kurahi.errors import (
     SchemaVersionError,
     UsageError,
 )
-from kurahi.store.backend import Backend
-from kurahi.store.backends import open_backend
+from kurahi.store.base import Backend
 from kurahi.store.file_backend import FileBackend
+from kurahi.store.open import open_backend
 from kurahi.store.postgres import SCHEMA_VERSION, PostgresBackend
 from kurahi.store.postgres.logs import PostgresLog
 from kurahi.store.postgres.transcripts import split_lines

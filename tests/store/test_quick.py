@@ -1,4 +1,4 @@
-"""The quick way of ``project_file`` (kurahi.store.quick): exact, or not taken.
+"""The quick way of ``project_file`` (kurahi.pi.read.quick): exact, or not taken.
 
 The quick way skims a large file (each line's top level only), checks the lines of the path
 as ``JSON.parse`` would, and reads the file again, checking every line, when one fails; a
@@ -22,9 +22,10 @@ from kurahi.context.files import project_file
 from kurahi.errors import ParentCycleError
 from kurahi.lineage.check import messages_sha256
 from kurahi.lineage.reference import reference_projection
-from kurahi.store import Transcript, native, quick
-from kurahi.store.scan import decode_line
-from kurahi.testing_sessions import write_session
+from kurahi.pi import Transcript
+from kurahi.pi.read import native, quick
+from kurahi.pi.read.scan import decode_line
+from kurahi.testing.sessions import write_session
 from peer import PiPeer
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="the quick way needs the C scanner")

@@ -20,7 +20,7 @@ from kurahi.context.files import project_file
 from kurahi.errors import ParentCycleError
 from kurahi.lineage.check import messages_sha256
 from kurahi.lineage.reference import reference_projection
-from kurahi.store import Transcript
+from kurahi.pi import Transcript
 from peer import PiPeer
 
 

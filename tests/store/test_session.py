@@ -16,7 +16,8 @@ import pytest
 
 from kurahi.context.files import project_file
 from kurahi.errors import AppendError, EntryNotFoundError, LockHeldError, UsageError
-from kurahi.store import Transcript, fsio
+from kurahi.fs import durable as fsio
+from kurahi.pi import Transcript
 from kurahi.store.session import Session
 from kurahi.testing import assistant_message, build_session, user_message
 

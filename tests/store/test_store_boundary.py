@@ -4,7 +4,7 @@ Every call of ``open``, ``os.open``, ``os.fdopen`` or ``Path.read_bytes/read_tex
 in a module outside ``kurahi.store`` must be on a file that is not a transcript, journal,
 catalog or audit chain: workspace files a tool touches, keys and tokens, reports, packages.
 Each such place is listed below with what it reads. A new call anywhere else fails this
-test: route it through the backend (``kurahi.store.backend``) or add it here with a reason
+test: route it through the backend (``kurahi.store.base``) or add it here with a reason
 a reviewer can check.
 """
 
@@ -65,7 +65,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("lineage/find.py", "export_piece"): "the exported piece, a new file the user named (read through store)",
     ("lineage/sources.py", "materialize"): "a temp file holding a SQLite session exported through store",
     ("lineage/stitch.py", "_write"): "the stitched candidate C (a new file the user named with --out)",
-    ("locations.py", "read_no_follow"): "an OpenClaw state dir's config and catalogs, read-only (never a link)",
+    ("locations/dirs.py", "read_no_follow"): "an OpenClaw state dir's config and catalogs, read-only (never a link)",
     ("resident/home.py", "read_private_file"): "secrets/ and other private files of the home",
     ("resident/init.py", "init_home"): "the seeded IDENTITY.md",
     ("ui/homefiles.py", "list_folders"): "the home's reports/ and repairs/ folders (never through a link)",
@@ -75,7 +75,7 @@ ALLOWED: dict[tuple[str, str], str] = {
 # Store files still read by path above store: none. (The file home's activation swaps its
 # catalog entry and transcripts through kurahi.store's TranscriptClaim and
 # SessionCatalog.set_entry; the lineage tools read the transcript files a user names through
-# kurahi.store.transcript.)
+# kurahi.pi.transcript.)
 KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
 _PATH_IO = {"read_bytes", "read_text", "write_bytes", "write_text"}

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kurahi.cli.store import app
-from kurahi.store.audit_file import AuditChain, chain_path
+from kurahi.store.audit.log_file import AuditChain, chain_path
 from kurahi.store.file_backend import FileBackend, log_path
 from kurahi.store.memory_backend import MemoryBackend
 from kurahi.store.postgres import SCHEMA_VERSION, PostgresBackend

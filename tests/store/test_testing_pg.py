@@ -1,4 +1,4 @@
-"""kurahi.testing_pg: the throwaway PostgreSQL the suite (and users) test against.
+"""kurahi.testing.postgres: the throwaway PostgreSQL the suite (and users) test against.
 
 It starts, psycopg connects with its URL, create_database isolates, a second one runs beside
 the first, stopping removes everything, and the password is nowhere but the URL and the
@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 
-from kurahi import testing_pg
 from kurahi.errors import KurahiError, PostgresUnavailableError, UsageError
-from kurahi.testing_pg import ThrowawayPostgres
+from kurahi.testing import postgres as testing_pg
+from kurahi.testing.postgres import ThrowawayPostgres
 
 
 def _password(pg: ThrowawayPostgres) -> str:
@@ -301,7 +301,7 @@ def test_a_taken_port_is_retried_then_reported(
 
 def test_the_script_prints_the_bindir(pg_server: ThrowawayPostgres) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "kurahi.testing_pg"], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-m", "kurahi.testing.postgres"], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
     assert Path(done.stdout.strip()) == pg_server.bindir

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kurahi.pi.transcript import Transcript
 from kurahi.resident.home import Home
 from kurahi.store.catalog import Catalog
-from kurahi.store.transcript import Transcript
-from kurahi.testing_sessions import write_session
+from kurahi.testing.sessions import write_session
 
 KURAHI = [sys.executable, "-m", "kurahi.cli"]
 MARKUP = "<img src=x onerror=\"window.__pwned=1;alert('key')\"><script>window.__pwned=1</script>"

@@ -13,7 +13,7 @@ import pytest
 from gateways import make_gateway_home
 from homes import MARKUP, add_big_tree, add_markup_session, add_session, sessions_dir
 from kurahi.gateway.static_files import CSP
-from kurahi.store.backends import open_backend
+from kurahi.store.open import open_backend
 from ui_server import serve_viewer
 
 KEY = "agent:alice:main"

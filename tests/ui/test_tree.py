@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kurahi.context.files import project_file
-from kurahi.store.transcript import Transcript
-from kurahi.testing_sessions import generate_lines
+from kurahi.pi.transcript import Transcript
+from kurahi.testing.sessions import generate_lines
 from kurahi.ui.tree import RUN_MIN, TreeIndex
 
 

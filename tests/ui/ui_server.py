@@ -25,7 +25,7 @@ from kurahi.continuity.api import install as continuity_api
 from kurahi.gateway.app import create_app
 from kurahi.gateway.service import Gateway
 from kurahi.resident.home import Home
-from kurahi.store.backend import Backend
+from kurahi.store.base import Backend
 from kurahi.ui.routes import make_plugin
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -27,8 +27,8 @@ from kurahi.context.llm import convert_to_llm
 from kurahi.context.project import ProjectedEntry, build_context
 from kurahi.context.tokens import estimate_projected_context_tokens
 from kurahi.errors import ProviderError
-from kurahi.store.system import current_system_message
-from kurahi.store.vocab import COMPACTION
+from kurahi.pi.system import current_system_message
+from kurahi.pi.vocab import COMPACTION
 
 __all__ = ["SUMMARY_PROMPT", "compact", "maybe_compact"]
 

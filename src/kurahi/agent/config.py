@@ -17,10 +17,10 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import ConfigError, UnsafeFileError
+from kurahi.fs.safe import read_regular
+from kurahi.js.decode import DECODE_ERRORS
 from kurahi.lifecycle.policy import FreshnessConfig
-from kurahi.store.safefile import read_regular
 
 __all__ = [
     "MAX_CONFIG_BYTES",
@@ -143,7 +143,7 @@ class AgentSettings(msgspec.Struct, rename="camel", forbid_unknown_fields=True, 
     queue: QueueSettings = msgspec.field(default_factory=QueueSettings)
     compaction: CompactionSettings = msgspec.field(default_factory=CompactionSettings)
     fsync: Literal["always", "turn", "never"] = "turn"
-    """Transcript durability (see :class:`kurahi.store.FsyncPolicy`)."""
+    """Transcript durability (see :class:`kurahi.fs.FsyncPolicy`)."""
     max_message_bytes: Annotated[int, msgspec.Meta(ge=1)] = 256 * 1024
     """Largest user message accepted."""
     max_steps: Annotated[int, msgspec.Meta(ge=1)] = 32

@@ -18,11 +18,11 @@ from kurahi.context.llm import convert_to_llm
 from kurahi.context.project import SessionContext, build_context
 from kurahi.context.tokens import estimate_context_tokens, estimate_tokens
 from kurahi.errors import UsageError
-from kurahi.jsvalues import MISSING
-from kurahi.store.backend import RecordLog, TranscriptStore
-from kurahi.store.fsio import FsyncPolicy
+from kurahi.fs.durable import FsyncPolicy
+from kurahi.js.values import MISSING
+from kurahi.pi.vocab import MESSAGE
+from kurahi.store.base import RecordLog, TranscriptStore
 from kurahi.store.session import Session
-from kurahi.store.vocab import MESSAGE
 
 __all__ = ["Conversation", "PathItem"]
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kurahi.store.backend import RecordLog
+from kurahi.store.base import RecordLog
 
 __all__ = ["Job", "JobStore"]
 
@@ -37,7 +37,7 @@ class Job:
     error: str | None = None
     reply_entry_id: str | None = None
     gateway: str | None = None
-    """The instance (see :attr:`kurahi.store.backend.Backend.instance`) that runs it."""
+    """The instance (see :attr:`kurahi.store.base.Backend.instance`) that runs it."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape (also used by the continuity manifest)."""
@@ -58,7 +58,7 @@ class JobStore:
     """One agent's jobs, as events in its ``jobs`` record log.
 
     Args:
-        log: the record log (:meth:`kurahi.store.backend.AgentStore.log` ``("jobs")``).
+        log: the record log (:meth:`kurahi.store.base.AgentStore.log` ``("jobs")``).
         on_mark: told about every status change (for the audit chain).
     """
 
@@ -136,7 +136,7 @@ class JobStore:
         """Mark every job a dead writer left ``queued`` or ``running`` as ``interrupted``; returns their ids.
 
         Args:
-            live: the writers alive now (:meth:`kurahi.store.backend.Backend.live_instances`);
+            live: the writers alive now (:meth:`kurahi.store.base.Backend.live_instances`);
                 their jobs are theirs to finish. ``None``: no other writer, every job left is cut off.
         """
         cut = [

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from kurahi.store.backend import RecordLog
+from kurahi.store.base import RecordLog
 
 __all__ = ["Action", "Ledger", "action_id", "intent_record", "outcome_record"]
 
@@ -38,7 +38,7 @@ def args_hash(args: Any) -> str:
     try:
         data = msgspec.json.encode(args, order="sorted")
     except UnicodeEncodeError:  # a lone surrogate, which JSON carries as an escape
-        from kurahi.jsvalues import json_utf8
+        from kurahi.js.values import json_utf8
 
         data = json_utf8(json.dumps(args, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
     return hashlib.sha256(data).hexdigest()
@@ -83,7 +83,7 @@ class Ledger:
     """One agent's ledger (see the module docstring).
 
     Args:
-        log: the record log it lives in (:meth:`kurahi.store.backend.AgentStore.log` ``("ledger")``),
+        log: the record log it lives in (:meth:`kurahi.store.base.AgentStore.log` ``("ledger")``),
             flushed on every record unless the agent's fsync policy is ``never``.
     """
 

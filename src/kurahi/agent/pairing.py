@@ -30,7 +30,7 @@ from kurahi.agent.ledger import Ledger, action_id
 from kurahi.agent.tools import Tool, ToolContext
 from kurahi.agent.types import ToolOutput
 from kurahi.errors import PairingRefusedError
-from kurahi.store.vocab import CUSTOM, FIRST_KEPT_ENTRY_ID, LEAF_MARKER_TYPE, TARGET_ID
+from kurahi.pi.vocab import CUSTOM, FIRST_KEPT_ENTRY_ID, LEAF_MARKER_TYPE, TARGET_ID
 
 __all__ = ["Settlement", "settle", "tool_result_message", "unpaired_calls"]
 

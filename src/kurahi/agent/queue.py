@@ -32,7 +32,7 @@ from kurahi.agent.config import QueueMode
 from kurahi.agent.idempotency import KEY_FIELD, STEERED_FIELD
 from kurahi.agent.turn import Listener, TurnControl, TurnResult
 from kurahi.errors import LockHeldError, QueueFullError, StoreError, TurnInterruptedError
-from kurahi.store.backend import RecordLog
+from kurahi.store.base import RecordLog
 
 if TYPE_CHECKING:
     from kurahi.agent.runtime import Runtime

@@ -19,8 +19,8 @@ from kurahi.errors import KurahiError, LockHeldError
 from kurahi.lifecycle.carry import carry_into
 from kurahi.lifecycle.facts import session_facts
 from kurahi.lifecycle.policy import Decision, Inbound, decide
-from kurahi.store.backend import transcript_name
-from kurahi.store.ids import session_id as new_session_id
+from kurahi.pi.ids import session_id as new_session_id
+from kurahi.store.base import transcript_name
 
 if TYPE_CHECKING:
     from kurahi.agent.runtime import Runtime

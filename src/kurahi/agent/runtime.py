@@ -53,12 +53,12 @@ from kurahi.errors import (
     StoreError,
     store_unreachable,
 )
+from kurahi.fs.durable import FsyncPolicy
 from kurahi.lifecycle.carry import Carry
 from kurahi.lifecycle.policy import Decision
-from kurahi.store.backend import Backend, transcript_name
+from kurahi.pi.ids import session_id as new_session_id
+from kurahi.store.base import Backend, transcript_name
 from kurahi.store.file_backend import FileBackend
-from kurahi.store.fsio import FsyncPolicy
-from kurahi.store.ids import session_id as new_session_id
 
 __all__ = ["Runtime", "make_provider"]
 

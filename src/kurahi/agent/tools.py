@@ -28,9 +28,9 @@ from typing import Any
 
 from kurahi.agent.types import ToolOutput, ToolSpec
 from kurahi.errors import PathRefusedError, ToolError
-from kurahi.jsvalues import utf8_bytes
-from kurahi.store import fsio
-from kurahi.store.leftovers import is_leftover_name
+from kurahi.fs import durable as fsio
+from kurahi.fs.leftovers import is_leftover_name
+from kurahi.js.values import utf8_bytes
 
 __all__ = [
     "BUILTIN_TOOLS",

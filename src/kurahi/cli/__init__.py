@@ -5,7 +5,7 @@ session, gateway or demo commands (their modules and what they import cost about
 tenth of a second per run, as much as some commands' whole work). ``kurahi --help``,
 an unknown name, and :data:`app` (for tests) have every group. ``lineage stitch`` and
 ``lineage check`` go further: a well-formed run of either skips typer altogether
-(:mod:`kurahi.cli.fast`), so typer is imported only when a tree is built.
+(:mod:`kurahi.cli.fast.dispatch`), so typer is imported only when a tree is built.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ __all__ = ["COMMANDS", "GROUPS", "app", "build_app", "main"]
 GROUPS = {
     "session": "kurahi.cli.session:app",
     "sessions": "kurahi.cli.sessions:app",
-    "lineage": "kurahi.cli.lineage:app",
+    "lineage": "kurahi.cli.lineage.commands:app",
     "lifecycle": "kurahi.cli.lifecycle:app",
     "agent": "kurahi.cli.agent:agent_app",
     "actions": "kurahi.cli.agent:actions_app",
@@ -121,7 +121,7 @@ def _run() -> None:
     if (sys.argv[1:2] == ["lineage"] and sys.argv[2:3] in (["stitch"], ["check"])) or (
         sys.argv[1:3] == ["session", "context"] and "--json" in sys.argv
     ):
-        from kurahi.cli.fast import run  # only for the commands it serves
+        from kurahi.cli.fast.dispatch import run  # only for the commands it serves
 
         code = run(sys.argv[1:])
         if code is not None:

@@ -15,7 +15,7 @@ from kurahi.cli.home import HOME_DEFAULT
 from kurahi.cli.output import Part, say, table
 
 if TYPE_CHECKING:
-    from kurahi.store.backend import Backend
+    from kurahi.store.base import Backend
 
 __all__ = ["app"]
 
@@ -86,7 +86,7 @@ PasswordFileOpt = Annotated[
 @contextmanager
 def _store(root: Path, store: str | None, password_file: Path | None) -> Iterator[Backend | None]:
     """The database ``--store`` names, open for the command (``None``: the home's files)."""
-    from kurahi.store.backends import open_backend, postgres_backend, url_has_password
+    from kurahi.store.open import open_backend, postgres_backend, url_has_password
 
     if store is None or store == "file" or store.startswith("file:"):
         with translate_errors():

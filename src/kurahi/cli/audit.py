@@ -12,7 +12,7 @@ from kurahi.cli.home import HOME_DEFAULT
 from kurahi.cli.output import say, table
 
 if TYPE_CHECKING:
-    from kurahi.store.backend import AuditLog
+    from kurahi.store.base import AuditLog
 
 __all__ = ["app", "tail_command", "verify_command"]
 

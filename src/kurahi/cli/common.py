@@ -120,7 +120,7 @@ def fail(message: str, code: int = EXIT.FAILED) -> NoReturn:
     # The message names files, keys and ids from the input: text, never rich markup.
     err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
     # SystemExit rather than typer.Exit: Click turns its Exit into this anyway, and the
-    # commands' fast path (kurahi.cli.fast) runs without typer.
+    # commands' fast path (kurahi.cli.fast.dispatch) runs without typer.
     raise SystemExit(code)
 
 
@@ -166,9 +166,9 @@ def print_json(value: Any) -> None:
 
     Every command's JSON leaves through here. The bytes go to the binary stream, so the
     terminal's encoding never matters: JSON is UTF-8, and a lone surrogate in a transcript
-    is written as the ``\udXXX`` escape JavaScript writes (:func:`kurahi.jsvalues.js_json`).
+    is written as the ``\udXXX`` escape JavaScript writes (:func:`kurahi.js.values.js_json`).
     """
-    from kurahi.jsvalues import js_json
+    from kurahi.js.values import js_json
 
     write_json_bytes(js_json(value))
 

@@ -36,10 +36,10 @@ def demo(
     from kurahi.cli.session import stats as stats_cmd
     from kurahi.cli.session import tree as tree_cmd
     from kurahi.context.files import project_file
+    from kurahi.pi.stats import transcript_stats
+    from kurahi.pi.transcript import Transcript
     from kurahi.store.repair import repair_torn_tail
     from kurahi.store.session import Session
-    from kurahi.store.stats import transcript_stats
-    from kurahi.store.transcript import Transcript
     from kurahi.testing import build_session, user_message
 
     with translate_errors():

@@ -32,7 +32,7 @@ def _home_sources(home: Path, agent: str, key: str) -> tuple[Path, Path, list[Pa
     from kurahi.cli.home import home_root
     from kurahi.errors import ProvenanceError
     from kurahi.resident.home import Home
-    from kurahi.store.backend import transcript_name
+    from kurahi.store.base import transcript_name
     from kurahi.store.file_backend import FileBackend
 
     # Provenance reads files (transcripts and the workspace), so it works on the file backend.

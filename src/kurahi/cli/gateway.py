@@ -135,7 +135,7 @@ def run_command(
     from kurahi.continuity.api import install as continuity_api
     from kurahi.gateway.bind import check_bind
     from kurahi.gateway.server import serve
-    from kurahi.store.backends import open_backend, url_has_password
+    from kurahi.store.open import open_backend, url_has_password
     from kurahi.ui.routes import install as ui_install
 
     h = _home(home)

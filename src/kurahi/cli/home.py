@@ -1,7 +1,7 @@
 """The ``--home`` option every command that works on a Kurahi home shares, and its resolution.
 
 The home is ``--home``, else ``KURAHI_HOME``, else ``KOLO_HOME`` (the seed's name), else
-``~/.kolo`` (:func:`kurahi.locations.kurahi_home`). A command that needs an existing home
+``~/.kolo`` (:func:`kurahi.locations.dirs.kurahi_home`). A command that needs an existing home
 and finds none says where it looked and suggests ``kurahi init``, with exit code 3.
 """
 
@@ -27,7 +27,7 @@ HomeOpt = Annotated[
 def home_root(home: Path | None, *, must_exist: bool = True) -> Path:
     """The home's directory; with ``must_exist``, exit 3 suggesting ``kurahi init`` when there is none."""
     from kurahi.errors import UsageError
-    from kurahi.locations import kurahi_home
+    from kurahi.locations.dirs import kurahi_home
 
     try:
         where = kurahi_home(home)

@@ -56,7 +56,7 @@ class Target:
 
 def _targets(openclaw: Path | None, pi: Path | None, home: Path | None) -> list[Target]:
     """The states named by an option, else every state found where ``kurahi doctor`` looks."""
-    from kurahi.locations import kurahi_home, openclaw_state_dir, pi_sessions_dir
+    from kurahi.locations.dirs import kurahi_home, openclaw_state_dir, pi_sessions_dir
 
     given = [(p, k) for p, k in ((openclaw, "openclaw"), (pi, "pi"), (home, "kurahi")) if p is not None]
     if len(given) > 1:

@@ -22,13 +22,13 @@ from kurahi.cli.common import (
     translate_errors,
     warn,
 )
-from kurahi.cli.context_run import print_warnings, run_context_json
+from kurahi.cli.fast.context import print_warnings, run_context_json
 from kurahi.context.budget import DEFAULT_RESERVE_TOKENS
 
 if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
-    from kurahi.store.transcript import Entry, Transcript, TreeNode
+    from kurahi.pi.transcript import Entry, Transcript, TreeNode
 from kurahi.errors import KurahiError
-from kurahi.store.vocab import BRANCH_SUMMARY, COMPACTION, CONTEXT_EDIT, MESSAGE, TARGET_ID, USAGE
+from kurahi.pi.vocab import BRANCH_SUMMARY, COMPACTION, CONTEXT_EDIT, MESSAGE, TARGET_ID, USAGE
 
 __all__ = ["app"]
 
@@ -80,7 +80,7 @@ def context(
     from kurahi.context.files import project_file
     from kurahi.context.llm import convert_to_llm
     from kurahi.context.tokens import estimate_context_tokens, estimate_tokens
-    from kurahi.jsvalues import MISSING
+    from kurahi.js.values import MISSING
 
     with translate_errors():
         result = project_file(file, leaf)
@@ -134,8 +134,8 @@ def stats(
     as_json: bool = typer.Option(False, "--json", help="Print the stats as JSON."),
 ) -> None:
     """Facts about a transcript. Exits 0 exactly when the file opens as a session."""
-    from kurahi.store.stats import transcript_stats
-    from kurahi.store.transcript import Transcript
+    from kurahi.pi.stats import transcript_stats
+    from kurahi.pi.transcript import Transcript
 
     with translate_errors(), _status(file), Transcript.open(file) as t:
         facts = transcript_stats(t)
@@ -258,7 +258,7 @@ def tree(
     as_json: bool = typer.Option(False, "--json", help="Print Pi's getTree() shape (id, type, label, children)."),
 ) -> None:
     """Draw the entry tree: branch points, the leaf's path, compactions, labels, context edits."""
-    from kurahi.store.transcript import Transcript
+    from kurahi.pi.transcript import Transcript
 
     with translate_errors(), _status(file), Transcript.open(file) as t:
         if as_json:
@@ -267,7 +267,7 @@ def tree(
         on_path: set[int] = set()
         edited: dict[int, str] = {}
         if t.leaf_id is not None:
-            from kurahi.context.effective import effective_path
+            from kurahi.context.origins import effective_path
 
             indices = t.path_indices(len(t) - 1)
             on_path = set(indices)
@@ -281,7 +281,7 @@ def tree(
 
 def _node_json(root: TreeNode) -> dict[str, Any]:
     # Iterative: a 200k-entry linear chain would overflow Python's recursion limit.
-    from kurahi.jsvalues import MISSING
+    from kurahi.js.values import MISSING
 
     def shell(n: TreeNode) -> dict[str, Any]:
         d: dict[str, Any] = {"id": n.entry.id if n.entry.id is not MISSING else None, "type": n.entry.type}
@@ -302,7 +302,7 @@ def _node_json(root: TreeNode) -> dict[str, Any]:
 
 
 def _describe(e: Entry, label: str | None, is_leaf: bool, edited: str | None = None) -> str:
-    from kurahi.store.transcript import is_leaf_marker
+    from kurahi.pi.transcript import is_leaf_marker
 
     kind = str(e.type)
     extra = ""
@@ -342,8 +342,8 @@ class _Shape:
     """Just enough of the tree to draw it: child positions, roots, labels (no node objects)."""
 
     def __init__(self, t: Transcript) -> None:
-        from kurahi.lineage.canonical import children_index
-        from kurahi.store.tree import timestamp_ms
+        from kurahi.lineage.path import children_index
+        from kurahi.pi.tree import timestamp_ms
 
         self.t = t
         self.kids = children_index(t)

@@ -14,7 +14,7 @@ from kurahi.cli.home import HOME_DEFAULT
 
 if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
     from kurahi.cli.output import Part
-    from kurahi.store.backend import Backend
+    from kurahi.store.base import Backend
 
 __all__ = ["app", "default_home", "list_command", "open_store", "repair_command"]
 
@@ -26,7 +26,7 @@ app = typer.Typer(
 
 def default_home() -> Path:
     """The home used when ``--home`` is not given: ``KURAHI_HOME``, else ``KOLO_HOME``, else ``~/.kolo``."""
-    from kurahi.locations import kurahi_home
+    from kurahi.locations.dirs import kurahi_home
 
     with translate_errors():
         return kurahi_home().path
@@ -34,7 +34,7 @@ def default_home() -> Path:
 
 def open_store(home: Path | None) -> Backend:
     """The backend of a home: files in it, unless ``KOLO_STORE`` names another store (a database URL)."""
-    from kurahi.store.backends import open_backend
+    from kurahi.store.open import open_backend
 
     return open_backend(home or default_home(), os.environ.get("KOLO_STORE") or None)
 
@@ -86,7 +86,7 @@ def list_command(
     """List every session key of every agent's catalog, with its transcript's presence (or Pi's session files)."""
     from kurahi.cli.home import home_root
     from kurahi.cli.output import table
-    from kurahi.store.listing import list_sessions
+    from kurahi.locations.listing import list_sessions
 
     if sum((pi, openclaw, home is not None)) > 1:
         fail("give at most one of --home, --pi and --openclaw", EXIT.USAGE)
@@ -96,7 +96,7 @@ def list_command(
         _list_pi(as_json)
         return
     if openclaw:
-        from kurahi.locations import openclaw_state_dir
+        from kurahi.locations.dirs import openclaw_state_dir
 
         where = openclaw_state_dir()
         if not where.path.is_dir():
@@ -131,8 +131,8 @@ def list_command(
 
 def _list_pi(as_json: bool) -> None:
     from kurahi.cli.output import table
-    from kurahi.locations import pi_sessions_dir
-    from kurahi.store.pi_listing import list_pi_sessions
+    from kurahi.locations.dirs import pi_sessions_dir
+    from kurahi.locations.pi_sessions import list_pi_sessions
 
     where = pi_sessions_dir()
     if not where.path.is_dir():

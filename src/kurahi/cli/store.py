@@ -21,7 +21,7 @@ from kurahi.cli.common import EXIT, err_console, fail, print_json, translate_err
 from kurahi.cli.output import say, table
 
 if TYPE_CHECKING:
-    from kurahi.store.backend import Backend
+    from kurahi.store.base import Backend
 
 __all__ = ["app", "copy_command", "migrate_command"]
 
@@ -47,7 +47,7 @@ def _password(path: Path | None) -> str | None:
 
 
 def _refuse_password_in(option: str, url: str) -> None:
-    from kurahi.store.backends import url_has_password
+    from kurahi.store.open import url_has_password
 
     if url_has_password(url):
         fail(
@@ -71,7 +71,7 @@ def _open(option: str, store: str, password: Path | None, *, source: bool = Fals
             fail(f"{option} {store}: no such home; nothing to copy", EXIT.NOT_FOUND)
         return FileBackend(home)
     if _is_database(store):
-        from kurahi.store.backends import postgres_backend
+        from kurahi.store.open import postgres_backend
 
         _refuse_password_in(option, store)
         return postgres_backend()(
@@ -123,11 +123,11 @@ def migrate_command(
     if store != os.environ.get("KOLO_STORE"):
         _refuse_password_in("--store", store)
     with _store_errors():
-        from kurahi.store.backends import postgres_backend
+        from kurahi.store.open import postgres_backend
 
         postgres_backend()  # a clear error when the driver is not installed
         from kurahi.store.postgres.db import Database
-        from kurahi.store.postgres.migrate import migrate
+        from kurahi.store.postgres.migrations import migrate
 
         db = Database(store, password=_password(password_file), max_connections=1)
         try:

@@ -29,10 +29,10 @@ import msgspec
 from kurahi.context.project import ProjectedEntry, entry_messages
 from kurahi.context.tokens import ContextTokens, estimate_context_tokens, estimate_tokens
 from kurahi.errors import UsageError
-from kurahi.jsops import prop
-from kurahi.jsvalues import MISSING
-from kurahi.store.scan import id_key
-from kurahi.store.vocab import COMPACTION, CONTEXT_EDIT, MESSAGE, TARGET_ID
+from kurahi.js.ops import prop
+from kurahi.js.values import MISSING
+from kurahi.pi.read.scan import id_key
+from kurahi.pi.vocab import COMPACTION, CONTEXT_EDIT, MESSAGE, TARGET_ID
 
 __all__ = [
     "DEFAULT_KEEP_RECENT_TOKENS",

@@ -6,19 +6,19 @@ import os
 from itertools import chain as _chain
 
 from kurahi.context.project import SessionContext, project_from_leaf
-from kurahi.store import native
-from kurahi.store.quick import QuickFile, Unusual, Unverified
+from kurahi.pi.read import native
+from kurahi.pi.read.quick import QuickFile, Unusual, Unverified
 
 # What a fresh process that projects one file imports is most of what it costs: the full
 # reader (msgspec, typing, the Python scanner) loads only for a file the quick way leaves
-# to it (see kurahi.store.quick).
+# to it (see kurahi.pi.read.quick).
 TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from kurahi.store.quick import QuickEntry, _Lines
-    from kurahi.store.scan import ScanWarning
+    from kurahi.pi.read.quick import QuickEntry, _Lines
+    from kurahi.pi.read.scan import ScanWarning
 
 __all__ = ["BACKWARD_BUDGET", "QUICK_TAILS", "SKIM_MIN_BYTES", "VERIFY_MAX_LINES", "FileContext", "project_file"]
 
@@ -42,7 +42,7 @@ def project_file(path: str | os.PathLike[str], leaf_id: str | None = None, *, co
     live context, not the history. Version 1 files (which Pi renumbers from the top) are
     read in full.
 
-    With the C scanner, a file that is plainly what Pi reads (see :mod:`kurahi.store.quick`)
+    With the C scanner, a file that is plainly what Pi reads (see :mod:`kurahi.pi.read.quick`)
     is read the quick way: the scanner reads the file's last 64 KB, then its last 1 MB (or
     0.5%), then all of it, as far as the projection reaches; a file of
     :data:`SKIM_MIN_BYTES` or more is skimmed (each line's top level only) and only the
@@ -55,8 +55,8 @@ def project_file(path: str | os.PathLike[str], leaf_id: str | None = None, *, co
         leaf_id: project from this entry instead of Pi's leaf (the last entry line).
         copy_stored: messages Pi reads unchanged whose stored bytes are already what
             ``JSON.stringify`` writes come as those bytes or references to them
-            (:func:`kurahi.store.native.is_copied`; see
-            :meth:`~kurahi.store.transcript.Transcript.raw_messages`), for a context that is
+            (:func:`kurahi.pi.read.native.is_copied`; see
+            :meth:`~kurahi.pi.transcript.Transcript.raw_messages`), for a context that is
             only written out (:meth:`~kurahi.context.project.SessionContext.to_json`).
 
     Raises:
@@ -174,10 +174,10 @@ def _project_read(path: str | os.PathLike[str], leaf_id: str | None, copy_stored
     """The full reader's way: from the end in Python, then (far up the file) a whole scan."""
     from pathlib import Path
 
-    from kurahi.store.backward import BackwardIndex, OverBudget, read_header
-    from kurahi.store.migrate import header_version
-    from kurahi.store.scan import file_reader
-    from kurahi.store.transcript import open_for_reading
+    from kurahi.pi.migrate import header_version
+    from kurahi.pi.read.backward import BackwardIndex, OverBudget, read_header
+    from kurahi.pi.read.scan import file_reader
+    from kurahi.pi.transcript import open_for_reading
 
     p = Path(path)
     fd, size = open_for_reading(p)
@@ -226,7 +226,7 @@ before a full scan takes over."""
 
 
 def _project_full(path: Path, leaf_id: str | None, copy_stored: bool) -> FileContext:
-    from kurahi.store.transcript import Transcript
+    from kurahi.pi.transcript import Transcript
 
     with Transcript.open(path) as t:
         if leaf_id is not None:

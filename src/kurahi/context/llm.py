@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from kurahi.errors import UsageError
-from kurahi.jsops import is_js_zero, js_string, prop, truthy
-from kurahi.jsvalues import MISSING
+from kurahi.js.ops import is_js_zero, js_string, prop, truthy
+from kurahi.js.values import MISSING
 
 __all__ = [
     "BRANCH_SUMMARY_PREFIX",

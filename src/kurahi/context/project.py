@@ -29,9 +29,9 @@ What 1.6.0 does, step by step (``dist/core/session-manager.js``):
 from __future__ import annotations
 
 from kurahi._record import FrozenRecord, Record
-from kurahi.jsvalues import MISSING, date_ms, js_truthy
-from kurahi.store.effective import context_entries, id_key
-from kurahi.store.vocab import (
+from kurahi.js.values import MISSING, date_ms, js_truthy
+from kurahi.pi.effective import context_entries, id_key
+from kurahi.pi.vocab import (
     BRANCH_SUMMARY,
     COMPACTION,
     CONTEXT_EDIT,
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
     from typing import Any
 
-    from kurahi.store.shapes import PathEntry
+    from kurahi.pi.shapes import PathEntry
 
 __all__ = [
     "EDITABLE_ROLES",
@@ -74,9 +74,9 @@ _TEXT_BLOCK_ROLES = frozenset({"assistant", "toolResult"})
 
 
 def __getattr__(name: str) -> Any:
-    # PathEntry lives with the other Protocols (kurahi.store.shapes): typing loads on first use.
+    # PathEntry lives with the other Protocols (kurahi.pi.shapes): typing loads on first use.
     if name == "PathEntry":
-        from kurahi.store import shapes
+        from kurahi.pi import shapes
 
         return shapes.PathEntry
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -169,7 +169,7 @@ class SessionContext(Record):
         Messages kept as their stored bytes (:func:`project_from_leaf` with ``copy_stored``)
         are copied as they are: they are already those bytes.
         """
-        from kurahi.store.native import join_json
+        from kurahi.pi.read.native import join_json
 
         opening, items, closing = self._json_parts()
         out = join_json(items, opening, closing)
@@ -183,14 +183,14 @@ class SessionContext(Record):
             OSError: writing failed (``BrokenPipeError`` for a closed pipe), or a stored
                 message could not be read back from its transcript.
         """
-        from kurahi.store.native import join_json
+        from kurahi.pi.read.native import join_json
 
         opening, items, closing = self._json_parts()
         join_json(items, opening, closing + b"\n", fd)
 
     def _json_parts(self) -> tuple[bytes, list[Any], bytes]:
-        from kurahi.jsvalues import js_json, js_json_items
-        from kurahi.store.native import COPIED_TYPES
+        from kurahi.js.values import js_json, js_json_items
+        from kurahi.pi.read.native import COPIED_TYPES
 
         head = self.to_dict()
         messages = head.pop("messages")
@@ -371,7 +371,7 @@ def project_from_leaf(
         with_entries: also fill :attr:`SessionContext.entries`.
         copy_stored: where a message entry carries a ``raw_message`` (the stored bytes of a
             message Pi reads unchanged, fit to copy into JSON output, or a reference to them:
-            :func:`kurahi.store.native.is_copied`), emit it instead of decoding the message;
+            :func:`kurahi.pi.read.native.is_copied`), emit it instead of decoding the message;
             only for a context that is written out as JSON (:meth:`SessionContext.to_json`),
             and only where no edit applies.
     """

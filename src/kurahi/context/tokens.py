@@ -31,11 +31,11 @@ import msgspec
 
 from kurahi.context.project import PathEntry, SessionContext
 from kurahi.errors import UsageError
-from kurahi.jsops import js_length, prop, truthy
-from kurahi.jsvalues import MISSING, js_stringify, utf16_len
-from kurahi.store.scan import id_key
-from kurahi.store.system import current_system_message
-from kurahi.store.vocab import COMPACTION, CONTEXT_EDIT
+from kurahi.js.ops import js_length, prop, truthy
+from kurahi.js.values import MISSING, js_stringify, utf16_len
+from kurahi.pi.read.scan import id_key
+from kurahi.pi.system import current_system_message
+from kurahi.pi.vocab import COMPACTION, CONTEXT_EDIT
 
 __all__ = [
     "IMAGE_CHARS",
@@ -316,7 +316,7 @@ def estimate_projected_context_tokens(projection: SessionContext, path: Sequence
     the entry that holds it comes after the last ``context_edit`` or ``compaction`` on the
     path: an edit or a compaction changes the context the usage measured. Otherwise every
     message is estimated, the system messages as one (their replay,
-    :func:`~kurahi.store.system.current_system_message`).
+    :func:`~kurahi.pi.system.current_system_message`).
 
     Args:
         projection: ``build_context(path, with_entries=True)`` (or ``project_from_leaf``).

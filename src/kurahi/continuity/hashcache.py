@@ -46,8 +46,8 @@ from typing import NamedTuple
 import msgspec
 
 from kurahi.errors import UnsafeFileError
-from kurahi.store import fsio
-from kurahi.store.safefile import read_regular
+from kurahi.fs import durable as fsio
+from kurahi.fs.safe import read_regular
 
 __all__ = ["CACHE_VERSION", "RACY_NS", "FileDigest", "HashCache", "hash_file"]
 

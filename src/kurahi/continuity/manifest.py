@@ -8,7 +8,7 @@ A manifest is one JSON object::
      "root": "…", "signature": "<base64>", "publicKey": "<base64>", "fingerprint": "…"}
 
 Each entry's ``hash`` is ``sha256(previous hash ‖ canonical(entry without "hash"))``, the
-first chained on 64 zeros (:func:`kurahi.canonical.chain_hash`); ``root`` is the last hash
+first chained on 64 zeros (:func:`kurahi.js.jcs.chain_hash`); ``root`` is the last hash
 (64 zeros for no entries); ``signature`` is Ed25519 over the 32 bytes of ``root``;
 ``publicKey`` is the raw 32-byte key and ``fingerprint`` its SHA-256. ``agent`` and
 ``createdAt`` are labels outside the chain: two manifests of an unchanged resident have the
@@ -57,14 +57,14 @@ import msgspec
 from kurahi.agent.config import load_config
 from kurahi.agent.jobs import JobStore
 from kurahi.agent.layout import check_agent_id
-from kurahi.canonical import ZERO_HASH, chain_hash
 from kurahi.continuity.hashcache import FileDigest, HashCache
 from kurahi.continuity.signing import SigningKey, fingerprint_of, load_signing_key, verify_signature
 from kurahi.errors import AuditNotFoundError, CanonicalJSONError, ContinuityError, ManifestError, UsageError
+from kurahi.js.jcs import ZERO_HASH, chain_hash
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
-from kurahi.store.audit_record import format_ts
-from kurahi.store.backend import AgentStore, Backend
+from kurahi.store.audit.record import format_ts
+from kurahi.store.base import AgentStore, Backend
 from kurahi.store.file_backend import FileBackend, FileTranscripts
 from kurahi.store.redact import redact
 

@@ -40,7 +40,7 @@ from kurahi.continuity.openclaw_runtime import OpenClawRuntime, which_openclaw
 from kurahi.continuity.report import SUITE, VERSION, finish_report
 from kurahi.continuity.signing import SigningKey
 from kurahi.errors import ContinuityError, KurahiError, UsageError
-from kurahi.locations import OpenClawState, open_state
+from kurahi.locations.dirs import OpenClawState, open_state
 
 __all__ = ["OPENCLAW_DISRUPTIONS", "OpenClawOptions", "run_openclaw_suite"]
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from kurahi.continuity.rounds import score_round
 from kurahi.errors import ContinuityError, UsageError
-from kurahi.store.vocab import COMPACTION, MESSAGE
+from kurahi.pi.vocab import COMPACTION, MESSAGE
 
 if TYPE_CHECKING:
     from kurahi.continuity.openclaw import _Run

@@ -21,10 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kurahi.canonical import canonical_json
 from kurahi.continuity.invariants import INVARIANTS, ManifestCheck, score
 from kurahi.continuity.rounds import rounds_summary, score_round
 from kurahi.errors import CanonicalJSONError, ContinuityError
+from kurahi.js.jcs import canonical_json
 
 __all__ = [
     "SUITE",

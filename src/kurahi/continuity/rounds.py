@@ -38,7 +38,7 @@ from kurahi.context.text import message_text
 from kurahi.context.tokens import estimate_context_tokens
 from kurahi.errors import ContinuityError
 from kurahi.lifecycle.carry import check_carry
-from kurahi.store.vocab import COMPACTION, MESSAGE, SESSION
+from kurahi.pi.vocab import COMPACTION, MESSAGE, SESSION
 
 __all__ = ["MARKERS", "max_turns", "rounds_summary", "run_rounds", "score_round"]
 

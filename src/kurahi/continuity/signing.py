@@ -43,8 +43,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, PublicFormat
 
 from kurahi.errors import SigningKeyError
+from kurahi.fs import durable as fsio
 from kurahi.resident.home import Home
-from kurahi.store import fsio
 
 __all__ = [
     "KEY_FILE_VERSION",

@@ -29,7 +29,7 @@ def check_version() -> Check:
 
 def check_native() -> Check:
     """Whether the C line scanner is built and switched on."""
-    from kurahi.store import native
+    from kurahi.pi.read import native
 
     built = native._native is not None
     facts = {"built": built, "enabled": native.ENABLED, "on": native.available()}

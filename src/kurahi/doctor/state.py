@@ -12,7 +12,7 @@ import stat
 from pathlib import Path
 
 from kurahi.doctor.report import Check, Status
-from kurahi.locations import Location
+from kurahi.locations.dirs import Location
 
 __all__ = [
     "DISK_FAIL_BYTES",

@@ -13,17 +13,17 @@ if TYPE_CHECKING:
     from kurahi.gateway.lock import GatewayInfo, GatewayLock, gateway_info
     from kurahi.gateway.server import serve
     from kurahi.gateway.service import Gateway
-    from kurahi.store.audit_file import AuditChain, chain_path
-    from kurahi.store.audit_record import AuditRecord, ChainVerification
+    from kurahi.store.audit.log_file import AuditChain, chain_path
+    from kurahi.store.audit.record import AuditRecord, ChainVerification
     from kurahi.store.redact import REDACTED, looks_secret, redact
 
 # Names load on first use (PEP 562), so `kurahi --help` does not import every room.
 _WHERE = {
     "REDACTED": "kurahi.store.redact",
-    "AuditChain": "kurahi.store.audit_file",
-    "AuditRecord": "kurahi.store.audit_record",
-    "ChainVerification": "kurahi.store.audit_record",
-    "chain_path": "kurahi.store.audit_file",
+    "AuditChain": "kurahi.store.audit.log_file",
+    "AuditRecord": "kurahi.store.audit.record",
+    "ChainVerification": "kurahi.store.audit.record",
+    "chain_path": "kurahi.store.audit.log_file",
     "GatewayHost": "kurahi.gateway.activation_host",
     "OfflineHost": "kurahi.gateway.activation_host",
     "create_app": "kurahi.gateway.app",

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from kurahi.errors import ActivationError, GatewayStopError, UsageError
 
 if TYPE_CHECKING:
-    from kurahi.store.backend import Backend
+    from kurahi.store.base import Backend
 
 __all__ = ["GatewayHost", "OfflineHost", "StoreHost"]
 
@@ -63,7 +63,7 @@ class OfflineHost:
         raise UsageError("offline: there is no gateway to read the live session through")
 
     def _chain(self) -> Any:
-        from kurahi.store.audit_file import AuditChain, chain_path
+        from kurahi.store.audit.log_file import AuditChain, chain_path
 
         return AuditChain(chain_path(self.root))
 

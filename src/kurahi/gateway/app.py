@@ -24,7 +24,7 @@ from kurahi import __version__
 from kurahi.agent.idempotency import check_idempotency_key, new_idempotency_key
 from kurahi.errors import AuditNotFoundError, KurahiError, UsageError
 from kurahi.gateway import models as m
-from kurahi.gateway.access import AccessMiddleware
+from kurahi.gateway.access_log import AccessMiddleware
 from kurahi.gateway.auth import AuthMiddleware, Principal, require
 from kurahi.gateway.docs_page import install_docs
 from kurahi.gateway.hosts import HostCheckMiddleware
@@ -73,7 +73,7 @@ def create_app(
             to add its own (``kurahi.continuity.api.install``). This room imports no room
             below it, so the caller hands them in.
         access_log: write a line per request to the ``kurahi.access`` logger
-            (:mod:`kurahi.gateway.access`; requests are counted in the metrics either way).
+            (:mod:`kurahi.gateway.access_log`; requests are counted in the metrics either way).
         hosts: the ``Host`` names answered (:mod:`kurahi.gateway.hosts`); ``None`` answers any
             (``--allow-remote``, and tests' in-process clients).
         failures: the limit on failed credentials per client address (the viewer's login

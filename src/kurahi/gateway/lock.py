@@ -1,6 +1,6 @@
 """The single-instance lock ``run/gateway.lock``: one gateway per home, found by its clients.
 
-The lock is ``flock(2)`` (see :class:`kurahi.store.locks.FileLock`): the kernel drops it when
+The lock is ``flock(2)`` (see :class:`kurahi.fs.locks.FileLock`): the kernel drops it when
 the gateway dies, however it dies, so a lock left by a dead process is reclaimed by the next
 start. Once the gateway has bound its socket, the file holds ``{"pid", "port",
 "startedAt"}``; clients read the port from it, and :func:`gateway_info` tells a live
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.errors import LockError, LockHeldError
-from kurahi.store.locks import FileLock, read_lock_info
-from kurahi.store.safefile import home_dir
+from kurahi.fs.locks import FileLock, read_lock_info
+from kurahi.fs.safe import home_dir
 
 __all__ = ["GatewayInfo", "GatewayLock", "gateway_info"]
 

@@ -18,7 +18,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 
-from kurahi.store import fsio
+from kurahi.fs import durable as fsio
 
 if TYPE_CHECKING:
     from kurahi.agent.retry import RetryReason

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kurahi.gateway.access import ARRIVED
+from kurahi.gateway.access_log import ARRIVED
 from kurahi.gateway.bind import check_bind
 from kurahi.gateway.hosts import allowed_hosts
 from kurahi.gateway.lock import GatewayInfo, GatewayLock
@@ -25,7 +25,7 @@ from kurahi.resident.home import Home
 
 if TYPE_CHECKING:
     from kurahi.gateway.app import Plugin
-    from kurahi.store.backend import Backend
+    from kurahi.store.base import Backend
 
 __all__ = ["serve"]
 
@@ -65,7 +65,7 @@ def _http_protocol() -> Any:
 
 
 def _log_access_to_stderr() -> None:
-    from kurahi.gateway.access import ACCESS_LOGGER
+    from kurahi.gateway.access_log import ACCESS_LOGGER
 
     logger = logging.getLogger(ACCESS_LOGGER)
     if not logger.handlers:
@@ -97,7 +97,7 @@ def serve(
     closed when the gateway stops. ``host`` must be loopback unless ``allow_remote``
     (:mod:`kurahi.gateway.bind`); without it a request whose ``Host`` names another address
     is refused (:mod:`kurahi.gateway.hosts`, DNS rebinding). ``access_log`` writes a line per
-    request to stderr (:mod:`kurahi.gateway.access`). ``trust_proxy``: addresses of a reverse
+    request to stderr (:mod:`kurahi.gateway.access_log`). ``trust_proxy``: addresses of a reverse
     proxy whose ``X-Forwarded-Proto`` and ``X-Forwarded-For`` are believed (the viewer's cookie
     is then ``Secure`` when the proxy says the request came over HTTPS, and rate limits count
     the forwarded client); from any other address these headers are ignored.
@@ -156,7 +156,7 @@ def serve(
         config = uvicorn.Config(
             app,
             log_level=log_level,
-            access_log=False,  # uvicorn's would log query strings; kurahi.gateway.access logs without them
+            access_log=False,  # uvicorn's would log query strings; kurahi.gateway.access_log logs without them
             lifespan="on",
             timeout_graceful_shutdown=int(grace) + 5,
             h11_max_incomplete_event_size=16 * 1024,

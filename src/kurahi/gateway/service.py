@@ -22,14 +22,14 @@ import msgspec
 from kurahi import __version__
 from kurahi.agent.config import MAX_CONFIG_BYTES, Config, check_api_keys, load_config, read_config_bytes
 from kurahi.agent.runtime import Runtime
-from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import ConfigError, KurahiError
+from kurahi.fs import durable as fsio
+from kurahi.fs.leftovers import remove_leftovers
+from kurahi.js.decode import DECODE_ERRORS
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
-from kurahi.store import fsio
-from kurahi.store.backend import Backend
+from kurahi.store.base import Backend
 from kurahi.store.file_backend import FileBackend
-from kurahi.store.leftovers import remove_leftovers
 
 __all__ = ["Gateway", "merge_patch"]
 

@@ -50,7 +50,7 @@ from kurahi.lifecycle.activation_plan import (
     projection_dict,
 )
 from kurahi.lifecycle.activation_state import LiveState, State
-from kurahi.store.backend import Backend, transcript_name
+from kurahi.store.base import Backend, transcript_name
 from kurahi.store.file_backend import FileAgentStore
 
 __all__ = [
@@ -220,8 +220,8 @@ def live_state(pkg: Package, home: str | os.PathLike[str], backend: Backend | No
             ``sessions`` is a symlink (writing there would write outside the home).
     """
     if backend is None:
+        from kurahi.fs.no_links import refuse_links
         from kurahi.store.file_backend import FileBackend
-        from kurahi.store.no_links import refuse_links
 
         root = Path(home).resolve()
         refuse_links(root, f"agents/{pkg.plan.agent}/sessions/sessions.json")  # nothing written through a link

@@ -36,9 +36,9 @@ from typing import Any
 
 import msgspec
 
-from kurahi.canonical import canonical_json, sha256_hex
 from kurahi.errors import CatalogEntryError, PackageError, PackageNotFoundError, PackageTamperedError, UsageError
-from kurahi.store import fsio
+from kurahi.fs import durable as fsio
+from kurahi.js.jcs import canonical_json, sha256_hex
 from kurahi.store.catalog_format import validate_agent_id, validate_key
 
 __all__ = [

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kurahi import __version__
-from kurahi.canonical import sha256_hex
 from kurahi.errors import ActivationError, CandidateError, NotASessionError, PreconditionError, TreeError
-from kurahi.jsvalues import MISSING
+from kurahi.js.jcs import sha256_hex
+from kurahi.js.values import MISSING
 from kurahi.lifecycle.activation_package import (
     ABSENT,
     PACKAGE_VERSION,
@@ -35,7 +35,7 @@ from kurahi.lifecycle.activation_package import (
     now_iso,
     write_package_file,
 )
-from kurahi.store.backend import AgentStore, Backend, transcript_name
+from kurahi.store.base import AgentStore, Backend, transcript_name
 from kurahi.store.catalog import find_catalogs, validate_key
 from kurahi.store.catalog_format import validate_agent_id
 from kurahi.store.file_backend import FileBackend
@@ -150,7 +150,7 @@ def plan_activation(
             from kurahi.lifecycle.openclaw_sqlite_activation import plan_sqlite
 
             return plan_sqlite(root, agent, key, Path(candidate), out, markers)
-        from kurahi.store.no_links import refuse_links
+        from kurahi.fs.no_links import refuse_links
 
         refuse_links(root, f"agents/{agent}/sessions/sessions.json")  # nothing written through a link
         find_catalogs(root, agent)  # the agent's sessions directory must exist
@@ -329,8 +329,8 @@ def check_candidate(
 
 
 def _check_transcript(copy: Path, shown: Path) -> tuple[str, int]:
-    from kurahi.lineage.canonical import canonical_path
-    from kurahi.store.transcript import Transcript
+    from kurahi.lineage.path import canonical_path
+    from kurahi.pi.transcript import Transcript
 
     try:
         with Transcript.open(copy) as t:

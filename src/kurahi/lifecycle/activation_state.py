@@ -7,7 +7,7 @@ Two things change, always in this order going forward and the reverse going back
 2. the key's **catalog entry** (the old entry becomes the new one).
 
 Each is read as ``old``, ``new`` or something else, and each change is a compare-and-swap
-(:meth:`~kurahi.store.backend.TranscriptClaim.put`, :meth:`~kurahi.store.backend.SessionCatalog.set_entry`):
+(:meth:`~kurahi.store.base.TranscriptClaim.put`, :meth:`~kurahi.store.base.SessionCatalog.set_entry`):
 it checks the current state first and refuses anything it did not expect, so rerunning a
 step that already happened changes nothing. While apply or rollback runs, :meth:`LiveState.claimed`
 holds the writer's claim on the live transcript and the target, so no writer appends to
@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kurahi.errors import PreconditionError, TranscriptChangedError
+from kurahi.fs import durable as fsio
 from kurahi.lifecycle.activation_package import ABSENT, Package, entry_sha256
-from kurahi.store import fsio
-from kurahi.store.backend import AgentStore, CatalogEntry, TranscriptClaim
+from kurahi.store.base import AgentStore, CatalogEntry, TranscriptClaim
 
 __all__ = ["LiveState", "State"]
 

@@ -30,15 +30,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kurahi.context.budget import DEFAULT_KEEP_RECENT_TOKENS, find_cut_point
-from kurahi.context.effective import EffectivePath, Source, effective_path
 from kurahi.context.files import project_file
+from kurahi.context.origins import EffectivePath, Source, effective_path
 from kurahi.context.project import PathEntry, build_context, entry_message
 from kurahi.context.text import message_text
 from kurahi.context.tokens import estimate_context_tokens
-from kurahi.jsvalues import MISSING
-from kurahi.store.session import Session
-from kurahi.store.system import current_system_message, path_system_messages
-from kurahi.store.vocab import (
+from kurahi.js.values import MISSING
+from kurahi.pi.system import current_system_message, path_system_messages
+from kurahi.pi.vocab import (
     BRANCH_SUMMARY,
     COMPACTION,
     CONTEXT_EDIT,
@@ -52,6 +51,7 @@ from kurahi.store.vocab import (
     TARGET_ID,
     THINKING_LEVEL_CHANGE,
 )
+from kurahi.store.session import Session
 
 __all__ = ["CarryCheck", "CarryReport", "carry_into", "check_carry"]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from kurahi.context.project import PathEntry
 from kurahi.lifecycle.policy import LastRun, SessionFacts
-from kurahi.store.vocab import MESSAGE
+from kurahi.pi.vocab import MESSAGE
 
 __all__ = ["last_run_state", "session_facts"]
 

@@ -11,7 +11,7 @@ package layout and journal, but the live state is rows of one SQLite database:
 - **apply** refuses while an OpenClaw gateway runs on the state dir, and when the WAL holds
   frames not yet checkpointed (OpenClaw did not stop cleanly: start and stop it once). It
   writes the candidate as a new session and points the key at it in ONE transaction
-  (:func:`kurahi.store.openclaw_sqlite_write.install_session`); the old session stays and is
+  (:func:`kurahi.store.openclaw.write.install_session`); the old session stays and is
   linked as ``previous_session_id``. Then it reads the session back and compares it and its
   projection with the plan.
 - **rollback** removes the new session and puts the key's row back exactly, in one
@@ -55,8 +55,8 @@ from kurahi.lifecycle.activation_package import (
     discard_staging,
     now_iso,
 )
-from kurahi.store import openclaw_sqlite_write as oc
 from kurahi.store.catalog_format import validate_agent_id, validate_key
+from kurahi.store.openclaw import write as oc
 
 __all__ = [
     "STORE_KIND",
@@ -87,11 +87,11 @@ class SqlitePreconditions(msgspec.Struct, rename="camel", frozen=True):
     last_seq: int
     """Its highest ``seq``."""
     events_sha256: str
-    """sha256 over its events' ``seq`` and text (:func:`~kurahi.store.openclaw_sqlite_write.session_digest`)."""
+    """sha256 over its events' ``seq`` and text (:func:`~kurahi.store.openclaw.write.session_digest`)."""
     node_sha256: str
     """sha256 of the key's ``session_nodes`` row (canonical JSON of every column)."""
     content_sha256: str
-    """:func:`~kurahi.store.openclaw_sqlite_write.content_sha256` of the whole store."""
+    """:func:`~kurahi.store.openclaw.write.content_sha256` of the whole store."""
 
 
 class SqlitePlan(msgspec.Struct, rename="camel", frozen=True):
@@ -160,7 +160,7 @@ def open_package(package: str | os.PathLike[str], home: str | os.PathLike[str]) 
 
 
 def _node_sha(node: dict[str, Any] | None) -> str:
-    from kurahi.canonical import canonical_json, sha256_hex
+    from kurahi.js.jcs import canonical_json, sha256_hex
 
     return "absent" if node is None else sha256_hex(canonical_json(node))
 
@@ -235,7 +235,7 @@ def plan_sqlite(
         OpenClawRunningError: a gateway runs on ``home``.
     """
     from kurahi.lifecycle.activation_plan import check_candidate, target_runtime
-    from kurahi.store.openclaw_sqlite_guards import check_store_path, refuse_if_open
+    from kurahi.store.openclaw.guards import check_store_path, refuse_if_open
 
     db = check_store_path(home, agent)
     refuse_if_running(home)

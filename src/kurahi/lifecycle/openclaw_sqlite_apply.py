@@ -34,8 +34,8 @@ from kurahi.lifecycle.openclaw_sqlite_activation import (
     refuse_if_running,
     sha256_bytes,
 )
-from kurahi.store import openclaw_sqlite_write as oc
-from kurahi.store.openclaw_sqlite_guards import check_store_path, refuse_if_open, refuse_read_only, sidecars_kept
+from kurahi.store.openclaw import write as oc
+from kurahi.store.openclaw.guards import check_store_path, refuse_if_open, refuse_read_only, sidecars_kept
 
 __all__ = ["sqlite_apply", "sqlite_rollback", "sqlite_verify"]
 
@@ -49,7 +49,7 @@ def session_bytes(con: sqlite3.Connection, db: Path, session_id: str) -> bytes:
     The same bytes ``lineage find --export`` writes (:func:`~kurahi.lineage.openclaw_sqlite.export_session_jsonl`).
     """
     from kurahi.lineage.openclaw_sqlite import export_session_jsonl
-    from kurahi.store.openclaw_sqlite_snapshot import StoreSnapshot
+    from kurahi.store.openclaw.snapshot import StoreSnapshot
 
     return export_session_jsonl(StoreSnapshot(db, con, 0, True, (), 1), session_id)
 
@@ -67,7 +67,7 @@ def _unknown_write(db: Path, what: str) -> SqliteSchemaError:
 
 
 class _Install:
-    """The checks around the one write transaction (:func:`~kurahi.store.openclaw_sqlite_write.install_session`)."""
+    """The checks around the one write transaction (:func:`~kurahi.store.openclaw.write.install_session`)."""
 
     def __init__(self, plan: SqlitePlan, db: Path) -> None:
         self.plan, self.db = plan, db

@@ -38,7 +38,7 @@ from kurahi.errors import UsageError
 from kurahi.lifecycle.rescue_reading import Stretch, estimate_stretch, stretches_of
 from kurahi.lineage.find import AgentState, Lineage, Piece, iso, list_agents, open_agent
 from kurahi.lineage.runtime_view import sends_whole
-from kurahi.locations import read_no_follow
+from kurahi.locations.dirs import read_no_follow
 
 __all__ = [
     "KINDS",

@@ -152,7 +152,7 @@ def refuse_if_openclaw_runs(root: Path) -> None:
     Raises:
         OpenClawRunningError: it runs; nothing was changed.
     """
-    from kurahi.store.openclaw_sqlite_write import openclaw_running
+    from kurahi.store.openclaw.write import openclaw_running
 
     held = openclaw_running(root)
     lock = str(held) if held is not None else _gateway_2026_5(root)

@@ -108,7 +108,7 @@ def write_html(reports: Sequence[RescueReport], out: str | os.PathLike[str]) -> 
     Raises:
         UsageError: ``out`` exists or its folder does not.
     """
-    from kurahi.store.fsio import atomic_write
+    from kurahi.fs.durable import atomic_write
 
     path = Path(out)
     if path.exists() or path.is_symlink():

@@ -17,8 +17,8 @@ from kurahi.context.project import entry_messages
 from kurahi.context.tokens import estimate_tokens
 from kurahi.errors import TranscriptError
 from kurahi.lineage.find import AgentState, Piece
-from kurahi.store.transcript import Transcript
-from kurahi.store.vocab import BRANCH_SUMMARY, COMPACTION, CUSTOM_MESSAGE, MESSAGE, RESET
+from kurahi.pi.transcript import Transcript
+from kurahi.pi.vocab import BRANCH_SUMMARY, COMPACTION, CUSTOM_MESSAGE, MESSAGE, RESET
 
 __all__ = ["Stretch", "estimate_stretch", "stretches_of", "strip_envelope"]
 

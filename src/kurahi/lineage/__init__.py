@@ -11,20 +11,20 @@ from typing import TYPE_CHECKING
 from kurahi._lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from kurahi.lineage.canonical import BranchPoint, CanonicalPath, SideBranch, canonical_path
     from kurahi.lineage.check import check
     from kurahi.lineage.elide import ElideReport, elide
     from kurahi.lineage.find import find_lineage
+    from kurahi.lineage.path import BranchPoint, CanonicalPath, SideBranch, canonical_path
     from kurahi.lineage.provenance import ProvenanceReport, provenance
     from kurahi.lineage.runtime_view import RuntimeView, openclaw_context_window, runtime_view
     from kurahi.lineage.stitch import stitch
 
 # Names load on first use (PEP 562), so `kurahi --help` does not import every room.
 _WHERE = {
-    "BranchPoint": "kurahi.lineage.canonical",
-    "CanonicalPath": "kurahi.lineage.canonical",
-    "SideBranch": "kurahi.lineage.canonical",
-    "canonical_path": "kurahi.lineage.canonical",
+    "BranchPoint": "kurahi.lineage.path",
+    "CanonicalPath": "kurahi.lineage.path",
+    "SideBranch": "kurahi.lineage.path",
+    "canonical_path": "kurahi.lineage.path",
     "check": "kurahi.lineage.check",
     "ElideReport": "kurahi.lineage.elide",
     "elide": "kurahi.lineage.elide",

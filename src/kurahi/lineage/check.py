@@ -46,7 +46,7 @@ def messages_sha256(messages: list[Any]) -> str:
     try:
         data = json.dumps(messages, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     except RecursionError:  # a value nested deeper than json's encoder goes: the same text, iteratively
-        from kurahi import deepjson
+        from kurahi.js import deepjson
 
         data = deepjson.dumps(messages, sort_keys=True)
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
@@ -193,7 +193,7 @@ def message_text(message: Any) -> str:
     try:
         return json.dumps(message, ensure_ascii=False)
     except RecursionError:
-        from kurahi import deepjson
+        from kurahi.js import deepjson
 
         return deepjson.dumps(message, separators=(", ", ": "))
 
@@ -329,8 +329,8 @@ def _check(
 def _stitched_ms(path: Path) -> int | float | None:
     """The time of the stitch that made this file (a header ``lineage`` field), else ``None``."""
     from kurahi.errors import TranscriptReadError
-    from kurahi.jsvalues import date_ms
-    from kurahi.store.transcript import read_first_line
+    from kurahi.js.values import date_ms
+    from kurahi.pi.transcript import read_first_line
 
     try:
         header = json.loads(read_first_line(path) or b"null")

@@ -21,12 +21,12 @@ from typing import Any
 
 import msgspec
 
-from kurahi.context.effective import effective_path
+from kurahi.context.origins import effective_path
 from kurahi.errors import EntryNotFoundError
-from kurahi.jsvalues import json_utf8
-from kurahi.lineage.canonical import CanonicalPath, SideBranch, canonical_path
-from kurahi.store.transcript import Entry, Transcript
-from kurahi.store.vocab import COMPACTION, CONTEXT_EDIT, MESSAGE, TARGET_ID
+from kurahi.js.values import json_utf8
+from kurahi.lineage.path import CanonicalPath, SideBranch, canonical_path
+from kurahi.pi.transcript import Entry, Transcript
+from kurahi.pi.vocab import COMPACTION, CONTEXT_EDIT, MESSAGE, TARGET_ID
 
 __all__ = ["Column", "Drawing", "Node", "Run", "StitchEdge", "draw_lineage"]
 

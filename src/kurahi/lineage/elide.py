@@ -20,9 +20,9 @@ from typing import Any
 import msgspec
 
 from kurahi.errors import KurahiError
-from kurahi.store.fsio import file_sha256
+from kurahi.fs.durable import file_sha256
+from kurahi.pi.vocab import CUSTOM_MESSAGE, MESSAGE
 from kurahi.store.session import Session
-from kurahi.store.vocab import CUSTOM_MESSAGE, MESSAGE
 
 __all__ = ["ContextSize", "ElideReport", "describe", "elide"]
 

@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.errors import KurahiError, TranscriptError, UsageError
-from kurahi.jsvalues import MISSING, date_ms
+from kurahi.fs.durable import fsync_dir, write_all
+from kurahi.js.values import MISSING, date_ms
 from kurahi.lineage.json_links import (
     RESET_MATCH_WINDOW,
     FolderIndex,
@@ -65,11 +66,10 @@ from kurahi.lineage.openclaw_sqlite import (
     sqlite_key_sessions,
     sqlite_source,
 )
+from kurahi.pi.transcript import Transcript, read_transcript_file
+from kurahi.pi.vocab import COMPACTION, RESET
 from kurahi.store.catalog import CATALOG_NAME, Catalog, validate_agent_id
-from kurahi.store.fsio import fsync_dir, write_all
-from kurahi.store.openclaw_sqlite_snapshot import StoreSnapshot, open_store_snapshot
-from kurahi.store.transcript import Transcript, read_transcript_file
-from kurahi.store.vocab import COMPACTION, RESET
+from kurahi.store.openclaw.snapshot import StoreSnapshot, open_store_snapshot
 
 __all__ = [
     "RESET_MATCH_WINDOW",

@@ -39,9 +39,9 @@ from typing import Any
 
 import msgspec
 
-from kurahi.jsvalues import date_ms
-from kurahi.store.listing import first_line, last_lines
-from kurahi.store.vocab import SESSION
+from kurahi.js.values import date_ms
+from kurahi.locations.listing import first_line, last_lines
+from kurahi.pi.vocab import SESSION
 
 __all__ = [
     "RESET_MATCH_WINDOW",

@@ -10,13 +10,13 @@ and ``*.jsonl`` files. The tables used here:
 - ``transcript_events``: ``(session_id, seq, event_json)``, one Pi-style entry per row, seq 0
   the session header. Exporting a session writes each ``event_json`` text as it is stored
   (a large event, stored zstd-compressed in ``event_zstd``, inflated to the same bytes: see
-  :mod:`kurahi.store.openclaw_sqlite_events`), one per line, so the result is a JSONL
+  :mod:`kurahi.store.openclaw.events`), one per line, so the result is a JSONL
   transcript the store can open.
 
-Every function reads through :func:`~kurahi.store.openclaw_sqlite_snapshot.open_store_snapshot`:
+Every function reads through :func:`~kurahi.store.openclaw.snapshot.open_store_snapshot`:
 a private copy of the store, so not one byte of the state directory changes (``-wal`` and
 ``-shm`` included), and committed transactions still in the WAL are seen. Pass a
-:class:`~kurahi.store.openclaw_sqlite_snapshot.StoreSnapshot` to read several things from one
+:class:`~kurahi.store.openclaw.snapshot.StoreSnapshot` to read several things from one
 consistent copy; pass a path to take a snapshot for that one call.
 """
 
@@ -30,10 +30,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kurahi import deepjson
 from kurahi.errors import TranscriptReadError, UsageError
-from kurahi.store.openclaw_sqlite_events import EVENT_COLUMNS, event_bytes
-from kurahi.store.openclaw_sqlite_snapshot import (
+from kurahi.js import deepjson
+from kurahi.store.openclaw.events import EVENT_COLUMNS, event_bytes
+from kurahi.store.openclaw.snapshot import (
     DEFAULT_BUSY_TIMEOUT,
     StoreSnapshot,
     open_store_snapshot,
@@ -227,7 +227,7 @@ def header_times(
     store: str | os.PathLike[str] | StoreSnapshot, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
 ) -> dict[str, int]:
     """Each session's start as its header (``seq`` 0) records it, in epoch milliseconds (one query)."""
-    from kurahi.jsvalues import date_ms
+    from kurahi.js.values import date_ms
 
     out: dict[str, int] = {}
     path = _db_path(store)

@@ -27,11 +27,11 @@ from typing import Any
 from kurahi import __version__
 from kurahi.context.text import message_text
 from kurahi.errors import UsageError
-from kurahi.jsvalues import json_utf8
+from kurahi.fs import durable as fsio
+from kurahi.fs.durable import atomic_write, file_sha256
+from kurahi.js.values import json_utf8
 from kurahi.lineage.evidence import file_facts
-from kurahi.store import fsio
-from kurahi.store.fsio import atomic_write, file_sha256
-from kurahi.store.vocab import MESSAGE
+from kurahi.pi.vocab import MESSAGE
 
 __all__ = ["PacketCheck", "first_replies", "verify_packet", "write_packet"]
 
@@ -50,8 +50,8 @@ def first_replies(transcript: Path, count: int, *, after: str | None = None) -> 
         count: how many replies.
         after: only replies after this entry id (e.g. the last entry of the activated candidate).
     """
-    from kurahi.context.effective import effective_path
-    from kurahi.store.transcript import Transcript
+    from kurahi.context.origins import effective_path
+    from kurahi.pi.transcript import Transcript
 
     out: list[dict[str, Any]] = []
     with Transcript.open(transcript) as t:

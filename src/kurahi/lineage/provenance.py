@@ -43,13 +43,13 @@ from typing import Any
 
 import msgspec
 
-from kurahi.context.effective import EffectivePath, Source, effective_path
-from kurahi.decoding import DECODE_ERRORS
+from kurahi.context.origins import EffectivePath, Source, effective_path
 from kurahi.errors import EntryNotFoundError, ProvenanceError, TranscriptReadError
-from kurahi.jsvalues import MISSING
+from kurahi.js.decode import DECODE_ERRORS
+from kurahi.js.values import MISSING
+from kurahi.pi.transcript import Entry, Transcript, read_transcript_file
+from kurahi.pi.vocab import BRANCH_SUMMARY, COMPACTION, CONTEXT_EDIT, CUSTOM_MESSAGE, MESSAGE, SESSION
 from kurahi.resident.memory import memory_files
-from kurahi.store.transcript import Entry, Transcript, read_transcript_file
-from kurahi.store.vocab import BRANCH_SUMMARY, COMPACTION, CONTEXT_EDIT, CUSTOM_MESSAGE, MESSAGE, SESSION
 
 __all__ = [
     "VERDICTS",

@@ -26,12 +26,12 @@ from typing import Any
 
 import msgspec
 
-from kurahi import deepjson
-from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import CheckError, NotASessionError, ParentCycleError
-from kurahi.jsvalues import date_ms, js_number, js_truthy, js_whitespace_strip
-from kurahi.store.transcript import read_transcript_file
-from kurahi.store.vocab import (
+from kurahi.js import deepjson
+from kurahi.js.decode import DECODE_ERRORS
+from kurahi.js.values import date_ms, js_number, js_truthy, js_whitespace_strip
+from kurahi.pi.transcript import read_transcript_file
+from kurahi.pi.vocab import (
     BRANCH_SUMMARY,
     COMPACTION,
     CONTEXT_EDIT,
@@ -96,7 +96,7 @@ def _decode(line: str) -> Any:
     msgspec parses (it is several times faster than the standard library); the standard
     library has the last word on a line msgspec refuses (lone surrogates, huge numbers),
     exactly like JSON.parse would, and a line nested deeper than either goes from this stack
-    is read by :mod:`kurahi.deepjson`, as JSON.parse reads it at any depth.
+    is read by :mod:`kurahi.js.deepjson`, as JSON.parse reads it at any depth.
 
     Raises:
         ValueError: the line is not JSON.

@@ -74,7 +74,7 @@ def materialize(source: str | os.PathLike[str]) -> Iterator[Path]:
 
     Raises:
         UsageError: a malformed SQLite source, or a session id the store has no events for.
-        SqliteStoreError: the store cannot be read (see :mod:`kurahi.store.openclaw_sqlite_snapshot`).
+        SqliteStoreError: the store cannot be read (see :mod:`kurahi.store.openclaw.snapshot`).
     """
     parsed = parse_sqlite_source(source)
     if parsed is None:

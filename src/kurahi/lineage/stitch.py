@@ -35,14 +35,14 @@ import msgspec
 
 from kurahi import __version__
 from kurahi.errors import KurahiError, StitchError
-from kurahi.jsvalues import MISSING, date_ms, js_json
-from kurahi.lineage.canonical import canonical_path
-from kurahi.store import fsio
-from kurahi.store.ids import entry_id, iso_now, session_id
-from kurahi.store.native import line_digests
-from kurahi.store.scan import decode_line
-from kurahi.store.transcript import Transcript
-from kurahi.store.vocab import CONTEXT_EDIT, ID_FIELDS, LEAF_ID, RESET, SESSION, TARGET_ID
+from kurahi.fs import durable as fsio
+from kurahi.js.values import MISSING, date_ms, js_json
+from kurahi.lineage.path import canonical_path
+from kurahi.pi.ids import entry_id, iso_now, session_id
+from kurahi.pi.read.native import line_digests
+from kurahi.pi.read.scan import decode_line
+from kurahi.pi.transcript import Transcript
+from kurahi.pi.vocab import CONTEXT_EDIT, ID_FIELDS, LEAF_ID, RESET, SESSION, TARGET_ID
 
 __all__ = ["StitchReport", "stitch"]
 

@@ -23,11 +23,11 @@ from typing import Annotated, Any
 
 import msgspec
 
-from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import ConfigError, UsageError
+from kurahi.fs import durable as fsio
+from kurahi.fs.locks import FileLock
+from kurahi.js.decode import DECODE_ERRORS
 from kurahi.resident.home import DEVICE_REGISTRY_FILE, read_private_file
-from kurahi.store import fsio
-from kurahi.store.locks import FileLock
 
 __all__ = ["SCOPES", "Device", "DeviceRegistry", "token_hash"]
 

@@ -110,7 +110,7 @@ class Home:
             UsageError: ``KURAHI_HOME`` and ``KOLO_HOME`` name different directories.
         """
         if root is None:
-            from kurahi.locations import kurahi_home
+            from kurahi.locations.dirs import kurahi_home
 
             root = kurahi_home().path
         return cls(Path(root).expanduser())

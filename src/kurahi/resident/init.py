@@ -19,8 +19,8 @@ from typing import Any
 import msgspec
 
 from kurahi.errors import UnsafeFileError
+from kurahi.fs import durable as fsio
 from kurahi.resident.home import Home
-from kurahi.store import fsio
 
 __all__ = ["InitReport", "init_home", "new_marker"]
 

@@ -1,4 +1,11 @@
-"""The `store` room: transcript files (Pi v3 JSONL trees), the catalog, durable append, locks."""
+"""Where transcripts, catalogs, logs and the audit chain are kept, behind one interface.
+
+:mod:`kurahi.store.base` is the interface the file, memory and PostgreSQL backends implement.
+The writer (:class:`Session`: one writer per transcript, one line per entry, never deferred),
+the session catalog, explicit repair of a torn tail, and copying between backends live here;
+the Pi format itself (reading a transcript, its tree) is :mod:`kurahi.pi`, durable-file
+helpers are :mod:`kurahi.fs`.
+"""
 
 from __future__ import annotations
 
@@ -8,47 +15,19 @@ TYPE_CHECKING = False  # not from typing: importing it costs ~8 ms a process tha
 
 if TYPE_CHECKING:
     from kurahi.store.catalog import Catalog, find_catalogs
-    from kurahi.store.fsio import FsyncPolicy
-    from kurahi.store.locks import FileLock
     from kurahi.store.repair import RepairReport, repair_torn_tail
-    from kurahi.store.scan import ScanWarning
     from kurahi.store.session import Session
-    from kurahi.store.stats import transcript_stats
-    from kurahi.store.transcript import Entry, Transcript, TreeNode
-    from kurahi.store.vocab import LEAF_MARKER_TYPE
 
 # Names load on first use (PEP 562), so `kurahi --help` does not import every room.
 _WHERE = {
     "Catalog": "kurahi.store.catalog",
-    "Entry": "kurahi.store.transcript",
-    "FileLock": "kurahi.store.locks",
-    "FsyncPolicy": "kurahi.store.fsio",
-    "LEAF_MARKER_TYPE": "kurahi.store.vocab",
     "RepairReport": "kurahi.store.repair",
-    "ScanWarning": "kurahi.store.scan",
     "Session": "kurahi.store.session",
-    "Transcript": "kurahi.store.transcript",
-    "TreeNode": "kurahi.store.transcript",
     "find_catalogs": "kurahi.store.catalog",
     "repair_torn_tail": "kurahi.store.repair",
-    "transcript_stats": "kurahi.store.stats",
 }
 
-__all__ = [
-    "LEAF_MARKER_TYPE",
-    "Catalog",
-    "Entry",
-    "FileLock",
-    "FsyncPolicy",
-    "RepairReport",
-    "ScanWarning",
-    "Session",
-    "Transcript",
-    "TreeNode",
-    "find_catalogs",
-    "repair_torn_tail",
-    "transcript_stats",
-]
+__all__ = ["Catalog", "RepairReport", "Session", "find_catalogs", "repair_torn_tail"]
 
 
 __getattr__ = lazy_getattr(__name__, _WHERE)

@@ -32,7 +32,9 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from kurahi.errors import CatalogCorruptError, CatalogEntryError, CatalogError, CatalogWriteError, UsageError
-from kurahi.store.backend import SessionCatalog
+from kurahi.fs.durable import atomic_write, fsync_dir, ops, write_new
+from kurahi.fs.locks import FileLock
+from kurahi.store.base import SessionCatalog
 from kurahi.store.catalog_format import (
     MAX_KEY_LENGTH,
     Entry,
@@ -44,8 +46,6 @@ from kurahi.store.catalog_format import (
     validate_agent_id,
     validate_key,
 )
-from kurahi.store.fsio import atomic_write, fsync_dir, ops, write_new
-from kurahi.store.locks import FileLock
 
 __all__ = [
     "CATALOG_NAME",

@@ -17,8 +17,8 @@ from typing import Any
 
 import msgspec
 
-from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import CatalogCorruptError, CatalogEntryError
+from kurahi.js.decode import DECODE_ERRORS
 from kurahi.store.names import MAX_AGENT_ID_LENGTH, MAX_KEY_LENGTH, validate_agent_id, validate_key
 
 __all__ = [

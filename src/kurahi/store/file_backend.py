@@ -8,7 +8,7 @@
         actions/ledger.jsonl        record logs (:class:`~kurahi.store.journal.Journal`)
         jobs/jobs.jsonl
         queue/queue.jsonl
-    <home>/audit/chain.jsonl        the audit chain (:class:`~kurahi.store.audit_file.AuditChain`)
+    <home>/audit/chain.jsonl        the audit chain (:class:`~kurahi.store.audit.log_file.AuditChain`)
 
 A transcript is appended one whole line per ``write(2)`` on an ``O_APPEND`` descriptor, under
 a lock file that makes its writer the only one; a write that fails is cut back off, so the
@@ -30,9 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.errors import AppendError, TranscriptChangedError, TranscriptReadError, UnsafeFileError, UsageError
-from kurahi.store import fsio
-from kurahi.store.audit_file import AuditChain, chain_path
-from kurahi.store.backend import (
+from kurahi.fs import durable as fsio
+from kurahi.fs.locks import FileLock
+from kurahi.fs.safe import open_regular
+from kurahi.pi.transcript import Transcript, read_transcript_file
+from kurahi.store.audit.log_file import AuditChain, chain_path
+from kurahi.store.base import (
     AgentStore,
     Backend,
     LogName,
@@ -44,10 +47,7 @@ from kurahi.store.backend import (
 )
 from kurahi.store.catalog import CATALOG_NAME, Catalog
 from kurahi.store.journal import Journal
-from kurahi.store.locks import FileLock
 from kurahi.store.names import check_agent_id, check_transcript_name
-from kurahi.store.safefile import open_regular
-from kurahi.store.transcript import Transcript, read_transcript_file
 
 __all__ = ["FileAgentStore", "FileBackend", "FileTranscriptClaim", "FileTranscripts", "log_path"]
 

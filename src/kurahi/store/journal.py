@@ -16,11 +16,11 @@ from typing import Any
 
 import msgspec
 
-from kurahi.decoding import DECODE_ERRORS
 from kurahi.errors import JournalReadError, JournalWriteError
-from kurahi.store import fsio
-from kurahi.store.backend import RecordLog
-from kurahi.store.safefile import open_regular, read_regular
+from kurahi.fs import durable as fsio
+from kurahi.fs.safe import open_regular, read_regular
+from kurahi.js.decode import DECODE_ERRORS
+from kurahi.store.base import RecordLog
 
 __all__ = ["Journal", "decode_records", "encode_record"]
 
@@ -32,7 +32,7 @@ def encode_record(rec: Any) -> bytes:
     try:
         return _fast_encode(rec)
     except UnicodeEncodeError:  # a lone surrogate: written as JSON.stringify writes it
-        from kurahi.jsvalues import js_json
+        from kurahi.js.values import js_json
 
         return js_json(rec)
 
@@ -51,7 +51,7 @@ def decode_records(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
 
 
 class Journal(RecordLog):
-    """An append-only JSONL file: the file backend's :class:`~kurahi.store.backend.RecordLog`.
+    """An append-only JSONL file: the file backend's :class:`~kurahi.store.base.RecordLog`.
 
     Args:
         path: the file (created, with its directory, by the first append).

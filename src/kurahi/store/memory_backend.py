@@ -1,6 +1,6 @@
 """The memory backend: everything in this process's memory, for tests and for embedding Kurahi.
 
-It keeps every promise of :mod:`kurahi.store.backend` that does not need a disk: one writer
+It keeps every promise of :mod:`kurahi.store.base` that does not need a disk: one writer
 per transcript, atomic catalog changes, byte-identical export, a verifiable audit chain.
 "Durable" means "stored in this object": nothing survives the process.
 """
@@ -26,8 +26,9 @@ from kurahi.errors import (
     TranscriptReadError,
     UsageError,
 )
-from kurahi.store.audit_lines import LineAuditLog
-from kurahi.store.backend import (
+from kurahi.pi.transcript import Transcript
+from kurahi.store.audit.lines import LineAuditLog
+from kurahi.store.base import (
     AgentStore,
     Backend,
     LogName,
@@ -41,7 +42,6 @@ from kurahi.store.catalog import CatalogBase
 from kurahi.store.catalog_format import Store
 from kurahi.store.journal import decode_records, encode_record
 from kurahi.store.names import check_agent_id, check_transcript_name
-from kurahi.store.transcript import Transcript
 
 __all__ = ["MemoryBackend"]
 

@@ -15,9 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kurahi.store import fsio
-from kurahi.store.locks import FileLock
-from kurahi.store.transcript import Transcript
+from kurahi.fs import durable as fsio
+from kurahi.fs.locks import FileLock
+from kurahi.pi.transcript import Transcript
 
 __all__ = ["RepairReport", "repair_torn_tail"]
 

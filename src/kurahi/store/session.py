@@ -32,14 +32,13 @@ from typing import Any
 import msgspec
 
 from kurahi.errors import AppendError, ContextEditError, EntryNotFoundError, UsageError
-from kurahi.jsvalues import MISSING, date_ms, js_whitespace_strip
-from kurahi.store.backend import RecordLog, TranscriptHandle, TranscriptStore
-from kurahi.store.effective import EDITABLE_ROLES, is_editable
-from kurahi.store.fsio import FsyncPolicy
-from kurahi.store.ids import entry_id, iso_now, session_id
-from kurahi.store.system import current_system_message, path_system_messages
-from kurahi.store.transcript import Entry, Transcript, is_leaf_marker
-from kurahi.store.vocab import (
+from kurahi.fs.durable import FsyncPolicy
+from kurahi.js.values import MISSING, date_ms, js_whitespace_strip
+from kurahi.pi.effective import EDITABLE_ROLES, is_editable
+from kurahi.pi.ids import entry_id, iso_now, session_id
+from kurahi.pi.system import current_system_message, path_system_messages
+from kurahi.pi.transcript import Entry, Transcript, is_leaf_marker
+from kurahi.pi.vocab import (
     BRANCH_SUMMARY,
     COMPACTION,
     CONTEXT_EDIT,
@@ -58,6 +57,7 @@ from kurahi.store.vocab import (
     THINKING_LEVEL_CHANGE,
     USAGE,
 )
+from kurahi.store.base import RecordLog, TranscriptHandle, TranscriptStore
 
 __all__ = ["CURRENT_VERSION", "Session"]
 
@@ -76,7 +76,7 @@ def _encode(entry: dict[str, Any]) -> bytes:
     try:
         return _fast_encode(entry)
     except UnicodeEncodeError:
-        from kurahi.jsvalues import js_json
+        from kurahi.js.values import js_json
 
         return js_json(entry)
 

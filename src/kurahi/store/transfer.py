@@ -25,12 +25,12 @@ from functools import partial
 from typing import Any
 
 from kurahi.errors import StoreCopyError
-from kurahi.store.audit_file import AuditChain
-from kurahi.store.audit_lines import LineAuditLog
-from kurahi.store.backend import LOG_NAMES, AgentStore, AuditLog, Backend, RecordLog
+from kurahi.fs.durable import atomic_write
+from kurahi.store.audit.lines import LineAuditLog
+from kurahi.store.audit.log_file import AuditChain
+from kurahi.store.base import LOG_NAMES, AgentStore, AuditLog, Backend, RecordLog
 from kurahi.store.catalog import CatalogBase
 from kurahi.store.catalog_format import Store
-from kurahi.store.fsio import atomic_write
 from kurahi.store.journal import Journal, encode_record
 
 __all__ = ["CopyReport", "Progress", "copy_store", "is_empty", "log_digest"]

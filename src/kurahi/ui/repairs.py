@@ -27,7 +27,7 @@ from kurahi.store.redact import redact
 from kurahi.ui.homefiles import list_folders
 
 if TYPE_CHECKING:
-    from kurahi.store.backend import Backend
+    from kurahi.store.base import Backend
 
 __all__ = ["list_repairs", "load_repair"]
 
@@ -135,7 +135,7 @@ def load_repair(home: Path, name: str, backend: Backend | None = None) -> dict[s
     """
     from kurahi.lineage.check import check
     from kurahi.lineage.draw import draw_lineage
-    from kurahi.store.transcript import Transcript
+    from kurahi.pi.transcript import Transcript
 
     out: dict[str, Any] = {"name": name}
     try:

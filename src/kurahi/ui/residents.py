@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from kurahi.errors import KurahiError
 from kurahi.gateway.http import HTTPError
 from kurahi.gateway.service import Gateway
-from kurahi.store.backend import transcript_name
+from kurahi.store.base import transcript_name
 from kurahi.store.file_backend import FileBackend
 from kurahi.store.redact import redact
 

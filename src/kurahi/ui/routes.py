@@ -37,7 +37,7 @@ from kurahi.gateway.ratelimit import (
 )
 from kurahi.gateway.service import Gateway
 from kurahi.gateway.static_files import PackagedFiles
-from kurahi.store.backend import transcript_name
+from kurahi.store.base import transcript_name
 from kurahi.ui import repairs as repairs_data
 from kurahi.ui import reports as reports_data
 from kurahi.ui import residents as residents_data

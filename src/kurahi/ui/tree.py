@@ -1,9 +1,9 @@
 """A session's tree for the viewer: every entry in tree order, linear runs folded, paged by rows.
 
 :class:`TreeIndex` is built once per transcript version (its size) from the store's parsed
-transcript: the children of each entry (:func:`kurahi.lineage.canonical.children_index`),
-the leaf's path (:func:`kurahi.lineage.canonical.canonical_path`) and the effective context
-(:func:`kurahi.context.effective.effective_path`, i.e. the projection itself), so what is
+transcript: the children of each entry (:func:`kurahi.lineage.path.children_index`),
+the leaf's path (:func:`kurahi.lineage.path.canonical_path`) and the effective context
+(:func:`kurahi.context.origins.effective_path`, i.e. the projection itself), so what is
 highlighted as "sent to the model" cannot disagree with what the model is sent.
 
 Only the entries' type, id and parent are held for every entry; an entry's JSON is decoded
@@ -21,13 +21,13 @@ from collections import Counter
 from typing import Any
 
 from kurahi.context.budget import DEFAULT_RESERVE_TOKENS, route
-from kurahi.context.effective import effective_path
+from kurahi.context.origins import effective_path
 from kurahi.context.project import build_context
 from kurahi.context.text import message_text
 from kurahi.context.tokens import estimate_context_tokens
-from kurahi.lineage.canonical import canonical_path
-from kurahi.store import vocab
-from kurahi.store.transcript import LEAF_MARKER_TYPE, Transcript
+from kurahi.lineage.path import canonical_path
+from kurahi.pi import vocab
+from kurahi.pi.transcript import LEAF_MARKER_TYPE, Transcript
 
 __all__ = ["FLAGS", "RUN_MIN", "TreeIndex"]
 

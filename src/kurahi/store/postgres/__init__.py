@@ -5,7 +5,7 @@
 * :mod:`~kurahi.store.postgres.leases`: one writer per transcript (lease rows, fencing tokens, owners).
 * :mod:`~kurahi.store.postgres.catalog`, :mod:`~kurahi.store.postgres.logs`, :mod:`~kurahi.store.postgres.audit`:
   the session catalog, record logs and audit chain.
-* :mod:`~kurahi.store.postgres.schema` and :mod:`~kurahi.store.postgres.migrate`: the tables and their migrations.
+* :mod:`~kurahi.store.postgres.schema` and :mod:`~kurahi.store.postgres.migrations`: the tables and their migrations.
 * :mod:`~kurahi.store.postgres.db` and :mod:`~kurahi.store.postgres.url`: the pool, errors, and URLs without secrets.
 """
 

@@ -1,6 +1,6 @@
 """The audit chain as rows: ``seq`` and the record's line (canonical JSON, without its newline).
 
-The chain's rules are :class:`~kurahi.store.audit_lines.LineAuditLog`'s; this supplies the
+The chain's rules are :class:`~kurahi.store.audit.lines.LineAuditLog`'s; this supplies the
 lines and the atomic "read the last, append the next": a transaction that takes
 ``SHARE ROW EXCLUSIVE`` on the table (one appender at a time across gateways, readers never
 wait; released at commit, so no lock outlives its transaction).
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import psycopg
 
 from kurahi.errors import AuditWriteError, DatabaseUnavailableError
-from kurahi.store.audit_lines import LineAuditLog
+from kurahi.store.audit.lines import LineAuditLog
 
 if TYPE_CHECKING:
     from kurahi.store.postgres.db import Database

@@ -1,4 +1,4 @@
-"""The PostgreSQL backend: every store of :mod:`kurahi.store.backend` in one database, for many gateways.
+"""The PostgreSQL backend: every store of :mod:`kurahi.store.base` in one database, for many gateways.
 
 ::
 
@@ -7,7 +7,7 @@
     with Session.create_in(agent.transcripts, "s1.jsonl") as s: ...
 
 Connections come from a pool (:mod:`kurahi.store.postgres.db`); the schema is created or
-brought up to date at start (:mod:`~kurahi.store.postgres.migrate`; ``migrate=False`` refuses
+brought up to date at start (:mod:`~kurahi.store.postgres.migrations`; ``migrate=False`` refuses
 an old one instead) and a schema newer than the code is refused. The process claims its
 lease owner id (:mod:`~kurahi.store.postgres.leases`) on a connection of its own, its
 liveness connection (the server ends it when the process dies, which is how the others know
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import psycopg
 
 from kurahi.errors import OwnerInUseError, StoreDatabaseError, UsageError
-from kurahi.store.backend import AgentStore, Backend, LogName
+from kurahi.store.base import AgentStore, Backend, LogName
 from kurahi.store.names import check_agent_id
 from kurahi.store.postgres.audit import PostgresAudit
 from kurahi.store.postgres.catalog import PostgresCatalog
@@ -44,7 +44,7 @@ from kurahi.store.postgres.leases import (
     Heartbeat,
 )
 from kurahi.store.postgres.logs import PostgresLog
-from kurahi.store.postgres.migrate import MigrationResult, check_version, migrate
+from kurahi.store.postgres.migrations import MigrationResult, check_version, migrate
 from kurahi.store.postgres.transcripts import PostgresTranscripts
 
 if TYPE_CHECKING:

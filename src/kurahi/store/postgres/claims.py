@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from kurahi.errors import LeaseLostError, LockHeldError, StoreDatabaseError, TranscriptChangedError
-from kurahi.store.backend import TranscriptClaim
+from kurahi.store.base import TranscriptClaim
 from kurahi.store.postgres.db import Conn
 from kurahi.store.postgres.leases import SQL_ACQUIRE, SQL_HOLDER, SQL_RELEASE
 

@@ -16,7 +16,7 @@ import msgspec
 import psycopg
 
 from kurahi.errors import DatabaseUnavailableError, JournalWriteError
-from kurahi.store.backend import RecordLog
+from kurahi.store.base import RecordLog
 from kurahi.store.journal import decode_records, encode_record
 
 if TYPE_CHECKING:

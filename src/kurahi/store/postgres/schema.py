@@ -3,7 +3,7 @@
 Everything lives in the schema ``kurahi``, so the tables share a database with anything else.
 A migration is never edited once released: a change to the layout is a new migration at the
 end of :data:`MIGRATIONS`, and :data:`SCHEMA_VERSION` is their count. ``kurahi.schema_version``
-holds one row per migration applied (see :mod:`kurahi.store.postgres.migrate`).
+holds one row per migration applied (see :mod:`kurahi.store.postgres.migrations`).
 
 The layout (version 1, and what later versions added)::
 

@@ -26,12 +26,12 @@ from kurahi.errors import (
     TranscriptReadError,
     UsageError,
 )
-from kurahi.store.backend import RecordLog, TranscriptHandle, TranscriptInfo, TranscriptStore
+from kurahi.pi.transcript import Transcript
+from kurahi.store.base import RecordLog, TranscriptHandle, TranscriptInfo, TranscriptStore
 from kurahi.store.journal import encode_record
 from kurahi.store.names import check_transcript_name
 from kurahi.store.postgres.leases import SQL_ACQUIRE, SQL_HOLDER, SQL_RELEASE
 from kurahi.store.postgres.logs import SQL_APPEND_RECORDS, PostgresLog
-from kurahi.store.transcript import Transcript
 
 if TYPE_CHECKING:
     from kurahi.store.postgres.backend import PostgresAgentStore

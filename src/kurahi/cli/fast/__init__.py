@@ -1,0 +1,1 @@
+"""Commands answered without building the Typer app: the read-only ones scripts call often."""

@@ -1,0 +1,1 @@
+"""``kurahi lineage``: find, stitch, check and draw a session's history across resets."""

@@ -1,0 +1,347 @@
+"""JavaScript value semantics that Pi's output depends on.
+
+Pi is JavaScript, and its projection leaks JS semantics into the result:
+``new Date(x).getTime()`` for timestamps, truthiness (``[]`` is truthy, ``""`` is not),
+``.length`` counted in UTF-16 code units, and ``JSON.stringify`` formatting. Matching Pi
+byte for byte means reproducing those rules here, once.
+
+Missing keys play the part of JS ``undefined``: a projected message leaves a key out
+exactly where Pi's ``JSON.stringify`` would.
+"""
+
+from __future__ import annotations
+
+import math
+
+TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING
+if TYPE_CHECKING:
+    import re
+    from typing import Any
+
+    from kurahi.js.stringify import js_json, js_json_items, js_quote, js_stringify, json_utf8, utf8_bytes
+
+_WRITERS = frozenset({"js_json", "js_json_items", "js_quote", "js_stringify", "json_utf8", "utf8_bytes"})
+
+
+def __getattr__(name: str) -> Any:
+    # The JSON writers live in kurahi.js.stringify, compiled only when one is first used.
+    if name in _WRITERS:
+        from kurahi.js import stringify as jswrite
+
+        return getattr(jswrite, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "MISSING",
+    "date_ms",
+    "js_json",
+    "js_json_items",
+    "js_number",
+    "js_quote",
+    "js_string",
+    "js_stringify",
+    "js_truthy",
+    "js_whitespace_strip",
+    "json_utf8",
+    "utf8_bytes",
+    "utf16_len",
+]
+
+
+class _Pattern:
+    """A regular expression compiled on first use.
+
+    Projecting a file needs this module but rarely its patterns, and importing ``re`` costs
+    a fresh process about 5 ms.
+    """
+
+    __slots__ = ("_compiled", "_source", "_verbose")
+
+    def __init__(self, source: str, *, verbose: bool = False) -> None:
+        self._source = source
+        self._verbose = verbose
+        self._compiled: re.Pattern[str] | None = None
+
+    def get(self) -> re.Pattern[str]:
+        compiled = self._compiled
+        if compiled is None:
+            import re
+
+            compiled = self._compiled = re.compile(self._source, re.VERBOSE if self._verbose else 0)
+        return compiled
+
+
+# JS String.prototype.trim() removes WhiteSpace and LineTerminator code points.
+_JS_WS = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" + (
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
+def js_whitespace_strip(text: str, *, left: bool = True, right: bool = True) -> str:
+    """Strip the characters JavaScript's ``trim()`` strips (a BOM among them)."""
+    if left:
+        text = text.lstrip(_JS_WS)
+    if right:
+        text = text.rstrip(_JS_WS)
+    return text
+
+
+def js_truthy(value: Any) -> bool:
+    """JavaScript truthiness: ``""``, ``0``, ``NaN``, ``null``, ``false`` are falsy; ``[]``, ``{}`` truthy."""
+    if value is None or value is False:
+        return False
+    if value is True:
+        return True
+    if isinstance(value, (int, float)):
+        return not (value == 0 or (isinstance(value, float) and math.isnan(value)))
+    if isinstance(value, str):
+        return value != ""
+    return True
+
+
+def utf16_len(text: str) -> int:
+    """``text.length`` in JavaScript: the number of UTF-16 code units."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+# ---------------------------------------------------------------------------
+# new Date(value).getTime()
+# ---------------------------------------------------------------------------
+
+# ECMAScript date-time string format (and V8's acceptance of a few relaxations).
+_ISO = _Pattern(
+    r"""^(?P<year>[+-]\d{6}|\d{4})
+        (?:-(?P<month>\d{2})(?:-(?P<day>\d{2}))?)?
+        (?:T(?P<hour>\d{2}):(?P<minute>\d{2})
+           (?::(?P<second>\d{2})(?:\.(?P<frac>\d+))?)?
+           (?P<tz>Z|[+-]\d{2}:\d{2})?)?$""",
+    verbose=True,
+)
+_MAX_MS = 8.64e15
+
+
+def _iso_ms(text: str) -> float | None:
+    if (
+        len(text) == 24
+        and text[23] == "Z"
+        and text[4] == text[7] == "-"
+        and text[10] == "T"
+        and text[13] == text[16] == ":"
+        and text[19] == "."
+        and text.isascii()
+        and (text[:4] + text[5:7] + text[8:10] + text[11:13] + text[14:16] + text[17:19] + text[20:23]).isdigit()
+    ):
+        # What toISOString() writes, read without the pattern (the same groups it would give).
+        year, month, day = int(text[:4]), int(text[5:7]), int(text[8:10])
+        hour, minute, second, millis = int(text[11:13]), int(text[14:16]), int(text[17:19]), int(text[20:23])
+        return _civil_ms(year, month, day, hour, minute, second, millis, "Z", True)
+    m = _ISO.get().match(text)
+    if m is None:
+        return None
+    year_s = m.group("year")
+    if year_s == "-000000":
+        return None
+    frac = m.group("frac") or ""
+    return _civil_ms(
+        int(year_s),
+        int(m.group("month") or 1),
+        int(m.group("day") or 1),
+        int(m.group("hour") or 0),
+        int(m.group("minute") or 0),
+        int(m.group("second") or 0),
+        int((frac + "000")[:3]) if frac else 0,
+        m.group("tz"),
+        m.group("hour") is not None,
+    )
+
+
+def _civil_ms(
+    year: int, month: int, day: int, hour: int, minute: int, second: int, millis: int, tz: str | None, timed: bool
+) -> float | None:
+    if not (1 <= month <= 12) or hour > 24 or minute > 59 or second > 59:
+        return None
+    if hour == 24 and (minute or second or millis):
+        return None
+    if not (1 <= day <= 31):
+        return None  # V8 takes 31 days in every month: "2021-02-31" is 3 March
+    days = _days_from_civil(year, month, day)
+    ms = ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis
+    if tz is None and timed:
+        # A date-time without an offset is local time in JavaScript.
+        ms = _local_to_utc_ms(ms)
+    elif tz and tz != "Z":
+        if int(tz[1:3]) > 23 or int(tz[4:6]) > 59:
+            return None
+        sign = 1 if tz[0] == "+" else -1
+        ms -= sign * (int(tz[1:3]) * 60 + int(tz[4:6])) * 60_000
+    if abs(ms) > _MAX_MS:
+        return None
+    return float(ms)
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    # Howard Hinnant's algorithm: days since 1970-01-01 for any proleptic Gregorian date.
+    # His C version writes the era as (y - 399) / 400 for negative years because C's division
+    # truncates; Python's // already floors, so the era is y // 400 for every year.
+    y -= m <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def _local_to_utc_ms(local_ms: int) -> int:
+    import datetime as _dt
+
+    try:
+        naive = _dt.datetime(1970, 1, 1) + _dt.timedelta(milliseconds=local_ms)
+        offset = naive.astimezone().utcoffset()
+    except (OverflowError, ValueError, OSError):  # pragma: no cover - outside years 1-9999
+        return local_ms
+    # Whole milliseconds: a float timestamp of a far year loses the last one.
+    return local_ms - (offset // _dt.timedelta(milliseconds=1) if offset else 0)
+
+
+def _fallback_ms(text: str) -> float | None:
+    # V8 also accepts RFC 2822-like strings ("Mon, 01 Jun 2025 10:00:00 GMT").
+    import calendar  # imported here: only this rare form needs it
+    from email.utils import parsedate_tz
+
+    parsed = parsedate_tz(text)
+    if parsed is None:
+        return None
+    offset = parsed[9] or 0
+    try:
+        secs = calendar.timegm(parsed[:6]) - offset
+    except (OverflowError, ValueError):  # pragma: no cover
+        return None
+    return float(secs * 1000)
+
+
+def date_ms(value: Any) -> int | float | None:
+    """``new Date(value).getTime()``, with ``NaN`` returned as ``None`` (JSON ``null``).
+
+    A missing value (JS ``undefined``) is passed as the sentinel ``MISSING``, not ``None``:
+    ``new Date(null)`` is 0 but ``new Date(undefined)`` is NaN.
+    """
+    if value is MISSING:
+        return None
+    if value is None:
+        return 0
+    if value is True or value is False:
+        return int(value)
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+            return None
+        if abs(value) > _MAX_MS:
+            return None
+        return math.trunc(value)
+    text = js_string(value)
+    # V8 reads the date-time format only as it stands (a space around it sends the text to its
+    # fallback parser, which refuses a fraction or a "Z" there); the fallback trims.
+    ms = _iso_ms(text)
+    if ms is None:
+        ms = _fallback_ms(js_whitespace_strip(text))
+    if ms is None:
+        return None
+    return int(ms)
+
+
+def js_string(value: Any) -> str:
+    """``String(value)``, as a template literal or ``+`` with a string computes it."""
+    if isinstance(value, str):
+        return value
+    if value is MISSING:
+        return "undefined"
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        if math.isnan(value):
+            return "NaN"
+        return "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, (int, float)):
+        from kurahi.js.stringify import js_stringify
+
+        return js_stringify(value)
+    if isinstance(value, list):
+        return ",".join("" if v is None or v is MISSING else js_string(v) for v in value)
+    return "[object Object]"
+
+
+class _Missing:
+    """JS ``undefined``: a key that is not there."""
+
+    _instance: _Missing | None = None
+
+    def __new__(cls) -> _Missing:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Any = _Missing()
+"""Sentinel for JavaScript ``undefined`` (a key that is absent)."""
+
+
+# StringToNumber's grammar: decimal literals with ASCII digits only (Python's float() also
+# takes "1_0", "inf", "nan" and other scripts' digits), and unsigned 0x / 0o / 0b integers.
+_JS_DECIMAL = _Pattern(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_JS_RADIX = _Pattern(r"0(?:[xX](?P<x>[0-9a-fA-F]+)|[oO](?P<o>[0-7]+)|[bB](?P<b>[01]+))")
+
+
+def _string_to_number(text: str) -> float | None:
+    text = js_whitespace_strip(text)
+    if text == "":
+        return 0.0
+    if text in ("Infinity", "+Infinity"):
+        return math.inf
+    if text == "-Infinity":
+        return -math.inf
+    if _JS_DECIMAL.get().fullmatch(text):
+        return float(text)
+    radix = _JS_RADIX.get().fullmatch(text)
+    if radix is not None:
+        base, digits = next((b, d) for b, d in zip((16, 8, 2), radix.groups(), strict=True) if d is not None)
+        try:
+            return float(int(digits, base))
+        except OverflowError:
+            return math.inf
+    return None
+
+
+def js_number(value: Any) -> float | None:
+    """``Number(value)``, as JavaScript's ``<`` and ``>=`` see it; ``None`` for NaN.
+
+    Strings follow JavaScript's grammar (``" 2 "`` and ``"0x2"`` are 2, ``"1_0"`` is NaN),
+    and an array is first made a string (``[]`` is 0, ``[2]`` is 2), as ``ToPrimitive`` does.
+    """
+    if value is None:
+        return 0.0
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
+    if isinstance(value, float):
+        return None if math.isnan(value) else value
+    if isinstance(value, str):
+        return _string_to_number(value)
+    if isinstance(value, list):
+        return _string_to_number(js_string(value))
+    return None  # an object ("[object Object]"), undefined

@@ -191,7 +191,7 @@ def _loads(text: str) -> Any:
 
 def _same(ours: Any, theirs: Any) -> bool:
     """Equal as JavaScript values once written (``-0`` is ``0``, a 70-bit integer its double)."""
-    from kurahi.js.values import js_json
+    from kurahi.js.stringify import js_json
 
     return js_json(ours) == js_json(theirs)
 

@@ -1,7 +1,7 @@
 """JSON leaves the CLI as Node's ``JSON.stringify`` writes it; ``Number()`` as JavaScript reads it.
 
 Each value is a JSON text both sides parse (Python's ``json.loads``, Node's ``JSON.parse``);
-Kurahi's bytes (:func:`kurahi.js.values.js_json`) must equal node's, and
+Kurahi's bytes (:func:`kurahi.js.stringify.js_json`) must equal node's, and
 :func:`kurahi.js.values.js_number` must equal ``Number(JSON.parse(text))``.
 """
 
@@ -12,7 +12,8 @@ import subprocess
 
 import pytest
 
-from kurahi.js.values import js_json, js_number, js_stringify, json_utf8
+from kurahi.js.stringify import js_json, js_stringify, json_utf8
+from kurahi.js.values import js_number
 from peer import NODE
 
 DOCUMENTS = [

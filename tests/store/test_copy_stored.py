@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kurahi.context.files import project_file
-from kurahi.js.values import js_stringify
+from kurahi.js.stringify import js_stringify
 from kurahi.pi.read import native
 from kurahi.testing.sessions import write_session
 from peer import PiPeer
@@ -296,7 +296,7 @@ def test_a_transcript_that_shrinks_before_it_is_printed_is_an_error_not_a_traceb
 
 def test_the_entries_the_c_table_makes_are_the_entries_python_makes(tmp_path: Path) -> None:
     from kurahi.pi import Transcript
-    from kurahi.pi.transcript import Entry
+    from kurahi.pi.entry import Entry
 
     p = tmp_path / "t.jsonl"
     write_session(p, entries=2000, seed=14, new_kinds=True)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from hostile.security import run_cli, tree
-from kurahi.pi.read.native import MAX_LINE_BYTES
+from kurahi.pi.vocab import MAX_LINE_BYTES
 from testdata import JSON_ERA, openclaw_state_copy
 
 BIG = 65 * 1024 * 1024 + 17

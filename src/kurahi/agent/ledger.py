@@ -38,7 +38,7 @@ def args_hash(args: Any) -> str:
     try:
         data = msgspec.json.encode(args, order="sorted")
     except UnicodeEncodeError:  # a lone surrogate, which JSON carries as an escape
-        from kurahi.js.values import json_utf8
+        from kurahi.js.stringify import json_utf8
 
         data = json_utf8(json.dumps(args, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
     return hashlib.sha256(data).hexdigest()

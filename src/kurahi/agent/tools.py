@@ -30,7 +30,7 @@ from kurahi.agent.types import ToolOutput, ToolSpec
 from kurahi.errors import PathRefusedError, ToolError
 from kurahi.fs import durable as fsio
 from kurahi.fs.leftovers import is_leftover_name
-from kurahi.js.values import utf8_bytes
+from kurahi.js.stringify import utf8_bytes
 
 __all__ = [
     "BUILTIN_TOOLS",

@@ -166,9 +166,9 @@ def print_json(value: Any) -> None:
 
     Every command's JSON leaves through here. The bytes go to the binary stream, so the
     terminal's encoding never matters: JSON is UTF-8, and a lone surrogate in a transcript
-    is written as the ``\udXXX`` escape JavaScript writes (:func:`kurahi.js.values.js_json`).
+    is written as the ``\udXXX`` escape JavaScript writes (:func:`kurahi.js.stringify.js_json`).
     """
-    from kurahi.js.values import js_json
+    from kurahi.js.stringify import js_json
 
     write_json_bytes(js_json(value))
 

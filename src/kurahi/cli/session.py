@@ -26,7 +26,8 @@ from kurahi.cli.fast.context import print_warnings, run_context_json
 from kurahi.context.budget import DEFAULT_RESERVE_TOKENS
 
 if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
-    from kurahi.pi.transcript import Entry, Transcript, TreeNode
+    from kurahi.pi.entry import Entry, TreeNode
+    from kurahi.pi.transcript import Transcript
 from kurahi.errors import KurahiError
 from kurahi.pi.vocab import BRANCH_SUMMARY, COMPACTION, CONTEXT_EDIT, MESSAGE, TARGET_ID, USAGE
 

@@ -189,7 +189,7 @@ class SessionContext(Record):
         join_json(items, opening, closing + b"\n", fd)
 
     def _json_parts(self) -> tuple[bytes, list[Any], bytes]:
-        from kurahi.js.values import js_json, js_json_items
+        from kurahi.js.stringify import js_json, js_json_items
         from kurahi.pi.read.native import COPIED_TYPES
 
         head = self.to_dict()

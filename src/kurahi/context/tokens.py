@@ -32,7 +32,8 @@ import msgspec
 from kurahi.context.project import PathEntry, SessionContext
 from kurahi.errors import UsageError
 from kurahi.js.ops import js_length, prop, truthy
-from kurahi.js.values import MISSING, js_stringify, utf16_len
+from kurahi.js.stringify import js_stringify
+from kurahi.js.values import MISSING, utf16_len
 from kurahi.pi.read.scan import id_key
 from kurahi.pi.system import current_system_message
 from kurahi.pi.vocab import COMPACTION, CONTEXT_EDIT

@@ -1,15 +1,13 @@
 """JavaScript's ``JSON.stringify``, ``Number.prototype.toString`` and string escapes, exactly.
 
-Split from :mod:`kurahi.js.values` (which still exports every name here, loaded on first use)
-so that a process that only projects a file does not compile this part: without bytecode
-files a module's import costs its compile, and this half of that module cost several ms.
+Apart from :mod:`kurahi.js.values` (which it builds on, and which never imports it) so that a
+process that only projects a file does not compile this part: without bytecode files a
+module's import costs its compile, and this half cost several ms.
 """
 
 from __future__ import annotations
 
-import math
-
-from kurahi.js.values import MISSING, _Pattern, js_string
+from kurahi.js.values import MISSING, _Pattern, js_string, number_text
 
 TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING
 if TYPE_CHECKING:
@@ -19,37 +17,12 @@ if TYPE_CHECKING:
 __all__ = ["js_json", "js_json_items", "js_quote", "js_stringify", "json_utf8", "utf8_bytes"]
 
 
-def _js_number(value: float) -> str:
-    """``Number.prototype.toString()``: shortest round-trip digits, JS's notation rules."""
-    if math.isnan(value) or math.isinf(value):
-        return "null"  # JSON.stringify writes NaN and Infinity as null
-    if value == 0:
-        return "0"
-    import decimal
-
-    sign = "-" if value < 0 else ""
-    digits_t = decimal.Decimal(repr(abs(value))).normalize().as_tuple()
-    digits = "".join(map(str, digits_t.digits))
-    k = len(digits)
-    n = int(digits_t.exponent) + k  # value = 0.digits * 10**n
-    if k <= n <= 21:
-        return sign + digits + "0" * (n - k)
-    if 0 < n <= 21:
-        return sign + digits[:n] + "." + digits[n:]
-    if -6 < n <= 0:
-        return sign + "0." + "0" * (-n) + digits
-    exp = n - 1
-    mant = digits[0] + ("." + digits[1:] if k > 1 else "")
-    return f"{sign}{mant}e{'+' if exp >= 0 else '-'}{abs(exp)}"
-
-
 # JSON.stringify escapes these in strings: '"', '\\', C0 controls and (since ES2019) any
 # surrogate that is not half of a pair, as a lowercase \uXXXX.
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _TO_ESCAPE = _Pattern('["\\\\\x00-\x1f\ud800-\udfff]')
 _SURROGATE = _Pattern("[\ud800-\udfff]")
 _INDEX_KEY = _Pattern(r"0|[1-9][0-9]{0,9}")
-_MAX_SAFE = 2**53
 _MAX_INDEX = 2**32 - 2
 
 
@@ -68,16 +41,6 @@ def js_quote(text: str) -> str:
     if _SURROGATE.get().search(text) is not None:
         text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
     return '"' + _TO_ESCAPE.get().sub(_escape, text) + '"'
-
-
-def _js_int(value: int) -> str:
-    # JSON.parse reads every number as a double: past 2**53 the digits are the double's.
-    if -_MAX_SAFE <= value <= _MAX_SAFE:
-        return str(value)
-    try:
-        return _js_number(float(value))
-    except OverflowError:
-        return "null"  # beyond the largest double: Infinity, which JSON.stringify writes as null
 
 
 def _ordered_items(obj: dict[Any, Any]) -> list[tuple[str, Any]]:
@@ -116,10 +79,8 @@ def js_stringify(value: Any) -> str:
             write("false")
         elif isinstance(v, str):
             write(js_quote(v))
-        elif isinstance(v, int):
-            write(_js_int(v))
-        elif isinstance(v, float):
-            write(_js_number(v))
+        elif isinstance(v, (int, float)):
+            write(number_text(v))
         elif isinstance(v, (list, tuple)):
             if not v:
                 write("[]")

@@ -18,33 +18,15 @@ if TYPE_CHECKING:
     import re
     from typing import Any
 
-    from kurahi.js.stringify import js_json, js_json_items, js_quote, js_stringify, json_utf8, utf8_bytes
-
-_WRITERS = frozenset({"js_json", "js_json_items", "js_quote", "js_stringify", "json_utf8", "utf8_bytes"})
-
-
-def __getattr__(name: str) -> Any:
-    # The JSON writers live in kurahi.js.stringify, compiled only when one is first used.
-    if name in _WRITERS:
-        from kurahi.js import stringify as jswrite
-
-        return getattr(jswrite, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 __all__ = [
     "MISSING",
     "date_ms",
-    "js_json",
-    "js_json_items",
     "js_number",
-    "js_quote",
     "js_string",
-    "js_stringify",
     "js_truthy",
     "js_whitespace_strip",
-    "json_utf8",
-    "utf8_bytes",
+    "number_text",
     "utf16_len",
 ]
 
@@ -268,12 +250,49 @@ def js_string(value: Any) -> str:
             return "NaN"
         return "Infinity" if value > 0 else "-Infinity"
     if isinstance(value, (int, float)):
-        from kurahi.js.stringify import js_stringify
-
-        return js_stringify(value)
+        return number_text(value)
     if isinstance(value, list):
         return ",".join("" if v is None or v is MISSING else js_string(v) for v in value)
     return "[object Object]"
+
+
+_MAX_SAFE = 2**53
+
+
+def number_text(value: float) -> str:
+    """``Number.prototype.toString()`` of the double ``JSON.parse`` reads for ``value``.
+
+    Shortest round-trip digits and JavaScript's notation rules; an integer past 2**53 has the
+    double's digits. ``NaN`` and the infinities (an integer beyond the largest double too) are
+    ``null``, as ``JSON.stringify`` writes them (:func:`js_string` spells them out first).
+    """
+    if isinstance(value, int):
+        if -_MAX_SAFE <= value <= _MAX_SAFE:
+            return str(value)
+        try:
+            value = float(value)
+        except OverflowError:
+            return "null"
+    if math.isnan(value) or math.isinf(value):
+        return "null"  # JSON.stringify writes NaN and Infinity as null
+    if value == 0:
+        return "0"
+    import decimal
+
+    sign = "-" if value < 0 else ""
+    digits_t = decimal.Decimal(repr(abs(value))).normalize().as_tuple()
+    digits = "".join(map(str, digits_t.digits))
+    k = len(digits)
+    n = int(digits_t.exponent) + k  # value = 0.digits * 10**n
+    if k <= n <= 21:
+        return sign + digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * (-n) + digits
+    exp = n - 1
+    mant = digits[0] + ("." + digits[1:] if k > 1 else "")
+    return f"{sign}{mant}e{'+' if exp >= 0 else '-'}{abs(exp)}"
 
 
 class _Missing:

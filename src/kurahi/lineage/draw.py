@@ -23,9 +23,10 @@ import msgspec
 
 from kurahi.context.origins import effective_path
 from kurahi.errors import EntryNotFoundError
-from kurahi.js.values import json_utf8
+from kurahi.js.stringify import json_utf8
 from kurahi.lineage.path import CanonicalPath, SideBranch, canonical_path
-from kurahi.pi.transcript import Entry, Transcript
+from kurahi.pi.entry import Entry
+from kurahi.pi.transcript import Transcript
 from kurahi.pi.vocab import COMPACTION, CONTEXT_EDIT, MESSAGE, TARGET_ID
 
 __all__ = ["Column", "Drawing", "Node", "Run", "StitchEdge", "draw_lineage"]

@@ -17,7 +17,7 @@ from typing import Any
 from kurahi import __version__
 from kurahi.errors import UsageError
 from kurahi.fs.durable import atomic_write, file_sha256
-from kurahi.js.values import json_utf8
+from kurahi.js.stringify import json_utf8
 
 __all__ = ["file_facts", "write_evidence"]
 

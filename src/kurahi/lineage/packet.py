@@ -29,7 +29,7 @@ from kurahi.context.text import message_text
 from kurahi.errors import UsageError
 from kurahi.fs import durable as fsio
 from kurahi.fs.durable import atomic_write, file_sha256
-from kurahi.js.values import json_utf8
+from kurahi.js.stringify import json_utf8
 from kurahi.lineage.evidence import file_facts
 from kurahi.pi.vocab import MESSAGE
 

@@ -14,7 +14,8 @@ import msgspec
 
 from kurahi.errors import EntryNotFoundError
 from kurahi.js.values import MISSING
-from kurahi.pi.transcript import Entry, Transcript, is_leaf_marker
+from kurahi.pi.entry import Entry
+from kurahi.pi.transcript import Transcript, is_leaf_marker
 from kurahi.pi.vocab import COMPACTION, CUSTOM
 
 __all__ = ["BranchPoint", "CanonicalPath", "SideBranch", "canonical_path", "children_index"]

@@ -36,7 +36,8 @@ import msgspec
 from kurahi import __version__
 from kurahi.errors import KurahiError, StitchError
 from kurahi.fs import durable as fsio
-from kurahi.js.values import MISSING, date_ms, js_json
+from kurahi.js.stringify import js_json
+from kurahi.js.values import MISSING, date_ms
 from kurahi.lineage.path import canonical_path
 from kurahi.pi.ids import entry_id, iso_now, session_id
 from kurahi.pi.read.native import line_digests

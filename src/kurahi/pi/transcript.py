@@ -13,7 +13,6 @@ import hashlib
 import os
 import stat
 from collections.abc import Iterator, Sequence
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +20,9 @@ import msgspec
 
 from kurahi.errors import EntryNotFoundError, NotASessionError, ParentCycleError, TranscriptReadError
 from kurahi.js.values import MISSING, js_truthy, js_whitespace_strip
+from kurahi.pi.entry import Entry, TreeNode, missing_if_unset
 from kurahi.pi.migrate import header_version, migrate_v1
-from kurahi.pi.read.native import fd_sha256, scan_native
+from kurahi.pi.read.native import fd_sha256
 from kurahi.pi.read.scan import (
     LineTooLong,
     Reader,
@@ -34,15 +34,14 @@ from kurahi.pi.read.scan import (
     file_reader,
     id_key,
     scan,
+    scan_native,
 )
 from kurahi.pi.read.table import EntryTable, PyTable, StoredTable, index_ids
 from kurahi.pi.vocab import CUSTOM, LABEL, LEAF_ID, LEAF_MARKER_TYPE, MESSAGE, SESSION_INFO, TARGET_ID
 
 __all__ = [
     "LEAF_MARKER_TYPE",
-    "Entry",
     "Transcript",
-    "TreeNode",
     "is_leaf_marker",
     "open_for_reading",
     "read_first_line",
@@ -56,11 +55,6 @@ def is_leaf_marker(entry_type: Any, data: dict[str, Any], parent_id: Any) -> boo
         return False
     payload = data.get("data")
     return isinstance(payload, dict) and list(payload) == [LEAF_ID] and payload[LEAF_ID] == parent_id
-
-
-def _u(value: Any) -> Any:
-    """Map msgspec's ``UNSET`` to the ``MISSING`` sentinel used everywhere else."""
-    return MISSING if value is msgspec.UNSET else value
 
 
 def open_for_reading(path: Path, *, in_home: bool = False) -> tuple[int, int]:
@@ -149,57 +143,6 @@ def read_first_line(path: str | os.PathLike[str], *, limit: int = 1 << 20) -> by
     finally:
         os.close(fd)
     return head.split(b"\n", 1)[0]
-
-
-class Entry:
-    """One entry of a transcript, its JSON decoded on first use.
-
-    Attributes:
-        index: position among the non-header entries, in file order.
-        line: 1-based line number in the file.
-        type: the entry's ``type`` (``MISSING`` when absent).
-        id: the entry's ``id`` (``MISSING`` when absent).
-        parent_id: the entry's ``parentId`` (``None`` for a root, ``MISSING`` when absent).
-    """
-
-    __slots__ = ("__dict__", "_t", "id", "index", "parent_id", "raw_message", "type")
-
-    def __init__(self, transcript: Transcript, index: int) -> None:
-        type_, id_, parent = transcript._table.row(index)
-        self._t = transcript
-        self.index = index
-        self.type: Any = _u(type_)
-        self.id: Any = _u(id_)
-        self.parent_id: Any = _u(parent)
-        self.raw_message: Any = None
-        """A reference to the stored bytes of the ``message`` value, when asked for and fit to
-        copy as they are (:meth:`Transcript.path_entries` with ``raw_messages``)."""
-
-    @cached_property
-    def line(self) -> int:
-        """1-based line number in the file."""
-        return self._t.line_of(self.index)
-
-    @cached_property
-    def data(self) -> dict[str, Any]:
-        """The entry as Pi holds it in memory (after in-memory migration)."""
-        return self._t._materialize(self.index)
-
-    @property
-    def raw(self) -> bytes:
-        """The entry's line exactly as stored, without its newline."""
-        return self._t.raw_line(self.index)
-
-    def __repr__(self) -> str:
-        return f"Entry(line={self.line}, type={self.type!r}, id={self.id!r}, parent_id={self.parent_id!r})"
-
-
-class TreeNode(msgspec.Struct):
-    """A node of :meth:`Transcript.tree`: an entry, its label and its children (oldest first)."""
-
-    entry: Entry
-    children: list[TreeNode]
-    label: str | None = None
 
 
 class Transcript:
@@ -420,7 +363,7 @@ class Transcript:
         if len(indices) * 8 < len(self._table):
             return [Entry(self, i).id for i in indices]
         ids = self._table.ids()
-        return [_u(ids[i]) for i in indices]
+        return [missing_if_unset(ids[i]) for i in indices]
 
     def types(self) -> list[Any]:
         """Every entry's ``type`` in file order (``msgspec.UNSET`` where absent)."""
@@ -504,7 +447,7 @@ class Transcript:
         """
         if not len(self._table):
             return None
-        return _u(self._table.row(len(self._table) - 1)[1])
+        return missing_if_unset(self._table.row(len(self._table) - 1)[1])
 
     def entry_at(self, index: int) -> Entry:
         """The entry at position ``index`` (file order, header excluded)."""
@@ -573,7 +516,7 @@ class Transcript:
             out.append(nxt)
             nxt = self._table.get(self._table.row(nxt)[2])
         looped = out[out.index(nxt) :]
-        loop = [_u(self._table.row(i)[1]) for i in looped]
+        loop = [missing_if_unset(self._table.row(i)[1]) for i in looped]
         lines = [self.line_of(i) for i in looped]
         return ParentCycleError(
             f"parentId cycle through entries {loop} (lines {lines}); Pi would hang here",

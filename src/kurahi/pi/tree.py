@@ -1,27 +1,48 @@
 """The whole tree of a transcript, as Pi's ``getTree()`` builds it, and parent cycles.
 
 These walk every entry, so they live apart from the path-only reading in
-:mod:`kurahi.pi.transcript`; :class:`~kurahi.pi.transcript.Transcript` delegates here.
+:mod:`kurahi.pi.transcript`; :class:`~kurahi.pi.transcript.Transcript` delegates here, and
+they read it through :class:`TreeSource`, so this module never imports the reader.
 """
 
 from __future__ import annotations
 
 import gc
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 
 from kurahi.js.values import MISSING, date_ms, js_truthy
+from kurahi.pi.entry import Entry, EntrySource, TreeNode
 from kurahi.pi.read.scan import id_key
-from kurahi.pi.transcript import Entry, TreeNode
 
-if TYPE_CHECKING:
-    from kurahi.pi.transcript import Transcript
-
-__all__ = ["build_tree", "find_cycles", "timestamp_ms"]
+__all__ = ["TreeSource", "build_tree", "find_cycles", "timestamp_ms"]
 
 
-def find_cycles(t: Transcript) -> list[list[str]]:
+class TreeSource(EntrySource, Protocol):
+    """What the functions here read of a transcript (:class:`~kurahi.pi.transcript.Transcript` is one)."""
+
+    @property
+    def _overrides(self) -> Any: ...
+
+    def id_positions(self) -> dict[Any, int]:
+        """Each id's position (the last entry with it wins)."""
+        ...
+
+    def columns(self) -> tuple[list[Any], list[Any], list[Any]]:
+        """Every entry's type, id and parent id, in file order."""
+        ...
+
+    def labels(self) -> dict[Any, str]:
+        """Current label per target id."""
+        ...
+
+    def entry_at(self, index: int) -> Entry:
+        """Entry ``index``."""
+        ...
+
+
+def find_cycles(t: TreeSource) -> list[list[str]]:
     """Every parent cycle in the file (each reported once), for diagnostics."""
     by_id = t.id_positions()
     _, ids, parents = t.columns()
@@ -50,7 +71,7 @@ def find_cycles(t: Transcript) -> list[list[str]]:
     return cycles
 
 
-def build_tree(t: Transcript) -> list[TreeNode]:
+def build_tree(t: TreeSource) -> list[TreeNode]:
     """Pi's ``getTree()``: roots in file order, each node's children oldest first."""
     gc_was_enabled = gc.isenabled()
     gc.disable()  # hundreds of thousands of nodes, no cycles among them
@@ -61,7 +82,7 @@ def build_tree(t: Transcript) -> list[TreeNode]:
             gc.enable()
 
 
-def _build(t: Transcript) -> list[TreeNode]:
+def _build(t: TreeSource) -> list[TreeNode]:
     labels = t.labels()
     nodes: dict[Any, TreeNode] = {}
     order: list[tuple[Any, Any]] = []
@@ -93,7 +114,7 @@ def _build(t: Transcript) -> list[TreeNode]:
             continue
         visited.add(id(node))
         if len(node.children) > 1:
-            node.children.sort(key=_SortKey.of)
+            node.children.sort(key=lambda child: _SortKey(timestamp_ms(t, child.entry.index)))
         stack.extend(node.children)
     return roots
 
@@ -105,7 +126,7 @@ class _Stamp(msgspec.Struct):
 _timestamp_decode = msgspec.json.Decoder(_Stamp).decode
 
 
-def timestamp_ms(t: Transcript, index: int) -> int | float | None:
+def timestamp_ms(t: TreeSource, index: int) -> int | float | None:
     """``new Date(entry.timestamp).getTime()`` for entry ``index`` (``None`` for NaN)."""
     if index not in t._overrides:
         try:
@@ -123,10 +144,6 @@ class _SortKey:
 
     def __init__(self, ms: int | float | None) -> None:
         self.ms = ms
-
-    @classmethod
-    def of(cls, node: TreeNode) -> _SortKey:
-        return cls(timestamp_ms(node.entry._t, node.entry.index))
 
     def __lt__(self, other: _SortKey) -> bool:
         if self.ms is None or other.ms is None:

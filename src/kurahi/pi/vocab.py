@@ -22,6 +22,7 @@ __all__ = [
     "LABEL",
     "LEAF_ID",
     "LEAF_MARKER_TYPE",
+    "MAX_LINE_BYTES",
     "MESSAGE",
     "MODEL_CHANGE",
     "PARENT_ID",
@@ -101,3 +102,11 @@ REFERENCE_FIELDS = (TARGET_ID, FIRST_KEPT_ENTRY_ID, FROM_ID)
 ID_FIELDS = (ID, PARENT_ID, *REFERENCE_FIELDS)
 """Every top-level field whose value is an entry id: what renaming an id must rewrite
 (and :data:`LEAF_ID` inside a leaf move's ``data``)."""
+
+MAX_LINE_BYTES = (1 << 29) - 24
+"""Longest line Kurahi reads: V8's longest string (``buffer.constants.MAX_STRING_LENGTH``,
+the same in Node 20 and 24), so the longest line Pi's loader can hold. Every shorter line is
+read, whatever its size; a file with a longer line is refused whole, naming the line (Pi's
+loader throws on it too). Kurahi counts bytes, V8 UTF-16 units: a line of multi-byte
+characters just over the limit in bytes is refused though Pi might read it; refused, never
+dropped. (:mod:`kurahi.pi.read.scan` gives it its meaning; every reader reads it here.)"""

@@ -32,7 +32,7 @@ def encode_record(rec: Any) -> bytes:
     try:
         return _fast_encode(rec)
     except UnicodeEncodeError:  # a lone surrogate: written as JSON.stringify writes it
-        from kurahi.js.values import js_json
+        from kurahi.js.stringify import js_json
 
         return js_json(rec)
 

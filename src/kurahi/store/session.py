@@ -35,9 +35,10 @@ from kurahi.errors import AppendError, ContextEditError, EntryNotFoundError, Usa
 from kurahi.fs.durable import FsyncPolicy
 from kurahi.js.values import MISSING, date_ms, js_whitespace_strip
 from kurahi.pi.effective import EDITABLE_ROLES, is_editable
+from kurahi.pi.entry import Entry
 from kurahi.pi.ids import entry_id, iso_now, session_id
 from kurahi.pi.system import current_system_message, path_system_messages
-from kurahi.pi.transcript import Entry, Transcript, is_leaf_marker
+from kurahi.pi.transcript import Transcript, is_leaf_marker
 from kurahi.pi.vocab import (
     BRANCH_SUMMARY,
     COMPACTION,
@@ -76,7 +77,7 @@ def _encode(entry: dict[str, Any]) -> bytes:
     try:
         return _fast_encode(entry)
     except UnicodeEncodeError:
-        from kurahi.js.values import js_json
+        from kurahi.js.stringify import js_json
 
         return js_json(entry)
 

@@ -23,7 +23,6 @@ import msgspec
 from kurahi.errors import NotASessionError, ParentCycleError, TranscriptReadError
 from kurahi.js.decode import DECODE_ERRORS
 from kurahi.js.values import MISSING, js_truthy
-from kurahi.pi.read import native
 from kurahi.pi.read.native import copyable_message
 from kurahi.pi.read.scan import (
     _BLANK,
@@ -40,7 +39,7 @@ from kurahi.pi.read.scan import (
     decode_line,
     id_key,
 )
-from kurahi.pi.vocab import MESSAGE, SESSION
+from kurahi.pi.vocab import MAX_LINE_BYTES, MESSAGE, SESSION
 
 __all__ = ["BackwardIndex", "OverBudget", "TailEntry", "read_header"]
 
@@ -321,11 +320,11 @@ class BackwardIndex:
                 body_start = start + cut + 1
                 data = data[cut + 1 :]
                 break
-            if end - start > native.MAX_LINE_BYTES:
+            if end - start > MAX_LINE_BYTES:
                 # Longer than Pi can read: refuse the file, as the forward scan does.
                 raise LineTooLong(self.line_at(start), end - start).error(self.name)
             span *= 2  # a line longer than the chunk: read further back
-        if len(data) > native.MAX_LINE_BYTES:
+        if len(data) > MAX_LINE_BYTES:
             self._refuse_long_line(data, body_start)
         self._pos = body_start
         gc_was_enabled = gc.isenabled()
@@ -344,7 +343,7 @@ class BackwardIndex:
         """Refuse the file when a line of ``data`` (read from ``offset``) is longer than Pi can read."""
         pos = offset
         for line in data.split(b"\n"):
-            if len(line) > native.MAX_LINE_BYTES:
+            if len(line) > MAX_LINE_BYTES:
                 raise LineTooLong(self.line_at(pos), len(line)).error(self.name)
             pos += len(line) + 1
 

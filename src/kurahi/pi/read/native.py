@@ -9,7 +9,8 @@ result is the :class:`~kurahi.pi.read.scan.ScanResult` the Python scanner gives 
 compare the two on damaged files and on generated trees).
 
 The extension is optional: without a compiler the package installs without it, and
-:func:`scan_native` answers ``None`` so the caller scans in Python. ``KURAHI_NATIVE=0``
+:func:`~kurahi.pi.read.scan.scan_native` answers ``None`` so the caller scans in Python.
+``KURAHI_NATIVE=0``
 turns it off too.
 """
 
@@ -27,12 +28,9 @@ if TYPE_CHECKING:
 
     import msgspec
 
-    from kurahi.pi.read.scan import Reader, ScanResult, Skeleton
-
 __all__ = [
     "COPIED_TYPES",
     "ENABLED",
-    "MAX_LINE_BYTES",
     "THREADS_MIN_BYTES",
     "available",
     "copyable_message",
@@ -40,7 +38,6 @@ __all__ = [
     "is_copied",
     "join_json",
     "line_digests",
-    "scan_native",
 ]
 
 try:  # by name: the extension has no stub for the type checker to read
@@ -49,16 +46,7 @@ except ImportError:  # pragma: no cover - depends on the build
     _native = None
 
 ENABLED = os.environ.get("KURAHI_NATIVE", "1") != "0"
-"""Whether :func:`scan_native` may use the extension (tests switch it off to compare)."""
-
-MAX_LINE_BYTES = (1 << 29) - 24
-"""Longest line Kurahi reads: V8's longest string (``buffer.constants.MAX_STRING_LENGTH``,
-the same in Node 20 and 24), so the longest line Pi's loader can hold. Every shorter line is
-read, whatever its size; a file with a longer line is refused whole, naming the line (Pi's
-loader throws on it too). Kurahi counts bytes, V8 UTF-16 units: a line of multi-byte
-characters just over the limit in bytes is refused though Pi might read it; refused, never
-dropped. (:mod:`kurahi.pi.read.scan` gives it its meaning; it lives here, where the C scanner
-needs it without loading the Python one.)"""
+"""Whether :func:`~kurahi.pi.read.scan.scan_native` may use the extension (tests switch it off to compare)."""
 
 THREADS_MIN_BYTES = 4 * 1024 * 1024
 """Files at least this large are scanned on two threads (when there are two cores)."""
@@ -171,57 +159,3 @@ def fd_sha256(fd: int, size: int) -> str | None:
         return None
     digest: str = _native.sha256_fd(fd, size)
     return digest
-
-
-def scan_native(source: int | bytes, read: Reader, size: int) -> ScanResult | None:
-    """Scan a whole file (a descriptor) or bytes; ``None`` when the Python scanner must.
-
-    That is: the extension is missing or off, a line is longer than
-    :data:`~kurahi.pi.read.scan.MAX_LINE_BYTES`, or an entry comes before any header (the
-    file is no session; the Python scanner says why).
-    """
-    if not available():
-        return None
-    from kurahi.pi.read.scan import Chunk, ScanResult, ScanState, careful_lines, finish_scan
-
-    threads = 2 if size >= THREADS_MIN_BYTES and (os.cpu_count() or 1) > 1 else 1
-    # A line over the limit makes the C scanner answer None: the Python scanner names it.
-    out = _native.scan(source, 0, size, MAX_LINE_BYTES, threads)
-    if out is None:
-        return None
-    table, runs, _ = out
-    res = ScanResult(size=size)
-    st = ScanState()
-    for offset, nbytes, nlines, flagged in runs:
-        if flagged:
-            if not careful_lines(res, st, [read(offset, nbytes)], offset, size):
-                return res  # not a session: the caller reports it
-            continue
-        if not st.header_done:
-            return None
-        res.chunks.append(Chunk(st.idx, offset, nbytes, st.line_no + 1))
-        st.idx += nlines
-        st.line_no += nlines
-    finish_scan(res, st, read)
-    careful: list[Skeleton] = res.skeletons  # entries from flagged lines (positions in res.spans)
-    if careful:
-        # One list in file order, as the Python scanner has (and ids that may not be strings).
-        res.skeletons = _merge(table, careful, list(res.spans))
-    else:
-        res.table = table
-    return res
-
-
-def _merge(table: Any, careful: list[Skeleton], positions: list[int]) -> list[Skeleton]:
-    """The table's entries with the careful ones put back at their positions."""
-    from itertools import islice
-
-    from kurahi.pi.read.scan import Skeleton
-
-    plain = map(Skeleton, table.types(), table.ids(), table.parents())
-    out: list[Skeleton] = []
-    for pos, sk in zip(positions, careful, strict=True):
-        out.extend(islice(plain, pos - len(out)))
-        out.append(sk)
-    out.extend(plain)
-    return out

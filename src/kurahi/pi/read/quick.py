@@ -25,7 +25,7 @@ import os
 import stat
 
 from kurahi.pi.read import native
-from kurahi.pi.vocab import SESSION
+from kurahi.pi.vocab import MAX_LINE_BYTES, SESSION
 
 TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING; typing costs a process ~8 ms
 if TYPE_CHECKING:
@@ -285,7 +285,7 @@ class QuickFile:
         """
         nbytes = self.size - start
         threads = 2 if nbytes >= native.THREADS_MIN_BYTES and (os.cpu_count() or 1) > 1 else 1
-        out = native._native.scan(self.fd, start, self.size, native.MAX_LINE_BYTES, threads, skim)
+        out = native._native.scan(self.fd, start, self.size, MAX_LINE_BYTES, threads, skim)
         if out is None:
             raise Unusual("a line longer than the scanner takes")
         table, runs, _ = out

@@ -40,8 +40,7 @@ from kurahi.js import deepjson
 from kurahi.js.decode import DECODE_ERRORS
 from kurahi.js.values import MISSING, js_truthy, js_whitespace_strip
 from kurahi.pi.read import native
-from kurahi.pi.read.native import MAX_LINE_BYTES
-from kurahi.pi.vocab import SESSION
+from kurahi.pi.vocab import MAX_LINE_BYTES, SESSION
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -58,6 +57,7 @@ __all__ = [
     "finish_scan",
     "id_key",
     "scan",
+    "scan_native",
 ]
 
 
@@ -183,14 +183,14 @@ class LineTooLong(Exception):
     """
 
     def __init__(self, line: int, nbytes: int) -> None:
-        super().__init__(f"line {line} is longer than {native.MAX_LINE_BYTES} bytes")
+        super().__init__(f"line {line} is longer than {MAX_LINE_BYTES} bytes")
         self.line = line
         self.nbytes = nbytes
 
     def error(self, name: str) -> TranscriptReadError:
         """The error a reader of file ``name`` raises for it."""
         return TranscriptReadError(
-            f"line {self.line} holds more than {native.MAX_LINE_BYTES:,} bytes (at least {self.nbytes:,}): longer than "
+            f"line {self.line} holds more than {MAX_LINE_BYTES:,} bytes (at least {self.nbytes:,}): longer than "
             "V8's longest string, so Pi cannot load this file either; Kurahi refuses the whole file "
             "rather than leave the line out",
             path=name,
@@ -374,11 +374,11 @@ def _iter_chunks(read: Reader, size: int) -> Iterator[tuple[int, bytes]]:
         if cut < 0:
             pending.append(chunk)
             pending_len += len(chunk)
-            if pending_len > native.MAX_LINE_BYTES:
+            if pending_len > MAX_LINE_BYTES:
                 raise _LongPiece(offset, pending_len)
             continue
         head = chunk[: cut + 1]
-        if pending and pending_len + cut > native.MAX_LINE_BYTES:
+        if pending and pending_len + cut > MAX_LINE_BYTES:
             raise _LongPiece(offset, pending_len + cut)
         if pending:
             pending.append(head)
@@ -522,7 +522,7 @@ def _slow_line(res: ScanResult, line: bytes, line_no: int, *, torn: bool) -> Any
     Raises:
         LineTooLong: the line is longer than :data:`MAX_LINE_BYTES` (a caller that gathered it whole).
     """
-    if len(line) > native.MAX_LINE_BYTES:
+    if len(line) > MAX_LINE_BYTES:
         raise LineTooLong(line_no, len(line))
     if not line.strip():
         return _BLANK
@@ -590,3 +590,56 @@ def bytes_reader(data: bytes) -> Reader:
         return data[offset : offset + length]
 
     return read
+
+
+# -- the C scanner's answer, finished -------------------------------------------------------
+
+
+def scan_native(source: int | bytes, read: Reader, size: int) -> ScanResult | None:
+    """Scan a whole file (a descriptor) or bytes; ``None`` when the Python scanner must.
+
+    That is: the extension is missing or off, a line is longer than
+    :data:`MAX_LINE_BYTES`, or an entry comes before any header (the
+    file is no session; the Python scanner says why).
+    """
+    if not native.available():
+        return None
+    threads = 2 if size >= native.THREADS_MIN_BYTES and (os.cpu_count() or 1) > 1 else 1
+    # A line over the limit makes the C scanner answer None: the Python scanner names it.
+    out = native._native.scan(source, 0, size, MAX_LINE_BYTES, threads)
+    if out is None:
+        return None
+    table, runs, _ = out
+    res = ScanResult(size=size)
+    st = ScanState()
+    for offset, nbytes, nlines, flagged in runs:
+        if flagged:
+            if not careful_lines(res, st, [read(offset, nbytes)], offset, size):
+                return res  # not a session: the caller reports it
+            continue
+        if not st.header_done:
+            return None
+        res.chunks.append(Chunk(st.idx, offset, nbytes, st.line_no + 1))
+        st.idx += nlines
+        st.line_no += nlines
+    finish_scan(res, st, read)
+    careful: list[Skeleton] = res.skeletons  # entries from flagged lines (positions in res.spans)
+    if careful:
+        # One list in file order, as the Python scanner has (and ids that may not be strings).
+        res.skeletons = _merge(table, careful, list(res.spans))
+    else:
+        res.table = table
+    return res
+
+
+def _merge(table: Any, careful: list[Skeleton], positions: list[int]) -> list[Skeleton]:
+    """The table's entries with the careful ones put back at their positions."""
+    from itertools import islice
+
+    plain = map(Skeleton, table.types(), table.ids(), table.parents())
+    out: list[Skeleton] = []
+    for pos, sk in zip(positions, careful, strict=True):
+        out.extend(islice(plain, pos - len(out)))
+        out.append(sk)
+    out.extend(plain)
+    return out

@@ -14,6 +14,7 @@ from kurahi.cli.common import EXIT
 from kurahi.cli.lineage.draw import draw_cmd
 from kurahi.errors import EntryNotFoundError
 from kurahi.lineage.draw import Node, Run, draw_lineage
+from kurahi.lineage.draw_render import render_html, render_svg
 from kurahi.lineage.path import canonical_path
 from kurahi.pi.transcript import Transcript
 from kurahi.testing import build_session
@@ -102,7 +103,7 @@ def stitched(tmp_path: Path) -> tuple[Path, str, str]:
 
 def test_small_file_markers_compactions_and_side_branches(small: Path) -> None:
     drawing = draw_lineage([small], markers=[*MARKERS, "NOT-ANYWHERE"])
-    root = parse(drawing.to_svg())
+    root = parse(render_svg(drawing))
     assert root.tag == f"{SVG}svg"
     with Transcript.open(small) as t:
         cp = canonical_path(t)
@@ -148,7 +149,7 @@ def test_small_file_markers_compactions_and_side_branches(small: Path) -> None:
 
 def test_twenty_thousand_entries_stay_bounded(big: Path) -> None:
     drawing = draw_lineage([big], markers=["willow"])
-    svg = drawing.to_svg()
+    svg = render_svg(drawing)
     root = parse(svg)
     assert element_count(root) < 5000
     assert len(svg.encode()) < 500_000
@@ -172,10 +173,10 @@ def test_stitch_edge_from_header_is_highlighted(tmp_path: Path) -> None:
     nodes = {n.entry_id: n for n in col.items if isinstance(n, Node)}
     assert nodes[child].stitched_from_parent and "stitch" in nodes[child].flags
     assert "stitch" in nodes[parent].flags
-    root = parse(drawing.to_svg())
+    root = parse(render_svg(drawing))
     assert len(outside_legend(root, f".//{SVG}line[@class='stitch']")) == 1
     assert any(child in t and "stitch" in t for t in texts(root, "s"))
-    html = drawing.to_html()
+    html = render_html(drawing)
     assert f"{child} re-parented to {parent} (on the canonical path)" in html
 
 
@@ -191,7 +192,7 @@ def test_stitch_header_is_optional_and_lenient(tmp_path: Path) -> None:
     path.write_text(json.dumps(header) + "\n" + json.dumps(entry) + "\n")
     drawing = draw_lineage([path])
     assert [(e.child, e.on_path) for e in drawing.columns[0].stitch_edges] == [("zz", False)]
-    root = parse(drawing.to_svg())  # the control character is replaced, not emitted
+    root = parse(render_svg(drawing))  # the control character is replaced, not emitted
     assert "hi\ufffd <b>" in " ".join(t.text or "" for t in root.iter(f"{SVG}title"))
 
 
@@ -200,7 +201,7 @@ def test_two_files_side_by_side_linked(tmp_path: Path, small: Path) -> None:
     build_session(later, entries=300, seed=3)
     drawing = draw_lineage([small, later], markers=["PIN-ONE"])
     assert [c.file for c in drawing.columns] == [str(small), str(later)]
-    root = parse(drawing.to_svg())
+    root = parse(render_svg(drawing))
     links = root.findall(f".//{SVG}path[@class='stitch link']")
     assert len(links) == 1
     headers = texts(root, "h")
@@ -224,13 +225,13 @@ def test_empty_session(tmp_path: Path) -> None:
     path.write_text(json.dumps({"type": "session", "version": 3, "id": "e"}) + "\n")
     drawing = draw_lineage([path], markers=["x"])
     assert drawing.columns[0].items == [] and drawing.nodes == 0
-    parse(drawing.to_svg())
-    assert "empty" in drawing.to_html()
+    parse(render_svg(drawing))
+    assert "empty" in render_html(drawing)
 
 
 def test_html_is_self_contained(small: Path) -> None:
     drawing = draw_lineage([small], markers=MARKERS)
-    html = drawing.to_html()
+    html = render_html(drawing)
     assert html.startswith("<!DOCTYPE html>")
     assert "<svg" in html and "</svg>" in html
     assert "http" not in html and "<script" not in html and "@import" not in html and "url(" not in html

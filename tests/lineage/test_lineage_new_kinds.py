@@ -7,6 +7,7 @@ from pathlib import Path
 
 from kurahi.lineage.check import check
 from kurahi.lineage.draw import Node, draw_lineage
+from kurahi.lineage.draw_render import render_svg
 from kurahi.lineage.stitch import stitch
 from kurahi.store.session import Session
 from kurahi.testing import assistant_message, user_message
@@ -87,7 +88,7 @@ def test_draw_marks_edits_and_what_they_removed_without_its_text(tmp_path: Path)
     assert "removed" in nodes[ids["secret"]].flags
     assert nodes[ids["secret"]].detail == f"removed from the model's view by {ids['edit']}"
     assert "Obsidian" not in nodes[ids["secret"]].title
-    svg = drawing.to_svg()
+    svg = render_svg(drawing)
     assert "removed" in svg and ids["edit"] in svg
     # After the compaction the edit and its target both lie before the kept range: no effect.
     b = tmp_path / "b.jsonl"

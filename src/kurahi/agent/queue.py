@@ -26,18 +26,28 @@ import secrets
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from kurahi.agent.config import QueueMode
+from kurahi.agent.config import AgentSettings, QueueMode
 from kurahi.agent.idempotency import KEY_FIELD, STEERED_FIELD
 from kurahi.agent.turn import Listener, TurnControl, TurnResult
 from kurahi.errors import LockHeldError, QueueFullError, StoreError, TurnInterruptedError
-from kurahi.store.base import RecordLog
+from kurahi.store.base import Backend, RecordLog
 
-if TYPE_CHECKING:
-    from kurahi.agent.runtime import Runtime
+__all__ = ["Lane", "LaneHost", "Pending", "queue_extra"]
 
-__all__ = ["Lane", "Pending", "queue_extra"]
+
+class LaneHost(Protocol):
+    """What a :class:`Lane` uses of the runtime that owns it (:class:`~kurahi.agent.runtime.Runtime`)."""
+
+    settings: AgentSettings
+    backend: Backend
+
+    async def run_turn(
+        self, key: str, inputs: list[dict[str, Any]], control: TurnControl, *, listener: Listener | None = None
+    ) -> TurnResult:
+        """Run one turn on ``key`` now."""
+        ...
 
 
 def queue_extra(qid: str, idempotency_key: str | None = None) -> dict[str, Any]:
@@ -75,7 +85,7 @@ class Pending:
 class Lane:
     """The queue and the running turn of one session key."""
 
-    def __init__(self, runtime: Runtime, key: str, journal: RecordLog) -> None:
+    def __init__(self, runtime: LaneHost, key: str, journal: RecordLog) -> None:
         self.rt = runtime
         self.key = key
         self.journal = journal

@@ -11,24 +11,56 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
+from kurahi.agent.config import AgentSettings
 from kurahi.agent.conversation import Conversation, PathItem
+from kurahi.agent.layout import AgentPaths
 from kurahi.errors import KurahiError, LockHeldError
 from kurahi.lifecycle.carry import carry_into
 from kurahi.lifecycle.facts import session_facts
 from kurahi.lifecycle.policy import Decision, Inbound, decide
 from kurahi.pi.ids import session_id as new_session_id
-from kurahi.store.base import transcript_name
+from kurahi.store.base import AgentStore, SessionCatalog, transcript_name
 
-if TYPE_CHECKING:
-    from kurahi.agent.runtime import Runtime
-
-__all__ = ["rollover", "route"]
+__all__ = ["RoutingHost", "rollover", "route"]
 
 
-def route(rt: Runtime, key: str, text: str) -> Decision:
+class RoutingHost(Protocol):
+    """What routing reads and asks of the runtime (:class:`~kurahi.agent.runtime.Runtime`).
+
+    Routing decides; the runtime holds the sessions and does what it decides.
+    """
+
+    paths: AgentPaths
+    settings: AgentSettings
+    store: AgentStore
+    catalog: SessionCatalog
+    on_event: Callable[[str, dict[str, Any]], None] | None
+
+    def conversation(self, key: str) -> Conversation:
+        """The open session of ``key``, opening it if need be."""
+        ...
+
+    def open_conversation(self, key: str) -> Conversation | None:
+        """The open session of ``key``, if one is open."""
+        ...
+
+    def detach_conversation(self, key: str) -> Conversation | None:
+        """Take ``key``'s open session out of the runtime, still open."""
+        ...
+
+    def drop_conversation(self, key: str) -> None:
+        """Close and forget ``key``'s open session."""
+        ...
+
+    def attach_conversation(self, key: str, conv: Conversation) -> None:
+        """Make ``conv`` the open session of ``key``."""
+        ...
+
+
+def route(rt: RoutingHost, key: str, text: str) -> Decision:
     """Decide reuse / rollover / new for a message to an idle session, and carry it out."""
     entry = rt.catalog.get(key)
     conv = rt.open_conversation(key)
@@ -63,7 +95,7 @@ def route(rt: Runtime, key: str, text: str) -> Decision:
     return decision
 
 
-def rollover(rt: Runtime, key: str, decision: Decision) -> tuple[str | None, str]:
+def rollover(rt: RoutingHost, key: str, decision: Decision) -> tuple[str | None, str]:
     """Replace ``key``'s session with a new one that carries what ``decision.carry`` asks; keep and link the old."""
     transcripts = rt.store.transcripts
     conv = rt.detach_conversation(key)
@@ -90,7 +122,7 @@ def rollover(rt: Runtime, key: str, decision: Decision) -> tuple[str | None, str
 
 
 def _replace(
-    rt: Runtime, key: str, decision: Decision, conv: Conversation | None, old_entry: Mapping[str, Any] | None
+    rt: RoutingHost, key: str, decision: Decision, conv: Conversation | None, old_entry: Mapping[str, Any] | None
 ) -> tuple[str | None, str]:
     transcripts = rt.store.transcripts
     old_name = conv.name if conv is not None else transcript_name(old_entry)

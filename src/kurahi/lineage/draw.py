@@ -145,18 +145,6 @@ class Drawing:
         """Nodes across all columns."""
         return sum(isinstance(i, Node) for c in self.columns for i in c.items)
 
-    def to_svg(self) -> str:
-        """A standalone SVG document."""
-        from kurahi.lineage.draw_render import render_svg
-
-        return render_svg(self)
-
-    def to_html(self) -> str:
-        """A self-contained HTML page: legend, a summary table per file, the SVG inline."""
-        from kurahi.lineage.draw_render import render_html
-
-        return render_html(self)
-
 
 class _Msg(msgspec.Struct):
     role: Any = None

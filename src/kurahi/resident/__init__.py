@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING
 from kurahi._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from kurahi.locations.memory import memory_files
     from kurahi.resident.devices import SCOPES, Device, DeviceRegistry
     from kurahi.resident.home import Home
     from kurahi.resident.init import InitReport, init_home
-    from kurahi.resident.memory import RecallHit, memory_files, recall
+    from kurahi.resident.memory import RecallHit, recall
 
 # Names load on first use (PEP 562), so `kurahi --help` does not import every room.
 _WHERE = {
@@ -21,7 +22,7 @@ _WHERE = {
     "InitReport": "kurahi.resident.init",
     "RecallHit": "kurahi.resident.memory",
     "init_home": "kurahi.resident.init",
-    "memory_files": "kurahi.resident.memory",
+    "memory_files": "kurahi.locations.memory",
     "recall": "kurahi.resident.memory",
 }
 

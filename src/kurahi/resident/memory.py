@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RecallHit", "memory_files", "recall"]
+from kurahi.locations.memory import memory_files
+
+__all__ = ["RecallHit", "recall"]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP = frozenset(
@@ -89,19 +91,6 @@ class RecallHit:
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
         return {"file": self.file, "line": self.line, "text": self.text, "score": self.score}
-
-
-def memory_files(workspace: Path) -> list[Path]:
-    """``MEMORY.md`` (if present) then ``memory/*.md`` sorted by name; symlinks out of the workspace skipped."""
-    out = []
-    root = workspace.resolve()
-    main = workspace / "MEMORY.md"
-    if main.is_file():
-        out.append(main)
-    mem = workspace / "memory"
-    if mem.is_dir():
-        out.extend(sorted(p for p in mem.glob("*.md") if p.is_file()))
-    return [p for p in out if root in p.resolve().parents]
 
 
 def _fold(text: str) -> str:

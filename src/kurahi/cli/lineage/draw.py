@@ -35,6 +35,7 @@ def draw_cmd(
     """
     from kurahi.fs.durable import atomic_write
     from kurahi.lineage.draw import draw_lineage
+    from kurahi.lineage.draw_render import render_html, render_svg
 
     with translate_errors():
         suffix = out.suffix.lower()
@@ -45,7 +46,7 @@ def draw_cmd(
         if not out.parent.is_dir():
             raise UsageError(f"{out.parent} is not a directory")
         drawing = draw_lineage(files, markers=marker, leaf_id=leaf)
-        text = drawing.to_svg() if suffix == ".svg" else drawing.to_html()
+        text = render_svg(drawing) if suffix == ".svg" else render_html(drawing)
         if out.exists() or out.is_symlink():  # appeared while drawing
             raise UsageError(f"{out} already exists; not overwriting it (choose another --out)")
         atomic_write(out, text.encode("utf-8"), mode=0o644)

@@ -32,7 +32,7 @@ from kurahi.store.file_backend import FileBackend
 from kurahi.store.open import open_backend
 from kurahi.store.postgres import SCHEMA_VERSION, PostgresBackend
 from kurahi.store.postgres.logs import PostgresLog
-from kurahi.store.postgres.transcripts import split_lines
+from kurahi.store.postgres.rows import split_lines
 from kurahi.store.session import Session
 from kurahi.testing import BackendConformance
 from waiting import wait_for

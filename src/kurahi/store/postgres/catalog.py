@@ -13,7 +13,7 @@ import itertools
 import json
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 import psycopg
@@ -21,9 +21,7 @@ import psycopg
 from kurahi.errors import CatalogCorruptError, CatalogError, DatabaseUnavailableError
 from kurahi.store.catalog import CatalogBase
 from kurahi.store.catalog_format import Entry, Store, parse_catalog
-
-if TYPE_CHECKING:
-    from kurahi.store.postgres.backend import PostgresAgentStore
+from kurahi.store.postgres.scope import AgentScope
 
 __all__ = ["PostgresCatalog", "decode_entry", "encode_entry"]
 
@@ -66,7 +64,7 @@ def decode_entry(text: str, *, path: str, key: str) -> Entry:
 class PostgresCatalog(CatalogBase):
     """One agent's catalog in the database (see the module docstring)."""
 
-    def __init__(self, agent: PostgresAgentStore, *, clock: Callable[[], int] | None = None) -> None:
+    def __init__(self, agent: AgentScope, *, clock: Callable[[], int] | None = None) -> None:
         self._agent = agent
         self.path = f"{agent.backend.describe()}#{agent.agent_id}/sessions.json"
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)

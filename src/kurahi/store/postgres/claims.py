@@ -13,7 +13,7 @@ the caller expects, and only then replaces every line, or deletes the transcript
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import psycopg
 
@@ -21,11 +21,31 @@ from kurahi.errors import LeaseLostError, LockHeldError, StoreDatabaseError, Tra
 from kurahi.store.base import TranscriptClaim
 from kurahi.store.postgres.db import Conn
 from kurahi.store.postgres.leases import SQL_ACQUIRE, SQL_HOLDER, SQL_RELEASE
+from kurahi.store.postgres.rows import SQL_CREATE, SQL_INSERT_LINES, split_lines
+from kurahi.store.postgres.scope import AgentScope
 
-if TYPE_CHECKING:
-    from kurahi.store.postgres.transcripts import PostgresTranscripts
+__all__ = ["SQL_TAKE_OVER", "ClaimedStore", "PostgresClaim", "take_claim"]
 
-__all__ = ["SQL_TAKE_OVER", "PostgresClaim", "take_claim"]
+
+class ClaimedStore(Protocol):
+    """The transcripts a claim is taken on, as the claim uses them.
+
+    :class:`~kurahi.store.postgres.transcripts.PostgresTranscripts` is one.
+    """
+
+    @property
+    def agent(self) -> AgentScope:
+        """The agent whose transcripts they are."""
+        ...
+
+    def sha256(self, name: str) -> str | None:
+        """The stored bytes' sha256 (``None``: no such transcript)."""
+        ...
+
+    def locator(self, name: str) -> str:
+        """Where ``name`` is, for messages (without the database's secret)."""
+        ...
+
 
 SQL_TAKE_OVER = """
 UPDATE kurahi.leases SET owner_id = %(owner)s, token = token + 1, expires_at = now() + make_interval(secs => %(secs)s)
@@ -44,7 +64,7 @@ SQL_DROP = "DELETE FROM kurahi.transcripts WHERE id = %s"
 """Remove a transcript; its lines and its lease go with it (``ON DELETE CASCADE``)."""
 
 
-def take_claim(store: PostgresTranscripts, name: str, *, take_over: bool) -> PostgresClaim:
+def take_claim(store: ClaimedStore, name: str, *, take_over: bool) -> PostgresClaim:
     """The claim on ``name`` (see the module docstring).
 
     Raises:
@@ -74,7 +94,7 @@ def take_claim(store: PostgresTranscripts, name: str, *, take_over: bool) -> Pos
 class PostgresClaim(TranscriptClaim):
     """A lease on one transcript, held to replace or remove it (see the module docstring)."""
 
-    def __init__(self, store: PostgresTranscripts, name: str, tid: int | None, token: int | None) -> None:
+    def __init__(self, store: ClaimedStore, name: str, tid: int | None, token: int | None) -> None:
         self._store = store
         self._backend = store.agent.backend
         self.name = name
@@ -124,8 +144,6 @@ class PostgresClaim(TranscriptClaim):
 
     def put(self, data: bytes, *, expected: str | None) -> None:
         """See :meth:`TranscriptClaim.put` (one transaction: the check, the fence and every line)."""
-        from kurahi.store.postgres.transcripts import SQL_CREATE, SQL_INSERT_LINES, split_lines
-
         agent = self._store.agent
         lines = split_lines(data)
         seqs = list(range(1, len(lines) + 1))

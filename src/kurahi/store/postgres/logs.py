@@ -18,9 +18,9 @@ import psycopg
 from kurahi.errors import DatabaseUnavailableError, JournalWriteError
 from kurahi.store.base import RecordLog
 from kurahi.store.journal import decode_records, encode_record
+from kurahi.store.postgres.scope import AgentScope
 
 if TYPE_CHECKING:
-    from kurahi.store.postgres.backend import PostgresAgentStore
     from kurahi.store.postgres.db import Conn
 
 __all__ = ["SQL_APPEND_RECORDS", "SQL_RECORDS", "SQL_RECORDS_CONTAINING", "PostgresLog"]
@@ -41,7 +41,7 @@ _PLAIN = re.compile(r"[ -~]*")
 class PostgresLog(RecordLog):
     """One agent's record log ``name`` in the database."""
 
-    def __init__(self, agent: PostgresAgentStore, name: str, *, durable: bool = True) -> None:
+    def __init__(self, agent: AgentScope, name: str, *, durable: bool = True) -> None:
         self.name = name
         self.agent_id = agent.agent_id
         self._agent = agent

@@ -32,23 +32,15 @@ from kurahi.store.journal import encode_record
 from kurahi.store.names import check_transcript_name
 from kurahi.store.postgres.leases import SQL_ACQUIRE, SQL_HOLDER, SQL_RELEASE
 from kurahi.store.postgres.logs import SQL_APPEND_RECORDS, PostgresLog
+from kurahi.store.postgres.rows import SQL_CREATE, SQL_INSERT_LINES, split_lines
+from kurahi.store.postgres.scope import AgentScope
 
 if TYPE_CHECKING:
-    from kurahi.store.postgres.backend import PostgresAgentStore
     from kurahi.store.postgres.claims import PostgresClaim
 
-__all__ = ["PostgresHandle", "PostgresTranscripts", "split_lines"]
+__all__ = ["PostgresHandle", "PostgresTranscripts"]
 
 SQL_FIND = "SELECT id FROM kurahi.transcripts WHERE agent_id = %s AND name = %s"
-SQL_CREATE = """
-INSERT INTO kurahi.transcripts (agent_id, name, size, last_seq) VALUES (%s, %s, %s, %s)
-ON CONFLICT (agent_id, name) DO NOTHING
-RETURNING id
-"""
-SQL_INSERT_LINES = """
-INSERT INTO kurahi.entries (transcript_id, seq, line)
-SELECT %s, s, l FROM unnest(%s::bigint[], %s::bytea[]) AS u (s, l)
-"""
 SQL_APPEND = """
 WITH lease AS (
     UPDATE kurahi.leases SET expires_at = now() + make_interval(secs => %(secs)s)
@@ -97,15 +89,6 @@ SELECT t.last_seq, (l.owner_id = %(owner)s AND l.token = %(token)s)
 FROM kurahi.transcripts t LEFT JOIN kurahi.leases l ON l.transcript_id = t.id WHERE t.id = %(t)s
 """
 """Why an append matched nothing: the transcript's last ``seq``, and whether the lease is still ours."""
-
-
-def split_lines(data: bytes) -> list[bytes]:
-    r"""``data`` cut after every ``\n`` (a last piece without one is kept as it is); joined, they are ``data``."""
-    parts = data.split(b"\n")
-    lines = [p + b"\n" for p in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
 
 
 class PostgresHandle(TranscriptHandle):
@@ -342,7 +325,7 @@ class PostgresHandle(TranscriptHandle):
 class PostgresTranscripts(TranscriptStore):
     """An agent's transcripts in the database."""
 
-    def __init__(self, agent: PostgresAgentStore) -> None:
+    def __init__(self, agent: AgentScope) -> None:
         self.agent = agent
         self._prefix = f"{agent.backend.describe()}#{agent.agent_id}/"
 

@@ -119,7 +119,7 @@ test: install peer postgres browser strace lint
 	KURAHI_HYPOTHESIS_PROFILE=ci $(BIN)/pytest -q
 
 # The quick answer while working (under 90 s here): ruff, mypy and the fast tier of the tests,
-# every test not marked slow (tests/tiers.py names the ones that start a peer or PostgreSQL,
+# every test not marked slow (tests/support/tiers.py names the ones that start a peer or PostgreSQL,
 # the crash campaigns and the few that take more than about a second), with hypothesis on its
 # "dev" profile. Needs neither node, npm nor PostgreSQL. `make test` runs everything, as CI
 # does. benchmarks/fast_tier.py times it and names fast-tier tests over their budget.

@@ -1,6 +1,6 @@
 """What the browser benchmarks share: chromium's flags and a real gateway subprocess for a home.
 
-The flags are the browser tests' own (``tests/ui/ui_server.py``), so a benchmark measures the
+The flags are the browser tests' own (``tests/support/ui_server.py``), so a benchmark measures the
 browser the tests check.
 """
 
@@ -16,9 +16,9 @@ from kurahi.gateway.lock import gateway_info
 from kurahi.resident.home import Home
 
 _TESTS = Path(__file__).resolve().parents[1] / "tests"
-sys.path[:0] = [str(_TESTS), str(_TESTS / "ui")]  # ui_server imports the tests' gateways module
+sys.path.insert(0, str(_TESTS))  # the browser tests' server is in tests/support
 
-from ui_server import CHROMIUM_ARGS as ARGS  # noqa: E402
+from support.ui_server import CHROMIUM_ARGS as ARGS  # noqa: E402
 
 __all__ = ["ARGS", "start_gateway"]
 

@@ -46,7 +46,7 @@ from kurahi.gateway.activation_host import OfflineHost  # noqa: E402
 from kurahi.lifecycle.activation import apply_package, plan_activation, rollback_package, verify_package  # noqa: E402
 from kurahi.lineage.openclaw_sqlite import export_session_jsonl  # noqa: E402
 from kurahi.store.openclaw import write as oc  # noqa: E402
-from reset_bypass import bypass_reset  # noqa: E402
+from support.reset_bypass import bypass_reset  # noqa: E402
 
 SAMPLE = ROOT / "tests" / "data" / "openclaw" / "2026.9.6-full" / "state"
 STORE = Path("agents") / "main" / "agent" / "openclaw-agent.sqlite"

@@ -1,8 +1,8 @@
 """The SIGKILL campaigns at full size: the runtime during turns, or the gateway under mixed load.
 
-``runtime`` runs ``tests/crash/turn_campaign.py`` (the suite runs it at 80 turns): a
+``runtime`` runs ``tests/support/turn_campaign.py`` (the suite runs it at 80 turns): a
 process in a loop of turns with tool calls, killed at random moments and restarted.
-``gateway`` runs ``tests/crash/gateway_campaign.py`` (the suite runs it with 6 kills): the
+``gateway`` runs ``tests/support/gateway_campaign.py`` (the suite runs it with 6 kills): the
 gateway killed under chat turns with tools, jobs, resets, config applies and pairings.
 Either prints what was acknowledged and every invariant that failed (none, or exit 1).
 
@@ -24,13 +24,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "crash")]
+sys.path.insert(0, str(ROOT / "tests"))
 
-from gateway_campaign import run_gateway_campaign  # noqa: E402
-from turn_campaign import run_campaign  # noqa: E402
-
-from gateways import make_gateway_home  # noqa: E402
-from residents import make_home  # noqa: E402
+from support.gateway_campaign import run_gateway_campaign  # noqa: E402
+from support.gateways import make_gateway_home  # noqa: E402
+from support.residents import make_home  # noqa: E402
+from support.turn_campaign import run_campaign  # noqa: E402
 
 
 def main() -> int:

@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "crashstates")]
+sys.path.insert(0, str(ROOT / "tests"))
 
-from explore import explore  # noqa: E402
-from fstrace import record  # noqa: E402
-from protocols import PROTOCOLS  # noqa: E402
+from support.crashstates.explore import explore  # noqa: E402
+from support.crashstates.fstrace import record  # noqa: E402
+from support.crashstates.protocols import PROTOCOLS  # noqa: E402
 
 
 def main() -> int:

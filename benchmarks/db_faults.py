@@ -27,11 +27,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "crash")]
-
-from db_fault_campaign import FAULTS, DatabaseFaultCampaign  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))
 
 from kurahi.testing.postgres import ThrowawayPostgres  # noqa: E402
+from support.db_fault_campaign import FAULTS, DatabaseFaultCampaign  # noqa: E402
 
 
 def main() -> int:

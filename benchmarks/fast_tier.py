@@ -1,4 +1,4 @@
-"""Time `make check` part by part and hold the fast tier to the rule in ``tests/tiers.py``.
+"""Time `make check` part by part and hold the fast tier to the rule in ``tests/support/tiers.py``.
 
 Runs what `make check` runs, each part timed on the wall clock: ``ruff check``, ``ruff format
 --check``, ``mypy`` (warm, with the cache a developer has; ``--cold`` removes ``.mypy_cache``
@@ -11,7 +11,7 @@ and teardown; a module-scoped fixture is charged to the first test that uses it)
   (user + system, with every child process), which other work stretches far less;
 - the fast tier's share of the suite, tests and modules, per area (the folder under tests/);
 - every fast-tier test case over ``--case-budget`` seconds (default 1) and every test over
-  ``--test-budget`` (default 3) for all its cases: each belongs in ``tests/tiers.py`` (the rule
+  ``--test-budget`` (default 3) for all its cases: each belongs in ``tests/support/tiers.py`` (the rule
   written there), or should be made cheaper; and the costliest modules, for reference.
 
 Exits 1 when the total is over the bar or a test is over its budget. A timing is

@@ -7,7 +7,7 @@ its own; ``--workers`` client threads send chat turns with tool calls, jobs and 
 SIGKILLed and restarted. Then everything is stopped and the database is read back:
 nothing acknowledged lost, no line accepted from a stale lease, every session of a killed
 gateway served again within 5 s (``--serve-bar``), no side effect twice. How each is checked:
-``tests/crash/multi_gateway_campaign.py``.
+``tests/support/multi_gateway_campaign.py``.
 
 The database is a throwaway cluster (``kurahi.testing.postgres``) unless ``KOLO_STORE`` names one
 (``postgres://user:password@host/db``; it must be empty, and is written to). Prints a table
@@ -31,11 +31,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "crash")]
-
-from multi_gateway_campaign import MultiGatewayCampaign  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))
 
 from kurahi.testing.postgres import ThrowawayPostgres  # noqa: E402
+from support.multi_gateway_campaign import MultiGatewayCampaign  # noqa: E402
 
 
 def _range(text: str) -> tuple[float, float]:

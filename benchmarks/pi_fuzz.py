@@ -4,7 +4,7 @@
 
 Each seed's programs run through ``tests/peers/pi_fuzz.mjs`` (``--deep`` on odd seeds), and
 every file is compared, at the leaf and ``--points`` other entries, with each of Kurahi's
-readers with and without the C scanner (``tests/pi_fuzzing.py``, the suite's comparison).
+readers with and without the C scanner (``tests/support/pi_fuzzing.py``, the suite's comparison).
 Prints one line per seed and the total: files, projections, identical, explained,
 unexplained, with the first few unexplained differences in full. Exit 1 when any is unexplained.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from pi_fuzzing import Tally, compare, run_pi
+from support.pi_fuzzing import Tally, compare, run_pi
 
 
 def main() -> int:

@@ -12,13 +12,20 @@ from urllib.parse import urlsplit
 import pytest
 from hypothesis import HealthCheck, settings
 
-import tiers
 from kurahi.errors import PostgresUnavailableError
 from kurahi.pi.read import native
 from kurahi.testing.postgres import ThrowawayPostgres, find_bindir
-from openclaw_peer import OPENCLAW_VERSIONS, OpenClawFactory, OpenClawPeer, OpenClawVersion, require, unavailable
-from peer import PI_MISSING, PI_VERSIONS, PiPeer, missing, package_dir
-from rescue_scenarios import (  # noqa: F401  (fixtures: every test may ask for a rescue scenario)
+from support import tiers
+from support.openclaw_peer import (
+    OPENCLAW_VERSIONS,
+    OpenClawFactory,
+    OpenClawPeer,
+    OpenClawVersion,
+    require,
+    unavailable,
+)
+from support.peer import PI_MISSING, PI_VERSIONS, PiPeer, missing, package_dir
+from support.rescue_scenarios import (  # noqa: F401  (fixtures: every test may ask for a rescue scenario)
     json_daily,
     json_moved,
     json_reset_idle,
@@ -35,7 +42,7 @@ from rescue_scenarios import (  # noqa: F401  (fixtures: every test may ask for 
     upgraded,
     upgraded_run,
 )
-from tiers import SLOW_FIXTURES, SLOW_FOLDERS, SLOW_MARKERS, SLOW_MODULES, SLOW_TESTS
+from support.tiers import SLOW_FIXTURES, SLOW_FOLDERS, SLOW_MARKERS, SLOW_MODULES, SLOW_TESTS
 
 # Hypothesis profiles, chosen by KURAHI_HYPOTHESIS_PROFILE: "ci" (the default, and what `make
 # test` runs) tries as many examples as hypothesis does by default; "dev" (what `make check`
@@ -88,7 +95,7 @@ _TESTS_DIR = Path(__file__).parent
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # The fast tier (`make check`) leaves out what tests/tiers.py names: marked slow here.
+    # The fast tier (`make check`) leaves out what tests/support/tiers.py names: marked slow here.
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         # Every test that uses the PostgreSQL fixtures is marked postgres (so -m "not postgres" leaves them out).
@@ -127,7 +134,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # The leak scan over everything the suite produced: every file left under pytest's
     # temporary directory (outside any secrets/ folder) is searched for every owner and
     # device token a test handled.
-    from gateways import ALL_SECRETS
+    from support.gateways import ALL_SECRETS
 
     factory = getattr(session.config, "_tmp_path_factory", None)
     if not ALL_SECRETS or factory is None:
@@ -228,7 +235,7 @@ def pg_server() -> Iterator[ThrowawayPostgres]:
     When it cannot start, every test that uses it is skipped with the reason, and the
     terminal summary says so in red: the only case where these tests do not run.
     """
-    from gateways import ALL_SECRETS
+    from support.gateways import ALL_SECRETS
 
     server = ThrowawayPostgres()
     try:

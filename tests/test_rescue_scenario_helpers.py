@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from openclaw_peer import MAIN_KEY, SESSIONS_DIR
-from rescue_scenario import ALICE, BOB, Piece, Scenario, check_view, view
+from support.openclaw_peer import MAIN_KEY, SESSIONS_DIR
+from support.rescue_scenario import ALICE, BOB, Piece, Scenario, check_view, view
 
 
 def _root(tmp_path: Path) -> Path:

@@ -16,7 +16,7 @@ import pytest
 
 from kurahi.pi.transcript import Transcript
 from kurahi.store.openclaw.events import EVENT_COLUMNS, event_bytes
-from testdata import (
+from support.testdata import (
     JSON_ERA,
     JSON_RESET_IDLE,
     RESET_IDLE_UPGRADED,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import tiers
+from support import tiers
 
 TESTS = Path(__file__).parent
 
@@ -41,8 +41,8 @@ def test_make_check_leaves_out_only_slow_folders() -> None:
 
 def test_a_fast_test_that_starts_a_peer_fails_and_says_where_it_belongs() -> None:
     # This test is in the fast tier, so the launchers refuse before node is looked for.
-    from openclaw_peer import OpenClawPeer, require
-    from peer import PiPeer
+    from support.openclaw_peer import OpenClawPeer, require
+    from support.peer import PiPeer
 
     where = "tests/test_tiers.py::test_a_fast_test_that_starts_a_peer_fails_and_says_where_it_belongs"
     for start, what in (
@@ -54,7 +54,7 @@ def test_a_fast_test_that_starts_a_peer_fails_and_says_where_it_belongs() -> Non
             start()
         assert str(failed.value) == (
             f"{where} starts {what} but is in the fast tier: mark it pi or openclaw, "
-            "use the peer's fixture, or name it in tests/tiers.py"
+            "use the peer's fixture, or name it in tests/support/tiers.py"
         )
 
 

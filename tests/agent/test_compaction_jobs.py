@@ -16,8 +16,8 @@ from kurahi.agent.jobs import JobStore
 from kurahi.agent.runtime import Runtime
 from kurahi.context.files import project_file
 from kurahi.store.journal import Journal
-from peer import PiPeer
-from residents import config, make_home, run, with_runtime
+from support.peer import PiPeer
+from support.residents import config, make_home, run, with_runtime
 
 KEY = "agent:alice:main"
 

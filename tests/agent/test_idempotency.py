@@ -17,7 +17,7 @@ from kurahi.agent.idempotency import find_turn
 from kurahi.agent.runtime import Runtime
 from kurahi.errors import AppendError, AppendOutcomeUnknownError, TurnInterruptedError, UsageError
 from kurahi.store.memory_backend import MemoryBackend
-from residents import make_home, run, with_runtime
+from support.residents import make_home, run, with_runtime
 
 KEY = "agent:alice:main"
 TOOL = 'note it [[tool:memory_append {"text": "ik-side-7", "file": "ik.md"}]]'

@@ -17,8 +17,8 @@ from kurahi.context.files import project_file
 from kurahi.errors import PairingRefusedError
 from kurahi.store.journal import Journal
 from kurahi.testing import assistant_message, tool_result, user_message
-from peer import PiPeer
-from residents import config, make_home, run, with_runtime
+from support.peer import PiPeer
+from support.residents import config, make_home, run, with_runtime
 
 TOOLS = {c.name: c() for c in BUILTIN_TOOLS}
 

@@ -15,8 +15,8 @@ from kurahi.agent.providers.wire import to_anthropic, to_openai
 from kurahi.agent.runtime import Runtime
 from kurahi.agent.types import Finished, ModelRequest, TextDelta, ToolCallReady, ToolSpec
 from kurahi.errors import ProviderError, ProviderTimeoutError
-from residents import make_home, run, with_runtime
-from wire_servers import anthropic_text, anthropic_tool_call, openai_text, openai_tool_call, serve
+from support.residents import make_home, run, with_runtime
+from support.wire_servers import anthropic_text, anthropic_tool_call, openai_text, openai_tool_call, serve
 
 KEY = "agent:alice:main"
 

@@ -16,8 +16,8 @@ from kurahi.agent.tools import BUILTIN_TOOLS, Tool, ToolContext
 from kurahi.agent.types import ModelRequest, ToolOutput
 from kurahi.context.files import project_file
 from kurahi.errors import QueueFullError
-from peer import PiPeer
-from residents import config, make_home, run, with_runtime
+from support.peer import PiPeer
+from support.residents import config, make_home, run, with_runtime
 
 KEY = "agent:alice:main"
 

@@ -19,7 +19,7 @@ from kurahi.context.project import build_context
 from kurahi.store.base import Backend, transcript_name
 from kurahi.store.file_backend import FileBackend
 from kurahi.store.memory_backend import MemoryBackend
-from residents import make_home, run
+from support.residents import make_home, run
 
 KEY = "agent:alice:main"
 

@@ -11,8 +11,8 @@ import pytest
 from kurahi.agent.runtime import Runtime
 from kurahi.context.files import project_file
 from kurahi.errors import UnknownAgentError, UsageError
-from peer import PiPeer
-from residents import MARKER, config, make_home, run, with_runtime
+from support.peer import PiPeer
+from support.residents import MARKER, config, make_home, run, with_runtime
 
 KEY = "agent:alice:main"
 

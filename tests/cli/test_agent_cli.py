@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from kurahi.cli import app
 from kurahi.cli.common import EXIT
-from residents import MARKER, make_home
+from support.residents import MARKER, make_home
 
 runner = CliRunner()
 

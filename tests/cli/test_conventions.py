@@ -18,7 +18,7 @@ import typer
 from kurahi.cli import build_app
 from kurahi.resident.init import init_home
 from kurahi.testing import build_session
-from testdata import JSON_ERA, openclaw_state
+from support.testdata import JSON_ERA, openclaw_state
 
 ROOT_DIR = Path(__file__).resolve().parents[2]
 DOCS = ROOT_DIR / "docs" / "cli.md"

@@ -16,11 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from cli_probe import run_main
 from kurahi.cli.fast.dispatch import SPECS, parse
 from kurahi.cli.lineage.commands import app
 from kurahi.cli.session import app as session_app
 from kurahi.testing import build_session
+from support.cli_probe import run_main
 
 _APPS = {"stitch": app, "check": app, "context": session_app}
 """The Typer app that holds each command the fast parser serves."""

@@ -14,7 +14,7 @@ import pytest
 
 from kurahi.js.stringify import js_json, js_stringify, json_utf8
 from kurahi.js.values import js_number
-from peer import NODE
+from support.peer import NODE
 
 DOCUMENTS = [
     r'{"s":"lone \ud800 high \udc00 low \udbff\udfff pair \ud83d\ude00 NUL \u0000 LS \u2028 BOM \ufeff \u007f"}',

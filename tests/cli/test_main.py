@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli_probe import run_main
+from support.cli_probe import run_main
 
 ROOMS = ("kurahi.cli.demo", "kurahi.cli.session", "kurahi.cli.sessions", "kurahi.cli.lineage.commands")
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from cli_probe import run_main
 from kurahi.cli import output
 from kurahi.testing import build_session
+from support.cli_probe import run_main
 
 
 def test_off_a_terminal_tables_are_aligned_columns_without_markup(

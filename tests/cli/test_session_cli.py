@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from kurahi.cli import app
 from kurahi.cli.common import EXIT
-from peer import FIXTURES, expected
+from support.peer import FIXTURES, expected
 
 
 def run(*args: str) -> tuple[int, str]:

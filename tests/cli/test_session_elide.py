@@ -16,7 +16,7 @@ from kurahi.cli import app
 from kurahi.cli.common import EXIT
 from kurahi.context.files import project_file
 from kurahi.lineage.elide import elide
-from peer import PiPeer
+from support.peer import PiPeer
 
 SECRET = "sk-live-7Qf2-SECRET"
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kurahi.cli import app
-from peer import PiPeer
+from support.peer import PiPeer
 
 USAGE = {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 3, "cost": {"total": 0}}
 

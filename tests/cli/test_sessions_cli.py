@@ -14,7 +14,7 @@ from kurahi.cli import app
 from kurahi.cli import sessions as sessions_cli
 from kurahi.cli.common import EXIT
 from kurahi.store.catalog import Catalog
-from testdata import JSON_ERA, openclaw_state
+from support.testdata import JSON_ERA, openclaw_state
 
 OPENCLAW_STATE = openclaw_state(JSON_ERA)
 SESSION_ID = "ed83c604-551f-41af-9a44-65881d6be000"

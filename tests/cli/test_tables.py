@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from kurahi.testing import build_session
-from lifecycle.activations import make_home
-from testdata import JSON_ERA, openclaw_state
+from support.activations import make_home
+from support.testdata import JSON_ERA, openclaw_state
 
 KURAHI = [sys.executable, "-m", "kurahi.cli"]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pi"

@@ -27,8 +27,8 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from kurahi.js.values import date_ms
-from peer import NODE
-from tiers import no_peer_in_the_fast_tier
+from support.peer import NODE
+from support.tiers import no_peer_in_the_fast_tier
 
 pytestmark = pytest.mark.pi
 

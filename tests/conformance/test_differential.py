@@ -38,13 +38,13 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
-from drawing import draw_batch
 from kurahi.context import build_context
 from kurahi.context.files import project_file
 from kurahi.js.values import MISSING
 from kurahi.pi import LEAF_MARKER_TYPE, Transcript
 from kurahi.store.session import Session
-from peer import PiPeer, PiVersion, missing
+from support.drawing import draw_batch
+from support.peer import PiPeer, PiVersion, missing
 
 pytestmark = pytest.mark.pi
 

@@ -28,7 +28,7 @@ from kurahi.context.files import project_file
 from kurahi.errors import NotASessionError
 from kurahi.js.values import MISSING
 from kurahi.pi import Transcript
-from peer import CURRENT, FIXTURES, PI_VERSIONS, PiPeer, PiVersion, expected, fixture_files, pis_agree, stable
+from support.peer import CURRENT, FIXTURES, PI_VERSIONS, PiPeer, PiVersion, expected, fixture_files, pis_agree, stable
 
 FIXTURE_FILES = fixture_files()
 README = FIXTURES / "README.md"

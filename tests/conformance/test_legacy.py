@@ -28,7 +28,7 @@ from kurahi.context.llm import convert_to_llm
 from kurahi.errors import KurahiError
 from kurahi.js.values import MISSING
 from kurahi.pi import Transcript
-from peer import PI_VERSIONS, PiPeer, missing
+from support.peer import PI_VERSIONS, PiPeer, missing
 
 pytestmark = pytest.mark.pi
 

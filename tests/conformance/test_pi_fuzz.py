@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_fuzzing import Tally, compare, run_pi
+from support.pi_fuzzing import Tally, compare, run_pi
 
 pytestmark = pytest.mark.pi
 

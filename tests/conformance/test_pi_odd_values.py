@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from peer import PiPeer
+from support.peer import PiPeer
 
 pytestmark = pytest.mark.pi
 

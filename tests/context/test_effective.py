@@ -12,7 +12,7 @@ from kurahi.context.origins import effective_path
 from kurahi.pi.effective import is_editable
 from kurahi.pi.system import current_system_message, path_system_messages
 from kurahi.pi.transcript import Transcript
-from peer import PiPeer
+from support.peer import PiPeer
 
 S = [
     {"op": "system", "content": "prompt", "timestamp": 1, "as": "sys"},

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
-from drawing import draw_batch
 from kurahi.context.budget import (
     DEFAULT_KEEP_RECENT_TOKENS,
     DEFAULT_RESERVE_TOKENS,
@@ -35,8 +34,9 @@ from kurahi.context.tokens import (
     estimate_tokens,
 )
 from kurahi.errors import UsageError
-from peer import CURRENT, NODE, PI_MISSING, PI_PKG, PI_VERSIONS, PiVersion, fixture_files, pis_agree
-from peer import expected as stored_report
+from support.drawing import draw_batch
+from support.peer import CURRENT, NODE, PI_MISSING, PI_PKG, PI_VERSIONS, PiVersion, fixture_files, pis_agree
+from support.peer import expected as stored_report
 
 
 def _pretty(value: Any) -> str:

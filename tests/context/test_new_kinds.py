@@ -28,7 +28,7 @@ from kurahi.lineage.reference import reference_projection
 from kurahi.pi import Transcript
 from kurahi.pi.read import native
 from kurahi.pi.system import current_system_message
-from peer import PiPeer
+from support.peer import PiPeer
 
 HEADER = {"type": "session", "version": 3, "id": "s-new", "timestamp": "2026-05-01T10:00:00.000Z", "cwd": "/w"}
 TS = "2026-05-01T10:00:01.000Z"

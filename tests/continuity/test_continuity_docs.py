@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gateways import make_gateway_home
 from kurahi.continuity import build_manifest
+from support.gateways import make_gateway_home
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "continuity.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)

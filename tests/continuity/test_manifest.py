@@ -18,7 +18,6 @@ import pytest
 import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from gateways import make_gateway_home
 from kurahi.agent.jobs import JobStore
 from kurahi.continuity import (
     KINDS,
@@ -36,6 +35,7 @@ from kurahi.resident.home import Home
 from kurahi.store.audit.log_file import AuditChain
 from kurahi.store.catalog import Catalog
 from kurahi.store.journal import Journal
+from support.gateways import make_gateway_home
 
 T1 = datetime(2026, 1, 1, tzinfo=UTC)
 T2 = datetime(2026, 6, 1, 12, 30, tzinfo=UTC)

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from gateways import make_gateway_home, serve_in_thread
 from kurahi.continuity import install, load_signing_key, verify_manifest
 from kurahi.resident.home import Home
+from support.gateways import make_gateway_home, serve_in_thread
 
 URL = "/api/continuity/manifest"
 

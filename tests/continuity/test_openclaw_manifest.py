@@ -18,7 +18,7 @@ from kurahi.continuity.manifest import verify_manifest
 from kurahi.continuity.openclaw_manifest import build_openclaw_manifest, observer_key
 from kurahi.errors import UsageError
 from kurahi.locations.dirs import open_state
-from testdata import JSON_ERA, SQLITE_ERA, UPGRADED, OpenClawEra, openclaw_state_copy, tree_hash
+from support.testdata import JSON_ERA, SQLITE_ERA, UPGRADED, OpenClawEra, openclaw_state_copy, tree_hash
 
 API_KEY = "sk-live-0123456789abcdef"
 GATEWAY_TOKEN = "gw-token-fedcba9876543210"

@@ -23,8 +23,8 @@ import pytest
 
 from kurahi.cli.continuity import _checker
 from kurahi.continuity.invariants import INVARIANTS, score
-from openclaw_peer import MAIN_KEY, SQLITE_ERA, phrases_in
-from openclaw_resident import SECOND_MODEL, Resident, kurahi, make_resident
+from support.openclaw_peer import MAIN_KEY, SQLITE_ERA, phrases_in
+from support.openclaw_resident import SECOND_MODEL, Resident, kurahi, make_resident
 
 pytestmark = pytest.mark.openclaw
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from openclaw_peer import JSON_ERA, SQLITE_ERA, phrases_in
-from openclaw_resident import Resident, kurahi, make_resident
+from support.openclaw_peer import JSON_ERA, SQLITE_ERA, phrases_in
+from support.openclaw_resident import Resident, kurahi, make_resident
 
 pytestmark = pytest.mark.openclaw
 

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from db_fault_campaign import DatabaseFaultCampaign
 
 from kurahi.errors import PostgresUnavailableError
 from kurahi.testing.postgres import ThrowawayPostgres
+from support.db_fault_campaign import DatabaseFaultCampaign
 
 pytestmark = pytest.mark.postgres
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gateway_campaign import run_gateway_campaign
-
-from gateways import make_gateway_home
+from support.gateway_campaign import run_gateway_campaign
+from support.gateways import make_gateway_home
 
 
 def test_gateway_survives_sigkill_under_mixed_load(tmp_path: Path) -> None:

@@ -22,11 +22,11 @@ from urllib.parse import urlsplit
 import httpx
 import psycopg
 import pytest
-from multi_gateway_campaign import AGENT, KURAHI, MultiGatewayCampaign
 
 from kurahi.gateway.lock import gateway_info
 from kurahi.resident.home import Home
-from waiting import wait_for
+from support.multi_gateway_campaign import AGENT, KURAHI, MultiGatewayCampaign
+from support.waiting import wait_for
 
 pytestmark = pytest.mark.postgres
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from multi_gateway_campaign import MultiGatewayCampaign
+from support.multi_gateway_campaign import MultiGatewayCampaign
 
 
 def test_three_gateways_survive_sigkills_on_one_database(tmp_path: Path, pg_url: str) -> None:

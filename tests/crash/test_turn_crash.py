@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from turn_campaign import run_campaign
-
-from residents import make_home
+from support.residents import make_home
+from support.turn_campaign import run_campaign
 
 
 def test_turns_survive_sigkill_at_random_moments(tmp_path: Path) -> None:

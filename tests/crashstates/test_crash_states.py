@@ -14,10 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from explore import explore
-from fsmodel import generate, resolve
-from fstrace import Op, Recording, record
-from protocols import PROTOCOLS
+
+from support.crashstates.explore import explore
+from support.crashstates.fsmodel import generate, resolve
+from support.crashstates.fstrace import Op, Recording, record
+from support.crashstates.protocols import PROTOCOLS
 
 pytestmark = pytest.mark.skipif(
     shutil.which("strace") is None,

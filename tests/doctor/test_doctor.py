@@ -168,8 +168,8 @@ def test_a_gateway_that_answers_and_one_that_does_not(tmp_path: Path) -> None:
     env = user_env(tmp_path)
     home = tmp_path / ".kolo"
     assert kurahi(env, "init").returncode == 0
-    from gateways import start_gateway
     from kurahi.resident.home import Home
+    from support.gateways import start_gateway
 
     proc = start_gateway(Home(home))
     try:

@@ -61,7 +61,7 @@ def _child(target: str, libfuzzer_args: list[str]) -> None:
     # Only modules imported inside this block are instrumented: import every Kurahi module a
     # target reaches, and run each seed once, so lazily imported ones load here too.
     with atheris.instrument_imports(include=["kurahi"]):
-        import fuzz_targets
+        from support import fuzz_targets
 
         fuzz_targets.use_scratch(scratch)
         run = fuzz_targets.TARGETS[target].run
@@ -99,7 +99,7 @@ def _fuzz(target: str, args: argparse.Namespace) -> Outcome:
         str(CORPUS / target),
     ]
     scratch = Path(tempfile.mkdtemp(prefix=f"kurahi-fuzz-{target}-", dir=_scratch_base()))
-    env = {**os.environ, "KURAHI_FUZZ_SCRATCH": str(scratch), "PYTHONPATH": str(HERE)}
+    env = {**os.environ, "KURAHI_FUZZ_SCRATCH": str(scratch), "PYTHONPATH": str(HERE.parent)}
     cmd = ["nice", "-n", str(args.nice), sys.executable, str(Path(__file__)), "--child", target, "--", *libfuzzer]
     log = work / "libfuzzer.log"
     start = time.monotonic()
@@ -161,7 +161,7 @@ def _merge(target: str, args: argparse.Namespace) -> tuple[int, int]:
     env = {
         **os.environ,
         "KURAHI_FUZZ_SCRATCH": str(scratch),
-        "PYTHONPATH": str(HERE),
+        "PYTHONPATH": str(HERE.parent),
         "KURAHI_FUZZ_ARGV0": str(again),
     }
     libfuzzer = [
@@ -209,8 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         sep = argv.index("--")
         _child(argv[1], argv[sep + 1 :])
         return 0
-    sys.path.insert(0, str(HERE))
-    from fuzz_targets import TARGETS
+    sys.path.insert(0, str(HERE.parent))  # tests/: the targets are in support
+    from support.fuzz_targets import TARGETS
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("targets", nargs="*", help=f"targets to run (default: all of {', '.join(TARGETS)})")

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fuzz_targets import TARGETS, Mismatch, Target, use_scratch
 
 from kurahi.errors import KurahiError
+from support.fuzz_targets import TARGETS, Mismatch, Target, use_scratch
 
 CORPUS = Path(__file__).parent / "corpus"
 FILES = sorted(p for p in CORPUS.rglob("*") if p.is_file())

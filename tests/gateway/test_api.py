@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from gateways import make_gateway_home, serve_in_thread
 from kurahi.resident.init import init_home
+from support.gateways import make_gateway_home, serve_in_thread
 
 KEY = "agent:alice:main"
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from gateways import make_gateway_home, serve_in_thread
 from kurahi.errors import AppendError, DatabaseUnavailableError, LockHeldError, TurnInterruptedError
 from kurahi.gateway.http import from_kurahi
+from support.gateways import make_gateway_home, serve_in_thread
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from gateways import make_gateway_home, serve_in_thread
 from kurahi.errors import GatewayRequestError, GatewayUnavailableError
 from kurahi.gateway.client import GatewayClient
+from support.gateways import make_gateway_home, serve_in_thread
 
 KEY = "agent:alice:main"
 

@@ -16,15 +16,15 @@ from pathlib import Path
 
 import httpx
 
-from gateways import make_gateway_home, run_kurahi, start_gateway
-from hostile.security import tree
 from kurahi.gateway.lock import gateway_info
 from kurahi.gateway.ratelimit import FAILURES_BURST, LOGINS_BURST
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
 from kurahi.ui.access import COOKIE, MAX_PER_CREDENTIAL
-from ui_server import serve_viewer
-from waiting import wait_for
+from support.gateways import make_gateway_home, run_kurahi, start_gateway
+from support.security import tree
+from support.ui_server import serve_viewer
+from support.waiting import wait_for
 
 
 @contextmanager

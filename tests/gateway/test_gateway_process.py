@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gateways import KURAHI, LeakWatch, make_gateway_home, run_kurahi, start_gateway
 from kurahi.gateway.lock import gateway_info
 from kurahi.resident.home import Home
+from support.gateways import KURAHI, LeakWatch, make_gateway_home, run_kurahi, start_gateway
 
 
 @pytest.fixture

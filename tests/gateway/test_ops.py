@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from gateways import KURAHI, make_gateway_home, run_kurahi, serve_in_thread, start_gateway
 from kurahi.gateway.bind import check_bind, is_loopback
 from kurahi.gateway.lock import gateway_info
 from kurahi.resident.home import Home
-from scrape import parse, total, value
+from support.gateways import KURAHI, make_gateway_home, run_kurahi, serve_in_thread, start_gateway
+from support.scrape import parse, total, value
 
 CHAT = "/api/agents/alice/chat"
 

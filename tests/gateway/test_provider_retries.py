@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from gateways import make_gateway_home, serve_in_thread
-from scrape import parse, value
-from wire_servers import Script, openai_text, serve
+from support.gateways import make_gateway_home, serve_in_thread
+from support.scrape import parse, value
+from support.wire_servers import Script, openai_text, serve
 
 CHAT = "/api/agents/alice/chat"
 KEY_VALUE = "sk-test-retry-key-0123456789"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gateways import make_gateway_home, serve_in_thread
+from support.gateways import make_gateway_home, serve_in_thread
 
 
 def test_reset_with_carry_lineage_and_the_kept_transcripts(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from gateways import make_gateway_home, serve_in_thread
 from kurahi.continuity.api import install as continuity_api
+from support.gateways import make_gateway_home, serve_in_thread
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from gateways import make_gateway_home, serve_in_thread
+from support.gateways import make_gateway_home, serve_in_thread
 
 KEY = "agent:alice:main"
 

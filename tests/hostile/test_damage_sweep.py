@@ -22,13 +22,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from home_damage import DAMAGES, HOME_FILES, HomeFile, applies, copy_home, damage_file, snapshot
 
-from gateways import KURAHI, serve_in_thread
 from kurahi.continuity.api import install as continuity_api
 from kurahi.gateway.lock import gateway_info
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
+from support.gateways import KURAHI, serve_in_thread
+from support.home_damage import DAMAGES, HOME_FILES, HomeFile, applies, copy_home, damage_file, snapshot
 
 KEY = "agent:alice:main"
 CASES = [(f, d) for f in HOME_FILES for d in DAMAGES if applies(f, d)]

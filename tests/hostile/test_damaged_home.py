@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from gateways import make_gateway_home, run_kurahi, serve_in_thread, start_gateway
 from kurahi.resident.home import Home
+from support.gateways import make_gateway_home, run_kurahi, serve_in_thread, start_gateway
 
 KEY = "agent:alice:main"
 

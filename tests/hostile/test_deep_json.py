@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from gateways import make_gateway_home, serve_in_thread
 from kurahi.agent.config import load_config
 from kurahi.errors import ConfigError
 from kurahi.lineage.provenance import _scan_lines
 from kurahi.store.journal import Journal
+from support.gateways import make_gateway_home, serve_in_thread
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 

@@ -22,7 +22,6 @@ from typing import Any
 
 import msgspec
 import pytest
-from faults import KINDS, cases, inject, trace
 
 from kurahi.agent.jobs import JobStore
 from kurahi.agent.ledger import Ledger, action_id
@@ -44,6 +43,7 @@ from kurahi.store.audit.log_file import AuditChain
 from kurahi.store.catalog import Catalog
 from kurahi.store.journal import Journal
 from kurahi.store.session import Session
+from support.faults import KINDS, cases, inject, trace
 
 
 @dataclass

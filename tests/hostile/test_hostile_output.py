@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostile_state import BAD_NAME, hostile_lines, write_hostile_transcript
 
-from peer import NODE, PiPeer, missing
+from support.hostile_state import BAD_NAME, hostile_lines, write_hostile_transcript
+from support.peer import NODE, PiPeer, missing
 
 KURAHI = str(Path(sys.executable).with_name("kurahi"))
 

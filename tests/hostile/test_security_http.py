@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from security import tree
 
-from gateways import Served, make_gateway_home, serve_in_thread
 from kurahi.continuity.api import install
 from kurahi.errors import GatewayRequestError, UsageError
 from kurahi.gateway.client import GatewayClient
 from kurahi.resident.devices import DeviceRegistry
+from support.gateways import Served, make_gateway_home, serve_in_thread
+from support.security import tree
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from security import HOSTILE_NAMES, assert_refused, invoke, run_cli, tree
 
 from kurahi.agent.layout import check_agent_id, check_session_key
 from kurahi.agent.tools import ListTool, MemoryAppendTool, ReadTool, ToolContext, WriteTool, resolve_in_workspace
@@ -37,8 +36,9 @@ from kurahi.resident.init import init_home
 from kurahi.store.catalog_format import validate_agent_id, validate_key
 from kurahi.store.session import Session
 from kurahi.testing import assistant_message, user_message
-from residents import run, with_runtime
-from testdata import SQLITE_ERA, openclaw_state
+from support.residents import run, with_runtime
+from support.security import HOSTILE_NAMES, assert_refused, invoke, run_cli, tree
+from support.testdata import SQLITE_ERA, openclaw_state
 
 KEY = "agent:alice:main"
 SQLITE_STATE = openclaw_state(SQLITE_ERA)

@@ -19,9 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from security import assert_refused, invoke, run_cli, tree
 
-from gateways import ALL_SECRETS, KURAHI
 from kurahi.agent.config import MAX_CONFIG_BYTES
 from kurahi.errors import CatalogCorruptError, ConfigError, SecretFileError, TranscriptReadError
 from kurahi.gateway.client import owner_token
@@ -32,6 +30,8 @@ from kurahi.pi.transcript import Transcript
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
 from kurahi.store.catalog import MAX_CATALOG_BYTES, Catalog
+from support.gateways import ALL_SECRETS, KURAHI
+from support.security import assert_refused, invoke, run_cli, tree
 
 
 def _umask0(*args: str, home: Path) -> subprocess.CompletedProcess[str]:

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 import typer
-from activations import KEY, OC_NEW, OC_OLD, OPENCLAW, FakeHost, Setup, actions, make_home, snapshot
 from typer.testing import CliRunner
 
 from kurahi.cli.activate import app
@@ -33,6 +32,7 @@ from kurahi.lifecycle.activation import (
 )
 from kurahi.lineage.stitch import stitch
 from kurahi.store.catalog import Catalog
+from support.activations import KEY, OC_NEW, OC_OLD, OPENCLAW, FakeHost, Setup, actions, make_home, snapshot
 
 runner = CliRunner()
 

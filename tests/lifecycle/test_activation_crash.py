@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from activations import OC_NEW, OC_OLD, OPENCLAW, make_home, snapshot
 
 from kurahi.gateway.activation_host import OfflineHost
 from kurahi.lifecycle.activation import apply_package, plan_activation, rollback_package, verify_package
 from kurahi.lineage.stitch import stitch
 from kurahi.store.audit.log_file import AuditChain, chain_path
 from kurahi.store.catalog_format import parse_catalog, serialize_catalog
+from support.activations import OC_NEW, OC_OLD, OPENCLAW, make_home, snapshot
 
 CRASH_EXIT = 77
 SCRIPT = """

@@ -12,10 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from activations import snapshot
 from typer.testing import CliRunner
 
-from gateways import make_gateway_home, run_kurahi, start_gateway
 from kurahi.cli.activate import app as activate_app
 from kurahi.cli.common import EXIT
 from kurahi.errors import PreTurnValidationError
@@ -27,7 +25,9 @@ from kurahi.resident.home import Home
 from kurahi.store.audit.log_file import AuditChain
 from kurahi.store.catalog import Catalog
 from kurahi.testing import build_session
-from peer import PiPeer
+from support.activations import snapshot
+from support.gateways import make_gateway_home, run_kurahi, start_gateway
+from support.peer import PiPeer
 
 KEY = "agent:alice:main"
 

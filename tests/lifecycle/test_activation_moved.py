@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from activations import OC_NEW, OC_OLD, OPENCLAW
 from typer.testing import CliRunner
 
 from kurahi.cli.activate import app
@@ -22,6 +21,7 @@ from kurahi.lifecycle.activation import plan_activation
 from kurahi.lineage.json_links import moved_session_file
 from kurahi.lineage.stitch import stitch
 from kurahi.store.catalog import Catalog
+from support.activations import OC_NEW, OC_OLD, OPENCLAW
 
 runner = CliRunner()
 KEY = "agent:main:main"

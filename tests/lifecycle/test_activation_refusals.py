@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from activations import OC_NEW, OC_OLD, OPENCLAW
-from sqlite_activations import KEY, PHRASE_A, PHRASE_B, SqliteSetup, sqlite_setup
 from typer.testing import CliRunner
 
 from kurahi.cli.activate import app
 from kurahi.cli.common import EXIT
 from kurahi.lineage.stitch import stitch
+from support.activations import OC_NEW, OC_OLD, OPENCLAW
+from support.sqlite_activations import KEY, PHRASE_A, PHRASE_B, SqliteSetup, sqlite_setup
 
 runner = CliRunner()
 

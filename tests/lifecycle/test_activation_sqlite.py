@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_activations import PHRASE_A, PHRASE_B, SqliteSetup, sqlite_setup, store_content
 from typer.testing import CliRunner
 
 from kurahi.cli.activate import app
 from kurahi.cli.common import EXIT
 from kurahi.store.openclaw.write import octet_length, register_octet_length
+from support.sqlite_activations import PHRASE_A, PHRASE_B, SqliteSetup, sqlite_setup, store_content
 
 runner = CliRunner()
 

@@ -27,12 +27,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from sqlite_activations import KEY, PHRASE_A, PHRASE_B, sqlite_setup, store_content
 
 import kurahi.lifecycle.openclaw_sqlite_apply as sqlite_apply
 from kurahi.gateway.activation_host import OfflineHost
 from kurahi.lifecycle.activation import apply_package, plan_activation, rollback_package, verify_package
 from kurahi.store.openclaw import write as openclaw_sqlite_write
+from support.sqlite_activations import KEY, PHRASE_A, PHRASE_B, sqlite_setup, store_content
 
 pytestmark = pytest.mark.slow
 

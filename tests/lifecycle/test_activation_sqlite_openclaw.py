@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_activations import KEY, PHRASE_A, PHRASE_B, sqlite_setup
 from typer.testing import CliRunner
 
 from kurahi.cli.activate import app
-from openclaw_peer import SQLITE_ERA, OpenClawFactory, OpenClawPeer
+from support.openclaw_peer import SQLITE_ERA, OpenClawFactory, OpenClawPeer
+from support.sqlite_activations import KEY, PHRASE_A, PHRASE_B, sqlite_setup
 
 pytestmark = pytest.mark.openclaw
 

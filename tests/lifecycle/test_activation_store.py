@@ -31,7 +31,7 @@ from kurahi.store.base import AgentStore, Backend
 from kurahi.store.memory_backend import MemoryBackend
 from kurahi.store.session import Session
 from kurahi.testing import build_session
-from waiting import wait_for
+from support.waiting import wait_for
 
 KEY = "agent:alice:main"
 KURAHI = [sys.executable, "-m", "kurahi.cli"]

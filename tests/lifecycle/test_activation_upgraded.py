@@ -14,13 +14,13 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from sqlite_activations import store_content
 from typer.testing import CliRunner
 
 from kurahi.cli.activate import app as activate_app
 from kurahi.cli.common import EXIT
 from kurahi.cli.lineage.commands import app as lineage_app
-from testdata import UPGRADED, openclaw_state_copy
+from support.sqlite_activations import store_content
+from support.testdata import UPGRADED, openclaw_state_copy
 
 runner = CliRunner()
 BEFORE, AFTER = "PURPLE-GIRAFFE-ALPHA", "ORANGE-WALRUS-OMEGA"

@@ -12,7 +12,7 @@ from kurahi.lifecycle.carry import carry_into, check_carry
 from kurahi.pi.transcript import Transcript
 from kurahi.store.session import Session
 from kurahi.testing import build_session
-from peer import PiPeer
+from support.peer import PiPeer
 
 
 def _carry(tmp_path: Path, entries: int, seed: int, carry: str, keep: int) -> tuple[Path, Path]:

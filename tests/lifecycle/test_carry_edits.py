@@ -12,7 +12,7 @@ from kurahi.lifecycle.carry import carry_into, check_carry
 from kurahi.pi.transcript import Transcript
 from kurahi.store.session import Session
 from kurahi.testing import assistant_message, tool_result, user_message
-from peer import PiPeer
+from support.peer import PiPeer
 
 SECRET = "sk-live-CARRY-42"
 REPLACED = "hunter2-original"

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from kurahi.cli.lifecycle import app
 from kurahi.lifecycle.matrix import MatrixRow, decision_matrix
 from kurahi.lifecycle.policy import FreshnessConfig, Inbound, ResetPolicy, SessionFacts, decide, explicit_command
-from lifecycle_matrix_expect import expected
+from support.lifecycle_matrix_expect import expected
 
 ROWS = decision_matrix()
 

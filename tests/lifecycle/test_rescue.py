@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from json_era import T0, JsonEraDir
 from kurahi.lineage.find import find_lineage
-from testdata import IDLE_UPGRADED, UPGRADED, data_path, openclaw_state_copy, tree_hash
+from support.json_era import T0, JsonEraDir
+from support.testdata import IDLE_UPGRADED, UPGRADED, data_path, openclaw_state_copy, tree_hash
 
 KURAHI = [sys.executable, "-m", "kurahi.cli"]
 

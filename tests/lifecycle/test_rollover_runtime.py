@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from gateways import make_gateway_home, serve_in_thread
 from kurahi.agent.runtime import Runtime
 from kurahi.context.files import project_file
 from kurahi.lifecycle.carry import check_carry
 from kurahi.store.catalog import Catalog
-from residents import config, make_home, run, with_runtime
+from support.gateways import make_gateway_home, serve_in_thread
+from support.residents import config, make_home, run, with_runtime
 
 KEY = "agent:alice:main"
 

@@ -14,7 +14,7 @@ from kurahi.cli.common import EXIT
 from kurahi.context.files import project_file
 from kurahi.context.tokens import estimate_content_tokens
 from kurahi.lineage.find import export_piece, find_lineage
-from testdata import JSON_ERA, SQLITE_ERA, UPGRADED, openclaw_state_copy, tree_hash
+from support.testdata import JSON_ERA, SQLITE_ERA, UPGRADED, openclaw_state_copy, tree_hash
 
 BEFORE, AFTER = "PURPLE-GIRAFFE-ALPHA", "ORANGE-WALRUS-OMEGA"
 runner = CliRunner()

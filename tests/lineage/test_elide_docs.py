@@ -12,7 +12,7 @@ from kurahi.pi.stats import transcript_stats
 from kurahi.pi.transcript import Transcript
 from kurahi.store.session import Session
 from kurahi.testing import assistant_message, tool_result, user_message
-from peer import PiPeer
+from support.peer import PiPeer
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "elide.md"
 SECRET = "sk-live-DOCS-0001"

@@ -19,7 +19,7 @@ from kurahi.errors import TranscriptReadError, UsageError
 from kurahi.lineage.find import Piece, export_piece, find_lineage
 from kurahi.lineage.openclaw_sqlite import export_session_jsonl, list_sqlite_sessions
 from kurahi.pi.transcript import Transcript
-from testdata import JSON_ERA, SQLITE_ERA, openclaw_state
+from support.testdata import JSON_ERA, SQLITE_ERA, openclaw_state
 
 JSON_STATE = openclaw_state(JSON_ERA)
 SQLITE_STATE = openclaw_state(SQLITE_ERA)

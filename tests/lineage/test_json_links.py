@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from json_era import T0, JsonEraDir
 from kurahi.lifecycle.rescue import find_losses
 from kurahi.lineage.find import find_lineage
-from testdata import data_path, tree_hash
+from support.json_era import T0, JsonEraDir
+from support.testdata import data_path, tree_hash
 
 
 def test_the_closest_successor_decides_whose_archive_it_is(tmp_path: Path) -> None:
@@ -94,7 +94,7 @@ def test_the_watcher_reads_again_only_when_a_file_changed_and_reports_only_new_l
 
 def test_an_original_the_doctor_kept_but_did_not_import_is_a_migration_loss(tmp_path: Path) -> None:
     """``session-sqlite-import-archive/<key>.<id>.jsonl.imported-<ms>`` of a session the store lacks."""
-    from testdata import UPGRADED, openclaw_state_copy
+    from support.testdata import UPGRADED, openclaw_state_copy
 
     state = openclaw_state_copy(UPGRADED, tmp_path / "state")
     sessions = state / "agents" / "main" / "sessions"
@@ -130,7 +130,7 @@ SAMPLE_PHRASES = {
 def test_every_earlier_session_of_the_main_key_is_a_piece_and_a_loss_in_time_order(era: Any, tmp_path: Path) -> None:
     """The reset-then-idle samples OpenClaw wrote: A (before the reset), B (reset to idle), C (live)."""
     from kurahi.lineage.find import open_agent
-    from testdata import openclaw_state_copy
+    from support.testdata import openclaw_state_copy
 
     state = openclaw_state_copy(era, tmp_path / "state")
     a, b, c = SAMPLE_PHRASES[era]

@@ -11,7 +11,7 @@ from kurahi.lineage.draw_render import render_svg
 from kurahi.lineage.stitch import stitch
 from kurahi.store.session import Session
 from kurahi.testing import assistant_message, user_message
-from peer import PiPeer
+from support.peer import PiPeer
 
 USAGE = {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 3, "cost": {"total": 0}}
 

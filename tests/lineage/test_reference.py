@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from cli_probe import run_main
 from kurahi.context.files import project_file
 from kurahi.errors import CheckError, NotASessionError
 from kurahi.lineage.check import check, messages_sha256
 from kurahi.lineage.reference import reference_projection
-from peer import PiPeer
+from support.cli_probe import run_main
+from support.peer import PiPeer
 
 HEADER = '{"type":"session","version":3,"id":"s","timestamp":"2026-11-30T08:00:00.000Z","cwd":"/"}'
 

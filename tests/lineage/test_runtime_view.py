@@ -28,7 +28,7 @@ from kurahi.lineage.runtime_view import (
     runtime_view,
     window_for,
 )
-from testdata import JSON_ERA, openclaw_state_copy, tree_hash
+from support.testdata import JSON_ERA, openclaw_state_copy, tree_hash
 
 runner = CliRunner()
 

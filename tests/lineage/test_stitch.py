@@ -20,8 +20,8 @@ from kurahi.lineage.check import check, messages_sha256
 from kurahi.lineage.stitch import stitch
 from kurahi.store.session import Session
 from kurahi.testing import assistant_message, user_message
-from peer import PiPeer
-from testdata import JSON_ERA, openclaw_state
+from support.peer import PiPeer
+from support.testdata import JSON_ERA, openclaw_state
 
 OPENCLAW = openclaw_state(JSON_ERA) / "agents" / "main" / "sessions"
 OLD = "fe0cc71e-f9a6-41ee-8e2a-ecb95f96fc86.jsonl.reset.2026-11-30T08-24-46.695Z"

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from kurahi.cli import app
 from kurahi.cli.common import EXIT
 from kurahi.lineage.find import export_piece, find_lineage
-from testdata import JSON_ERA, SQLITE_ERA, openclaw_state_copy, tree_hash
+from support.testdata import JSON_ERA, SQLITE_ERA, openclaw_state_copy, tree_hash
 
 BEFORE, AFTER = "PURPLE-GIRAFFE-ALPHA", "ORANGE-WALRUS-OMEGA"
 RESET_ID = "106cd4ae"

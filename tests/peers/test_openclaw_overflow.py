@@ -26,8 +26,8 @@ from typer.testing import CliRunner
 
 from kurahi.cli import app
 from kurahi.lineage.reference import reference_projection
-from openclaw_model import SUMMARY_SECTIONS, request_messages, text_of
-from openclaw_peer import JSON_ERA, MAIN_KEY, SQLITE_ERA, OpenClawFactory, OpenClawPeer
+from support.openclaw_model import SUMMARY_SECTIONS, request_messages, text_of
+from support.openclaw_peer import JSON_ERA, MAIN_KEY, SQLITE_ERA, OpenClawFactory, OpenClawPeer
 
 pytestmark = pytest.mark.openclaw
 

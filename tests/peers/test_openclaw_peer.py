@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from openclaw_model import REPLY_PREFIX, StandInModel
-from openclaw_peer import (
+from support.openclaw_model import REPLY_PREFIX, StandInModel
+from support.openclaw_peer import (
     JSON_ERA,
     MAIN_KEY,
     OPENCLAW_VERSIONS,

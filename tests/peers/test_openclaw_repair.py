@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from openclaw_model import REPLY_PREFIX
-from openclaw_peer import JSON_ERA, MAIN_KEY, SQLITE_ERA, OpenClawFactory, OpenClawPeer, phrases_in
-from testdata import UPGRADED, openclaw_state_copy
+from support.openclaw_model import REPLY_PREFIX
+from support.openclaw_peer import JSON_ERA, MAIN_KEY, SQLITE_ERA, OpenClawFactory, OpenClawPeer, phrases_in
+from support.testdata import UPGRADED, openclaw_state_copy
 
 pytestmark = pytest.mark.openclaw
 

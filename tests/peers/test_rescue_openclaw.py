@@ -19,8 +19,16 @@ from typing import Any
 
 import pytest
 
-from openclaw_model import REPLY_PREFIX
-from openclaw_peer import JSON_ERA, MAIN_KEY, SQLITE_ERA, OpenClawFactory, OpenClawPeer, OpenClawVersion, phrases_in
+from support.openclaw_model import REPLY_PREFIX
+from support.openclaw_peer import (
+    JSON_ERA,
+    MAIN_KEY,
+    SQLITE_ERA,
+    OpenClawFactory,
+    OpenClawPeer,
+    OpenClawVersion,
+    phrases_in,
+)
 
 pytestmark = pytest.mark.openclaw
 

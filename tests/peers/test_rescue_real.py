@@ -1,4 +1,4 @@
-"""``kurahi rescue`` on the real OpenClaw scenarios (``tests/rescue_scenarios.py``): every loss listed,
+"""``kurahi rescue`` on the real OpenClaw scenarios (``tests/support/rescue_scenarios.py``): every loss listed,
 each brought back, and OpenClaw's own next request holds every lost phrase and no other key's.
 
 Issue 28's proof. For each scenario (OpenClaw 2026.5.28: a reset then an idle rollover, two
@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from openclaw_peer import MAIN_KEY, phrases_in
-from rescue_scenarios import ALICE, BOB, Scenario, check_view
-from testdata import tree_hash
+from support.openclaw_peer import MAIN_KEY, phrases_in
+from support.rescue_scenarios import ALICE, BOB, Scenario, check_view
+from support.testdata import tree_hash
 
 pytestmark = pytest.mark.openclaw
 

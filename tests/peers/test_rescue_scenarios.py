@@ -1,4 +1,4 @@
-"""The rescue scenarios (tests/rescue_scenarios.py) are what they claim to be.
+"""The rescue scenarios (tests/support/rescue_scenarios.py) are what they claim to be.
 
 For each: the files or rows OpenClaw wrote are there, each piece's phrase sits in the file or
 session (and on the side of a reset) that it should, and OpenClaw's own next request on the key
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from kurahi.store.openclaw.events import EVENT_COLUMNS, event_bytes
-from openclaw_peer import MAIN_KEY, SESSIONS_DIR, SQLITE_STORE, read_sqlite_copy
-from rescue_scenarios import ALICE, BOB, SMALL_WINDOW, Scenario, check_view
+from support.openclaw_peer import MAIN_KEY, SESSIONS_DIR, SQLITE_STORE, read_sqlite_copy
+from support.rescue_scenarios import ALICE, BOB, SMALL_WINDOW, Scenario, check_view
 
 pytestmark = pytest.mark.openclaw
 

@@ -30,7 +30,7 @@ from kurahi.locations.listing import list_sessions, locate_transcript
 from kurahi.store import catalog as catalog_module
 from kurahi.store import catalog_format
 from kurahi.store.catalog import Catalog, find_catalogs, parse_catalog, serialize_catalog
-from testdata import JSON_ERA, openclaw_state
+from support.testdata import JSON_ERA, openclaw_state
 
 OPENCLAW_STATE = openclaw_state(JSON_ERA)
 OPENCLAW_CATALOG = OPENCLAW_STATE / "agents/main/sessions/sessions.json"

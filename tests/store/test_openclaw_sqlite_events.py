@@ -20,7 +20,7 @@ from kurahi.errors import TranscriptReadError
 from kurahi.lineage.openclaw_sqlite import export_session_jsonl, list_sqlite_nodes
 from kurahi.store.openclaw.events import event_bytes
 from kurahi.store.openclaw.write import open_store, register_octet_length, session_digest
-from testdata import data_path
+from support.testdata import data_path
 
 NAVIGATION = (
     '{"version":1,"report":{"kind":"canonical"},"navigation":{},"reset":{},"model":{},'

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kurahi.store.openclaw.sqlite_schema import ACTIVATION_TABLES, KNOWN_OBJECTS, schema_objects, schema_problems
-from testdata import data_path
+from support.testdata import data_path
 
 
 def copy_of(sample: str, tmp_path: Path) -> sqlite3.Connection:

@@ -35,7 +35,7 @@ from kurahi.store.postgres.logs import PostgresLog
 from kurahi.store.postgres.rows import split_lines
 from kurahi.store.session import Session
 from kurahi.testing import BackendConformance
-from waiting import wait_for
+from support.waiting import wait_for
 
 
 class TestPostgresBackend(BackendConformance):

@@ -16,7 +16,7 @@ from kurahi.context.files import project_file
 from kurahi.errors import ContextEditError, UsageError
 from kurahi.store.session import Session
 from kurahi.testing import assistant_message, tool_result, user_message
-from peer import PiPeer
+from support.peer import PiPeer
 
 USAGE = {
     "input": 1,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ui_server import CHROMIUM, CHROMIUM_ARGS, browser_missing
+from support.ui_server import CHROMIUM, CHROMIUM_ARGS, browser_missing
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from gateways import make_gateway_home
-from homes import MARKUP, add_big_tree, add_markup_session, add_session, sessions_dir
 from kurahi.gateway.static_files import CSP
 from kurahi.store.open import open_backend
-from ui_server import serve_viewer
+from support.gateways import make_gateway_home
+from support.homes import MARKUP, add_big_tree, add_markup_session, add_session, sessions_dir
+from support.ui_server import serve_viewer
 
 KEY = "agent:alice:main"
 

@@ -14,10 +14,10 @@ from urllib.parse import quote
 
 import pytest
 
-from browser import SCROLL, Watched, watch
-from gateways import make_gateway_home
-from homes import AFTER, BEFORE, MARKUP, add_big_tree, add_markup_session, add_repair, add_reports
-from ui_server import Viewer, browser_missing, serve_viewer
+from support.browser import SCROLL, Watched, watch
+from support.gateways import make_gateway_home
+from support.homes import AFTER, BEFORE, MARKUP, add_big_tree, add_markup_session, add_repair, add_reports
+from support.ui_server import Viewer, browser_missing, serve_viewer
 
 pytestmark = [
     pytest.mark.browser,

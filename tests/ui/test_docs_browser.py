@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from browser import Watched, watch
-from gateways import make_gateway_home
-from ui_server import Viewer, browser_missing, serve_viewer
+from support.browser import Watched, watch
+from support.gateways import make_gateway_home
+from support.ui_server import Viewer, browser_missing, serve_viewer
 
 pytestmark = [
     pytest.mark.browser,

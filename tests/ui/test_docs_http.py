@@ -14,11 +14,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from gateways import make_gateway_home
 from kurahi.gateway.docs_page import DOCS_CSP
 from kurahi.gateway.static_files import CSP
 from kurahi.gateway.vendored import read_manifest
-from ui_server import Viewer, serve_viewer
+from support.gateways import make_gateway_home
+from support.ui_server import Viewer, serve_viewer
 
 SWAGGER = Path(__file__).resolve().parents[2] / "src" / "kurahi" / "gateway" / "static" / "swagger"
 

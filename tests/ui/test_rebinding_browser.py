@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gateways import make_gateway_home, start_gateway
 from kurahi.gateway.lock import gateway_info
-from ui_server import CHROMIUM, CHROMIUM_ARGS, browser_missing
+from support.gateways import make_gateway_home, start_gateway
+from support.ui_server import CHROMIUM, CHROMIUM_ARGS, browser_missing
 
 pytestmark = [
     pytest.mark.browser,

@@ -11,7 +11,7 @@ key ASCII:
 
 - strings: both escape ``"``, ``\``, and U+0000–U+001F (``\b \t \n \f \r`` in short form,
   the rest as lowercase ``\u00xx``) and nothing else: not ``/``, not U+007F, not U+2028/U+2029,
-  not non-ASCII (written as UTF-8). ``tests/test_canonical.py`` checks every one of these
+  not non-ASCII (written as UTF-8). ``tests/js/test_canonical.py`` checks every one of these
   characters and random strings with hypothesis;
 - keys: JCS sorts by UTF-16 code units, msgspec by code point. The two orders agree except
   between astral characters and U+E000–U+FFFF, which ASCII keys cannot contain;

@@ -1,0 +1,1 @@
+"""What the tests share: peers, builders, servers, campaigns and the crash-state explorer."""

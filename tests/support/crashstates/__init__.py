@@ -1,0 +1,1 @@
+"""The crash-state explorer: recorded file-system operations, every crash state, the protocols."""

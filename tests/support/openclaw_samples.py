@@ -1,0 +1,169 @@
+"""Write a rescue scenario as a committed sample under ``tests/data/openclaw/`` (run by hand).
+
+``python tests/support/openclaw_samples.py OUT`` builds the 2026.5.28 and 2026.9.6 scenarios with real
+OpenClaw (:mod:`rescue_scenarios`, about five minutes) and writes ``OUT/2026.5.28-reset-idle``
+and ``OUT/2026.9.6-reset-idle``: the files a session tool reads, the run's turn log as
+``cap/turns.jsonl``, absolute paths rewritten as ``tests/data/openclaw/README.md`` says.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import sys
+import tempfile
+from pathlib import Path
+
+SAMPLE_STATE = "/home/ava/.openclaw"
+"""Where the samples say their state dir was (the README's convention)."""
+SAMPLE_HOME = "/home/ava"
+SAMPLE_PACKAGE = "/usr/lib/node_modules/openclaw"
+SAMPLE_NODE = "/usr/bin/node"
+"""Where the samples say OpenClaw was installed (its skills' paths are in the session entry)."""
+
+
+def _swaps(root: Path, package: Path, node: str | None = None) -> list[tuple[str, str]]:
+    # Longest first, so that the state dir is not rewritten as the home it lies under.
+    pairs = [(str((root / "state").resolve()), SAMPLE_STATE), (str(package.resolve()), SAMPLE_PACKAGE),
+             (str(package), SAMPLE_PACKAGE), (str(root.resolve()), SAMPLE_HOME)]  # fmt: skip
+    if node is not None:  # the run's command line is in 2026.9's trajectory events
+        pairs += [(node, SAMPLE_NODE), (str(Path(node).resolve()), SAMPLE_NODE)]
+    return pairs
+
+
+def _rewrite_text(data: bytes, swaps: list[tuple[str, str]]) -> bytes:
+    for old, new in swaps:
+        data = data.replace(old.encode(), new.encode())
+    return data
+
+
+def write_json_sample(root: Path, package: Path, node: str | None, turns: list[dict[str, object]], out: Path) -> None:
+    """A 2026.5 dir's catalog, transcripts and reset archives (not the run traces), and its turn log."""
+    swaps = _swaps(root, package, node)
+    src = root / "state" / "agents" / "main" / "sessions"
+    dst = out / "state" / "agents" / "main" / "sessions"
+    dst.mkdir(parents=True)
+    for path in sorted(src.iterdir()):
+        wanted = path.name == "sessions.json" or (".jsonl" in path.name and ".trajectory" not in path.name)
+        if path.is_file() and wanted:
+            (dst / path.name).write_bytes(_rewrite_text(path.read_bytes(), swaps))
+    _write_turns(turns, out, swaps)
+
+
+def write_sqlite_sample(root: Path, package: Path, node: str | None, turns: list[dict[str, object]], out: Path) -> None:
+    """A 2026.9 store, whole, with its absolute paths rewritten through SQLite itself."""
+    swaps = _swaps(root, package, node)
+    store = Path("agents") / "main" / "agent" / "openclaw-agent.sqlite"
+    _store_sample(root / "state" / store, out / "state" / store, swaps)
+    _write_turns(turns, out, swaps)
+
+
+def _store_sample(src: Path, dst: Path, swaps: list[tuple[str, str]]) -> None:
+    """``src`` (with its ``-wal``) rewritten by :func:`rewrite_store` into ``dst``, beside the empty
+    ``-wal`` a clean stop of OpenClaw leaves."""
+    dst.parent.mkdir(parents=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch) / src.name
+        for suffix in ("", "-wal"):
+            if Path(f"{src}{suffix}").exists():
+                shutil.copyfile(f"{src}{suffix}", f"{work}{suffix}")
+        rewrite_store(work, swaps)
+        shutil.copyfile(work, dst)
+    dst.with_name(dst.name + "-wal").write_bytes(b"")
+
+
+PATH_COLUMNS = (
+    ("session_nodes", "entry_json"),
+    ("transcript_events", "event_json"),
+    ("trajectory_runtime_events", "event_json"),
+)
+"""Where OpenClaw 2026.9.6 keeps absolute paths in a store (found by searching every column)."""
+
+
+def rewrite_store(db: Path, swaps: list[tuple[str, str]]) -> None:
+    """Replace each path in :data:`PATH_COLUMNS` through SQLite, then ``VACUUM``, so that no old
+    copy of a row is left in a free page, and leave no ``-wal``."""
+    from kurahi.store.openclaw.write import register_octet_length
+
+    con = sqlite3.connect(db)
+    try:
+        register_octet_length(con)
+        for table, column in PATH_COLUMNS:
+            for old, new in swaps:
+                con.execute(f"UPDATE {table} SET {column} = replace({column}, ?, ?) WHERE instr({column}, ?)",
+                            (old, new, old))  # fmt: skip
+        con.commit()
+        con.execute("VACUUM")
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        con.close()
+    data = db.read_bytes()
+    left = [old for old, _ in swaps if old.encode() in data]
+    assert not left, f"{db}: still holds {left}"
+
+
+def _write_turns(turns: list[dict[str, object]], out: Path, swaps: list[tuple[str, str]]) -> None:
+    cap = out / "cap"
+    cap.mkdir(parents=True)
+    text = "".join(json.dumps(turn, ensure_ascii=False) + "\n" for turn in turns)
+    (cap / "turns.jsonl").write_bytes(_rewrite_text(text.encode(), swaps))
+
+
+def write_upgraded_sample(sample: Path, out: Path) -> None:
+    """``sample`` (a JSON-era sample) upgraded by 2026.9.6's own ``openclaw doctor --fix``.
+
+    The sample's state is put at a real place with its paths pointing there (OpenClaw follows
+    ``sessionFile``), the doctor runs on it, and what it left is written back with the
+    sample's paths: the store, ``sessions/`` (less ``skills-prompts/``) and the import
+    archive (less the run traces), with the sample's turn log.
+    """
+    from support.openclaw_peer import SQLITE_ERA, OpenClawPeer, find_node, package_dir
+
+    with tempfile.TemporaryDirectory(prefix="openclaw-upgrade-") as scratch:
+        root = Path(scratch)
+        shutil.copytree(sample / "state", root / "state")
+        to_real = [(SAMPLE_STATE, str((root / "state").resolve())), (SAMPLE_HOME, str(root.resolve()))]
+        for path in (root / "state").rglob("*"):
+            if path.is_file():
+                path.write_bytes(_rewrite_text(path.read_bytes(), to_real))
+        peer = OpenClawPeer(SQLITE_ERA, root)
+        try:
+            peer.doctor("--fix", "--non-interactive", deadline=300)
+        finally:
+            peer.close()
+        swaps = _swaps(root, package_dir(SQLITE_ERA), find_node(SQLITE_ERA))
+        agent = root / "state" / "agents" / "main"
+        store = Path("agent") / "openclaw-agent.sqlite"
+        _store_sample(agent / store, out / "state" / "agents" / "main" / store, swaps)
+        for folder in ("sessions", "session-sqlite-import-archive"):
+            for path in sorted((agent / folder).iterdir()):
+                if path.is_file() and ".trajectory.jsonl" not in path.name:
+                    (out / "state" / "agents" / "main" / folder).mkdir(parents=True, exist_ok=True)
+                    dst = out / "state" / "agents" / "main" / folder / path.name
+                    dst.write_bytes(_rewrite_text(path.read_bytes(), swaps))
+    (out / "cap").mkdir(parents=True)
+    shutil.copyfile(sample / "cap" / "turns.jsonl", out / "cap" / "turns.jsonl")
+
+
+def main(out: Path) -> None:
+    """Build both eras' scenarios and write the two reset-then-idle samples to ``out``."""
+    from support.openclaw_peer import JSON_ERA, SQLITE_ERA, find_node, package_dir
+    from support.rescue_builds import build_json, build_sqlite
+
+    with tempfile.TemporaryDirectory(prefix="openclaw-samples-") as scratch:
+        base = Path(scratch)
+        for era, build, name, write in (
+            (JSON_ERA, build_json, "json-reset-idle", write_json_sample),
+            (SQLITE_ERA, build_sqlite, "sqlite-reset-idle", write_sqlite_sample),
+        ):
+            scenario = build(base / era)[name]
+            target = out / f"{era}-reset-idle"
+            write(scenario.root, package_dir(era), find_node(era), list(scenario.notes["turns"]), target)
+            phrases = {p.ended_by or "live": p.phrases for p in scenario.pieces}
+            print(f"{target}: {phrases}")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: it imports support
+    main(Path(sys.argv[1]))

@@ -14,10 +14,10 @@ time is the figure; the bar is 1 s. Alternating with it, the same number of proc
 the plain path on the same file: every line through ``LineChecker`` (the rules themselves,
 which is how the memory and PostgreSQL backends verify), read with the same ``iter_lines``.
 What the quick path (``kurahi.store.audit.quick_verify``) buys is the ratio of the medians;
-each process's whole wall time (start-up and import included) is printed too. The CPU time of the verifying process is printed too:
-on a machine shared with other work the wall time varies with the load, the CPU time much
-less. Verification runs in one process (the library never forks). Exits 1 when the median
-is over the bar or the chain does not verify.
+each process's whole wall time (start-up and import included) is printed too, and the CPU
+time of the verifying: on a machine shared with other work the wall time varies with the
+load, the CPU time much less. Verification runs in one process (the library never forks).
+Exits 1 when the median is over the bar or the chain does not verify.
 
 Usage::
 

@@ -45,7 +45,7 @@ from kurahi.js.jcs import canonical_json
 from kurahi.store.audit.record import AuditRecord, build_record
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from audit_verify import realistic_event  # noqa: E402  (the same records as the audit benchmark)
+from audit_verify import realistic_event  # the same records as the audit benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = ROOT / "tests/data/openclaw/2026.5.28-reset/state/agents/main/sessions/sessions.json"
@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         for r in rows:
             print(
-                f"{r['payload']:<28} {r['count']:>5} x {r['medianBytes']:>6} B: msgspec {r['msgspecMicroseconds']:8.2f} µs,"
+                f"{r['payload']:<28} {r['count']:>5} x {r['medianBytes']:>6} B:"
+                f" msgspec {r['msgspecMicroseconds']:8.2f} µs,"
                 f" plain {r['plainMicroseconds']:8.2f} µs, {r['speedup']:5.2f}x"
                 + ("" if r["sameBytes"] else "  DIFFERENT BYTES")
             )

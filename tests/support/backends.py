@@ -1,9 +1,11 @@
 """Each storage backend in turn: what the ``any_backend`` fixture (tests/conftest.py) hands a test.
 
 A test that must hold on every backend asks for ``any_backend`` and runs three times, as
-``[file]``, ``[memory]`` and ``[postgres]``. The PostgreSQL case opens a fresh database of the
-run's throwaway server (``pg_url``), is marked ``postgres`` (so the fast tier leaves it out)
-and is skipped loudly, as every PostgreSQL test is, when no server can start.
+``[file]``, ``[memory]`` and ``[postgres]``; one that needs what only some backends do
+narrows it (``parametrize("any_backend", FENCING_KINDS, indirect=True)``). The PostgreSQL
+case opens a fresh database of the run's throwaway server (``pg_url``), is marked
+``postgres`` (so the fast tier leaves it out) and is skipped loudly, as every PostgreSQL
+test is, when no server can start.
 """
 
 from __future__ import annotations
@@ -17,10 +19,16 @@ from kurahi.store.base import Backend
 from kurahi.store.file_backend import FileBackend
 from kurahi.store.memory_backend import MemoryBackend
 
-__all__ = ["BACKEND_KINDS", "BackendMaker"]
+__all__ = ["BACKEND_KINDS", "FENCING_KINDS", "BackendMaker"]
 
-BACKEND_KINDS = ["file", "memory", pytest.param("postgres", marks=pytest.mark.postgres)]
+_POSTGRES = pytest.param("postgres", marks=pytest.mark.postgres)
+
+BACKEND_KINDS = ["file", "memory", _POSTGRES]
 """The fixture's parameters, one per backend, in this order."""
+
+FENCING_KINDS = ["memory", _POSTGRES]
+"""The backends whose claims fence off a writer still open (a file home's writer holds a lock that
+cannot be taken from it), for ``@pytest.mark.parametrize("any_backend", FENCING_KINDS, indirect=True)``."""
 
 
 class BackendMaker:

@@ -149,6 +149,7 @@ bench: install peer
 	$(BIN)/python benchmarks/manifest_hash.py
 	$(BIN)/python benchmarks/gateway_load.py
 	$(BIN)/python benchmarks/audit_verify.py
+	$(BIN)/python benchmarks/canonical_json.py
 	$(BIN)/python benchmarks/provenance.py
 	$(BIN)/python benchmarks/store_backends.py
 	$(BIN)/python benchmarks/fast_tier.py

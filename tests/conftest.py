@@ -1,5 +1,6 @@
-"""Shared fixtures: the Pi peer and the OpenClaw peer (skipped loudly when node is absent), and a
-throwaway PostgreSQL (``pg_server``, ``pg_url``; skipped loudly when it cannot start)."""
+"""Shared fixtures: the Pi peer and the OpenClaw peer (skipped loudly when node is absent), a
+throwaway PostgreSQL (``pg_server``, ``pg_url``; skipped loudly when it cannot start), and
+``any_backend``: each storage backend in turn (file, memory, PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from kurahi.errors import PostgresUnavailableError
 from kurahi.pi.read import native
 from kurahi.testing.postgres import ThrowawayPostgres, find_bindir
 from support import tiers
+from support.backends import BACKEND_KINDS, BackendMaker
 from support.openclaw_peer import (
     OPENCLAW_VERSIONS,
     OpenClawFactory,
@@ -258,3 +260,19 @@ def pg_url(pg_server: ThrowawayPostgres) -> str:
     """A fresh database of the run's server for this test: its URL, with the password (never print it)."""
     _PG["databases"] = n = _PG.get("databases", 0) + 1
     return pg_server.create_database(f"test_{n}")
+
+
+@pytest.fixture(params=BACKEND_KINDS)
+def any_backend(request: pytest.FixtureRequest) -> Iterator[BackendMaker]:
+    """Each storage backend in turn: a :class:`~support.backends.BackendMaker` of ``file``, ``memory``, ``postgres``.
+
+    The PostgreSQL case gets a fresh database of the run's server (``pg_url``), is marked
+    ``postgres`` (slow) and is skipped loudly, with the others, when no server can start.
+    Every backend made is closed at teardown.
+    """
+    url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
+    maker = BackendMaker(request.param, url)
+    try:
+        yield maker
+    finally:
+        maker.close()

@@ -1,4 +1,4 @@
-"""Idempotency keys and a store failing under a turn (issue 29, items 1 and 2), in one process.
+"""Idempotency keys and a store failing under a turn (issue 29, items 1 and 2), in one process, on each backend.
 
 A message sent again with its key is answered from the turn stored for it; a turn whose
 store fails lets its session go (so the next message opens it afresh) and says what it
@@ -16,7 +16,7 @@ from kurahi.agent.conversation import PathItem
 from kurahi.agent.idempotency import find_turn
 from kurahi.agent.runtime import Runtime
 from kurahi.errors import AppendError, AppendOutcomeUnknownError, TurnInterruptedError, UsageError
-from kurahi.store.memory_backend import MemoryBackend
+from support.backends import BackendMaker
 from support.residents import make_home, run, with_runtime
 
 KEY = "agent:alice:main"
@@ -52,7 +52,9 @@ def fail_append(rt: Runtime, nth: int, error: Exception) -> None:
     handle.append = append
 
 
-def test_a_message_sent_again_with_its_key_is_answered_from_the_stored_turn(tmp_path: Path) -> None:
+def test_a_message_sent_again_with_its_key_is_answered_from_the_stored_turn(
+    tmp_path: Path, any_backend: BackendMaker
+) -> None:
     home = make_home(tmp_path)
 
     async def go(rt: Runtime) -> None:
@@ -65,12 +67,12 @@ def test_a_message_sent_again_with_its_key_is_answered_from_the_stored_turn(tmp_
         other = await rt.send(KEY, TOOL, idempotency_key="ik-2")  # another key: another message
         assert not other.replayed and user_messages(rt, "note it") == 2
 
-    run(with_runtime(home, go, backend=MemoryBackend(home)))
+    run(with_runtime(home, go, backend=any_backend(home)))
     assert side_effects(home) == 2
 
 
 def test_a_turn_whose_store_fails_lets_the_session_go_and_the_retry_goes_on_from_what_was_stored(
-    tmp_path: Path,
+    tmp_path: Path, any_backend: BackendMaker
 ) -> None:
     home = make_home(tmp_path)
 
@@ -89,7 +91,7 @@ def test_a_turn_whose_store_fails_lets_the_session_go_and_the_retry_goes_on_from
         assert user_messages(rt, "note it") == 1
         assert len(again.entries) >= 4  # the stored message and call, then what the retry added
 
-    run(with_runtime(home, go, backend=MemoryBackend(home)))
+    run(with_runtime(home, go, backend=any_backend(home)))
     assert side_effects(home) == 1
 
 
@@ -101,7 +103,7 @@ def test_a_turn_whose_store_fails_lets_the_session_go_and_the_retry_goes_on_from
     ],
 )
 def test_a_turn_whose_first_append_fails_says_whether_its_message_was_stored(
-    tmp_path: Path, error: Exception, stored: bool | None
+    tmp_path: Path, any_backend: BackendMaker, error: Exception, stored: bool | None
 ) -> None:
     home = make_home(tmp_path)
 
@@ -114,10 +116,10 @@ def test_a_turn_whose_first_append_fails_says_whether_its_message_was_stored(
         assert (await rt.send(KEY, "second", idempotency_key="ik-3")).status == "ok"
         assert user_messages(rt, "second") == 1
 
-    run(with_runtime(home, go, backend=MemoryBackend(home)))
+    run(with_runtime(home, go, backend=any_backend(home)))
 
 
-def test_a_bad_idempotency_key_is_refused_before_anything_is_stored(tmp_path: Path) -> None:
+def test_a_bad_idempotency_key_is_refused_before_anything_is_stored(tmp_path: Path, any_backend: BackendMaker) -> None:
     home = make_home(tmp_path)
 
     async def go(rt: Runtime) -> None:
@@ -125,7 +127,7 @@ def test_a_bad_idempotency_key_is_refused_before_anything_is_stored(tmp_path: Pa
             await rt.send(KEY, "hello", idempotency_key="has space")
         assert rt.open_conversation(KEY) is None or user_messages(rt, "hello") == 0
 
-    run(with_runtime(home, go, backend=MemoryBackend(home)))
+    run(with_runtime(home, go, backend=any_backend(home)))
 
 
 def _item(i: int, role: str, *, key: str | None = None, stop: str | None = None, steered: bool = False) -> PathItem:

@@ -1,8 +1,8 @@
 """The runtime on each backend: turns, tool calls with their ledger, a restart, a reset, jobs.
 
-The same scenario runs on the file backend and the memory backend (PostgreSQL binds it in
-tests/store/test_postgres_backend.py): what a resident keeps across a restart must not
-depend on where it is stored.
+The same scenario runs on every backend (``any_backend``: file, memory, PostgreSQL): what a
+resident keeps across a restart must not depend on where it is stored. What only gateways
+sharing a database meet (leases taken over, claims) is tested on PostgreSQL alone below.
 """
 
 from __future__ import annotations
@@ -17,16 +17,11 @@ from kurahi.agent.ledger import Ledger
 from kurahi.agent.runtime import Runtime
 from kurahi.context.project import build_context
 from kurahi.store.base import Backend, transcript_name
-from kurahi.store.file_backend import FileBackend
 from kurahi.store.memory_backend import MemoryBackend
+from support.backends import BackendMaker
 from support.residents import make_home, run
 
 KEY = "agent:alice:main"
-
-BACKENDS: dict[str, Callable[[Path], Backend]] = {
-    "file": FileBackend,
-    "memory": MemoryBackend,
-}
 
 
 async def _session(home: Path, backend: Backend, fn: Callable[[Runtime], Any]) -> Any:
@@ -98,10 +93,9 @@ def scenario(home: Path, backend: Backend) -> None:
     assert sorted(store.transcripts.names()) == sorted([name, new_name])
 
 
-@pytest.mark.parametrize("kind", sorted(BACKENDS))
-def test_a_resident_lives_the_same_on_every_backend(tmp_path: Path, kind: str) -> None:
+def test_a_resident_lives_the_same_on_every_backend(tmp_path: Path, any_backend: BackendMaker) -> None:
     home = make_home(tmp_path)
-    scenario(home, BACKENDS[kind](home))
+    scenario(home, any_backend(home))
 
 
 def test_memory_backend_leaves_the_sessions_out_of_the_home(tmp_path: Path) -> None:
@@ -113,11 +107,10 @@ def test_memory_backend_leaves_the_sessions_out_of_the_home(tmp_path: Path) -> N
     assert backend.agent("alice").catalog.get(KEY) is not None
 
 
-@pytest.mark.parametrize("kind", sorted(BACKENDS))
-def test_intent_and_outcome_travel_with_their_entries(tmp_path: Path, kind: str) -> None:
+def test_intent_and_outcome_travel_with_their_entries(tmp_path: Path, any_backend: BackendMaker) -> None:
     """The intent is written with the tool-call entry, the outcome with the tool result (one write)."""
     home = make_home(tmp_path)
-    backend = BACKENDS[kind](home)
+    backend = any_backend(home)
     store = backend.agent("alice", create=True)
     seen: list[tuple[str, int, int]] = []  # (entry role, ledger records at the time, intents at the time)
 
@@ -154,15 +147,6 @@ async def _with_listener(home: Path, backend: Backend, fn: Callable[[Runtime], A
         return await fn(rt)
     finally:
         await rt.close()
-
-
-@pytest.mark.postgres
-def test_a_resident_lives_the_same_on_postgres(tmp_path: Path, pg_url: str) -> None:
-    from kurahi.store.open import open_backend
-
-    home = make_home(tmp_path)
-    with open_backend(home, pg_url) as backend:
-        scenario(home, backend)
 
 
 @pytest.mark.postgres
@@ -341,13 +325,12 @@ def test_gateways_sharing_a_database_switch_a_key_only_while_holding_its_session
         run(_session(home, a, go))
 
 
-@pytest.mark.parametrize("kind", sorted(BACKENDS))
-def test_a_reset_switches_the_key_only_from_the_session_it_replaces(tmp_path: Path, kind: str) -> None:
+def test_a_reset_switches_the_key_only_from_the_session_it_replaces(tmp_path: Path, any_backend: BackendMaker) -> None:
     """If the key was moved to another session under a writer (its claim lapsed unseen), its reset switches nothing."""
     from kurahi.errors import LockHeldError
 
     home = make_home(tmp_path)
-    backend = BACKENDS[kind](home)
+    backend = any_backend(home)
 
     async def go(rt: Runtime) -> None:
         assert (await rt.send(KEY, "one")).status == "ok"

@@ -1,8 +1,10 @@
-"""Activation into a database backend: memory (in-process) and PostgreSQL (the CLI, a gateway on the same database).
+"""Activation into a store backend: in-process on each (``any_backend``), and PostgreSQL through the CLI and a gateway.
 
-The file home's activation is tested in test_activation*.py; the same plan/apply/verify/rollback
-code runs here over :class:`~kurahi.store.base.TranscriptClaim` and
-:meth:`~kurahi.store.base.SessionCatalog.set_entry` of the other backends.
+The file home's activation through the gateway is tested in test_activation*.py; the same
+plan/apply/verify/rollback code runs here over :class:`~kurahi.store.base.TranscriptClaim`
+and :meth:`~kurahi.store.base.SessionCatalog.set_entry`. Where a test takes a session from a
+writer that is still open in the same process, it runs on the backends that fence such a
+writer off (memory, PostgreSQL); a file home's writer holds a lock that cannot be taken.
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ from kurahi.pi.transcript import Transcript
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
 from kurahi.store.base import AgentStore, Backend
-from kurahi.store.memory_backend import MemoryBackend
 from kurahi.store.session import Session
 from kurahi.testing import build_session
+from support.backends import FENCING_KINDS, BackendMaker
 from support.waiting import wait_for
 
 KEY = "agent:alice:main"
@@ -56,14 +58,15 @@ def _state(store: AgentStore) -> tuple[dict[str, bytes], list[tuple[str, Any]]]:
     return {n: store.transcripts.export(n) for n in store.transcripts.names()}, store.catalog.items()
 
 
-def test_plan_apply_verify_rollback_on_the_memory_backend(tmp_path: Path) -> None:
+@pytest.mark.parametrize("any_backend", FENCING_KINDS, indirect=True)
+def test_plan_apply_verify_rollback(tmp_path: Path, any_backend: BackendMaker) -> None:
     home = tmp_path / "home"
-    backend = MemoryBackend(home)
+    backend = any_backend(home)
     store = backend.agent("alice", create=True)
     live, candidate = _seed(store, tmp_path)
     before = _state(store)
     pkg = plan_activation(home, "alice", KEY, candidate, tmp_path / "pkg", markers=["LATE"], backend=backend)
-    assert pkg.plan.backend == "memory:" and _state(store) == before  # planning only reads
+    assert pkg.plan.backend == backend.describe() and _state(store) == before  # planning only reads
     writer = store.transcripts.open(live)  # a gateway's session, open for appending
     host = StoreHost(home, backend)
     res = apply_package(pkg.root, home, host, backend=backend)
@@ -89,9 +92,9 @@ def test_plan_apply_verify_rollback_on_the_memory_backend(tmp_path: Path) -> Non
     assert [r.action for r in backend.audit().tail()] == ["session.activate", "session.rollback"]
 
 
-def test_a_turn_after_planning_is_never_lost_on_the_memory_backend(tmp_path: Path) -> None:
+def test_a_turn_after_planning_is_never_lost(tmp_path: Path, any_backend: BackendMaker) -> None:
     home = tmp_path / "home"
-    backend = MemoryBackend(home)
+    backend = any_backend(home)
     store = backend.agent("alice", create=True)
     live, candidate = _seed(store, tmp_path)
     pkg = plan_activation(home, "alice", KEY, candidate, tmp_path / "pkg", markers=["LATE"], backend=backend)
@@ -104,9 +107,12 @@ def test_a_turn_after_planning_is_never_lost_on_the_memory_backend(tmp_path: Pat
     assert _state(store) == before
 
 
-def test_rollback_of_a_used_session_needs_force_and_fences_its_writer(tmp_path: Path) -> None:
+@pytest.mark.parametrize("any_backend", FENCING_KINDS, indirect=True)
+def test_rollback_of_a_used_session_needs_force_and_fences_its_writer(
+    tmp_path: Path, any_backend: BackendMaker
+) -> None:
     home = tmp_path / "home"
-    backend = MemoryBackend(home)
+    backend = any_backend(home)
     store = backend.agent("alice", create=True)
     _, candidate = _seed(store, tmp_path)
     before = _state(store)
@@ -429,12 +435,15 @@ def test_an_activation_killed_part_way_is_finished_by_a_rerun(tmp_path: Path, pg
         assert backend.audit().verify().ok
 
 
-def test_the_viewer_reads_a_database_package_state_from_the_gateways_store(tmp_path: Path) -> None:
+@pytest.mark.parametrize("any_backend", FENCING_KINDS, indirect=True)
+def test_the_viewer_reads_a_database_package_state_from_the_gateways_store(
+    tmp_path: Path, any_backend: BackendMaker
+) -> None:
     from kurahi.ui.repairs import load_repair
 
     home = tmp_path / "home"
     init_home(home, "alice")
-    backend = MemoryBackend(home)
+    backend = any_backend(home)
     store = backend.agent("alice", create=True)
     _, candidate = _seed(store, tmp_path)
     (home / "repairs").mkdir()
@@ -443,4 +452,4 @@ def test_the_viewer_reads_a_database_package_state_from_the_gateways_store(tmp_p
     apply_package(pkg.root, home, StoreHost(home, backend), backend=backend)
     assert load_repair(home, "r1", backend)["state"] == {"phase": "applied", "catalogEntry": "new", "target": "new"}
     state = load_repair(home, "r1", None)["state"]  # a gateway on the home's files: not read as if it were its own
-    assert "catalogEntry" not in state and "planned for the store memory:" in state["error"]
+    assert "catalogEntry" not in state and f"planned for the store {backend.describe()}" in state["error"]

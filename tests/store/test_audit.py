@@ -34,7 +34,8 @@ from kurahi.fs.locks import FileLock
 from kurahi.js.jcs import ZERO_HASH, chain_hash
 from kurahi.store.audit import log_file as audit_mod
 from kurahi.store.audit.log_file import AuditChain, chain_path
-from kurahi.store.audit.record import MAX_LINE_BYTES, ChainVerification, build_record
+from kurahi.store.audit.quick_verify import scan_file
+from kurahi.store.audit.record import MAX_LINE_BYTES, ChainVerification, LineChecker, build_record
 from kurahi.store.redact import REDACTED, looks_secret, redact
 
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -348,6 +349,39 @@ def test_tampering_is_named_at_the_first_bad_record(
     assert result.entries == bad_seq - 1 and result.head_seq == (bad_seq - 1 or None)
     assert result.to_dict()["firstBadSeq"] == bad_seq
     assert not chain.is_ancestor(1)  # the file's head is not reached by a verified chain
+
+
+@pytest.mark.parametrize(
+    "tamper", [None, *(t[0] for t in TAMPERING)], ids=["sound", *(t[0].__name__ for t in TAMPERING)]
+)
+def test_the_quick_path_and_the_rules_give_the_same_verdict(
+    chain: AuditChain, tamper: Callable[[list[bytes]], list[bytes]] | None
+) -> None:
+    """The quick path (kept for its speed, BENCHMARKS.md) answers exactly as LineChecker on every line does."""
+    fill(chain, 10)
+    if tamper is not None:
+        write_lines(chain, tamper(lines_of(chain)))
+    data = chain.path.read_bytes()
+    checker = LineChecker()
+    *complete, fragment = data.split(b"\n")
+    number = 0
+    for number, line in enumerate(complete, 1):  # after the loop, number + 1 is a torn line's
+        if not checker.feed(line, number):
+            break
+    else:
+        if fragment:
+            checker.torn(fragment, number + 1)
+    fd = os.open(chain.path, os.O_RDONLY)
+    try:
+        quick = scan_file(fd, len(data))
+    finally:
+        os.close(fd)
+    assert (quick.entries, quick.prev_hash, quick.bad_line, quick.reason) == (
+        checker.entries,
+        checker.prev_hash,
+        checker.bad_line,
+        checker.reason,
+    )
 
 
 @pytest.mark.parametrize("at", [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])

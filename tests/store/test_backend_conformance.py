@@ -1,4 +1,4 @@
-"""The backend conformance suite, bound to the file and memory backends (PostgreSQL: test_postgres_backend.py)."""
+"""The backend conformance suite, bound to each backend (file, memory, PostgreSQL) by ``any_backend``."""
 
 from __future__ import annotations
 
@@ -10,22 +10,19 @@ from kurahi.store.base import Backend
 from kurahi.store.file_backend import FileBackend
 from kurahi.store.memory_backend import MemoryBackend
 from kurahi.testing import BackendConformance
+from support.backends import BackendMaker
 
 
-class TestFileBackend(BackendConformance):
-    fenced_claims = False  # a live writer's lock file cannot be taken from it
-
+class TestEachBackend(BackendConformance):
     @pytest.fixture(autouse=True)
-    def _home(self, tmp_path: Path) -> None:
+    def _maker(self, any_backend: BackendMaker, tmp_path: Path) -> None:
+        self.maker = any_backend
         self.home = tmp_path / "home"
+        # A live writer's lock file cannot be taken from it; the others fence a writer off.
+        self.fenced_claims = any_backend.kind != "file"
 
     def make_backend(self) -> Backend:
-        return FileBackend(self.home)
-
-
-class TestMemoryBackend(BackendConformance):
-    def make_backend(self) -> Backend:
-        return MemoryBackend()
+        return self.maker(self.home)
 
 
 def test_open_backend_picks_by_name(tmp_path: Path) -> None:

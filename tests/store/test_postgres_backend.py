@@ -1,4 +1,4 @@
-"""The PostgreSQL backend: the conformance suite bound to it, and what only a database shared by gateways needs."""
+"""The PostgreSQL backend: what only a database shared by gateways needs (conformance: test_backend_conformance.py)."""
 
 from __future__ import annotations
 
@@ -27,32 +27,12 @@ from kurahi.errors import (
     SchemaVersionError,
     UsageError,
 )
-from kurahi.store.base import Backend
-from kurahi.store.file_backend import FileBackend
 from kurahi.store.open import open_backend
 from kurahi.store.postgres import SCHEMA_VERSION, PostgresBackend
 from kurahi.store.postgres.logs import PostgresLog
 from kurahi.store.postgres.rows import split_lines
 from kurahi.store.session import Session
-from kurahi.testing import BackendConformance
 from support.waiting import wait_for
-
-
-class TestPostgresBackend(BackendConformance):
-    @pytest.fixture(autouse=True)
-    def _db(self, pg_url: str, tmp_path: Path) -> object:
-        self.url = pg_url
-        self.home = tmp_path / "home"
-        self.made: list[Backend] = []
-        yield
-        for b in self.made:
-            b.close()
-
-    def make_backend(self) -> Backend:
-        backend = PostgresBackend(self.url, home=self.home)
-        self.made.append(backend)
-        return backend
-
 
 # -- what only the database backend has ---------------------------------------------------------
 
@@ -439,21 +419,6 @@ def test_a_dropped_connection_is_replaced(open_pg: Callable[..., PostgresBackend
     h.append(line(2), durable=True)  # the pool hands out a new connection
     h.close()
     assert backend.agent("main").transcripts.export("s.jsonl") == HEADER + line(1) + line(2)
-
-
-def test_appending_after_a_torn_tail_matches_the_file_backend(
-    open_pg: Callable[..., PostgresBackend], tmp_path: Path
-) -> None:
-    torn = HEADER + line(1)[:-5]
-    out = []
-    for backend in (open_pg(), FileBackend(tmp_path / "files")):
-        ts = backend.agent("main", create=True).transcripts
-        ts.import_bytes("s.jsonl", torn)
-        h = ts.open("s.jsonl")
-        h.append(line(2), durable=True)
-        h.close()
-        out.append(ts.export("s.jsonl"))
-    assert out[0] == out[1] == torn + b"\n" + line(2)
 
 
 def test_open_backend_names_postgres(pg_url: str, tmp_path: Path) -> None:

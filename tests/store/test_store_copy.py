@@ -1,4 +1,7 @@
-"""``kurahi store copy`` and ``kurahi store migrate``: file -> PostgreSQL -> file, byte for byte, verified."""
+"""``kurahi store copy`` and ``kurahi store migrate``: file -> PostgreSQL -> file, byte for byte, verified.
+
+The library's copy runs from and into each backend too (``any_backend``).
+"""
 
 from __future__ import annotations
 
@@ -16,10 +19,10 @@ from typer.testing import CliRunner
 from kurahi.cli.store import app
 from kurahi.store.audit.log_file import AuditChain, chain_path
 from kurahi.store.file_backend import FileBackend, log_path
-from kurahi.store.memory_backend import MemoryBackend
 from kurahi.store.postgres import SCHEMA_VERSION, PostgresBackend
 from kurahi.store.session import Session
 from kurahi.store.transfer import copy_store, is_empty
+from support.backends import BackendMaker
 
 runner = CliRunner()
 
@@ -126,8 +129,21 @@ def test_force_never_overwrites_what_differs(tmp_path: Path, db: str) -> None:
         assert target.agent("main").transcripts.export("s1.jsonl") == b'{"type":"session"}\n'
 
 
-def test_an_interrupted_copy_is_finished_with_force(tmp_path: Path) -> None:
-    src = MemoryBackend(tmp_path)
+def test_a_home_copied_into_each_backend_and_back_is_byte_identical(tmp_path: Path, any_backend: BackendMaker) -> None:
+    home, back = tmp_path / "home", tmp_path / "back"
+    make_home(home)
+    before = snapshot(home)
+    middle = any_backend(tmp_path / "middle")
+    there = copy_store(FileBackend(home), middle)
+    totals = there.to_dict()["totals"]
+    assert totals["transcripts"] == 5 and totals["auditRecords"] == 4
+    copy_store(middle, FileBackend(back))
+    assert snapshot(back) == before  # every transcript, catalog, log and the chain, byte for byte
+    assert snapshot(home) == before
+
+
+def test_an_interrupted_copy_is_finished_with_force(tmp_path: Path, any_backend: BackendMaker) -> None:
+    src = any_backend(tmp_path / "src")
     agent = src.agent("main", create=True)
     ledger = agent.log("ledger")
     for i in range(6):

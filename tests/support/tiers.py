@@ -132,7 +132,7 @@ SLOW_TESTS = frozenset(
         "store/test_audit.py::test_edit_anywhere_is_found_on_both_paths",
         "store/test_audit.py::test_is_ancestor",
         "store/test_audit.py::test_tampering_is_named_at_the_first_bad_record",
-        "store/test_backend_conformance.py::TestFileBackend.test_catalog_changes_are_atomic",
+        "store/test_backend_conformance.py::TestEachBackend.test_catalog_changes_are_atomic",
         "store/test_backend_conformance.py::test_gateway_run_refuses_a_password_on_the_command_line",
         "pi/test_bad_input.py::test_a_line_nested_deeper_than_python_decodes_is_read_as_json_parse_reads_it",
         "pi/test_bad_input.py::test_fifty_megabyte_line_is_read_without_hanging",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kurahi.gateway.static_files import CSP
-from kurahi.store.open import open_backend
+from support.backends import BackendMaker
 from support.gateways import make_gateway_home
 from support.homes import MARKUP, add_big_tree, add_markup_session, add_session, sessions_dir
 from support.ui_server import serve_viewer
@@ -207,36 +207,24 @@ def test_symlinked_reports_and_repairs_are_not_followed(viewer, tmp_path: Path) 
         assert b.get("/ui/api/reports/linked").status_code == 404
 
 
-@pytest.mark.parametrize("store", ["file", "memory"])
-def test_the_data_endpoints_work_on_each_backend(tmp_path: Path, store: str) -> None:
-    _every_endpoint(tmp_path, None if store == "file" else "memory:")
-
-
-def test_the_data_endpoints_work_on_postgres(tmp_path: Path, pg_url: str) -> None:
-    _every_endpoint(tmp_path, pg_url)
-
-
-def _every_endpoint(tmp_path: Path, store: str | None) -> None:
+def test_the_data_endpoints_work_on_each_backend(tmp_path: Path, any_backend: BackendMaker) -> None:
     home = make_gateway_home(tmp_path)
-    backend = open_backend(home.root, store)
-    try:
-        with serve_viewer(home, backend=backend) as v, v.client() as b:
-            owner = {"Authorization": f"Bearer {v.token}"}
-            assert b.post("/api/agents/alice/chat", json={"message": "first"}, headers=owner).status_code == 200
-            assert b.post("/api/agents/alice/sessions/reset", json={}, headers=owner).status_code == 200
-            assert b.post("/api/agents/alice/chat", json={"message": "second"}, headers=owner).status_code == 200
-            v.login(b)
-            rows = b.get("/ui/api/agents/alice/sessions").json()
-            assert [r["key"] for r in rows] == [KEY]
-            lineage = b.get("/ui/api/agents/alice/lineage", params={"key": KEY}).json()
-            assert len(lineage["pieces"]) == 2, lineage
-            tree = b.get("/ui/api/agents/alice/tree", params={"key": KEY}).json()
-            assert tree["entries"] == 2 and tree["context"]["messages"] == 2
-            assert "second" in tree["rows"][0]["preview"]
-            resident = b.get("/ui/api/residents/alice").json()
-            assert resident["backend"] == backend.kind and resident["marker"] == "ALICE-7F3A"
-    finally:
-        backend.close()
+    backend = any_backend(home.root)
+    with serve_viewer(home, backend=backend) as v, v.client() as b:
+        owner = {"Authorization": f"Bearer {v.token}"}
+        assert b.post("/api/agents/alice/chat", json={"message": "first"}, headers=owner).status_code == 200
+        assert b.post("/api/agents/alice/sessions/reset", json={}, headers=owner).status_code == 200
+        assert b.post("/api/agents/alice/chat", json={"message": "second"}, headers=owner).status_code == 200
+        v.login(b)
+        rows = b.get("/ui/api/agents/alice/sessions").json()
+        assert [r["key"] for r in rows] == [KEY]
+        lineage = b.get("/ui/api/agents/alice/lineage", params={"key": KEY}).json()
+        assert len(lineage["pieces"]) == 2, lineage
+        tree = b.get("/ui/api/agents/alice/tree", params={"key": KEY}).json()
+        assert tree["entries"] == 2 and tree["context"]["messages"] == 2
+        assert "second" in tree["rows"][0]["preview"]
+        resident = b.get("/ui/api/residents/alice").json()
+        assert resident["backend"] == backend.kind and resident["marker"] == "ALICE-7F3A"
 
 
 def test_a_big_tree_pages_by_rows_and_expands_runs(tmp_path: Path) -> None:

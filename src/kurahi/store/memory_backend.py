@@ -66,7 +66,10 @@ class _MemoryHandle(TranscriptHandle):
                 raise LeaseLostError("this writer's claim was taken over; nothing was appended", path=self.locator)
             if not self._open or self._store._writers.get(self._name) is not self:
                 raise AppendError("session is closed", path=self.locator)
-            self._store._data[self._name] += line
+            data = self._store._data[self._name]
+            if data and not data.endswith(b"\n"):
+                data += b"\n"  # a torn last line is ended first, as the file and database backends do
+            data += line
             self._store._modified[self._name] = time.time_ns() // 1_000_000
         for log, rec in records:
             log.append(rec)

@@ -117,6 +117,18 @@ class BackendConformance:
         info = ts.info("s1.jsonl")
         assert info is not None and info.size == len(expected)
 
+    def test_an_append_after_a_torn_tail_starts_a_new_line(self) -> None:
+        # A crash cut the last line short: the next line must not be glued onto the fragment.
+        ts = self.make_backend().agent("main", create=True).transcripts
+        torn = _HEADER + _ENTRY[:-5]
+        ts.import_bytes("s1.jsonl", torn)
+        h = ts.open("s1.jsonl")
+        h.append(_ENTRY.replace(b"a1b2c3d4", b"e5f6a7b8"), durable=True)
+        h.close()
+        assert ts.export("s1.jsonl") == torn + b"\n" + _ENTRY.replace(b"a1b2c3d4", b"e5f6a7b8")
+        with ts.read("s1.jsonl") as t:
+            assert [e.id for e in t.entries()] == ["e5f6a7b8"]  # the fragment is skipped, the new line read
+
     def test_names_sort_by_code_point(self) -> None:
         ts = self.make_backend().agent("main", create=True).transcripts
         names = ["b.jsonl", "a.jsonl", "B.jsonl", "\u00e9.jsonl", "a-1.jsonl", "a_1.jsonl"]

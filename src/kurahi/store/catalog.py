@@ -34,7 +34,7 @@ import msgspec
 from kurahi.errors import CatalogCorruptError, CatalogEntryError, CatalogError, CatalogWriteError, UsageError
 from kurahi.fs.durable import atomic_write, fsync_dir, ops, write_new
 from kurahi.fs.locks import FileLock
-from kurahi.fs.os_errors import os_errors
+from kurahi.fs.os_errors import os_error, os_errors
 from kurahi.store.base import SessionCatalog
 from kurahi.store.catalog_format import (
     MAX_KEY_LENGTH,
@@ -370,7 +370,7 @@ class Catalog(CatalogBase):
                 raise CatalogCorruptError(
                     "is a symlink; Kurahi never follows a link out of its home: remove it", path=self.path
                 ) from None
-            raise CatalogError(f"cannot open: {exc.strerror}", path=self.path) from exc
+            raise os_error(CatalogError, "cannot open", exc, path=self.path) from exc
         try:
             with os_errors(CatalogError, "cannot read", path=self.path):
                 st = os.fstat(fd)

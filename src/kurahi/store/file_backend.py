@@ -91,7 +91,7 @@ class FileTranscriptHandle(TranscriptHandle):
             before = self._size
             try:
                 fsio.append_durably(self._fd, line, size_before=before, durable=durable)
-            except OSError as exc:
+            except OSError as exc:  # by hand: it also keeps the torn-line state for the next append
                 if not getattr(exc, "cut_back", True):
                     # Our partial line could not be cut off: the next one starts on a line of its own.
                     self._needs_newline = True
@@ -114,7 +114,7 @@ class FileTranscriptHandle(TranscriptHandle):
             if self._fd is not None and self._dirty:
                 try:
                     fsio.ops.fdatasync(self._fd)
-                except OSError as exc:
+                except OSError as exc:  # by hand: an fsync failure without errno is reported as EIO
                     raise AppendError(f"fsync failed: {os.strerror(exc.errno or 5)}", path=self.path) from exc
                 self._dirty = False
 

@@ -106,7 +106,7 @@ class Journal(RecordLog):
                     line = b"\n" + line  # after a torn line, start clean
             try:
                 fsio.append_durably(self._fd, line, size_before=size, durable=self.durable)
-            except OSError as exc:
+            except OSError as exc:  # by hand: the message also says what the file still holds
                 # Cut back off; if even that failed, the torn line is skipped by readers and
                 # the next append starts after a newline.
                 raise JournalWriteError(

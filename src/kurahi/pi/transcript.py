@@ -307,7 +307,8 @@ class Transcript:
 
     def raw_line(self, index: int) -> bytes:
         """The stored bytes of entry ``index`` (without the newline)."""
-        with os_errors(TranscriptReadError, "read failed", path=self.name):
+        # A try, not os_errors' with-block: this runs once per entry, and entering a block is a call.
+        try:
             if self._stored is not None:
                 # The C table knows where each line lies: read just that line (a run of
                 # lines read and split per entry cost 0.1 s for 1,300 entries of a 200k path).
@@ -323,6 +324,8 @@ class Transcript:
                     self._chunk_cache.pop(next(iter(self._chunk_cache)))
                 self._chunk_cache[offset] = lines
             return lines[pos]
+        except OSError as exc:
+            raise os_error(TranscriptReadError, "read failed", exc, path=self.name) from exc
 
     def line_bytes(self, indices: Sequence[int]) -> int:
         """The stored size of many entries' lines together (newlines excluded), without keeping them."""

@@ -11,6 +11,7 @@ from kurahi.errors import (
     DatabaseUnavailableError,
     JournalWriteError,
     KurahiError,
+    ProvenanceError,
     TranscriptReadError,
     TurnInterruptedError,
     UnsafeFileError,
@@ -107,3 +108,10 @@ def test_special_cases_keep_their_fields() -> None:
 def test_what_no_family_claims_is_internal_and_named() -> None:
     err = from_kurahi(JournalWriteError("not appended", path="ledger.jsonl"))
     assert (err.status, err.code, err.message) == (500, "internal", "JournalWriteError: ledger.jsonl: not appended")
+
+
+@pytest.mark.parametrize(("kind", "code"), [("usage", 2), ("not-found", 3), ("invalid", 4)])
+def test_a_provenance_errors_kind_picks_its_exit_code(kind: str, code: int) -> None:
+    with pytest.raises(SystemExit) as out, translate_errors():
+        raise ProvenanceError("no session key 'k'", kind=kind)
+    assert out.value.code == code

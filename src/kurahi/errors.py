@@ -204,8 +204,9 @@ class EXIT:
 class KurahiError(Exception):
     """Base of every error Kurahi raises on purpose."""
 
-    exit_code: ClassVar[int] = EXIT.FAILED
-    """The CLI's exit code for it (:class:`EXIT`)."""
+    exit_code: int = EXIT.FAILED
+    """The CLI's exit code for it (:class:`EXIT`); a class attribute, which an error whose kind is
+    known only when raised (:class:`ProvenanceError`) sets on the instance."""
     http_status: ClassVar[int] = 500
     """The gateway's HTTP status for it."""
     http_code: ClassVar[str] = "internal"
@@ -599,8 +600,16 @@ class ProvenanceError(LineageError):
         path: the file or directory the problem is about, when there is one.
     """
 
+    exit_code = EXIT.USAGE
+    _EXIT_OF_KIND: ClassVar[dict[str, int]] = {
+        "usage": EXIT.USAGE,
+        "not-found": EXIT.NOT_FOUND,
+        "invalid": EXIT.INVALID,
+    }
+
     def __init__(self, message: str, *, kind: str = "usage", path: str | Path | None = None) -> None:
         self.kind = kind
+        self.exit_code = self._EXIT_OF_KIND.get(kind, EXIT.FAILED)
         self.path = str(path) if path is not None else None
         super().__init__(f"{self.path}: {message}" if self.path else message)
 

@@ -629,6 +629,8 @@ class CandidateError(ActivationError):
         path: the candidate file.
     """
 
+    exit_code = EXIT.INVALID
+
     def __init__(self, message: str, *, path: str | Path | None = None) -> None:
         self.path = str(path) if path is not None else None
         super().__init__(f"{self.path}: {message}" if self.path else message)
@@ -649,13 +651,19 @@ class PackageError(ActivationError):
 class PackageNotFoundError(PackageError):
     """There is no package (no directory, or no plan in it)."""
 
+    exit_code = EXIT.NOT_FOUND
+
 
 class PackageTamperedError(PackageError):
     """A file of the package is missing, added, or differs from the manifest (``SHA256SUMS``)."""
 
+    exit_code = EXIT.INVALID
+
 
 class WrongHomeError(PackageError):
     """The package was planned for another home or agent; it is refused, nothing is touched."""
+
+    exit_code = EXIT.INVALID
 
 
 class PreconditionError(ActivationError):
@@ -677,9 +685,13 @@ class PreconditionError(ActivationError):
 class GatewayStopError(ActivationError):
     """The running gateway did not stop within the timeout; nothing was changed."""
 
+    exit_code = EXIT.BUSY
+
 
 class OpenClawRunningError(ActivationError):
     """An OpenClaw gateway runs on the state directory; its store is written only while it is stopped."""
+
+    exit_code = EXIT.BUSY
 
 
 class PreTurnValidationError(ActivationError):
@@ -703,9 +715,13 @@ class RescueError(LifecycleError):
 class LossNotFoundError(RescueError):
     """No loss with that id in the state directory (or an id prefix that names several)."""
 
+    exit_code = EXIT.NOT_FOUND
+
 
 class GuessNotAcceptedError(RescueError):
     """A loss linked by clocks alone; ``--accept-guess ID`` is the user's confirmation."""
+
+    exit_code = EXIT.USAGE
 
 
 class AgentError(KurahiError):

@@ -13,9 +13,8 @@ from urllib.parse import urlsplit
 import pytest
 from hypothesis import HealthCheck, settings
 
-from kurahi.errors import PostgresUnavailableError
 from kurahi.pi.read import native
-from kurahi.testing.postgres import ThrowawayPostgres, find_bindir
+from kurahi.testing.postgres import PostgresUnavailableError, ThrowawayPostgres, find_bindir
 from support import tiers
 from support.backends import BACKEND_KINDS, BackendMaker
 from support.openclaw_peer import (

@@ -3,7 +3,20 @@
 Every error Kurahi raises on purpose is a :class:`KurahiError`. Errors carry the
 file, line and field they are about, so a message can name what is wrong without
 a traceback. Foreign errors (``OSError``, ``msgspec.DecodeError``) are translated
-at the room boundary and chained with ``raise ... from exc``.
+at the room boundary and chained with ``raise ... from exc`` (``OSError`` through
+:func:`kurahi.fs.os_errors.os_errors`).
+
+What an error means to a caller is written once, on its family, as class attributes
+(as Starlette's ``HTTPException`` carries its status): ``exit_code`` (:class:`EXIT`)
+for the CLI and ``http_status``, ``http_code`` (and ``http_retry_after``) for the
+gateway. ``cli.common.translate_errors`` and ``gateway.http.from_kurahi`` read them
+and keep no table of their own, so the two cannot disagree. The rule behind the
+pairs: the exit code says what kind of problem it is to the person who owns the home;
+the HTTP status says whose side it is on to a client: 4xx when the request can be
+put right, 5xx (with a code naming it, never ``internal``, which is kept for what no
+family claims) when the home is damaged. Only two cases add to them in
+``from_kurahi``: a turn interrupted (``stored``, ``idempotencyKey``) and a store out
+of reach (503 ``store_unavailable`` with ``Retry-After``, whatever the error on top).
 
 Hierarchy::
 
@@ -36,7 +49,11 @@ Hierarchy::
     │   ├── StoreDatabaseError        the PostgreSQL backend's database (never a password in the message)
     │   │   ├── DatabaseUnavailableError  cannot connect, or the connection dropped (names host and database)
     │   │   └── SchemaVersionError    the schema is newer than this code (refused) or not migrated
-    │   └── StoreCopyError            a copy between stores refused (non-empty target) or not verified
+    │   ├── StoreCopyError            a copy between stores refused (non-empty target) or not verified
+    │   └── AuditError                the audit chain, a store of its own backends (path, line)
+    │       ├── AuditChainError       a record or line that breaks the chain (path, line, seq)
+    │       ├── AuditNotFoundError    no chain file where one is expected
+    │       └── AuditWriteError       a record could not be appended durably
     ├── LineageError                  the `lineage` room
     │   ├── StitchError               sources that cannot be stitched as asked
     │   ├── CheckError                a file check cannot vouch for (a version-1/2 session)
@@ -72,15 +89,10 @@ Hierarchy::
     │   ├── GatewayUnavailableError   none runs for this home, or it cannot be reached
     │   └── GatewayRequestError       it answered with an error (status, code)
     ├── CanonicalJSONError            a value with no RFC 8785 form (NaN, Infinity, unsafe integer, ...)
-    ├── AuditError                    the audit chain (`gateway` room)
-    │   ├── AuditChainError           a record or line that breaks the chain (path, line, seq)
-    │   ├── AuditNotFoundError        no chain file where one is expected
-    │   └── AuditWriteError           a record could not be appended durably
     ├── ContinuityError               the `continuity` room: reports and runs that cannot be used
     │   ├── ManifestError             a manifest that is not in the manifest format (field)
     │   └── SigningKeyError           the signing key file: unreadable, malformed, too open
     ├── MissingExtraError             a command needs an optional extra that is not installed (names it)
-    ├── PostgresUnavailableError      a throwaway PostgreSQL (`kurahi.testing.postgres`) that could not start
     ├── SecretFileError               the owner token, device registry or home open to other users
     └── UsageError                    a caller passed something that cannot work
 """
@@ -90,9 +102,10 @@ from __future__ import annotations
 TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING; a projection imports this module
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Any
+    from typing import Any, ClassVar
 
 __all__ = [
+    "EXIT",
     "ActivationError",
     "AgentError",
     "AppendError",
@@ -138,7 +151,6 @@ __all__ = [
     "PairingRefusedError",
     "ParentCycleError",
     "PathRefusedError",
-    "PostgresUnavailableError",
     "PreTurnValidationError",
     "PreconditionError",
     "ProvenanceError",
@@ -173,12 +185,42 @@ __all__ = [
 ]
 
 
+class EXIT:
+    """Exit codes with one meaning each, the same in every command (each family names its own)."""
+
+    OK = 0
+    FAILED = 1
+    """The check or operation ran and its answer is "no" (or it failed part-way)."""
+    USAGE = 2
+    """Bad options or arguments (Click's own code)."""
+    NOT_FOUND = 3
+    """A file, entry or key that does not exist or cannot be read."""
+    INVALID = 4
+    """Input that exists but is not what it should be (not a session, corrupt catalog)."""
+    BUSY = 5
+    """Someone else holds the lock."""
+
+
 class KurahiError(Exception):
     """Base of every error Kurahi raises on purpose."""
+
+    exit_code: int = EXIT.FAILED
+    """The CLI's exit code for it (:class:`EXIT`); a class attribute, which an error whose kind is
+    known only when raised (:class:`ProvenanceError`) sets on the instance."""
+    http_status: ClassVar[int] = 500
+    """The gateway's HTTP status for it."""
+    http_code: ClassVar[str] = "internal"
+    """The ``code`` of the gateway's error body; ``internal`` is kept for what no family claims (a bug)."""
+    http_retry_after: ClassVar[int | None] = None
+    """Seconds for the ``Retry-After`` header, when asking again later can help."""
 
 
 class UsageError(KurahiError):
     """A caller asked for something that cannot work (bad option, bad value)."""
+
+    exit_code = EXIT.USAGE
+    http_status = 400
+    http_code = "bad_request"
 
 
 class StoreError(KurahiError):
@@ -211,9 +253,21 @@ class TranscriptError(_AtFileLine, StoreError):
 class NotASessionError(TranscriptError):
     """The first parseable line of a file is not a session header (or the file is empty)."""
 
+    exit_code = EXIT.INVALID
+    http_code = "not_a_session"
+
 
 class TranscriptReadError(TranscriptError):
     """A transcript could not be read at all: missing, a directory, unreadable, oversized."""
+
+    exit_code = EXIT.NOT_FOUND
+    # Decided once (issue 31): for the CLI the path was named by its user, so a transcript
+    # that is not there or cannot be read is "not found or unreadable". The gateway reads
+    # only transcripts its own catalog names: one it cannot read is the home's damage, not
+    # the request's (a 404 would tell the client the session does not exist), so a 5xx,
+    # named, rather than the ``internal`` of a bug.
+    http_status = 500
+    http_code = "transcript_unreadable"
 
 
 class SqliteStoreError(TranscriptReadError):
@@ -223,6 +277,10 @@ class SqliteStoreError(TranscriptReadError):
 class SqliteStoreBusyError(SqliteStoreError):
     """A writer held the store's lock past the busy timeout, or it kept changing while being copied."""
 
+    exit_code = EXIT.BUSY
+    http_status = 409
+    http_code = "busy"
+
 
 class SqliteSchemaError(SqliteStoreError):
     """The store's ``schema_meta`` names a schema version Kurahi does not know (or it has none).
@@ -231,6 +289,9 @@ class SqliteSchemaError(SqliteStoreError):
         version: the version found (``None`` when the store has no ``schema_meta`` row).
         known: the versions Kurahi reads.
     """
+
+    exit_code = EXIT.INVALID
+    http_code = "unknown_schema"
 
     def __init__(
         self, message: str, *, path: str | Path | None = None, version: int | None = None, known: tuple[int, ...] = ()
@@ -262,6 +323,11 @@ class EntryNotFoundError(TreeError):
     Attributes:
         entry_id: the id that was asked for.
     """
+
+    exit_code = EXIT.NOT_FOUND
+    # The transcript is there; the entry id came with the request.
+    http_status = 404
+    http_code = "entry_not_found"
 
     def __init__(self, entry_id: str, *, path: str | Path | None = None) -> None:
         self.entry_id = entry_id
@@ -358,6 +424,10 @@ class LockHeldError(LockError):
         holder_pid: the pid written by the holder, when it could be read.
     """
 
+    exit_code = EXIT.BUSY
+    http_status = 409
+    http_code = "busy"
+
     def __init__(self, message: str, *, path: str | Path | None = None, holder_pid: int | None = None) -> None:
         self.holder_pid = holder_pid
         super().__init__(message, path=path)
@@ -373,6 +443,14 @@ class UnsafeFileError(StoreError):
     Attributes:
         path: the file.
     """
+
+    # Decided once (issue 31): a file of the home Kurahi refuses to open is input that exists
+    # but is not what it should be. The CLI's user owns the home and can put it right: exit 4,
+    # like a corrupt catalog. An HTTP client cannot (it is the server's file, and the request
+    # was fine): a 5xx naming the refusal, never ``internal``, which would read as a bug.
+    exit_code = EXIT.INVALID
+    http_status = 500
+    http_code = "unsafe_file"
 
     def __init__(self, message: str, *, path: str | Path | None = None) -> None:
         self.path = str(path) if path is not None else None
@@ -394,6 +472,9 @@ class CatalogError(StoreError):
 class CatalogCorruptError(CatalogError):
     """The catalog exists but does not parse as a JSON object; it is never overwritten."""
 
+    exit_code = EXIT.INVALID
+    http_code = "catalog_corrupt"
+
 
 class CatalogEntryError(CatalogError):
     """A catalog key or entry is not acceptable."""
@@ -405,6 +486,10 @@ class CatalogWriteError(CatalogError):
     A runtime whose activity clocks could not be written refuses the next turn with it (HTTP
     503) until they can, rather than acknowledge chats whose clocks it cannot keep.
     """
+
+    http_status = 503
+    http_code = "catalog_unwritable"
+    http_retry_after = 5  # the gateway retries the write on its own
 
 
 class LeaseLostError(LockHeldError):
@@ -446,6 +531,13 @@ class DatabaseUnavailableError(StoreDatabaseError):
         unsent: no connection could be had, so nothing was sent (a write certainly did not happen).
     """
 
+    http_status = 503
+    http_code = "store_unavailable"
+    http_retry_after = 1
+    """The pool reconnects within about a second of the database coming back, so asking again
+    sooner only adds load, and much later only adds delay. Any error with one of these in its
+    chain answers the same (:func:`store_unreachable`)."""
+
     def __init__(self, message: str, *, where: str | None = None, unsent: bool = False) -> None:
         self.unsent = unsent
         super().__init__(message, where=where)
@@ -483,6 +575,10 @@ class CheckError(_AtFileLine, LineageError):
     3 only, so the two projections could not be compared. Stitch output is always version 3.
     """
 
+    exit_code = EXIT.INVALID
+    http_status = 422
+    http_code = "cannot_check"
+
 
 class StitchError(LineageError):
     """The sources cannot be stitched as asked; nothing was written.
@@ -504,8 +600,16 @@ class ProvenanceError(LineageError):
         path: the file or directory the problem is about, when there is one.
     """
 
+    exit_code = EXIT.USAGE
+    _EXIT_OF_KIND: ClassVar[dict[str, int]] = {
+        "usage": EXIT.USAGE,
+        "not-found": EXIT.NOT_FOUND,
+        "invalid": EXIT.INVALID,
+    }
+
     def __init__(self, message: str, *, kind: str = "usage", path: str | Path | None = None) -> None:
         self.kind = kind
+        self.exit_code = self._EXIT_OF_KIND.get(kind, EXIT.FAILED)
         self.path = str(path) if path is not None else None
         super().__init__(f"{self.path}: {message}" if self.path else message)
 
@@ -524,6 +628,8 @@ class CandidateError(ActivationError):
     Attributes:
         path: the candidate file.
     """
+
+    exit_code = EXIT.INVALID
 
     def __init__(self, message: str, *, path: str | Path | None = None) -> None:
         self.path = str(path) if path is not None else None
@@ -545,13 +651,19 @@ class PackageError(ActivationError):
 class PackageNotFoundError(PackageError):
     """There is no package (no directory, or no plan in it)."""
 
+    exit_code = EXIT.NOT_FOUND
+
 
 class PackageTamperedError(PackageError):
     """A file of the package is missing, added, or differs from the manifest (``SHA256SUMS``)."""
 
+    exit_code = EXIT.INVALID
+
 
 class WrongHomeError(PackageError):
     """The package was planned for another home or agent; it is refused, nothing is touched."""
+
+    exit_code = EXIT.INVALID
 
 
 class PreconditionError(ActivationError):
@@ -573,9 +685,13 @@ class PreconditionError(ActivationError):
 class GatewayStopError(ActivationError):
     """The running gateway did not stop within the timeout; nothing was changed."""
 
+    exit_code = EXIT.BUSY
+
 
 class OpenClawRunningError(ActivationError):
     """An OpenClaw gateway runs on the state directory; its store is written only while it is stopped."""
+
+    exit_code = EXIT.BUSY
 
 
 class PreTurnValidationError(ActivationError):
@@ -599,9 +715,13 @@ class RescueError(LifecycleError):
 class LossNotFoundError(RescueError):
     """No loss with that id in the state directory (or an id prefix that names several)."""
 
+    exit_code = EXIT.NOT_FOUND
+
 
 class GuessNotAcceptedError(RescueError):
     """A loss linked by clocks alone; ``--accept-guess ID`` is the user's confirmation."""
+
+    exit_code = EXIT.USAGE
 
 
 class AgentError(KurahiError):
@@ -681,6 +801,9 @@ class PairingRefusedError(AgentError):
 class QueueFullError(AgentError):
     """The session's queue is at its cap and the drop policy is ``reject``."""
 
+    http_status = 429
+    http_code = "queue_full"
+
 
 class TurnInterruptedError(AgentError):
     """A turn stopped because its session's store failed under it; the caller may send the message again.
@@ -697,6 +820,11 @@ class TurnInterruptedError(AgentError):
             session being held by another writer now.
         retry_after: seconds a caller should wait before sending it again.
     """
+
+    # Held by another writer now; a store out of reach is a 503 with ``Retry-After`` (the
+    # gateway's ``from_kurahi``, which also adds ``stored`` and ``idempotencyKey``).
+    http_status = 409
+    http_code = "busy"
 
     def __init__(
         self,
@@ -717,6 +845,10 @@ class TurnInterruptedError(AgentError):
 class UnknownAgentError(AgentError):
     """No agent by that id in this home."""
 
+    exit_code = EXIT.NOT_FOUND
+    http_status = 404
+    http_code = "unknown_agent"
+
 
 class ConfigError(AgentError):
     """A config file or value that cannot be used.
@@ -725,6 +857,10 @@ class ConfigError(AgentError):
         path: the config file, when known.
         field: the dotted field, when known.
     """
+
+    exit_code = EXIT.INVALID
+    http_status = 422
+    http_code = "invalid_config"
 
     def __init__(self, message: str, *, path: str | Path | None = None, field: str | None = None) -> None:
         self.path = str(path) if path is not None else None
@@ -740,6 +876,10 @@ class GatewayError(KurahiError):
 
 class GatewayUnavailableError(GatewayError):
     """No gateway runs for this home, or it cannot be reached, or there is no owner token."""
+
+    exit_code = EXIT.NOT_FOUND
+    http_status = 503
+    http_code = "gateway_unavailable"
 
 
 class GatewayRequestError(GatewayError):
@@ -772,8 +912,13 @@ class CanonicalJSONError(KurahiError):
         super().__init__(f"{field}: {message}" if field else message)
 
 
-class AuditError(_AtFileLine):
-    """Something about the hash-chained audit log (``path``, ``line`` of the chain file)."""
+class AuditError(_AtFileLine, StoreError):
+    """Something about the hash-chained audit log (``path``, ``line`` of the chain file).
+
+    A :class:`StoreError` since issue 31: the chain is kept by the store's backends (a file,
+    PostgreSQL), and a caller catching "stored data failed" means it too. Code that caught
+    ``AuditError`` or ``KurahiError`` catches it as before.
+    """
 
 
 class AuditChainError(AuditError):
@@ -828,6 +973,8 @@ class SigningKeyError(ContinuityError):
         path: the key file.
     """
 
+    http_code = "signing_key_unusable"
+
     def __init__(self, message: str, *, path: str | Path | None = None) -> None:
         self.path = str(path) if path is not None else None
         super().__init__(f"{self.path}: {message}" if self.path else message)
@@ -850,29 +997,6 @@ class MissingExtraError(KurahiError):
         super().__init__(message)
 
 
-class PostgresUnavailableError(KurahiError):
-    """A throwaway PostgreSQL server (:mod:`kurahi.testing.postgres`) could not be started or used.
-
-    The message says why: no server binaries found, no user to run the server as (under
-    root), ``initdb`` or ``pg_ctl start`` failed (with the last lines of their output or of
-    the server log), or a database could not be created. It never holds the password: every
-    line taken from a tool's output is scrubbed of it first.
-
-    Attributes:
-        reason: ``binaries``, ``user``, ``directory``, ``initdb``, ``start``, ``createdb`` or
-            ``fault`` (a crash or restart a test asked for).
-        log_tail: the last lines of the output or log concerned (scrubbed), oldest first.
-    """
-
-    REASONS = ("binaries", "user", "directory", "initdb", "start", "createdb", "fault")
-
-    def __init__(self, message: str, *, reason: str, log_tail: list[str] | None = None) -> None:
-        self.reason = reason
-        self.log_tail = list(log_tail or [])
-        tail = "".join(f"\n    {line}" for line in self.log_tail)
-        super().__init__(message + (f"; last lines:{tail}" if tail else ""))
-
-
 class SecretFileError(KurahiError):
     """A file or directory that guards access is open to other users, or is not a plain file.
 
@@ -885,6 +1009,9 @@ class SecretFileError(KurahiError):
     Attributes:
         path: the file or directory.
     """
+
+    exit_code = EXIT.INVALID
+    http_code = "insecure_secret_file"
 
     def __init__(self, message: str, *, path: str | Path | None = None) -> None:
         self.path = str(path) if path is not None else None

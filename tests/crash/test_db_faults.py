@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kurahi.errors import PostgresUnavailableError
-from kurahi.testing.postgres import ThrowawayPostgres
+from kurahi.testing.postgres import PostgresUnavailableError, ThrowawayPostgres
 from support.db_fault_campaign import DatabaseFaultCampaign
 
 pytestmark = pytest.mark.postgres

@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 
-from kurahi.errors import KurahiError, PostgresUnavailableError, UsageError
+from kurahi.errors import KurahiError, UsageError
 from kurahi.testing import postgres as testing_pg
-from kurahi.testing.postgres import ThrowawayPostgres
+from kurahi.testing.postgres import PostgresUnavailableError, ThrowawayPostgres
 
 
 def _password(pg: ThrowawayPostgres) -> str:

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from kurahi.errors import ConfigError, UnsafeFileError
+from kurahi.fs.os_errors import os_error
 from kurahi.fs.safe import read_regular
 from kurahi.js.decode import DECODE_ERRORS
 from kurahi.lifecycle.policy import FreshnessConfig
@@ -244,7 +245,7 @@ def read_config_bytes(path: Path) -> bytes | None:
     except UnsafeFileError as exc:
         raise ConfigError(exc.detail, path=path) from None
     except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", path=path) from exc
+        raise os_error(ConfigError, "cannot read", exc, path=path) from exc
 
 
 def load_config(home: str | os.PathLike[str]) -> Config:

@@ -43,6 +43,7 @@ from kurahi.agent.tools import BUILTIN_TOOLS, Tool
 from kurahi.agent.turn import Listener, RetryHook, TurnControl, TurnResult, run_turn, user_message
 from kurahi.errors import (
     AppendOutcomeUnknownError,
+    AuditError,
     CatalogWriteError,
     ConfigError,
     KurahiError,
@@ -597,6 +598,8 @@ class Runtime:
                 if last or not isinstance(exc, LeaseLostError):
                     raise
                 continue
+            except AuditError:
+                raise  # a StoreError, but not this session's store: it does not interrupt the turn
             except StoreError as exc:
                 self.drop_conversation(key)
                 wrote = conv.session.entry_count != before or stored is not None
@@ -617,7 +620,7 @@ class Runtime:
         try:
             return self.conversation(key)
         except StoreError as exc:
-            if isinstance(exc, LockHeldError) or not store_unreachable(exc):
+            if isinstance(exc, (LockHeldError, AuditError)) or not store_unreachable(exc):
                 raise
             raise interrupted(inputs, exc, stored=False) from exc
 
@@ -747,6 +750,8 @@ class Runtime:
                 try:
                     self.jobs.mark(jid, state, **kw)
                     return
+                except AuditError:
+                    raise  # as before the audit chain was a StoreError: not the jobs log's to retry
                 except StoreError as exc:
                     if attempt == _MARK_TRIES - 1:
                         _log.warning("job %s: could not record %s: %s", jid, state, exc)

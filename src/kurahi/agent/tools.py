@@ -30,6 +30,7 @@ from kurahi.agent.types import ToolOutput, ToolSpec
 from kurahi.errors import PathRefusedError, ToolError
 from kurahi.fs import durable as fsio
 from kurahi.fs.leftovers import is_leftover_name
+from kurahi.fs.os_errors import os_error, os_errors
 from kurahi.js.stringify import utf8_bytes
 
 __all__ = [
@@ -125,10 +126,8 @@ def resolve_in_workspace(workspace: Path, rel: Any, *, tool: str = "") -> Path:
 @contextlib.contextmanager
 def _fs_errors(rel: Any, tool: str) -> Iterator[None]:
     """Turn a file-system error into a :class:`ToolError` about ``rel`` (the error's own text names absolute paths)."""
-    try:
+    with os_errors(ToolError, "", path=rel, tool=tool):
         yield
-    except OSError as exc:
-        raise ToolError(f"{rel}: {exc.strerror or type(exc).__name__}", tool=tool) from exc
 
 
 def _make_dirs(d: Path) -> None:
@@ -166,7 +165,7 @@ class ReadTool(Tool):
         except IsADirectoryError:
             raise ToolError(f"{args['path']}: is a directory; use list", tool=self.name) from None
         except OSError as exc:
-            raise ToolError(f"{args['path']}: {exc.strerror}", tool=self.name) from None
+            raise os_error(ToolError, "", exc, path=args["path"], tool=self.name) from None
         try:
             with _fs_errors(args["path"], self.name):
                 mode = os.fstat(fd).st_mode

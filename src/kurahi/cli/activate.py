@@ -160,29 +160,15 @@ def _host_for(root: Path, offline: bool, backend: Backend | None) -> Any:
 
 @contextmanager
 def _errors() -> Iterator[None]:
-    """Activation errors to exit codes; everything else as every command translates it."""
-    from kurahi.errors import (
-        CandidateError,
-        GatewayStopError,
-        OpenClawRunningError,
-        PackageNotFoundError,
-        PackageTamperedError,
-        PreconditionError,
-        SqliteStoreBusyError,
-        SqliteStoreError,
-        WrongHomeError,
-    )
+    """Activation errors as every command translates them (their families carry the exit codes), but two."""
+    from kurahi.errors import PreconditionError, SqliteStoreBusyError, SqliteStoreError
 
     with translate_errors():
         try:
             yield
-        except PackageNotFoundError as exc:
-            fail(str(exc), EXIT.NOT_FOUND)
-        except (PackageTamperedError, WrongHomeError, CandidateError) as exc:
-            fail(str(exc), EXIT.INVALID)
-        except (GatewayStopError, OpenClawRunningError, SqliteStoreBusyError) as exc:
-            fail(str(exc), EXIT.BUSY)
-        except SqliteStoreError as exc:
+        except SqliteStoreBusyError:
+            raise  # busy, as its family says
+        except SqliteStoreError as exc:  # the store the user named: input that is not what it should be
             fail(str(exc), EXIT.INVALID)
         except PreconditionError as exc:
             fail(f"{exc}; the live state was left as it was", EXIT.FAILED)

@@ -8,23 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
-from kurahi.errors import (
-    CatalogCorruptError,
-    CheckError,
-    ConfigError,
-    EntryNotFoundError,
-    GatewayUnavailableError,
-    KurahiError,
-    LockHeldError,
-    NotASessionError,
-    SecretFileError,
-    SqliteSchemaError,
-    SqliteStoreBusyError,
-    TranscriptReadError,
-    UnknownAgentError,
-    UnsafeFileError,
-    UsageError,
-)
+from kurahi.errors import EXIT, KurahiError
 
 __all__ = [
     "EXIT",
@@ -81,22 +65,6 @@ console = LazyConsole()
 err_console = LazyConsole(stderr=True)
 
 
-class EXIT:
-    """Exit codes with one meaning each, the same in every command."""
-
-    OK = 0
-    FAILED = 1
-    """The check or operation ran and its answer is "no" (or it failed part-way)."""
-    USAGE = 2
-    """Bad options or arguments (Click's own code)."""
-    NOT_FOUND = 3
-    """A file, entry or key that does not exist or cannot be read."""
-    INVALID = 4
-    """Input that exists but is not what it should be (not a session, corrupt catalog)."""
-    BUSY = 5
-    """Someone else holds the lock."""
-
-
 _STDIN_COPIES: dict[str, str] = {}
 """The path of each private copy of stdin (:func:`readable`) -> how messages name it."""
 
@@ -142,23 +110,11 @@ def warn(message: str) -> None:
 
 @contextmanager
 def translate_errors() -> Iterator[None]:
-    """Turn Kurahi errors into a one-line message and a meaningful exit code."""
+    """Turn Kurahi errors into a one-line message and the exit code their family carries."""
     try:
         yield
-    except SqliteStoreBusyError as exc:
-        fail(str(exc), EXIT.BUSY)
-    except SqliteSchemaError as exc:
-        fail(str(exc), EXIT.INVALID)
-    except (NotASessionError, CatalogCorruptError, ConfigError, SecretFileError, UnsafeFileError, CheckError) as exc:
-        fail(str(exc), EXIT.INVALID)
-    except (TranscriptReadError, UnknownAgentError, GatewayUnavailableError, EntryNotFoundError) as exc:
-        fail(str(exc), EXIT.NOT_FOUND)
-    except LockHeldError as exc:
-        fail(str(exc), EXIT.BUSY)
-    except UsageError as exc:
-        fail(str(exc), EXIT.USAGE)
     except KurahiError as exc:
-        fail(str(exc), EXIT.FAILED)
+        fail(str(exc), exc.exit_code)
 
 
 def print_json(value: Any) -> None:

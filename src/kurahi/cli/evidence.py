@@ -24,9 +24,6 @@ def evidence() -> None:
     """Evidence about a resident's replies: where their phrases could have come from."""
 
 
-_EXIT_OF_KIND = {"usage": EXIT.USAGE, "not-found": EXIT.NOT_FOUND, "invalid": EXIT.INVALID}
-
-
 def _home_sources(home: Path, agent: str, key: str) -> tuple[Path, Path, list[Path]]:
     """The transcript, workspace and other transcripts of a catalog key in a Kurahi home."""
     from kurahi.cli.home import home_root
@@ -88,8 +85,8 @@ def provenance_cmd(
                 transcript, reply_id=reply, phrases=phrase, auto=auto, workspace=workspace, other_transcripts=others
             )
             report.transcript = shown(report.transcript)  # <stdin> for -, not the private copy's path
-        except ProvenanceError as exc:  # its kind picks the exit code
-            fail(str(exc), _EXIT_OF_KIND.get(exc.kind, EXIT.FAILED))
+        except ProvenanceError as exc:  # its kind picks the exit code (ProvenanceError.exit_code)
+            fail(str(exc), exc.exit_code)
     if as_json:
         print_json(report.to_dict())
         return
@@ -159,7 +156,7 @@ def packet_cmd(
                 try:
                     rep = provenance(live, reply_id=r["entryId"], phrases=phrase, workspace=workspace)
                 except ProvenanceError as exc:
-                    fail(str(exc), _EXIT_OF_KIND.get(exc.kind, EXIT.FAILED))
+                    fail(str(exc), exc.exit_code)
                 reports.append(rep.to_dict())
         folder = write_packet(
             out,

@@ -244,27 +244,15 @@ def _say_plan(plan: RescuePlan, applied: bool) -> None:
 
 @contextlib.contextmanager
 def _errors() -> Iterator[None]:
-    """Rescue errors to exit codes; everything else as every command translates it."""
-    from kurahi.errors import (
-        CandidateError,
-        GuessNotAcceptedError,
-        LossNotFoundError,
-        OpenClawRunningError,
-        PreconditionError,
-        SqliteStoreBusyError,
-        SqliteStoreError,
-    )
+    """Rescue errors as every command translates them (their families carry the exit codes), but two."""
+    from kurahi.errors import PreconditionError, SqliteStoreBusyError, SqliteStoreError
 
     with translate_errors():
         try:
             yield
-        except LossNotFoundError as exc:
-            fail(str(exc), EXIT.NOT_FOUND)
-        except GuessNotAcceptedError as exc:
-            fail(str(exc), EXIT.USAGE)
-        except (OpenClawRunningError, SqliteStoreBusyError) as exc:
-            fail(str(exc), EXIT.BUSY)
-        except (SqliteStoreError, CandidateError) as exc:
+        except SqliteStoreBusyError:
+            raise  # busy, as its family says
+        except SqliteStoreError as exc:  # the store the user named: input that is not what it should be
             fail(str(exc), EXIT.INVALID)
         except PreconditionError as exc:
             fail(f"{exc}; the live state was left as it was", EXIT.FAILED)

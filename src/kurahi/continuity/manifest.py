@@ -60,6 +60,7 @@ from kurahi.agent.layout import check_agent_id
 from kurahi.continuity.hashcache import FileDigest, HashCache
 from kurahi.continuity.signing import SigningKey, fingerprint_of, load_signing_key, verify_signature
 from kurahi.errors import AuditNotFoundError, CanonicalJSONError, ContinuityError, ManifestError, UsageError
+from kurahi.fs.os_errors import os_error
 from kurahi.js.jcs import ZERO_HASH, chain_hash
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
@@ -261,7 +262,7 @@ def _hash_files(
             if attempt == 3:  # a file vanished between listing and hashing, three times in a row
                 raise ContinuityError(f"{exc.filename}: kept disappearing while the manifest was taken") from exc
         except OSError as exc:
-            raise ContinuityError(f"{exc.filename}: cannot read: {exc.strerror}") from exc
+            raise os_error(ContinuityError, "cannot read", exc, path=exc.filename) from exc
 
 
 def _files(workspace: Path, sessions: Path | None) -> tuple[Listed, Listed, Listed]:

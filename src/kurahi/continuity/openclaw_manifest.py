@@ -44,6 +44,7 @@ from typing import Any
 from kurahi.continuity.manifest import Item, seal_manifest
 from kurahi.continuity.signing import SigningKey, load_key_file
 from kurahi.errors import ContinuityError
+from kurahi.fs.os_errors import os_error
 from kurahi.locations.dirs import OpenClawState, open_state, read_no_follow
 from kurahi.resident.home import Home
 from kurahi.store.redact import redact
@@ -73,7 +74,7 @@ def _digest(path: Path) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise ContinuityError(f"{path}: cannot read: {exc.strerror}") from exc
+        raise os_error(ContinuityError, "cannot read", exc, path=path) from exc
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             return None

@@ -24,6 +24,7 @@ from typing import Any
 from kurahi.continuity.invariants import INVARIANTS, ManifestCheck, score
 from kurahi.continuity.rounds import rounds_summary, score_round
 from kurahi.errors import CanonicalJSONError, ContinuityError
+from kurahi.fs.os_errors import os_errors
 from kurahi.js.jcs import canonical_json
 
 __all__ = [
@@ -112,10 +113,8 @@ def read_report(path: Path) -> dict[str, Any]:
     Raises:
         ContinuityError: unreadable, not JSON, not canonical, or not this suite's version.
     """
-    try:
+    with os_errors(ContinuityError, "cannot read", path=path):
         data = path.read_bytes()
-    except OSError as exc:
-        raise ContinuityError(f"{path}: cannot read: {exc.strerror}") from exc
     return parse_report(data, str(path))
 
 

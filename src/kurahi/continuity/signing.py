@@ -44,6 +44,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption,
 
 from kurahi.errors import SigningKeyError
 from kurahi.fs import durable as fsio
+from kurahi.fs.os_errors import os_error
 from kurahi.resident.home import Home
 
 __all__ = [
@@ -188,7 +189,7 @@ def _read(path: Path) -> SigningKey:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise SigningKeyError("is a symbolic link; the key file must be a regular file", path=path) from None
-        raise SigningKeyError(f"cannot open: {exc.strerror}", path=path) from None
+        raise os_error(SigningKeyError, "cannot open", exc, path=path) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.errors import LockError, LockHeldError, UnsafeFileError
+from kurahi.fs.os_errors import os_error, os_errors
 from kurahi.fs.safe import open_regular
 
 __all__ = ["FileLock", "read_lock_info"]
@@ -105,19 +106,17 @@ class FileLock:
             delay = min(delay * 2, 0.05)
 
     def _try_once(self) -> int | None:
-        try:
+        with os_errors(LockError, "cannot open lock file", path=self.path):
             fd = open_regular(
                 self.path, os.O_RDWR | os.O_CREAT, 0o600, what=f"the lock file ({self.purpose})", single_link=True
             )
-        except OSError as exc:
-            raise LockError(f"cannot open lock file: {exc.strerror}", path=self.path) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):  # held: not an error
                 return None
-            raise LockError(f"cannot lock: {exc.strerror}", path=self.path) from exc
+            raise os_error(LockError, "cannot lock", exc, path=self.path) from exc
         # The previous holder may have removed the file between our open and our flock:
         # then we locked an orphan inode and must start again on the new file.
         try:
@@ -153,12 +152,10 @@ class FileLock:
         if self._fd is None:
             raise LockError(f"{self.purpose} lock is not held", path=self.path)
         data = json.dumps(info).encode()
-        try:
+        with os_errors(LockError, "cannot write lock info", path=self.path):
             os.ftruncate(self._fd, 0)
             os.pwrite(self._fd, data, 0)
             os.fsync(self._fd)
-        except OSError as exc:
-            raise LockError(f"cannot write lock info: {exc.strerror}", path=self.path) from exc
 
     def release(self) -> None:
         """Release the lock and remove the lock file (no-op when not held)."""

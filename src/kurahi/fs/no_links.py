@@ -44,7 +44,7 @@ def refuse_links(root: str | os.PathLike[str], relative: str | PurePosixPath, *,
             mode = os.lstat(path).st_mode
         except FileNotFoundError:
             return
-        except OSError as exc:
+        except OSError as exc:  # by hand: the message ends with what it promises (nothing changed)
             raise UnsafeFileError(f"cannot look at it: {exc.strerror}; nothing was changed", path=path) from exc
         if stat.S_ISLNK(mode):
             raise UnsafeFileError(

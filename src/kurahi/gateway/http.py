@@ -13,26 +13,12 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from kurahi.errors import (
-    CatalogWriteError,
-    ConfigError,
-    KurahiError,
-    LockHeldError,
-    QueueFullError,
-    SecretFileError,
-    SigningKeyError,
-    TurnInterruptedError,
-    UnknownAgentError,
-    UnsafeFileError,
-    UsageError,
-    store_unreachable,
-)
+from kurahi.errors import DatabaseUnavailableError, KurahiError, TurnInterruptedError, store_unreachable
 
 __all__ = ["RETRY_AFTER_SECONDS", "HTTPError", "error_body", "error_response", "from_kurahi", "hide_paths"]
 
-RETRY_AFTER_SECONDS = 1
-"""``Retry-After`` of a 503 while the store cannot be reached: the pool reconnects within about a second of it
-coming back, so asking again sooner only adds load, and much later only adds delay."""
+RETRY_AFTER_SECONDS: int = DatabaseUnavailableError.http_retry_after or 1
+"""``Retry-After`` of a 503 while the store cannot be reached (carried by :class:`DatabaseUnavailableError`)."""
 
 
 @dataclass
@@ -72,7 +58,7 @@ def error_response(
 
 
 def from_kurahi(exc: KurahiError) -> HTTPError:
-    """The HTTP error for a library error.
+    """The HTTP error for a library error: the status and code its family carries.
 
     A store that cannot be reached is ``503 store_unavailable`` with ``Retry-After``: the
     request may be sent again (a chat message with its idempotency key). A chat turn that
@@ -83,29 +69,14 @@ def from_kurahi(exc: KurahiError) -> HTTPError:
         if exc.unavailable:
             retry = {"Retry-After": str(max(1, round(exc.retry_after)))}
             return HTTPError(503, "store_unavailable", str(exc), retry, extra)
-        return HTTPError(409, "busy", str(exc), {}, extra)
+        return HTTPError(exc.http_status, exc.http_code, str(exc), {}, extra)
     if store_unreachable(exc):
-        return HTTPError(503, "store_unavailable", str(exc), {"Retry-After": str(RETRY_AFTER_SECONDS)})
-    if isinstance(exc, SecretFileError):
-        return HTTPError(500, "insecure_secret_file", str(exc))
-    if isinstance(exc, UnsafeFileError):
-        return HTTPError(500, "unsafe_file", str(exc))
-    if isinstance(exc, SigningKeyError):
-        return HTTPError(500, "signing_key_unusable", str(exc))
-    if isinstance(exc, UnknownAgentError):
-        return HTTPError(404, "unknown_agent", str(exc))
-    if isinstance(exc, QueueFullError):
-        return HTTPError(429, "queue_full", str(exc))
-    if isinstance(exc, ConfigError):
-        return HTTPError(422, "invalid_config", str(exc))
-    if isinstance(exc, LockHeldError):
-        return HTTPError(409, "busy", str(exc))
-    if isinstance(exc, UsageError):
-        return HTTPError(400, "bad_request", str(exc))
-    if isinstance(exc, CatalogWriteError):
-        # Nothing was appended; the gateway retries the write on its own: worth a retry later.
-        return HTTPError(503, "catalog_unwritable", str(exc), {"Retry-After": "5"})
-    return HTTPError(500, "internal", f"{type(exc).__name__}: {exc}")
+        away = DatabaseUnavailableError
+        return HTTPError(away.http_status, away.http_code, str(exc), {"Retry-After": str(RETRY_AFTER_SECONDS)})
+    headers = {"Retry-After": str(exc.http_retry_after)} if exc.http_retry_after is not None else {}
+    # What no family claims is a bug: its type helps whoever reads the report.
+    message = f"{type(exc).__name__}: {exc}" if exc.http_code == "internal" else str(exc)
+    return HTTPError(exc.http_status, exc.http_code, message, headers)
 
 
 _ABSOLUTE = re.compile(r"(?<![\w.~>])/[^\s:;,'\"()`]+")

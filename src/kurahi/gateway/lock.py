@@ -18,6 +18,7 @@ from typing import Any
 
 from kurahi.errors import LockError, LockHeldError
 from kurahi.fs.locks import FileLock, read_lock_info
+from kurahi.fs.os_errors import os_errors
 from kurahi.fs.safe import home_dir
 
 __all__ = ["GatewayInfo", "GatewayLock", "gateway_info"]
@@ -51,10 +52,8 @@ class GatewayLock:
             UnsafeFileError: ``run/`` is a file or a symlink (left as it is).
             LockError: ``run/`` cannot be made.
         """
-        try:
+        with os_errors(LockError, "cannot make the gateway's run directory", path=self.path.parent):
             home_dir(self.path.parent, what="the gateway's run directory")
-        except OSError as exc:
-            raise LockError(f"cannot make the gateway's run directory: {exc.strerror}", path=self.path.parent) from exc
         try:
             self._lock.acquire(timeout=0)
         except LockHeldError as exc:

@@ -25,6 +25,7 @@ from kurahi.agent.runtime import Runtime
 from kurahi.errors import ConfigError, KurahiError
 from kurahi.fs import durable as fsio
 from kurahi.fs.leftovers import remove_leftovers
+from kurahi.fs.os_errors import os_errors
 from kurahi.js.decode import DECODE_ERRORS
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
@@ -293,10 +294,8 @@ class Gateway:
         check_api_keys(candidate)
         if len(data) > MAX_CONFIG_BYTES:
             raise ConfigError(f"the patched config would be {len(data)} bytes; the limit is {MAX_CONFIG_BYTES}")
-        try:
+        with os_errors(ConfigError, "cannot write the config", path=self.home.config):
             fsio.atomic_write(self.home.config, data, mode=0o600)
-        except OSError as exc:
-            raise ConfigError(f"cannot write the config: {exc.strerror or exc}", path=self.home.config) from exc
         self.config = candidate
         for rt in self.runtimes.values():
             await rt.reconfigure(candidate)

@@ -38,6 +38,7 @@ import msgspec
 
 from kurahi.errors import CatalogEntryError, PackageError, PackageNotFoundError, PackageTamperedError, UsageError
 from kurahi.fs import durable as fsio
+from kurahi.fs.os_errors import os_errors
 from kurahi.js.jcs import canonical_json, sha256_hex
 from kurahi.store.catalog_format import validate_agent_id, validate_key
 
@@ -240,10 +241,8 @@ class Package:
             fsio.fsync_dir(d)
         if target.is_dir() and not any(target.iterdir()):
             target.rmdir()
-        try:
+        with os_errors(UsageError, "cannot create the package there", path=target):
             os.rename(staging, target)
-        except OSError as exc:
-            raise UsageError(f"{target}: cannot create the package there ({exc.strerror})") from exc
         fsio.fsync_dir(target.parent)
         return cls(target, plan)
 

@@ -46,6 +46,7 @@ from typing import Any
 
 from kurahi.errors import KurahiError, TranscriptError, UsageError
 from kurahi.fs.durable import fsync_dir, write_all
+from kurahi.fs.os_errors import os_error
 from kurahi.js.values import MISSING, date_ms
 from kurahi.lineage.json_links import (
     RESET_MATCH_WINDOW,
@@ -761,7 +762,7 @@ def export_piece(piece: Piece, out_path: str | os.PathLike[str]) -> Path:
     except FileExistsError as exc:
         raise UsageError(f"{target}: already exists; refusing to overwrite") from exc
     except OSError as exc:
-        raise KurahiError(f"{target}: cannot write: {exc.strerror or exc}") from exc
+        raise os_error(KurahiError, "cannot write", exc, path=target) from exc
     finally:
         if tmp.exists():
             tmp.unlink()

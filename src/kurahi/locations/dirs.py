@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.errors import UsageError
+from kurahi.fs.os_errors import os_errors
 
 __all__ = [
     "HOME_ENVS",
@@ -216,9 +217,7 @@ def read_no_follow(path: Path) -> bytes:
     Raises:
         UsageError: it cannot be read (a link, missing, unreadable), naming it.
     """
-    try:
+    with os_errors(UsageError, "cannot read", path=path):
         fd = os.open(path, _O_FLAGS)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror}") from exc
     with os.fdopen(fd, "rb") as f:
         return f.read()

@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from kurahi.errors import EntryNotFoundError, NotASessionError, ParentCycleError, TranscriptReadError
+from kurahi.fs.os_errors import os_error, os_errors
 from kurahi.js.values import MISSING, js_truthy, js_whitespace_strip
 from kurahi.pi.entry import Entry, TreeNode, missing_if_unset
 from kurahi.pi.migrate import header_version, migrate_v1
@@ -84,7 +85,7 @@ def open_for_reading(path: Path, *, in_home: bool = False) -> tuple[int, int]:
             raise TranscriptReadError(
                 "is a symlink; Kurahi never follows a link out of its home: replace it with the file", path=path
             ) from exc
-        raise TranscriptReadError(f"cannot open: {exc.strerror}", path=path) from exc
+        raise os_error(TranscriptReadError, "cannot open", exc, path=path) from exc
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
@@ -110,14 +111,13 @@ def read_transcript_file(path: str | os.PathLike[str], *, in_home: bool = False)
     p = Path(path)
     fd, size = open_for_reading(p, in_home=in_home)
     try:
-        chunks: list[bytes] = []
-        while True:
-            block = os.read(fd, max(size, 1 << 16))
-            if not block:
-                break
-            chunks.append(block)
-    except OSError as exc:
-        raise TranscriptReadError(f"read failed: {exc.strerror}", path=p) from exc
+        with os_errors(TranscriptReadError, "read failed", path=p):
+            chunks: list[bytes] = []
+            while True:
+                block = os.read(fd, max(size, 1 << 16))
+                if not block:
+                    break
+                chunks.append(block)
     finally:
         os.close(fd)
     return b"".join(chunks)
@@ -132,14 +132,13 @@ def read_first_line(path: str | os.PathLike[str], *, limit: int = 1 << 20) -> by
     p = Path(path)
     fd, _size = open_for_reading(p)
     try:
-        head = b""
-        while len(head) < limit and b"\n" not in head:
-            block = os.read(fd, min(1 << 16, limit - len(head)))
-            if not block:
-                break
-            head += block
-    except OSError as exc:
-        raise TranscriptReadError(f"read failed: {exc.strerror}", path=p) from exc
+        with os_errors(TranscriptReadError, "read failed", path=p):
+            head = b""
+            while len(head) < limit and b"\n" not in head:
+                block = os.read(fd, min(1 << 16, limit - len(head)))
+                if not block:
+                    break
+                head += block
     finally:
         os.close(fd)
     return head.split(b"\n", 1)[0]
@@ -208,10 +207,8 @@ class Transcript:
         """
         p = Path(path)
         fd, size = open_for_reading(p, in_home=in_home)
-        try:
+        with os_errors(TranscriptReadError, "read failed", path=p):
             return cls(file_reader(fd), size, name=str(p), fd=fd)
-        except OSError as exc:
-            raise TranscriptReadError(f"read failed: {exc.strerror}", path=p) from exc
 
     @classmethod
     def from_bytes(cls, data: bytes, *, name: str = "<bytes>") -> Transcript:
@@ -287,13 +284,13 @@ class Transcript:
             except EOFError as exc:
                 raise TranscriptReadError(shrank, path=self.name) from exc
             except OSError as exc:
-                raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
+                raise os_error(TranscriptReadError, "read failed", exc, path=self.name) from exc
             if digest is not None:
                 return digest
         h = hashlib.sha256()
         buf = bytearray(min(size, 1 << 20))  # small enough to stay in the cache between read and hash
         view = memoryview(buf)
-        try:
+        with os_errors(TranscriptReadError, "read failed", path=self.name):
             while off < size:
                 want = min(len(buf), size - off)
                 if self._fd is not None:
@@ -306,12 +303,11 @@ class Transcript:
                 if n == 0:
                     raise TranscriptReadError(shrank, path=self.name)
                 off += n
-        except OSError as exc:
-            raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
         return h.hexdigest()
 
     def raw_line(self, index: int) -> bytes:
         """The stored bytes of entry ``index`` (without the newline)."""
+        # A try, not os_errors' with-block: this runs once per entry, and entering a block is a call.
         try:
             if self._stored is not None:
                 # The C table knows where each line lies: read just that line (a run of
@@ -329,7 +325,7 @@ class Transcript:
                 self._chunk_cache[offset] = lines
             return lines[pos]
         except OSError as exc:
-            raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
+            raise os_error(TranscriptReadError, "read failed", exc, path=self.name) from exc
 
     def line_bytes(self, indices: Sequence[int]) -> int:
         """The stored size of many entries' lines together (newlines excluded), without keeping them."""
@@ -343,20 +339,16 @@ class Transcript:
 
     def raw_lines(self, indices: Sequence[int]) -> list[tuple[int, bytes]]:
         """``(line number, stored bytes)`` of many entries, reading each chunk once per run."""
-        try:
+        with os_errors(TranscriptReadError, "read failed", path=self.name):
             return self._scan.lines_at(indices, self._read)
-        except OSError as exc:
-            raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
 
     def raw_joined(self, indices: Sequence[int]) -> tuple[list[int], bytes]:
         """The line numbers of many entries and their stored bytes joined by newlines.
 
         What :meth:`raw_lines` gives, ready to write: whole chunks are not split and joined again.
         """
-        try:
+        with os_errors(TranscriptReadError, "read failed", path=self.name):
             return self._scan.joined_at(indices, self._read)
-        except OSError as exc:
-            raise TranscriptReadError(f"read failed: {exc.strerror}", path=self.name) from exc
 
     def ids_of(self, indices: Sequence[int]) -> list[Any]:
         """The ids of many entries (``MISSING`` where an entry has none)."""
@@ -592,10 +584,8 @@ class Transcript:
             return [Entry(self, i) for i in indices]  # no stored message is copied from such a file
         # The C table makes the objects: a 200k-entry path in 0.03 s instead of 0.3 s.
         fd = self._fd if raw_messages and self._fd is not None and self._copies_stored() else -1
-        try:
+        with os_errors(TranscriptReadError, "cannot keep the file open", path=self.name):
             made: list[Entry] = self._stored.entries(Entry, indices, self, fd)
-        except OSError as exc:
-            raise TranscriptReadError(f"cannot keep the file open: {exc.strerror}", path=self.name) from exc
         return made
 
     def _copies_stored(self) -> bool:
@@ -619,8 +609,6 @@ class Transcript:
         """
         if not indices or self._stored is None or self._fd is None or not self._copies_stored():
             return [None] * len(indices)
-        try:
+        with os_errors(TranscriptReadError, "cannot keep the file open", path=self.name):
             refs: list[Any] = self._stored.stored(indices, self._fd)
-        except OSError as exc:
-            raise TranscriptReadError(f"cannot keep the file open: {exc.strerror}", path=self.name) from exc
         return refs

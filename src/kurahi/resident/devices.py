@@ -26,6 +26,7 @@ import msgspec
 from kurahi.errors import ConfigError, UsageError
 from kurahi.fs import durable as fsio
 from kurahi.fs.locks import FileLock
+from kurahi.fs.os_errors import os_errors
 from kurahi.js.decode import DECODE_ERRORS
 from kurahi.resident.home import DEVICE_REGISTRY_FILE, read_private_file
 
@@ -160,10 +161,8 @@ class DeviceRegistry:
         body = {"version": 1, "devices": [d.to_dict(with_hash=True) for d in devices]}
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._cache = None
-        try:
+        with os_errors(ConfigError, "cannot write the device registry", path=self.path):
             fsio.atomic_write(self.path, msgspec.json.encode(body) + b"\n", mode=0o600)
-        except OSError as exc:
-            raise ConfigError(f"cannot write the device registry: {exc.strerror or exc}", path=self.path) from exc
 
     def _lock(self) -> FileLock:
         return FileLock(self.path.with_name(self.path.name + ".lock"), purpose="device registry").acquire(timeout=10)

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from kurahi.agent.layout import AgentPaths, check_agent_id
 from kurahi.errors import SecretFileError
+from kurahi.fs.os_errors import os_error
 
 __all__ = [
     "DEVICE_REGISTRY_FILE",
@@ -76,7 +77,7 @@ def read_private_file(path: Path, what: str, fix: str) -> bytes | None:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise SecretFileError(f"{what} is a symlink; it must be a file of its own", path=path) from None
-        raise SecretFileError(f"cannot read {what}: {exc.strerror}", path=path) from None
+        raise os_error(SecretFileError, f"cannot read {what}", exc, path=path) from None
     # Checked before fdopen, which raises a bare IsADirectoryError on a directory.
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):

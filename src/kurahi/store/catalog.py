@@ -34,6 +34,7 @@ import msgspec
 from kurahi.errors import CatalogCorruptError, CatalogEntryError, CatalogError, CatalogWriteError, UsageError
 from kurahi.fs.durable import atomic_write, fsync_dir, ops, write_new
 from kurahi.fs.locks import FileLock
+from kurahi.fs.os_errors import os_error, os_errors
 from kurahi.store.base import SessionCatalog
 from kurahi.store.catalog_format import (
     MAX_KEY_LENGTH,
@@ -287,11 +288,9 @@ class Catalog(CatalogBase):
                     path=self.path,
                 )
             target = self._aside_path()
-            try:
+            with os_errors(CatalogError, f"cannot move aside to {target}", path=self.path):
                 ops.rename(str(self.path), str(target))
                 fsync_dir(self.path.parent)
-            except OSError as exc:
-                raise CatalogError(f"cannot move aside to {target}: {exc.strerror}", path=self.path) from exc
             return target
 
     # Activation -------------------------------------------------------------------------
@@ -335,7 +334,7 @@ class Catalog(CatalogBase):
                     data = data if store else None
                 elif same_json(parse_catalog(restore, path=self.path), store):
                     data = restore
-            try:
+            with os_errors(CatalogError, "cannot write", path=self.path):
                 if data is None:
                     os.unlink(self.path)
                 else:
@@ -343,8 +342,6 @@ class Catalog(CatalogBase):
                     write_new(tmp, data)
                     ops.rename(str(tmp), str(self.path))
                 fsync_dir(self.path.parent)
-            except OSError as exc:
-                raise CatalogError(f"cannot write: {exc.strerror or exc}", path=self.path) from exc
 
     # Machinery -------------------------------------------------------------------------
 
@@ -373,23 +370,22 @@ class Catalog(CatalogBase):
                 raise CatalogCorruptError(
                     "is a symlink; Kurahi never follows a link out of its home: remove it", path=self.path
                 ) from None
-            raise CatalogError(f"cannot open: {exc.strerror}", path=self.path) from exc
+            raise os_error(CatalogError, "cannot open", exc, path=self.path) from exc
         try:
-            st = os.fstat(fd)
-            if stat.S_ISDIR(st.st_mode):
-                raise CatalogCorruptError("is a directory, expected a sessions.json file", path=self.path)
-            if not stat.S_ISREG(st.st_mode):
-                raise CatalogCorruptError("is not a regular file", path=self.path)
-            if st.st_size > MAX_CATALOG_BYTES:
-                raise CatalogCorruptError(
-                    f"is {st.st_size} bytes, over the limit of {MAX_CATALOG_BYTES}; never read or overwritten "
-                    "(`kurahi sessions repair` moves it aside)",
-                    path=self.path,
-                )
-            with os.fdopen(fd, "rb", closefd=False) as fh:
-                return fh.read()
-        except OSError as exc:
-            raise CatalogError(f"cannot read: {exc.strerror}", path=self.path) from exc
+            with os_errors(CatalogError, "cannot read", path=self.path):
+                st = os.fstat(fd)
+                if stat.S_ISDIR(st.st_mode):
+                    raise CatalogCorruptError("is a directory, expected a sessions.json file", path=self.path)
+                if not stat.S_ISREG(st.st_mode):
+                    raise CatalogCorruptError("is not a regular file", path=self.path)
+                if st.st_size > MAX_CATALOG_BYTES:
+                    raise CatalogCorruptError(
+                        f"is {st.st_size} bytes, over the limit of {MAX_CATALOG_BYTES}; never read or overwritten "
+                        "(`kurahi sessions repair` moves it aside)",
+                        path=self.path,
+                    )
+                with os.fdopen(fd, "rb", closefd=False) as fh:
+                    return fh.read()
         finally:
             os.close(fd)
 
@@ -439,10 +435,8 @@ class Catalog(CatalogBase):
                 return result
             data = serialize_catalog(store)
             if data != raw:
-                try:
+                with os_errors(CatalogWriteError, "cannot write", path=self.path):
                     atomic_write(self.path, data, mode=0o600)
-                except OSError as exc:
-                    raise CatalogWriteError(f"cannot write: {exc.strerror or exc}", path=self.path) from exc
             self._cached = (data, store)
             return result
 

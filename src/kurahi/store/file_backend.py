@@ -32,6 +32,7 @@ from typing import Any
 from kurahi.errors import AppendError, TranscriptChangedError, TranscriptReadError, UnsafeFileError, UsageError
 from kurahi.fs import durable as fsio
 from kurahi.fs.locks import FileLock
+from kurahi.fs.os_errors import os_error, os_errors
 from kurahi.fs.safe import open_regular
 from kurahi.pi.transcript import Transcript, read_transcript_file
 from kurahi.store.audit.log_file import AuditChain, chain_path
@@ -90,7 +91,7 @@ class FileTranscriptHandle(TranscriptHandle):
             before = self._size
             try:
                 fsio.append_durably(self._fd, line, size_before=before, durable=durable)
-            except OSError as exc:
+            except OSError as exc:  # by hand: it also keeps the torn-line state for the next append
                 if not getattr(exc, "cut_back", True):
                     # Our partial line could not be cut off: the next one starts on a line of its own.
                     self._needs_newline = True
@@ -113,7 +114,7 @@ class FileTranscriptHandle(TranscriptHandle):
             if self._fd is not None and self._dirty:
                 try:
                     fsio.ops.fdatasync(self._fd)
-                except OSError as exc:
+                except OSError as exc:  # by hand: an fsync failure without errno is reported as EIO
                     raise AppendError(f"fsync failed: {os.strerror(exc.errno or 5)}", path=self.path) from exc
                 self._dirty = False
 
@@ -212,15 +213,13 @@ class FileTranscripts(TranscriptStore):
             except FileNotFoundError as exc:
                 raise TranscriptReadError("directory does not exist", path=p.parent) from exc
             except OSError as exc:
-                raise TranscriptReadError(f"cannot create: {exc.strerror}", path=p) from exc
+                raise os_error(TranscriptReadError, "cannot create", exc, path=p) from exc
             handle = FileTranscriptHandle(p, fd, lock, 0, False)
             try:
                 handle.append(header_line, durable=durable)
                 if durable:
-                    try:
+                    with os_errors(AppendError, "cannot fsync the directory", path=p):
                         fsio.fsync_dir(p.parent)
-                    except OSError as exc:
-                        raise AppendError(f"cannot fsync the directory: {exc.strerror or exc}", path=p) from exc
             except BaseException:
                 # We made the file (O_EXCL, under the lock): leave no half-made transcript behind.
                 with contextlib.suppress(OSError):
@@ -242,13 +241,14 @@ class FileTranscripts(TranscriptStore):
             except FileNotFoundError as exc:
                 raise TranscriptReadError("no such file", path=p) from exc
             except OSError as exc:
-                raise TranscriptReadError(f"cannot open for appending: {exc.strerror}", path=p) from exc
+                raise os_error(TranscriptReadError, "cannot open for appending", exc, path=p) from exc
             try:
-                size = os.fstat(fd).st_size
-                needs_newline = size > 0 and _last_byte(p, size) != b"\n"
-            except OSError as exc:
+                with os_errors(TranscriptReadError, "cannot read", path=p):
+                    size = os.fstat(fd).st_size
+                    needs_newline = size > 0 and _last_byte(p, size) != b"\n"
+            except TranscriptReadError:
                 os.close(fd)
-                raise TranscriptReadError(f"cannot read: {exc.strerror}", path=p) from exc
+                raise
             return FileTranscriptHandle(p, fd, lock, size, needs_newline)
         except BaseException:
             lock.release()
@@ -330,7 +330,7 @@ def _sha256(path: Path) -> str | None:
     except UnsafeFileError as exc:
         raise TranscriptReadError(f"cannot read: {exc}", path=path) from exc
     except OSError as exc:
-        raise TranscriptReadError(f"cannot read: {exc.strerror}", path=path) from exc
+        raise os_error(TranscriptReadError, "cannot read", exc, path=path) from exc
     h = hashlib.sha256()
     with os.fdopen(fd, "rb") as fh:
         while block := fh.read(1 << 20):

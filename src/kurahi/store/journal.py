@@ -18,6 +18,7 @@ import msgspec
 
 from kurahi.errors import JournalReadError, JournalWriteError
 from kurahi.fs import durable as fsio
+from kurahi.fs.os_errors import os_errors
 from kurahi.fs.safe import open_regular, read_regular
 from kurahi.js.decode import DECODE_ERRORS
 from kurahi.store.base import RecordLog
@@ -69,10 +70,8 @@ class Journal(RecordLog):
 
     def records(self) -> Iterator[dict[str, Any]]:
         """Every whole, parseable object record, in order."""
-        try:
+        with os_errors(JournalReadError, "cannot read", path=self.path):
             data = read_regular(self.path, what=f"the {self.name} journal")
-        except OSError as exc:
-            raise JournalReadError(f"cannot read: {exc.strerror or exc}", path=self.path) from exc
         if data is None:
             return
         yield from decode_records(data.split(b"\n"))
@@ -89,7 +88,7 @@ class Journal(RecordLog):
         except (TypeError, ValueError) as exc:
             raise JournalWriteError(f"not a JSON record: {exc}", path=self.path) from exc
         with self._mutex:
-            try:
+            with os_errors(JournalWriteError, "cannot open for appending", path=self.path):
                 if self._fd is None:
                     fsio.make_dirs(self.path.parent)
                     created = not self.path.exists()
@@ -105,11 +104,9 @@ class Journal(RecordLog):
                 size = os.fstat(self._fd).st_size
                 if size and os.pread(self._fd, 1, size - 1) != b"\n":
                     line = b"\n" + line  # after a torn line, start clean
-            except OSError as exc:
-                raise JournalWriteError(f"cannot open for appending: {exc.strerror or exc}", path=self.path) from exc
             try:
                 fsio.append_durably(self._fd, line, size_before=size, durable=self.durable)
-            except OSError as exc:
+            except OSError as exc:  # by hand: the message also says what the file still holds
                 # Cut back off; if even that failed, the torn line is skipped by readers and
                 # the next append starts after a newline.
                 raise JournalWriteError(

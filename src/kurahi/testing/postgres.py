@@ -59,7 +59,7 @@ from pathlib import Path
 from types import TracebackType
 from urllib.parse import quote
 
-from kurahi.errors import PostgresUnavailableError, UsageError
+from kurahi.errors import KurahiError, UsageError
 
 __all__ = ["PostgresUnavailableError", "ThrowawayPostgres", "find_bindir", "main"]
 
@@ -73,6 +73,32 @@ _DBNAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _TAIL = 15  # lines of a tool's output or of the server log quoted in an error
 _PORT_ATTEMPTS = 3  # a free port can be taken by someone else before the server binds it
 _SOCKET_PATH_MAX = 107  # sun_path, less its terminating NUL
+
+
+class PostgresUnavailableError(KurahiError):
+    """A throwaway PostgreSQL server could not be started or used.
+
+    Defined here, not in :mod:`kurahi.errors`: only tests and benchmarks start a throwaway
+    server, so the error is no part of the tree users catch (issue 31).
+
+    The message says why: no server binaries found, no user to run the server as (under
+    root), ``initdb`` or ``pg_ctl start`` failed (with the last lines of their output or of
+    the server log), or a database could not be created. It never holds the password: every
+    line taken from a tool's output is scrubbed of it first.
+
+    Attributes:
+        reason: ``binaries``, ``user``, ``directory``, ``initdb``, ``start``, ``createdb`` or
+            ``fault`` (a crash or restart a test asked for).
+        log_tail: the last lines of the output or log concerned (scrubbed), oldest first.
+    """
+
+    REASONS = ("binaries", "user", "directory", "initdb", "start", "createdb", "fault")
+
+    def __init__(self, message: str, *, reason: str, log_tail: list[str] | None = None) -> None:
+        self.reason = reason
+        self.log_tail = list(log_tail or [])
+        tail = "".join(f"\n    {line}" for line in self.log_tail)
+        super().__init__(message + (f"; last lines:{tail}" if tail else ""))
 
 
 def _has_server(bindir: Path) -> bool:
@@ -173,7 +199,7 @@ class ThrowawayPostgres:
             otherwise (the server then runs as the caller).
         timeout: seconds each step (``initdb``, start, stop, ``createdb``) may take.
 
-    :meth:`start` (or entering the ``with``) raises :class:`~kurahi.errors.PostgresUnavailableError`
+    :meth:`start` (or entering the ``with``) raises :class:`PostgresUnavailableError`
     naming why the server could not start, with nothing left behind.
     """
 

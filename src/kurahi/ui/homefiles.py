@@ -16,6 +16,7 @@ import stat
 from pathlib import Path
 
 from kurahi.errors import UsageError
+from kurahi.fs.os_errors import os_error
 
 __all__ = ["NAME", "list_folders", "read_file"]
 
@@ -66,7 +67,7 @@ def read_file(root: Path, *parts: str, limit: int) -> bytes:
                 raise FileNotFoundError(os.path.join(*parts)) from None
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                 raise UsageError(f"{'/'.join(parts)}: a symlink or not a folder on the way; not followed") from None
-            raise UsageError(f"{'/'.join(parts)}: cannot open: {exc.strerror}") from None
+            raise os_error(UsageError, "cannot open", exc, path="/".join(parts)) from None
         with os.fdopen(fd, "rb") as f:
             st = os.fstat(f.fileno())
             if not stat.S_ISREG(st.st_mode):

@@ -9,6 +9,7 @@ import typer
 
 from kurahi.cli.common import EXIT, fail, print_json, translate_errors
 from kurahi.errors import UsageError
+from kurahi.fs.os_errors import os_error
 
 if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
     from kurahi.lineage.find import Lineage
@@ -42,7 +43,7 @@ def _export(lineage: Lineage, state_dir: Path, folder: Path) -> list[str]:
     except FileExistsError as exc:
         raise UsageError(f"{folder}: already exists; --export needs a new directory") from exc
     except OSError as exc:
-        raise UsageError(f"{folder}: cannot create: {exc.strerror}") from exc
+        raise os_error(UsageError, "cannot create", exc, path=folder) from exc
     return [
         str(export_piece(piece, folder / f"{piece.session_id}.jsonl"))
         for piece in lineage.pieces

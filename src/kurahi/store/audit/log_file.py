@@ -46,6 +46,7 @@ from kurahi.errors import (
 )
 from kurahi.fs import durable as fsio
 from kurahi.fs.locks import FileLock
+from kurahi.fs.os_errors import os_error, os_errors
 from kurahi.fs.safe import open_regular
 from kurahi.js.decode import DECODE_ERRORS
 from kurahi.js.jcs import sha256_hex
@@ -132,18 +133,12 @@ class AuditChain(AuditLog):
         self._ensure_dir()
         with self._lock().acquire(timeout=self.lock_timeout):
             created = not self.path.exists()
-            try:
+            with os_errors(AuditWriteError, "cannot open for appending", path=self.path):
                 fd = open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600, what="the audit chain")
-            except OSError as exc:
-                raise AuditWriteError(f"cannot open for appending: {exc.strerror}", path=self.path) from exc
             try:
                 if created:
-                    try:
+                    with os_errors(AuditWriteError, "cannot fsync the new chain's directory", path=self.path):
                         fsio.fsync_dir(self.path.parent)
-                    except OSError as exc:
-                        raise AuditWriteError(
-                            f"cannot fsync the new chain's directory: {exc.strerror}", path=self.path
-                        ) from exc
                 _tighten(fd)
                 size = os.fstat(fd).st_size
                 fragment, lines = _last_lines(fd, size, 1)
@@ -167,11 +162,9 @@ class AuditChain(AuditLog):
             )
         if parent.is_dir():
             return
-        try:
+        with os_errors(AuditWriteError, f"cannot create its directory {parent}", path=self.path):
             fsio.make_dirs(parent)  # durable: a power cut must not take the new chain's folder
             parent.chmod(0o700)
-        except OSError as exc:
-            raise AuditWriteError(f"cannot create its directory {parent}: {exc.strerror}", path=self.path) from exc
 
     def _checked_tail(self, fd: int, offset: int, line: bytes) -> AuditRecord:
         rec, reason = check_alone(line)
@@ -189,7 +182,7 @@ class AuditChain(AuditLog):
         offset = size - len(fragment)
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H-%M-%S-%fZ")
         sidecar = self.path.with_name(f"{self.path.name}.torn-{stamp}")
-        try:
+        with os_errors(AuditWriteError, "cannot move the torn last line aside", path=self.path):
             side = os.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o600)
             try:
                 fsio.write_all(side, fragment)
@@ -200,8 +193,6 @@ class AuditChain(AuditLog):
             # The bytes are safe in the sidecar before they leave the chain.
             fsio.ops.ftruncate(fd, offset)
             fsio.ops.fsync(fd)
-        except OSError as exc:
-            raise AuditWriteError(f"cannot move the torn last line aside: {exc.strerror}", path=self.path) from exc
         details = {
             "reason": "torn last line moved aside",
             "afterSeq": prev.seq if prev else 0,
@@ -215,12 +206,10 @@ class AuditChain(AuditLog):
         return repair, offset + len(line)
 
     def _write(self, fd: int, line: bytes, size_before: int) -> None:
-        try:
+        # Cut back on failure (append_durably), so the file holds exactly the records before
+        # this one. If even that failed, the next append finds a torn tail and moves it aside.
+        with os_errors(AuditWriteError, "could not append a record", path=self.path):
             fsio.append_durably(fd, line, size_before=size_before, durable=True)
-        except OSError as exc:
-            # Cut back, so the file holds exactly the records before this one. If even that
-            # failed, the next append finds a torn tail and moves it aside.
-            raise AuditWriteError(f"could not append a record: {exc.strerror or exc}", path=self.path) from exc
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -230,7 +219,7 @@ class AuditChain(AuditLog):
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise AuditError(f"cannot read: {exc.strerror}", path=self.path) from exc
+            raise os_error(AuditError, "cannot read", exc, path=self.path) from exc
 
     def exists(self) -> bool:
         """Whether the chain file exists (as a regular file)."""

@@ -42,6 +42,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from kurahi.errors import SqliteSchemaError, SqliteStoreBusyError, SqliteStoreError
+from kurahi.fs.os_errors import os_error, os_errors
 
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT",
@@ -102,13 +103,12 @@ def _header(path: Path) -> bytes:
     except IsADirectoryError as exc:
         raise SqliteStoreError("is a directory, expected an OpenClaw SQLite store", path=path) from exc
     except OSError as exc:
-        raise SqliteStoreError(f"cannot open: {exc.strerror}", path=path) from exc
+        raise os_error(SqliteStoreError, "cannot open", exc, path=path) from exc
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise SqliteStoreError("is not a regular file", path=path)
-        head = os.read(fd, 100)
-    except OSError as exc:
-        raise SqliteStoreError(f"cannot read: {exc.strerror}", path=path) from exc
+        with os_errors(SqliteStoreError, "cannot read", path=path):
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise SqliteStoreError("is not a regular file", path=path)
+            head = os.read(fd, 100)
     finally:
         os.close(fd)
     if len(head) < 100 or not head.startswith(_MAGIC):
@@ -125,19 +125,16 @@ def _state(path: Path) -> tuple[int, int, int, bytes] | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise SqliteStoreError(f"cannot read: {exc.strerror}", path=path) from exc
+        raise os_error(SqliteStoreError, "cannot read", exc, path=path) from exc
 
 
 def _copy(src: Path, dst: Path) -> SnapshotFile:
     digest = hashlib.sha256()
-    try:
-        with open(src, "rb") as f, open(dst, "wb") as out:
-            st = os.fstat(f.fileno())
-            while chunk := f.read(1 << 20):
-                digest.update(chunk)
-                out.write(chunk)
-    except OSError as exc:
-        raise SqliteStoreError(f"cannot copy for reading: {exc.strerror}", path=src) from exc
+    with os_errors(SqliteStoreError, "cannot copy for reading", path=src), open(src, "rb") as f, open(dst, "wb") as out:
+        st = os.fstat(f.fileno())
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+            out.write(chunk)
     return SnapshotFile(src.name, st.st_size, st.st_mtime_ns, digest.hexdigest())
 
 

@@ -17,7 +17,8 @@ from starlette.concurrency import run_in_threadpool
 
 from kurahi.continuity.hashcache import HashCache
 from kurahi.continuity.manifest import build_manifest
-from kurahi.gateway.routes.deps import AgentQuery, GatewayDep, Read
+from kurahi.gateway.app import include_routes
+from kurahi.gateway.routes.deps import ERRORS, AgentQuery, GatewayDep, Read
 from kurahi.gateway.service import Gateway
 
 __all__ = ["ManifestEntryOut", "ManifestOut", "install", "router"]
@@ -53,7 +54,7 @@ class ManifestOut(BaseModel):
     gateway: ManifestGatewayOut = Field(description="the gateway's life when it took this; outside the chain")
 
 
-router = APIRouter(tags=["continuity"])
+router = APIRouter(tags=["continuity"], responses=ERRORS)
 
 
 def install(app: FastAPI, gateway: Gateway) -> None:
@@ -63,7 +64,7 @@ def install(app: FastAPI, gateway: Gateway) -> None:
     new one). File digests are cached in ``<home>/run/hash-cache.json`` across requests.
     """
     app.state.manifest_cache = HashCache.for_home(gateway.home.root)
-    app.include_router(router)
+    include_routes(app, [router])
 
 
 @router.get("/api/continuity/manifest", response_model=ManifestOut, operation_id="getContinuityManifest")

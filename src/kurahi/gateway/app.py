@@ -9,11 +9,11 @@ they reach the gateway through ``app.state``, set here.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -31,7 +31,7 @@ from kurahi.gateway.routes import ROUTERS, docs
 from kurahi.gateway.routes.deps import ERRORS
 from kurahi.gateway.service import Gateway
 
-__all__ = ["Plugin", "create_app"]
+__all__ = ["Plugin", "create_app", "include_routes"]
 
 Plugin = Callable[[FastAPI, Gateway], None]
 """Adds routes to the app of a gateway: how rooms below this one (``continuity``) serve over HTTP."""
@@ -144,9 +144,22 @@ def create_app(
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "error")
         return error_response(exc.status_code, code, str(exc.detail))
 
-    for router in ROUTERS:
-        app.include_router(router)
+    include_routes(app, ROUTERS)
     docs.publish(app)
     for plugin in plugins:
         plugin(app, gateway)
     return app
+
+
+def include_routes(app: FastAPI, routers: Iterable[APIRouter]) -> None:
+    """Add the routes of ``routers`` to ``app``, in order, as routes of its own.
+
+    ``app.include_router`` keeps each router as one node of the app's routes, which matches its
+    routes anew on every request (FastAPI 0.165): a request passing a dozen routers cost 20 to
+    70 µs more of CPU than the same routes declared on the app. Each route is whole as its router
+    made it (the router's tags, and :data:`~kurahi.gateway.routes.deps.ERRORS` as the error
+    answers the schema declares), so it is added as it is; the routes take no prefix, no
+    dependency and no override from the app (none of the gateway's does).
+    """
+    for router in routers:
+        app.router.routes.extend(router.routes)

@@ -7,11 +7,11 @@ from typing import Any
 from fastapi import APIRouter
 
 from kurahi.gateway import models as m
-from kurahi.gateway.routes.deps import GatewayDep, Read
+from kurahi.gateway.routes.deps import ERRORS, GatewayDep, Read
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["agents"])
+router = APIRouter(tags=["agents"], responses=ERRORS)
 
 
 @router.get("/api/agents", response_model=list[m.AgentOut])

@@ -8,11 +8,11 @@ from fastapi import APIRouter, Query
 
 from kurahi.errors import AuditNotFoundError
 from kurahi.gateway import models as m
-from kurahi.gateway.routes.deps import GatewayDep, Read
+from kurahi.gateway.routes.deps import ERRORS, GatewayDep, Read
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["audit"])
+router = APIRouter(tags=["audit"], responses=ERRORS)
 
 
 @router.get("/api/audit/chain", response_model=m.AuditChainOut)

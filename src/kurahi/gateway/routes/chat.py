@@ -14,11 +14,11 @@ from kurahi.agent.idempotency import check_idempotency_key, new_idempotency_key
 from kurahi.errors import KurahiError, UsageError
 from kurahi.gateway import models as m
 from kurahi.gateway.http import HTTPError, from_kurahi
-from kurahi.gateway.routes.deps import AgentId, Chat, GatewayDep, session_key
+from kurahi.gateway.routes.deps import ERRORS, AgentId, Chat, GatewayDep, session_key
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["chat"])
+router = APIRouter(tags=["chat"], responses=ERRORS)
 
 
 @router.post(

@@ -7,11 +7,11 @@ from typing import Any
 from fastapi import APIRouter
 
 from kurahi.gateway import models as m
-from kurahi.gateway.routes.deps import Admin, GatewayDep
+from kurahi.gateway.routes.deps import ERRORS, Admin, GatewayDep
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["config"])
+router = APIRouter(tags=["config"], responses=ERRORS)
 
 
 @router.get("/api/config")

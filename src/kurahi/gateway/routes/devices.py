@@ -8,11 +8,11 @@ from fastapi import APIRouter, Path
 
 from kurahi.gateway import models as m
 from kurahi.gateway.http import HTTPError
-from kurahi.gateway.routes.deps import Admin, GatewayDep
+from kurahi.gateway.routes.deps import ERRORS, Admin, GatewayDep
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["devices"])
+router = APIRouter(tags=["devices"], responses=ERRORS)
 
 DeviceId = Annotated[str, Path(max_length=64, pattern=r"^dev_[0-9a-f]+$")]
 

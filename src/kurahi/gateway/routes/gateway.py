@@ -7,11 +7,11 @@ from typing import Any
 from fastapi import APIRouter
 
 from kurahi.gateway import models as m
-from kurahi.gateway.routes.deps import Admin, GatewayDep
+from kurahi.gateway.routes.deps import ERRORS, Admin, GatewayDep
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["gateway"])
+router = APIRouter(tags=["gateway"], responses=ERRORS)
 
 
 @router.post("/api/gateway/restart", response_model=m.RestartOut)

@@ -8,11 +8,11 @@ from fastapi import APIRouter
 
 from kurahi import __version__
 from kurahi.gateway import models as m
-from kurahi.gateway.routes.deps import GatewayDep
+from kurahi.gateway.routes.deps import ERRORS, GatewayDep
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["gateway"])
+router = APIRouter(tags=["gateway"], responses=ERRORS)
 
 
 @router.get("/api/health", response_model=m.HealthOut)

@@ -8,11 +8,11 @@ from fastapi import APIRouter, Path
 
 from kurahi.gateway import models as m
 from kurahi.gateway.http import HTTPError
-from kurahi.gateway.routes.deps import AgentId, Chat, GatewayDep, Read, session_key
+from kurahi.gateway.routes.deps import ERRORS, AgentId, Chat, GatewayDep, Read, session_key
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["jobs"])
+router = APIRouter(tags=["jobs"], responses=ERRORS)
 
 JobId = Annotated[str, Path(max_length=64, pattern=r"^job_[0-9a-f]+$")]
 

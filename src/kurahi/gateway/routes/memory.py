@@ -7,11 +7,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from kurahi.gateway import models as m
-from kurahi.gateway.routes.deps import AgentQuery, GatewayDep, Read
+from kurahi.gateway.routes.deps import ERRORS, AgentQuery, GatewayDep, Read
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["memory"])
+router = APIRouter(tags=["memory"], responses=ERRORS)
 
 
 @router.get("/api/memory/recall", response_model=m.RecallOut)

@@ -11,10 +11,11 @@ from fastapi.responses import Response
 
 from kurahi.gateway.auth import require
 from kurahi.gateway.metrics import CONTENT_TYPE, GatewayMetrics
+from kurahi.gateway.routes.deps import ERRORS
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["gateway"])
+router = APIRouter(tags=["gateway"], responses=ERRORS)
 
 
 @router.get(

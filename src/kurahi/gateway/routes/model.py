@@ -7,11 +7,11 @@ from typing import Any
 from fastapi import APIRouter
 
 from kurahi.gateway import models as m
-from kurahi.gateway.routes.deps import Admin, AgentId, GatewayDep
+from kurahi.gateway.routes.deps import ERRORS, Admin, AgentId, GatewayDep
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["agents"])
+router = APIRouter(tags=["agents"], responses=ERRORS)
 
 
 @router.post("/api/agents/{agent}/model", response_model=m.ModelIn)

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 
 from kurahi.errors import KurahiError
 from kurahi.gateway.http import error_body
-from kurahi.gateway.routes.deps import GatewayDep
+from kurahi.gateway.routes.deps import ERRORS, GatewayDep
 from kurahi.gateway.service import Gateway
 
 __all__ = ["STORE_CHECK_TIMEOUT", "readiness", "router"]
@@ -24,7 +24,7 @@ __all__ = ["STORE_CHECK_TIMEOUT", "readiness", "router"]
 STORE_CHECK_TIMEOUT = 5.0
 """Seconds the store gets to answer a readiness check before the gateway counts as not ready."""
 
-router = APIRouter(tags=["gateway"])
+router = APIRouter(tags=["gateway"], responses=ERRORS)
 
 
 @router.get("/api/ready", responses={503: {"description": "not ready"}})

@@ -12,11 +12,11 @@ from fastapi.responses import Response
 
 from kurahi.gateway import models as m
 from kurahi.gateway.http import HTTPError
-from kurahi.gateway.routes.deps import AgentId, Chat, GatewayDep, KeyQuery, Read, SessionIdQuery, session_key
+from kurahi.gateway.routes.deps import ERRORS, AgentId, Chat, GatewayDep, KeyQuery, Read, SessionIdQuery, session_key
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["sessions"])
+router = APIRouter(tags=["sessions"], responses=ERRORS)
 
 _ROW_FIELDS = ("sessionId", "sessionFile", "updatedAt", "sessionStartedAt", "lastInteractionAt", "previousSessionId")
 

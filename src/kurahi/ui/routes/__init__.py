@@ -20,7 +20,7 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI
 
-from kurahi.gateway.app import Plugin
+from kurahi.gateway.app import Plugin, include_routes
 from kurahi.gateway.ratelimit import FAILURES_BURST, FAILURES_EVERY, LOGINS_BURST, LOGINS_EVERY, RateLimiter
 from kurahi.gateway.service import Gateway
 from kurahi.gateway.static_files import PackagedFiles
@@ -102,5 +102,4 @@ def install(
         max_transcript=max_transcript,
     )
     app.state.viewer = viewer  # what the routers' handlers work on (kurahi.ui.routes.deps)
-    for router in ROUTERS:
-        app.include_router(router)
+    include_routes(app, ROUTERS)

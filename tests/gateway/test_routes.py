@@ -78,7 +78,7 @@ ROUTES = [
 ]
 
 PLUGGED = {"continuity": "kurahi.continuity.api", "ui": "kurahi.ui.routes"}
-"""Rooms above the gateway that plug routes into it (the gateway imports neither), and where
+"""Rooms after the gateway (kurahi._rooms) that plug routes into it (the gateway imports neither), and where
 their routes are: a module, or a routes package the rule of the module docstring applies to."""
 
 PACKAGES = {"kurahi.gateway.routes": ("/api",), "kurahi.ui.routes": ("/ui", "/api")}
@@ -92,8 +92,8 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> FastAPI:
 
 
 def _ours(app: FastAPI) -> list[RouteContext]:
-    # Through the routers the app includes (FastAPI keeps each as one node of app.routes), with
-    # the path the app answers at. FastAPI's own /openapi.json is the one route not ours.
+    # Each with the path the app answers at, through any router included with include_router
+    # too (FastAPI keeps one as a single node of app.routes). /openapi.json is FastAPI's own.
     routes = [c for c in iter_route_contexts(app.routes) if c.path != "/openapi.json"]
     assert all(isinstance(c.original_route, APIRoute) for c in routes), [c.path for c in routes]
     return routes

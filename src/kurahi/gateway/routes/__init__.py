@@ -4,7 +4,7 @@ To find the route of a URL: drop ``/api`` and an agent's scope (``agents/{agent}
 segment left names the module, in the singular or the plural. ``POST /api/agents/{agent}/jobs``
 is in :mod:`~kurahi.gateway.routes.jobs`, ``GET /api/agents/{agent}/session/transcript`` in
 :mod:`~kurahi.gateway.routes.sessions`, ``GET /metrics`` in :mod:`~kurahi.gateway.routes.metrics`.
-Rooms above this one plug their routes in and keep them (``/api/continuity/…`` in
+Rooms after this one plug their routes in and keep them (``/api/continuity/…`` in
 :mod:`kurahi.continuity.api`, ``/ui/…`` in :mod:`kurahi.ui.routes`, by the same rule);
 ``tests/gateway/test_routes.py`` holds every route to the rule.
 

@@ -100,7 +100,7 @@ def test_ready_needs_no_credential_and_reports_each_check(served: Any) -> None:
 
 
 def test_ready_fails_while_the_database_does_not_answer(tmp_path: Path, pg_server: Any, pg_url: str) -> None:
-    from kurahi.gateway import ops
+    from kurahi.gateway.routes import ready
     from kurahi.store.open import open_backend
 
     home = make_gateway_home(tmp_path)
@@ -109,7 +109,7 @@ def test_ready_fails_while_the_database_does_not_answer(tmp_path: Path, pg_serve
         assert anon.get("/api/ready").json()["checks"]["store"] == "ok"
         # Every process of the cluster stopped (not killed): the database is there but does not answer.
         pids = _cluster_pids(pg_server.pid)
-        old_timeout, ops.STORE_CHECK_TIMEOUT = ops.STORE_CHECK_TIMEOUT, 1.0
+        old_timeout, ready.STORE_CHECK_TIMEOUT = ready.STORE_CHECK_TIMEOUT, 1.0
         for pid in pids:
             os.kill(pid, signal.SIGSTOP)
         try:
@@ -117,7 +117,7 @@ def test_ready_fails_while_the_database_does_not_answer(tmp_path: Path, pg_serve
         finally:
             for pid in pids:
                 os.kill(pid, signal.SIGCONT)
-            ops.STORE_CHECK_TIMEOUT = old_timeout
+            ready.STORE_CHECK_TIMEOUT = old_timeout
         assert r.status_code == 503
         body = r.json()
         assert body["error"]["code"] == "not_ready" and "store" in body["error"]["message"]

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from kurahi.gateway.docs_page import DOCS_CSP
+from kurahi.gateway.routes.docs import DOCS_CSP
 from kurahi.gateway.static_files import CSP
 from kurahi.gateway.vendored import read_manifest
 from support.gateways import make_gateway_home
@@ -121,11 +121,11 @@ def test_the_page_loads_only_files_of_the_gateway_and_runs_no_inline_script(view
 def test_nothing_outside_the_table_is_served_and_dot_dot_never_reaches_the_api(viewer: Viewer) -> None:
     probes = [
         "/docs/../secrets/gateway.token",
-        "/docs/swagger/../../docs_page.py",
+        "/docs/swagger/../../app.py",
         "/docs/%2e%2e/%2e%2e/secrets/gateway.token",
         "/docs/..%2f..%2fsecrets%2fgateway.token",
         "/docs/swagger/vendor.json",  # in the folder, but not a file the page loads
-        "/docs/docs_page.py",
+        "/docs/app.py",
         "/docs//etc/passwd",
         "/docs/swagger/LICENSE%00.js",
         "/docs/swagger/swagger-ui.css/",

@@ -1,25 +1,27 @@
 """``GET /api/continuity/manifest``: the gateway plugin that serves signed manifests.
 
-The `gateway` room does not import this room (rooms import only the rooms above them), so
-the route is installed from outside: ``kurahi gateway run`` passes :func:`install` to
+The `gateway` room does not import this room (rooms import only the rooms before them), so
+the route is plugged in from outside: ``kurahi gateway run`` passes :func:`install` to
 :func:`kurahi.gateway.server.serve` as a plugin, and tests pass it to
-:func:`kurahi.gateway.app.create_app`.
+:func:`kurahi.gateway.app.create_app`. It is the one route of :data:`router`, which reaches the
+gateway as the API's routers do (:mod:`kurahi.gateway.routes.deps`).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Depends, FastAPI, Query
+from fastapi import APIRouter, FastAPI, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from kurahi.continuity.hashcache import HashCache
 from kurahi.continuity.manifest import build_manifest
-from kurahi.gateway.auth import Principal, require
+from kurahi.gateway.app import include_routes
+from kurahi.gateway.routes.deps import ERRORS, AgentQuery, GatewayDep, Read
 from kurahi.gateway.service import Gateway
 
-__all__ = ["ManifestEntryOut", "ManifestOut", "install"]
+__all__ = ["ManifestEntryOut", "ManifestOut", "install", "router"]
 
 
 class ManifestEntryOut(BaseModel):
@@ -52,37 +54,32 @@ class ManifestOut(BaseModel):
     gateway: ManifestGatewayOut = Field(description="the gateway's life when it took this; outside the chain")
 
 
+router = APIRouter(tags=["continuity"], responses=ERRORS)
+
+
 def install(app: FastAPI, gateway: Gateway) -> None:
     """Add ``GET /api/continuity/manifest?agent=`` (scope ``read``) to a gateway's app.
 
     The model recorded is the one the agent's running runtime uses (after a model swap, the
     new one). File digests are cached in ``<home>/run/hash-cache.json`` across requests.
     """
-    cache = HashCache.for_home(gateway.home.root)
-    read = Depends(require("read"))
+    app.state.manifest_cache = HashCache.for_home(gateway.home.root)
+    include_routes(app, [router])
 
-    @app.get(
-        "/api/continuity/manifest",
-        response_model=ManifestOut,
-        tags=["continuity"],
-        operation_id="getContinuityManifest",
-    )
-    async def get_manifest(
-        agent: Annotated[str, Query(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")],
-        p: Principal = read,
-    ) -> dict[str, Any]:
-        """The signed continuity manifest of one resident: hashes and small values, chained and signed."""
-        rt = await gateway.runtime(agent)  # unknown agent: 404
-        provider, profile = rt.provider()
-        model = (provider.provider_name, profile.model, rt.model_name)
-        boot = gateway.boot()
 
-        def build() -> dict[str, Any]:
-            manifest = build_manifest(
-                gateway.home, agent, model=model, cache=cache, backend=gateway.backend, gateway=boot
-            )
-            cache.save()
-            return manifest
+@router.get("/api/continuity/manifest", response_model=ManifestOut, operation_id="getContinuityManifest")
+async def get_manifest(agent: AgentQuery, request: Request, gateway: GatewayDep, p: Read) -> dict[str, Any]:
+    """The signed continuity manifest of one resident: hashes and small values, chained and signed."""
+    cache: HashCache = request.app.state.manifest_cache
+    rt = await gateway.runtime(agent)  # unknown agent: 404
+    provider, profile = rt.provider()
+    model = (provider.provider_name, profile.model, rt.model_name)
+    boot = gateway.boot()
 
-        # Hashing reads files: off the event loop, so turns in flight are not held up.
-        return await run_in_threadpool(build)
+    def build() -> dict[str, Any]:
+        manifest = build_manifest(gateway.home, agent, model=model, cache=cache, backend=gateway.backend, gateway=boot)
+        cache.save()
+        return manifest
+
+    # Hashing reads files: off the event loop, so turns in flight are not held up.
+    return await run_in_threadpool(build)

@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from fastapi.routing import iter_route_contexts
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -90,7 +91,9 @@ class AccessMiddleware:
         path = getattr(route, "path", None)
         if isinstance(path, str):
             return path
-        for r in self.routes:  # answered before routing (401, 413, 431): find the template it was meant for
+        # Answered before routing (401, 413, 431): find the template it was meant for, through
+        # the routers the app includes (FastAPI keeps each included router as one node).
+        for r in iter_route_contexts(self.routes):
             match, _ = r.matches(scope)
             if match is Match.FULL:
                 return str(r.path)

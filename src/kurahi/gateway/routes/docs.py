@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.openapi.utils import get_openapi
 from starlette.requests import Request
 from starlette.responses import Response
@@ -20,7 +20,7 @@ from starlette.responses import Response
 from kurahi.gateway.http import HTTPError
 from kurahi.gateway.static_files import PAGE_HEADERS, PackagedFiles
 
-__all__ = ["BEARER_SCHEME", "DOCS_CSP", "install_docs"]
+__all__ = ["BEARER_SCHEME", "DOCS_CSP", "publish", "router"]
 
 DOCS_CSP: Final = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -37,26 +37,34 @@ BEARER_SCHEME = {
 """The one security scheme of the API (``components.securitySchemes.bearer``)."""
 
 _PUBLIC_OPERATIONS = {("/api/health", "get"), ("/api/ready", "get")}
+_HEADERS: Final = {**PAGE_HEADERS, "Content-Security-Policy": DOCS_CSP}
+
+router = APIRouter(include_in_schema=False)
 
 
-def install_docs(app: FastAPI) -> None:
-    """Serve ``/docs`` and the files under it, and declare the bearer scheme in the schema."""
-    headers = {**PAGE_HEADERS, "Content-Security-Policy": DOCS_CSP}
-    files = PackagedFiles("kurahi.gateway", headers=headers, revalidate=True)
+@router.get("/docs")
+async def docs(request: Request) -> Response:
+    """The API reference page."""
+    return _serve("docs.html", request)
 
-    def serve(name: str, request: Request) -> Response:
-        response = files.response(name, request.headers.get("if-none-match"))
-        if response is None:  # with the page's policy too (and no-store: nothing to keep)
-            raise HTTPError(404, "not_found", "no such file in the API reference", dict(headers))
-        return response
 
-    @app.get("/docs", include_in_schema=False)
-    async def docs(request: Request) -> Response:
-        return serve("docs.html", request)
+@router.get("/docs/{name:path}")
+async def docs_file(name: str, request: Request) -> Response:
+    """A file the page loads (its initializer, its stylesheet, the vendored Swagger UI)."""
+    return _serve(name, request)
 
-    @app.get("/docs/{name:path}", include_in_schema=False)
-    async def docs_file(name: str, request: Request) -> Response:
-        return serve(name, request)
+
+def _serve(name: str, request: Request) -> Response:
+    files: PackagedFiles = request.app.state.docs_files
+    response = files.response(name, request.headers.get("if-none-match"))
+    if response is None:  # with the page's policy too (and no-store: nothing to keep)
+        raise HTTPError(404, "not_found", "no such file in the API reference", dict(_HEADERS))
+    return response
+
+
+def publish(app: FastAPI) -> None:
+    """Read the page's files for ``app`` and declare the bearer scheme in its schema."""
+    app.state.docs_files = PackagedFiles("kurahi.gateway", headers=_HEADERS, revalidate=True)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema:

@@ -257,7 +257,12 @@ def test_nothing_in_the_state_changes_and_no_shm_appears(tmp_path: Path) -> None
     (state / "agents/main/agent/openclaw-agent.sqlite-wal").write_bytes(b"")
     before = tree_hash(state)
     served = Served("openclaw", state)
-    for name, args in (("lineage", {}), ("recall", {"query": SQLITE_BEFORE}), ("check", {"markers": ["x"]}), ("losses", {})):
+    for name, args in (
+        ("lineage", {}),
+        ("recall", {"query": SQLITE_BEFORE}),
+        ("check", {"markers": ["x"]}),
+        ("losses", {}),
+    ):
         assert not call(served, name, args).is_error
     assert tree_hash(state) == before
     assert not list(state.rglob("*-shm"))
@@ -266,8 +271,9 @@ def test_nothing_in_the_state_changes_and_no_shm_appears(tmp_path: Path) -> None
 def test_no_link_is_followed_out_of_the_state(tmp_path: Path) -> None:
     home = kurahi_home(tmp_path / "home", tmp_path)
     outside = tmp_path / "outside.jsonl"
-    outside.write_text('{"type":"session","version":3,"id":"x"}\n{"type":"message","id":"m1","parentId":null,'
-                       '"timestamp":"2026-10-10T00:00:00Z","message":{"role":"user","content":"OUTSIDE-SECRET-88"}}\n')  # fmt: skip
+    message = {"role": "user", "content": "OUTSIDE-SECRET-88"}
+    entry = {"type": "message", "id": "m1", "parentId": None, "timestamp": "2026-10-10T00:00:00Z", "message": message}
+    outside.write_text(json.dumps({"type": "session", "version": 3, "id": "x"}) + "\n" + json.dumps(entry) + "\n")
     os.symlink(outside, home / "agents/alice/sessions/linked.jsonl")
     served = Served("home", home)
     assert structured(call(served, "recall", {"query": "OUTSIDE-SECRET-88"}))["total"] == 0
@@ -278,7 +284,9 @@ def test_a_pi_sessions_folder(tmp_path: Path) -> None:
 
     folder = tmp_path / "pi" / "--work-project--"
     folder.mkdir(parents=True)
-    write_session(folder / "2026-10-01T00-00-00-000Z_s.jsonl", entries=40, compact_every=20, markers=("PI-PHRASE-KAPPA",), seed=3)
+    write_session(
+        folder / "2026-10-01T00-00-00-000Z_s.jsonl", entries=40, compact_every=20, markers=("PI-PHRASE-KAPPA",), seed=3
+    )
     served = Served("pi", tmp_path / "pi")
     hits = structured(call(served, "recall", {"query": "PI-PHRASE-KAPPA"}))["hits"]
     assert hits

@@ -121,9 +121,13 @@ def _raw_stdio(path: Path, lines: list[bytes], last_id: int) -> list[dict[str, A
 
 def test_stdio_raw_garbage_and_a_lone_surrogate_leave_it_serving(tmp_path: Path) -> None:
     path = states(tmp_path)["sqlite"][1]
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}  # fmt: skip
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "recall", "arguments": {"query": SQLITE_BEFORE}}}
+    init = _initialize()
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "recall", "arguments": {"query": SQLITE_BEFORE}},
+    }
     lines = [
         json.dumps(init).encode(),
         b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
@@ -138,6 +142,13 @@ def test_stdio_raw_garbage_and_a_lone_surrogate_leave_it_serving(tmp_path: Path)
     assert not result["isError"] and SQLITE_BEFORE in result["content"][0]["text"]
     # The SDK drops the unparsable surrogate request without an answer (it cannot reach Kurahi).
     assert 1 not in answers or "error" in answers[1] or answers[1]["result"]["isError"]
+
+
+def _initialize() -> dict[str, Any]:
+    """A handshake-era ``initialize``, as OpenClaw's client sends it."""
+    client = {"name": "raw", "version": "0"}
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client}
+    return {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
 
 
 def _free_port() -> int:
@@ -177,19 +188,23 @@ def http_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 def test_http_needs_the_token_and_serves_every_tool(http_server: tuple[str, Path]) -> None:
     url, path = http_server
     before = tree_hash(path)
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}  # fmt: skip
+    init = _initialize()
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     for auth in ({}, {"Authorization": "Bearer wrong-token"}, {"Authorization": TOKEN}):
         r = httpx2.post(url, json=init, headers={**headers, **auth}, timeout=30)
         assert r.status_code == 401 and r.json()["error"] == "invalid_token"
-    evil = httpx2.post(url, json=init, headers={**headers, "Authorization": f"Bearer {TOKEN}", "Host": "evil.example:80"}, timeout=30)
+    evil = httpx2.post(
+        url, json=init, headers={**headers, "Authorization": f"Bearer {TOKEN}", "Host": "evil.example:80"}, timeout=30
+    )
     assert evil.status_code == 421
 
     async def run() -> dict[str, Any]:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=httpx2.Timeout(60)) as hc:
-            async with Client(streamable_http_client(url, http_client=hc)) as c:
-                return await _every_tool(c, SQLITE_BEFORE)
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        async with (
+            httpx2.AsyncClient(headers=auth, timeout=httpx2.Timeout(60)) as hc,
+            Client(streamable_http_client(url, http_client=hc)) as c,
+        ):
+            return await _every_tool(c, SQLITE_BEFORE)
 
     _assert_served(asyncio.run(run()), SQLITE_BEFORE)
     raw = httpx2.post(
@@ -205,12 +220,20 @@ def test_http_needs_the_token_and_serves_every_tool(http_server: tuple[str, Path
 def test_the_command_refuses_http_without_a_token_or_remote_without_leave(tmp_path: Path) -> None:
     path = states(tmp_path)["sqlite"][1]
     env = {k: v for k, v in os.environ.items() if k != "KURAHI_MCP_TOKEN"}
-    no_token = subprocess.run([sys.executable, *server_args("openclaw", path, "--http")], capture_output=True, text=True, env=env, timeout=60)
+    no_token = subprocess.run(
+        [sys.executable, *server_args("openclaw", path, "--http")], capture_output=True, text=True, env=env, timeout=60
+    )
     assert no_token.returncode != 0 and "KURAHI_MCP_TOKEN" in no_token.stderr and "Traceback" not in no_token.stderr
     remote = subprocess.run(
         [sys.executable, *server_args("openclaw", path, "--http", "--host", "0.0.0.0")],
         capture_output=True, text=True, env={**env, "KURAHI_MCP_TOKEN": TOKEN}, timeout=60,
     )  # fmt: skip
     assert remote.returncode != 0 and "--allow-remote" in remote.stderr
-    missing = subprocess.run([sys.executable, "-m", "kurahi.cli", "mcp", "--openclaw", str(tmp_path / "nope")], capture_output=True, text=True, env=env, timeout=60)
+    missing = subprocess.run(
+        [sys.executable, "-m", "kurahi.cli", "mcp", "--openclaw", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert missing.returncode != 0 and "not a directory" in missing.stderr and "Traceback" not in missing.stderr

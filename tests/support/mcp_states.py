@@ -15,7 +15,6 @@ from typing import Any
 from kurahi.pi.transcript import Transcript
 from kurahi.store.catalog import Catalog
 from kurahi.testing.sessions import write_session
-
 from support.testdata import openclaw_state_copy
 
 HOME_BEFORE, HOME_AFTER = "QUILLBEFORE7731", "LANTERNAFTER2204"
@@ -51,7 +50,9 @@ def kurahi_home(root: Path, scratch: Path) -> Path:
     a_tmp, b_tmp = scratch / "a.jsonl", scratch / "b.jsonl"
     write_session(a_tmp, entries=60, branch=0.0, compact_every=0, markers=(HOME_BEFORE,), seed=21)
     _append_message(a_tmp, f"the kestrel key is {SECRET} and the header Authorization: Bearer abcdefgh12345678")
-    write_session(b_tmp, entries=30, branch=0.0, compact_every=0, markers=(HOME_AFTER,), seed=22, start="2026-10-09T08:00:00Z")
+    write_session(
+        b_tmp, entries=30, branch=0.0, compact_every=0, markers=(HOME_AFTER,), seed=22, start="2026-10-09T08:00:00Z"
+    )
     with Transcript.open(a_tmp) as ta, Transcript.open(b_tmp) as tb:
         sid_a, sid_b = ta.session_id, tb.session_id
     a = folder / f"{sid_a}.jsonl.reset.2026-10-09T08-00-00.000Z"

@@ -16,7 +16,6 @@ from urllib.parse import quote
 
 from kurahi.errors import KurahiError
 from kurahi.lineage.find import iso
-
 from kurahi.mcp_server.passages import Passage, fold
 from kurahi.mcp_server.safety import Refusal, check_text
 from kurahi.mcp_server.served import History, Served
@@ -55,7 +54,9 @@ def _fit(answer: dict[str, Any], field: str) -> dict[str, Any]:
         items.pop()
         answer["cut"] = True
     if answer.get("cut"):
-        answer["cutNote"] = f"showing {len(items)} of {total} {field}; the answer is capped at {MAX_ANSWER:,} characters"
+        answer["cutNote"] = (
+            f"showing {len(items)} of {total} {field}; the answer is capped at {MAX_ANSWER:,} characters"
+        )
     return answer
 
 
@@ -286,7 +287,9 @@ def losses_answer(served: Served) -> dict[str, Any]:
     from kurahi.lifecycle.rescue import find_losses
 
     try:
-        report = find_losses(served.root, agent=served.agent, state_kind="kurahi" if served.kind == "home" else "openclaw")
+        report = find_losses(
+            served.root, agent=served.agent, state_kind="kurahi" if served.kind == "home" else "openclaw"
+        )
     except KurahiError as exc:
         raise Refusal(f"the state could not be read: {exc}") from exc
     losses = [

@@ -27,11 +27,10 @@ from typing import Any
 from kurahi.context.tokens import estimate_tokens
 from kurahi.js.values import MISSING, date_ms
 from kurahi.lineage.path import canonical_path
+from kurahi.mcp_server.safety import scrub
 from kurahi.pi.transcript import Transcript
 from kurahi.pi.vocab import COMPACTION, RESET
 from kurahi.store.redact import redact
-
-from kurahi.mcp_server.safety import scrub
 
 __all__ = ["OWN_TOOLS", "Passage", "PieceInfo", "fold", "piece_passages"]
 
@@ -138,7 +137,9 @@ def _own(message: dict[str, Any] | None, text: str) -> bool:
     if isinstance(name, str) and "__" in name and name.split("__")[-1] in OWN_TOOLS:
         return True
     # A result wrapped by OpenClaw's tool_call carries the MCP server's tool id in its text.
-    return message.get("role") == "toolResult" and ('"mcpTool":"recall"' in text or '\\"mcpTool\\":\\"recall\\"' in text)
+    return message.get("role") == "toolResult" and (
+        '"mcpTool":"recall"' in text or '\\"mcpTool\\":\\"recall\\"' in text
+    )
 
 
 def piece_passages(t: Transcript, info: PieceInfo) -> Iterator[Passage]:
@@ -159,10 +160,10 @@ def piece_passages(t: Transcript, info: PieceInfo) -> Iterator[Passage]:
         safe = redact(data) if isinstance(data, dict) else {}
         role, text, message = _readable(safe)
         text = scrub(text)
-        n = order.get(e.index)
-        on_path = n is not None
-        before_reset = on_path and n is not None and n <= reset_at
-        compacted = on_path and n is not None and not before_reset and n < kept_at
+        at_path = order.get(e.index)
+        on_path = at_path is not None
+        before_reset = at_path is not None and at_path <= reset_at
+        compacted = at_path is not None and not before_reset and at_path < kept_at
         in_view = info.current and on_path and not before_reset and not compacted
         tokens = 0
         if message is not None:

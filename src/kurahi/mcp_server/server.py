@@ -26,7 +26,6 @@ from pydantic import Field
 
 from kurahi import __version__
 from kurahi.errors import KurahiError
-
 from kurahi.mcp_server import answers
 from kurahi.mcp_server.safety import MAX_KEY, MAX_QUERY, Refusal
 from kurahi.mcp_server.served import Served
@@ -50,7 +49,9 @@ Key = Annotated[
 ]
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY, description="Words or an exact phrase to remember.")]
 Limit = Annotated[int, Field(ge=1, le=20, description="Most passages to return.")]
-Before = Annotated[str | None, Field(default=None, max_length=64, description="Only passages before this ISO-8601 time.")]
+Before = Annotated[
+    str | None, Field(default=None, max_length=64, description="Only passages before this ISO-8601 time.")
+]
 After = Annotated[str | None, Field(default=None, max_length=64, description="Only passages after this ISO-8601 time.")]
 Markers = Annotated[
     list[Annotated[str, Field(min_length=1, max_length=500)]],
@@ -69,7 +70,9 @@ def build_server(served: Served) -> Any:
     from mcp.types import INVALID_PARAMS, ToolAnnotations
 
     server = MCPServer("kurahi", instructions=INSTRUCTIONS, version=__version__)
-    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+    read_only = ToolAnnotations(
+        read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
 
     def tool_call(make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         try:
@@ -84,7 +87,7 @@ def build_server(served: Served) -> Any:
 
     @server.tool(annotations=read_only)
     def lineage(key: Key = None) -> dict[str, Any]:
-        """Show this session's history across resets: its pieces, reset boundaries, what is in your view now and what left it."""
+        """Show this session's history across resets: its pieces, boundaries, what is in view now and what left it."""
         return tool_call(lambda: answers.lineage_answer(served, key))
 
     @server.tool(annotations=read_only)
@@ -95,7 +98,7 @@ def build_server(served: Served) -> Any:
         before: Before = None,
         after: After = None,
     ) -> dict[str, Any]:
-        """Recall what was said earlier in this session's history, including before a reset or compaction (memory search)."""
+        """Recall what was said earlier in this session, including before a reset or compaction (memory search)."""
         return tool_call(lambda: answers.recall_answer(served, query, key=key, limit=limit, before=before, after=after))
 
     @server.tool(annotations=read_only)
@@ -159,7 +162,9 @@ def http_app(served: Served, token: str, *, host: str = "127.0.0.1", allow_remot
 
     app = Starlette(routes=[Mount("/", app=inner)], lifespan=lifespan)
 
-    async def guarded(scope: Scope, receive: Callable[[], Awaitable[Any]], send: Callable[[Any], Awaitable[None]]) -> None:
+    async def guarded(
+        scope: Scope, receive: Callable[[], Awaitable[Any]], send: Callable[[Any], Awaitable[None]]
+    ) -> None:
         if scope["type"] == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
             ok = given[:7].lower() == b"bearer " and hmac.compare_digest(given[7:].strip(), expected)

@@ -17,7 +17,7 @@ from urllib.parse import quote
 from kurahi.errors import KurahiError
 from kurahi.lineage.find import iso
 from kurahi.mcp_server.passages import Passage, fold
-from kurahi.mcp_server.safety import Refusal, check_text
+from kurahi.mcp_server.safety import Refusal, check_text, scrub
 from kurahi.mcp_server.served import History, Served
 
 __all__ = [
@@ -82,9 +82,8 @@ def _standing(p: Passage) -> str:
 
 
 def _read(served: Served, key: str | None) -> History:
-    resolved = served.resolve_key(key)
     try:
-        return served.history(resolved)
+        return served.history(key)
     except Refusal:
         raise
     except KurahiError as exc:
@@ -184,25 +183,27 @@ def recall_answer(
     hist = _read(served, key)
     phrase = " ".join(fold(query).split())
     terms = list(dict.fromkeys(_WORD.findall(phrase)))[:32]
+    exact_at = hist.matching(phrase)
+    per_term = [hist.matching(t) for t in terms]
+    counts: dict[int, int] = {}
+    for found in per_term:
+        for i in found:
+            counts[i] = counts.get(i, 0) + 1
     scored: list[tuple[tuple[Any, ...], Passage, bool, int]] = []
-    for p in hist.passages:
-        if not p.folded:
-            continue
+    for i in exact_at | counts.keys():
+        p = hist.passages[i]
         if (upper is not None and (p.at_ms is None or p.at_ms >= upper)) or (
             lower is not None and (p.at_ms is None or p.at_ms <= lower)
         ):
             continue
-        exact = phrase in p.folded
-        matched = sum(1 for t in terms if t in p.folded)
-        if not exact and matched == 0:
-            continue
+        exact, matched = i in exact_at, counts.get(i, 0)
         rank = (p.own, p.abandoned, not exact, -matched, -(p.at_ms or 0), p.piece, p.pos)
         scored.append((rank, p, exact, matched))
     scored.sort(key=lambda s: s[0])
     hits = []
     for _, p, exact, matched in scored[:limit]:
         hit_text = phrase if exact else next((t for t in terms if t in p.folded), "")
-        text, cut = _snippet(p.text, hit_text)
+        text, cut = _snippet(scrub(p.text), hit_text)
         n = len(hist.by_piece.get(p.piece, []))
         hits.append(
             {
@@ -348,7 +349,8 @@ def slice_answer(served: Served, key: str, piece: str, span: str) -> dict[str, A
         raise Refusal(f"range {span!r}: piece {piece} has {len(entries)} entries (0-{len(entries)})")
     rows = []
     for p in entries[start:end]:
-        text = p.text if len(p.text) <= SLICE_TEXT else p.text[:SLICE_TEXT] + "…"
+        full = scrub(p.text)
+        text = full if len(full) <= SLICE_TEXT else full[:SLICE_TEXT] + "…"
         rows.append(
             {
                 "entry": p.pos,
@@ -358,7 +360,7 @@ def slice_answer(served: Served, key: str, piece: str, span: str) -> dict[str, A
                 "at": _when(p),
                 "standing": _standing(p),
                 "text": text,
-                **({"textCut": True} if len(p.text) > SLICE_TEXT else {}),
+                **({"textCut": True} if len(full) > SLICE_TEXT else {}),
             }
         )
     answer: dict[str, Any] = {"key": hist.key, "piece": piece, "of": len(entries), "entries": rows}

@@ -27,7 +27,6 @@ from typing import Any
 from kurahi.context.tokens import estimate_tokens
 from kurahi.js.values import MISSING, date_ms
 from kurahi.lineage.path import canonical_path
-from kurahi.mcp_server.safety import scrub
 from kurahi.pi.transcript import Transcript
 from kurahi.pi.vocab import COMPACTION, RESET
 from kurahi.store.redact import redact
@@ -72,6 +71,7 @@ class Passage:
     role: str | None
     at_ms: int | None
     text: str
+    """The entry's readable text, as stored: pass it through :func:`~kurahi.mcp_server.safety.scrub` to hand it out."""
     folded: str
     in_view: bool
     compacted: bool
@@ -97,7 +97,8 @@ def _blocks_text(content: Any) -> list[str]:
         elif kind == "thinking" and isinstance(block.get("thinking"), str):
             out.append(block["thinking"])
         elif kind == "toolCall":
-            args = json.dumps(block.get("arguments"), ensure_ascii=False, sort_keys=True)
+            # Arguments are the one place a keyed secret (an apiKey, a token) sits in a message.
+            args = json.dumps(redact(block.get("arguments")), ensure_ascii=False, sort_keys=True)
             out.append(f"[tool call {block.get('name')}] {args}")
         elif kind == "image":
             out.append("[image]")
@@ -157,9 +158,7 @@ def piece_passages(t: Transcript, info: PieceInfo) -> Iterator[Passage]:
             kept_at = order.get(idx, n) if idx is not None else n
     for e in t.entries():
         data = e.data
-        safe = redact(data) if isinstance(data, dict) else {}
-        role, text, message = _readable(safe)
-        text = scrub(text)
+        role, text, message = _readable(data if isinstance(data, dict) else {})
         at_path = order.get(e.index)
         on_path = at_path is not None
         before_reset = at_path is not None and at_path <= reset_at

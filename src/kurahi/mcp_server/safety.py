@@ -1,9 +1,10 @@
 """What the server refuses and what it never hands out: argument checks and secret scrubbing.
 
 Arguments come from a model, so every refusal names the argument and what is wrong with it in
-words a model can act on (:class:`Refusal`). Text handed back passes through :func:`scrub`:
-values under secret-looking keys are already dropped by :func:`kurahi.store.redact.redact`
-before text is extracted; here bearer tokens and API-key shaped strings inside free text go.
+words a model can act on (:class:`Refusal`). Text handed back passes through :func:`scrub` on
+its way out (bearer tokens and API-key shaped strings go), whole, before it is cut to a
+snippet, so a cut never leaves half a token readable; values under secret-looking keys (tool
+arguments) are dropped by :func:`kurahi.store.redact.redact` when the text is extracted.
 """
 
 from __future__ import annotations

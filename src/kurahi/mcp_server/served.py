@@ -11,6 +11,7 @@ changed under it is read again; one that keeps changing is refused, never half-r
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 from collections.abc import Mapping
@@ -48,9 +49,35 @@ class History:
     notes: list[str] = field(default_factory=list)
     by_piece: dict[str, list[Passage]] = field(default_factory=dict)
 
+    _blob: bytes = b""
+    _starts: list[int] = field(default_factory=list)
+
     def __post_init__(self) -> None:
         for p in self.passages:
             self.by_piece.setdefault(p.piece, []).append(p)
+        # Every passage's folded text in one UTF-8 buffer, NUL-separated: a search is one C-speed
+        # scan of it per word (a str of mixed scripts is four bytes a character; this is one).
+        parts = [p.folded.encode("utf-8", "surrogatepass") for p in self.passages]
+        starts, at = [], 0
+        for part in parts:
+            starts.append(at)
+            at += len(part) + 1
+        self._blob, self._starts = b"\0".join(parts), starts
+
+    def matching(self, needle: str) -> set[int]:
+        """Indices of the passages whose folded text contains ``needle`` (already folded)."""
+        want = needle.encode("utf-8", "surrogatepass")
+        found: set[int] = set()
+        if not want:
+            return found
+        blob, starts, at = self._blob, self._starts, 0
+        while True:
+            at = blob.find(want, at)
+            if at < 0:
+                return found
+            i = bisect.bisect_right(starts, at) - 1
+            found.add(i)
+            at = starts[i + 1] if i + 1 < len(starts) else len(blob)  # on to the next passage
 
     @property
     def current(self) -> PieceInfo | None:
@@ -173,57 +200,53 @@ class Served:
         if self.kind == "pi":
             return sorted(self._pi_files())
         with open_agent(self.root, self.agent) as state:
-            return [k for k in state.keys if not k.startswith(f"agent:{self.agent}:recovered:")]
+            return _own_keys(state.keys, self.agent)
 
-    def default_key(self) -> str:
-        """``agent:<agent>:main`` when present, else the only key; for Pi the newest session."""
-        keys = self.keys()
-        if self.kind == "pi":
-            files = list_pi_sessions(self.root)
-            ids = [s.session_id for s in files if s.session_id]
-            if not ids:
-                raise Refusal(f"no Pi session in {self.root}")
-            return ids[-1]
+    def _choose(self, key: str | None, keys: list[str]) -> str:
+        """``key`` if it is one of ``keys``, else the default key; a :class:`Refusal` naming the keys."""
+        if key is not None:
+            if key in keys:
+                return key
+            shown = ", ".join(keys[:20]) + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")
+            raise Refusal(f"key {key!r}: not a session key of this state; keys: {shown or '(none)'}")
+        if not keys:
+            raise Refusal(f"{self.root}: no session to serve")
         main = f"agent:{self.agent}:main"
         if main in keys:
             return main
-        if len(keys) == 1:
-            return keys[0]
+        if self.kind == "pi" or len(keys) == 1:
+            return keys[-1]
         raise Refusal(f"this agent has no {main!r} and several keys; name one: {', '.join(keys[:20])}")
-
-    def resolve_key(self, key: str | None) -> str:
-        """``key`` checked (shape, agent, existence), or the default key."""
-        if key is None:
-            return self.default_key()
-        check_key_text(key, self.agent)
-        keys = self.keys()
-        if key not in keys:
-            shown = ", ".join(keys[:20]) + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")
-            raise Refusal(f"key {key!r}: not a session key of this state; keys: {shown or '(none)'}")
-        return key
 
     # -- histories ----------------------------------------------------------------------
 
-    def history(self, key: str) -> History:
-        """The key's history, read now or kept from the last read if nothing changed since."""
+    def history(self, key: str | None) -> History:
+        """The history of ``key`` (default: the main key), read now or kept if nothing changed since.
+
+        Raises:
+            Refusal: the key is not the served agent's, or the state kept changing while read.
+        """
+        if key is not None:
+            check_key_text(key, self.agent)
         with self._lock:
             before = self.signature()
-            cached = self._cache.get(key)
+            cached = self._cache.get(key or "")
             if cached is not None and cached[0] == before:
                 return cached[1]
             for _ in range(_READS):
                 hist = self._read(key)
                 after = self.signature()
                 if after == before:
-                    self._cache = {key: (after, hist)}  # one key kept: memory stays one history
+                    self._cache = {key or "": (after, hist)}  # one history kept: memory stays bounded
                     return hist
                 before = after
         raise Refusal("the state kept changing while it was read (the runtime is writing); ask again in a moment")
 
-    def _read(self, key: str) -> History:
+    def _read(self, key: str | None) -> History:
         if self.kind == "pi":
             return self._read_pi(key)
         with open_agent(self.root, self.agent) as state:
+            key = self._choose(key, _own_keys(state.keys, self.agent))
             lineage = state.lineage(key)
             pieces = _pieces(lineage)
             passages: list[Passage] = []
@@ -246,10 +269,11 @@ class Served:
             ]
             return History(key, self.agent, lineage.layout, pieces, bounds, passages, list(lineage.notes))
 
-    def _read_pi(self, key: str) -> History:
-        path = self._pi_files().get(key)
-        if path is None:
-            raise Refusal(f"key {key!r}: no Pi session with that id")
+    def _read_pi(self, key: str | None) -> History:
+        files = self._pi_files()
+        ordered = [s.session_id for s in list_pi_sessions(self.root) if s.session_id]
+        key = self._choose(key, ordered)
+        path = files[key]
         with Transcript.open(path) as t:
             info = PieceInfo("p0", path, key, "transcript", True, None, None, "the session file", "recorded", False)
             info = _with_repair(info, t)
@@ -257,6 +281,11 @@ class Served:
         times = [p.at_ms for p in passages if p.at_ms is not None]
         info = PieceInfo(**{**_fields(info), "first_ms": min(times, default=None), "last_ms": max(times, default=None)})
         return History(key, None, "pi", [info], [], passages)
+
+
+def _own_keys(keys: list[str], agent: str | None) -> list[str]:
+    """The keys served: OpenClaw's doctor's ``recovered`` keys are pieces of another key, not keys."""
+    return [k for k in keys if not k.startswith(f"agent:{agent}:recovered:")]
 
 
 def _fields(info: PieceInfo) -> dict[str, Any]:

@@ -151,19 +151,39 @@ class Served:
         self.kind, self.root = kind, root
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[tuple[Any, ...], History]] = {}
-        if kind == "pi":
-            if agent is not None:
-                raise UsageError("--agent names an OpenClaw or Kurahi agent; Pi's sessions have none")
-            self.agent: str | None = None
-            return
-        agents = list_agents(root)
-        if agent is None:
-            agent = "main" if "main" in agents else agents[0] if len(agents) == 1 else None
+        if kind == "pi" and agent is not None:
+            raise UsageError("--agent names an OpenClaw or Kurahi agent; Pi's sessions have none")
+        if not root.is_dir():
+            raise UsageError(f"{root}: not a directory")
+        self._asked = agent
+        self._agent: str | None = None
+
+    @property
+    def agent(self) -> str | None:
+        """The agent served: the one asked for, else ``main``, else the only one (``None`` for Pi).
+
+        Found on first use, not at start: a server registered before the runtime wrote any
+        session starts, and answers once there is one.
+
+        Raises:
+            Refusal: no agent yet, or several and none named.
+        """
+        if self.kind == "pi":
+            return None
+        if self._agent is None:
+            try:
+                agents = list_agents(self.root)
+            except UsageError as exc:
+                raise Refusal(f"nothing to read yet: {exc}") from None
+            agent = self._asked
             if agent is None:
-                raise UsageError(f"{root}: several agents ({', '.join(agents)}); pick one with --agent")
-        if agent not in agents:
-            raise UsageError(f"{root}: no agent {agent!r}; agents present: {', '.join(agents)}")
-        self.agent = agent
+                agent = "main" if "main" in agents else agents[0] if len(agents) == 1 else None
+                if agent is None:
+                    raise Refusal(f"several agents ({', '.join(agents)}); start the server with --agent")
+            if agent not in agents:
+                raise Refusal(f"no agent {agent!r} here yet; agents present: {', '.join(agents) or '(none)'}")
+            self._agent = agent
+        return self._agent
 
     # -- what changes ----------------------------------------------------------------
 

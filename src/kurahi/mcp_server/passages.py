@@ -28,7 +28,7 @@ from kurahi.context.tokens import estimate_tokens
 from kurahi.js.values import MISSING, date_ms
 from kurahi.lineage.path import canonical_path
 from kurahi.pi.transcript import Transcript
-from kurahi.pi.vocab import COMPACTION, RESET
+from kurahi.pi.vocab import COMPACTION, FIRST_KEPT_ENTRY_ID, RESET
 from kurahi.store.redact import redact
 
 __all__ = ["OWN_TOOLS", "Passage", "PieceInfo", "fold", "piece_passages"]
@@ -153,7 +153,7 @@ def piece_passages(t: Transcript, info: PieceInfo) -> Iterator[Passage]:
         if e.type == RESET:
             reset_at, kept_at = n, -1
         elif e.type == COMPACTION:
-            kept = e.data.get("firstKeptEntryId")
+            kept = e.data.get(FIRST_KEPT_ENTRY_ID)
             idx = t.index_of(kept) if isinstance(kept, str) else None
             kept_at = order.get(idx, n) if idx is not None else n
     for e in t.entries():

@@ -1,6 +1,6 @@
 """``kurahi mcp``'s tools and resource through the official client, in process, on the three kinds of state.
 
-Over the real transports (stdio, Streamable HTTP) in ``test_transports.py``; here the same
+Over the real transports (stdio, Streamable HTTP) in ``test_mcp_transports.py``; here the same
 client talks to the same server object in memory, so every hostile argument reaches the
 server as sent (a lone surrogate too, which no JSON transport carries).
 """

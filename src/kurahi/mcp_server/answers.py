@@ -202,7 +202,8 @@ def recall_answer(
     scored.sort(key=lambda s: s[0])
     hits = []
     for _, p, exact, matched in scored[:limit]:
-        hit_text = phrase if exact else next((t for t in terms if t in p.folded), "")
+        folded = fold(p.text)
+        hit_text = phrase if exact else next((t for t in terms if t in folded), "")
         text, cut = _snippet(scrub(p.text), hit_text)
         n = len(hist.by_piece.get(p.piece, []))
         hits.append(

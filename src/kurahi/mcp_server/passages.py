@@ -72,7 +72,6 @@ class Passage:
     at_ms: int | None
     text: str
     """The entry's readable text, as stored: pass it through :func:`~kurahi.mcp_server.safety.scrub` to hand it out."""
-    folded: str
     in_view: bool
     compacted: bool
     abandoned: bool
@@ -182,7 +181,6 @@ def piece_passages(t: Transcript, info: PieceInfo) -> Iterator[Passage]:
             role=role,
             at_ms=at,
             text=text,
-            folded=fold(text) if text else "",
             in_view=in_view,
             compacted=compacted,
             abandoned=not on_path,

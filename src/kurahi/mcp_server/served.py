@@ -23,7 +23,7 @@ from kurahi.errors import UsageError
 from kurahi.lineage.find import Lineage, iso, list_agents, open_agent
 from kurahi.locations.dirs import kurahi_home, openclaw_state_dir, pi_sessions_dir
 from kurahi.locations.pi_sessions import list_pi_sessions
-from kurahi.mcp_server.passages import Passage, PieceInfo, piece_passages
+from kurahi.mcp_server.passages import Passage, PieceInfo, fold, piece_passages
 from kurahi.mcp_server.safety import Refusal, check_key_text
 from kurahi.pi.transcript import Transcript
 
@@ -57,7 +57,8 @@ class History:
             self.by_piece.setdefault(p.piece, []).append(p)
         # Every passage's folded text in one UTF-8 buffer, NUL-separated: a search is one C-speed
         # scan of it per word (a str of mixed scripts is four bytes a character; this is one).
-        parts = [p.folded.encode("utf-8", "surrogatepass") for p in self.passages]
+        # Only the buffer is kept: a folded copy of every text as str would double the memory.
+        parts = [fold(p.text).encode("utf-8", "surrogatepass") if p.text else b"" for p in self.passages]
         starts, at = [], 0
         for part in parts:
             starts.append(at)

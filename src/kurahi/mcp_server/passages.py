@@ -18,7 +18,6 @@ Everything else (earlier pieces, the part before a reset) is simply not in view.
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Any
 from kurahi.context.tokens import estimate_tokens
 from kurahi.js.values import MISSING, date_ms
 from kurahi.lineage.path import canonical_path
+from kurahi.lineage.provenance import content_text
 from kurahi.pi.transcript import Transcript
 from kurahi.pi.vocab import COMPACTION, FIRST_KEPT_ENTRY_ID, RESET
 from kurahi.store.redact import redact
@@ -82,26 +82,15 @@ class Passage:
 
 
 def _blocks_text(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    out: list[str] = []
-    if not isinstance(content, list):
-        return out
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            out.append(block["text"])
-        elif kind == "thinking" and isinstance(block.get("thinking"), str):
-            out.append(block["thinking"])
-        elif kind == "toolCall":
-            # Arguments are the one place a keyed secret (an apiKey, a token) sits in a message.
-            args = json.dumps(redact(block.get("arguments")), ensure_ascii=False, sort_keys=True)
-            out.append(f"[tool call {block.get('name')}] {args}")
-        elif kind == "image":
-            out.append("[image]")
-    return out
+    """A message content's text as :func:`kurahi.lineage.provenance.content_text` reads it.
+
+    Tool calls' arguments are the one place a keyed secret (an ``apiKey``, a token) sits in a
+    message: a content holding a call is redacted first (:func:`kurahi.store.redact.redact`).
+    """
+    if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "toolCall" for b in content):
+        content = redact(content)
+    text = content_text(content)
+    return [text] if text else []
 
 
 def _readable(data: dict[str, Any]) -> tuple[str | None, str, dict[str, Any] | None]:

@@ -76,11 +76,14 @@ async def _run(state: Path, rounds: int) -> dict[str, Any]:
         first_done = time.perf_counter()
         assert not first.is_error, first.content
         hits = json.loads(first.content[0].text)
-        later = []
+        later: list[float] = []
+        by_query: dict[str, list[float]] = {}
         for i in range(rounds):
+            query = QUERIES[i % len(QUERIES)]
             t = time.perf_counter()
-            res = await c.call_tool("recall", {"query": QUERIES[i % len(QUERIES)], "limit": 10})
+            res = await c.call_tool("recall", {"query": query, "limit": 10})
             later.append(time.perf_counter() - t)
+            by_query.setdefault(query, []).append(later[-1] * 1000)
             assert not res.is_error, res.content
         rss = _server_rss(state)
     return {
@@ -89,6 +92,7 @@ async def _run(state: Path, rounds: int) -> dict[str, Any]:
         "firstHits": hits["total"],
         "laterMedianMs": statistics.median(later) * 1000,
         "laterMaxMs": max(later) * 1000,
+        "laterMedianMsByQuery": {q: round(statistics.median(ms), 1) for q, ms in by_query.items()},
         "serverPeakRssMB": rss / 1e6 if rss is not None else None,
     }
 
@@ -105,6 +109,7 @@ def main() -> int:
     before = _hash(state)
     out = asyncio.run(_run(state, args.rounds))
     out |= {"storeMB": size / 1e6, "unchanged": _hash(state) == before, "shm": any(db.parent.glob("*-shm"))}
+    out["loadAverage"] = os.getloadavg()[0]  # this machine is shared: the figures scale with it
     if args.json:
         print(json.dumps(out, indent=2))
     else:

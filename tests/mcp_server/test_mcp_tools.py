@@ -308,3 +308,12 @@ def test_a_long_answer_is_cut_and_says_so() -> None:
     out = _fit({"hits": [{"text": "x" * 1_000} for _ in range(30)]}, "hits")
     assert out["cut"] is True and len(json.dumps(out)) <= MAX_ANSWER
     assert out["cutNote"].startswith(f"showing {len(out['hits'])} of 30 hits")
+
+
+def test_when_the_phrase_fills_the_answer_the_words_are_not_searched(sqlite_state: Served) -> None:
+    filled = structured(call(sqlite_state, "recall", {"query": SQLITE_BEFORE, "limit": 3}))
+    assert [h["match"] for h in filled["hits"]] == ["exact phrase"] * 3
+    assert "exact phrase" in filled["totalCounts"]
+    wide = structured(call(sqlite_state, "recall", {"query": SQLITE_BEFORE, "limit": 20}))
+    assert "totalCounts" not in wide and wide["total"] >= filled["total"]  # every word searched too
+    assert wide["hits"][:3] == filled["hits"]

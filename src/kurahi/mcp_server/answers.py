@@ -183,18 +183,29 @@ def recall_answer(
     hist = _read(served, key)
     phrase = " ".join(fold(query).split())
     terms = list(dict.fromkeys(_WORD.findall(phrase)))[:32]
-    exact_at = hist.matching(phrase)
-    per_term = [hist.matching(t) for t in terms]
-    counts: dict[int, int] = {}
+
+    def in_time(p: Passage) -> bool:
+        return not (
+            (upper is not None and (p.at_ms is None or p.at_ms >= upper))
+            or (lower is not None and (p.at_ms is None or p.at_ms <= lower))
+        )
+
+    exact_at = {i for i in hist.matching(phrase) if in_time(hist.passages[i])}
+    # Passages holding the phrase rank before any holding only some of its words (unless they
+    # are this server's own results or abandoned): when they fill the answer, the words are not
+    # searched for at all, and the answer says its total counts the phrase only.
+    first = sum(1 for i in exact_at if not hist.passages[i].own and not hist.passages[i].abandoned)
+    phrase_only = first >= limit and terms != [phrase]
+    # A one-word query's word is its phrase: one scan of the buffer, not two.
+    per_term = [] if phrase_only else [exact_at if t == phrase else hist.matching(t) for t in terms]
+    counts: dict[int, int] = {i: len(terms) for i in exact_at} if phrase_only else {}
     for found in per_term:
         for i in found:
             counts[i] = counts.get(i, 0) + 1
     scored: list[tuple[tuple[Any, ...], Passage, bool, int]] = []
     for i in exact_at | counts.keys():
         p = hist.passages[i]
-        if (upper is not None and (p.at_ms is None or p.at_ms >= upper)) or (
-            lower is not None and (p.at_ms is None or p.at_ms <= lower)
-        ):
+        if not in_time(p):
             continue
         exact, matched = i in exact_at, counts.get(i, 0)
         rank = (p.own, p.abandoned, not exact, -matched, -(p.at_ms or 0), p.piece, p.pos)
@@ -233,6 +244,8 @@ def recall_answer(
     }
     if len(scored) > len(hits):
         answer["more"] = f"{len(scored) - len(hits)} more passages match; raise limit or narrow with before/after"
+    if phrase_only:
+        answer["totalCounts"] = "passages holding the exact phrase (they filled the answer; single words not searched)"
     answer = _fit(answer, "hits")
     answer["shown"] = len(answer["hits"])
     return answer

@@ -27,6 +27,7 @@ ROOMS: tuple[tuple[str, str], ...] = (
     ("continuity", "the continuity suite: disruptions, invariants C0-C9, signed reports"),
     ("doctor", "checks of this installation and the state it would use"),
     ("ui", "the web viewer"),
+    ("mcp_server", "``kurahi mcp``: a resident's own past over MCP, read-only (lineage, recall, check, losses)"),
     ("cli", "the ``kurahi`` command, a thin shell over the rooms"),
 )
 """Each room's name (a subpackage of ``kurahi``) and what it holds."""

@@ -1,7 +1,7 @@
 """The optional extras and what each one brings: asked before a feature that needs one is used.
 
 The core (store, context, lineage, lifecycle and their commands) needs none of them. A
-command that does (``gateway run``, ``chat``, a profile of a real provider) asks
+command that does (``gateway run``, ``chat``, ``mcp``, a profile of a real provider) asks
 :func:`require` first, so a missing package is one line naming the extra to install, not
 an ``ImportError`` traceback from deep inside the server.
 """
@@ -18,6 +18,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "gateway": ("fastapi", "uvicorn", "httpx"),
     "providers": ("openai", "anthropic"),
     "postgres": ("psycopg", "psycopg_pool"),
+    "mcp": ("mcp",),
 }
 """Extra name -> the top-level modules it installs that Kurahi imports."""
 

@@ -4,8 +4,9 @@
 enough of the OpenAI wire protocol for OpenClaw's ``openai-completions`` provider: Chat
 Completions and Responses, streamed (server-sent events) or not, and the model list. Every
 reply is deterministic: ``ECHO-<n>: <the last user text>``, so a test sees its own words come
-back. Every request body is kept, in order, in memory and as one JSON line per request in
-``log_path``: that log is the evidence of what OpenClaw really sent the model.
+back; or, scripted by :attr:`StandInModel.tool_rules`, a call of a tool (then ``ECHO-<n>: tool
+result seen`` once the result is in). Every request body is kept, in order, in memory and as
+one JSON line per request in ``log_path``: that log is the evidence of what OpenClaw really sent the model.
 """
 
 from __future__ import annotations
@@ -92,6 +93,16 @@ def reply_text(typed: str) -> str:
     return "\n\n".join(f"{h}\n{decisions if i == 0 else empty.get(h, 'None.')}" for i, h in enumerate(SUMMARY_SECTIONS))
 
 
+def last_turn_role(body: dict[str, Any]) -> str | None:
+    """The role of the newest message, past OpenClaw's trailing internal-context user message."""
+    for message in reversed(request_messages(body)):
+        if message.get("role") == "user" and text_of(message.get("content")).strip().startswith(_INTERNAL):
+            continue
+        role = message.get("role")
+        return role if isinstance(role, str) else None
+    return None
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
@@ -119,7 +130,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(400, {"error": {"message": "request body is not a JSON object"}})
             return
         n = self.server.model.record(self.path, body)
-        said = reply_text(last_user_text(body))
+        call = self.server.model.tool_call_for(body)
+        if call is not None and self.path.endswith("/chat/completions"):
+            self._chat_tool_call(body, n, *call)
+            return
+        tool_seen = last_turn_role(body) == "tool"
+        said = "tool result seen" if tool_seen else reply_text(last_user_text(body))
         # A summary's first heading must start its own line, as a model would write it.
         text = f"{REPLY_PREFIX}{n}:{chr(10) if said.startswith('#') else ' '}{said}"
         if self.path.endswith("/chat/completions"):
@@ -166,6 +182,30 @@ class _Handler(BaseHTTPRequestHandler):
         events.append((None, {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
         events.append((None, {**chunk, "choices": [], "usage": usage}))
         events.append((None, "[DONE]"))
+        self._events(events)
+
+    def _chat_tool_call(self, body: dict[str, Any], n: int, name: str, arguments: dict[str, Any]) -> None:
+        """Answer with one call of tool ``name`` (Chat Completions, streamed or not)."""
+        call = {
+            "id": f"call_standin_{n}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
+        base = {"id": f"chatcmpl-{n}", "created": 0, "model": body.get("model") or MODEL_ID}
+        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        if not body.get("stream"):
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+            self._json(200, {**base, "object": "chat.completion", "choices": [choice], "usage": usage})
+            return
+        chunk = {**base, "object": "chat.completion.chunk"}
+        delta = {"role": "assistant", "content": None, "tool_calls": [{"index": 0, **call}]}
+        events: list[tuple[str | None, Any]] = [
+            (None, {**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}),
+            (None, {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+            (None, {**chunk, "choices": [], "usage": usage}),
+            (None, "[DONE]"),
+        ]
         self._events(events)
 
     def _responses(self, body: dict[str, Any], n: int, text: str) -> None:
@@ -215,6 +255,19 @@ class StandInModel:
         self._bodies: list[dict[str, Any]] = []
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self.tool_rules: list[tuple[str, str, dict[str, Any]]] = []
+        """``(cue, tool name, arguments)``: a user turn whose text holds the cue is answered with
+        a call of that tool (Chat Completions only); the request after its result, with text."""
+
+    def tool_call_for(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        """The tool call a request gets by :attr:`tool_rules`, if its newest turn is a user's holding a cue."""
+        if last_turn_role(body) != "user":
+            return None
+        typed = last_user_text(body)
+        for cue, name, arguments in self.tool_rules:
+            if cue in typed:
+                return name, arguments
+        return None
 
     @property
     def port(self) -> int:

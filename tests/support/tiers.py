@@ -51,6 +51,7 @@ SLOW_MODULES = frozenset(
         "lifecycle/test_activation_crash.py",
         "lifecycle/test_activation_gateway.py",
         "lifecycle/test_rescue.py",
+        "mcp_server/test_mcp_transports.py",
     }
 )
 """Modules of tests/ whose every test is slow."""

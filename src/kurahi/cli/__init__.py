@@ -46,6 +46,7 @@ COMMANDS = {
     "demo": "kurahi.cli.demo:demo",
     "doctor": "kurahi.cli.doctor:doctor_command",
     "completion": "kurahi.cli.completion:completion_command",
+    "mcp": "kurahi.cli.mcp:mcp_command",
 }
 """Top-level command name -> ``module:function``."""
 

@@ -1,0 +1,190 @@
+"""``kurahi mcp``'s server on the official MCP SDK (``mcp`` 2.x, the ``mcp`` extra): tools, resource, transports.
+
+Only glue: every answer is made by :mod:`kurahi.mcp_server.answers`. A refusal a model can act
+on (a bad key, a control character, a corrupt store) is a tool error carrying its message
+(:class:`ToolError`; any other exception would reach the client as a bare "Error executing
+tool"); a bad resource URI is a JSON-RPC ``-32602``. The SDK checks arguments against each
+tool's schema before a tool runs (types, bounds, a 1 MB query), and the server keeps serving
+after every refusal.
+
+Over HTTP the server binds loopback unless ``allow_remote``, keeps the SDK's Host and Origin
+checks (DNS rebinding), and requires ``Authorization: Bearer <token>`` on every request,
+compared in constant time by a plain ASGI wrapper (Starlette's ``BaseHTTPMiddleware`` would
+buffer the streamed answers).
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import sys
+from collections.abc import Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from kurahi import __version__
+from kurahi.errors import KurahiError
+from kurahi.mcp_server import answers
+from kurahi.mcp_server.safety import MAX_KEY, MAX_QUERY, Refusal
+from kurahi.mcp_server.served import Served
+
+__all__ = ["build_server", "http_app", "run_http", "run_stdio"]
+
+_log = logging.getLogger("kurahi.mcp")
+
+INSTRUCTIONS = (
+    "Kurahi reads this agent's own session history across resets, compactions and rollovers "
+    "(read-only). Use recall to remember what was said before a reset or compaction, lineage to see "
+    "what the model's view holds now and what left it, check to test whether a phrase is in what is "
+    "sent next, losses to list history a reset took away."
+)
+
+# The tools' argument types, at module level: the SDK reads them from the signatures'
+# (string) annotations, which resolve against this module's names.
+Key = Annotated[
+    str | None,
+    Field(default=None, max_length=MAX_KEY, description="Session key, e.g. agent:main:main (default: the main key)."),
+]
+Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY, description="Words or an exact phrase to remember.")]
+Limit = Annotated[int, Field(ge=1, le=20, description="Most passages to return.")]
+Before = Annotated[
+    str | None, Field(default=None, max_length=64, description="Only passages before this ISO-8601 time.")
+]
+After = Annotated[str | None, Field(default=None, max_length=64, description="Only passages after this ISO-8601 time.")]
+Markers = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=500)]],
+    Field(min_length=1, max_length=20, description="Phrases to look for."),
+]
+
+Scope = MutableMapping[str, Any]
+ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
+
+
+def build_server(served: Served) -> Any:
+    """An ``MCPServer`` with the four tools and the transcript-slice resource over ``served``."""
+    from mcp import MCPError
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import INVALID_PARAMS, ToolAnnotations
+
+    server = MCPServer("kurahi", instructions=INSTRUCTIONS, version=__version__)
+    read_only = ToolAnnotations(
+        read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
+
+    def tool_call(make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        try:
+            return make()
+        except Refusal as exc:
+            raise ToolError(str(exc)) from None
+        except KurahiError as exc:
+            raise ToolError(f"the state could not be read: {exc}") from None
+        except Exception as exc:
+            _log.exception("kurahi mcp: unexpected error")
+            raise ToolError(f"internal error ({type(exc).__name__}); the server keeps serving") from None
+
+    @server.tool(annotations=read_only)
+    def lineage(key: Key = None) -> dict[str, Any]:
+        """Show this session's history across resets: its pieces, boundaries, what is in view now and what left it."""
+        return tool_call(lambda: answers.lineage_answer(served, key))
+
+    @server.tool(annotations=read_only)
+    def recall(
+        query: Query,
+        key: Key = None,
+        limit: Limit = 5,
+        before: Before = None,
+        after: After = None,
+    ) -> dict[str, Any]:
+        """Recall what was said earlier in this session, including before a reset or compaction (memory search)."""
+        return tool_call(lambda: answers.recall_answer(served, query, key=key, limit=limit, before=before, after=after))
+
+    @server.tool(annotations=read_only)
+    def check(
+        markers: Markers,
+        key: Key = None,
+    ) -> dict[str, Any]:
+        """Check whether each phrase is in what the runtime will send the model next (is it in my active memory?)."""
+        return tool_call(lambda: answers.check_answer(served, list(markers), key))
+
+    @server.tool(annotations=read_only)
+    def losses() -> dict[str, Any]:
+        """List history that resets or rollovers took out of the model's view (what kurahi rescue would offer)."""
+        return tool_call(lambda: answers.losses_answer(served))
+
+    @server.resource(
+        "kurahi://transcript/{key}/{piece}/{span}",
+        name="transcript-slice",
+        description="Entries START-END (END excluded, at most 40) of a piece of a session key's history.",
+        mime_type="application/json",
+    )
+    def transcript_slice(key: str, piece: str, span: str) -> dict[str, Any]:
+        """A piece's transcript slice by entry range (the URIs recall and lineage give)."""
+        try:
+            return answers.slice_answer(served, key, piece, span)
+        except Refusal as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+        except KurahiError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=f"the state could not be read: {exc}") from None
+
+    return server
+
+
+def run_stdio(served: Served) -> None:
+    """Serve over stdio until the client closes it."""
+    build_server(served).run()
+
+
+def http_app(served: Served, token: str, *, host: str = "127.0.0.1", allow_remote: bool = False) -> ASGIApp:
+    """The Streamable HTTP app at ``/mcp``, behind the bearer-token check."""
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Mount
+
+    server = build_server(served)
+    security = None
+    if allow_remote:
+        # A non-loopback host turns the SDK's own Host check off; name the hosts it may be reached by.
+        security = TransportSecuritySettings(
+            allowed_hosts=[f"{host}:*", "127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=[f"http://{host}:*", "http://127.0.0.1:*", "http://localhost:*"],
+        )
+    inner = server.streamable_http_app(host=host, transport_security=security)
+    expected = token.encode()
+
+    @asynccontextmanager
+    async def lifespan(_app: Any) -> Any:
+        async with server.session_manager.run():
+            yield
+
+    app = Starlette(routes=[Mount("/", app=inner)], lifespan=lifespan)
+
+    async def guarded(
+        scope: Scope, receive: Callable[[], Awaitable[Any]], send: Callable[[Any], Awaitable[None]]
+    ) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            ok = given[:7].lower() == b"bearer " and hmac.compare_digest(given[7:].strip(), expected)
+            if not ok:
+                reply = JSONResponse(
+                    {"error": "invalid_token", "error_description": "Authorization: Bearer <token> required"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": 'Bearer realm="kurahi"'},
+                )
+                await reply(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def run_http(served: Served, token: str, *, host: str, port: int, allow_remote: bool = False) -> None:
+    """Serve Streamable HTTP on ``host:port`` until interrupted."""
+    import uvicorn
+
+    app = http_app(served, token, host=host, allow_remote=allow_remote)
+    print(f"kurahi mcp: serving http://{host}:{port}/mcp", file=sys.stderr, flush=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

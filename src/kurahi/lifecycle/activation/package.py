@@ -30,9 +30,10 @@ import os
 import re
 import secrets
 import shutil
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
@@ -48,11 +49,13 @@ __all__ = [
     "Journal",
     "Package",
     "Plan",
+    "PlanHead",
     "Preconditions",
     "Projection",
     "check_package_files",
     "entry_sha256",
     "now_iso",
+    "staged",
     "write_package_file",
 ]
 
@@ -118,8 +121,8 @@ class Projection(msgspec.Struct, rename="camel", frozen=True):
     """The operative compaction, if any."""
 
 
-class Plan(msgspec.Struct, rename="camel", frozen=True, omit_defaults=True):
-    """``activation.json``: everything apply, verify and rollback need, decided once."""
+class PlanHead(msgspec.Struct, rename="camel", frozen=True):
+    """The fields every target's ``activation.json`` opens with: which package, by whom, for what."""
 
     version: int
     """:data:`PACKAGE_VERSION`."""
@@ -135,6 +138,11 @@ class Plan(msgspec.Struct, rename="camel", frozen=True, omit_defaults=True):
     """The agent id."""
     key: str
     """The session key whose entry is rewritten."""
+
+
+class Plan(PlanHead, frozen=True, omit_defaults=True):
+    """``activation.json`` of a Kurahi backend: everything apply, verify and rollback need, decided once."""
+
     sessions_dir: str
     """The agent's sessions directory, relative to ``home``."""
     candidate_session_id: str
@@ -163,16 +171,24 @@ class Plan(msgspec.Struct, rename="camel", frozen=True, omit_defaults=True):
     """Where the sessions live when not in the home's files: the store's URL without a password
     (``postgresql://user@host:port/db``); ``None``: the home's files. Applied only there."""
 
+    @property
+    def session_after(self) -> str:
+        """The session the key points at once applied."""
+        return self.candidate_session_id
 
-class Package:
+
+P = TypeVar("P", bound=PlanHead)
+
+
+class Package(Generic[P]):
     """An activation package opened for use: manifest checked, plan parsed.
 
     Args:
         root: the package directory.
-        plan: its plan.
+        plan: its plan (:class:`Plan`, or a target's own plan beginning with :class:`PlanHead`).
     """
 
-    def __init__(self, root: Path, plan: Plan) -> None:
+    def __init__(self, root: Path, plan: P) -> None:
         self.root = root
         self.plan = plan
 
@@ -202,7 +218,7 @@ class Package:
         return self.root / EVIDENCE_DIR
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> Package:
+    def open(cls, path: str | os.PathLike[str]) -> Package[Plan]:
         """Open a package, checking every file against ``SHA256SUMS``.
 
         Raises:
@@ -219,10 +235,10 @@ class Package:
         if plan.version != PACKAGE_VERSION:
             raise PackageError(f"package version {plan.version}, this tool reads {PACKAGE_VERSION}", path=root)
         _check_names(plan, root)
-        return cls(root, plan)
+        return Package(root, plan)
 
-    @classmethod
-    def write(cls, out: str | os.PathLike[str], plan: Any, staging: Path) -> Package:
+    @staticmethod
+    def write(out: str | os.PathLike[str], plan: P, staging: Path) -> Package[P]:
         """Finish a package staged in ``staging``: add the plan and the manifest, move it to ``out``.
 
         ``staging`` already holds the candidate copy and the rollback files; it is renamed to
@@ -245,7 +261,7 @@ class Package:
         except OSError as exc:
             raise UsageError(f"{target}: cannot create the package there ({exc.strerror})") from exc
         fsio.fsync_dir(target.parent)
-        return cls(target, plan)
+        return Package(target, plan)
 
     @staticmethod
     def staging_dir(out: str | os.PathLike[str]) -> Path:
@@ -334,9 +350,19 @@ def copy_durably(src: Path, dst: Path) -> str:
     return fsio.file_sha256(dst)
 
 
-def discard_staging(staging: Path) -> None:
-    """Remove a staging directory after a failed plan."""
-    shutil.rmtree(staging, ignore_errors=True)
+@contextlib.contextmanager
+def staged(out: str | os.PathLike[str]) -> Iterator[Path]:
+    """A staging directory for the package ``out`` (:meth:`Package.staging_dir`), removed if the block fails.
+
+    Raises:
+        UsageError: ``out`` exists and is not an empty directory, or its parent is missing.
+    """
+    staging = Package.staging_dir(out)
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 def write_package_file(path: Path, data: bytes) -> None:

@@ -121,11 +121,18 @@ class Projection(msgspec.Struct, rename="camel", frozen=True):
     """The operative compaction, if any."""
 
 
-class PlanHead(msgspec.Struct, rename="camel", frozen=True):
-    """The fields every target's ``activation.json`` opens with: which package, by whom, for what."""
+class PlanHead(msgspec.Struct, rename="camel", frozen=True, kw_only=True):
+    """The fields every target's ``activation.json`` opens with: which package, of which target, for what.
+
+    Keyword-only, so that each target's plan keeps its fields in the order its packages
+    have always had on disk (the head's first, then its own).
+    """
 
     version: int
     """:data:`PACKAGE_VERSION`."""
+    store: str | None = None
+    """Which target's plan this is: ``None`` (and left out) for a Kurahi backend, ``openclaw-sqlite``
+    for OpenClaw's SQLite store."""
     id: str
     """Random id of this package (names its audit records and temporary files)."""
     created_at: str
@@ -140,7 +147,7 @@ class PlanHead(msgspec.Struct, rename="camel", frozen=True):
     """The session key whose entry is rewritten."""
 
 
-class Plan(PlanHead, frozen=True, omit_defaults=True):
+class Plan(PlanHead, frozen=True, kw_only=True, omit_defaults=True):
     """``activation.json`` of a Kurahi backend: everything apply, verify and rollback need, decided once."""
 
     sessions_dir: str

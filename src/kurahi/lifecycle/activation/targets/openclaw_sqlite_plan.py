@@ -44,11 +44,9 @@ class SqlitePreconditions(msgspec.Struct, rename="camel", frozen=True):
     """:func:`~kurahi.store.openclaw.write.content_sha256` of the whole store."""
 
 
-class SqlitePlan(PlanHead, frozen=True):
-    """``activation.json`` of a package for the SQLite store (``home``: the OpenClaw state dir)."""
+class SqlitePlan(PlanHead, frozen=True, kw_only=True):
+    """``activation.json`` for the SQLite store (``store``: :data:`STORE_KIND`; ``home``: the state dir)."""
 
-    store: str
-    """:data:`STORE_KIND`."""
     db: str
     """The store, relative to ``home``."""
     old_session_id: str

@@ -44,10 +44,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("gateway/vendored.py", "read_manifest"): "the manifest of Swagger UI's files inside the package",
     ("lifecycle/activation/package.py", "_read_manifest"): "a package's checksum list",
     ("lifecycle/activation/package.py", "write_package_file"): "a new package file (plan, rollback copies, evidence)",
-    ("lifecycle/activation/package.py", "add"): "the package's own activation journal",
+    ("lifecycle/activation/journal.py", "add"): "the package's own activation journal",
     ("lifecycle/activation/package.py", "copy_durably"): "copying a candidate into its package",
     ("lifecycle/activation/package.py", "open"): "an activation package's plan",
-    ("lifecycle/activation/package.py", "records"): "the package's own activation journal",
+    ("lifecycle/activation/journal.py", "records"): "the package's own activation journal",
     (
         "lifecycle/activation/targets/backend_state.py",
         "_keep",

@@ -32,7 +32,7 @@ from typing import Any
 
 from kurahi.errors import ActivationError, PreTurnValidationError
 from kurahi.lifecycle.activation.candidate import check_candidate, sqlite_era, target_runtime
-from kurahi.lifecycle.activation.outcome import ActivationResult, VerifyReport, already_applied, journal_phase
+from kurahi.lifecycle.activation.outcome import ActivationResult, Phase, VerifyReport, already_applied, journal_phase
 from kurahi.lifecycle.activation.package import Package, copy_durably, staged
 from kurahi.lifecycle.activation.target import ActivationTarget, Host, Planner, StagedCandidate
 from kurahi.lifecycle.activation.targets.backend import BackendTarget
@@ -113,6 +113,22 @@ def _target(
     return BackendTarget(package, home, host, backend, stop_timeout=stop_timeout)
 
 
+def _opened(
+    op: str,
+    package: str | os.PathLike[str],
+    home: str | os.PathLike[str],
+    host: Host,
+    backend: Backend | None,
+    stop_timeout: float,
+) -> tuple[ActivationTarget, Phase, ActivationResult]:
+    """Where apply and rollback start: the package on its target, its phase, the result so far."""
+    target = _target(package, home, host, backend, stop_timeout)
+    pkg = target.package
+    phase = journal_phase(pkg.journal.records())
+    outcome, session = ("applied", target.session_after) if op == "apply" else ("rolled-back", target.session_before)
+    return target, phase, ActivationResult(str(pkg.root), op, outcome, pkg.plan.agent, pkg.plan.key, session)
+
+
 def apply_package(
     package: str | os.PathLike[str],
     home: str | os.PathLike[str],
@@ -145,11 +161,8 @@ def apply_package(
         PreTurnValidationError: the live session did not project as planned; rolled back.
         ActivationError: an interrupted rollback must be finished first.
     """
-    target = _target(package, home, host, backend, stop_timeout)
+    target, phase, res = _opened("apply", package, home, host, backend, stop_timeout)
     pkg, journal = target.package, target.package.journal
-    plan = pkg.plan
-    phase = journal_phase(journal.records())
-    res = ActivationResult(str(pkg.root), "apply", "applied", plan.agent, plan.key, target.session_after)
     if already_applied(phase, pkg.root, res):
         return res
     validation = target.forward(phase, res, require_stopped=require_stopped)
@@ -194,11 +207,8 @@ def rollback_package(
         GatewayStopError: the gateway did not stop (nothing was changed).
         OpenClawRunningError: OpenClaw runs on the state dir (nothing was changed).
     """
-    target = _target(package, home, host, backend, stop_timeout)
+    target, phase, res = _opened("rollback", package, home, host, backend, stop_timeout)
     pkg, journal = target.package, target.package.journal
-    plan = pkg.plan
-    phase = journal_phase(journal.records())
-    res = ActivationResult(str(pkg.root), "rollback", "rolled-back", plan.agent, plan.key, target.session_before)
     target.before_rollback()
     if phase.name in ("planned", "rolled-back"):
         if not target.planned_state_holds():

@@ -19,8 +19,9 @@ a plan whose names would build a path out of the agent's sessions directory (an 
 ``SHA256SUMS`` proves only that the package is unchanged since someone wrote it, and a
 package may come from elsewhere.
 
-The journal is append-only JSON lines, each fsynced before the file operation it announces,
-so a rerun after a crash knows which direction it was going and what was already done.
+The journal (:mod:`~kurahi.lifecycle.activation.journal`) is append-only JSON lines, each
+fsynced before the operation it announces, so a rerun after a crash knows which direction it
+was going and what was already done.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import re
 import secrets
 import shutil
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -40,13 +40,13 @@ import msgspec
 from kurahi.errors import CatalogEntryError, PackageError, PackageNotFoundError, PackageTamperedError, UsageError
 from kurahi.fs import durable as fsio
 from kurahi.js.jcs import canonical_json, sha256_hex
+from kurahi.lifecycle.activation.journal import JOURNAL_NAME, Journal, now_iso
 from kurahi.store.catalog_format import validate_agent_id, validate_key
 
 __all__ = [
     "ABSENT",
     "PACKAGE_VERSION",
     "FileState",
-    "Journal",
     "Package",
     "Plan",
     "PlanHead",
@@ -69,14 +69,8 @@ CANDIDATE_NAME = "candidate.jsonl"
 OLD_TRANSCRIPT_NAME = "rollback/transcript.jsonl"
 OLD_CATALOG_NAME = "rollback/sessions.json"
 MANIFEST_NAME = "SHA256SUMS"
-JOURNAL_NAME = "journal.jsonl"
 EVIDENCE_DIR = "evidence"
 _UNLISTED = frozenset({MANIFEST_NAME, JOURNAL_NAME})
-
-
-def now_iso() -> str:
-    """The current UTC time as ``2026-10-08T12:00:00.000Z``."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def entry_sha256(entry: dict[str, Any] | None) -> str:
@@ -390,61 +384,3 @@ def _read_manifest(path: Path) -> dict[str, str]:
             raise PackageTamperedError(f"{MANIFEST_NAME} line {n} is not '<sha256>  <file>'", path=path.parent)
         out[rel] = sha
     return out
-
-
-class Journal:
-    """The append-only progress journal of a package (``journal.jsonl``).
-
-    Each record is one JSON line, written and fsynced before the step it announces is
-    taken (an ``intent``) and after it is done (``done``). Reading skips a torn last line
-    (a crash cut the write short: that step was never announced), and the next append cuts
-    it off first.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def records(self) -> list[dict[str, Any]]:
-        """Every complete record, oldest first.
-
-        Raises:
-            PackageTamperedError: a complete line that is not a JSON object.
-        """
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return []
-        out = []
-        complete = data[: data.rfind(b"\n") + 1]
-        for n, line in enumerate(complete.splitlines(), 1):
-            try:
-                rec = msgspec.json.decode(line)
-            except msgspec.DecodeError as exc:
-                raise PackageTamperedError(f"{JOURNAL_NAME} line {n} is not JSON", path=self.path) from exc
-            if not isinstance(rec, dict):
-                raise PackageTamperedError(f"{JOURNAL_NAME} line {n} is not an object", path=self.path)
-            out.append(rec)
-        return out
-
-    def add(self, op: str, event: str, **fields: Any) -> dict[str, Any]:
-        """Append one record ``{"op", "event", "ts", ...fields}`` and make it durable."""
-        rec = {"op": op, "event": event, "ts": now_iso(), **fields}
-        line = msgspec.json.encode(rec) + b"\n"
-        created = not self.path.exists()
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-        try:
-            size = os.fstat(fd).st_size
-            if size:
-                os.lseek(fd, size - 1, os.SEEK_SET)
-                if os.read(fd, 1) != b"\n":
-                    with open(self.path, "rb") as fh:
-                        keep = fh.read().rfind(b"\n") + 1
-                    fsio.ops.ftruncate(fd, keep)
-            fsio.write_all(fd, line)
-            fsio.ops.fsync(fd)
-        finally:
-            os.close(fd)
-        if created:
-            with contextlib.suppress(OSError):
-                fsio.fsync_dir(self.path.parent)
-        return rec

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from kurahi.errors import GatewayStopError
+from kurahi.lifecycle.activation.journal import Journal
 from kurahi.lifecycle.activation.outcome import ActivationResult
-from kurahi.lifecycle.activation.package import Journal, Plan
+from kurahi.lifecycle.activation.package import Plan
 from kurahi.lifecycle.activation.target import Host
 
 __all__ = ["audit", "audit_details", "restart", "stop"]

@@ -13,11 +13,13 @@ the real one and the offline one).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from kurahi.errors import GatewayStopError, LockHeldError, PreconditionError, WrongHomeError
 from kurahi.lifecycle.activation.candidate import differences, project_bytes, projection_dict
+from kurahi.lifecycle.activation.journal import Journal
 from kurahi.lifecycle.activation.outcome import ActivationResult, Phase, VerifyReport
 from kurahi.lifecycle.activation.package import Package, Plan, entry_sha256, write_package_file
 from kurahi.lifecycle.activation.target import Host
@@ -167,15 +169,9 @@ class BackendTarget:
     def _install(self, res: ActivationResult) -> None:
         live, journal = self.live, self.package.journal
         if live.target_state() is not State.NEW:
-            journal.add("apply", "intent", step="install")
-            live.install()
-            journal.add("apply", "done", step="install")
-            res.steps.append("install")
+            _step(journal, "apply", "install", res, live.install)
         if live.entry_state() is not State.NEW:
-            journal.add("apply", "intent", step="catalog")
-            live.switch_entry()
-            journal.add("apply", "done", step="catalog")
-            res.steps.append("catalog")
+            _step(journal, "apply", "catalog", res, live.switch_entry)
 
     def _validate(self, through_gateway: bool) -> dict[str, Any]:
         """The pre-turn validator: the live session's projection (through the gateway when one serves)."""
@@ -245,15 +241,10 @@ class BackendTarget:
         stop(host, journal, "rollback", self.stop_timeout, res)
         with live.claimed():
             if live.entry_state() is not State.OLD:
-                journal.add("rollback", "intent", step="catalog")
-                live.restore_entry()
-                journal.add("rollback", "done", step="catalog")
-                res.steps.append("catalog")
+                _step(journal, "rollback", "catalog", res, live.restore_entry)
             if live.target_state() is not State.OLD:
-                journal.add("rollback", "intent", step="transcript")
-                live.uninstall(keep=pkg.evidence / f"replaced-{plan.target_file}" if force else None)
-                journal.add("rollback", "done", step="transcript")
-                res.steps.append("transcript")
+                keep = pkg.evidence / f"replaced-{plan.target_file}" if force else None
+                _step(journal, "rollback", "transcript", res, lambda: live.uninstall(keep=keep))
             attempt = sum(1 for r in journal.records() if r.get("op") == "rollback" and r.get("event") == "begin")
             nonce = f"{plan.id}:rollback:{attempt}"
             res.audited = audit(host, journal, "rollback", "session.rollback", audit_details(plan, "rollback"), nonce)
@@ -285,6 +276,14 @@ class BackendTarget:
         rep.parts.append(
             {"part": "projection", "ok": not diffs, "expected": want_p, "actual": got_p, "differences": diffs}
         )
+
+
+def _step(journal: Journal, op: str, name: str, res: ActivationResult, do: Callable[[], object]) -> None:
+    """One journaled change: its intent announced (fsynced) before it is done, its completion after."""
+    journal.add(op, "intent", step=name)
+    do()
+    journal.add(op, "done", step=name)
+    res.steps.append(name)
 
 
 def _check_resumable(live: LiveState) -> None:

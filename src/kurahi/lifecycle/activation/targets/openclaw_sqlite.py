@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -185,9 +186,9 @@ class SqliteTarget:
         self.port: int | None = None  # Kurahi never stops or starts OpenClaw
         self.state = ""
 
-    @property
+    @cached_property
     def db(self) -> Path:
-        """The store, checked to be a regular file reached through no symlink.
+        """The store, checked (once, when first needed) to be a regular file reached through no symlink.
 
         Raises:
             UnsafeFileError, SqliteStoreError: see :func:`~kurahi.store.openclaw.guards.check_store_path`.

@@ -24,8 +24,6 @@ ORDER = {name: rank for rank, (name, _) in enumerate(ROOMS, start=1)}
 KNOWN_CYCLES: list[set[str]] = [
     {"kurahi.continuity.invariants", "kurahi.continuity.openclaw_invariants"},
     {"kurahi.continuity.openclaw", "kurahi.continuity.openclaw_rounds"},
-    {"kurahi.lifecycle.activation", "kurahi.lifecycle.openclaw_sqlite_apply"},
-    {"kurahi.lifecycle.activation_plan", "kurahi.lifecycle.openclaw_sqlite_activation"},
 ]
 
 

@@ -29,8 +29,7 @@ from kurahi.agent.tools import ListTool, MemoryAppendTool, ReadTool, ToolContext
 from kurahi.agent.workspace import system_prompt
 from kurahi.errors import CatalogEntryError, PackageTamperedError, PathRefusedError, ToolError, UsageError
 from kurahi.gateway.activation_host import OfflineHost
-from kurahi.lifecycle.activation import apply_package, rollback_package, verify_package
-from kurahi.lifecycle.activation_plan import plan_activation
+from kurahi.lifecycle.activation import apply_package, plan_activation, rollback_package, verify_package
 from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
 from kurahi.store.catalog_format import validate_agent_id, validate_key

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-import kurahi.lifecycle.openclaw_sqlite_apply as sqlite_apply
+import kurahi.lifecycle.activation.targets.openclaw_sqlite as sqlite_apply
 from kurahi.gateway.activation_host import OfflineHost
 from kurahi.lifecycle.activation import apply_package, plan_activation, rollback_package, verify_package
 from kurahi.store.openclaw import write as openclaw_sqlite_write
@@ -83,7 +83,7 @@ from kurahi.store.openclaw import write as openclaw_sqlite_write
 for name in ("write", "fsync", "fdatasync", "rename", "ftruncate"):
     setattr(fsio.ops, name, after(getattr(fsio.ops, name)))
 openclaw_sqlite_write.secrets.token_hex = lambda nbytes=16: "5a" * nbytes
-import kurahi.lifecycle.openclaw_sqlite_apply as sqlite_apply
+import kurahi.lifecycle.activation.targets.openclaw_sqlite as sqlite_apply
 sqlite_apply._now_ms = lambda: NOW_MS
 
 from kurahi.lifecycle.activation import apply_package, rollback_package

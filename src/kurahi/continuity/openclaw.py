@@ -266,8 +266,7 @@ class _Run:
         import tempfile
 
         from kurahi.gateway.activation_host import OfflineHost
-        from kurahi.lifecycle.activation import apply_package
-        from kurahi.lifecycle.activation_plan import plan_activation
+        from kurahi.lifecycle.activation import apply_package, plan_activation
         from kurahi.lineage.find import find_lineage
         from kurahi.lineage.stitch import stitch
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
         rollback_package,
         verify_package,
     )
-    from kurahi.lifecycle.activation_package import Package, Plan, Projection
+    from kurahi.lifecycle.activation.package import Package, Plan, Projection
     from kurahi.lifecycle.carry import CarryCheck, CarryReport, carry_into, check_carry
     from kurahi.lifecycle.facts import last_run_state, session_facts
     from kurahi.lifecycle.matrix import MatrixRow, decision_matrix
@@ -35,9 +35,9 @@ _WHERE = {
     "Inbound": "kurahi.lifecycle.policy",
     "Loss": "kurahi.lifecycle.rescue",
     "MatrixRow": "kurahi.lifecycle.matrix",
-    "Package": "kurahi.lifecycle.activation_package",
-    "Plan": "kurahi.lifecycle.activation_package",
-    "Projection": "kurahi.lifecycle.activation_package",
+    "Package": "kurahi.lifecycle.activation.package",
+    "Plan": "kurahi.lifecycle.activation.package",
+    "Projection": "kurahi.lifecycle.activation.package",
     "RescuePlan": "kurahi.lifecycle.rescue_apply",
     "RescueReport": "kurahi.lifecycle.rescue",
     "RescueResult": "kurahi.lifecycle.rescue_apply",

@@ -359,7 +359,7 @@ def plan_rescue(
     return RescuePlan(
         loss=loss,
         package=str(pkg.root),
-        candidate_session_id=str(getattr(plan, "candidate_session_id", None) or getattr(plan, "new_session_id", "")),
+        candidate_session_id=plan.session_after,
         runtime=loss.runtime,
         markers=prep.markers,
         view_messages=prep.view_messages,
@@ -434,7 +434,8 @@ def apply_rescue(
     """Plan (see :func:`plan_rescue`), apply and verify; the rollback command comes back.
 
     ``host`` is the world outside the files (:class:`~kurahi.lifecycle.activation.Host`): for an
-    OpenClaw state dir, the offline host (Kurahi never stops or starts OpenClaw).
+    OpenClaw state dir, the offline host (Kurahi never stops or starts OpenClaw). The one
+    activation driver chooses the target (the state dir's files, or its SQLite store).
 
     Raises:
         The errors of :func:`plan_rescue`, and of ``activate apply``/``verify``.
@@ -451,11 +452,10 @@ def apply_rescue(
     refuse_if_openclaw_runs(root)
     res = apply_package(plan.package, root, host)
     verified = verify_package(plan.package, root)
-    ok = bool(getattr(verified, "ok", False))
     return RescueResult(
         plan=plan,
         outcome=res.outcome,
-        verified=ok,
+        verified=verified.ok,
         rollback=f"kurahi activate rollback {plan.package} --home {root} --offline",
         activation=res.to_dict(),
     )

@@ -2,7 +2,7 @@
 
 Packages live in the home as ``repairs/<name>/`` (what
 ``kurahi activate plan --out $KOLO_HOME/repairs/<name>`` writes). Each is opened with
-:meth:`kurahi.lifecycle.activation_package.Package.open`, which re-hashes every file
+:meth:`kurahi.lifecycle.activation.package.Package.open`, which re-hashes every file
 against ``SHA256SUMS``: a package changed since it was planned is shown as tampered, not
 read. The detail page reuses the lineage tools: ``lineage check`` on the candidate (both
 projections, markers, the runtimes' views, token routes), ``lineage draw``'s columns (each
@@ -33,7 +33,7 @@ __all__ = ["list_repairs", "load_repair"]
 
 
 def _open(home: Path, name: str) -> Any:
-    from kurahi.lifecycle.activation_package import Package
+    from kurahi.lifecycle.activation.package import Package
 
     if name not in list_folders(home / "repairs"):
         raise FileNotFoundError(name)

@@ -27,7 +27,7 @@ DB = "state/agents/main/agent/openclaw-agent.sqlite"
 @contextlib.contextmanager
 def fixed_clock() -> Iterator[None]:
     """The same clock and watermark in the run and in every rerun."""
-    import kurahi.lifecycle.openclaw_sqlite_apply as sqlite_apply
+    import kurahi.lifecycle.activation.targets.openclaw_sqlite as sqlite_apply
     from kurahi.store.openclaw import write as openclaw_sqlite_write
 
     saved = sqlite_apply._now_ms, openclaw_sqlite_write.secrets.token_hex

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from kurahi.errors import PreconditionError, TranscriptChangedError
 from kurahi.fs import durable as fsio
-from kurahi.lifecycle.activation_package import ABSENT, Package, entry_sha256
+from kurahi.lifecycle.activation.package import ABSENT, Package, Plan, entry_sha256
 from kurahi.store.base import AgentStore, CatalogEntry, TranscriptClaim
 
 __all__ = ["LiveState", "State"]
@@ -57,7 +57,7 @@ class LiveState:
             fences writers (a database shared with gateways on other machines).
     """
 
-    def __init__(self, package: Package, store: AgentStore, *, take_over: bool = False) -> None:
+    def __init__(self, package: Package[Plan], store: AgentStore, *, take_over: bool = False) -> None:
         self.package = package
         self.plan = package.plan
         self.store = store

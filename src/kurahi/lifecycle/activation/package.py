@@ -19,8 +19,9 @@ a plan whose names would build a path out of the agent's sessions directory (an 
 ``SHA256SUMS`` proves only that the package is unchanged since someone wrote it, and a
 package may come from elsewhere.
 
-The journal is append-only JSON lines, each fsynced before the file operation it announces,
-so a rerun after a crash knows which direction it was going and what was already done.
+The journal (:mod:`~kurahi.lifecycle.activation.journal`) is append-only JSON lines, each
+fsynced before the operation it announces, so a rerun after a crash knows which direction it
+was going and what was already done.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ import os
 import re
 import secrets
 import shutil
-from datetime import UTC, datetime
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
@@ -40,20 +41,22 @@ from kurahi.errors import CatalogEntryError, PackageError, PackageNotFoundError,
 from kurahi.fs import durable as fsio
 from kurahi.fs.os_errors import os_errors
 from kurahi.js.jcs import canonical_json, sha256_hex
+from kurahi.lifecycle.activation.journal import JOURNAL_NAME, Journal, now_iso
 from kurahi.store.catalog_format import validate_agent_id, validate_key
 
 __all__ = [
     "ABSENT",
     "PACKAGE_VERSION",
     "FileState",
-    "Journal",
     "Package",
     "Plan",
+    "PlanHead",
     "Preconditions",
     "Projection",
     "check_package_files",
     "entry_sha256",
     "now_iso",
+    "staged",
     "write_package_file",
 ]
 
@@ -67,14 +70,8 @@ CANDIDATE_NAME = "candidate.jsonl"
 OLD_TRANSCRIPT_NAME = "rollback/transcript.jsonl"
 OLD_CATALOG_NAME = "rollback/sessions.json"
 MANIFEST_NAME = "SHA256SUMS"
-JOURNAL_NAME = "journal.jsonl"
 EVIDENCE_DIR = "evidence"
 _UNLISTED = frozenset({MANIFEST_NAME, JOURNAL_NAME})
-
-
-def now_iso() -> str:
-    """The current UTC time as ``2026-10-08T12:00:00.000Z``."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def entry_sha256(entry: dict[str, Any] | None) -> str:
@@ -119,11 +116,18 @@ class Projection(msgspec.Struct, rename="camel", frozen=True):
     """The operative compaction, if any."""
 
 
-class Plan(msgspec.Struct, rename="camel", frozen=True, omit_defaults=True):
-    """``activation.json``: everything apply, verify and rollback need, decided once."""
+class PlanHead(msgspec.Struct, rename="camel", frozen=True, kw_only=True):
+    """The fields every target's ``activation.json`` opens with: which package, of which target, for what.
+
+    Keyword-only, so that each target's plan keeps its fields in the order its packages
+    have always had on disk (the head's first, then its own).
+    """
 
     version: int
     """:data:`PACKAGE_VERSION`."""
+    store: str | None = None
+    """Which target's plan this is: ``None`` (and left out) for a Kurahi backend, ``openclaw-sqlite``
+    for OpenClaw's SQLite store."""
     id: str
     """Random id of this package (names its audit records and temporary files)."""
     created_at: str
@@ -136,6 +140,11 @@ class Plan(msgspec.Struct, rename="camel", frozen=True, omit_defaults=True):
     """The agent id."""
     key: str
     """The session key whose entry is rewritten."""
+
+
+class Plan(PlanHead, frozen=True, kw_only=True, omit_defaults=True):
+    """``activation.json`` of a Kurahi backend: everything apply, verify and rollback need, decided once."""
+
     sessions_dir: str
     """The agent's sessions directory, relative to ``home``."""
     candidate_session_id: str
@@ -164,16 +173,24 @@ class Plan(msgspec.Struct, rename="camel", frozen=True, omit_defaults=True):
     """Where the sessions live when not in the home's files: the store's URL without a password
     (``postgresql://user@host:port/db``); ``None``: the home's files. Applied only there."""
 
+    @property
+    def session_after(self) -> str:
+        """The session the key points at once applied."""
+        return self.candidate_session_id
 
-class Package:
+
+P = TypeVar("P", bound=PlanHead)
+
+
+class Package(Generic[P]):
     """An activation package opened for use: manifest checked, plan parsed.
 
     Args:
         root: the package directory.
-        plan: its plan.
+        plan: its plan (:class:`Plan`, or a target's own plan beginning with :class:`PlanHead`).
     """
 
-    def __init__(self, root: Path, plan: Plan) -> None:
+    def __init__(self, root: Path, plan: P) -> None:
         self.root = root
         self.plan = plan
 
@@ -203,7 +220,7 @@ class Package:
         return self.root / EVIDENCE_DIR
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> Package:
+    def open(cls, path: str | os.PathLike[str]) -> Package[Plan]:
         """Open a package, checking every file against ``SHA256SUMS``.
 
         Raises:
@@ -220,10 +237,10 @@ class Package:
         if plan.version != PACKAGE_VERSION:
             raise PackageError(f"package version {plan.version}, this tool reads {PACKAGE_VERSION}", path=root)
         _check_names(plan, root)
-        return cls(root, plan)
+        return Package(root, plan)
 
-    @classmethod
-    def write(cls, out: str | os.PathLike[str], plan: Any, staging: Path) -> Package:
+    @staticmethod
+    def write(out: str | os.PathLike[str], plan: P, staging: Path) -> Package[P]:
         """Finish a package staged in ``staging``: add the plan and the manifest, move it to ``out``.
 
         ``staging`` already holds the candidate copy and the rollback files; it is renamed to
@@ -244,7 +261,7 @@ class Package:
         with os_errors(UsageError, "cannot create the package there", path=target):
             os.rename(staging, target)
         fsio.fsync_dir(target.parent)
-        return cls(target, plan)
+        return Package(target, plan)
 
     @staticmethod
     def staging_dir(out: str | os.PathLike[str]) -> Path:
@@ -333,9 +350,19 @@ def copy_durably(src: Path, dst: Path) -> str:
     return fsio.file_sha256(dst)
 
 
-def discard_staging(staging: Path) -> None:
-    """Remove a staging directory after a failed plan."""
-    shutil.rmtree(staging, ignore_errors=True)
+@contextlib.contextmanager
+def staged(out: str | os.PathLike[str]) -> Iterator[Path]:
+    """A staging directory for the package ``out`` (:meth:`Package.staging_dir`), removed if the block fails.
+
+    Raises:
+        UsageError: ``out`` exists and is not an empty directory, or its parent is missing.
+    """
+    staging = Package.staging_dir(out)
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 def write_package_file(path: Path, data: bytes) -> None:
@@ -356,61 +383,3 @@ def _read_manifest(path: Path) -> dict[str, str]:
             raise PackageTamperedError(f"{MANIFEST_NAME} line {n} is not '<sha256>  <file>'", path=path.parent)
         out[rel] = sha
     return out
-
-
-class Journal:
-    """The append-only progress journal of a package (``journal.jsonl``).
-
-    Each record is one JSON line, written and fsynced before the step it announces is
-    taken (an ``intent``) and after it is done (``done``). Reading skips a torn last line
-    (a crash cut the write short: that step was never announced), and the next append cuts
-    it off first.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def records(self) -> list[dict[str, Any]]:
-        """Every complete record, oldest first.
-
-        Raises:
-            PackageTamperedError: a complete line that is not a JSON object.
-        """
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return []
-        out = []
-        complete = data[: data.rfind(b"\n") + 1]
-        for n, line in enumerate(complete.splitlines(), 1):
-            try:
-                rec = msgspec.json.decode(line)
-            except msgspec.DecodeError as exc:
-                raise PackageTamperedError(f"{JOURNAL_NAME} line {n} is not JSON", path=self.path) from exc
-            if not isinstance(rec, dict):
-                raise PackageTamperedError(f"{JOURNAL_NAME} line {n} is not an object", path=self.path)
-            out.append(rec)
-        return out
-
-    def add(self, op: str, event: str, **fields: Any) -> dict[str, Any]:
-        """Append one record ``{"op", "event", "ts", ...fields}`` and make it durable."""
-        rec = {"op": op, "event": event, "ts": now_iso(), **fields}
-        line = msgspec.json.encode(rec) + b"\n"
-        created = not self.path.exists()
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-        try:
-            size = os.fstat(fd).st_size
-            if size:
-                os.lseek(fd, size - 1, os.SEEK_SET)
-                if os.read(fd, 1) != b"\n":
-                    with open(self.path, "rb") as fh:
-                        keep = fh.read().rfind(b"\n") + 1
-                    fsio.ops.ftruncate(fd, keep)
-            fsio.write_all(fd, line)
-            fsio.ops.fsync(fd)
-        finally:
-            os.close(fd)
-        if created:
-            with contextlib.suppress(OSError):
-                fsio.fsync_dir(self.path.parent)
-        return rec

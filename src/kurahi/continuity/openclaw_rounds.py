@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from kurahi.continuity.openclaw_runtime import OpenClawRuntime
@@ -62,8 +63,9 @@ class RoundsHost(Protocol):
     def agent(self) -> str:
         """The resident's id."""
 
-    def say(self, text: str) -> None:
-        """Say what the run is doing now."""
+    @property
+    def say(self) -> Callable[[str], None]:
+        """Says what the run is doing now."""
 
     def state_for_now(self) -> OpenClawState:
         """The state dir as it is now."""

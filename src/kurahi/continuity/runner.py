@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -32,7 +32,10 @@ __all__ = [
     "now_iso",
     "probe_key",
     "run",
+    "sayer",
 ]
+
+Say = Callable[[str], None]
 
 _PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
 
@@ -45,8 +48,9 @@ class Target(Protocol):
     failures: tuple[type[BaseException], ...]
     """Errors that cut the run short: the report is signed ``INCOMPLETE`` with the reason."""
 
-    def say(self, text: str) -> None:
-        """Say what the run is doing now (a progress line)."""
+    @property
+    def say(self) -> Say:
+        """Says what the run is doing now (a progress line; :func:`sayer`)."""
 
     def start(self) -> None:
         """Bring the resident's runtime up, when the suite runs it."""
@@ -133,6 +137,15 @@ def run(target: Target, plan: Plan) -> dict[str, Any]:
         return finish_report(body, target.signer())
     finally:
         target.close()
+
+
+def sayer(progress: Say | None) -> Say:
+    """What a target says its progress with: ``progress``, or nothing when none is given."""
+    return progress if progress is not None else _silent
+
+
+def _silent(text: str) -> None:
+    del text
 
 
 def leak_scan(texts: Iterable[tuple[str, str]], patterns: Sequence[str]) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from kurahi.continuity.capabilities import KURAHI, Declared
 from kurahi.continuity.invariants import ManifestCheck
 from kurahi.continuity.report import Signer
 from kurahi.continuity.rounds import run_rounds
-from kurahi.continuity.runner import Plan, check_plan, key_signer, leak_scan, probe_key, run
+from kurahi.continuity.runner import Plan, Say, check_plan, key_signer, leak_scan, probe_key, run, sayer
 from kurahi.errors import ContinuityError, GatewayUnavailableError, KurahiError, UsageError
 from kurahi.gateway.lock import gateway_info
 from kurahi.resident.home import TOKEN_ENV, Home
@@ -110,16 +110,16 @@ class GatewayTarget:
     secret_patterns: list[str] = field(default_factory=list)
     declared: Declared = KURAHI
     failures: tuple[type[BaseException], ...] = (KurahiError, httpx.HTTPError, KeyError, TypeError, ValueError)
+    say: Say = field(init=False)
+    """Says what the run is doing now (the options' ``progress``)."""
 
     @property
     def agent(self) -> str:
         """The resident's id."""
         return self.opts.resident
 
-    def say(self, text: str) -> None:
-        """Say what the run is doing now."""
-        if self.opts.progress is not None:
-            self.opts.progress(text)
+    def __post_init__(self) -> None:
+        self.say = sayer(self.opts.progress)
 
     # -- the runner's side ---------------------------------------------------------------------
 

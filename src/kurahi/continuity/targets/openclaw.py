@@ -40,7 +40,7 @@ from kurahi.continuity.openclaw_manifest import build_openclaw_manifest, observe
 from kurahi.continuity.openclaw_rounds import check_rounds_target, run_openclaw_rounds
 from kurahi.continuity.openclaw_runtime import OpenClawRuntime, which_openclaw
 from kurahi.continuity.report import Signer
-from kurahi.continuity.runner import Plan, check_plan, key_signer, leak_scan, probe_key, run
+from kurahi.continuity.runner import Plan, check_plan, key_signer, leak_scan, probe_key, run, sayer
 from kurahi.continuity.signing import SigningKey
 from kurahi.errors import ContinuityError, KurahiError, UsageError
 from kurahi.locations.dirs import OpenClawState, open_state
@@ -99,6 +99,7 @@ class OpenClawTarget:
         self.manifests_seen: list[str] = []
         self.home_dir = state.root
         self.work = opts.work_dir
+        self.say = sayer(opts.progress)
 
     @property
     def agent(self) -> str:
@@ -109,11 +110,6 @@ class OpenClawTarget:
     def reset_key(self) -> str:
         """The session the ``reset`` disruption resets."""
         return self.opts.reset_key or _reset_key(self.agent)
-
-    def say(self, text: str) -> None:
-        """Say what the run is doing now."""
-        if self.opts.progress is not None:
-            self.opts.progress(text)
 
     # -- the runner's side ---------------------------------------------------------------------
 

@@ -25,11 +25,9 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -39,6 +37,7 @@ from kurahi.continuity.invariants import ManifestCheck
 from kurahi.continuity.report import Signer
 from kurahi.continuity.rounds import run_rounds
 from kurahi.continuity.runner import Plan, Say, check_plan, key_signer, leak_scan, probe_key, run, sayer
+from kurahi.continuity.targets.throwaway import FACTS, SMOKE_SUFFIX, seed_home, smoke_home
 from kurahi.errors import ContinuityError, GatewayUnavailableError, KurahiError, UsageError
 from kurahi.gateway.lock import gateway_info
 from kurahi.resident.home import TOKEN_ENV, Home
@@ -46,23 +45,6 @@ from kurahi.resident.home import TOKEN_ENV, Home
 __all__ = ["DISRUPTIONS", "FACTS", "GatewayTarget", "SuiteOptions", "report_signer", "run_suite"]
 
 DISRUPTIONS = ("model-swap", "restart", "move", "close")
-SMOKE_SUFFIX = ".kolo-test"
-SMOKE_WINDOW = 8000
-SMOKE_RESERVE = 2000
-
-FACTS = [
-    ("The harbour lantern is painted cobalt blue.", "what colour is the harbour lantern", "cobalt"),
-    ("The orchard gate code is 4471.", "orchard gate code", "4471"),
-    ("Marina's favourite composer is Debussy.", "favourite composer", "Debussy"),
-    ("The quartz clock in the study runs four minutes fast.", "quartz clock study", "four minutes fast"),
-    ("The willow by the pond was planted in 2019.", "willow pond planted", "2019"),
-    ("Backups go to the meridian drive every Sunday.", "backups meridian drive", "every Sunday"),
-    ("The ember kiln needs forty minutes to heat.", "ember kiln heat", "forty minutes"),
-    ("The lineage notebook lives on the third shelf.", "lineage notebook shelf", "third shelf"),
-    ("Checklist item two is to book the ferry.", "checklist item two", "book the ferry"),
-    ("The resident's tea is jasmine, no sugar.", "resident tea", "jasmine"),
-]
-"""Ten facts seeded in throwaway mode: (line in memory/facts.md, recall query, expected text)."""
 
 _MARKER = re.compile(r"^\[([^\]]+)\] \(([^)]+)\)")
 
@@ -230,44 +212,6 @@ def report_signer(home: Home) -> Signer:
     from kurahi.continuity.signing import load_signing_key
 
     return key_signer(load_signing_key(home, create=False))
-
-
-def _smoke_home() -> Path:
-    given = os.environ.get("KOLO_SMOKE_HOME")
-    if given:
-        if not given.rstrip("/").endswith(SMOKE_SUFFIX):
-            raise UsageError(f"KOLO_SMOKE_HOME must end in {SMOKE_SUFFIX!r} (it is deleted and recreated): {given}")
-        path = Path(given)
-        if path.exists():
-            shutil.rmtree(path)
-        return path
-    return Path(tempfile.mkdtemp(suffix=SMOKE_SUFFIX))
-
-
-def _seed(home: Home, agent: str) -> list[dict[str, str]]:
-    import msgspec
-
-    from kurahi.resident.init import init_home
-
-    init_home(home.root, agent)
-    # A small window, so that the rounds (--rounds) compact after a dozen turns; the
-    # disruptions' sessions stay far below it.
-    window = {"provider": "deterministic", "contextWindow": SMOKE_WINDOW}
-    config = {
-        "models": {"alpha": window, "beta": window},
-        "defaults": {"model": "alpha"},
-        "agents": {
-            agent: {
-                "model": "alpha",
-                "tools": {"allow": ["*"], "deny": []},
-                "compaction": {"reserveTokens": SMOKE_RESERVE, "keepRecentTokens": 1200},
-            }
-        },
-    }
-    home.config.write_bytes(msgspec.json.format(msgspec.json.encode(config)) + b"\n")
-    facts_file = home.agent(agent).workspace / "memory" / "facts.md"
-    facts_file.write_text("# Facts\n\n" + "".join(f"- {line}\n" for line, _, _ in FACTS))
-    return [{"query": q, "expect": e} for _, q, e in FACTS]
 
 
 def _marker(reply: str) -> tuple[str | None, str | None]:
@@ -483,9 +427,9 @@ def run_suite(
     """Run the suite on Kurahi's gateway and return the finished (signed) report."""
     check_plan(opts.disruptions, opts.rounds, DISRUPTIONS)
     if opts.throwaway:
-        root = _smoke_home()
+        root = smoke_home()
         home = Home(root)
-        facts = _seed(home, opts.resident)
+        facts = seed_home(home, opts.resident)
         if opts.facts is None:
             opts.facts = facts
         token = home.token_file.read_text().strip()

@@ -18,14 +18,6 @@ from kurahi._rooms import ROOMS
 PACKAGE = Path(kurahi.__file__).parent
 ORDER = {name: rank for rank, (name, _) in enumerate(ROOMS, start=1)}
 
-# Cycles the house move has yet to cut (issue 31: one activation driver and one continuity
-# runner, each over two targets). The list may only shrink: a cycle gone from the code must
-# go from here too.
-KNOWN_CYCLES: list[set[str]] = [
-    {"kurahi.continuity.invariants", "kurahi.continuity.openclaw_invariants"},
-    {"kurahi.continuity.openclaw", "kurahi.continuity.openclaw_rounds"},
-]
-
 
 def modules() -> dict[str, Path]:
     """Every module of the package by dotted name (a package by its own name)."""
@@ -149,11 +141,7 @@ def test_no_module_imports_a_room_above_its_own() -> None:
 
 
 def test_no_import_goes_round_in_a_cycle() -> None:
-    found = cycles(graph())
-    new = [sorted(c) for c in found if c not in KNOWN_CYCLES]
-    assert new == [], "import cycles"
-    gone = [sorted(c) for c in KNOWN_CYCLES if c not in found]
-    assert gone == [], "cut already: take them off KNOWN_CYCLES"
+    assert [sorted(c) for c in cycles(graph())] == [], "import cycles"
 
 
 @pytest.mark.parametrize(

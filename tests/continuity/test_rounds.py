@@ -15,7 +15,7 @@ import pytest
 
 from kurahi.cli.continuity import _checker
 from kurahi.continuity.report import markdown, verify_report
-from kurahi.continuity.suite import SuiteOptions, report_signer, run_suite
+from kurahi.continuity.targets.kurahi import SuiteOptions, report_signer, run_suite
 from kurahi.errors import UsageError
 
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from kurahi.cli.continuity import _checker, app
 from kurahi.continuity.report import read_report, verify_report
-from kurahi.continuity.suite import SuiteOptions, report_signer, run_suite
+from kurahi.continuity.targets.kurahi import SuiteOptions, report_signer, run_suite
 from kurahi.errors import ContinuityError, UsageError
 from kurahi.resident.home import Home
 

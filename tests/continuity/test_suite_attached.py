@@ -23,7 +23,9 @@ import pytest
 from kurahi.cli.continuity import _checker
 from kurahi.continuity.invariants import score
 from kurahi.continuity.report import markdown, verify_report
-from kurahi.continuity.suite import FACTS, SuiteOptions, _seed, report_signer, run_suite
+from kurahi.continuity.targets.kurahi import SuiteOptions, report_signer, run_suite
+from kurahi.continuity.targets.throwaway import FACTS
+from kurahi.continuity.targets.throwaway import seed_home as _seed
 from kurahi.gateway.lock import gateway_info
 from kurahi.resident.home import Home
 from support.gateways import start_gateway

@@ -93,7 +93,7 @@ def run_command(
 
     with translate_errors():
         require("gateway", "kurahi continuity run")
-    from kurahi.continuity.suite import DISRUPTIONS, SuiteOptions, report_signer, run_suite
+    from kurahi.continuity.targets.kurahi import DISRUPTIONS, SuiteOptions, report_signer, run_suite
 
     if disruption == "all":
         chosen = list(DISRUPTIONS)
@@ -176,7 +176,7 @@ def _run_openclaw(
     out: Path,
     as_json: bool,
 ) -> None:
-    from kurahi.continuity.openclaw import OpenClawOptions, run_openclaw_suite
+    from kurahi.continuity.targets.openclaw import OpenClawOptions, run_openclaw_suite
 
     four = list(OpenClawOptions.disruptions)  # "all": the four the default runs (reset is asked for by name)
     chosen: list[str] = []

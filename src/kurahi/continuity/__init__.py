@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     )
     from kurahi.continuity.report import ReportCheck, badge_line, read_report, verify_report, write_report
     from kurahi.continuity.signing import SigningKey, fingerprint_of, load_signing_key, verify_signature
-    from kurahi.continuity.suite import DISRUPTIONS, SuiteOptions, report_signer, run_suite
+    from kurahi.continuity.targets.kurahi import DISRUPTIONS, SuiteOptions, report_signer, run_suite
 
 # Names load on first use (PEP 562), so `kurahi --help` does not import every room.
 _WHERE = {
@@ -44,10 +44,10 @@ _WHERE = {
     "read_report": "kurahi.continuity.report",
     "verify_report": "kurahi.continuity.report",
     "write_report": "kurahi.continuity.report",
-    "DISRUPTIONS": "kurahi.continuity.suite",
-    "SuiteOptions": "kurahi.continuity.suite",
-    "report_signer": "kurahi.continuity.suite",
-    "run_suite": "kurahi.continuity.suite",
+    "DISRUPTIONS": "kurahi.continuity.targets.kurahi",
+    "SuiteOptions": "kurahi.continuity.targets.kurahi",
+    "report_signer": "kurahi.continuity.targets.kurahi",
+    "run_suite": "kurahi.continuity.targets.kurahi",
 }
 
 __all__ = [

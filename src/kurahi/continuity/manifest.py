@@ -77,6 +77,7 @@ __all__ = [
     "ModelRef",
     "build_manifest",
     "collect_entries",
+    "regular_files",
     "seal_manifest",
     "verify_manifest",
 ]
@@ -226,7 +227,7 @@ def collect_entries(
     return [(kind, name, redact(value)) for kind, name, value in items]
 
 
-def _regular_files(directory: Path, keep: Callable[[str], bool]) -> list[str]:
+def regular_files(directory: Path, keep: Callable[[str], bool]) -> list[str]:
     """Names of the regular files (not symlinks, not dot-files) directly in ``directory``, sorted."""
     try:
         with os.scandir(directory) as it:
@@ -266,11 +267,11 @@ def _hash_files(
 
 
 def _files(workspace: Path, sessions: Path | None) -> tuple[Listed, Listed, Listed]:
-    identity = [(n, workspace / n) for n in _regular_files(workspace, lambda n: n != "MEMORY.md")]
-    memory = [(n, workspace / n) for n in _regular_files(workspace, lambda n: n == "MEMORY.md")]
-    memory += [(f"memory/{n}", workspace / "memory" / n) for n in _regular_files(workspace / "memory", _is_md)]
+    identity = [(n, workspace / n) for n in regular_files(workspace, lambda n: n != "MEMORY.md")]
+    memory = [(n, workspace / n) for n in regular_files(workspace, lambda n: n == "MEMORY.md")]
+    memory += [(f"memory/{n}", workspace / "memory" / n) for n in regular_files(workspace / "memory", _is_md)]
     transcripts = (
-        [(n, sessions / n) for n in _regular_files(sessions, lambda n: n.endswith(".jsonl"))] if sessions else []
+        [(n, sessions / n) for n in regular_files(sessions, lambda n: n.endswith(".jsonl"))] if sessions else []
     )
     return identity, sorted(memory), transcripts
 

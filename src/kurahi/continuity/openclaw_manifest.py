@@ -41,7 +41,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from kurahi.continuity.manifest import Item, seal_manifest
+from kurahi.continuity.manifest import Item, regular_files, seal_manifest
 from kurahi.continuity.signing import SigningKey, load_key_file
 from kurahi.errors import ContinuityError
 from kurahi.fs.os_errors import os_error
@@ -53,7 +53,6 @@ __all__ = [
     "OBSERVER_KEY",
     "build_openclaw_manifest",
     "observer_key",
-    "transcript_session",
 ]
 
 OBSERVER_KEY = Path("identity") / "continuity-observer.json"
@@ -85,15 +84,6 @@ def _digest(path: Path) -> dict[str, Any] | None:
     return {"sha256": h.hexdigest(), "size": size}
 
 
-def _files(folder: Path, keep: Any) -> list[str]:
-    try:
-        with os.scandir(folder) as it:
-            names = [e.name for e in it if not e.name.startswith(".") and e.is_file(follow_symlinks=False)]
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    return sorted(n for n in names if keep(n))
-
-
 def _hashed(kind: str, pairs: list[tuple[str, Path]]) -> list[Item]:
     out: list[Item] = []
     for name, path in pairs:
@@ -101,11 +91,6 @@ def _hashed(kind: str, pairs: list[tuple[str, Path]]) -> list[Item]:
         if value is not None:
             out.append((kind, name, value))
     return out
-
-
-def transcript_session(name: str) -> str:
-    """The session id a transcript entry belongs to (``<id>.jsonl[.reset.<ts>]`` -> ``<id>``)."""
-    return name.split(".jsonl", 1)[0].removesuffix(".trajectory")
 
 
 def _is_transcript(name: str) -> bool:
@@ -123,7 +108,7 @@ def _json_sessions(state: OpenClawState) -> tuple[list[Item], list[Item]]:
         for key, entry in sorted(doc.items() if isinstance(doc, dict) else []):
             e = entry if isinstance(entry, dict) else {}
             sessions.append(("session", key, {"sessionId": e.get("sessionId"), "updatedAt": e.get("updatedAt")}))
-    names = _files(state.sessions_dir, _is_transcript)
+    names = regular_files(state.sessions_dir, _is_transcript)
     return sessions, _hashed("transcript", [(n, state.sessions_dir / n) for n in names])
 
 
@@ -159,9 +144,9 @@ def _obj(value: Any) -> dict[str, Any]:
 def collect_openclaw_entries(state: OpenClawState) -> list[Item]:
     """Every entry of the manifest, in manifest order (see the module docstring)."""
     ws = state.workspace
-    identity = [(n, ws / n) for n in _files(ws, lambda n: n != "MEMORY.md")]
-    memory = [(n, ws / n) for n in _files(ws, lambda n: n == "MEMORY.md")]
-    memory += [(f"memory/{n}", ws / "memory" / n) for n in _files(ws / "memory", lambda n: n.endswith(".md"))]
+    identity = [(n, ws / n) for n in regular_files(ws, lambda n: n != "MEMORY.md")]
+    memory = [(n, ws / n) for n in regular_files(ws, lambda n: n == "MEMORY.md")]
+    memory += [(f"memory/{n}", ws / "memory" / n) for n in regular_files(ws / "memory", lambda n: n.endswith(".md"))]
     agent_value = {k: v for k, v in state.agent_entry().items() if k != "model"}
     defaults = {k: v for k, v in state.defaults().items() if k != "model"}
     gateway = _obj(state.config.get("gateway"))

@@ -34,16 +34,16 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
-from kurahi.continuity.rounds import score_round
+from kurahi.continuity.openclaw_runtime import OpenClawRuntime
+from kurahi.continuity.rounds import rounds_key, score_round
 from kurahi.errors import ContinuityError, UsageError
+from kurahi.locations.dirs import OpenClawState
 from kurahi.pi.vocab import COMPACTION, MESSAGE
 
-if TYPE_CHECKING:
-    from kurahi.continuity.openclaw import _Run
-
-__all__ = ["TURNS_PER_ROUND", "check_rounds_target", "run_openclaw_rounds"]
+__all__ = ["TURNS_PER_ROUND", "RoundsHost", "check_rounds_target", "run_openclaw_rounds"]
 
 TURNS_PER_ROUND = 3
 """Turns before each compaction: enough for the summary to stand for something."""
@@ -54,11 +54,27 @@ _FILLER = (
 )
 
 
-def _key(agent: str) -> str:
-    return f"agent:{agent}:continuity-rounds"
+class RoundsHost(Protocol):
+    """What the rounds need of the OpenClaw target (:class:`kurahi.continuity.targets.openclaw.OpenClawTarget`)."""
+
+    rt: OpenClawRuntime
+
+    @property
+    def agent(self) -> str:
+        """The resident's id."""
+
+    @property
+    def say(self) -> Callable[[str], None]:
+        """Says what the run is doing now."""
+
+    def state_for_now(self) -> OpenClawState:
+        """The state dir as it is now."""
+
+    def repair(self, key: str, markers: list[str], *, live_only: bool = False) -> dict[str, Any]:
+        """Kurahi's lineage repair of ``key``, OpenClaw stopped and started again around it."""
 
 
-def _view(run: _Run, key: str, phrases: list[str]) -> dict[str, Any]:
+def _view(run: RoundsHost, key: str, phrases: list[str]) -> dict[str, Any]:
     """The key's live session as OpenClaw 2026.9 would send it: message hashes, tokens, markers, path."""
     from kurahi.context.text import message_text
     from kurahi.context.tokens import estimate_content_tokens
@@ -102,7 +118,7 @@ def _sha(message: Any) -> str:
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _threshold(run: _Run) -> int:
+def _threshold(run: RoundsHost) -> int:
     """The primary model's context window less Pi's reserve (the window when the config names none)."""
     from kurahi.context.budget import DEFAULT_RESERVE_TOKENS
 
@@ -143,7 +159,7 @@ def check_rounds_target(supervised: bool, version: str) -> None:
         raise UsageError(f"--rounds on an OpenClaw resident is built for 2026.9 (the SQLite era), not {version}")
 
 
-def run_openclaw_rounds(run: _Run, rounds: int, out: list[dict[str, Any]]) -> None:
+def run_openclaw_rounds(run: RoundsHost, rounds: int, out: list[dict[str, Any]]) -> None:
     """Run ``rounds`` rounds on the supervised gateway of ``run``, each round's scored evidence added to ``out``.
 
     ``out`` keeps the rounds that finished when a later one is cut short.
@@ -153,7 +169,7 @@ def run_openclaw_rounds(run: _Run, rounds: int, out: list[dict[str, Any]]) -> No
         ContinuityError: OpenClaw refused a turn, the compaction, the reset; the repair failed.
     """
     check_rounds_target(run.rt.supervised, run.rt.version)
-    key = _key(run.agent)
+    key = rounds_key(run.agent)
     phrases = [f"KURAHI-ROUND1-{tag}-{secrets.token_hex(4).upper()}" for tag in ("A", "B")]
     threshold = _threshold(run)
     for r in range(1, rounds + 1):

@@ -40,7 +40,7 @@ from kurahi.errors import ContinuityError
 from kurahi.lifecycle.carry import check_carry
 from kurahi.pi.vocab import COMPACTION, MESSAGE, SESSION
 
-__all__ = ["MARKERS", "max_turns", "rounds_summary", "run_rounds", "score_round"]
+__all__ = ["MARKERS", "max_turns", "rounds_key", "rounds_summary", "run_rounds", "score_round"]
 
 MARKERS = [
     ("Orrery", "Remember: the lighthouse keeper's cat is named Orrery."),
@@ -68,7 +68,8 @@ Call = Callable[..., Any]
 answer) and ``ctx.call`` (the response itself) both have this shape."""
 
 
-def _key(agent: str) -> str:
+def rounds_key(agent: str) -> str:
+    """The session the rounds roll over, on every target."""
     return f"agent:{agent}:continuity-rounds"
 
 
@@ -163,7 +164,7 @@ def run_rounds(
     Raises:
         ContinuityError: the gateway refused a call (the suite reports the run interrupted).
     """
-    key = _key(agent)
+    key = rounds_key(agent)
     phrases = [line.removeprefix("Remember: ").rstrip(".") for _, line in MARKERS]
     out: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="kurahi-rounds-") as tmp:

@@ -1,4 +1,7 @@
-"""``kurahi continuity run``: four disruptions, evidence before and after, invariants, a signed report.
+"""Kurahi's gateway as a continuity target (``kurahi continuity run``): four disruptions, evidence before and after.
+
+The runner (:mod:`kurahi.continuity.runner`) scores the evidence and signs the report; this
+module starts, disrupts and observes the gateway.
 
 Throwaway mode starts a fresh gateway in a temporary home whose name ends in ``.kolo-test``
 (or ``KOLO_SMOKE_HOME``, which must), with the deterministic profiles ``alpha`` and ``beta`` and
@@ -10,6 +13,8 @@ For each disruption one slow turn runs in ``agent:<id>:continuity-job``, the sui
 signed manifest and probe results (recall of the facts, a chat turn in
 ``agent:<id>:continuity-probe``), performs the disruption, waits for the job to settle, and
 takes them again. Everything goes through the public HTTP API with the owner credential.
+What the gateway offers (a job API, an audit chain, recall, boot ids, identity markers) is
+declared in :data:`kurahi.continuity.capabilities.KURAHI`.
 """
 
 from __future__ import annotations
@@ -20,46 +25,28 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-from kurahi.continuity.invariants import ManifestCheck, score
-from kurahi.continuity.report import SUITE, VERSION, Signer, finish_report
+from kurahi.continuity.capabilities import KURAHI, Declared
+from kurahi.continuity.invariants import ManifestCheck
+from kurahi.continuity.report import Signer
 from kurahi.continuity.rounds import run_rounds
+from kurahi.continuity.runner import Plan, Say, check_plan, key_signer, leak_scan, probe_key, run, sayer
+from kurahi.continuity.targets.throwaway import FACTS, SMOKE_SUFFIX, seed_home, smoke_home
 from kurahi.errors import ContinuityError, GatewayUnavailableError, KurahiError, UsageError
 from kurahi.gateway.lock import gateway_info
 from kurahi.resident.home import TOKEN_ENV, Home
 
-__all__ = ["DISRUPTIONS", "FACTS", "SuiteOptions", "report_signer", "run_suite"]
+__all__ = ["DISRUPTIONS", "FACTS", "GatewayTarget", "SuiteOptions", "report_signer", "run_suite"]
 
 DISRUPTIONS = ("model-swap", "restart", "move", "close")
-SMOKE_SUFFIX = ".kolo-test"
-SMOKE_WINDOW = 8000
-SMOKE_RESERVE = 2000
-
-FACTS = [
-    ("The harbour lantern is painted cobalt blue.", "what colour is the harbour lantern", "cobalt"),
-    ("The orchard gate code is 4471.", "orchard gate code", "4471"),
-    ("Marina's favourite composer is Debussy.", "favourite composer", "Debussy"),
-    ("The quartz clock in the study runs four minutes fast.", "quartz clock study", "four minutes fast"),
-    ("The willow by the pond was planted in 2019.", "willow pond planted", "2019"),
-    ("Backups go to the meridian drive every Sunday.", "backups meridian drive", "every Sunday"),
-    ("The ember kiln needs forty minutes to heat.", "ember kiln heat", "forty minutes"),
-    ("The lineage notebook lives on the third shelf.", "lineage notebook shelf", "third shelf"),
-    ("Checklist item two is to book the ferry.", "checklist item two", "book the ferry"),
-    ("The resident's tea is jasmine, no sugar.", "resident tea", "jasmine"),
-]
-"""Ten facts seeded in throwaway mode: (line in memory/facts.md, recall query, expected text)."""
 
 _MARKER = re.compile(r"^\[([^\]]+)\] \(([^)]+)\)")
-_PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
 
 
 @dataclass
@@ -92,26 +79,72 @@ class SuiteOptions:
 
 
 @dataclass
-class _Ctx:
+class GatewayTarget:
+    """Kurahi's gateway as the suite's target: one resident, driven through the public HTTP API."""
+
     home: Home
     opts: SuiteOptions
     token: str
+    signer_for: Callable[[Home], Signer]
     proc: subprocess.Popen[bytes] | None = None
     port: int = 0
     seen: list[tuple[str, str]] = field(default_factory=list)
     secret_patterns: list[str] = field(default_factory=list)
+    declared: Declared = KURAHI
+    failures: tuple[type[BaseException], ...] = (KurahiError, httpx.HTTPError, KeyError, TypeError, ValueError)
+    say: Say = field(init=False)
+    """Says what the run is doing now (the options' ``progress``)."""
 
     @property
     def agent(self) -> str:
+        """The resident's id."""
         return self.opts.resident
 
-    def say(self, text: str) -> None:
-        if self.opts.progress is not None:
-            self.opts.progress(text)
+    def __post_init__(self) -> None:
+        self.say = sayer(self.opts.progress)
+
+    # -- the runner's side ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the throwaway gateway (attached mode uses the one running)."""
+        if self.opts.throwaway:
+            self.say("starting a throwaway gateway")
+            self.launch()
+
+    def run_one(self, disruption: str) -> dict[str, Any]:
+        """One disruption's evidence (see the module docstring)."""
+        return _run_one(self, disruption)
+
+    def rounds(self, count: int, out: list[dict[str, Any]]) -> None:
+        """Continuity-preserving rollovers with compactions in between (:mod:`kurahi.continuity.rounds`)."""
+        out += run_rounds(
+            self.json,
+            self.call,
+            self.agent,
+            count,
+            threshold=_threshold(self),
+            carry=self.opts.rounds_carry,
+            say=self.say,
+        )
+
+    def report_fields(self, runs: list[dict[str, Any]]) -> dict[str, Any]:
+        """``mode`` and the signer's ``fingerprint``."""
+        return {"mode": "throwaway" if self.opts.throwaway else "attached", "fingerprint": _fingerprint(self, runs)}
+
+    def signer(self) -> Signer:
+        """The resident's continuity key, in the home as it is now (a move changes where)."""
+        return self.signer_for(self.home)
+
+    def close(self) -> None:
+        """Stop the throwaway gateway and delete its home."""
+        if self.opts.throwaway:
+            self.stop()
+            shutil.rmtree(self.home.root, ignore_errors=True)
 
     # -- the gateway process (throwaway) ----------------------------------------------------
 
-    def start(self) -> None:
+    def launch(self) -> None:
+        """Start ``kurahi gateway run`` on the home; return once its lock names it."""
         env = {**os.environ, "KOLO_HOME": str(self.home.root), "KURAHI_HOME": str(self.home.root)}
         env.pop(TOKEN_ENV, None)
         port = os.environ.get("KOLO_SMOKE_PORT", "0")
@@ -134,6 +167,7 @@ class _Ctx:
             time.sleep(0.02)
 
     def stop(self) -> None:
+        """SIGTERM the gateway and wait for it."""
         if self.proc is None:
             return
         self.proc.send_signal(signal.SIGTERM)
@@ -147,6 +181,7 @@ class _Ctx:
     # -- HTTP ---------------------------------------------------------------------------------
 
     def call(self, method: str, path: str, *, token: str | None = None, **kw: Any) -> httpx.Response:
+        """One authenticated request (the owner token unless ``token``); every answer is kept for the leak scan."""
         if self.port == 0:
             info = gateway_info(self.home.lock)
             if info is None:
@@ -161,6 +196,11 @@ class _Ctx:
         return r
 
     def json(self, method: str, path: str, **kw: Any) -> Any:
+        """One request's decoded answer.
+
+        Raises:
+            ContinuityError: HTTP 400 or more.
+        """
         r = self.call(method, path, **kw)
         if r.status_code >= 400:
             raise ContinuityError(f"{method} {path}: HTTP {r.status_code}: {r.text[:300]}")
@@ -169,58 +209,9 @@ class _Ctx:
 
 def report_signer(home: Home) -> Signer:
     """Sign with the resident's continuity key (the one that signs its manifests)."""
-    import base64
-
     from kurahi.continuity.signing import load_signing_key
 
-    key = load_signing_key(home, create=False)
-
-    def sign(message: bytes) -> tuple[str, str]:
-        return base64.b64encode(key.sign(message)).decode("ascii"), key.public_key_b64
-
-    return sign
-
-
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _smoke_home() -> Path:
-    given = os.environ.get("KOLO_SMOKE_HOME")
-    if given:
-        if not given.rstrip("/").endswith(SMOKE_SUFFIX):
-            raise UsageError(f"KOLO_SMOKE_HOME must end in {SMOKE_SUFFIX!r} (it is deleted and recreated): {given}")
-        path = Path(given)
-        if path.exists():
-            shutil.rmtree(path)
-        return path
-    return Path(tempfile.mkdtemp(suffix=SMOKE_SUFFIX))
-
-
-def _seed(home: Home, agent: str) -> list[dict[str, str]]:
-    import msgspec
-
-    from kurahi.resident.init import init_home
-
-    init_home(home.root, agent)
-    # A small window, so that the rounds (--rounds) compact after a dozen turns; the
-    # disruptions' sessions stay far below it.
-    window = {"provider": "deterministic", "contextWindow": SMOKE_WINDOW}
-    config = {
-        "models": {"alpha": window, "beta": window},
-        "defaults": {"model": "alpha"},
-        "agents": {
-            agent: {
-                "model": "alpha",
-                "tools": {"allow": ["*"], "deny": []},
-                "compaction": {"reserveTokens": SMOKE_RESERVE, "keepRecentTokens": 1200},
-            }
-        },
-    }
-    home.config.write_bytes(msgspec.json.format(msgspec.json.encode(config)) + b"\n")
-    facts_file = home.agent(agent).workspace / "memory" / "facts.md"
-    facts_file.write_text("# Facts\n\n" + "".join(f"- {line}\n" for line, _, _ in FACTS))
-    return [{"query": q, "expect": e} for _, q, e in FACTS]
+    return key_signer(load_signing_key(home, create=False))
 
 
 def _marker(reply: str) -> tuple[str | None, str | None]:
@@ -228,7 +219,7 @@ def _marker(reply: str) -> tuple[str | None, str | None]:
     return (m.group(1), m.group(2)) if m else (None, None)
 
 
-def _snapshot(ctx: _Ctx, *, job_id: str | None) -> dict[str, Any]:
+def _snapshot(ctx: GatewayTarget, *, job_id: str | None) -> dict[str, Any]:
     a = ctx.agent
     manifest = ctx.json("GET", "/api/continuity/manifest", params={"agent": a})
     probes: dict[str, Any] = {}
@@ -241,7 +232,7 @@ def _snapshot(ctx: _Ctx, *, job_id: str | None) -> dict[str, Any]:
         probes["recall"] = recall
     if ctx.opts.chat:
         reply = ctx.json(
-            "POST", f"/api/agents/{a}/chat", json={"message": "continuity probe: who are you?", "key": _probe_key(a)}
+            "POST", f"/api/agents/{a}/chat", json={"message": "continuity probe: who are you?", "key": probe_key(a)}
         )
         marker, profile = _marker(reply.get("reply", ""))
         probes["chat"] = {
@@ -251,7 +242,7 @@ def _snapshot(ctx: _Ctx, *, job_id: str | None) -> dict[str, Any]:
             "profile": profile,
         }
     sessions = ctx.json("GET", f"/api/agents/{a}/sessions")
-    probe_sid = next((s.get("sessionId") for s in sessions if s["key"] == _probe_key(a)), None)
+    probe_sid = next((s.get("sessionId") for s in sessions if s["key"] == probe_key(a)), None)
     job = ctx.json("GET", f"/api/agents/{a}/jobs/{job_id}") if job_id else None
     audit = ctx.json("GET", "/api/audit/chain")
     return {
@@ -264,7 +255,7 @@ def _snapshot(ctx: _Ctx, *, job_id: str | None) -> dict[str, Any]:
     }
 
 
-def _gateway_life(ctx: _Ctx) -> dict[str, Any]:
+def _gateway_life(ctx: GatewayTarget) -> dict[str, Any]:
     """Who is answering: pid, boot id and generation (from ``/api/health``), and the home.
 
     A gateway too old to publish a boot id gives ``None`` for it; C0 then cannot prove an
@@ -281,7 +272,7 @@ def _gateway_life(ctx: _Ctx) -> dict[str, Any]:
     }
 
 
-def _threshold(ctx: _Ctx) -> int:
+def _threshold(ctx: GatewayTarget) -> int:
     """Tokens past which the gateway compacts the resident's sessions (window minus reserve)."""
     config = ctx.json("GET", "/api/config")
     agent = (config.get("agents") or {}).get(ctx.agent) or {}
@@ -292,7 +283,7 @@ def _threshold(ctx: _Ctx) -> int:
     return window - reserve
 
 
-def _fingerprint(ctx: _Ctx, runs: list[dict[str, Any]]) -> str | None:
+def _fingerprint(ctx: GatewayTarget, runs: list[dict[str, Any]]) -> str | None:
     if runs:
         fp = runs[-1]["after"]["manifest"].get("fingerprint")
         return fp if isinstance(fp, str) else None
@@ -300,15 +291,11 @@ def _fingerprint(ctx: _Ctx, runs: list[dict[str, Any]]) -> str | None:
     return fp if isinstance(fp, str) else None
 
 
-def _probe_key(agent: str) -> str:
-    return f"agent:{agent}:continuity-probe"
-
-
 def _job_key(agent: str) -> str:
     return f"agent:{agent}:continuity-job"
 
 
-def _disrupt(ctx: _Ctx, disruption: str) -> dict[str, Any]:
+def _disrupt(ctx: GatewayTarget, disruption: str) -> dict[str, Any]:
     a = ctx.agent
     if disruption == "model-swap":
         current = ctx.json("GET", "/api/agents")
@@ -338,7 +325,7 @@ def _disrupt(ctx: _Ctx, disruption: str) -> dict[str, Any]:
             }
         before = ctx.proc.pid if ctx.proc else None
         ctx.stop()
-        ctx.start()
+        ctx.launch()
         return {
             "ok": True,
             "detail": f"gateway stopped and started (pid {before} -> {ctx.proc.pid if ctx.proc else None})",
@@ -356,15 +343,15 @@ def _disrupt(ctx: _Ctx, disruption: str) -> dict[str, Any]:
         os.rename(old, new)
         ctx.home = Home(new)
         ctx.port = 0
-        ctx.start()
+        ctx.launch()
         return {"ok": True, "detail": f"state dir moved {old} -> {new}; gateway started from the new KOLO_HOME"}
     if disruption == "close":
-        r = ctx.json("POST", f"/api/agents/{a}/sessions/reset", json={"key": _probe_key(a)})
+        r = ctx.json("POST", f"/api/agents/{a}/sessions/reset", json={"key": probe_key(a)})
         return {"ok": True, "detail": f"sessions.reset: {r.get('oldSessionId')} -> {r.get('newSessionId')}"}
     raise UsageError(f"unknown disruption {disruption!r}; use {', '.join(DISRUPTIONS)} or all")
 
 
-def _settle(ctx: _Ctx, job_id: str, timeout: float = 30.0) -> None:
+def _settle(ctx: GatewayTarget, job_id: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         job = ctx.json("GET", f"/api/agents/{ctx.agent}/jobs/{job_id}")
@@ -373,17 +360,7 @@ def _settle(ctx: _Ctx, job_id: str, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-def _leak_scan(ctx: _Ctx, start: int) -> dict[str, Any]:
-    found = []
-    scanned = 0
-    for where, text in ctx.seen[start:]:
-        scanned += len(text)
-        if any(p and p in text for p in ctx.secret_patterns) or _PEM.search(text):
-            found.append(where)
-    return {"scannedBytes": scanned, "found": sorted(set(found))}
-
-
-def _wait_running(ctx: _Ctx, job_id: str) -> None:
+def _wait_running(ctx: GatewayTarget, job_id: str) -> None:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         if ctx.json("GET", f"/api/agents/{ctx.agent}/jobs/{job_id}")["status"] == "running":
@@ -391,7 +368,7 @@ def _wait_running(ctx: _Ctx, job_id: str) -> None:
         time.sleep(0.02)
 
 
-def _run_one(ctx: _Ctx, disruption: str, check: ManifestCheck) -> dict[str, Any]:
+def _run_one(ctx: GatewayTarget, disruption: str) -> dict[str, Any]:
     a = ctx.agent
     start = len(ctx.seen)
     ctx.say(f"{disruption}: starting the slow job and taking the manifest and probes before")
@@ -428,7 +405,7 @@ def _run_one(ctx: _Ctx, disruption: str, check: ManifestCheck) -> dict[str, Any]
         f"{v['sessionId']}.jsonl"
         for m in (before["manifest"], after["manifest"])
         for e in m.get("entries", [])
-        if e.get("kind") == "session" and e["name"] in (_probe_key(a), _job_key(a))
+        if e.get("kind") == "session" and e["name"] in (probe_key(a), _job_key(a))
         for v in [e["value"]]
         if v.get("sessionId")
     }
@@ -440,26 +417,19 @@ def _run_one(ctx: _Ctx, disruption: str, check: ManifestCheck) -> dict[str, Any]
         "drivenTranscripts": sorted(driven),
         "marker": (before["probes"].get("chat") or {}).get("marker"),
     }
-    ev["leakScan"] = _leak_scan(ctx, start)
-    ev["invariants"] = score(ev, threshold=ctx.opts.threshold, check_manifest=check)
+    ev["leakScan"] = leak_scan(ctx.seen[start:], ctx.secret_patterns)
     return ev
 
 
 def run_suite(
     opts: SuiteOptions, *, check_manifest: ManifestCheck, signer_for: Callable[[Home], Signer], home: Home | None = None
 ) -> dict[str, Any]:
-    """Run the suite and return the finished (signed) report."""
-    bad = [d for d in opts.disruptions if d not in DISRUPTIONS]
-    if opts.rounds < 0:
-        raise UsageError(f"--rounds must be 0 or more, not {opts.rounds}")
-    if not opts.disruptions and not opts.rounds:
-        raise UsageError("nothing to run: no disruption and no rounds")
-    if bad:
-        raise UsageError(f"unknown disruption {bad[0]!r}; use {', '.join(DISRUPTIONS)} or all")
+    """Run the suite on Kurahi's gateway and return the finished (signed) report."""
+    check_plan(opts.disruptions, opts.rounds, DISRUPTIONS)
     if opts.throwaway:
-        root = _smoke_home()
+        root = smoke_home()
         home = Home(root)
-        facts = _seed(home, opts.resident)
+        facts = seed_home(home, opts.resident)
         if opts.facts is None:
             opts.facts = facts
         token = home.token_file.read_text().strip()
@@ -468,54 +438,7 @@ def run_suite(
         from kurahi.gateway.client import owner_token
 
         token = owner_token(home)
-    ctx = _Ctx(home, opts, token)
-    ctx.secret_patterns = [token]
-    created = _now_iso()
-    try:
-        if opts.throwaway:
-            ctx.say("starting a throwaway gateway")
-            ctx.start()
-        runs: list[dict[str, Any]] = []
-        interrupted: dict[str, str] | None = None
-        for d in opts.disruptions:
-            try:
-                runs.append(_run_one(ctx, d, check_manifest))
-            except (KurahiError, httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
-                # The report still says what was proven before, and that the rest was not.
-                interrupted = {"disruption": d, "reason": f"{type(exc).__name__}: {exc}"}
-                ctx.say(f"{d}: interrupted: {exc}")
-                break
-        rounds: list[dict[str, Any]] = []
-        if opts.rounds and interrupted is None:
-            try:
-                rounds = run_rounds(
-                    ctx.json,
-                    ctx.call,
-                    ctx.agent,
-                    opts.rounds,
-                    threshold=_threshold(ctx),
-                    carry=opts.rounds_carry,
-                    say=ctx.say,
-                )
-            except (KurahiError, httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
-                interrupted = {"disruption": "rounds", "reason": f"{type(exc).__name__}: {exc}"}
-        fingerprint = _fingerprint(ctx, runs)
-        body = {
-            "suite": SUITE,
-            "version": VERSION,
-            "resident": opts.resident,
-            "mode": "throwaway" if opts.throwaway else "attached",
-            "createdAt": created,
-            "threshold": opts.threshold,
-            "fingerprint": fingerprint,
-            "runs": runs,
-        }
-        if opts.rounds:
-            body["rounds"] = rounds
-        if interrupted is not None:
-            body["interrupted"] = interrupted
-        return finish_report(body, signer_for(ctx.home))
-    finally:
-        if opts.throwaway:
-            ctx.stop()
-            shutil.rmtree(ctx.home.root, ignore_errors=True)
+    target = GatewayTarget(home, opts, token, signer_for)
+    target.secret_patterns = [token]
+    plan = Plan(opts.resident, opts.disruptions, opts.rounds, opts.threshold, check_manifest)
+    return run(target, plan)

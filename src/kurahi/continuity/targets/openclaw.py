@@ -1,8 +1,10 @@
-"""``kurahi continuity run --openclaw STATE_DIR``: the continuity suite for an OpenClaw resident.
+"""An OpenClaw resident as a continuity target (``kurahi continuity run --openclaw STATE_DIR``).
 
-The same report as for Kurahi's own residents (:mod:`kurahi.continuity.report`: per
-disruption, the manifests before and after, the probes, the outcome, a leak scan and C0–C9,
-signed), with an OpenClaw gateway as the target:
+The same runner and report as for Kurahi's own residents (:mod:`kurahi.continuity.runner`,
+:mod:`kurahi.continuity.report`: per disruption, the manifests before and after, the probes,
+the outcome, a leak scan and C0–C9, signed), with an OpenClaw gateway as the target; what it
+offers and lacks (no job API, no audit chain, no identity marker) is declared in
+:data:`kurahi.continuity.capabilities.OPENCLAW`:
 
 - manifests are taken by Kurahi, read-only, from the state dir
   (:mod:`kurahi.continuity.openclaw_manifest`), signed with Kurahi's observer key;
@@ -25,29 +27,28 @@ what needs the gateway stopped (``move``, the ``repair`` of a ``reset``).
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kurahi.continuity.invariants import ManifestCheck, score
+from kurahi.continuity.capabilities import OPENCLAW
+from kurahi.continuity.invariants import ManifestCheck
 from kurahi.continuity.openclaw_manifest import build_openclaw_manifest, observer_key
+from kurahi.continuity.openclaw_rounds import check_rounds_target, run_openclaw_rounds
 from kurahi.continuity.openclaw_runtime import OpenClawRuntime, which_openclaw
-from kurahi.continuity.report import SUITE, VERSION, finish_report
+from kurahi.continuity.report import Signer
+from kurahi.continuity.runner import Plan, check_plan, key_signer, leak_scan, probe_key, run, sayer
 from kurahi.continuity.signing import SigningKey
 from kurahi.errors import ContinuityError, KurahiError, UsageError
 from kurahi.locations.dirs import OpenClawState, open_state
 
-__all__ = ["OPENCLAW_DISRUPTIONS", "OpenClawOptions", "run_openclaw_suite"]
+__all__ = ["OPENCLAW_DISRUPTIONS", "OpenClawOptions", "OpenClawTarget", "run_openclaw_suite"]
 
 OPENCLAW_DISRUPTIONS = ("model-swap", "restart", "move", "close", "reset")
 """``all`` is the first four, as for Kurahi's own residents; ``reset`` is asked for by name."""
-
-_PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
 
 
 @dataclass
@@ -76,23 +77,20 @@ class OpenClawOptions:
     disruption's name, to break the resident on purpose and prove an invariant can fail."""
 
 
-def _probe_key(agent: str) -> str:
-    return f"agent:{agent}:continuity-probe"
-
-
 def _reset_key(agent: str) -> str:
     return f"agent:{agent}:continuity-reset"
-
-
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _phrase(tag: str) -> str:
     return f"KURAHI-{tag}-{secrets.token_hex(5).upper()}"
 
 
-class _Run:
+class OpenClawTarget:
+    """One OpenClaw resident as the suite's target, driven through OpenClaw's own surfaces."""
+
+    declared = OPENCLAW
+    failures: tuple[type[BaseException], ...] = (KurahiError, OSError, KeyError, TypeError, ValueError)
+
     def __init__(self, opts: OpenClawOptions, state: OpenClawState, rt: OpenClawRuntime, key: SigningKey) -> None:
         self.opts = opts
         self.state = state
@@ -101,20 +99,56 @@ class _Run:
         self.manifests_seen: list[str] = []
         self.home_dir = state.root
         self.work = opts.work_dir
+        self.say = sayer(opts.progress)
 
     @property
     def agent(self) -> str:
+        """The resident's id."""
         return self.opts.resident
 
     @property
     def reset_key(self) -> str:
+        """The session the ``reset`` disruption resets."""
         return self.opts.reset_key or _reset_key(self.agent)
 
-    def say(self, text: str) -> None:
-        if self.opts.progress is not None:
-            self.opts.progress(text)
+    # -- the runner's side ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the gateway when supervised (attached mode uses the one running)."""
+        if self.opts.supervised:
+            self.say(f"starting OpenClaw {self.rt.version} on {self.state.root}")
+            self.rt.start()
+
+    def rounds(self, count: int, out: list[dict[str, Any]]) -> None:
+        """Rounds of compaction, reset and repair (:mod:`kurahi.continuity.openclaw_rounds`)."""
+        run_openclaw_rounds(self, count, out)
+
+    def report_fields(self, runs: list[dict[str, Any]]) -> dict[str, Any]:
+        """``mode``, the runtime, the observer key's fingerprint and where it is."""
+        del runs  # the observer key signs every manifest; its fingerprint is known before any run
+        return {
+            "mode": "supervised" if self.opts.supervised else "attached",
+            "target": {"runtime": "openclaw", "version": self.rt.version, "era": self.state.era},
+            "fingerprint": self.key.fingerprint,
+            "observerKey": str(self.key.path) if self.key.path else None,
+        }
+
+    def signer(self) -> Signer:
+        """Kurahi's observer key (the one that signs the manifests it takes)."""
+        return key_signer(self.key)
+
+    def close(self) -> None:
+        """Leave nothing running, the state dir where it was found, and no logs."""
+        if self.opts.supervised:
+            self.rt.kill()
+        if self.rt.state_dir != self.state.root and not self.state.root.exists():
+            os.rename(self.rt.state_dir, self.state.root)  # a move cut short: the state dir goes back
+        shutil.rmtree(self.rt.logs, ignore_errors=True)
+
+    # -- evidence ------------------------------------------------------------------------------
 
     def manifest(self) -> dict[str, Any]:
+        """The manifest as it is now, signed by the observer key (kept for the leak scan)."""
         m = build_openclaw_manifest(self.rt.state_dir, self.agent, key=self.key, version=self.rt.version)
         import json
 
@@ -122,10 +156,11 @@ class _Run:
         return m
 
     def snapshot(self) -> dict[str, Any]:
-        reply = self.rt.turn(_probe_key(self.agent), "continuity probe: who are you?")
+        """The manifest and the chat probe, and who is answering."""
+        reply = self.rt.turn(probe_key(self.agent), "continuity probe: who are you?")
         manifest = self.manifest()
         sessions = {e["name"]: e["value"] for e in manifest["entries"] if e["kind"] == "session"}
-        probe = sessions.get(_probe_key(self.agent)) or {}
+        probe = sessions.get(probe_key(self.agent)) or {}
         return {
             "manifest": manifest,
             "probes": {"chat": {"status": "answered" if reply else "empty", "reply": reply}},
@@ -144,6 +179,7 @@ class _Run:
     # -- disruptions --------------------------------------------------------------------------
 
     def disrupt(self, d: str, ev: dict[str, Any]) -> dict[str, Any]:
+        """Perform disruption ``d`` through OpenClaw; its outcome."""
         if d == "model-swap":
             now = self.state_for_now().model()
             current = f"{now['provider']}/{now['model']}"
@@ -175,13 +211,14 @@ class _Run:
             self.rt.start()
             return {"ok": True, "detail": f"state dir moved {old} -> {new}; OpenClaw started on the new dir"}
         if d == "close":
-            self.rt.reset(_probe_key(self.agent))
-            return {"ok": True, "detail": f"sessions.reset of {_probe_key(self.agent)}"}
+            self.rt.reset(probe_key(self.agent))
+            return {"ok": True, "detail": f"sessions.reset of {probe_key(self.agent)}"}
         if d == "reset":
             return self._reset(ev)
         raise UsageError(f"unknown disruption {d!r}; use {', '.join(OPENCLAW_DISRUPTIONS)} or all")
 
     def state_for_now(self) -> OpenClawState:
+        """The state dir as it is now (where it is now)."""
         return open_state(self.rt.state_dir, self.agent, self.rt.version)
 
     def _other_model(self, current: str) -> str:
@@ -200,6 +237,7 @@ class _Run:
         return sorted(str(p.relative_to(self.home_dir)) for p in self.home_dir.rglob("*") if p.is_file())
 
     def move_back(self) -> None:
+        """Put a moved state dir back where it was found."""
         if self.rt.state_dir != self.home_dir:
             running = self.rt.pid is not None
             self.rt.stop()
@@ -298,6 +336,7 @@ class _Run:
     # -- one disruption -------------------------------------------------------------------------
 
     def run_one(self, d: str) -> dict[str, Any]:
+        """One disruption's evidence (the runner scores it)."""
         ev: dict[str, Any] = {"target": "openclaw", "disruption": d}
         seen = len(self.rt.outputs)
         if d == "reset":
@@ -325,7 +364,7 @@ class _Run:
             swapped_from = (ev.get("outcome") or {}).get("swapFrom")
             if swapped_from:
                 self.rt.set_model(swapped_from)
-        keys = {_probe_key(self.agent), self.reset_key}
+        keys = {probe_key(self.agent), self.reset_key}
         driven = {
             e["value"].get("sessionId")
             for side in ("before", "after")
@@ -336,19 +375,14 @@ class _Run:
             if isinstance(v, dict) and v.get("sessionId"):
                 driven.add(v["sessionId"])
         ev["drivenSessions"] = sorted(s for s in driven if s)
-        ev["leakScan"] = self.leak_scan(seen)
+        ev["leakScan"] = self.scan_leaks(seen)
         return ev
 
-    def leak_scan(self, start: int) -> dict[str, Any]:
+    def scan_leaks(self, start: int) -> dict[str, Any]:
+        """OpenClaw's output since ``start`` and the manifests taken, scanned for the token and the config's secrets."""
         texts = [*self.rt.outputs[start:], *(("manifest", m) for m in self.manifests_seen)]
         self.manifests_seen.clear()
-        patterns = [self.rt.token, *_config_secrets(self.state.config)]
-        found, scanned = [], 0
-        for where, text in texts:
-            scanned += len(text)
-            if any(p and p in text for p in patterns) or _PEM.search(text):
-                found.append(where)
-        return {"scannedBytes": scanned, "found": sorted(set(found))}
+        return leak_scan(texts, [self.rt.token, *_config_secrets(self.state.config)])
 
 
 def _config_secrets(config: Any) -> list[str]:
@@ -381,76 +415,13 @@ def run_openclaw_suite(opts: OpenClawOptions, *, check_manifest: ManifestCheck) 
         ContinuityError: the gateway did not start (before any disruption; later it makes
             the report INCOMPLETE instead).
     """
-    from kurahi.continuity.openclaw_rounds import check_rounds_target, run_openclaw_rounds
-
-    bad = [d for d in opts.disruptions if d not in OPENCLAW_DISRUPTIONS]
-    if bad:
-        raise UsageError(f"unknown disruption {bad[0]!r}; use {', '.join(OPENCLAW_DISRUPTIONS)} or all")
-    if opts.rounds < 0:
-        raise UsageError(f"--rounds must be 0 or more, not {opts.rounds}")
-    if not opts.disruptions and not opts.rounds:
-        raise UsageError("nothing to run: no disruption and no rounds")
+    check_plan(opts.disruptions, opts.rounds, OPENCLAW_DISRUPTIONS)
     state = open_state(opts.state_dir, opts.resident)
     binary = which_openclaw(opts.binary)
     rt = OpenClawRuntime(binary, state.root, supervised=opts.supervised, config=state.config)
     state = open_state(opts.state_dir, opts.resident, rt.version)
     if opts.rounds:
         check_rounds_target(opts.supervised, rt.version)
-    key = observer_key()
-    run = _Run(opts, state, rt, key)
-    created = _now_iso()
-    try:
-        if opts.supervised:
-            run.say(f"starting OpenClaw {rt.version} on {state.root}")
-            rt.start()
-        runs: list[dict[str, Any]] = []
-        interrupted: dict[str, str] | None = None
-        for d in opts.disruptions:
-            try:
-                ev = run.run_one(d)
-            except (KurahiError, OSError, KeyError, TypeError, ValueError) as exc:
-                # What finished is kept and signed; the report says where and why it stopped.
-                interrupted = {"disruption": d, "reason": f"{type(exc).__name__}: {exc}"}
-                run.say(f"{d}: interrupted: {exc}")
-                break
-            ev["invariants"] = score(ev, threshold=0.8, check_manifest=check_manifest)
-            runs.append(ev)
-        rounds: list[dict[str, Any]] = []
-        if opts.rounds and interrupted is None:
-            try:
-                run_openclaw_rounds(run, opts.rounds, rounds)
-            except (KurahiError, OSError, KeyError, TypeError, ValueError) as exc:
-                interrupted = {"disruption": "rounds", "reason": f"{type(exc).__name__}: {exc}"}
-                run.say(f"rounds: interrupted: {exc}")
-        body: dict[str, Any] = {
-            "suite": SUITE,
-            "version": VERSION,
-            "resident": opts.resident,
-            "mode": "supervised" if opts.supervised else "attached",
-            "target": {"runtime": "openclaw", "version": rt.version, "era": state.era},
-            "createdAt": created,
-            "threshold": 0.8,
-            "fingerprint": key.fingerprint,
-            "observerKey": str(key.path) if key.path else None,
-            "runs": runs,
-        }
-        if opts.rounds:
-            body["rounds"] = rounds
-        if interrupted is not None:
-            body["interrupted"] = interrupted
-        return finish_report(body, _signer(key))
-    finally:
-        if opts.supervised:
-            rt.kill()
-        if rt.state_dir != state.root and not state.root.exists():
-            os.rename(rt.state_dir, state.root)  # a move cut short: the state dir goes back
-        shutil.rmtree(rt.logs, ignore_errors=True)
-
-
-def _signer(key: SigningKey) -> Callable[[bytes], tuple[str, str]]:
-    import base64
-
-    def sign(message: bytes) -> tuple[str, str]:
-        return base64.b64encode(key.sign(message)).decode("ascii"), key.public_key_b64
-
-    return sign
+    target = OpenClawTarget(opts, state, rt, observer_key())
+    # No facts probe (OpenClaw has no recall API), so the recall threshold is the default's.
+    return run(target, Plan(opts.resident, opts.disruptions, opts.rounds, 0.8, check_manifest))

@@ -71,8 +71,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("lineage/sources.py", "materialize"): "a temp file holding a SQLite session exported through store",
     ("lineage/stitch.py", "_write"): "the stitched candidate C (a new file the user named with --out)",
     ("locations/dirs.py", "read_no_follow"): "an OpenClaw state dir's config and catalogs, read-only (never a link)",
-    ("locations/listing.py", "first_line"): "the header of an OpenClaw transcript a catalog names, read-only, for a listing",
-    ("locations/listing.py", "last_lines"): "the tail of an OpenClaw transcript a catalog names, read-only, for a listing",
+    ("locations/listing.py", "first_line"): "the header of a transcript an OpenClaw catalog names (read-only listing)",
+    ("locations/listing.py", "last_lines"): "the tail of a transcript an OpenClaw catalog names (read-only listing)",
     ("locations/pi_sessions.py", "_first_line"): "the header of a session in Pi's own sessions folder, read-only",
     ("resident/home.py", "read_private_file"): "secrets/ and other private files of the home",
     ("resident/init.py", "init_home"): "the seeded IDENTITY.md",
@@ -116,7 +116,8 @@ def _visit(node: ast.AST, rel: str, stack: list[str], found: dict[tuple[str, str
 
 # The rooms the store is built on (and the store itself) read and write its files: only the
 # rooms above it are held to the boundary. ``testing`` builds stores for tests.
-_BELOW = tuple(f"{name}/" for name, _ in ROOMS[: [n for n, _ in ROOMS].index("store") + 1]) + ("testing/",)
+_NAMES = [name for name, _ in ROOMS]
+_BELOW = (*(f"{name}/" for name in _NAMES[: _NAMES.index("store") + 1]), "testing/")
 
 
 def _calls() -> dict[tuple[str, str], list[int]]:

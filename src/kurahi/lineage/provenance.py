@@ -47,7 +47,7 @@ from kurahi.context.origins import EffectivePath, Source, effective_path
 from kurahi.errors import EntryNotFoundError, ProvenanceError, TranscriptReadError
 from kurahi.js.decode import DECODE_ERRORS
 from kurahi.js.values import MISSING
-from kurahi.locations.memory import memory_files
+from kurahi.locations.memory_files import memory_files
 from kurahi.pi.entry import Entry
 from kurahi.pi.transcript import Transcript, read_transcript_file
 from kurahi.pi.vocab import BRANCH_SUMMARY, COMPACTION, CONTEXT_EDIT, CUSTOM_MESSAGE, MESSAGE, SESSION

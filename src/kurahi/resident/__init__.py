@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from kurahi._lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from kurahi.locations.memory import memory_files
+    from kurahi.locations.memory_files import memory_files
     from kurahi.resident.devices import SCOPES, Device, DeviceRegistry
     from kurahi.resident.home import Home
     from kurahi.resident.init import InitReport, init_home
@@ -22,7 +22,7 @@ _WHERE = {
     "InitReport": "kurahi.resident.init",
     "RecallHit": "kurahi.resident.memory",
     "init_home": "kurahi.resident.init",
-    "memory_files": "kurahi.locations.memory",
+    "memory_files": "kurahi.locations.memory_files",
     "recall": "kurahi.resident.memory",
 }
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kurahi.locations.memory import memory_files
+from kurahi.locations.memory_files import memory_files
 
 __all__ = ["RecallHit", "recall"]
 

@@ -82,6 +82,8 @@ SLOW_TESTS = frozenset(
         "cli/test_session_elide.py::test_a_second_writer_is_refused",
         "context/test_llm_tokens.py::test_find_cut_point_matches_pi",
         "context/test_llm_tokens.py::test_messages_match_pi",
+        "context/test_session_check.py::test_a_body_over_anthropics_limit_is_reported_with_no_runtime_repairing_it",
+        "context/test_session_check.py::test_two_thousand_random_valid_trees_give_no_finding",
         "continuity/test_manifest.py::test_concurrent_first_use_yields_one_key",
         "continuity/test_manifest_api.py::test_kurahi_gateway_run_serves_the_manifest",
         "continuity/test_manifest_api.py::test_manifest_verifies_and_its_signer_is_stable_across_calls_and_a_restart",

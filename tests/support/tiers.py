@@ -79,6 +79,8 @@ SLOW_TESTS = frozenset(
         "cli/test_main.py::test_help_and_unknown_names_see_every_room",
         "cli/test_output.py::test_stitch_and_check_print_for_people_without_importing_rich_off_a_terminal",
         "cli/test_session_cli.py::test_tree_collapses_side_branches_and_marks_the_leaf",
+        "cli/test_session_doctor.py::test_a_line_nested_100000_deep_is_read_without_a_traceback",
+        "cli/test_session_doctor.py::test_a_torn_tail_is_mended_by_an_append_that_starts_on_its_own_line",
         "cli/test_session_elide.py::test_a_second_writer_is_refused",
         "context/test_llm_tokens.py::test_find_cut_point_matches_pi",
         "context/test_llm_tokens.py::test_messages_match_pi",

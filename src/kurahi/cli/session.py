@@ -485,6 +485,8 @@ def doctor(
 
     if dry_run and not fix:
         fail("--dry-run goes with --fix", EXIT.USAGE)
+    if fix and not dry_run and shown(file) != str(file):
+        fail("--fix mends a file in place: name the file, not - (stdin)", EXIT.USAGE)
     with translate_errors():
         try:
             runtimes = resolve_runtimes(runtime)

@@ -248,6 +248,12 @@ def _size_findings(llm: list[Any], origins: list[ProjectedEntry], window: int) -
     out: list[Finding] = []
     try:
         size = len(msgspec.json.encode(llm))
+    except RecursionError:
+        # A line nested deeper than msgspec encodes: the project's own encoder, as
+        # `session context --json` writes it, handles any depth.
+        from kurahi.js.stringify import js_json
+
+        size = len(js_json(llm))
     except (TypeError, ValueError, OverflowError):
         size = 0
     if size > ANTHROPIC_BODY_LIMIT:

@@ -34,8 +34,14 @@ def msg(i: str, parent: str | None, message: dict[str, Any]) -> dict[str, Any]:
 
 def bricked(path: Path) -> Path:
     """The issue's case: a compaction that keeps from a tool result whose call it summarised."""
-    a1 = {"role": "assistant", "content": [{"type": "toolCall", "id": "call_1", "name": "read", "arguments": {}}],
-          "api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5", "stopReason": "toolUse"}
+    a1 = {
+        "role": "assistant",
+        "content": [{"type": "toolCall", "id": "call_1", "name": "read", "arguments": {}}],
+        "api": "anthropic-messages",
+        "provider": "anthropic",
+        "model": "claude-sonnet-4-5",
+        "stopReason": "toolUse",
+    }
     a2 = {**a1, "content": [{"type": "text", "text": "done"}], "stopReason": "stop"}
     r1 = {"role": "toolResult", "toolCallId": "call_1", "toolName": "read", "content": [{"type": "text", "text": "x"}]}
     return write(
@@ -44,8 +50,15 @@ def bricked(path: Path) -> Path:
         msg("a1", "u1", a1),
         msg("r1", "a1", r1),
         msg("a2", "r1", a2),
-        {"type": "compaction", "id": "c1", "parentId": "a2", "timestamp": "2026-12-01T00:00:02.000Z",
-         "summary": "EARLIER SUMMARY", "firstKeptEntryId": "r1", "tokensBefore": 1},
+        {
+            "type": "compaction",
+            "id": "c1",
+            "parentId": "a2",
+            "timestamp": "2026-12-01T00:00:02.000Z",
+            "summary": "EARLIER SUMMARY",
+            "firstKeptEntryId": "r1",
+            "tokensBefore": 1,
+        },
         msg("u2", "c1", {"role": "user", "content": "now?"}),
     )
 
@@ -85,9 +98,12 @@ def test_dry_run_prints_the_entry_and_writes_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("runtime", "kind"), [(None, "compaction"), ("pi-0.73", "compaction"), ("openclaw-2026.5", None), ("pi-1.6", "context_edit")]
+    ("runtime", "kind"),
+    [(None, "compaction"), ("pi-0.73", "compaction"), ("openclaw-2026.5", None), ("pi-1.6", "context_edit")],
 )
-def test_fix_appends_what_the_runtime_honours_and_nothing_else(tmp_path: Path, runtime: str | None, kind: str | None) -> None:
+def test_fix_appends_what_the_runtime_honours_and_nothing_else(
+    tmp_path: Path, runtime: str | None, kind: str | None
+) -> None:
     f = bricked(tmp_path / "s.jsonl")
     old = f.read_bytes()
     args = ["session", "doctor", str(f), "--fix", "--json"] + (["--runtime", runtime] if runtime else [])
@@ -111,7 +127,9 @@ def test_fix_appends_what_the_runtime_honours_and_nothing_else(tmp_path: Path, r
 
 
 def test_a_torn_tail_is_mended_by_an_append_that_starts_on_its_own_line(tmp_path: Path) -> None:
-    f = write(tmp_path / "t.jsonl", msg("u1", None, {"role": "user", "content": "hi"}), tail=b'{"type":"message","id":"u2"')
+    f = write(
+        tmp_path / "t.jsonl", msg("u1", None, {"role": "user", "content": "hi"}), tail=b'{"type":"message","id":"u2"'
+    )
     assert run("session", "doctor", str(f))[0] == EXIT.FAILED  # Pi 0.73.1 would lose its next append
     assert run("session", "doctor", str(f), "--runtime", "pi-1.6")[0] == EXIT.OK  # 1.6 mends it on open
     old = f.read_bytes()
@@ -135,7 +153,9 @@ def test_a_torn_tail_is_mended_by_an_append_that_starts_on_its_own_line(tmp_path
         ("dry run alone", bricked, ["--dry-run"], EXIT.USAGE, "--dry-run goes with --fix"),
         (
             "a parent cycle has no appended mend",
-            lambda p: write(p, msg("a", "b", {"role": "user", "content": "x"}), msg("b", "a", {"role": "user", "content": "y"})),
+            lambda p: write(
+                p, msg("a", "b", {"role": "user", "content": "x"}), msg("b", "a", {"role": "user", "content": "y"})
+            ),
             ["--fix"],
             EXIT.FAILED,
             "no appended mend for parent-cycle",

@@ -48,7 +48,14 @@ def msg(i: str, parent: str | None, message: dict[str, Any]) -> dict[str, Any]:
 def asst(content: list[dict[str, Any]], *, api: str = "anthropic-messages", stop: str = "stop") -> dict[str, Any]:
     models = {"anthropic-messages": "claude-sonnet-4-5", "openai-completions": "gpt-4.1", "openai-responses": "gpt-5"}
     provider = "anthropic" if api == "anthropic-messages" else "openai"
-    return {"role": "assistant", "content": content, "api": api, "provider": provider, "model": models[api], "stopReason": stop}
+    return {
+        "role": "assistant",
+        "content": content,
+        "api": api,
+        "provider": provider,
+        "model": models[api],
+        "stopReason": stop,
+    }
 
 
 def user(text: str) -> dict[str, Any]:
@@ -69,8 +76,15 @@ def test_the_bricked_compaction_is_refused_by_every_family_and_named() -> None:
         msg("a1", "u1", asst([tc("call_1")], stop="toolUse")),
         msg("r1", "a1", res("call_1")),
         msg("a2", "r1", asst([{"type": "text", "text": "done"}])),
-        {"type": "compaction", "id": "c1", "parentId": "a2", "timestamp": "2026-12-01T00:00:02.000Z",
-         "summary": "S", "firstKeptEntryId": "r1", "tokensBefore": 1},
+        {
+            "type": "compaction",
+            "id": "c1",
+            "parentId": "a2",
+            "timestamp": "2026-12-01T00:00:02.000Z",
+            "summary": "S",
+            "firstKeptEntryId": "r1",
+            "tokensBefore": 1,
+        },
         msg("u2", "c1", user("now?")),
     )
     (f,) = check(data).failing(ALL)
@@ -81,7 +95,9 @@ def test_the_bricked_compaction_is_refused_by_every_family_and_named() -> None:
 
 
 def test_an_unanswered_call_is_answered_by_pi_and_not_reported() -> None:
-    data = lines(msg("u1", None, user("go")), msg("a1", "u1", asst([tc("call_1")], stop="toolUse")), msg("u2", "a1", user("hm")))
+    data = lines(
+        msg("u1", None, user("go")), msg("a1", "u1", asst([tc("call_1")], stop="toolUse")), msg("u2", "a1", user("hm"))
+    )
     assert check(data).findings == []
 
 
@@ -115,15 +131,21 @@ def test_same_model_ids_are_checked_and_foreign_ones_normalised_as_pi_does() -> 
     (f,) = check(bad).failing(ALL)
     assert (f.code, f.entry_id, f.refused_by) == ("tool-id-pattern", "a1", ["anthropic-messages"])
     # The same ids from an OpenAI model are normalised by Pi on the way to Anthropic.
-    foreign = bad.replace(b'"api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5"',
-                          b'"api": "openai-completions", "provider": "openai", "model": "gpt-4.1"')
+    foreign = bad.replace(
+        b'"api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5"',
+        b'"api": "openai-completions", "provider": "openai", "model": "gpt-4.1"',
+    )
     assert foreign != bad
     assert check(foreign).failing(ALL) == []
 
 
 def test_a_non_json_signature_on_the_current_responses_model_makes_pi_throw() -> None:
     thinking = {"type": "thinking", "thinking": "hm", "thinkingSignature": "sig-abc"}
-    data = lines(msg("u1", None, user("go")), msg("a1", "u1", asst([thinking, {"type": "text", "text": "hi"}], api="openai-responses")), msg("u2", "a1", user("ok")))
+    data = lines(
+        msg("u1", None, user("go")),
+        msg("a1", "u1", asst([thinking, {"type": "text", "text": "hi"}], api="openai-responses")),
+        msg("u2", "a1", user("ok")),
+    )
     (f,) = check(data).failing(ALL)
     assert (f.code, f.refused_by, f.repaired_by) == ("conversion-throws", ["openai-responses"], [])
     ok = data.replace(b'"sig-abc"', json.dumps(json.dumps({"type": "reasoning", "id": "rs_1", "summary": []})).encode())
@@ -178,8 +200,11 @@ def test_fixtures_only_the_request_invalid_ones_fail(fixture: str) -> None:
 
 # -- random valid trees ------------------------------------------------------------------
 
-_MODELS = [("anthropic", "anthropic-messages", "claude-sonnet-4-5"), ("openai", "openai-completions", "gpt-4.1"),
-           ("openai", "openai-responses", "gpt-5")]
+_MODELS = [
+    ("anthropic", "anthropic-messages", "claude-sonnet-4-5"),
+    ("openai", "openai-completions", "gpt-4.1"),
+    ("openai", "openai-responses", "gpt-5"),
+]
 
 
 class _Tree:
@@ -198,8 +223,15 @@ class _Tree:
     def add(self, entry: dict[str, Any]) -> str:
         self.n += 1
         i = f"e{self.n:05x}"
-        self.out.append({"type": entry.pop("type"), "id": i, "parentId": self.leaf,
-                         "timestamp": "2026-12-01T00:00:00.000Z", **entry})
+        self.out.append(
+            {
+                "type": entry.pop("type"),
+                "id": i,
+                "parentId": self.leaf,
+                "timestamp": "2026-12-01T00:00:00.000Z",
+                **entry,
+            }
+        )
         self.leaf = i
         return i
 
@@ -207,18 +239,30 @@ class _Tree:
         provider, api, model = self.model
         blocks: list[dict[str, Any]] = []
         if self.rng.random() < 0.3:
-            sig = json.dumps({"type": "reasoning", "id": f"rs_{self.n}"}) if api == "openai-responses" else f"sig{self.n}"
+            sig = (
+                json.dumps({"type": "reasoning", "id": f"rs_{self.n}"}) if api == "openai-responses" else f"sig{self.n}"
+            )
             blocks.append({"type": "thinking", "thinking": "hmm", "thinkingSignature": sig})
         blocks.append({"type": "text", "text": self.rng.choice(["ok", "let me see", " "]) if calls else "done"})
         ids = []
         for _ in range(calls):
             self.n += 1
-            cid = {"anthropic-messages": f"toolu_{self.n:x}", "openai-completions": f"call_{self.n:x}",
-                   "openai-responses": f"call_{self.n:x}|fc_{self.n:x}"}[api]
+            cid = {
+                "anthropic-messages": f"toolu_{self.n:x}",
+                "openai-completions": f"call_{self.n:x}",
+                "openai-responses": f"call_{self.n:x}|fc_{self.n:x}",
+            }[api]
             ids.append(cid)
             blocks.append(tc(cid))
         stop = "toolUse" if calls else self.rng.choice(["stop"] * 8 + ["length", "error", "aborted"])
-        m = {"role": "assistant", "content": blocks, "api": api, "provider": provider, "model": model, "stopReason": stop}
+        m = {
+            "role": "assistant",
+            "content": blocks,
+            "api": api,
+            "provider": provider,
+            "model": model,
+            "stopReason": stop,
+        }
         pair = [self.add({"type": "message", "message": m})]
         for cid in ids:
             pair.append(self.add({"type": "message", "message": res(cid)}))
@@ -241,8 +285,19 @@ class _Tree:
         elif r < 0.3:
             self.add({"type": "custom_message", "customType": "note", "content": "a note", "display": True})
         elif r < 0.4:
-            self.add({"type": "message", "message": {"role": "bashExecution", "command": "ls", "output": "a", "exitCode": 0,
-                                                     "cancelled": False, "truncated": False}})
+            self.add(
+                {
+                    "type": "message",
+                    "message": {
+                        "role": "bashExecution",
+                        "command": "ls",
+                        "output": "a",
+                        "exitCode": 0,
+                        "cancelled": False,
+                        "truncated": False,
+                    },
+                }
+            )
         elif r < 0.55 and self.users:
             first = self.rng.choice(self.users[-4:])
             self.add({"type": "compaction", "summary": "S", "firstKeptEntryId": first, "tokensBefore": 10})
@@ -250,7 +305,13 @@ class _Tree:
             for target in self.rng.choice(self.pairs[-3:]):
                 self.add({"type": "context_edit", "targetId": target, "replacement": None})
         elif r < 0.72 and self.users:
-            self.add({"type": "context_edit", "targetId": self.rng.choice(self.users), "replacement": {"content": "[edited]"}})
+            self.add(
+                {
+                    "type": "context_edit",
+                    "targetId": self.rng.choice(self.users),
+                    "replacement": {"content": "[edited]"},
+                }
+            )
         elif r < 0.85:
             self.leaf = self.rng.choice(self.boundaries)
             self.add({"type": "branch_summary", "fromId": self.leaf or "root", "summary": "went back"})

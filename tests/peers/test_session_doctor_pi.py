@@ -50,7 +50,12 @@ SCENARIOS: dict[str, tuple[list[dict[str, Any]], str]] = {
             {"op": "assistant", "content": [call("call_1")]},
             {**result("call_1"), "as": "bad"},
             {"op": "assistant", "text": "a.txt says contents"},
-            {"op": "appendCompaction", "summary": "SUMMARY-1: read a.txt", "firstKeptEntryId": "$bad", "tokensBefore": 900},
+            {
+                "op": "appendCompaction",
+                "summary": "SUMMARY-1: read a.txt",
+                "firstKeptEntryId": "$bad",
+                "tokensBefore": 900,
+            },
             {"op": "user", "text": "and now?"},
         ],
         "bad",
@@ -77,7 +82,12 @@ SCENARIOS: dict[str, tuple[list[dict[str, Any]], str]] = {
     "result-of-errored-turn": (
         [
             {"op": "user", "text": "list files"},
-            {"op": "assistant", "content": [call("toolu_err", "ls")], "stopReason": "error", "errorMessage": "overloaded"},
+            {
+                "op": "assistant",
+                "content": [call("toolu_err", "ls")],
+                "stopReason": "error",
+                "errorMessage": "overloaded",
+            },
             {**result("toolu_err"), "as": "bad"},
             {"op": "user", "text": "try again"},
         ],
@@ -228,7 +238,14 @@ def _random_session(rng: random.Random) -> tuple[list[dict[str, Any]], str]:
     if shape == "compaction" and results:
         target = rng.choice(results)
         # A result that is not its turn's first: the compaction cuts a pair in the middle.
-        ops.append({"op": "appendCompaction", "summary": f"summary {rng.random()}", "firstKeptEntryId": f"$r_{target}", "tokensBefore": 42})
+        ops.append(
+            {
+                "op": "appendCompaction",
+                "summary": f"summary {rng.random()}",
+                "firstKeptEntryId": f"$r_{target}",
+                "tokensBefore": 42,
+            }
+        )
         ops.append({"op": "user", "text": "continue"})
         return ops, f"r_{target}"
     if shape == "errored":

@@ -173,12 +173,21 @@ def _responses_stream(text: str) -> list[tuple[str, dict[str, Any]]]:
         ),
         (
             "response.output_text.delta",
-            {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": text},
+            {
+                "type": "response.output_text.delta",
+                "item_id": "msg_1",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": text,
+            },
         ),
         ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": done}),
         (
             "response.completed",
-            {"type": "response.completed", "response": {**resp, "status": "completed", "output": [done], "usage": usage}},
+            {
+                "type": "response.completed",
+                "response": {**resp, "status": "completed", "output": [done], "usage": usage},
+            },
         ),
     ]
 

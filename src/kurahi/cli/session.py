@@ -462,7 +462,9 @@ def doctor(
     file: Path = FileArg,
     as_json: bool = typer.Option(False, "--json", help="Print the findings (and the mend) as JSON."),
     fix: bool = typer.Option(False, "--fix", help="Mend the session by appending entries (never rewriting a byte)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="With --fix: print the entries it would append; write nothing."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="With --fix: print the entries it would append; write nothing."
+    ),
     runtime: str | None = typer.Option(
         None,
         "--runtime",
@@ -490,10 +492,7 @@ def doctor(
     with translate_errors():
         try:
             runtimes = resolve_runtimes(runtime)
-            if fix:
-                report = mend_session(file, runtime, dry_run=dry_run, context_window=window)
-            else:
-                report = None
+            report = mend_session(file, runtime, dry_run=dry_run, context_window=window) if fix else None
         except MendRefusedError as exc:
             if as_json:
                 print_json({"file": shown(file), "refused": str(exc)})
@@ -521,7 +520,9 @@ def doctor(
         for f in checked.findings:
             _print_finding(f, f in failing)
         if failing:
-            console.print(f"{len(failing)} finding(s) make the next request fail; mend: kurahi session doctor FILE --fix")
+            console.print(
+                f"{len(failing)} finding(s) make the next request fail; mend: kurahi session doctor FILE --fix"
+            )
         else:
             console.print("ok: the next request is valid for every provider family checked")
     raise typer.Exit(EXIT.FAILED if failing else EXIT.OK)
@@ -533,7 +534,9 @@ def _print_finding(f: Any, failing: bool) -> None:
     refused = ", ".join(f.refused_by) or "-"
     repaired = ", ".join(f.repaired_by) or "no runtime"
     console.print(
-        escape(f"{mark} {f.code} at {where}: {f.message} [refused by: {refused}; repaired before sending by: {repaired}]"),
+        escape(
+            f"{mark} {f.code} at {where}: {f.message} [refused by: {refused}; repaired before sending by: {repaired}]"
+        ),
         soft_wrap=True,
     )
 

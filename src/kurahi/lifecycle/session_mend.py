@@ -216,9 +216,15 @@ def plan_mend(
     entries = [report.origins[i].source for i in targets]
     hidden = sum(len(report.origins[i].messages) for i in targets)
     if runtimes == ["pi-1.6"] and all(_editable(e) for e in entries):
-        planned = [_Planned(CONTEXT_EDIT, f"doctor{n}", {TARGET_ID: e.id, "replacement": None}) for n, e in enumerate(entries)]
+        planned = [
+            _Planned(CONTEXT_EDIT, f"doctor{n}", {TARGET_ID: e.id, "replacement": None}) for n, e in enumerate(entries)
+        ]
         if not _still_failing(path, planned, runtimes, context_window):
-            return "context_edit", [PlannedEntry(CONTEXT_EDIT, {TARGET_ID: e.id, "replacement": None}) for e in entries], hidden
+            return (
+                "context_edit",
+                [PlannedEntry(CONTEXT_EDIT, {TARGET_ID: e.id, "replacement": None}) for e in entries],
+                hidden,
+            )
     reasons = sorted({f"{f.code} at entry {f.entry_id}" for f in request})
     summary = _summary(path, reasons)
     where = {e.line: n for n, e in enumerate(path)}  # a line is one entry: the key across readings
@@ -233,7 +239,8 @@ def plan_mend(
             hidden = sum(len(p.messages) for p in report.origins if where.get(p.source.line, -1) < kept_from)
             return "compaction", [PlannedEntry(COMPACTION, data)], hidden
     raise MendRefusedError(
-        "no appended compaction makes the next request valid: " + "; ".join(f"{f.code} at {f.entry_id}" for f in request)
+        "no appended compaction makes the next request valid: "
+        + "; ".join(f"{f.code} at {f.entry_id}" for f in request)
     )
 
 
@@ -268,8 +275,7 @@ def _refuse_foreign_lock(path: Path) -> None:
         except PermissionError:
             pass
         raise LockHeldError(
-            "a running process holds this session (its lock names pid "
-            f"{pid}): stop Pi, OpenClaw or the gateway first",
+            f"a running process holds this session (its lock names pid {pid}): stop Pi, OpenClaw or the gateway first",
             path=path,
             holder_pid=pid,
         )

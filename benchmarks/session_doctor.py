@@ -12,11 +12,11 @@ Each round runs, as fresh processes, stdout to a file:
 * **pi-1.6.0**: Pi opening the file and building its context (``pi_peer.mjs context
   --no-copy``), for scale.
 
-Medians over ``--rounds``, the order rotating each round. Checks that the doctor found
-nothing on the linear file (its requests are valid), and that no program changed a file. On
-the tree the doctor does find things (the generator keeps from any entry after a compaction,
-a tool result included, and writes thinking signatures that are not JSON): their count is
-reported.
+Medians over ``--rounds``, the order rotating each round. Checks that no program changed a
+file. The doctor does find things in both (exit 1, counted in the output): the generator writes
+thinking signatures that are not JSON for an OpenAI Responses model, which Pi's Responses
+conversion cannot parse, and the linear file's 89 MB of messages are over Anthropic's 32 MB
+request limit. The check's own tests hold the "no false alarm" bar.
 
 Bar: the doctor within 3x of ``session context --json``.
 
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     if not linear.exists():
         print(f"generating {linear.name} ...", file=sys.stderr)
         write_session(linear, entries=a.entries, seed=8, branch=0, compact_every=0)
-    results = [_bench(tree, a.rounds, expect_clean=False), _bench(linear, a.rounds, expect_clean=True)]
+    results = [_bench(tree, a.rounds, expect_clean=False), _bench(linear, a.rounds, expect_clean=False)]
     if a.json:
         print(json.dumps(results, indent=2))
     else:

@@ -119,6 +119,10 @@ def is_same_model(message: dict[str, Any], target: dict[str, Any] | None) -> boo
     )
 
 
+def _model_key(m: dict[str, Any]) -> tuple[Any, Any, Any]:
+    return m.get("provider"), m.get("api"), m.get("model")
+
+
 def transform(messages: list[Any], family: str, target: dict[str, Any] | None) -> list[Sent]:
     """Pi's ``transformMessages`` over LLM messages, for one family and target model.
 
@@ -130,11 +134,12 @@ def transform(messages: list[Any], family: str, target: dict[str, Any] | None) -
     """
     renamed: dict[str, str] = {}
     first: list[Sent] = []
+    same = (target.get("provider"), target.get("api"), target.get("id")) if target is not None else None
     for i, m in enumerate(messages):
-        if not isinstance(m, dict):
+        if type(m) is not dict:
             continue
         role = m.get("role")
-        if role == "assistant" and not is_same_model(m, target):
+        if role == "assistant" and _model_key(m) != same:
             content = []
             for b in _blocks(m.get("content")):
                 if isinstance(b, dict) and b.get("type") == "toolCall" and isinstance(b.get("id"), str):

@@ -314,7 +314,7 @@ def _health(t: Transcript) -> tuple[list[Finding], list[int] | None]:
                 repaired_by=sorted(_REPAIRED_BY["torn-tail"]),
             )
         )
-    _, ids, _ = t.columns()
+    _, ids, parents = t.columns()
     seen: set[str] = set()
     dups: list[int] = []
     for i, x in enumerate(ids):
@@ -350,7 +350,7 @@ def _health(t: Transcript) -> tuple[list[Finding], list[int] | None]:
             )
         )
         return out, None
-    root_parent = t.columns()[2][path[0]]
+    root_parent = parents[path[0]]
     if root_parent is not None and root_parent is not msgspec.UNSET and root_parent != "":
         out.append(
             Finding(

@@ -517,8 +517,9 @@ def doctor(
             }
         )
     else:
+        fails = {id(f) for f in failing}  # by identity: thousands of findings compare slowly
         for f in checked.findings:
-            _print_finding(f, f in failing)
+            _print_finding(f, id(f) in fails)
         if failing:
             console.print(
                 f"{len(failing)} finding(s) make the next request fail; mend: kurahi session doctor FILE --fix"

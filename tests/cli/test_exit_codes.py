@@ -45,6 +45,8 @@ CASES: list[tuple[str, int]] = [
     ("session elide {M} --entry x", NOT_FOUND),
     ("session elide {F} --entry nope", NOT_FOUND),
     ("session tree {M}", NOT_FOUND),
+    ("session doctor {M}", NOT_FOUND),
+    ("session doctor {F} --fix --runtime nope", USAGE),
     ("sessions ls --home {H}", NOT_FOUND),
     ("sessions ls --pi", NOT_FOUND),
     ("sessions ls --openclaw", NOT_FOUND),

@@ -454,3 +454,125 @@ class _status:
     def __exit__(self, *exc: object) -> None:
         if self._status is not None:
             self._status.__exit__(*exc)
+
+
+@app.command("doctor")
+@stdin_files("file")
+def doctor(
+    file: Path = FileArg,
+    as_json: bool = typer.Option(False, "--json", help="Print the findings (and the mend) as JSON."),
+    fix: bool = typer.Option(False, "--fix", help="Mend the session by appending entries (never rewriting a byte)."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="With --fix: print the entries it would append; write nothing."
+    ),
+    runtime: str | None = typer.Option(
+        None,
+        "--runtime",
+        help="The runtime that reads the file: pi-1.6, pi-0.73 or openclaw-2026.5 (default: all of them).",
+        show_default=False,
+    ),
+    window: int = typer.Option(200_000, "--context-window", help="Model context window, for the size check.", min=1),
+) -> None:
+    """Find what makes a Pi or OpenClaw session unusable: Pi's next request as each provider would judge it.
+
+    Projects the context as Pi does, converts it as Pi's provider layer does for Anthropic
+    Messages, OpenAI Chat Completions and OpenAI Responses, and checks each provider's request
+    rules, plus the file's health. Each finding names the entry, the rule, the providers that
+    refuse it and the runtimes that repair it themselves. With --fix the session is mended by
+    appending (docs/session-doctor.md). Exit codes: 0 the next request is valid (or was
+    mended), 1 it is not (or no appended mend works), 2 an unknown --runtime, 3 not found,
+    4 not a session, 5 held by another writer.
+    """
+    from kurahi.lifecycle.session_mend import MendRefusedError, mend_session, resolve_runtimes
+
+    if dry_run and not fix:
+        fail("--dry-run goes with --fix", EXIT.USAGE)
+    if fix and not dry_run and shown(file) != str(file):
+        fail("--fix mends a file in place: name the file, not - (stdin)", EXIT.USAGE)
+    with translate_errors():
+        try:
+            runtimes = resolve_runtimes(runtime)
+            report = mend_session(file, runtime, dry_run=dry_run, context_window=window) if fix else None
+        except MendRefusedError as exc:
+            if as_json:
+                print_json({"file": shown(file), "refused": str(exc)})
+            fail(f"{shown(file)}: nothing written: {exc}", EXIT.FAILED)
+    if report is not None:
+        _print_mend(report, file, as_json)
+        raise typer.Exit(EXIT.FAILED if (report.after if not dry_run else []) else EXIT.OK)
+    from kurahi.context.session_check import check_transcript
+    from kurahi.pi.transcript import Transcript
+
+    with translate_errors(), Transcript.open(file) as t:
+        checked = check_transcript(t, context_window=window)
+    failing = checked.failing(runtimes)
+    if as_json:
+        print_json(
+            {
+                "file": shown(file),
+                "runtimes": runtimes,
+                "ok": not failing,
+                "findings": [f.to_dict() for f in checked.findings],
+                "failing": [f.to_dict() for f in failing],
+            }
+        )
+    else:
+        fails = {id(f) for f in failing}  # by identity: thousands of findings compare slowly
+        for f in checked.findings:
+            _print_finding(f, id(f) in fails)
+        if failing:
+            console.print(
+                f"{len(failing)} finding(s) make the next request fail; mend: kurahi session doctor FILE --fix"
+            )
+        else:
+            console.print("ok: the next request is valid for every provider family checked")
+    raise typer.Exit(EXIT.FAILED if failing else EXIT.OK)
+
+
+def _print_finding(f: Any, failing: bool) -> None:
+    where = f"entry {f.entry_id} (line {f.line})" if f.entry_id else (f"line {f.line}" if f.line else "file")
+    mark = "FAIL" if failing else "note"
+    refused = ", ".join(f.refused_by) or "-"
+    repaired = ", ".join(f.repaired_by) or "no runtime"
+    console.print(
+        escape(
+            f"{mark} {f.code} at {where}: {f.message} [refused by: {refused}; repaired before sending by: {repaired}]"
+        ),
+        soft_wrap=True,
+    )
+
+
+def _print_mend(report: Any, file: Path, as_json: bool) -> None:
+    if as_json:
+        print_json(report.to_dict())
+        return
+    if report.method == "none":
+        console.print("nothing to mend: the next request is valid for " + ", ".join(report.runtimes))
+        return
+    for f in report.before:
+        _print_finding(f, True)
+    verb = "would append" if report.dry_run else "appended"
+    how = {
+        "context_edit": "context_edit (honoured by Pi 1.6.0 only)",
+        "compaction": "a compaction (honoured by Pi 1.6.0, Pi 0.73.1 and OpenClaw 2026.5)",
+        "marker": "a custom marker entry (the file now ends with a whole line)",
+    }[report.method]
+    console.print(escape(f"{verb} {how} for {', '.join(report.runtimes)}:"), soft_wrap=True)
+    from kurahi.js.stringify import js_json
+
+    for i, e in enumerate(report.planned):
+        shown_id = report.appended_ids[i] if i < len(report.appended_ids) else "(new)"
+        console.print(escape(f"  {shown_id} {js_json(e.to_dict()).decode()}"), soft_wrap=True)
+    if report.hidden_messages:
+        console.print(f"{report.hidden_messages} message(s) leave the model's view; the file keeps every byte")
+    if not report.dry_run:
+        console.print(
+            escape(
+                f"old bytes 0..{report.bytes_before} unchanged (sha256 {report.prefix_sha256}); "
+                f"undo: truncate -s {report.bytes_before} {shown(file)}"
+            ),
+            soft_wrap=True,
+        )
+        if report.after:
+            for f in report.after:
+                _print_finding(f, True)

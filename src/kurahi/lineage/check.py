@@ -101,6 +101,9 @@ class CheckReport(msgspec.Struct):
     """What the chosen runtime sends under the window."""
     window_from: str = "the default"
     """Where the window came from (``--context-window``, an OpenClaw config field, the default)."""
+    refused: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    """What makes a provider refuse the chosen runtime's next request (``kurahi session doctor``'s
+    failing findings, :meth:`~kurahi.context.session_check.Finding.to_dict` each)."""
 
     @property
     def projections_agree(self) -> bool:
@@ -122,8 +125,12 @@ class CheckReport(msgspec.Struct):
 
     @property
     def ok(self) -> bool:
-        """Projections agree and every marker is in what the chosen runtime sends."""
-        return self.projections_agree and all(self.view_index(m) is not None and m.sent for m in self.markers)
+        """Projections agree, every marker is in what the chosen runtime sends, and no provider refuses it."""
+        return (
+            self.projections_agree
+            and not self.refused
+            and all(self.view_index(m) is not None and m.sent for m in self.markers)
+        )
 
     def not_sent(self, hit: MarkerHit) -> str | None:
         """Why a marker the runtime's view holds is not sent (``None`` when it is, or is not in the view)."""
@@ -176,6 +183,7 @@ class CheckReport(msgspec.Struct):
                 for m in self.markers
             ],
             "routes": self.routes,
+            "refused": self.refused,
             "runtimeMessages": self.runtime_messages,
             "warnings": self.warnings,
         }
@@ -262,9 +270,10 @@ def check(
     window, window_from = (window, "--context-window") if window is not None else window_for(path)
     with materialize(path) as p:
         report, ref = _check(p, markers, window, reserves, system_prompt_tokens)
+        has_reset = ref.runtime_messages is not None
+        chosen, reason = (runtime, "--runtime") if runtime is not None else runtime_of(path, has_reset=has_reset)
+        report.refused = _refused(p, chosen)
     report.file = os.fspath(path)
-    has_reset = ref.runtime_messages is not None
-    chosen, reason = (runtime, "--runtime") if runtime is not None else runtime_of(path, has_reset=has_reset)
     report.runtime, report.runtime_reason, report.window_from = chosen, reason, window_from
     load = max(system_prompt_tokens or [0])
     shown = view_messages(ref, chosen)
@@ -282,6 +291,22 @@ def check(
     known = each if counted is shown or report.projections_agree else None
     _estimate(report, counted, window, reserves, system_prompt_tokens, trust_usage=report.stitched_ms, each=known)
     return report
+
+
+# The runtimes the request check knows, for each runtime a lineage source belongs to. OpenClaw
+# 2026.9 repairs tool pairing in memory as 2026.5 does (docs/session-doctor.md).
+_REQUEST_RUNTIMES = {"pi": ["pi-1.6", "pi-0.73"], "openclaw-2026.5": ["openclaw-2026.5"]}
+
+
+def _refused(p: Path, runtime: str) -> list[dict[str, Any]]:
+    """``session doctor``'s failing findings for ``runtime`` (file findings left to the store's checks)."""
+    from kurahi.context.session_check import check_transcript
+    from kurahi.pi.transcript import Transcript
+
+    with Transcript.open(p) as t:
+        report = check_transcript(t)
+    failing = report.failing(_REQUEST_RUNTIMES.get(runtime, ["openclaw-2026.5"]))
+    return [f.to_dict() for f in failing if f.refused_by]
 
 
 def _check(

@@ -157,6 +157,7 @@ def build_session(
     ids: list[str] = []
     since_compact = 0
     path_since: list[str] = []
+    results: set[str] = set()  # tool results: a compaction never keeps from one (Pi's findCutPoint)
     with Session.create(path, cwd="/home/resident", fsync=fsync) as s:
 
         def add(eid: str) -> None:
@@ -177,9 +178,12 @@ def build_session(
                 path_since.clear()
             if since_compact >= compact_every and len(path_since) > 4:
                 keep = path_since[-rng.randint(2, min(20, len(path_since) - 1)) :]
+                # A window that opened on a tool result would send it without its call, which every
+                # provider refuses (issue 32); a turn always ends with an assistant, so one is there.
+                first = next(e for e in keep if e not in results)
                 add(
                     s.append_compaction(
-                        "Summary so far: " + random_text(rng, words * 3), keep[0], rng.randint(20000, 90000)
+                        "Summary so far: " + random_text(rng, words * 3), first, rng.randint(20000, 90000)
                     )
                 )
                 report.compactions += 1
@@ -204,6 +208,7 @@ def build_session(
                 add(
                     s.append_message(tool_result(call, name, random_text(rng, words), ts, is_error=rng.random() < 0.05))
                 )
+                results.add(ids[-1])
             ts += 1200
             add(
                 s.append_message(

@@ -161,6 +161,12 @@ def run_check(
             ["marker", "pi / openclaw-2026.5", "openclaw-2026.9", "part", f"sent by {rep.runtime}"],
             [[m.marker, cell(m.index), cell(m.runtime_index), m.part or "-", sent_cell(m)] for m in rep.markers],
         )
+    for f in rep.refused:
+        say(
+            ("REFUSED", "bold red"),
+            f" {f['code']} at entry {f['entryId']} (line {f['line']}): refused by {', '.join(f['refusedBy'])}; "
+            "mend with `kurahi session doctor --fix`",
+        )
     if rep.routes:
         keys = ("systemPromptTokens", "reserveTokens", "contextTokens", "threshold", "headroom", "route")
         table(

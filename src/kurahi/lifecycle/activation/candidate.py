@@ -180,6 +180,14 @@ def _planned_projection(
         rep = _checked(copy, markers, runtime, window)
     except ActivationError as exc:
         raise CandidateError(str(exc), path=shown) from exc
+    if rep.refused:
+        # A provider would refuse the next request: activating it would brick the session (issue 32).
+        why = "; ".join(
+            f"{f['code']} at entry {f['entryId']} (refused by {', '.join(f['refusedBy'])})" for f in rep.refused
+        )
+        raise CandidateError(
+            f"a provider would refuse its next request: {why}; mend it with `kurahi session doctor --fix`", path=shown
+        )
     projection = _projection(rep)  # the facts the validator compares live: Pi's, whatever the window
     if projection.markers_missing:
         raise CandidateError(f"markers missing from the effective context: {projection.markers_missing}", path=shown)

@@ -1,0 +1,383 @@
+"""What makes a Pi or OpenClaw session unusable: the check behind ``kurahi session doctor``.
+
+Pure: it reads a :class:`~kurahi.pi.transcript.Transcript` and returns findings. The context
+is projected exactly as Pi does (:mod:`kurahi.context.project`), converted as ``convertToLlm``
+does (:mod:`kurahi.context.llm`) and as Pi's provider layer does for each family
+(:mod:`kurahi.context.request_rules`), then checked against each provider's request rules.
+File health (a torn tail, duplicate ids, a parent cycle, a path cut short) is checked on the
+file itself.
+
+Each :class:`Finding` names the entry, the rule, the families that refuse it, and the
+runtimes that repair it themselves before sending (from reading and running their code: the
+research is summarised in docs/session-doctor.md). A finding *fails* for a set of runtimes
+when a family refuses it for certain and one of those runtimes would not repair it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kurahi.context.llm import convert_to_llm
+from kurahi.context.project import ProjectedEntry, SessionContext, project_from_leaf
+from kurahi.context.request_rules import FAMILIES, Violation, check_family, transform
+from kurahi.js.values import MISSING
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from kurahi.pi.shapes import PathEntry
+    from kurahi.pi.transcript import Transcript
+
+__all__ = [
+    "ANTHROPIC_BODY_LIMIT",
+    "RUNTIMES",
+    "CheckReport",
+    "Finding",
+    "check_context",
+    "check_transcript",
+    "runtime_names",
+]
+
+RUNTIMES: dict[str, str] = {
+    "pi-1.6": "Pi 1.6.0 (honours context_edit and compaction)",
+    "pi-0.73": "Pi 0.73.1 (ignores context_edit; honours compaction)",
+    "openclaw-2026.5": "OpenClaw 2026.5 (JSONL transcripts; ignores context_edit; repairs tool pairing in memory)",
+}
+"""The runtimes Kurahi knows, by the name ``--runtime`` takes."""
+
+ANTHROPIC_BODY_LIMIT = 32 * 1024 * 1024
+"""Anthropic's documented request size limit for Messages (HTTP 413 ``request_too_large`` above it)."""
+
+_OPENCLAW = frozenset({"openclaw-2026.5"})
+# Which runtimes mend a rule themselves before the request leaves (docs/session-doctor.md).
+_REPAIRED_BY: dict[str, frozenset[str]] = {
+    "result-without-call": _OPENCLAW,
+    "result-after-content": _OPENCLAW,
+    "call-without-result": _OPENCLAW,
+    "duplicate-result": _OPENCLAW,
+    "tool-id-pattern": _OPENCLAW,
+    "tool-id-length": _OPENCLAW,
+    "conversion-throws": frozenset(),
+    "request-too-large": frozenset(),
+    "context-window": frozenset({"pi-1.6", "pi-0.73", "openclaw-2026.5"}),
+    "torn-tail": frozenset({"pi-1.6", "openclaw-2026.5"}),
+    "parent-cycle": frozenset(),
+    "duplicate-id": frozenset(),
+    "path-cut-short": frozenset(),
+}
+
+_RULE_TEXT = {
+    "result-without-call": "every tool result answers a call in the message right before it",
+    "result-after-content": "tool results come first in their turn",
+    "call-without-result": "every tool call is answered in the next message",
+    "duplicate-result": "one result per call",
+    "tool-id-pattern": "tool call ids match ^[a-zA-Z0-9_-]+$",
+    "tool-id-length": "tool call ids within the provider's length",
+    "conversion-throws": "thinking signatures replayed to OpenAI Responses are JSON",
+    "request-too-large": "the request body within the provider's size limit",
+    "context-window": "the context within the model's window",
+    "torn-tail": "the file ends with a whole line",
+    "parent-cycle": "the leaf's path reaches the root",
+    "duplicate-id": "entry ids are unique",
+    "path-cut-short": "the leaf's path reaches the root",
+}
+
+
+def runtime_names() -> list[str]:
+    """The names ``--runtime`` accepts."""
+    return list(RUNTIMES)
+
+
+@dataclass
+class Finding:
+    """One thing that makes the next request fail (or might), tied to an entry.
+
+    Attributes:
+        code: the rule broken (a key of the rule table in docs/session-doctor.md).
+        entry_id: the entry at fault (``None`` for a finding about the file).
+        line: its line number (``None`` when unknown).
+        message: what is wrong, in the provider's words where known.
+        refused_by: the families whose request it breaks (empty for file health).
+        repaired_by: the runtimes that mend it themselves before sending.
+        certain: ``False`` for a rule not established against the live API (reported, never failing).
+        role: the projected message's role, when the finding is about a message.
+    """
+
+    code: str
+    entry_id: str | None
+    line: int | None
+    message: str
+    refused_by: list[str] = field(default_factory=list)
+    repaired_by: list[str] = field(default_factory=list)
+    certain: bool = True
+    role: str | None = None
+
+    @property
+    def rule(self) -> str:
+        """The rule, in words."""
+        return _RULE_TEXT.get(self.code, self.code)
+
+    def fails_for(self, runtimes: Iterable[str]) -> bool:
+        """Whether one of ``runtimes`` would send a request this finding gets refused."""
+        return self.certain and any(r not in self.repaired_by for r in runtimes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {
+            "code": self.code,
+            "rule": self.rule,
+            "entryId": self.entry_id,
+            "line": self.line,
+            "role": self.role,
+            "message": self.message,
+            "refusedBy": self.refused_by,
+            "repairedBy": self.repaired_by,
+            "certain": self.certain,
+        }
+
+
+@dataclass
+class CheckReport:
+    """Everything the check found, with the projection it checked.
+
+    Attributes:
+        findings: in path order (file findings first).
+        context: the projected context (``None`` when the path could not be walked).
+        origins: the context entries, each with the messages it contributes.
+        session_id: the header's id.
+    """
+
+    findings: list[Finding]
+    context: SessionContext | None
+    origins: list[ProjectedEntry]
+    session_id: str
+
+    def failing(self, runtimes: Iterable[str]) -> list[Finding]:
+        """The findings that fail for ``runtimes``."""
+        rs = list(runtimes)
+        return [f for f in self.findings if f.fails_for(rs)]
+
+
+def _id(entry: Any) -> str | None:
+    i = entry.id
+    return i if isinstance(i, str) else None
+
+
+def check_context(
+    projected: Sequence[ProjectedEntry], ctx: SessionContext, *, context_window: int = 200_000
+) -> list[Finding]:
+    """The request findings for a projection made with ``with_entries=True``.
+
+    Args:
+        projected: :attr:`SessionContext.entries`.
+        ctx: the projection (its ``model`` names the target model).
+        context_window: the model's window in tokens, for the size finding.
+    """
+    llm: list[Any] = []
+    origins: list[ProjectedEntry] = []
+    for p in projected:
+        for m in convert_to_llm(p.messages):
+            llm.append(m)
+            origins.append(p)
+    target_model = ctx.model or {}
+    current_api = next(
+        (
+            m.get("api")
+            for m in reversed(llm)
+            if isinstance(m, dict)
+            and m.get("role") == "assistant"
+            and m.get("provider") == target_model.get("provider")
+            and m.get("model") == target_model.get("modelId")
+        ),
+        None,
+    )
+    by_key: dict[tuple[int, str], Finding] = {}
+    order: list[tuple[int, str]] = []
+    for family in FAMILIES:
+        # The next request goes to the session's current model: same-model ids are sent as
+        # stored. For any other family the model differs, and Pi normalises every call id.
+        target = (
+            {"provider": target_model.get("provider"), "api": family, "id": target_model.get("modelId")}
+            if current_api == family
+            else None
+        )
+        sent = transform(llm, family, target)
+        for v in check_family(sent, family, target):
+            _add(by_key, order, v, origins, llm)
+    findings = [by_key[k] for k in sorted(order, key=lambda k: (k[0], k[1]))]
+    findings.extend(_size_findings(llm, origins, context_window))
+    return findings
+
+
+def _add(
+    by_key: dict[tuple[int, str], Finding],
+    order: list[tuple[int, str]],
+    v: Violation,
+    origins: list[ProjectedEntry],
+    llm: list[Any],
+) -> None:
+    key = (v.origin, v.rule)
+    f = by_key.get(key)
+    if f is None:
+        src = origins[v.origin].source
+        msg = llm[v.origin]
+        f = Finding(
+            code=v.rule,
+            entry_id=_id(src),
+            line=src.line,
+            message=v.detail,
+            repaired_by=sorted(_REPAIRED_BY.get(v.rule, frozenset())),
+            certain=v.certain,
+            role=msg.get("role") if isinstance(msg, dict) else None,
+        )
+        by_key[key] = f
+        order.append(key)
+    if v.family not in f.refused_by:
+        f.refused_by.append(v.family)
+    f.certain = f.certain or v.certain
+
+
+def _size_findings(llm: list[Any], origins: list[ProjectedEntry], window: int) -> list[Finding]:
+    import msgspec
+
+    from kurahi.context.tokens import estimate_context_tokens
+    from kurahi.errors import KurahiError
+
+    out: list[Finding] = []
+    try:
+        size = len(msgspec.json.encode(llm))
+    except RecursionError:
+        # A line nested deeper than msgspec encodes: the project's own encoder, as
+        # `session context --json` writes it, handles any depth.
+        from kurahi.js.stringify import js_json
+
+        size = len(js_json(llm))
+    except (TypeError, ValueError, OverflowError):
+        size = 0
+    if size > ANTHROPIC_BODY_LIMIT:
+        out.append(
+            Finding(
+                "request-too-large",
+                None,
+                None,
+                f"the messages alone are {size} bytes; Anthropic refuses a body over {ANTHROPIC_BODY_LIMIT} "
+                "bytes with 413 request_too_large, and Pi does not recover from it",
+                refused_by=["anthropic-messages"],
+                repaired_by=[],
+            )
+        )
+    try:
+        tokens = estimate_context_tokens(llm).tokens
+    except KurahiError:
+        return out
+    if tokens > window:
+        out.append(
+            Finding(
+                "context-window",
+                None,
+                None,
+                f"about {tokens} tokens against a {window}-token window; the runtimes compact on the "
+                "overflow error and retry",
+                refused_by=list(FAMILIES),
+                repaired_by=sorted(_REPAIRED_BY["context-window"]),
+            )
+        )
+    return out
+
+
+def _health(t: Transcript) -> tuple[list[Finding], list[int] | None]:
+    """File findings, and the leaf's path (indices, root first) unless it loops."""
+    import msgspec
+
+    out: list[Finding] = []
+    torn = t.torn_tail
+    if torn is not None:
+        out.append(
+            Finding(
+                "torn-tail",
+                None,
+                torn[0],
+                f"line {torn[0]} is cut off (a write that never finished); Pi 0.73.1 glues its next entry "
+                "onto it and loses that entry on the next open",
+                repaired_by=sorted(_REPAIRED_BY["torn-tail"]),
+            )
+        )
+    elif len(t) and not t.ends_with_newline:
+        out.append(
+            Finding(
+                "torn-tail",
+                None,
+                t.line_of(len(t) - 1),
+                "the last line has no newline; Pi 0.73.1 glues its next entry onto it and loses both",
+                repaired_by=sorted(_REPAIRED_BY["torn-tail"]),
+            )
+        )
+    _, ids, parents = t.columns()
+    seen: set[str] = set()
+    dups: list[int] = []
+    for i, x in enumerate(ids):
+        if type(x) is str:
+            if x in seen:
+                dups.append(i)
+            seen.add(x)
+    for i in dups[:20]:
+        out.append(
+            Finding(
+                "duplicate-id",
+                str(ids[i]),
+                t.line_of(i),
+                f"entry id {ids[i]!r} is used again here; Pi reads this later line for it",
+                certain=False,
+            )
+        )
+    if not len(t):
+        return out, []
+    from kurahi.errors import ParentCycleError
+
+    try:
+        path = t.path_indices(len(t) - 1)
+    except ParentCycleError as exc:
+        out.append(
+            Finding(
+                "parent-cycle",
+                exc.cycle[0] if exc.cycle else None,
+                None,
+                f"{exc}: Pi 1.6.0 throws (RangeError) and Pi 0.73.1 hangs on every open",
+                refused_by=[],
+                repaired_by=[],
+            )
+        )
+        return out, None
+    root_parent = parents[path[0]]
+    if root_parent is not None and root_parent is not msgspec.UNSET and root_parent != "":
+        out.append(
+            Finding(
+                "path-cut-short",
+                _id(t.entry_at(path[0])),
+                t.line_of(path[0]),
+                f"the leaf's path stops here: its parent {root_parent!r} is not in the file, so everything "
+                "above is silently out of the context",
+                certain=False,
+            )
+        )
+    return out, path
+
+
+def check_transcript(t: Transcript, *, context_window: int = 200_000) -> CheckReport:
+    """Check a transcript as Pi would open it (leaf = the last entry line).
+
+    Args:
+        t: the transcript.
+        context_window: the model's window in tokens, for the size finding.
+    """
+    findings, path = _health(t)
+    if path is None:
+        return CheckReport(findings, None, [], t.session_id)
+    entries: Iterable[PathEntry] = reversed(t.path_entries(path))
+    leaf = t.leaf_id if len(t) else None
+    ctx = project_from_leaf(entries, leaf if leaf is not MISSING else MISSING, with_entries=True)
+    projected = ctx.entries or []
+    findings.extend(check_context(projected, ctx, context_window=context_window))
+    return CheckReport(findings, ctx, projected, t.session_id)

@@ -94,6 +94,8 @@ CASES: list[tuple[str, int]] = [
     ("rescue plan nope --home {K} --out {T}/rescue-pkg", NOT_FOUND),
     ("rescue apply nope --home {K} --yes", NOT_FOUND),
     ("rescue watch --openclaw {D}", NOT_FOUND),
+    ("mcp --openclaw {D}", NOT_FOUND),
+    ("mcp --home {K} --http --host 0.0.0.0", USAGE),
     ("store migrate --store file:{H}", USAGE),  # a file store has no schema
     ("store copy --from file:{H} --to file:{T}/copy", NOT_FOUND),
     ("nope", USAGE),

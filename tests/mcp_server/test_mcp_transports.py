@@ -22,6 +22,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from kurahi.cli.common import EXIT
 from support.mcp_states import (
     HOME_BEFORE,
     JSON_A,
@@ -223,12 +224,16 @@ def test_the_command_refuses_http_without_a_token_or_remote_without_leave(tmp_pa
     no_token = subprocess.run(
         [sys.executable, *server_args("openclaw", path, "--http")], capture_output=True, text=True, env=env, timeout=60
     )
-    assert no_token.returncode != 0 and "KURAHI_MCP_TOKEN" in no_token.stderr and "Traceback" not in no_token.stderr
+    assert (
+        no_token.returncode == EXIT.USAGE
+        and "KURAHI_MCP_TOKEN" in no_token.stderr
+        and "Traceback" not in no_token.stderr
+    )
     remote = subprocess.run(
         [sys.executable, *server_args("openclaw", path, "--http", "--host", "0.0.0.0")],
         capture_output=True, text=True, env={**env, "KURAHI_MCP_TOKEN": TOKEN}, timeout=60,
     )  # fmt: skip
-    assert remote.returncode != 0 and "--allow-remote" in remote.stderr
+    assert remote.returncode == EXIT.USAGE and "--allow-remote" in remote.stderr
     missing = subprocess.run(
         [sys.executable, "-m", "kurahi.cli", "mcp", "--openclaw", str(tmp_path / "nope")],
         capture_output=True,
@@ -236,4 +241,8 @@ def test_the_command_refuses_http_without_a_token_or_remote_without_leave(tmp_pa
         env=env,
         timeout=60,
     )
-    assert missing.returncode != 0 and "not a directory" in missing.stderr and "Traceback" not in missing.stderr
+    assert (
+        missing.returncode == EXIT.NOT_FOUND
+        and "no such directory" in missing.stderr
+        and "Traceback" not in missing.stderr
+    )

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kurahi.cli.common import EXIT, fail, print_json, stdin_files, translate_errors
+from kurahi.cli.common import EXIT, activation_errors, fail, print_json, stdin_files, translate_errors
 from kurahi.cli.home import HOME_DEFAULT
 from kurahi.cli.output import Part, say, table
 
@@ -158,22 +158,6 @@ def _host_for(root: Path, offline: bool, backend: Backend | None) -> Any:
     return _host(root, offline) if backend is None else StoreHost(root, backend)
 
 
-@contextmanager
-def _errors() -> Iterator[None]:
-    """Activation errors as every command translates them (their families carry the exit codes), but two."""
-    from kurahi.errors import PreconditionError, SqliteStoreBusyError, SqliteStoreError
-
-    with translate_errors():
-        try:
-            yield
-        except SqliteStoreBusyError:
-            raise  # busy, as its family says
-        except SqliteStoreError as exc:  # the store the user named: input that is not what it should be
-            fail(str(exc), EXIT.INVALID)
-        except PreconditionError as exc:
-            fail(f"{exc}; the live state was left as it was", EXIT.FAILED)
-
-
 @app.command("plan")
 @stdin_files("candidate")
 def plan_cmd(
@@ -209,7 +193,7 @@ def plan_cmd(
     with _store(root, store, password_file) as backend:
         if not candidate.is_file():
             fail(f"{candidate}: no such file", EXIT.NOT_FOUND)
-        with _errors():
+        with activation_errors():
             pkg = plan_activation(
                 root, agent, key or f"agent:{agent}:main", candidate, out, markers=marker or [], backend=backend
             )
@@ -313,7 +297,7 @@ def apply_cmd(
 
     root = _root(home)
     stop_timeout = _refuse_timeout(package, timeout)
-    with _store(root, store, password_file) as backend, _errors():
+    with _store(root, store, password_file) as backend, activation_errors():
         try:
             res = apply_package(
                 package,
@@ -372,7 +356,7 @@ def verify_cmd(
     from kurahi.lifecycle.activation import verify_package
 
     root = _root(home)
-    with _store(root, store, password_file) as backend, _errors():
+    with _store(root, store, password_file) as backend, activation_errors():
         rep = verify_package(package, root, backend=backend)
     if as_json:
         print_json(rep.to_dict())
@@ -418,7 +402,7 @@ def rollback_cmd(
 
     root = _root(home)
     stop_timeout = _refuse_timeout(package, timeout)
-    with _store(root, store, password_file) as backend, _errors():
+    with _store(root, store, password_file) as backend, activation_errors():
         res = rollback_package(
             package, root, _host_for(root, offline, backend), stop_timeout=stop_timeout, force=force, backend=backend
         )

@@ -117,6 +117,27 @@ def translate_errors() -> Iterator[None]:
         fail(str(exc), exc.exit_code)
 
 
+@contextmanager
+def activation_errors() -> Iterator[None]:
+    """:func:`translate_errors` for the commands that change live state (``activate``, ``rescue``).
+
+    Two answers differ from the families': a SQLite store the user named that cannot be read
+    is input that is not what it should be (exit 4; a busy one stays 5), and a precondition
+    that no longer holds says that nothing was changed.
+    """
+    from kurahi.errors import PreconditionError, SqliteStoreBusyError, SqliteStoreError
+
+    with translate_errors():
+        try:
+            yield
+        except SqliteStoreBusyError:
+            raise  # busy, as its family says
+        except SqliteStoreError as exc:
+            fail(str(exc), EXIT.INVALID)
+        except PreconditionError as exc:
+            fail(f"{exc}; the live state was left as it was", EXIT.FAILED)
+
+
 def print_json(value: Any) -> None:
     r"""Write ``value`` on stdout as Node writes ``JSON.stringify(value)``: compact UTF-8, one line.
 

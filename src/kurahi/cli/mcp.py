@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from kurahi.cli.common import fail, translate_errors
+from kurahi.cli.common import EXIT, fail, translate_errors
 
 __all__ = ["mcp_command"]
 
@@ -20,15 +20,15 @@ def _token(token_file: Path | None) -> str:
         try:
             text = token_file.read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
-            fail(f"--token-file {token_file}: cannot be read ({exc.__class__.__name__})")
+            fail(f"--token-file {token_file}: cannot be read ({exc.__class__.__name__})", EXIT.NOT_FOUND)
         if not text:
-            fail(f"--token-file {token_file}: empty")
+            fail(f"--token-file {token_file}: empty", EXIT.USAGE)
         return text
     text = os.environ.get(TOKEN_ENV, "").strip()
     if not text:
-        fail(f"--http needs a bearer token: set {TOKEN_ENV} or pass --token-file")
+        fail(f"--http needs a bearer token: set {TOKEN_ENV} or pass --token-file", EXIT.USAGE)
     if len(text) < 16:
-        fail(f"{TOKEN_ENV}: {len(text)} characters; use at least 16 (e.g. from `openssl rand -hex 24`)")
+        fail(f"{TOKEN_ENV}: {len(text)} characters; use at least 16 (e.g. from `openssl rand -hex 24`)", EXIT.USAGE)
     return text
 
 
@@ -52,6 +52,9 @@ def mcp_command(
     """
     from kurahi.extras import require
 
+    for option, named in (("--openclaw", openclaw), ("--home", home), ("--pi", pi)):
+        if named is not None and not named.exists():
+            fail(f"{named}: no such directory ({option})", EXIT.NOT_FOUND)
     with translate_errors():
         require("mcp", "kurahi mcp")
         from kurahi.mcp_server.served import Served, find_state
@@ -65,7 +68,7 @@ def mcp_command(
             return
         loopback = host in ("127.0.0.1", "localhost", "::1")
         if not loopback and not allow_remote:
-            fail(f"--host {host}: not loopback; pass --allow-remote to serve other machines")
+            fail(f"--host {host}: not loopback; pass --allow-remote to serve other machines", EXIT.USAGE)
         token = _token(token_file)
         from kurahi.mcp_server.server import run_http
 

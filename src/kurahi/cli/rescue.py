@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kurahi.cli.common import EXIT, fail, print_json, translate_errors
+from kurahi.cli.common import EXIT, activation_errors, fail, print_json, translate_errors
 from kurahi.cli.output import Part, say, table
 
 if TYPE_CHECKING:
@@ -188,7 +188,7 @@ def rescue_cmd(
     if ctx.invoked_subcommand is not None:
         return
     reports = []
-    with _errors():
+    with activation_errors():
         for target in _targets(openclaw, pi, home):
             reports.append(_report(target, agent, key))
         if html is not None:
@@ -242,22 +242,6 @@ def _say_plan(plan: RescuePlan, applied: bool) -> None:
         )
 
 
-@contextlib.contextmanager
-def _errors() -> Iterator[None]:
-    """Rescue errors as every command translates them (their families carry the exit codes), but two."""
-    from kurahi.errors import PreconditionError, SqliteStoreBusyError, SqliteStoreError
-
-    with translate_errors():
-        try:
-            yield
-        except SqliteStoreBusyError:
-            raise  # busy, as its family says
-        except SqliteStoreError as exc:  # the store the user named: input that is not what it should be
-            fail(str(exc), EXIT.INVALID)
-        except PreconditionError as exc:
-            fail(f"{exc}; the live state was left as it was", EXIT.FAILED)
-
-
 @app.command("plan")
 def plan_cmd(
     loss_id: LossArg,
@@ -273,7 +257,7 @@ def plan_cmd(
     from kurahi.lifecycle.rescue_apply import plan_rescue
 
     root = _one(openclaw, home)
-    with _errors():
+    with activation_errors():
         plan = plan_rescue(root, loss_id, out, markers=marker or [], accept_guess=accept_guess or [], agent=agent)
     if as_json:
         print_json(plan.to_dict())
@@ -314,7 +298,7 @@ def apply_cmd(
     from kurahi.lifecycle.rescue_apply import apply_rescue, pick, refuse_if_openclaw_runs
 
     root = _one(openclaw, home)
-    with _errors():
+    with activation_errors():
         refuse_if_openclaw_runs(root)
         report = find_losses(root, agent=agent)
         loss = pick(report, loss_id)
@@ -407,12 +391,12 @@ def watch_cmd(
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     watcher = Watcher(root, agent=agent, key=key)
-    with _errors():
+    with activation_errors():
         first = watcher.start()
     sys.stderr.write(f"watching {root} every {interval:g} s; {len(first.losses)} loss(es) already there\n")
     sys.stderr.flush()
     while not stop.wait(interval):
-        with _errors():
+        with activation_errors():
             new = watcher.poll()
         for loss in new:
             if as_json:
@@ -425,7 +409,7 @@ def watch_cmd(
             sys.stdout.flush()
             if prepare is not None and watcher.report is not None:
                 try:
-                    with _errors():
+                    with activation_errors():
                         sys.stderr.write(f"prepared {_prepare(root, loss, watcher.report, prepare)}\n")
                 except typer.Exit:
                     pass  # the error was said; the watch goes on

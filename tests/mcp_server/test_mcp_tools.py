@@ -317,3 +317,33 @@ def test_when_the_phrase_fills_the_answer_the_words_are_not_searched(sqlite_stat
     wide = structured(call(sqlite_state, "recall", {"query": SQLITE_BEFORE, "limit": 20}))
     assert "totalCounts" not in wide and wide["total"] >= filled["total"]  # every word searched too
     assert wide["hits"][:3] == filled["hits"]
+
+
+def test_recall_ranks_by_the_words_that_tell_passages_apart(tmp_path: Path) -> None:
+    # "where is the deploy": only "deploy" says anything. A passage full of the other words
+    # (newer, and holding two of them) must not outrank the one that holds "deploy".
+    from kurahi.pi.transcript import Transcript
+
+    root = kurahi_home(tmp_path / "home", tmp_path)
+    live = next(p for p in (root / "agents" / "alice" / "sessions").glob("*.jsonl"))
+    with Transcript.open(live) as t:
+        parent = t.leaf_id
+    lines = []
+    for n, text in enumerate(["the deploy is on Friday", "where was the plan, and what is it?"]):
+        entry = {
+            "type": "message",
+            "id": f"stop{n:04d}",
+            "parentId": parent,
+            "timestamp": f"2026-10-09T09:0{n}:00.000Z",
+            "message": {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1_791_536_400_000},
+        }
+        lines.append(json.dumps(entry) + "\n")
+        parent = entry["id"]
+    with open(live, "a", encoding="utf-8") as f:
+        f.writelines(lines)
+    served, key = Served("home", root), "agent:alice:support"
+    answer = structured(call(served, "recall", {"query": "where is the deploy", "key": key}))
+    got = [h["entryId"] for h in answer["hits"]]
+    assert got[0] == "stop0000" and "stop0001" not in got, got
+    common = structured(call(served, "recall", {"query": "where was", "key": key}))
+    assert "stop0001" in [h["entryId"] for h in common["hits"]], "a query of common words alone still finds them"

@@ -19,6 +19,7 @@ from kurahi.lineage.find import iso
 from kurahi.mcp_server.passages import Passage, fold
 from kurahi.mcp_server.safety import Refusal, check_text, scrub
 from kurahi.mcp_server.served import History, Served
+from kurahi.resident.memory import STOP_WORDS
 
 __all__ = [
     "MAX_ANSWER",
@@ -182,7 +183,10 @@ def recall_answer(
     upper, lower = _time_bound(before, "before"), _time_bound(after, "after")
     hist = _read(served, key)
     phrase = " ".join(fold(query).split())
-    terms = list(dict.fromkeys(_WORD.findall(phrase)))[:32]
+    words = list(dict.fromkeys(_WORD.findall(phrase)))
+    # Words in nearly every passage tell nothing apart and cost a scan with thousands of hits:
+    # they count only when the query has nothing else (the phrase still holds them).
+    terms = ([w for w in words if w not in STOP_WORDS] or words)[:32]
 
     def in_time(p: Passage) -> bool:
         return not (

@@ -17,10 +17,10 @@ from typing import Any
 
 from kurahi.locations.memory_files import memory_files
 
-__all__ = ["RecallHit", "recall"]
+__all__ = ["STOP_WORDS", "RecallHit", "recall"]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_STOP = frozenset(
+STOP_WORDS = frozenset(
     [
         "a",
         "an",
@@ -73,6 +73,7 @@ _STOP = frozenset(
         "your",
     ]
 )
+"""Words a query is not searched for: they are in nearly every line (``kurahi mcp``'s recall skips them too)."""
 _MAX_FILE = 4 * 1024 * 1024
 
 
@@ -107,7 +108,7 @@ def recall(workspace: Path, query: str, limit: int = 5) -> list[RecallHit]:
 
     Ties keep file order then line order. A query with no usable words finds nothing.
     """
-    terms = sorted({w for w in _words(query) if w not in _STOP and len(w) > 1})
+    terms = sorted({w for w in _words(query) if w not in STOP_WORDS and len(w) > 1})
     if not terms or limit <= 0:
         return []
     hits: list[RecallHit] = []

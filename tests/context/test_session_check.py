@@ -331,3 +331,19 @@ def test_two_thousand_random_valid_trees_give_no_finding() -> None:
         data = _Tree(random.Random(seed)).data()
         report = check(data)
         assert report.findings == [], (seed, [f.to_dict() for f in report.findings], data.decode())
+
+
+def test_the_session_family_is_its_current_models_last_known_api() -> None:
+    from kurahi.context.session_check import session_family
+
+    model = {"provider": "acme", "modelId": "m2"}
+    msgs = [
+        {"role": "assistant", "provider": "acme", "model": "m2", "api": "anthropic-messages"},
+        {"role": "assistant", "provider": "other", "model": "x", "api": "openai-responses"},
+        {"role": "user", "content": "hi"},
+    ]
+    assert session_family(msgs, model) == "anthropic-messages", "another model's reply does not count"
+    msgs.append({"role": "assistant", "provider": "acme", "model": "m2", "api": "openai-completions"})
+    assert session_family(msgs, model) == "openai-completions"
+    msgs.append({"role": "assistant", "provider": "acme", "model": "m2", "api": "google-gemini"})
+    assert session_family(msgs, model) is None, "a family the check does not know holds the session to all"

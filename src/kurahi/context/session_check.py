@@ -154,10 +154,36 @@ class CheckReport:
     origins: list[ProjectedEntry]
     session_id: str
 
+    @property
+    def family(self) -> str | None:
+        """The provider family the session's next request goes to (:func:`session_family`)."""
+        return None if self.context is None else session_family(self.context.messages, self.context.model or {})
+
     def failing(self, runtimes: Iterable[str]) -> list[Finding]:
         """The findings that fail for ``runtimes``."""
         rs = list(runtimes)
         return [f for f in self.findings if f.fails_for(rs)]
+
+
+def session_family(messages: Sequence[Any], model: dict[str, Any]) -> str | None:
+    """The provider family the next request goes to.
+
+    That is the ``api`` of the last assistant message of the session's current ``model``
+    (``{"provider", "modelId"}``) when it is one of :data:`FAMILIES`; ``None`` when no such
+    message names one.
+    """
+    api = next(
+        (
+            m.get("api")
+            for m in reversed(messages)
+            if isinstance(m, dict)
+            and m.get("role") == "assistant"
+            and m.get("provider") == model.get("provider")
+            and m.get("model") == model.get("modelId")
+        ),
+        None,
+    )
+    return api if api in FAMILIES else None
 
 
 def _id(entry: Any) -> str | None:
@@ -182,17 +208,7 @@ def check_context(
             llm.append(m)
             origins.append(p)
     target_model = ctx.model or {}
-    current_api = next(
-        (
-            m.get("api")
-            for m in reversed(llm)
-            if isinstance(m, dict)
-            and m.get("role") == "assistant"
-            and m.get("provider") == target_model.get("provider")
-            and m.get("model") == target_model.get("modelId")
-        ),
-        None,
-    )
+    current_api = session_family(llm, target_model)
     by_key: dict[tuple[int, str], Finding] = {}
     order: list[tuple[int, str]] = []
     for family in FAMILIES:

@@ -274,7 +274,7 @@ def check(
         report, ref = _check(p, markers, window, reserves, system_prompt_tokens)
         has_reset = ref.runtime_messages is not None
         chosen, reason = (runtime, "--runtime") if runtime is not None else runtime_of(path, has_reset=has_reset)
-        report.refused = _refused(p, chosen, report.pi_view or [])
+        report.refused = _refused(p, chosen)
     report.file = os.fspath(path)
     report.runtime, report.runtime_reason, report.window_from = chosen, reason, window_from
     load = max(system_prompt_tokens or [0])
@@ -300,28 +300,20 @@ def check(
 _REQUEST_RUNTIMES = {"pi": ["pi-1.6", "pi-0.73"], "openclaw-2026.5": ["openclaw-2026.5"]}
 
 
-def _refused(p: Path, runtime: str, messages: list[Any]) -> list[dict[str, Any]]:
+def _refused(p: Path, runtime: str) -> list[dict[str, Any]]:
     """``session doctor``'s failing findings for ``runtime`` (file findings left to the store's checks).
 
     A finding counts when the family the session sends to refuses it: the runtime sends the next
     request to the session's provider, so a body only Anthropic would refuse does not stop a
     session that talks to an OpenAI-compatible one. A session that names no family is held to all.
     """
-    from kurahi.context.request_rules import FAMILIES
     from kurahi.context.session_check import check_transcript
     from kurahi.pi.transcript import Transcript
 
     with Transcript.open(p) as t:
         report = check_transcript(t)
+    family = report.family
     failing = report.failing(_REQUEST_RUNTIMES.get(runtime, ["openclaw-2026.5"]))
-    family = next(
-        (
-            m["api"]
-            for m in reversed(messages)
-            if isinstance(m, dict) and m.get("role") == "assistant" and m.get("api") in FAMILIES
-        ),
-        None,
-    )
     return [f.to_dict() for f in failing if f.refused_by and (family is None or family in f.refused_by)]
 
 

@@ -61,7 +61,9 @@ class LeakWatch:
         return scanned
 
 
-class _LogCapture(logging.Handler):
+class LogCapture(logging.Handler):
+    """Every log record shown to a :class:`LeakWatch`, which fails on a secret in it."""
+
     def __init__(self, watch: LeakWatch) -> None:
         super().__init__(logging.DEBUG)
         self.watch = watch
@@ -142,7 +144,7 @@ def serve_in_thread(
     app = create_app(gateway, **app_kw)
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", access_log=False)
     server = uvicorn.Server(config)
-    capture = _LogCapture(watch)
+    capture = LogCapture(watch)
     logging.getLogger().addHandler(capture)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -26,7 +26,7 @@ from kurahi.gateway.service import Gateway
 from kurahi.resident.home import Home
 from kurahi.store.base import Backend
 from kurahi.ui.routes import make_plugin
-from support.gateways import LeakWatch
+from support.gateways import LeakWatch, LogCapture
 
 ROOT = Path(__file__).resolve().parents[2]
 AXE = ROOT / ".peer" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
@@ -93,15 +93,6 @@ class Viewer:
         return out
 
 
-class _LogCapture(logging.Handler):
-    def __init__(self, watch: LeakWatch) -> None:
-        super().__init__(logging.DEBUG)
-        self.watch = watch
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.watch.saw(f"log record {record.name}", record.getMessage())
-
-
 @contextmanager
 def serve_viewer(home: Home, *, backend: Backend | None = None, **plugin_kw: Any) -> Iterator[Viewer]:
     """The gateway of ``home`` with the viewer (and the continuity routes) on 127.0.0.1, in a thread."""
@@ -115,7 +106,7 @@ def serve_viewer(home: Home, *, backend: Backend | None = None, **plugin_kw: Any
     app = create_app(gateway, plugins=[continuity_api, make_plugin(clock=clock, **plugin_kw)])
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", access_log=False)
     server = uvicorn.Server(config)
-    capture = _LogCapture(watch)
+    capture = LogCapture(watch)
     logging.getLogger().addHandler(capture)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

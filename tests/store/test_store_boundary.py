@@ -114,8 +114,9 @@ def _visit(node: ast.AST, rel: str, stack: list[str], found: dict[tuple[str, str
         stack.pop()
 
 
-# The rooms the store is built on (and the store itself) read and write its files: only the
-# rooms above it are held to the boundary. ``testing`` builds stores for tests.
+# The rooms the store is built on, the store itself and the package root below them all read
+# and write its files: only the rooms above it are held to the boundary. ``testing`` builds
+# stores for tests.
 _NAMES = [name for name, _ in ROOMS]
 _BELOW = (*(f"{name}/" for name in _NAMES[: _NAMES.index("store") + 1]), "testing/")
 

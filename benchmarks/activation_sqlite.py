@@ -44,8 +44,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from kurahi.gateway.activation_host import OfflineHost  # noqa: E402
 from kurahi.lifecycle.activation import apply_package, plan_activation, rollback_package, verify_package  # noqa: E402
-from kurahi.lineage.openclaw_sqlite import export_session_jsonl  # noqa: E402
-from kurahi.store.openclaw import write as oc  # noqa: E402
+from kurahi.runtimes.openclaw.sqlite import write as oc  # noqa: E402
+from kurahi.runtimes.openclaw.sqlite.read import export_session_jsonl  # noqa: E402
 from support.reset_bypass import bypass_reset  # noqa: E402
 
 SAMPLE = ROOT / "tests" / "data" / "openclaw" / "2026.9.6-full" / "state"

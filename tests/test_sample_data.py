@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from kurahi.pi.transcript import Transcript
-from kurahi.store.openclaw.events import EVENT_COLUMNS, event_bytes
+from kurahi.runtimes.openclaw.sqlite.events import EVENT_COLUMNS, event_bytes
 from support.testdata import (
     JSON_ERA,
     JSON_RESET_IDLE,

@@ -15,7 +15,7 @@ from kurahi.agent.config import Config
 from kurahi.agent.jobs import JobStore
 from kurahi.agent.runtime import Runtime
 from kurahi.context.files import project_file
-from kurahi.store.journal import Journal
+from kurahi.store.record_log import Journal
 from support.peer import PiPeer
 from support.residents import config, make_home, run, with_runtime
 

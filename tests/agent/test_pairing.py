@@ -15,7 +15,7 @@ from kurahi.agent.runtime import Runtime
 from kurahi.agent.tools import BUILTIN_TOOLS, ToolContext
 from kurahi.context.files import project_file
 from kurahi.errors import PairingRefusedError
-from kurahi.store.journal import Journal
+from kurahi.store.record_log import Journal
 from kurahi.testing import assistant_message, tool_result, user_message
 from support.peer import PiPeer
 from support.residents import config, make_home, run, with_runtime

@@ -21,10 +21,10 @@ import pytest
 
 from kurahi.context import build_context, convert_to_llm, estimate_context_tokens, estimate_tokens
 from kurahi.context.files import project_file
+from kurahi.context.reference import reference_projection
 from kurahi.context.tokens import estimate_projected_context_tokens
 from kurahi.errors import KurahiError
 from kurahi.lineage.check import messages_sha256
-from kurahi.lineage.reference import reference_projection
 from kurahi.pi import Transcript
 from kurahi.pi.read import native
 from kurahi.pi.system import current_system_message

@@ -34,7 +34,7 @@ from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
 from kurahi.store.audit.log_file import AuditChain
 from kurahi.store.catalog import Catalog
-from kurahi.store.journal import Journal
+from kurahi.store.record_log import Journal
 from support.gateways import make_gateway_home
 
 T1 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kurahi.continuity.manifest import verify_manifest
-from kurahi.continuity.openclaw_manifest import build_openclaw_manifest, observer_key
+from kurahi.continuity.targets.openclaw.manifest import build_openclaw_manifest, observer_key
 from kurahi.errors import UsageError
 from kurahi.locations.dirs import open_state
 from support.testdata import JSON_ERA, SQLITE_ERA, UPGRADED, OpenClawEra, openclaw_state_copy, tree_hash

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from kurahi.continuity.openclaw_runtime import DEFAULT_PORT, OpenClawRuntime, attached_port
+from kurahi.continuity.targets.openclaw.runtime import DEFAULT_PORT, OpenClawRuntime, attached_port
 from kurahi.errors import UsageError
 
 

@@ -24,7 +24,7 @@ import pytest
 
 from kurahi.cli.continuity import _checker
 from kurahi.continuity.report import verify_report
-from kurahi.continuity.targets.openclaw import OpenClawOptions, run_openclaw_suite
+from kurahi.continuity.targets.openclaw.target import OpenClawOptions, run_openclaw_suite
 from support.openclaw_model import MODEL_ID, REPLY_PREFIX
 from support.openclaw_peer import JSON_ERA, OPENCLAW_VERSIONS, SQLITE_ERA, phrases_in
 from support.openclaw_resident import SECOND_MODEL, Resident, kurahi, make_resident

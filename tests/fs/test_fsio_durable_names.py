@@ -19,7 +19,7 @@ from kurahi.agent.ledger import Ledger
 from kurahi.fs import durable as fsio
 from kurahi.lineage.packet import verify_packet, write_packet
 from kurahi.store.audit.log_file import AuditChain
-from kurahi.store.journal import Journal
+from kurahi.store.record_log import Journal
 from kurahi.testing import build_session
 
 

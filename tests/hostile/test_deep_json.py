@@ -18,7 +18,7 @@ import pytest
 from kurahi.agent.config import load_config
 from kurahi.errors import ConfigError
 from kurahi.lineage.provenance import _scan_lines
-from kurahi.store.journal import Journal
+from kurahi.store.record_log import Journal
 from support.gateways import make_gateway_home, serve_in_thread
 
 DEEP = b"[" * 100_000 + b"]" * 100_000

@@ -41,7 +41,7 @@ from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
 from kurahi.store.audit.log_file import AuditChain
 from kurahi.store.catalog import Catalog
-from kurahi.store.journal import Journal
+from kurahi.store.record_log import Journal
 from kurahi.store.session import Session
 from support.faults import KINDS, cases, inject, trace
 

@@ -27,7 +27,7 @@ from kurahi.continuity.hashcache import HashCache
 from kurahi.errors import KurahiError
 from kurahi.resident.devices import DeviceRegistry, token_hash
 from kurahi.store.audit.log_file import AuditChain
-from kurahi.store.journal import Journal
+from kurahi.store.record_log import Journal
 
 FUZZ = settings(
     max_examples=300,

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from kurahi.cli.activate import app
 from kurahi.cli.common import EXIT
 from kurahi.lifecycle.activation import plan_activation
-from kurahi.lineage.json_links import moved_session_file
 from kurahi.lineage.stitch import stitch
+from kurahi.runtimes.openclaw.json_links import moved_session_file
 from kurahi.store.catalog import Catalog
 from support.activations import OC_NEW, OC_OLD, OPENCLAW
 

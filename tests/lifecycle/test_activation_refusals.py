@@ -314,7 +314,7 @@ def test_a_write_that_does_not_read_back_is_rolled_back_inside_its_transaction(
     """The reported case past the schema check (as if it could not see the trigger): the trigger deletes the
     old session's events as apply inserts; apply sees it before committing, rolls back there, exits 4,
     and the package is back to planned (rollback: nothing to do)."""
-    from kurahi.store.openclaw import write as openclaw_sqlite_write
+    from kurahi.runtimes.openclaw.sqlite import write as openclaw_sqlite_write
 
     assert sqlite_plan(s, tmp_path / "pkg").exit_code == 0
     extra_trigger(s)

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from kurahi.cli.activate import app
 from kurahi.cli.common import EXIT
-from kurahi.store.openclaw.write import octet_length, register_octet_length
+from kurahi.runtimes.openclaw.sqlite.write import octet_length, register_octet_length
 from support.sqlite_activations import PHRASE_A, PHRASE_B, SqliteSetup, sqlite_setup, store_content
 
 runner = CliRunner()
@@ -191,7 +191,7 @@ def test_no_stop_is_honoured_for_the_sqlite_store(s: SqliteSetup, tmp_path: Path
 
 def test_sqlite_errors_in_the_callers_block_are_translated_by_open_store(s: SqliteSetup) -> None:
     from kurahi.errors import SqliteStoreError
-    from kurahi.store.openclaw.write import open_store
+    from kurahi.runtimes.openclaw.sqlite.write import open_store
 
     with pytest.raises(SqliteStoreError, match="no such table"), open_store(s.db, write=False) as con:
         con.execute("SELECT * FROM no_such_table")
@@ -200,7 +200,7 @@ def test_sqlite_errors_in_the_callers_block_are_translated_by_open_store(s: Sqli
 def test_a_reader_sees_changes_still_in_the_wal_and_changes_no_byte(s: SqliteSetup) -> None:
     """verify and rollback read the store while OpenClaw may run: committed changes not yet
     checkpointed must be seen (an immutable open would miss them), and nothing may be written."""
-    from kurahi.store.openclaw.write import open_store
+    from kurahi.runtimes.openclaw.sqlite.write import open_store
 
     writer = sqlite3.connect(s.db, isolation_level=None)
     try:
@@ -219,7 +219,7 @@ def test_a_reader_sees_changes_still_in_the_wal_and_changes_no_byte(s: SqliteSet
 def _row_and_pending(db: Path) -> tuple[dict[str, Any], bool]:
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        from kurahi.store.openclaw.write import node_row
+        from kurahi.runtimes.openclaw.sqlite.write import node_row
 
         node = node_row(con, "agent:main:main")
         pending = con.execute(
@@ -235,7 +235,7 @@ def test_the_activated_row_is_settled_as_openclaws_own_writer_leaves_it(s: Sqlit
     """OpenClaw reads a session row only at ``entry_valid`` 1; its triggers reset that to 0 on the
     activation's update. The row must come out valid and, as it was not pending before, not
     pending (a real OpenClaw's own read of it is in tests/peers/test_openclaw_activated_row.py)."""
-    from kurahi.store.openclaw.write import entry_problem
+    from kurahi.runtimes.openclaw.sqlite.write import entry_problem
 
     old, was_pending = _row_and_pending(s.db)
     assert old["entry_valid"] == 1 and not was_pending
@@ -266,7 +266,7 @@ def test_a_row_openclaw_had_not_yet_validated_stays_pending_for_it(s: SqliteSetu
 def test_a_row_openclaw_would_not_read_is_refused_and_nothing_changes(s: SqliteSetup, tmp_path: Path) -> None:
     """A row whose entry disagrees with its columns: plan refuses it, and so does the write itself."""
     from kurahi.errors import SqliteStoreError
-    from kurahi.store.openclaw.write import install_session, open_store
+    from kurahi.runtimes.openclaw.sqlite.write import install_session, open_store
 
     con = sqlite3.connect(s.db)
     con.execute("UPDATE session_nodes SET updated_at = updated_at + 1")

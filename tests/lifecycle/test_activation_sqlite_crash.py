@@ -8,7 +8,7 @@ the full-text module run inside a statement is part of it), in the order they ha
 is a subprocess that calls ``os._exit`` at the Nth step (after a file operation; as SQLite
 starts a statement), for N = 1 .. the number a clean run takes. The reruns happen in this
 process. Right after the
-kill, the store's whole content (:func:`~kurahi.store.openclaw.write.content_sha256`,
+kill, the store's whole content (:func:`~kurahi.runtimes.openclaw.sqlite.write.content_sha256`,
 read on a copy of the database with its write-ahead log, as the next opener would see it) must
 be exactly the old content or exactly the new one, never a mix. Rerunning ``apply`` must then
 give the new content and ``verify`` must pass; rerunning ``rollback`` must give the old.
@@ -28,10 +28,10 @@ from pathlib import Path
 
 import pytest
 
-import kurahi.lifecycle.activation.targets.openclaw_sqlite as sqlite_apply
+import kurahi.lifecycle.activation.targets.sqlite_store.target as sqlite_apply
 from kurahi.gateway.activation_host import OfflineHost
 from kurahi.lifecycle.activation import apply_package, plan_activation, rollback_package, verify_package
-from kurahi.store.openclaw import write as openclaw_sqlite_write
+from kurahi.runtimes.openclaw.sqlite import write as openclaw_sqlite_write
 from support.sqlite_activations import KEY, PHRASE_A, PHRASE_B, sqlite_setup, store_content
 
 pytestmark = pytest.mark.slow
@@ -79,11 +79,11 @@ def connect(*args, **kwargs):
 sqlite3.connect = connect
 
 from kurahi.fs import durable as fsio
-from kurahi.store.openclaw import write as openclaw_sqlite_write
+from kurahi.runtimes.openclaw.sqlite import write as openclaw_sqlite_write
 for name in ("write", "fsync", "fdatasync", "rename", "ftruncate"):
     setattr(fsio.ops, name, after(getattr(fsio.ops, name)))
 openclaw_sqlite_write.secrets.token_hex = lambda nbytes=16: "5a" * nbytes
-import kurahi.lifecycle.activation.targets.openclaw_sqlite as sqlite_apply
+import kurahi.lifecycle.activation.targets.sqlite_store.target as sqlite_apply
 sqlite_apply._now_ms = lambda: NOW_MS
 
 from kurahi.lifecycle.activation import apply_package, rollback_package

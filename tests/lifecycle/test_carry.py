@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kurahi.context.files import project_file
-from kurahi.lifecycle.carry import carry_into, check_carry
+from kurahi.lifecycle.freshness.carry import carry_into, check_carry
 from kurahi.pi.transcript import Transcript
 from kurahi.store.session import Session
 from kurahi.testing import build_session

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kurahi.lifecycle.carry import carry_into, check_carry
+from kurahi.lifecycle.freshness.carry import carry_into, check_carry
 from kurahi.pi.transcript import Transcript
 from kurahi.store.session import Session
 from kurahi.testing import assistant_message, tool_result, user_message

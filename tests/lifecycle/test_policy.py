@@ -9,8 +9,15 @@ import pytest
 from typer.testing import CliRunner
 
 from kurahi.cli.lifecycle import app
-from kurahi.lifecycle.matrix import MatrixRow, decision_matrix
-from kurahi.lifecycle.policy import FreshnessConfig, Inbound, ResetPolicy, SessionFacts, decide, explicit_command
+from kurahi.lifecycle.freshness.matrix import MatrixRow, decision_matrix
+from kurahi.lifecycle.freshness.policy import (
+    FreshnessConfig,
+    Inbound,
+    ResetPolicy,
+    SessionFacts,
+    decide,
+    explicit_command,
+)
 from support.lifecycle_matrix_expect import expected
 
 ROWS = decision_matrix()

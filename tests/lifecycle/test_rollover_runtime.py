@@ -13,7 +13,7 @@ import pytest
 
 from kurahi.agent.runtime import Runtime
 from kurahi.context.files import project_file
-from kurahi.lifecycle.carry import check_carry
+from kurahi.lifecycle.freshness.carry import check_carry
 from kurahi.store.catalog import Catalog
 from support.gateways import make_gateway_home, serve_in_thread
 from support.residents import config, make_home, run, with_runtime

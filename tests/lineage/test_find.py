@@ -17,8 +17,8 @@ from kurahi.cli.common import EXIT
 from kurahi.cli.lineage.find import find_cmd
 from kurahi.errors import TranscriptReadError, UsageError
 from kurahi.lineage.find import Piece, export_piece, find_lineage
-from kurahi.lineage.openclaw_sqlite import export_session_jsonl, list_sqlite_sessions
 from kurahi.pi.transcript import Transcript
+from kurahi.runtimes.openclaw.sqlite.read import export_session_jsonl, list_sqlite_sessions
 from support.testdata import JSON_ERA, SQLITE_ERA, openclaw_state
 
 JSON_STATE = openclaw_state(JSON_ERA)

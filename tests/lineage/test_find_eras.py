@@ -21,7 +21,7 @@ from kurahi.cli import app
 from kurahi.cli.common import EXIT
 from kurahi.errors import SqliteSchemaError, SqliteStoreError
 from kurahi.lineage.find import find_lineage
-from kurahi.store.openclaw.snapshot import open_store_snapshot
+from kurahi.runtimes.openclaw.sqlite.snapshot import open_store_snapshot
 from support.testdata import IDLE_UPGRADED, JSON_ERA, SQLITE_ERA, UPGRADED, OpenClawEra, openclaw_state_copy, tree_hash
 
 OLD_ID = "fe0cc71e-f9a6-41ee-8e2a-ecb95f96fc86"

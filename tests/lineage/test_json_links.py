@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kurahi.lifecycle.rescue import find_losses
+from kurahi.lifecycle.rescue.losses import find_losses
 from kurahi.lineage.find import find_lineage
 from support.json_era import T0, JsonEraDir
 from support.testdata import data_path, tree_hash
@@ -75,7 +75,7 @@ def test_the_samples_losses(tmp_path: Path) -> None:
 
 
 def test_the_watcher_reads_again_only_when_a_file_changed_and_reports_only_new_losses(tmp_path: Path) -> None:
-    from kurahi.lifecycle.rescue_watch import Watcher
+    from kurahi.lifecycle.rescue.watch import Watcher
 
     d = JsonEraDir(tmp_path / "state")
     key = "agent:main:main"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from kurahi.context.files import project_file
+from kurahi.context.reference import reference_projection
 from kurahi.errors import CheckError, NotASessionError
 from kurahi.lineage.check import check, messages_sha256
-from kurahi.lineage.reference import reference_projection
 from support.cli_probe import run_main
 from support.peer import PiPeer
 

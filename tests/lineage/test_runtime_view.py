@@ -1,6 +1,6 @@
 """What each runtime sends of a history larger than the window (issue 28, deliverable 4).
 
-The model (:mod:`kurahi.lineage.runtime_view`) on constructed transcripts: one that fits,
+The model (:mod:`kurahi.runtimes.view`) on constructed transcripts: one that fits,
 one just over, one far over, with a compaction and with reset entries; the window read
 from ``openclaw.json``; ``lineage check`` and ``activate plan`` refusing a marker that the
 runtime will not send. ``tests/peers/test_openclaw_overflow.py`` compares the model with
@@ -20,9 +20,9 @@ from typer.testing import CliRunner
 from kurahi.cli import app
 from kurahi.cli.common import EXIT
 from kurahi.context.budget import find_cut_point
+from kurahi.context.reference import reference_projection
 from kurahi.errors import UsageError
-from kurahi.lineage.reference import reference_projection
-from kurahi.lineage.runtime_view import (
+from kurahi.runtimes.view import (
     DEFAULT_CONTEXT_WINDOW,
     openclaw_context_window,
     runtime_view,

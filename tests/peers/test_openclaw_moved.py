@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from test_openclaw_repair import converse, kurahi, one_turn
 
-from kurahi.lineage.json_links import moved_session_file
+from kurahi.runtimes.openclaw.json_links import moved_session_file
 from kurahi.store.catalog import Catalog
 from support.openclaw_model import REPLY_PREFIX
 from support.openclaw_peer import JSON_ERA, MAIN_KEY, OpenClawFactory, phrases_in

@@ -25,7 +25,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kurahi.cli import app
-from kurahi.lineage.reference import reference_projection
+from kurahi.context.reference import reference_projection
 from support.openclaw_model import SUMMARY_SECTIONS, request_messages, text_of
 from support.openclaw_peer import JSON_ERA, MAIN_KEY, SQLITE_ERA, OpenClawFactory, OpenClawPeer
 

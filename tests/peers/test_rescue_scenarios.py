@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kurahi.store.openclaw.events import EVENT_COLUMNS, event_bytes
+from kurahi.runtimes.openclaw.sqlite.events import EVENT_COLUMNS, event_bytes
 from support.openclaw_peer import MAIN_KEY, SESSIONS_DIR, SQLITE_STORE, read_sqlite_copy
 from support.rescue_scenarios import ALICE, BOB, SMALL_WINDOW, Scenario, check_view
 

@@ -18,9 +18,9 @@ import pytest
 
 from kurahi.context import build_context, files
 from kurahi.context.files import project_file
+from kurahi.context.reference import reference_projection
 from kurahi.errors import ParentCycleError
 from kurahi.lineage.check import messages_sha256
-from kurahi.lineage.reference import reference_projection
 from kurahi.pi import Transcript
 from kurahi.pi.read import native, quick
 from kurahi.pi.read.scan import decode_line

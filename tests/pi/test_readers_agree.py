@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from kurahi.context import build_context
 from kurahi.context.files import project_file
+from kurahi.context.reference import reference_projection
 from kurahi.errors import ParentCycleError
 from kurahi.lineage.check import messages_sha256
-from kurahi.lineage.reference import reference_projection
 from kurahi.pi import Transcript
 from support.damage import KINDS, base_session, damage
 from support.peer import PiPeer

@@ -17,9 +17,9 @@ import pytest
 import zstandard
 
 from kurahi.errors import TranscriptReadError
-from kurahi.lineage.openclaw_sqlite import export_session_jsonl, list_sqlite_nodes
-from kurahi.store.openclaw.events import event_bytes
-from kurahi.store.openclaw.write import open_store, register_octet_length, session_digest
+from kurahi.runtimes.openclaw.sqlite.events import event_bytes
+from kurahi.runtimes.openclaw.sqlite.read import export_session_jsonl, list_sqlite_nodes
+from kurahi.runtimes.openclaw.sqlite.write import open_store, register_octet_length, session_digest
 from support.testdata import data_path
 
 NAVIGATION = (

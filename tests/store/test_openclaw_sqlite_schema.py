@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kurahi.store.openclaw.sqlite_schema import ACTIVATION_TABLES, KNOWN_OBJECTS, schema_objects, schema_problems
+from kurahi.runtimes.openclaw.sqlite.schema import ACTIVATION_TABLES, KNOWN_OBJECTS, schema_objects, schema_problems
 from support.testdata import data_path
 
 

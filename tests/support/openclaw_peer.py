@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from kurahi.continuity.openclaw_runtime import free_port
+from kurahi.continuity.targets.openclaw.runtime import free_port
 from support.openclaw_model import MODEL_ID, StandInModel, request_messages, text_of
 from support.peer import PEER_DIR
 from support.tiers import no_peer_in_the_fast_tier

@@ -84,7 +84,7 @@ PATH_COLUMNS = (
 def rewrite_store(db: Path, swaps: list[tuple[str, str]]) -> None:
     """Replace each path in :data:`PATH_COLUMNS` through SQLite, then ``VACUUM``, so that no old
     copy of a row is left in a free page, and leave no ``-wal``."""
-    from kurahi.store.openclaw.write import register_octet_length
+    from kurahi.runtimes.openclaw.sqlite.write import register_octet_length
 
     con = sqlite3.connect(db)
     try:

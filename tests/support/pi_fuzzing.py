@@ -124,7 +124,7 @@ def _undefined_message(path: Path) -> bool:
 
 def compare(records: list[dict[str, Any]], tally: Tally) -> None:
     """Compare Kurahi's readers with Pi on every point of every record, adding to ``tally``."""
-    from kurahi.lineage.reference import reference_projection
+    from kurahi.context.reference import reference_projection
 
     for rec in records:
         path = Path(rec["file"])

@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from kurahi.lineage.openclaw_sqlite import export_session_jsonl, list_sqlite_nodes
+from kurahi.runtimes.openclaw.sqlite.read import export_session_jsonl, list_sqlite_nodes
 from support.reset_bypass import bypass_reset
 from support.testdata import data_path
 
@@ -43,7 +43,7 @@ def sqlite_setup(tmp_path: Path) -> SqliteSetup:
 
 def store_content(db: Path) -> str:
     """The store's content hash, read on a copy (never on the store itself)."""
-    from kurahi.store.openclaw.write import content_sha256
+    from kurahi.runtimes.openclaw.sqlite.write import content_sha256
 
     scratch = db.parent.parent.parent.parent.parent / f"copy-{uuid.uuid4().hex}.sqlite"
     shutil.copyfile(db, scratch)

@@ -21,7 +21,7 @@ from kurahi.errors import ConfigError, UnsafeFileError
 from kurahi.fs.os_errors import os_error
 from kurahi.fs.safe import read_regular
 from kurahi.js.decode import DECODE_ERRORS
-from kurahi.lifecycle.policy import FreshnessConfig
+from kurahi.lifecycle.freshness.policy import FreshnessConfig
 
 __all__ = [
     "MAX_CONFIG_BYTES",

@@ -1,9 +1,9 @@
 """Routing a message to its session: the freshness decision, and a rollover when it says so.
 
-The decision itself is :func:`kurahi.lifecycle.policy.decide` (pure); this module gathers
+The decision itself is :func:`kurahi.lifecycle.freshness.policy.decide` (pure); this module gathers
 its facts from the runtime's catalog and open sessions and carries out a rollover: a new
 transcript linked to the old one (``parentSession``, ``previousSessionId``), carrying what
-the policy asks (:mod:`kurahi.lifecycle.carry`), recorded as ``session.rollover``.
+the policy asks (:mod:`kurahi.lifecycle.freshness.carry`), recorded as ``session.rollover``.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from kurahi.agent.config import AgentSettings
 from kurahi.agent.conversation import Conversation, PathItem
 from kurahi.agent.layout import AgentPaths
 from kurahi.errors import KurahiError, LockHeldError
-from kurahi.lifecycle.carry import carry_into
-from kurahi.lifecycle.facts import session_facts
-from kurahi.lifecycle.policy import Decision, Inbound, decide
+from kurahi.lifecycle.freshness.carry import carry_into
+from kurahi.lifecycle.freshness.facts import session_facts
+from kurahi.lifecycle.freshness.policy import Decision, Inbound, decide
 from kurahi.pi.ids import session_id as new_session_id
 from kurahi.store.base import AgentStore, SessionCatalog, transcript_name
 

@@ -55,8 +55,8 @@ from kurahi.errors import (
     store_unreachable,
 )
 from kurahi.fs.durable import FsyncPolicy
-from kurahi.lifecycle.carry import Carry
-from kurahi.lifecycle.policy import Decision
+from kurahi.lifecycle.freshness.carry import Carry
+from kurahi.lifecycle.freshness.policy import Decision
 from kurahi.pi.ids import session_id as new_session_id
 from kurahi.store.base import Backend, transcript_name
 from kurahi.store.file_backend import FileBackend

@@ -121,7 +121,7 @@ def _store(root: Path, store: str | None, password_file: Path | None) -> Iterato
 
 def _refuse_timeout(package: Path, timeout: float | None) -> float:
     """``--timeout`` for a file activation; a usage error for a SQLite-store package (nothing to stop)."""
-    from kurahi.lifecycle.activation.targets.openclaw_sqlite_plan import is_sqlite_package
+    from kurahi.lifecycle.activation.targets.sqlite_store.plan import is_sqlite_package
 
     if timeout is not None and is_sqlite_package(package):
         fail(

@@ -176,7 +176,7 @@ def _run_openclaw(
     out: Path,
     as_json: bool,
 ) -> None:
-    from kurahi.continuity.targets.openclaw import OpenClawOptions, run_openclaw_suite
+    from kurahi.continuity.targets.openclaw.target import OpenClawOptions, run_openclaw_suite
 
     four = list(OpenClawOptions.disruptions)  # "all": the four the default runs (reset is asked for by name)
     chosen: list[str] = []

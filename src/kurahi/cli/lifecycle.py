@@ -27,7 +27,7 @@ def matrix_command(
 ) -> None:
     """Every combination of the decision's inputs with the unguarded and the guarded outcome."""
     from kurahi.cli.output import table
-    from kurahi.lifecycle.matrix import decision_matrix
+    from kurahi.lifecycle.freshness.matrix import decision_matrix
 
     rows = [r for r in decision_matrix() if r.differs or not only_differences]
     if as_json:

@@ -14,8 +14,8 @@ from kurahi.cli.common import EXIT, activation_errors, fail, print_json, transla
 from kurahi.cli.output import Part, say, table
 
 if TYPE_CHECKING:
-    from kurahi.lifecycle.rescue import Loss, RescueReport
-    from kurahi.lifecycle.rescue_apply import RescuePlan
+    from kurahi.lifecycle.rescue.apply import RescuePlan
+    from kurahi.lifecycle.rescue.losses import Loss, RescueReport
 
 __all__ = ["app"]
 
@@ -92,7 +92,7 @@ def _busy(what: str) -> Iterator[None]:
 
 
 def _report(target: Target, agent: str | None, key: str | None) -> RescueReport:
-    from kurahi.lifecycle.rescue import RescueReport, find_losses
+    from kurahi.lifecycle.rescue.losses import RescueReport, find_losses
 
     if target.kind == "pi":
         # Pi keeps each session in a file of its own and never resets one by itself.
@@ -192,7 +192,7 @@ def rescue_cmd(
         for target in _targets(openclaw, pi, home):
             reports.append(_report(target, agent, key))
         if html is not None:
-            from kurahi.lifecycle.rescue_html import write_html
+            from kurahi.lifecycle.rescue.html import write_html
 
             write_html(reports, html)
     if as_json:
@@ -254,7 +254,7 @@ def plan_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Stitch, check and write the activation package for one loss; nothing in the state changes."""
-    from kurahi.lifecycle.rescue_apply import plan_rescue
+    from kurahi.lifecycle.rescue.apply import plan_rescue
 
     root = _one(openclaw, home)
     with activation_errors():
@@ -294,8 +294,8 @@ def apply_cmd(
     back only with --accept-guess ID.
     """
     from kurahi.gateway.activation_host import OfflineHost
-    from kurahi.lifecycle.rescue import find_losses
-    from kurahi.lifecycle.rescue_apply import apply_rescue, pick, refuse_if_openclaw_runs
+    from kurahi.lifecycle.rescue.apply import apply_rescue, pick, refuse_if_openclaw_runs
+    from kurahi.lifecycle.rescue.losses import find_losses
 
     root = _one(openclaw, home)
     with activation_errors():
@@ -336,7 +336,7 @@ def _prepare(root: Path, loss: Loss, report: RescueReport, folder: Path) -> Path
     import msgspec
 
     from kurahi.errors import OpenClawRunningError
-    from kurahi.lifecycle.rescue_apply import plan_rescue, prepare_candidate, refuse_if_openclaw_runs
+    from kurahi.lifecycle.rescue.apply import plan_rescue, prepare_candidate, refuse_if_openclaw_runs
 
     where = folder / loss.id
     where.mkdir(parents=True, exist_ok=False)
@@ -378,7 +378,7 @@ def watch_cmd(
     import subprocess
     import threading
 
-    from kurahi.lifecycle.rescue_watch import Watcher
+    from kurahi.lifecycle.rescue.watch import Watcher
 
     root = _one(openclaw, home)
     if prepare is not None and not prepare.is_dir():

@@ -483,7 +483,7 @@ def doctor(
     mended), 1 it is not (or no appended mend works), 2 an unknown --runtime, 3 not found,
     4 not a session, 5 held by another writer.
     """
-    from kurahi.lifecycle.session_mend import MendRefusedError, mend_session, resolve_runtimes
+    from kurahi.doctor.session import MendRefusedError, mend_session, resolve_runtimes
 
     if dry_run and not fix:
         fail("--dry-run goes with --fix", EXIT.USAGE)

@@ -132,7 +132,7 @@ def list_command(
 def _list_pi(as_json: bool) -> None:
     from kurahi.cli.output import table
     from kurahi.locations.dirs import pi_sessions_dir
-    from kurahi.locations.pi_sessions import list_pi_sessions
+    from kurahi.runtimes.pi.sessions import list_pi_sessions
 
     where = pi_sessions_dir()
     if not where.path.is_dir():

@@ -11,7 +11,7 @@ in between, and ask whether the boundary stays functionally unmarked. Each round
 
    - **unmarked**: the new projection is the carried summary followed by exactly the old
      projection's last messages, and the summary holds the old one
-     (:func:`kurahi.lifecycle.carry.check_carry`);
+     (:func:`kurahi.lifecycle.freshness.carry.check_carry`);
    - **in view**: a ``[[recall:WORD]]`` probe on the new session gets every round-1 marker
      back from the model, so each was in the context the model was sent;
    - **in lineage**: the user message that first stated each marker is found by following
@@ -37,7 +37,7 @@ from kurahi.context.files import project_file
 from kurahi.context.text import message_text
 from kurahi.context.tokens import estimate_context_tokens
 from kurahi.errors import ContinuityError
-from kurahi.lifecycle.carry import check_carry
+from kurahi.lifecycle.freshness.carry import check_carry
 from kurahi.pi.vocab import COMPACTION, MESSAGE, SESSION
 
 __all__ = ["MARKERS", "max_turns", "rounds_key", "rounds_summary", "run_rounds", "score_round"]

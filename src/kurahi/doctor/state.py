@@ -223,7 +223,7 @@ def check_openclaw(where: Location) -> Check:
 def _losses(root: Path) -> int | None:
     """How many losses ``kurahi rescue`` would list here (read-only); ``None`` when it cannot tell."""
     from kurahi.errors import KurahiError
-    from kurahi.lifecycle.rescue import find_losses
+    from kurahi.lifecycle.rescue.losses import find_losses
 
     try:
         return len(find_losses(root).losses)

@@ -17,45 +17,45 @@ if TYPE_CHECKING:
         verify_package,
     )
     from kurahi.lifecycle.activation.package import Package, Plan, Projection
-    from kurahi.lifecycle.carry import CarryCheck, CarryReport, carry_into, check_carry
-    from kurahi.lifecycle.facts import last_run_state, session_facts
-    from kurahi.lifecycle.matrix import MatrixRow, decision_matrix
-    from kurahi.lifecycle.policy import Decision, FreshnessConfig, Inbound, ResetPolicy, SessionFacts, decide
-    from kurahi.lifecycle.rescue import Loss, RescueReport, find_losses
-    from kurahi.lifecycle.rescue_apply import RescuePlan, RescueResult, apply_rescue, plan_rescue
+    from kurahi.lifecycle.freshness.carry import CarryCheck, CarryReport, carry_into, check_carry
+    from kurahi.lifecycle.freshness.facts import last_run_state, session_facts
+    from kurahi.lifecycle.freshness.matrix import MatrixRow, decision_matrix
+    from kurahi.lifecycle.freshness.policy import Decision, FreshnessConfig, Inbound, ResetPolicy, SessionFacts, decide
+    from kurahi.lifecycle.rescue.apply import RescuePlan, RescueResult, apply_rescue, plan_rescue
+    from kurahi.lifecycle.rescue.losses import Loss, RescueReport, find_losses
 
 # Names load on first use (PEP 562), so `kurahi --help` does not import every room.
 _WHERE = {
     "ActivationResult": "kurahi.lifecycle.activation",
-    "CarryCheck": "kurahi.lifecycle.carry",
-    "CarryReport": "kurahi.lifecycle.carry",
-    "Decision": "kurahi.lifecycle.policy",
-    "FreshnessConfig": "kurahi.lifecycle.policy",
+    "CarryCheck": "kurahi.lifecycle.freshness.carry",
+    "CarryReport": "kurahi.lifecycle.freshness.carry",
+    "Decision": "kurahi.lifecycle.freshness.policy",
+    "FreshnessConfig": "kurahi.lifecycle.freshness.policy",
     "Host": "kurahi.lifecycle.activation",
-    "Inbound": "kurahi.lifecycle.policy",
-    "Loss": "kurahi.lifecycle.rescue",
-    "MatrixRow": "kurahi.lifecycle.matrix",
+    "Inbound": "kurahi.lifecycle.freshness.policy",
+    "Loss": "kurahi.lifecycle.rescue.losses",
+    "MatrixRow": "kurahi.lifecycle.freshness.matrix",
     "Package": "kurahi.lifecycle.activation.package",
     "Plan": "kurahi.lifecycle.activation.package",
     "Projection": "kurahi.lifecycle.activation.package",
-    "RescuePlan": "kurahi.lifecycle.rescue_apply",
-    "RescueReport": "kurahi.lifecycle.rescue",
-    "RescueResult": "kurahi.lifecycle.rescue_apply",
-    "ResetPolicy": "kurahi.lifecycle.policy",
-    "SessionFacts": "kurahi.lifecycle.policy",
+    "RescuePlan": "kurahi.lifecycle.rescue.apply",
+    "RescueReport": "kurahi.lifecycle.rescue.losses",
+    "RescueResult": "kurahi.lifecycle.rescue.apply",
+    "ResetPolicy": "kurahi.lifecycle.freshness.policy",
+    "SessionFacts": "kurahi.lifecycle.freshness.policy",
     "VerifyReport": "kurahi.lifecycle.activation",
     "apply_package": "kurahi.lifecycle.activation",
-    "apply_rescue": "kurahi.lifecycle.rescue_apply",
-    "carry_into": "kurahi.lifecycle.carry",
-    "check_carry": "kurahi.lifecycle.carry",
-    "decide": "kurahi.lifecycle.policy",
-    "decision_matrix": "kurahi.lifecycle.matrix",
-    "find_losses": "kurahi.lifecycle.rescue",
-    "last_run_state": "kurahi.lifecycle.facts",
+    "apply_rescue": "kurahi.lifecycle.rescue.apply",
+    "carry_into": "kurahi.lifecycle.freshness.carry",
+    "check_carry": "kurahi.lifecycle.freshness.carry",
+    "decide": "kurahi.lifecycle.freshness.policy",
+    "decision_matrix": "kurahi.lifecycle.freshness.matrix",
+    "find_losses": "kurahi.lifecycle.rescue.losses",
+    "last_run_state": "kurahi.lifecycle.freshness.facts",
     "plan_activation": "kurahi.lifecycle.activation",
-    "plan_rescue": "kurahi.lifecycle.rescue_apply",
+    "plan_rescue": "kurahi.lifecycle.rescue.apply",
     "rollback_package": "kurahi.lifecycle.activation",
-    "session_facts": "kurahi.lifecycle.facts",
+    "session_facts": "kurahi.lifecycle.freshness.facts",
     "verify_package": "kurahi.lifecycle.activation",
 }
 

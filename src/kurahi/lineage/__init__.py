@@ -1,7 +1,7 @@
 """The `lineage` room: canonical paths, stitching A + B → C, checking what would be sent, provenance.
 
 What would be sent is both what a transcript projects and what a runtime really sends of it
-under its window (:mod:`kurahi.lineage.runtime_view`).
+under its window (:mod:`kurahi.runtimes.view`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from kurahi.lineage.find import find_lineage
     from kurahi.lineage.path import BranchPoint, CanonicalPath, SideBranch, canonical_path
     from kurahi.lineage.provenance import ProvenanceReport, provenance
-    from kurahi.lineage.runtime_view import RuntimeView, openclaw_context_window, runtime_view
     from kurahi.lineage.stitch import stitch
+    from kurahi.runtimes.view import RuntimeView, openclaw_context_window, runtime_view
 
 # Names load on first use (PEP 562), so `kurahi --help` does not import every room.
 _WHERE = {
@@ -31,9 +31,9 @@ _WHERE = {
     "find_lineage": "kurahi.lineage.find",
     "ProvenanceReport": "kurahi.lineage.provenance",
     "provenance": "kurahi.lineage.provenance",
-    "RuntimeView": "kurahi.lineage.runtime_view",
-    "openclaw_context_window": "kurahi.lineage.runtime_view",
-    "runtime_view": "kurahi.lineage.runtime_view",
+    "RuntimeView": "kurahi.runtimes.view",
+    "openclaw_context_window": "kurahi.runtimes.view",
+    "runtime_view": "kurahi.runtimes.view",
     "stitch": "kurahi.lineage.stitch",
 }
 

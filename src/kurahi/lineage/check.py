@@ -1,11 +1,11 @@
 """What would really be projected from a transcript: two projections, markers, token pressure.
 
 ``check`` projects a file twice (the store's fast projection and the plain reference walk
-in :mod:`kurahi.lineage.reference`), requires the same message count and content hash,
+in :mod:`kurahi.context.reference`), requires the same message count and content hash,
 and reports the operative compaction, where each marker sits, and how much room the
 context leaves for each reserve and each synthetic system-prompt load.
 
-It reports the view of every runtime that may load the file (:mod:`kurahi.lineage.sources`):
+It reports the view of every runtime that may load the file (:mod:`kurahi.runtimes.sources`):
 Pi's projection of the whole path (also OpenClaw 2026.5's), and OpenClaw 2026.9's, which
 sends only what follows the last ``reset`` entry. The verdict is taken on the view of one
 runtime: ``runtime``, by default the one the source belongs to.
@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from kurahi.context.reference import ReferenceProjection, reference_projection
 from kurahi.errors import KurahiError, UsageError
-from kurahi.lineage.reference import ReferenceProjection, reference_projection
 
 if TYPE_CHECKING:
     from kurahi.context.files import FileContext
-    from kurahi.lineage.runtime_view import RuntimeView
+    from kurahi.runtimes.view import RuntimeView
 
 # The fast projection's modules (the store, the context room) load where they are used, in
 # _both_projections: importing this module for its report types does not need them.
@@ -63,7 +63,7 @@ class MarkerHit(msgspec.Struct, frozen=True):
     runtime_index: int | None = None
     """Index in OpenClaw 2026.9's view (after the last ``reset`` entry; the whole path without one)."""
     sent: bool = True
-    """Whether the chosen runtime sends it under the window (:mod:`kurahi.lineage.runtime_view`)."""
+    """Whether the chosen runtime sends it under the window (:mod:`kurahi.runtimes.view`)."""
 
 
 class CheckReport(msgspec.Struct):
@@ -249,12 +249,12 @@ def check(
     """Check what a transcript projects; see the module docstring.
 
     ``path`` is a file or a SQLite source ``sqlite:<db>#<session id>`` (as ``lineage find``
-    prints it). ``runtime`` is one of :data:`~kurahi.lineage.sources.RUNTIMES`; by default
-    the one the source belongs to (:func:`~kurahi.lineage.sources.runtime_of`).
+    prints it). ``runtime`` is one of :data:`~kurahi.runtimes.sources.RUNTIMES`; by default
+    the one the source belongs to (:func:`~kurahi.runtimes.sources.runtime_of`).
     ``window`` is the model's context window; by default the OpenClaw config's when the
-    source lives in a state dir, else 200,000 (:func:`~kurahi.lineage.runtime_view.window_for`).
+    source lives in a state dir, else 200,000 (:func:`~kurahi.runtimes.view.window_for`).
     A marker counts only when the runtime sends it under that window
-    (:func:`~kurahi.lineage.runtime_view.runtime_view`).
+    (:func:`~kurahi.runtimes.view.runtime_view`).
     ``reserves`` defaults to Pi's own reserve (:data:`kurahi.context.budget.DEFAULT_RESERVE_TOKENS`).
 
     Raises:
@@ -264,8 +264,8 @@ def check(
         UsageError: an unknown runtime, or a malformed SQLite source.
     """
     from kurahi.context.tokens import estimate_each
-    from kurahi.lineage.runtime_view import view_messages, view_of, window_for
-    from kurahi.lineage.sources import RUNTIMES, materialize, runtime_of
+    from kurahi.runtimes.sources import RUNTIMES, materialize, runtime_of
+    from kurahi.runtimes.view import view_messages, view_of, window_for
 
     if runtime is not None and runtime not in RUNTIMES:
         raise UsageError(f"--runtime {runtime!r}: not a runtime Kurahi knows (choose from {', '.join(RUNTIMES)})")

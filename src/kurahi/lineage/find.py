@@ -48,7 +48,9 @@ from kurahi.errors import KurahiError, TranscriptError, UsageError
 from kurahi.fs.durable import fsync_dir, write_all
 from kurahi.fs.os_errors import os_error
 from kurahi.js.values import MISSING, date_ms
-from kurahi.lineage.json_links import (
+from kurahi.pi.transcript import Transcript, read_transcript_file
+from kurahi.pi.vocab import COMPACTION, RESET
+from kurahi.runtimes.openclaw.json_links import (
     RESET_MATCH_WINDOW,
     FolderIndex,
     Owner,
@@ -56,7 +58,7 @@ from kurahi.lineage.json_links import (
     moved_session_file,
     read_trajectory_key,
 )
-from kurahi.lineage.openclaw_sqlite import (
+from kurahi.runtimes.openclaw.sqlite.read import (
     SQLITE_STORE_NAME,
     SqliteNode,
     SqliteSession,
@@ -67,10 +69,8 @@ from kurahi.lineage.openclaw_sqlite import (
     sqlite_key_sessions,
     sqlite_source,
 )
-from kurahi.pi.transcript import Transcript, read_transcript_file
-from kurahi.pi.vocab import COMPACTION, RESET
+from kurahi.runtimes.openclaw.sqlite.snapshot import StoreSnapshot, open_store_snapshot
 from kurahi.store.catalog import CATALOG_NAME, Catalog, validate_agent_id
-from kurahi.store.openclaw.snapshot import StoreSnapshot, open_store_snapshot
 
 __all__ = [
     "RESET_MATCH_WINDOW",
@@ -282,7 +282,7 @@ def _json_pieces(
     skip: set[str],
     notes: list[str],
 ) -> list[Piece]:
-    """The key's file pieces (:mod:`kurahi.lineage.json_links` decided whose each file is).
+    """The key's file pieces (:mod:`kurahi.runtimes.openclaw.json_links` decided whose each file is).
 
     A session id in ``skip`` (the SQLite store has it: an upgraded dir) is not read again from
     a file.

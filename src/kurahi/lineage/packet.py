@@ -30,7 +30,7 @@ from kurahi.errors import UsageError
 from kurahi.fs import durable as fsio
 from kurahi.fs.durable import atomic_write, file_sha256
 from kurahi.js.stringify import json_utf8
-from kurahi.lineage.evidence import file_facts
+from kurahi.lineage.evidence_dir import file_facts
 from kurahi.pi.vocab import MESSAGE
 
 __all__ = ["PacketCheck", "first_replies", "verify_packet", "write_packet"]

@@ -185,7 +185,7 @@ def stitch(
             root already has a parent, a later source older than the one before it.
         NotASessionError, TranscriptReadError, ParentCycleError: a source cannot be read.
     """
-    from kurahi.lineage.sources import materialize
+    from kurahi.runtimes.sources import materialize
 
     names = [os.fspath(p) for p in sources]
     out_path = Path(out)

@@ -303,7 +303,7 @@ def losses_answer(served: Served) -> dict[str, Any]:
     """What ``kurahi rescue`` lists for the served agent, read-only."""
     if served.kind == "pi":
         return {"losses": [], "total": 0, "note": "Pi's sessions have no resets or rollovers to lose history at"}
-    from kurahi.lifecycle.rescue import find_losses
+    from kurahi.lifecycle.rescue.losses import find_losses
 
     try:
         report = find_losses(

@@ -5,7 +5,7 @@
     <home>/agents/<agentId>/
         sessions/sessions.json      the catalog (:class:`~kurahi.store.catalog.Catalog`)
         sessions/<name>.jsonl       transcripts, each with a ``<name>.jsonl.lock`` while written
-        actions/ledger.jsonl        record logs (:class:`~kurahi.store.journal.Journal`)
+        actions/ledger.jsonl        record logs (:class:`~kurahi.store.record_log.Journal`)
         jobs/jobs.jsonl
         queue/queue.jsonl
     <home>/audit/chain.jsonl        the audit chain (:class:`~kurahi.store.audit.log_file.AuditChain`)
@@ -47,8 +47,8 @@ from kurahi.store.base import (
     TranscriptStore,
 )
 from kurahi.store.catalog import CATALOG_NAME, Catalog
-from kurahi.store.journal import Journal
 from kurahi.store.names import check_agent_id, check_transcript_name
+from kurahi.store.record_log import Journal
 
 __all__ = ["FileAgentStore", "FileBackend", "FileTranscriptClaim", "FileTranscripts", "log_path"]
 

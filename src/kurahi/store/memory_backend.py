@@ -40,8 +40,8 @@ from kurahi.store.base import (
 )
 from kurahi.store.catalog import CatalogBase
 from kurahi.store.catalog_format import Store
-from kurahi.store.journal import decode_records, encode_record
 from kurahi.store.names import check_agent_id, check_transcript_name
+from kurahi.store.record_log import decode_records, encode_record
 
 __all__ = ["MemoryBackend"]
 

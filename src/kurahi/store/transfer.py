@@ -31,7 +31,7 @@ from kurahi.store.audit.log_file import AuditChain
 from kurahi.store.base import LOG_NAMES, AgentStore, AuditLog, Backend, RecordLog
 from kurahi.store.catalog import CatalogBase
 from kurahi.store.catalog_format import Store
-from kurahi.store.journal import Journal, encode_record
+from kurahi.store.record_log import Journal, encode_record
 
 __all__ = ["CopyReport", "Progress", "copy_store", "is_empty", "log_digest"]
 

@@ -54,7 +54,7 @@ def _catalog_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
 
 def _ledger_act(ctx: Ctx) -> None:
     from kurahi.agent.ledger import Ledger, action_id
-    from kurahi.store.journal import Journal
+    from kurahi.store.record_log import Journal
 
     led = Ledger(Journal(ctx.root / "state" / "ledger.jsonl"))
     for k in range(2 * ctx.scale):
@@ -67,7 +67,7 @@ def _ledger_act(ctx: Ctx) -> None:
 
 def _ledger_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
     from kurahi.agent.ledger import Ledger
-    from kurahi.store.journal import Journal
+    from kurahi.store.record_log import Journal
 
     def run() -> list[str]:
         path = d / "state" / "ledger.jsonl"
@@ -98,7 +98,7 @@ def _foreign_lines(path: Path, info: dict[str, Any]) -> list[str]:
 
 def _jobs_act(ctx: Ctx) -> None:
     from kurahi.agent.jobs import JobStore
-    from kurahi.store.journal import Journal
+    from kurahi.store.record_log import Journal
 
     jobs = JobStore(Journal(ctx.root / "state" / "jobs.jsonl"))
     for _ in range(2 * ctx.scale):
@@ -113,7 +113,7 @@ def _jobs_act(ctx: Ctx) -> None:
 
 def _jobs_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
     from kurahi.agent.jobs import JobStore
-    from kurahi.store.journal import Journal
+    from kurahi.store.record_log import Journal
 
     def run() -> list[str]:
         path = d / "state" / "jobs.jsonl"
@@ -141,7 +141,7 @@ def _jobs_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
 
 
 def _queue_act(ctx: Ctx) -> None:
-    from kurahi.store.journal import Journal
+    from kurahi.store.record_log import Journal
 
     j = Journal(ctx.root / "state" / "queue.jsonl")
     for k in range(3 * ctx.scale):
@@ -153,7 +153,7 @@ def _queue_act(ctx: Ctx) -> None:
 
 
 def _queue_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
-    from kurahi.store.journal import Journal
+    from kurahi.store.record_log import Journal
 
     def run() -> list[str]:
         path = d / "state" / "queue.jsonl"

@@ -27,8 +27,8 @@ DB = "state/agents/main/agent/openclaw-agent.sqlite"
 @contextlib.contextmanager
 def fixed_clock() -> Iterator[None]:
     """The same clock and watermark in the run and in every rerun."""
-    import kurahi.lifecycle.activation.targets.openclaw_sqlite as sqlite_apply
-    from kurahi.store.openclaw import write as openclaw_sqlite_write
+    import kurahi.lifecycle.activation.targets.sqlite_store.target as sqlite_apply
+    from kurahi.runtimes.openclaw.sqlite import write as openclaw_sqlite_write
 
     saved = sqlite_apply._now_ms, openclaw_sqlite_write.secrets.token_hex
     sqlite_apply._now_ms = lambda: NOW_MS
@@ -41,7 +41,7 @@ def fixed_clock() -> Iterator[None]:
 
 def content(db: Path) -> str:
     """The store's content hash, read on a copy outside the studied directory."""
-    from kurahi.store.openclaw.write import content_sha256
+    from kurahi.runtimes.openclaw.sqlite.write import content_sha256
 
     with tempfile.TemporaryDirectory() as scratch:
         copy = Path(scratch) / "copy.sqlite"

@@ -24,7 +24,7 @@ __all__ = ["run_check", "run_stitch"]
 
 def _input_file(source: Path | str) -> Path:
     """The file an evidence manifest records for a source: a SQLite session's store."""
-    from kurahi.lineage.sources import parse_sqlite_source
+    from kurahi.runtimes.sources import parse_sqlite_source
 
     parsed = parse_sqlite_source(source)
     return parsed[0] if parsed is not None else Path(source)
@@ -60,7 +60,7 @@ def run_stitch(
             # msgspec writes the same JSON (compact, UTF-8) several times faster than json.dumps.
             atomic_write(report, msgspec.json.encode(data), mode=0o644)
         if evidence is not None:
-            from kurahi.lineage.evidence import write_evidence
+            from kurahi.lineage.evidence_dir import write_evidence
 
             write_evidence(
                 evidence,
@@ -114,7 +114,7 @@ def run_check(
             runtime=runtime,
         )
         if evidence is not None:
-            from kurahi.lineage.evidence import write_evidence
+            from kurahi.lineage.evidence_dir import write_evidence
 
             write_evidence(
                 evidence, inputs={"transcript": _input_file(str(file))}, outputs={}, reports={"check": rep.to_dict()}

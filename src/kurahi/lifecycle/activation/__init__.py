@@ -24,12 +24,12 @@ if TYPE_CHECKING:
         journal_phase,
     )
     from kurahi.lifecycle.activation.target import ActivationTarget, Host, Planner
-    from kurahi.lifecycle.activation.targets.backend import live_state, open_for_home
-    from kurahi.lifecycle.activation.targets.backend_plan import TERMINAL_RUN_FIELDS, new_entry
+    from kurahi.lifecycle.activation.targets.backend.plan import TERMINAL_RUN_FIELDS, new_entry
+    from kurahi.lifecycle.activation.targets.backend.target import live_state, open_for_home
 
 # Names load on first use (PEP 562): reading a package's plan does not import both targets.
 _WHERE = {
-    "TERMINAL_RUN_FIELDS": "kurahi.lifecycle.activation.targets.backend_plan",
+    "TERMINAL_RUN_FIELDS": "kurahi.lifecycle.activation.targets.backend.plan",
     "ActivationResult": "kurahi.lifecycle.activation.outcome",
     "ActivationTarget": "kurahi.lifecycle.activation.target",
     "Host": "kurahi.lifecycle.activation.target",
@@ -40,9 +40,9 @@ _WHERE = {
     "apply_package": "kurahi.lifecycle.activation.driver",
     "differences": "kurahi.lifecycle.activation.candidate",
     "journal_phase": "kurahi.lifecycle.activation.outcome",
-    "live_state": "kurahi.lifecycle.activation.targets.backend",
-    "new_entry": "kurahi.lifecycle.activation.targets.backend_plan",
-    "open_for_home": "kurahi.lifecycle.activation.targets.backend",
+    "live_state": "kurahi.lifecycle.activation.targets.backend.target",
+    "new_entry": "kurahi.lifecycle.activation.targets.backend.plan",
+    "open_for_home": "kurahi.lifecycle.activation.targets.backend.target",
     "plan_activation": "kurahi.lifecycle.activation.driver",
     "project": "kurahi.lifecycle.activation.candidate",
     "projection_dict": "kurahi.lifecycle.activation.candidate",

@@ -119,7 +119,7 @@ def target_runtime(home: Path, agent: str) -> tuple[str | None, int | None]:
     Raises:
         UsageError: an ``openclaw.json`` that is not a JSON object.
     """
-    from kurahi.lineage.runtime_view import DEFAULT_CONTEXT_WINDOW, openclaw_context_window
+    from kurahi.runtimes.view import DEFAULT_CONTEXT_WINDOW, openclaw_context_window
 
     sqlite = sqlite_era(home, agent)
     if not sqlite and not (home / "openclaw.json").is_file():

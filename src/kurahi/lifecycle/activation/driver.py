@@ -35,10 +35,10 @@ from kurahi.lifecycle.activation.candidate import check_candidate, sqlite_era, t
 from kurahi.lifecycle.activation.outcome import ActivationResult, Phase, VerifyReport, already_applied, journal_phase
 from kurahi.lifecycle.activation.package import Package, copy_durably, staged
 from kurahi.lifecycle.activation.target import ActivationTarget, Host, Planner, StagedCandidate
-from kurahi.lifecycle.activation.targets.backend import BackendTarget
-from kurahi.lifecycle.activation.targets.backend_plan import BackendPlanner
-from kurahi.lifecycle.activation.targets.openclaw_sqlite import SqlitePlanner, SqliteTarget
-from kurahi.lifecycle.activation.targets.openclaw_sqlite_plan import is_sqlite_package
+from kurahi.lifecycle.activation.targets.backend.plan import BackendPlanner
+from kurahi.lifecycle.activation.targets.backend.target import BackendTarget
+from kurahi.lifecycle.activation.targets.sqlite_store.plan import is_sqlite_package
+from kurahi.lifecycle.activation.targets.sqlite_store.target import SqlitePlanner, SqliteTarget
 from kurahi.store.base import Backend
 from kurahi.store.catalog_format import validate_agent_id, validate_key
 

@@ -5,7 +5,7 @@ a new user, a restored backup) and every entry still names the old place: OpenCl
 opens a transcript that is not there and starts the key from nothing, though the transcript
 sits in the moved ``agents/<id>/sessions/``. Activation therefore writes ``sessionFile`` as
 the path of the transcript in the state dir it was given (:func:`session_file_for`), and
-:func:`kurahi.lineage.json_links.moved_session_file` tells a reader (``lineage find``,
+:func:`kurahi.runtimes.openclaw.json_links.moved_session_file` tells a reader (``lineage find``,
 ``kurahi rescue``) that an entry is in that state.
 """
 

@@ -1,8 +1,8 @@
 """What the one activation driver (:mod:`~kurahi.lifecycle.activation.driver`) asks of a target.
 
 A target is a place an activation writes: a Kurahi backend (a home's files, memory,
-PostgreSQL; :mod:`~kurahi.lifecycle.activation.targets.backend`) or OpenClaw 2026.9's SQLite
-store (:mod:`~kurahi.lifecycle.activation.targets.openclaw_sqlite`). The driver owns what is
+PostgreSQL; :mod:`~kurahi.lifecycle.activation.targets.backend.target`) or OpenClaw 2026.9's SQLite
+store (:mod:`~kurahi.lifecycle.activation.targets.sqlite_store.target`). The driver owns what is
 the same for every target (the staging of a plan, the journal's phases, the results, the
 rollback after a failed validation); a target owns only how its live state is read, changed
 and put back. This is langgraph's checkpointer model: one driver, a target protocol.

@@ -17,8 +17,8 @@ import psycopg
 
 from kurahi.errors import DatabaseUnavailableError, JournalWriteError
 from kurahi.store.base import RecordLog
-from kurahi.store.journal import decode_records, encode_record
 from kurahi.store.postgres.scope import AgentScope
+from kurahi.store.record_log import decode_records, encode_record
 
 if TYPE_CHECKING:
     from kurahi.store.postgres.db import Conn

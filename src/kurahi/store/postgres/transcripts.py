@@ -28,12 +28,12 @@ from kurahi.errors import (
 )
 from kurahi.pi.transcript import Transcript
 from kurahi.store.base import RecordLog, TranscriptHandle, TranscriptInfo, TranscriptStore
-from kurahi.store.journal import encode_record
 from kurahi.store.names import check_transcript_name
 from kurahi.store.postgres.leases import SQL_ACQUIRE, SQL_HOLDER, SQL_RELEASE
 from kurahi.store.postgres.logs import SQL_APPEND_RECORDS, PostgresLog
 from kurahi.store.postgres.rows import SQL_CREATE, SQL_INSERT_LINES, split_lines
 from kurahi.store.postgres.scope import AgentScope
+from kurahi.store.record_log import encode_record
 
 if TYPE_CHECKING:
     from kurahi.store.postgres.claims import PostgresClaim

@@ -75,12 +75,12 @@ class ReferenceProjection(msgspec.Struct):
     """Per message of ``runtime_messages``, the position on the path of its entry."""
     chain: list[str] = msgspec.field(default_factory=list)
     """The path's entry lines as the file has them (root first): what a runtime that loads
-    by bytes (:mod:`kurahi.lineage.runtime_view`) counts."""
+    by bytes (:mod:`kurahi.runtimes.view`) counts."""
     chain_kinds: list[Any] = msgspec.field(default_factory=list)
     """Each path entry's ``type``."""
     entries: list[dict[str, Any]] = msgspec.field(default_factory=list)
     """The path's entries decoded (root first, ``{}`` for a value that is not an object),
-    parallel to ``chain``: what a runtime that compacts (:mod:`kurahi.lineage.runtime_view`)
+    parallel to ``chain``: what a runtime that compacts (:mod:`kurahi.runtimes.view`)
     reads, so it need not parse the lines again."""
     header: str = ""
     """The header line."""

@@ -55,9 +55,9 @@ from urllib.parse import quote
 from kurahi.errors import SqliteSchemaError, SqliteStoreBusyError, SqliteStoreError
 from kurahi.js import deepjson
 from kurahi.pi.vocab import MESSAGE
-from kurahi.store.openclaw.events import EVENT_COLUMNS, event_bytes
-from kurahi.store.openclaw.snapshot import KNOWN_SCHEMA_VERSIONS as SNAPSHOT_SCHEMA_VERSIONS
-from kurahi.store.openclaw.snapshot import open_store_snapshot
+from kurahi.runtimes.openclaw.sqlite.events import EVENT_COLUMNS, event_bytes
+from kurahi.runtimes.openclaw.sqlite.snapshot import KNOWN_SCHEMA_VERSIONS as SNAPSHOT_SCHEMA_VERSIONS
+from kurahi.runtimes.openclaw.sqlite.snapshot import open_store_snapshot
 
 __all__ = [
     "KNOWN_SCHEMA_VERSIONS",
@@ -279,13 +279,13 @@ def _last_id_in(con: sqlite3.Connection, session_id: str, db: str) -> str | None
 
 
 def check_schema(con: sqlite3.Connection, db: Path) -> None:
-    """Refuse a store whose schema is not exactly OpenClaw 2026.9.6's (:mod:`kurahi.store.openclaw.sqlite_schema`).
+    """Refuse a store whose schema is not exactly OpenClaw 2026.9.6's (:mod:`kurahi.runtimes.openclaw.sqlite.schema`).
 
     Raises:
         SqliteSchemaError: an object OpenClaw does not create (a trigger, a view, an index),
             one defined otherwise, or one activation relies on missing; each named.
     """
-    from kurahi.store.openclaw.sqlite_schema import schema_problems
+    from kurahi.runtimes.openclaw.sqlite.schema import schema_problems
 
     problems = schema_problems(con)
     if problems:

@@ -11,7 +11,7 @@ of one SQLite database:
 - **apply** refuses while an OpenClaw gateway runs on the state dir, and when the WAL holds
   frames not yet checkpointed (OpenClaw did not stop cleanly: start and stop it once). It
   writes the candidate as a new session and points the key at it in ONE transaction
-  (:func:`kurahi.store.openclaw.write.install_session`); the old session stays and is
+  (:func:`kurahi.runtimes.openclaw.sqlite.write.install_session`); the old session stays and is
   linked as ``previous_session_id``. Then it reads the session back and compares it and its
   projection with the plan.
 - **rollback** removes the new session and puts the key's row back exactly, in one
@@ -41,12 +41,12 @@ from kurahi.lifecycle.activation.candidate import differences, project_bytes, pr
 from kurahi.lifecycle.activation.outcome import ActivationResult, Phase, VerifyReport
 from kurahi.lifecycle.activation.package import PACKAGE_VERSION, Package, now_iso
 from kurahi.lifecycle.activation.target import StagedCandidate
-from kurahi.lifecycle.activation.targets.openclaw_sqlite_plan import (
+from kurahi.lifecycle.activation.targets.sqlite_store.plan import (
     STORE_KIND,
     SqlitePlan,
     open_package,
 )
-from kurahi.lifecycle.activation.targets.openclaw_sqlite_store import (
+from kurahi.lifecycle.activation.targets.sqlite_store.store import (
     InstallChecks,
     check_preconditions,
     live_state,
@@ -56,8 +56,8 @@ from kurahi.lifecycle.activation.targets.openclaw_sqlite_store import (
     session_bytes,
     sha256_bytes,
 )
-from kurahi.store.openclaw import write as oc
-from kurahi.store.openclaw.guards import check_store_path, refuse_if_open, refuse_read_only, sidecars_kept
+from kurahi.runtimes.openclaw.sqlite import write as oc
+from kurahi.runtimes.openclaw.sqlite.guards import check_store_path, refuse_if_open, refuse_read_only, sidecars_kept
 
 __all__ = ["SqlitePlanner", "SqliteTarget"]
 
@@ -191,7 +191,7 @@ class SqliteTarget:
         """The store, checked (once, when first needed) to be a regular file reached through no symlink.
 
         Raises:
-            UnsafeFileError, SqliteStoreError: see :func:`~kurahi.store.openclaw.guards.check_store_path`.
+            UnsafeFileError, SqliteStoreError: see :func:`~kurahi.runtimes.openclaw.sqlite.guards.check_store_path`.
         """
         return check_store_path(self.root, self.plan.agent)
 

@@ -12,7 +12,7 @@ through a private snapshot, files through the transcript reader) and answers, pe
   transcript outside its state dir, so the runtime starts empty), ``migration`` (history that
   legacy files or leftover archives hold and the SQLite store lacks) or ``unknown``;
 - the evidence that links the lost piece to the key, and how sure it is (``recorded``,
-  ``matched``, ``guess``: :mod:`kurahi.lineage.json_links`);
+  ``matched``, ``guess``: :mod:`kurahi.runtimes.openclaw.json_links`);
 - what left the model's view (messages, estimated tokens) and whether the history brought
   back from there would fit the model's window.
 
@@ -35,10 +35,10 @@ from typing import Any
 import msgspec
 
 from kurahi.errors import UsageError
-from kurahi.lifecycle.rescue_reading import Stretch, estimate_stretch, stretches_of
+from kurahi.lifecycle.rescue.reading import Stretch, estimate_stretch, stretches_of
 from kurahi.lineage.find import AgentState, Lineage, Piece, iso, list_agents, open_agent
-from kurahi.lineage.runtime_view import sends_whole
 from kurahi.locations.dirs import read_no_follow
+from kurahi.runtimes.view import sends_whole
 
 __all__ = [
     "KINDS",
@@ -176,12 +176,12 @@ def _policy(root: Path, sqlite_era: bool) -> _Policy:
 def _window(state: AgentState, key: str) -> tuple[int | None, str | None]:
     """The model's context window for the key, as OpenClaw resolves it.
 
-    Its config's model entry (:func:`~kurahi.lineage.runtime_view.openclaw_context_window`),
+    Its config's model entry (:func:`~kurahi.runtimes.view.openclaw_context_window`),
     else the ``contextTokens`` OpenClaw recorded in the key's entry when it last ran (what its
     model catalog gave), else OpenClaw's default of 200,000.
     """
     from kurahi.errors import UsageError
-    from kurahi.lineage.runtime_view import DEFAULT_CONTEXT_WINDOW, openclaw_context_window
+    from kurahi.runtimes.view import DEFAULT_CONTEXT_WINDOW, openclaw_context_window
 
     if (state.root / "openclaw.json").is_file():
         try:
@@ -193,7 +193,7 @@ def _window(state: AgentState, key: str) -> tuple[int | None, str | None]:
     entry: Any = state.catalog.get(key)
     where = "the contextTokens OpenClaw recorded in the catalog entry"
     if entry is None and state.snap is not None:
-        from kurahi.lineage.openclaw_sqlite import list_sqlite_nodes
+        from kurahi.runtimes.openclaw.sqlite.read import list_sqlite_nodes
 
         node = next((n for n in list_sqlite_nodes(state.snap) if n.session_key == key), None)
         entry = node.entry if node is not None else None

@@ -2,7 +2,7 @@
 
 Each poll first compares a cheap signature of the state (the size, mtime and inode of each
 agent's catalog, SQLite store and its ``-wal``, and of every file name in its sessions
-folder); only when it changed is the state read again (:func:`~kurahi.lifecycle.rescue.find_losses`:
+folder); only when it changed is the state read again (:func:`~kurahi.lifecycle.rescue.losses.find_losses`:
 the store through a private snapshot, so the poll is WAL-safe and writes no ``-shm``). An
 idle resident therefore costs a few ``stat`` calls a poll, whatever the store's size.
 
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kurahi.errors import SqliteStoreBusyError
-from kurahi.lifecycle.rescue import Loss, RescueReport, find_losses
+from kurahi.lifecycle.rescue.losses import Loss, RescueReport, find_losses
 
 __all__ = ["Watcher", "state_signature"]
 

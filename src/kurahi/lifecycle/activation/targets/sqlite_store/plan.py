@@ -37,11 +37,11 @@ class SqlitePreconditions(msgspec.Struct, rename="camel", frozen=True):
     last_seq: int
     """Its highest ``seq``."""
     events_sha256: str
-    """sha256 over its events' ``seq`` and text (:func:`~kurahi.store.openclaw.write.session_digest`)."""
+    """sha256 over its events' ``seq`` and text (:func:`~kurahi.runtimes.openclaw.sqlite.write.session_digest`)."""
     node_sha256: str
     """sha256 of the key's ``session_nodes`` row (canonical JSON of every column)."""
     content_sha256: str
-    """:func:`~kurahi.store.openclaw.write.content_sha256` of the whole store."""
+    """:func:`~kurahi.runtimes.openclaw.sqlite.write.content_sha256` of the whole store."""
 
 
 class SqlitePlan(PlanHead, frozen=True, kw_only=True):

@@ -14,7 +14,15 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from kurahi.lifecycle.policy import Decision, FreshnessConfig, Inbound, LastRun, ResetPolicy, SessionFacts, decide
+from kurahi.lifecycle.freshness.policy import (
+    Decision,
+    FreshnessConfig,
+    Inbound,
+    LastRun,
+    ResetPolicy,
+    SessionFacts,
+    decide,
+)
 
 __all__ = ["MatrixRow", "decision_matrix"]
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kurahi.errors import KurahiError, UsageError
-from kurahi.lifecycle.rescue import Loss, RescueReport
+from kurahi.lifecycle.rescue.losses import Loss, RescueReport
 from kurahi.lineage.find import open_agent
 
 __all__ = ["render_html", "write_html"]

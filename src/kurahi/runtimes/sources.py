@@ -74,13 +74,13 @@ def materialize(source: str | os.PathLike[str]) -> Iterator[Path]:
 
     Raises:
         UsageError: a malformed SQLite source, or a session id the store has no events for.
-        SqliteStoreError: the store cannot be read (see :mod:`kurahi.store.openclaw.snapshot`).
+        SqliteStoreError: the store cannot be read (see :mod:`kurahi.runtimes.openclaw.sqlite.snapshot`).
     """
     parsed = parse_sqlite_source(source)
     if parsed is None:
         yield Path(source)
         return
-    from kurahi.lineage.openclaw_sqlite import export_session_jsonl
+    from kurahi.runtimes.openclaw.sqlite.read import export_session_jsonl
 
     db, sid = parsed
     data = export_session_jsonl(db, sid)

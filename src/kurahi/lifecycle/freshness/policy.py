@@ -2,7 +2,7 @@
 
 :func:`decide` is a pure function: facts about the session and the message in, a
 :class:`Decision` out. The gateway calls it for every inbound message; tests call it for
-every combination of its inputs (:mod:`kurahi.lifecycle.matrix`).
+every combination of its inputs (:mod:`kurahi.lifecycle.freshness.matrix`).
 
 Reset modes (per session type, overridden per channel): ``none`` and ``manual`` never expire
 a session; ``daily`` expires it at the first ``atHour`` (gateway-local) after its last

@@ -1,4 +1,4 @@
-"""The facts :func:`kurahi.lifecycle.policy.decide` needs, read from a catalog entry and a transcript."""
+"""The facts :func:`kurahi.lifecycle.freshness.policy.decide` needs, read from a catalog entry and a transcript."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kurahi.context.project import PathEntry
-from kurahi.lifecycle.policy import LastRun, SessionFacts
+from kurahi.lifecycle.freshness.policy import LastRun, SessionFacts
 from kurahi.pi.vocab import MESSAGE
 
 __all__ = ["last_run_state", "session_facts"]

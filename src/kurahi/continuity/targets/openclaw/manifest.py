@@ -27,7 +27,7 @@ There is no ``audit`` entry (OpenClaw keeps no tamper-evident log) and no ``job`
 
 **Read-only.** Files are opened ``O_RDONLY | O_NOFOLLOW`` (a symlink is skipped, never
 followed out of the state dir), dot-files are skipped, the SQLite store is read through a
-private snapshot (:mod:`kurahi.store.openclaw.snapshot`): not a byte of the state dir
+private snapshot (:mod:`kurahi.runtimes.openclaw.sqlite.snapshot`): not a byte of the state dir
 changes, not even a ``-shm``. Every structured value goes through the audit chain's redaction,
 so an API key or a gateway token in ``openclaw.json`` never reaches a manifest.
 """
@@ -113,8 +113,8 @@ def _json_sessions(state: OpenClawState) -> tuple[list[Item], list[Item]]:
 
 
 def _sqlite_sessions(state: OpenClawState) -> tuple[list[Item], list[Item]]:
-    from kurahi.lineage.openclaw_sqlite import export_session_jsonl, list_sqlite_nodes, list_sqlite_sessions
-    from kurahi.store.openclaw.snapshot import open_store_snapshot
+    from kurahi.runtimes.openclaw.sqlite.read import export_session_jsonl, list_sqlite_nodes, list_sqlite_sessions
+    from kurahi.runtimes.openclaw.sqlite.snapshot import open_store_snapshot
 
     sessions: list[Item] = []
     transcripts: list[Item] = []

@@ -7,8 +7,8 @@ offers and lacks (no job API, no audit chain, no identity marker) is declared in
 :data:`kurahi.continuity.capabilities.OPENCLAW`:
 
 - manifests are taken by Kurahi, read-only, from the state dir
-  (:mod:`kurahi.continuity.openclaw_manifest`), signed with Kurahi's observer key;
-- every disruption goes through OpenClaw (:mod:`kurahi.continuity.openclaw_runtime`):
+  (:mod:`kurahi.continuity.targets.openclaw.manifest`), signed with Kurahi's observer key;
+- every disruption goes through OpenClaw (:mod:`kurahi.continuity.targets.openclaw.runtime`):
   ``model-swap`` is ``config.patch`` of the default model, ``restart`` stops the gateway
   process and starts a new one, ``move`` renames the state dir and starts OpenClaw on the new
   ``OPENCLAW_STATE_DIR`` (and renames it back once the evidence is taken), ``close`` is
@@ -36,12 +36,12 @@ from typing import Any
 
 from kurahi.continuity.capabilities import OPENCLAW
 from kurahi.continuity.invariants import ManifestCheck
-from kurahi.continuity.openclaw_manifest import build_openclaw_manifest, observer_key
-from kurahi.continuity.openclaw_rounds import check_rounds_target, run_openclaw_rounds
-from kurahi.continuity.openclaw_runtime import OpenClawRuntime, which_openclaw
 from kurahi.continuity.report import Signer
 from kurahi.continuity.runner import Plan, check_plan, key_signer, leak_scan, probe_key, run, sayer
 from kurahi.continuity.signing import SigningKey
+from kurahi.continuity.targets.openclaw.manifest import build_openclaw_manifest, observer_key
+from kurahi.continuity.targets.openclaw.rounds import check_rounds_target, run_openclaw_rounds
+from kurahi.continuity.targets.openclaw.runtime import OpenClawRuntime, which_openclaw
 from kurahi.errors import ContinuityError, KurahiError, UsageError
 from kurahi.locations.dirs import OpenClawState, open_state
 
@@ -68,7 +68,7 @@ class OpenClawOptions:
     reset_key: str | None = None
     """The session ``reset`` resets (default ``agent:<id>:continuity-reset``)."""
     rounds: int = 0
-    """Then this many rounds of compaction, reset and repair (:mod:`kurahi.continuity.openclaw_rounds`)."""
+    """Then this many rounds of compaction, reset and repair (:mod:`kurahi.continuity.targets.openclaw.rounds`)."""
     work_dir: Path | None = None
     """Where the repair's candidate and activation package go (default: a temp dir)."""
     progress: Callable[[str], None] | None = None
@@ -120,7 +120,7 @@ class OpenClawTarget:
             self.rt.start()
 
     def rounds(self, count: int, out: list[dict[str, Any]]) -> None:
-        """Rounds of compaction, reset and repair (:mod:`kurahi.continuity.openclaw_rounds`)."""
+        """Rounds of compaction, reset and repair (:mod:`kurahi.continuity.targets.openclaw.rounds`)."""
         run_openclaw_rounds(self, count, out)
 
     def report_fields(self, runs: list[dict[str, Any]]) -> dict[str, Any]:

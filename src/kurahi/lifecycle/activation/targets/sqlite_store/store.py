@@ -23,8 +23,8 @@ from kurahi.errors import (
     SqliteSchemaError,
     SqliteStoreError,
 )
-from kurahi.lifecycle.activation.targets.openclaw_sqlite_plan import SqlitePlan, SqlitePreconditions
-from kurahi.store.openclaw import write as oc
+from kurahi.lifecycle.activation.targets.sqlite_store.plan import SqlitePlan, SqlitePreconditions
+from kurahi.runtimes.openclaw.sqlite import write as oc
 
 __all__ = [
     "InstallChecks",
@@ -140,10 +140,11 @@ _COUNTED = ("session_windows", "transcript_events", "session_nodes")
 def session_bytes(con: sqlite3.Connection, db: Path, session_id: str) -> bytes:
     """One session's events as a JSONL transcript, read on ``con`` (inside its transaction, if any).
 
-    The same bytes ``lineage find --export`` writes (:func:`~kurahi.lineage.openclaw_sqlite.export_session_jsonl`).
+    The same bytes ``lineage find --export`` writes (:func:`~kurahi.runtimes.openclaw.sqlite.read.export_session_jsonl`
+    does).
     """
-    from kurahi.lineage.openclaw_sqlite import export_session_jsonl
-    from kurahi.store.openclaw.snapshot import StoreSnapshot
+    from kurahi.runtimes.openclaw.sqlite.read import export_session_jsonl
+    from kurahi.runtimes.openclaw.sqlite.snapshot import StoreSnapshot
 
     return export_session_jsonl(StoreSnapshot(db, con, 0, True, (), 1), session_id)
 
@@ -161,7 +162,7 @@ def _unknown_write(db: Path, what: str) -> SqliteSchemaError:
 
 
 class InstallChecks:
-    """The checks around the one write transaction (:func:`~kurahi.store.openclaw.write.install_session`).
+    """The checks around the one write transaction (:func:`~kurahi.runtimes.openclaw.sqlite.write.install_session`).
 
     Args:
         plan: the package's plan.

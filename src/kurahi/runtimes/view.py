@@ -148,7 +148,7 @@ def runtime_view(
 
     Args:
         path: the transcript.
-        runtime: one of :data:`~kurahi.lineage.sources.RUNTIMES`.
+        runtime: one of :data:`~kurahi.runtimes.sources.RUNTIMES`.
         context_window: the model's window; by default the OpenClaw config's when ``path``
             lives in a state dir (:func:`openclaw_context_window`), else
             :data:`DEFAULT_CONTEXT_WINDOW`.
@@ -161,8 +161,8 @@ def runtime_view(
         UsageError: an unknown runtime or a non-positive window.
         NotASessionError, TranscriptReadError, ParentCycleError, CheckError: see :func:`~kurahi.lineage.check.check`.
     """
-    from kurahi.lineage.reference import reference_projection
-    from kurahi.lineage.sources import RUNTIMES, materialize
+    from kurahi.context.reference import reference_projection
+    from kurahi.runtimes.sources import RUNTIMES, materialize
 
     if runtime not in RUNTIMES:
         raise UsageError(f"runtime {runtime!r}: not a runtime Kurahi knows (choose from {', '.join(RUNTIMES)})")
@@ -190,7 +190,7 @@ def view_of(
     reserve_tokens: int = RESERVE_TOKENS,
     each: Sequence[int | None] | None = None,
 ) -> RuntimeView:
-    """:func:`runtime_view` of a :class:`~kurahi.lineage.reference.ReferenceProjection` already made.
+    """:func:`runtime_view` of a :class:`~kurahi.context.reference.ReferenceProjection` already made.
 
     ``each``: the view's messages estimated already (:func:`~kurahi.context.tokens.estimate_each`
     of :func:`view_messages`), which ``check`` reuses for its own token count.
@@ -324,7 +324,7 @@ def window_for(source: str | os.PathLike[str]) -> tuple[int, str]:
     Raises:
         UsageError: the state dir's ``openclaw.json`` cannot be read or is not a JSON object.
     """
-    from kurahi.lineage.sources import parse_sqlite_source
+    from kurahi.runtimes.sources import parse_sqlite_source
 
     parsed = parse_sqlite_source(source)
     path = (parsed[0] if parsed is not None else Path(source)).absolute()

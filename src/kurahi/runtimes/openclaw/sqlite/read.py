@@ -10,13 +10,13 @@ and ``*.jsonl`` files. The tables used here:
 - ``transcript_events``: ``(session_id, seq, event_json)``, one Pi-style entry per row, seq 0
   the session header. Exporting a session writes each ``event_json`` text as it is stored
   (a large event, stored zstd-compressed in ``event_zstd``, inflated to the same bytes: see
-  :mod:`kurahi.store.openclaw.events`), one per line, so the result is a JSONL
+  :mod:`kurahi.runtimes.openclaw.sqlite.events`), one per line, so the result is a JSONL
   transcript the store can open.
 
-Every function reads through :func:`~kurahi.store.openclaw.snapshot.open_store_snapshot`:
+Every function reads through :func:`~kurahi.runtimes.openclaw.sqlite.snapshot.open_store_snapshot`:
 a private copy of the store, so not one byte of the state directory changes (``-wal`` and
 ``-shm`` included), and committed transactions still in the WAL are seen. Pass a
-:class:`~kurahi.store.openclaw.snapshot.StoreSnapshot` to read several things from one
+:class:`~kurahi.runtimes.openclaw.sqlite.snapshot.StoreSnapshot` to read several things from one
 consistent copy; pass a path to take a snapshot for that one call.
 """
 
@@ -32,8 +32,8 @@ from typing import Any
 
 from kurahi.errors import TranscriptReadError, UsageError
 from kurahi.js import deepjson
-from kurahi.store.openclaw.events import EVENT_COLUMNS, event_bytes
-from kurahi.store.openclaw.snapshot import (
+from kurahi.runtimes.openclaw.sqlite.events import EVENT_COLUMNS, event_bytes
+from kurahi.runtimes.openclaw.sqlite.snapshot import (
     DEFAULT_BUSY_TIMEOUT,
     StoreSnapshot,
     open_store_snapshot,

@@ -1,6 +1,6 @@
 """A piece of a key's history read as *stretches*: its path cut at its ``reset`` entries.
 
-What :mod:`kurahi.lifecycle.rescue` weighs: each stretch's entry ids (is it still in view, or
+What :mod:`kurahi.lifecycle.rescue.losses` weighs: each stretch's entry ids (is it still in view, or
 carried by a later session?), its messages, tokens and stored bytes (what left the view, and
 whether it fits back), and for choosing markers the texts of its user and assistant messages.
 Read from the transcript's columns: only a stretch's ends, the resets and (when asked) the

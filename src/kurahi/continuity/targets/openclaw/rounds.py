@@ -37,8 +37,8 @@ import secrets
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from kurahi.continuity.openclaw_runtime import OpenClawRuntime
 from kurahi.continuity.rounds import rounds_key, score_round
+from kurahi.continuity.targets.openclaw.runtime import OpenClawRuntime
 from kurahi.errors import ContinuityError, UsageError
 from kurahi.locations.dirs import OpenClawState
 from kurahi.pi.vocab import COMPACTION, MESSAGE
@@ -55,7 +55,7 @@ _FILLER = (
 
 
 class RoundsHost(Protocol):
-    """What the rounds need of the OpenClaw target (:class:`kurahi.continuity.targets.openclaw.OpenClawTarget`)."""
+    """What the rounds need of the OpenClaw target (:class:`~.target.OpenClawTarget`)."""
 
     rt: OpenClawRuntime
 
@@ -80,8 +80,8 @@ def _view(run: RoundsHost, key: str, phrases: list[str]) -> dict[str, Any]:
     from kurahi.context.tokens import estimate_content_tokens
     from kurahi.lineage.check import check
     from kurahi.lineage.find import find_lineage
-    from kurahi.lineage.openclaw_sqlite import export_session_jsonl
-    from kurahi.lineage.sources import parse_sqlite_source
+    from kurahi.runtimes.openclaw.sqlite.read import export_session_jsonl
+    from kurahi.runtimes.sources import parse_sqlite_source
 
     lineage = find_lineage(run.rt.state_dir, agent=run.agent, key=key)
     live = [p for p in lineage.pieces if p.session_id == lineage.current_session_id]

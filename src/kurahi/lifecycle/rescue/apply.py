@@ -1,7 +1,7 @@
 """Bring one loss back: stitch, check, plan, apply, verify, in one call.
 
 :func:`plan_rescue` builds the candidate from the loss's pieces (``lineage stitch``; a moved
-dir's live transcript as it is), chooses markers (:mod:`kurahi.lifecycle.rescue_markers`) and
+dir's live transcript as it is), chooses markers (:mod:`kurahi.lifecycle.rescue.markers`) and
 verifies each with ``lineage check`` in the runtime's own view, then writes an activation
 package (``activate plan``). :func:`apply_rescue` then applies it offline, verifies it and
 says what came back and how to roll it back. Nothing in the state directory changes before
@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from kurahi.errors import GuessNotAcceptedError, LossNotFoundError, OpenClawRunningError
-from kurahi.lifecycle.rescue import Loss, RescueReport, find_losses
-from kurahi.lifecycle.rescue_markers import choose
-from kurahi.lifecycle.rescue_reading import stretches_of
+from kurahi.lifecycle.rescue.losses import Loss, RescueReport, find_losses
+from kurahi.lifecycle.rescue.markers import choose
+from kurahi.lifecycle.rescue.reading import stretches_of
 from kurahi.lineage.find import AgentState, Piece, open_agent
-from kurahi.lineage.runtime_view import DEFAULT_CONTEXT_WINDOW, RuntimeView
+from kurahi.runtimes.view import DEFAULT_CONTEXT_WINDOW, RuntimeView
 
 if TYPE_CHECKING:
     from kurahi.lifecycle.activation import Host
@@ -152,7 +152,7 @@ def refuse_if_openclaw_runs(root: Path) -> None:
     Raises:
         OpenClawRunningError: it runs; nothing was changed.
     """
-    from kurahi.store.openclaw.write import openclaw_running
+    from kurahi.runtimes.openclaw.sqlite.write import openclaw_running
 
     held = openclaw_running(root)
     lock = str(held) if held is not None else _gateway_2026_5(root)
@@ -295,12 +295,12 @@ def prepare_candidate(
 def _runtime_view(candidate: Path, loss: Loss) -> tuple[RuntimeView, list[Any]]:
     """What the loss's runtime sends of the candidate under the key's window, and the whole view's messages.
 
-    The plain reference projection (:mod:`kurahi.lineage.reference`) and the runtime's rule
-    (:mod:`kurahi.lineage.runtime_view`); ``activate plan`` then checks the candidate again
+    The plain reference projection (:mod:`kurahi.context.reference`) and the runtime's rule
+    (:mod:`kurahi.runtimes.view`); ``activate plan`` then checks the candidate again
     with ``lineage check``, both projections compared.
     """
-    from kurahi.lineage.reference import reference_projection
-    from kurahi.lineage.runtime_view import view_of
+    from kurahi.context.reference import reference_projection
+    from kurahi.runtimes.view import view_of
 
     ref = reference_projection(candidate)
     window = loss.restore.window or DEFAULT_CONTEXT_WINDOW

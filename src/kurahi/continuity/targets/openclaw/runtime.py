@@ -411,7 +411,7 @@ def attached_port(config: dict[str, Any], *, where: Path | str = "openclaw.json"
     """The port a running gateway listens on, found as OpenClaw's CLI finds it.
 
     ``OPENCLAW_GATEWAY_PORT``, else ``gateway.port`` of the state dir's config (``config``,
-    as :func:`~kurahi.continuity.openclaw_manifest.open_state` read it; ``where`` names it in
+    as :func:`~kurahi.continuity.targets.openclaw.manifest.open_state` read it; ``where`` names it in
     an error), else :data:`DEFAULT_PORT`.
 
     Raises:

@@ -23,8 +23,8 @@ from kurahi.lifecycle.activation.journal import Journal
 from kurahi.lifecycle.activation.outcome import ActivationResult, Phase, VerifyReport
 from kurahi.lifecycle.activation.package import Package, Plan, entry_sha256, write_package_file
 from kurahi.lifecycle.activation.target import Host
-from kurahi.lifecycle.activation.targets.backend_gateway import audit, audit_details, restart, stop
-from kurahi.lifecycle.activation.targets.backend_state import LiveState, State
+from kurahi.lifecycle.activation.targets.backend.gateway import audit, audit_details, restart, stop
+from kurahi.lifecycle.activation.targets.backend.state import LiveState, State
 from kurahi.store.base import Backend, transcript_name
 from kurahi.store.file_backend import FileAgentStore
 
@@ -303,7 +303,7 @@ def _session_file_check(live: LiveState) -> tuple[str, str]:
     The first is ``absent`` when the entry names no file or nothing regular is there; a
     moved state dir's old absolute path leads outside it, where OpenClaw finds nothing.
     """
-    from kurahi.lineage.json_links import session_file_target
+    from kurahi.runtimes.openclaw.json_links import session_file_target
 
     assert isinstance(live.store, FileAgentStore)
     sessions = live.store.sessions_dir

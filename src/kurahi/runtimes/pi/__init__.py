@@ -1,0 +1,1 @@
+"""Pi's own session files: where Pi keeps them and how they are listed."""

@@ -17,7 +17,7 @@ import pytest
 from kurahi.continuity.manifest import verify_manifest
 from kurahi.continuity.targets.openclaw.manifest import build_openclaw_manifest, observer_key
 from kurahi.errors import UsageError
-from kurahi.locations.dirs import open_state
+from kurahi.runtimes.openclaw.config import open_state
 from support.testdata import JSON_ERA, SQLITE_ERA, UPGRADED, OpenClawEra, openclaw_state_copy, tree_hash
 
 API_KEY = "sk-live-0123456789abcdef"

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from kurahi.errors import UsageError
-from kurahi.locations.dirs import kurahi_home, openclaw_state_dir, pi_sessions_dir, read_no_follow
+from kurahi.locations.dirs import kurahi_home, read_no_follow
+from kurahi.runtimes.openclaw.config import openclaw_state_dir
+from kurahi.runtimes.pi.sessions import pi_sessions_dir
 
 
 def test_the_kurahi_home_is_the_option_then_either_variable_then_the_default() -> None:

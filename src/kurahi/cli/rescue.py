@@ -56,7 +56,9 @@ class Target:
 
 def _targets(openclaw: Path | None, pi: Path | None, home: Path | None) -> list[Target]:
     """The states named by an option, else every state found where ``kurahi doctor`` looks."""
-    from kurahi.locations.dirs import kurahi_home, openclaw_state_dir, pi_sessions_dir
+    from kurahi.locations.dirs import kurahi_home
+    from kurahi.runtimes.openclaw.config import openclaw_state_dir
+    from kurahi.runtimes.pi.sessions import pi_sessions_dir
 
     given = [(p, k) for p, k in ((openclaw, "openclaw"), (pi, "pi"), (home, "kurahi")) if p is not None]
     if len(given) > 1:
@@ -294,12 +296,12 @@ def apply_cmd(
     back only with --accept-guess ID.
     """
     from kurahi.gateway.activation_host import OfflineHost
-    from kurahi.lifecycle.rescue.apply import apply_rescue, pick, refuse_if_openclaw_runs
+    from kurahi.lifecycle.rescue.apply import apply_rescue, pick, refuse_if_running
     from kurahi.lifecycle.rescue.losses import find_losses
 
     root = _one(openclaw, home)
     with activation_errors():
-        refuse_if_openclaw_runs(root)
+        refuse_if_running(root)
         report = find_losses(root, agent=agent)
         loss = pick(report, loss_id)
         if not yes:
@@ -336,14 +338,14 @@ def _prepare(root: Path, loss: Loss, report: RescueReport, folder: Path) -> Path
     import msgspec
 
     from kurahi.errors import OpenClawRunningError
-    from kurahi.lifecycle.rescue.apply import plan_rescue, prepare_candidate, refuse_if_openclaw_runs
+    from kurahi.lifecycle.rescue.apply import plan_rescue, prepare_candidate, refuse_if_running
 
     where = folder / loss.id
     where.mkdir(parents=True, exist_ok=False)
     prepared = prepare_candidate(root, loss, report, where)
     (where / "rescue.json").write_bytes(msgspec.json.encode(prepared) + b"\n")
     try:
-        refuse_if_openclaw_runs(root)
+        refuse_if_running(root)
     except OpenClawRunningError:
         return where  # a package is planned against a stopped OpenClaw: `rescue apply` makes it then
     if loss.confidence != "guess":

@@ -96,7 +96,7 @@ def list_command(
         _list_pi(as_json)
         return
     if openclaw:
-        from kurahi.locations.dirs import openclaw_state_dir
+        from kurahi.runtimes.openclaw.config import openclaw_state_dir
 
         where = openclaw_state_dir()
         if not where.path.is_dir():
@@ -131,8 +131,7 @@ def list_command(
 
 def _list_pi(as_json: bool) -> None:
     from kurahi.cli.output import table
-    from kurahi.locations.dirs import pi_sessions_dir
-    from kurahi.runtimes.pi.sessions import list_pi_sessions
+    from kurahi.runtimes.pi.sessions import list_pi_sessions, pi_sessions_dir
 
     where = pi_sessions_dir()
     if not where.path.is_dir():

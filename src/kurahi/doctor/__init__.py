@@ -26,7 +26,9 @@ def run_doctor(home: str | os.PathLike[str] | None = None, env: Mapping[str, str
     from kurahi.doctor.install import check_extras, check_native, check_version
     from kurahi.doctor.state import check_disk, check_home, check_openclaw, check_pi, check_secrets
     from kurahi.errors import UsageError
-    from kurahi.locations.dirs import kurahi_home, openclaw_state_dir, pi_sessions_dir
+    from kurahi.locations.dirs import kurahi_home
+    from kurahi.runtimes.openclaw.config import openclaw_state_dir
+    from kurahi.runtimes.pi.sessions import pi_sessions_dir
 
     checks = [check_version(), check_native(), check_extras()]
     try:

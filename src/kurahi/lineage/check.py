@@ -30,6 +30,7 @@ import msgspec
 
 from kurahi.context.reference import ReferenceProjection, reference_projection
 from kurahi.errors import KurahiError, UsageError
+from kurahi.runtimes.views import reset_view, view, whole_path_views
 
 if TYPE_CHECKING:
     from kurahi.context.files import FileContext
@@ -114,14 +115,14 @@ class CheckReport(msgspec.Struct):
 
     def view_index(self, hit: MarkerHit) -> int | None:
         """The marker's message index in the chosen runtime's view."""
-        if self.runtime == "openclaw-2026.9":
+        if view(self.runtime).after_last_reset:
             return hit.runtime_index
         return hit.index
 
     @property
     def view_messages(self) -> int:
         """Messages the chosen runtime sends."""
-        if self.runtime == "openclaw-2026.9" and self.runtime_messages is not None:
+        if view(self.runtime).after_last_reset and self.runtime_messages is not None:
             return self.runtime_messages
         return self.messages
 
@@ -143,6 +144,7 @@ class CheckReport(msgspec.Struct):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
+        whole = whole_path_views()
         return {
             "file": self.file,
             "ok": self.ok,
@@ -160,9 +162,9 @@ class CheckReport(msgspec.Struct):
             "runtime": self.runtime,
             "runtimeReason": self.runtime_reason,
             "views": [
-                {"runtime": "pi", "alsoFor": ["openclaw-2026.5"], "messages": self.messages},
+                {"runtime": whole[0], "alsoFor": whole[1:], "messages": self.messages},
                 {
-                    "runtime": "openclaw-2026.9",
+                    "runtime": reset_view(),
                     "messages": self.messages if self.runtime_messages is None else self.runtime_messages,
                     "afterReset": self.runtime_messages is not None,
                 },
@@ -287,17 +289,13 @@ def check(
     report.markers = [
         msgspec.structs.replace(m, sent=(i := report.view_index(m)) is not None and i in sent) for m in report.markers
     ]
-    counted = report.runtime_view if report.runtime_messages is not None and chosen == "openclaw-2026.9" else None
+    after_reset = view(chosen).after_last_reset
+    counted = report.runtime_view if report.runtime_messages is not None and after_reset else None
     counted = counted if counted is not None else report.pi_view
     # The view's estimates serve when they are of these very messages (or of equal ones).
     known = each if counted is shown or report.projections_agree else None
     _estimate(report, counted, window, reserves, system_prompt_tokens, trust_usage=report.stitched_ms, each=known)
     return report
-
-
-# The runtimes the request check knows, for each runtime a lineage source belongs to. OpenClaw
-# 2026.9 repairs tool pairing in memory as 2026.5 does (docs/session-doctor.md).
-_REQUEST_RUNTIMES = {"pi": ["pi-1.6", "pi-0.73"], "openclaw-2026.5": ["openclaw-2026.5"]}
 
 
 def _refused(p: Path, runtime: str) -> list[dict[str, Any]]:
@@ -313,7 +311,7 @@ def _refused(p: Path, runtime: str) -> list[dict[str, Any]]:
     with Transcript.open(p) as t:
         report = check_transcript(t)
     family = report.family
-    failing = report.failing(_REQUEST_RUNTIMES.get(runtime, ["openclaw-2026.5"]))
+    failing = report.failing(list(view(runtime).request_runtimes))
     return [f.to_dict() for f in failing if f.refused_by and (family is None or family in f.refused_by)]
 
 
@@ -395,7 +393,7 @@ def _estimate(
         if usable and trust_usage is not None:
             at = msgs[est.last_usage_index].get("timestamp") if est.last_usage_index is not None else None
             usable = isinstance(at, (int, float)) and at > trust_usage
-        if usable and report.runtime != "openclaw-2026.9" and report.runtime_messages is not None:
+        if usable and not view(report.runtime).after_last_reset and report.runtime_messages is not None:
             usable = False  # the usage measured OpenClaw's view after the reset, not this whole path
         tokens = est.tokens if usable else estimate_content_tokens(msgs, each)
     except KurahiError as exc:

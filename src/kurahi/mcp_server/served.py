@@ -21,11 +21,12 @@ from typing import Any
 
 from kurahi.errors import UsageError
 from kurahi.lineage.find import Lineage, iso, list_agents, open_agent
-from kurahi.locations.dirs import kurahi_home, openclaw_state_dir, pi_sessions_dir
+from kurahi.locations.dirs import kurahi_home
 from kurahi.mcp_server.passages import Passage, PieceInfo, fold, piece_passages
 from kurahi.mcp_server.safety import Refusal, check_key_text
 from kurahi.pi.transcript import Transcript
-from kurahi.runtimes.pi.sessions import list_pi_sessions
+from kurahi.runtimes.openclaw.config import openclaw_state_dir
+from kurahi.runtimes.pi.sessions import list_pi_sessions, pi_sessions_dir
 
 __all__ = ["KINDS", "History", "Served", "find_state"]
 

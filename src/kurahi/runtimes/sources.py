@@ -26,11 +26,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kurahi.errors import UsageError
+from kurahi.runtimes.views import NAMES
 
 __all__ = ["RUNTIMES", "SQLITE_PREFIX", "materialize", "parse_sqlite_source", "runtime_of"]
 
-RUNTIMES = ("pi", "openclaw-2026.5", "openclaw-2026.9")
-"""Runtimes ``lineage check --runtime`` knows."""
+RUNTIMES = NAMES
+"""Runtimes ``lineage check --runtime`` knows (every view's name)."""
 SQLITE_PREFIX = "sqlite:"
 
 

@@ -358,7 +358,7 @@ def openclaw_context_window(state_dir: str | os.PathLike[str], agent: str = "mai
     Raises:
         UsageError: not a state dir, or an ``openclaw.json`` that is not a JSON object.
     """
-    from kurahi.locations.dirs import open_state
+    from kurahi.runtimes.openclaw.config import open_state
 
     state = open_state(state_dir, agent)
     chosen = state.model()

@@ -110,7 +110,8 @@ def _print_table(lineage: Lineage, state_dir: Path, exported: list[str]) -> None
 
 def _default_state_dir() -> Path:
     """OpenClaw's state dir when there is one, else the Kurahi home (where ``kurahi doctor`` looks)."""
-    from kurahi.locations.dirs import kurahi_home, openclaw_state_dir
+    from kurahi.locations.dirs import kurahi_home
+    from kurahi.runtimes.openclaw.config import openclaw_state_dir
 
     with translate_errors():
         openclaw, home = openclaw_state_dir(), kurahi_home()

@@ -14,13 +14,11 @@ clocks alone that the user did not accept by id (``accept_guess``); an unknown l
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from hashlib import sha256
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +28,7 @@ from kurahi.errors import GuessNotAcceptedError, LossNotFoundError, OpenClawRunn
 from kurahi.lifecycle.rescue.losses import Loss, RescueReport, find_losses
 from kurahi.lifecycle.rescue.markers import choose
 from kurahi.lifecycle.rescue.reading import stretches_of
-from kurahi.lineage.find import AgentState, Piece, open_agent
+from kurahi.lineage.find import Agent, Piece, open_agent
 from kurahi.runtimes.view import DEFAULT_CONTEXT_WINDOW, RuntimeView
 
 if TYPE_CHECKING:
@@ -132,36 +130,21 @@ def pick(report: RescueReport, loss_id: str) -> Loss:
     )
 
 
-def _gateway_2026_5(root: Path) -> str | None:
-    """A live OpenClaw 2026.5 gateway's lock for this state dir (``$TMPDIR/openclaw-<uid>/gateway.*.lock``)."""
-    config = str(root / "openclaw.json")
-    folder = Path(tempfile.gettempdir()) / f"openclaw-{os.getuid()}"
-    wanted = f"gateway.{sha256(config.encode()).hexdigest()[:8]}.lock"
-    try:
-        payload = json.loads((folder / wanted).read_text(encoding="utf-8"))
-        pid = int(payload["pid"])
-        os.kill(pid, 0)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return f"{folder / wanted} (pid {pid})"
-
-
-def refuse_if_openclaw_runs(root: Path) -> None:
-    """Raise when an OpenClaw gateway runs on ``root`` (either era); say how to stop it.
+def refuse_if_running(root: Path) -> None:
+    """Raise when the runtime whose state ``root`` is runs on it; say how to stop it.
 
     Raises:
         OpenClawRunningError: it runs; nothing was changed.
     """
-    from kurahi.runtimes.openclaw.sqlite.write import openclaw_running
+    from kurahi.runtimes.registry import for_state_dir
 
-    held = openclaw_running(root)
-    lock = str(held) if held is not None else _gateway_2026_5(root)
+    runtime = for_state_dir(root)
+    lock = runtime.running(root)
     if lock is None:
         return
     raise OpenClawRunningError(
-        f"an OpenClaw gateway is running on {root} (it holds {lock}); stop it first: "
-        "`openclaw gateway stop` when it runs as a service (or `systemctl --user stop openclaw-gateway`), "
-        "Ctrl-C in the terminal of `openclaw gateway run`; then run this again. Nothing was changed"
+        f"an {runtime.label} gateway is running on {root} (it holds {lock}); stop it first: "
+        f"{runtime.how_to_stop}; then run this again. Nothing was changed"
     )
 
 
@@ -184,7 +167,7 @@ def _guesses(report: RescueReport, loss: Loss, accepted: Sequence[str]) -> list[
 # ---- building the candidate --------------------------------------------------------------
 
 
-def _sources(state: AgentState, pieces: Sequence[Piece]) -> list[Path]:
+def _sources(state: Agent, pieces: Sequence[Piece]) -> list[Path]:
     """Each piece as a file: a file piece as it is, a SQLite session as the state's private export."""
     return [Path(p.source) if p.db_path is None else state.session_file(p.session_id) for p in pieces]
 
@@ -338,7 +321,7 @@ def plan_rescue(
     from kurahi.lifecycle.activation import plan_activation
 
     root = Path(os.path.abspath(state_dir))
-    refuse_if_openclaw_runs(root)
+    refuse_if_running(root)
     if report is None:
         report = find_losses(root, agent=agent)
     loss = pick(report, loss_id)
@@ -375,7 +358,7 @@ def plan_rescue(
     )
 
 
-def _live_view(state: AgentState, lineage: Any, loss: Loss, notes: list[str]) -> tuple[str, int]:
+def _live_view(state: Agent, lineage: Any, loss: Loss, notes: list[str]) -> tuple[str, int]:
     """What the runtime sends now, as the stored text of those entries, and its message count.
 
     The runtime's view: the current session's path (OpenClaw 2026.9: after its last reset;
@@ -449,7 +432,7 @@ def apply_rescue(
         out = default_package_dir(pick(report, loss_id))
         Path(out).parent.mkdir(parents=True, exist_ok=True)
     plan = plan_rescue(root, loss_id, out, markers=markers, accept_guess=accept_guess, agent=agent, report=report)
-    refuse_if_openclaw_runs(root)
+    refuse_if_running(root)
     res = apply_package(plan.package, root, host)
     verified = verify_package(plan.package, root)
     return RescueResult(

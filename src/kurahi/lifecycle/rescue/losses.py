@@ -26,18 +26,16 @@ its last entry is on that view's path, and *carried* when a later session's path
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from kurahi.errors import UsageError
 from kurahi.lifecycle.rescue.reading import Stretch, estimate_stretch, stretches_of
-from kurahi.lineage.find import AgentState, Lineage, Piece, iso, list_agents, open_agent
-from kurahi.locations.dirs import read_no_follow
+from kurahi.lineage.find import Lineage, Piece, iso, list_agents, open_agent
+from kurahi.runtimes.base import Agent, ResetPolicy, View
 from kurahi.runtimes.view import sends_whole
 
 __all__ = [
@@ -45,7 +43,6 @@ __all__ = [
     "Loss",
     "RescueReport",
     "find_losses",
-    "runtime_of_state",
 ]
 
 KINDS = ("reset", "new", "idle", "daily", "rollover", "moved", "migration", "unknown")
@@ -124,105 +121,26 @@ class RescueReport(msgspec.Struct, rename="camel"):
         return out
 
 
-def runtime_of_state(root: Path, lineage: Lineage) -> str:
-    """The runtime that loads this state: OpenClaw 2026.9 for a SQLite store, else 2026.5 or Pi."""
-    if "sqlite" in lineage.layout:
-        return "openclaw-2026.9"
-    if (root / "openclaw.json").is_file() or not (root / "config.json").is_file():
-        return "openclaw-2026.5"
-    return "pi"  # a Kurahi home: its runtime projects the path as Pi does
-
-
 # ---- the losses of one key -------------------------------------------------------------
 
 
 @dataclass
-class _Policy:
-    """OpenClaw's reset policy from its config, to tell an idle rollover from a daily one."""
-
-    mode: str | None = None
-    idle_minutes: float | None = None
-
-
-def _policy(root: Path, sqlite_era: bool) -> _Policy:
-    """OpenClaw's reset policy as it resolves it (``reset-*.js`` / ``reset-policy-*.mjs``).
-
-    Without a ``session.reset`` block 2026.5 resets daily (a legacy ``session.idleMinutes``
-    alone makes it idle) and 2026.9 does not reset by itself; a block without ``mode`` is daily.
-    """
-    path = root / "openclaw.json"
-    if not path.is_file():
-        return _Policy()  # no config here: the policy OpenClaw ran with is not known
-    try:
-        config = json.loads(read_no_follow(path))
-    except (UsageError, ValueError):
-        config = {}
-    session = config.get("session") if isinstance(config, dict) else None
-    session = session if isinstance(session, dict) else {}
-    reset = session.get("reset")
-    if not isinstance(reset, dict):
-        legacy = session.get("idleMinutes")
-        if isinstance(legacy, (int, float)) and not isinstance(legacy, bool):
-            return _Policy("idle", float(legacy))
-        return _Policy(None if sqlite_era else "daily")
-    idle = reset.get("idleMinutes")
-    mode = reset.get("mode", "daily")
-    return _Policy(
-        mode if isinstance(mode, str) else None,
-        float(idle) if isinstance(idle, (int, float)) and not isinstance(idle, bool) else None,
-    )
-
-
-def _window(state: AgentState, key: str) -> tuple[int | None, str | None]:
-    """The model's context window for the key, as OpenClaw resolves it.
-
-    Its config's model entry (:func:`~kurahi.runtimes.view.openclaw_context_window`),
-    else the ``contextTokens`` OpenClaw recorded in the key's entry when it last ran (what its
-    model catalog gave), else OpenClaw's default of 200,000.
-    """
-    from kurahi.errors import UsageError
-    from kurahi.runtimes.view import DEFAULT_CONTEXT_WINDOW, openclaw_context_window
-
-    if (state.root / "openclaw.json").is_file():
-        try:
-            found = openclaw_context_window(state.root, state.agent)
-        except UsageError:
-            found = None
-        if found is not None:
-            return found
-    entry: Any = state.catalog.get(key)
-    where = "the contextTokens OpenClaw recorded in the catalog entry"
-    if entry is None and state.snap is not None:
-        from kurahi.runtimes.openclaw.sqlite.read import list_sqlite_nodes
-
-        node = next((n for n in list_sqlite_nodes(state.snap) if n.session_key == key), None)
-        entry = node.entry if node is not None else None
-        where = "the contextTokens OpenClaw recorded in the session_nodes entry"
-    value = entry.get("contextTokens") if isinstance(entry, dict) else None
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value, where
-    return DEFAULT_CONTEXT_WINDOW, "OpenClaw's default (nothing in the state names a window)"
-
-
-@dataclass
 class _KeyContext:
-    state: AgentState
+    state: Agent
     lineage: Lineage
-    runtime: str
-    policy: _Policy
-    reasons: dict[str, str | None] = field(default_factory=dict)
-    """SQLite session id → the reason its window was opened."""
+    view: View
+    policy: ResetPolicy
 
 
 def _view_ids(ctx: _KeyContext, stretches: dict[str, list[Stretch]]) -> set[str]:
     """Entry ids on the path of what the runtime sends now."""
-    if ctx.lineage.moved_from is not None and ctx.runtime == "openclaw-2026.5":
+    if ctx.lineage.moved_from is not None and ctx.view.empty_when_moved:
         return set()  # OpenClaw opens the absent file the catalog names, and starts empty
     current = next((p for p in ctx.lineage.pieces if p.current), None)
     if current is None:
         return set()
     parts = stretches.get(current.source, [])
-    if ctx.runtime == "openclaw-2026.9":
+    if ctx.view.after_last_reset:
         parts = parts[-1:]
     return {i for s in parts for i in s.ids}
 
@@ -235,47 +153,8 @@ def _boundary(ctx: _KeyContext, s: Stretch, after: Piece | None) -> tuple[str, i
         eid, reason, ms = s.ends_with_reset
         kind = reason if reason in ("reset", "new") else "reset"
         return kind, ms, [*evidence, f"reset entry {eid} ({reason or 'no reason'}) in {piece.session_id}"]
-    if piece.current:
-        return (
-            "moved",
-            piece.last_ms,
-            [
-                *evidence,
-                f"the catalog's sessionFile is {ctx.lineage.moved_from}, outside {ctx.lineage.state_dir}",
-            ],
-        )
-    if any(rule.startswith("recovered key") for rule in piece.found_by) or (
-        piece.db_path is None and "sqlite" in ctx.lineage.layout
-    ):
-        return (
-            "migration",
-            after.sort_ms if after else piece.last_ms,
-            [
-                *evidence,
-                "left behind by the upgrade to the SQLite store",
-            ],
-        )
-    if piece.kind == "reset-archive":
-        return "reset", piece.archived_ms, [*evidence, "a .reset. archive (OpenClaw renames a transcript on reset)"]
-    if piece.kind == "deleted-archive":
-        return "unknown", piece.archived_ms, [*evidence, "a .deleted. archive"]
-    at = after.sort_ms if after is not None else piece.last_ms
-    reason = ctx.reasons.get(after.session_id) if after is not None and after.db_path else None
-    if reason == "reset":
-        return "reset", at, [*evidence, f"session_windows reason reset for {after.session_id if after else '?'}"]
-    gap_min = (at - piece.last_ms) / 60000 if at is not None and piece.last_ms is not None else None
-    if piece.db_path and after is not None and after.db_path:
-        recorded = f"session_windows: {after.session_id} follows it, reason {reason or 'not recorded'}"
-    else:
-        recorded = "an unreferenced transcript left in place"
-    idle = ctx.policy.idle_minutes
-    if ctx.policy.mode == "idle" and idle is not None and gap_min is not None and gap_min >= idle:
-        return "idle", at, [*evidence, recorded, f"{gap_min:.0f} min idle >= idleMinutes {idle:g}"]
-    if ctx.policy.mode == "daily":
-        return "daily", at, [*evidence, recorded, "reset policy: daily"]
-    if reason == "rollover" or piece.kind == "transcript" or (piece.db_path and after and after.db_path):
-        return "rollover", at, [*evidence, recorded, "cause not recorded"]
-    return "unknown", at, evidence
+    found = ctx.state.boundary(ctx.lineage, piece, after, ctx.policy)
+    return found.kind, found.at_ms, [*evidence, *found.evidence]
 
 
 def _loss_id(agent: str, key: str, s: Stretch) -> str:
@@ -290,7 +169,7 @@ def _key_losses(ctx: _KeyContext, notes: list[str]) -> list[Loss]:
     for piece in lineage.pieces:
         stretches[piece.source], path_ids[piece.source] = stretches_of(ctx.state, piece, notes)
     view = _view_ids(ctx, stretches)
-    window, window_from = _window(ctx.state, lineage.key)
+    window, window_from = ctx.state.window(lineage.key)
     pieces = list(lineage.pieces)
     # Pieces whose last stretch a later piece carries are superseded (an earlier repair's sources).
     later: set[str] = set()
@@ -300,7 +179,7 @@ def _key_losses(ctx: _KeyContext, notes: list[str]) -> list[Loss]:
         if last is not None and last in later:
             carried.add(piece.source)
         later |= path_ids[piece.source]
-    moved = lineage.moved_from is not None and ctx.runtime == "openclaw-2026.5"
+    moved = lineage.moved_from is not None and ctx.view.empty_when_moved
     lost: list[tuple[int, Stretch]] = []
     for n, piece in enumerate(pieces):
         later_ids: set[str] = set().union(*(path_ids[p.source] for p in pieces[n + 1 :]))
@@ -348,8 +227,8 @@ def _key_losses(ctx: _KeyContext, notes: list[str]) -> list[Loss]:
                 lost_tokens=s.tokens,
                 first_entry_at=iso(s.first_ms),
                 last_entry_at=iso(s.last_ms),
-                runtime=ctx.runtime,
-                restore=_restore(ctx.runtime, restored, window, window_from),
+                runtime=ctx.view.name,
+                restore=_restore(ctx.view.name, restored, window, window_from),
                 pieces=sources,
                 state_dir=lineage.state_dir,
             )
@@ -403,11 +282,10 @@ def find_losses(
                 from kurahi.errors import UsageError
 
                 raise UsageError(f"{root}: agent {name!r} has no session key {key!r}")
-            reasons = {s.session_id: s.reason for s in state.sessions()}
-            policy = _policy(root, state.snap is not None)
+            policy = state.reset_policy()
             for k in keys:
-                if k.startswith(f"agent:{name}:recovered:"):
-                    continue  # OpenClaw's doctor files orphans there; they are pieces of the main key
+                if state.hidden(k):
+                    continue  # the runtime's own bookkeeping: its pieces belong to another key
                 keys_seen += 1
                 lineage = state.lineage(k)
                 notes.extend(f"{k}: {n}" for n in lineage.notes)
@@ -415,7 +293,7 @@ def find_losses(
                     f"{u}: no evidence ties it to one key, so it is not offered (see `kurahi lineage find`)"
                     for u in lineage.unlinked
                 )
-                ctx = _KeyContext(state, lineage, runtime_of_state(root, lineage), policy, reasons)
+                ctx = _KeyContext(state, lineage, state.view(lineage), policy)
                 losses.extend(_key_losses(ctx, notes))
     losses.sort(key=lambda loss: (loss.at or "", loss.agent, loss.key, loss.id))
     return RescueReport(str(root), state_kind, agents, keys_seen, losses, sorted(set(notes)))

@@ -16,7 +16,7 @@ from typing import Any
 from kurahi.context.project import entry_messages
 from kurahi.context.tokens import estimate_tokens
 from kurahi.errors import TranscriptError
-from kurahi.lineage.find import AgentState, Piece
+from kurahi.lineage.find import Agent, Piece
 from kurahi.pi.transcript import Transcript
 from kurahi.pi.vocab import BRANCH_SUMMARY, COMPACTION, CUSTOM_MESSAGE, MESSAGE, RESET
 
@@ -83,7 +83,7 @@ def _ms(t: Transcript, index: int) -> int | None:
 
 
 def stretches_of(
-    state: AgentState, piece: Piece, notes: list[str], *, texts: bool = False
+    state: Agent, piece: Piece, notes: list[str], *, texts: bool = False
 ) -> tuple[list[Stretch], set[str]]:
     """A piece's path cut at its ``reset`` entries, and every id on the path.
 
@@ -127,7 +127,7 @@ def stretches_of(
         return [], set()
 
 
-def estimate_stretch(state: AgentState, s: Stretch, notes: list[str]) -> None:
+def estimate_stretch(state: Agent, s: Stretch, notes: list[str]) -> None:
     """Replace a stretch's byte-based token figure with Pi's estimate of each of its messages."""
     try:
         with state.open_piece(s.piece) as t:

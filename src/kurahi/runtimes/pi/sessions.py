@@ -10,14 +10,16 @@ listed with what is known (its name) and ``header: false``.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from kurahi.locations.dirs import Location, env_path, user_home, variables
 from kurahi.pi.vocab import SESSION
 
-__all__ = ["PiSessionListing", "list_pi_sessions"]
+__all__ = ["PiSessionListing", "list_pi_sessions", "pi_sessions_dir"]
 
 _HEADER_MAX = 64 * 1024
 
@@ -85,3 +87,17 @@ def list_pi_sessions(root: str | os.PathLike[str]) -> list[PiSessionListing]:
             elif e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False):
                 found.append(_listing(Path(e.path), e.stat(follow_symlinks=False).st_size))
     return sorted(found, key=lambda s: (s.started or "", s.file))
+
+
+def pi_sessions_dir(env: Mapping[str, str] | None = None) -> Location:
+    """Where Pi 1.6.0 keeps its sessions (``config.js``).
+
+    ``PI_CODING_AGENT_SESSION_DIR``, else ``$PI_CODING_AGENT_DIR/sessions``, else
+    ``~/.pi/agent/sessions``; one folder per working directory, one ``.jsonl`` per session.
+    """
+    e = variables(env)
+    if e.get("PI_CODING_AGENT_SESSION_DIR"):
+        return Location(env_path(e["PI_CODING_AGENT_SESSION_DIR"], e), "PI_CODING_AGENT_SESSION_DIR")
+    if e.get("PI_CODING_AGENT_DIR"):
+        return Location(env_path(e["PI_CODING_AGENT_DIR"], e) / "sessions", "PI_CODING_AGENT_DIR")
+    return Location(user_home(e) / ".pi" / "agent" / "sessions", "default")

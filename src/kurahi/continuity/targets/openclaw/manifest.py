@@ -45,8 +45,9 @@ from kurahi.continuity.manifest import Item, regular_files, seal_manifest
 from kurahi.continuity.signing import SigningKey, load_key_file
 from kurahi.errors import ContinuityError
 from kurahi.fs.os_errors import os_error
-from kurahi.locations.dirs import OpenClawState, open_state, read_no_follow
+from kurahi.locations.dirs import read_no_follow
 from kurahi.resident.home import Home
+from kurahi.runtimes.openclaw.config import OpenClawState, open_state
 from kurahi.store.redact import redact
 
 __all__ = [

@@ -40,8 +40,8 @@ from typing import Any, Protocol
 from kurahi.continuity.rounds import rounds_key, score_round
 from kurahi.continuity.targets.openclaw.runtime import OpenClawRuntime
 from kurahi.errors import ContinuityError, UsageError
-from kurahi.locations.dirs import OpenClawState
 from kurahi.pi.vocab import COMPACTION, MESSAGE
+from kurahi.runtimes.openclaw.config import OpenClawState
 
 __all__ = ["TURNS_PER_ROUND", "RoundsHost", "check_rounds_target", "run_openclaw_rounds"]
 

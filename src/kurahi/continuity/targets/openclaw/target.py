@@ -43,7 +43,7 @@ from kurahi.continuity.targets.openclaw.manifest import build_openclaw_manifest,
 from kurahi.continuity.targets.openclaw.rounds import check_rounds_target, run_openclaw_rounds
 from kurahi.continuity.targets.openclaw.runtime import OpenClawRuntime, which_openclaw
 from kurahi.errors import ContinuityError, KurahiError, UsageError
-from kurahi.locations.dirs import OpenClawState, open_state
+from kurahi.runtimes.openclaw.config import OpenClawState, open_state
 
 __all__ = ["OPENCLAW_DISRUPTIONS", "OpenClawOptions", "OpenClawTarget", "run_openclaw_suite"]
 

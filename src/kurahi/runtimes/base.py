@@ -1,0 +1,147 @@
+"""The one interface every foreign runtime implements, and the facts of the views they send.
+
+A *runtime* is a program whose history Kurahi reads and repairs: Pi (its session files),
+OpenClaw (its state dir, JSON era then SQLite era), and, later, others. Each lives in its own
+room under :mod:`kurahi.runtimes` and answers :class:`Runtime`; the generic rooms (``lineage
+find`` / ``stitch`` / ``check``, rescue, the activation driver, the continuity runner, ``kurahi
+mcp``, ``kurahi doctor``) ask through it and never name one. The registry is
+:mod:`kurahi.runtimes` itself.
+
+What a runtime sends the model of a session is its *view* (:class:`View`); the rules that cut
+a view to the model's window are in :mod:`kurahi.runtimes.view`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Protocol
+
+import msgspec
+
+from kurahi.locations.dirs import Location
+from kurahi.pi.transcript import Transcript
+from kurahi.runtimes.pieces import Lineage, Piece
+
+__all__ = ["Agent", "Boundary", "ResetPolicy", "Runtime", "View"]
+
+
+class View(msgspec.Struct, frozen=True, kw_only=True):
+    """What a runtime sends the model of a session's path, as facts the generic rooms decide by."""
+
+    name: str
+    """Its name in reports and on the command line (``lineage check --runtime``)."""
+    label: str
+    """Its name in sentences (``OpenClaw 2026.9``)."""
+    after_last_reset: bool
+    """Sends only what follows the last ``reset`` entry on the path (else the whole path)."""
+    overflow: str
+    """How it cuts a history longer than the window: ``compaction`` (Pi's token budget; OpenClaw
+    2026.5 keeps a prompt floor) or ``bytes`` (it loads the newest stored bytes that fit)."""
+    empty_when_moved: bool
+    """A catalog naming a transcript outside the state dir makes it start empty."""
+    request_runtimes: tuple[str, ...]
+    """The runtimes ``kurahi session doctor`` judges its next request as."""
+
+
+class Boundary(msgspec.Struct, frozen=True):
+    """What a runtime's own records say about the boundary that ended a lost stretch."""
+
+    kind: str
+    """``reset``, ``new``, ``idle``, ``daily``, ``rollover``, ``moved``, ``migration`` or ``unknown``."""
+    at_ms: int | None
+    """When it happened."""
+    evidence: list[str]
+    """What marks it, in words."""
+
+
+class ResetPolicy(msgspec.Struct, frozen=True):
+    """The runtime's reset policy, to tell an idle rollover from a daily one."""
+
+    mode: str | None = None
+    """``idle``, ``daily`` or ``None`` (not known, or it does not reset by itself)."""
+    idle_minutes: float | None = None
+
+
+class Agent(Protocol):
+    """One agent of a runtime's state, opened read-only (a snapshot where the runtime keeps a store).
+
+    Everything the generic rooms read of a state goes through here: its keys, a key's lineage
+    (pieces, boundaries, evidence), a piece's transcript, the view and window the runtime uses.
+    """
+
+    root: Path
+    agent: str
+
+    @property
+    def keys(self) -> list[str]:
+        """Every session key of the agent."""
+
+    def lineage(self, key: str | None = None) -> Lineage:
+        """The lineage of ``key`` (default: the agent's main key, else its only one)."""
+
+    def open_piece(self, piece: Piece) -> AbstractContextManager[Transcript]:
+        """A piece's transcript, open."""
+
+    def session_file(self, session_id: str) -> Path:
+        """A session of the runtime's store as a private JSONL file (read by the transcript reader)."""
+
+    def transcript_bytes(self, piece: Piece) -> bytes:
+        """A piece's transcript bytes."""
+
+    def view(self, lineage: Lineage) -> View:
+        """The view the runtime that loads this state uses for ``lineage``."""
+
+    def window(self, key: str) -> tuple[int | None, str | None]:
+        """The model's context window for ``key`` and where that came from."""
+
+    def hidden(self, key: str) -> bool:
+        """Whether ``key`` is the runtime's own bookkeeping whose pieces belong to another key."""
+
+    def boundary(self, lineage: Lineage, piece: Piece, after: Piece | None, policy: ResetPolicy) -> Boundary:
+        """The boundary after ``piece`` (the next piece is ``after``), by the runtime's records."""
+
+    def reset_policy(self) -> ResetPolicy:
+        """The runtime's reset policy for this state, as it resolves it."""
+
+    def reasons(self) -> Mapping[str, str | None]:
+        """Session id → the reason the runtime recorded for opening it (when it records one)."""
+
+
+class Runtime(Protocol):
+    """A foreign runtime: where its state lives, its versions, its agents, and what it sends.
+
+    Writing an activation into a runtime's state goes through the activation driver's target for
+    :attr:`activation_store`; the runtime's room holds the statements that target runs.
+    """
+
+    name: str
+    """Short and stable (``pi``, ``openclaw``)."""
+    label: str
+    """In sentences (``OpenClaw``)."""
+    keyed: bool
+    """Its state has agents and session keys (else a session is a file and nothing groups them)."""
+    how_to_stop: str
+    """How its user stops it before a repair, in words."""
+    versions: tuple[Any, ...]
+    """One row of facts per release Kurahi has been run against, oldest first."""
+
+    def locate(self, env: Mapping[str, str] | None = None) -> Location:
+        """Where its state lives on this machine, and which setting said so."""
+
+    def owns(self, root: Path) -> bool:
+        """Whether ``root`` is this runtime's state (read-only: a look at names, nothing opened)."""
+
+    def agents(self, root: Path) -> list[str]:
+        """The agents of its state at ``root`` that have sessions."""
+
+    def open_agent(self, root: str | os.PathLike[str], agent: str | None = None) -> AbstractContextManager[Agent]:
+        """One agent's state, read-only."""
+
+    def running(self, root: Path) -> str | None:
+        """What shows the runtime is running on ``root`` (a held lock, in words), else ``None``."""
+
+    def activation_store(self, root: Path, agent: str) -> str:
+        """Which activation target writes this agent's state: ``files`` or ``sqlite``."""

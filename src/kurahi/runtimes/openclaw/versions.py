@@ -1,0 +1,96 @@
+"""What differs between OpenClaw releases, as one table of facts per release.
+
+Code that must behave as a release does asks :func:`facts` for the release's row, never
+compares version strings. A release Kurahi has not been run against gets the row of its
+line (``2026.9.x``), when Kurahi knows the line.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from kurahi.runtimes.base import View
+
+__all__ = ["JSON_ERA", "KNOWN_VERSIONS", "SQLITE_ERA", "VERSIONS", "Release", "facts", "of_era"]
+
+
+class Release(msgspec.Struct, frozen=True, kw_only=True):
+    """One OpenClaw release as Kurahi reads and drives it."""
+
+    version: str
+    """The release (``openclaw --version``)."""
+    line: str
+    """Its line (``2026.9``): releases of a line share every fact below."""
+    era: str
+    """``json`` (transcripts are files beside ``sessions.json``) or ``sqlite`` (rows of the agent's store)."""
+    view: View
+    """What it sends the model of a session's path (:mod:`kurahi.runtimes.view` has the rules)."""
+    workspace_in_user_home: bool
+    """Whether the default workspace is ``~/.openclaw/workspace`` whatever ``OPENCLAW_STATE_DIR`` says."""
+    reset_by_rpc: bool
+    """Whether a key is reset through the ``sessions.reset`` RPC: the ``agent`` connection of this
+    release lacks the admin scope a typed ``/reset`` needs."""
+    resets_by_itself: bool
+    """Whether, without a ``session.reset`` block, the gateway resets sessions daily by itself."""
+    rounds: bool
+    """Whether the continuity suite's rounds run on it (they read the SQLite era's store)."""
+    gateway_lock: str
+    """Where a running gateway's lock lives: ``state-dir`` (``tmp/openclaw-<uid>/gateway.*.lock.sqlite``
+    in the state dir, held by SQLite) or ``tmpdir`` (``$TMPDIR/openclaw-<uid>/gateway.<hash>.lock``, a pid)."""
+
+
+JSON_ERA = Release(
+    version="2026.5.28",
+    line="2026.5",
+    era="json",
+    view=View(
+        name="openclaw-2026.5",
+        label="OpenClaw 2026.5",
+        after_last_reset=False,  # a reset starts a new file there
+        overflow="compaction",
+        empty_when_moved=True,
+        request_runtimes=("openclaw-2026.5",),
+    ),
+    workspace_in_user_home=True,
+    reset_by_rpc=True,
+    resets_by_itself=True,
+    rounds=False,
+    gateway_lock="tmpdir",
+)
+SQLITE_ERA = Release(
+    version="2026.9.6",
+    line="2026.9",
+    era="sqlite",
+    view=View(
+        name="openclaw-2026.9",
+        label="OpenClaw 2026.9",
+        after_last_reset=True,
+        overflow="bytes",
+        empty_when_moved=False,
+        # It repairs tool pairing in memory as 2026.5 does (docs/session-doctor.md).
+        request_runtimes=("openclaw-2026.5",),
+    ),
+    workspace_in_user_home=False,
+    reset_by_rpc=False,
+    resets_by_itself=False,
+    rounds=True,
+    gateway_lock="state-dir",
+)
+VERSIONS: tuple[Release, ...] = (JSON_ERA, SQLITE_ERA)
+"""Every release Kurahi has been run against, oldest first."""
+KNOWN_VERSIONS = tuple(r.version for r in VERSIONS)
+"""Their version strings."""
+
+
+def facts(version: str) -> Release | None:
+    """The row of ``version``, else of its line (``2026.9.x``); ``None`` for a line Kurahi does not know."""
+    for release in VERSIONS:
+        if release.version == version:
+            return release
+    line = ".".join(version.split(".")[:2])
+    return next((r for r in VERSIONS if r.line == line), None)
+
+
+def of_era(era: str) -> Release:
+    """The newest known release of ``era`` (``json`` or ``sqlite``)."""
+    return next(r for r in reversed(VERSIONS) if r.era == era)

@@ -1,0 +1,84 @@
+"""Every runtime Kurahi knows, and which one a state directory belongs to.
+
+The one place that lists them: a generic room asks here (by a state dir, or by name) and works
+through :class:`~kurahi.runtimes.base.Runtime` without importing a runtime's room itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kurahi.errors import UsageError
+from kurahi.runtimes.base import Agent
+from kurahi.runtimes.openclaw.runtime import OPENCLAW
+from kurahi.runtimes.pi.runtime import PI
+from kurahi.runtimes.pieces import Piece
+
+__all__ = ["RUNTIMES", "export_piece", "for_state_dir", "list_agents", "named", "open_agent"]
+
+RUNTIMES: tuple[Any, ...] = (OPENCLAW, PI)
+"""Every runtime, in the order a state dir is tried (a folder of agents first)."""
+
+
+def named(name: str) -> Any:
+    """The runtime called ``name`` (``openclaw``, ``pi``).
+
+    Raises:
+        UsageError: no runtime has that name.
+    """
+    for runtime in RUNTIMES:
+        if runtime.name == name:
+            return runtime
+    raise UsageError(f"unknown runtime {name!r}; known: {', '.join(r.name for r in RUNTIMES)}")
+
+
+def for_state_dir(root: str | os.PathLike[str]) -> Any:
+    """The runtime whose state ``root`` is with agents and keys (a Kurahi home reads as OpenClaw's layout).
+
+    A directory no runtime owns is given to the first, whose reader then says what is wrong with it.
+    """
+    path = Path(os.path.abspath(root))
+    keyed = [runtime for runtime in RUNTIMES if runtime.keyed]
+    return next((runtime for runtime in keyed if runtime.owns(path)), keyed[0])
+
+
+def list_agents(state_dir: str | os.PathLike[str]) -> list[str]:
+    """The agents of a state directory that have sessions.
+
+    Raises:
+        UsageError: the directory is missing or no runtime's state.
+    """
+    agents: list[str] = for_state_dir(state_dir).agents(Path(state_dir))
+    return agents
+
+
+@contextmanager
+def open_agent(state_dir: str | os.PathLike[str], agent: str | None = None) -> Iterator[Agent]:
+    """One agent of a state directory, read-only, through the runtime it belongs to.
+
+    Raises:
+        UsageError: the directory is missing or neither layout; the agent is unknown or ambiguous.
+        TranscriptReadError: a store is unreadable, corrupt or locked.
+        CatalogError: a catalog does not parse or cannot be read.
+    """
+    with for_state_dir(state_dir).open_agent(state_dir, agent) as state:
+        yield state
+
+
+def export_piece(piece: Piece, out_path: str | os.PathLike[str]) -> Path:
+    """Write a piece as a JSONL transcript at ``out_path``, atomically; never overwrites.
+
+    The runtime that holds the piece exports it (a store's session as the JSONL it reads, a file
+    byte for byte), never into the state directory it came from.
+
+    Raises:
+        UsageError: ``out_path`` exists, its folder is missing, or it lies in the state directory.
+        TranscriptReadError: the source cannot be read.
+    """
+    from kurahi.runtimes.openclaw.state import export_piece as export
+
+    return export(piece, out_path)  # every piece today is read by OpenClaw's state reader

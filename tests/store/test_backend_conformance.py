@@ -18,11 +18,41 @@ class TestEachBackend(BackendConformance):
     def _maker(self, any_backend: BackendMaker, tmp_path: Path) -> None:
         self.maker = any_backend
         self.home = tmp_path / "home"
-        # A live writer's lock file cannot be taken from it; the others fence a writer off.
-        self.fenced_claims = any_backend.kind != "file"
 
     def make_backend(self) -> Backend:
         return self.maker(self.home)
+
+
+# (shared, fences_writers, persistent, directory is the home) of each backend
+CAPABILITIES = {
+    "file": (False, False, True, True),
+    "memory": (False, True, False, False),
+    "postgres": (True, True, True, False),
+}
+
+
+def test_each_backend_says_what_it_can_do(any_backend: BackendMaker, tmp_path: Path) -> None:
+    backend = any_backend(tmp_path / "home")
+    shared, fences, persistent, in_home = CAPABILITIES[any_backend.kind]
+    assert (backend.shared, backend.fences_writers, backend.persistent) == (shared, fences, persistent)
+    assert backend.directory == (tmp_path / "home" if in_home else None)
+    assert backend.kind == any_backend.kind  # still the label messages print
+
+
+def test_what_a_persistent_backend_holds_outlives_it(any_backend: BackendMaker, tmp_path: Path) -> None:
+    first = any_backend(tmp_path / "home")
+    first.agent("main", create=True).transcripts.import_bytes("s1.jsonl", b'{"type":"session"}\n')
+    first.close()
+    again = any_backend(tmp_path / "home")  # the same home or database, opened afresh
+    assert again.agent("main").transcripts.exists("s1.jsonl") == again.persistent
+
+
+def test_the_default_backend_is_the_homes_files(tmp_path: Path) -> None:
+    from kurahi.store.open import default_backend, open_backend
+
+    backend = default_backend(tmp_path)
+    assert isinstance(backend, FileBackend) and backend.directory == tmp_path
+    assert isinstance(open_backend(tmp_path), FileBackend)
 
 
 def test_open_backend_picks_by_name(tmp_path: Path) -> None:

@@ -59,7 +59,7 @@ from kurahi.lifecycle.freshness.carry import Carry
 from kurahi.lifecycle.freshness.policy import Decision
 from kurahi.pi.ids import session_id as new_session_id
 from kurahi.store.base import Backend, transcript_name
-from kurahi.store.file_backend import FileBackend
+from kurahi.store.open import default_backend
 
 __all__ = ["Runtime", "make_provider"]
 
@@ -129,7 +129,7 @@ class Runtime:
         backend: Backend | None = None,
     ) -> None:
         self.paths = AgentPaths.of(home, agent_id).ensure()
-        self.backend = backend if backend is not None else FileBackend(home)
+        self.backend = backend if backend is not None else default_backend(home)
         self.store = self.backend.agent(agent_id, create=True)
         self.on_event = on_event
         self.config = config if config is not None else load_config(home)

@@ -30,20 +30,23 @@ def _home_sources(home: Path, agent: str, key: str) -> tuple[Path, Path, list[Pa
     from kurahi.errors import ProvenanceError
     from kurahi.resident.home import Home
     from kurahi.store.base import transcript_name
-    from kurahi.store.file_backend import FileBackend
+    from kurahi.store.catalog import CATALOG_NAME
+    from kurahi.store.open import default_backend
 
-    # Provenance reads files (transcripts and the workspace), so it works on the file backend.
+    # Provenance reads files (transcripts and the workspace), so it works on a home's own files.
     home = home_root(home)
     paths = Home.at(home).agent(agent, must_exist=True)
-    store = FileBackend(home).agent(agent)
+    store = default_backend(home).agent(agent)
+    sessions = store.sessions_dir
+    assert sessions is not None  # a home's default store is its files
     entry = store.catalog.get(key)
     if entry is None:
-        raise ProvenanceError(f"no session key {key!r}", kind="not-found", path=store.catalog.path)
+        raise ProvenanceError(f"no session key {key!r}", kind="not-found", path=sessions / CATALOG_NAME)
     name = transcript_name(entry)
     if name is None or not store.transcripts.exists(name):
-        raise ProvenanceError(f"the transcript of {key!r} is missing", kind="not-found", path=store.sessions_dir)
-    others = [store.sessions_dir / n for n in store.transcripts.names() if n != name]
-    return store.sessions_dir / name, paths.workspace, others
+        raise ProvenanceError(f"the transcript of {key!r} is missing", kind="not-found", path=sessions)
+    others = [sessions / n for n in store.transcripts.names() if n != name]
+    return sessions / name, paths.workspace, others
 
 
 @app.command("provenance")

@@ -64,12 +64,12 @@ def _is_database(store: str) -> bool:
 def _open(option: str, store: str, password: Path | None, *, source: bool = False) -> Backend:
     """The backend ``store`` names (``file:HOME`` or a database URL); a file source must exist."""
     if store.startswith("file:") and store != "file:":
-        from kurahi.store.file_backend import FileBackend
+        from kurahi.store.open import default_backend
 
         home = Path(store[len("file:") :]).expanduser()
         if source and not home.is_dir():
             fail(f"{option} {store}: no such home; nothing to copy", EXIT.NOT_FOUND)
-        return FileBackend(home)
+        return default_backend(home)
     if _is_database(store):
         from kurahi.store.open import postgres_backend
 

@@ -66,7 +66,7 @@ from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
 from kurahi.store.audit.record import format_ts
 from kurahi.store.base import AgentStore, Backend
-from kurahi.store.file_backend import FileBackend, FileTranscripts
+from kurahi.store.open import default_backend
 from kurahi.store.redact import redact
 
 __all__ = [
@@ -176,7 +176,7 @@ def collect_entries(
 ) -> list[Item]:
     """The ``(kind, name, value)`` of every entry, in manifest order (see the module docstring)."""
     paths = home.agent(agent, must_exist=True)
-    backend = backend if backend is not None else FileBackend(home.root)
+    backend = backend if backend is not None else default_backend(home.root)
     store = backend.agent(agent)
     config = load_config(home.root)
     settings = config.agent(agent)
@@ -186,7 +186,7 @@ def collect_entries(
 
     # Files (identity, memory, and the file backend's transcripts) are hashed in one batch
     # through the stat-keyed cache; another backend's transcripts are hashed from their bytes.
-    sessions_dir = store.transcripts.directory if isinstance(store.transcripts, FileTranscripts) else None
+    sessions_dir = store.sessions_dir
     identity, memory, transcript_files, digests = _hash_files(paths.workspace, sessions_dir, cache)
 
     def files(kind: str, found: list[tuple[str, Path]]) -> list[Item]:

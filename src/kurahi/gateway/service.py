@@ -30,7 +30,7 @@ from kurahi.js.decode import DECODE_ERRORS
 from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
 from kurahi.store.base import Backend
-from kurahi.store.file_backend import FileBackend
+from kurahi.store.open import default_backend
 
 __all__ = ["Gateway", "merge_patch"]
 
@@ -69,7 +69,7 @@ class Gateway:
         home.check_owner_token()
         self.home = home
         self.devices = DeviceRegistry(home.devices)
-        self.backend = backend if backend is not None else FileBackend(home.root)
+        self.backend = backend if backend is not None else default_backend(home.root)
         self.audit = self.backend.audit()
         self.config: Config = load_config(home.root)
         check_api_keys(self.config)

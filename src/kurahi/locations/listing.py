@@ -100,7 +100,7 @@ def list_sessions(
         CatalogCorruptError: a catalog does not parse (nothing is listed then).
         CatalogError: ``home`` is not a directory, or the agent has no sessions directory.
     """
-    if backend is not None and backend.kind != "file":
+    if backend is not None and backend.directory is None:
         return _list_backend(backend, agent)
     listings: list[SessionListing] = []
     for agent_id, path in find_catalogs(home, agent):

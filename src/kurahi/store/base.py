@@ -517,6 +517,11 @@ class AgentStore(ABC):
     transcripts: TranscriptStore
     catalog: SessionCatalog
 
+    sessions_dir: Path | None = None
+    """The folder the agent's transcripts (``<name>.jsonl``) and catalog (``sessions.json``) are files in,
+    for a caller that reads or hashes them by path; ``None`` when they are not files (see
+    :attr:`Backend.directory`)."""
+
     @abstractmethod
     def log(self, name: LogName, *, durable: bool = True) -> RecordLog:
         """The agent's record log ``name`` (a new object each call; the caller closes it)."""
@@ -528,14 +533,53 @@ class AgentStore(ABC):
 class Backend(ABC):
     """Where everything Kurahi stores lives (see the module docstring).
 
+    Code above ``store`` asks a backend what it can do (:attr:`shared`, :attr:`fences_writers`,
+    :attr:`persistent`, :attr:`directory`), never what it is: :attr:`kind` is a label for
+    messages and reports, and nothing branches on it. Every backend sets each capability.
+
     Attributes:
-        kind: ``file``, ``memory`` or ``postgres``.
+        kind: ``file``, ``memory`` or ``postgres``: a label to print, not to test.
         home: the Kurahi home. Its identity, memory and config files, secrets and run files
             stay files whatever the backend; the backend holds sessions, logs and the chain.
     """
 
     kind: str
     home: Path
+
+    shared: bool
+    """Whether several gateways (processes, on this machine or others) may use this store at once.
+
+    On a shared store a writer's claim is a lease another process may take over, and a process
+    that starts settles only what dead writers left, never a live one's work: it asks
+    :meth:`live_instances`, which answers for a shared store and is ``None`` otherwise. Not
+    shared: one gateway at a time (a home's files, guarded by ``run/gateway.lock``; memory,
+    one process's own).
+    """
+
+    fences_writers: bool
+    """Whether :meth:`TranscriptStore.claim` can take a transcript from a live writer and fence it off.
+
+    ``True`` (a database's leases, memory): a claim made with ``take_over`` wins, and the old
+    writer's next append fails and writes nothing; an activation uses this to switch a session
+    a gateway still holds. ``False`` (a home's files: a lock held by a live process): a claim
+    on a transcript being written is refused whatever ``take_over`` says.
+    """
+
+    persistent: bool
+    """Whether what is written outlives this process: another process opening the same store reads it.
+
+    ``False`` (memory) is for tests and embedding; a command that ends when its work is
+    done has nothing left to show from such a store.
+    """
+
+    directory: Path | None
+    """The local directory that holds this store as a Kurahi home's files (``agents/<id>/sessions/``,
+    ``audit/chain.jsonl``), or ``None`` when the data lives elsewhere (a database, memory).
+
+    A caller that reads or checks a home by path (lineage and provenance tools, OpenClaw-shaped
+    catalogs beside the home's, whether the home is writable, a plan in the home's files)
+    works only on a store that has one; each agent's folder is :attr:`AgentStore.sessions_dir`.
+    """
 
     @property
     def instance(self) -> str:

@@ -351,6 +351,7 @@ class FileAgentStore(AgentStore):
 
     transcripts: FileTranscripts
     catalog: Catalog
+    sessions_dir: Path
 
     def __init__(self, home: Path, agent_id: str) -> None:
         self.agent_id = check_agent_id(agent_id)
@@ -376,9 +377,14 @@ class FileBackend(Backend):
     """A home on the local file system (see the module docstring)."""
 
     kind = "file"
+    shared = False  # one gateway per home (run/gateway.lock)
+    fences_writers = False  # a live writer's lock file cannot be taken from it
+    persistent = True
+    directory: Path
 
     def __init__(self, home: str | os.PathLike[str]) -> None:
         self.home = Path(home)
+        self.directory = self.home
 
     def __repr__(self) -> str:
         return f"FileBackend({str(self.home)!r})"

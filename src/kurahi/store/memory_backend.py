@@ -315,6 +315,10 @@ class MemoryBackend(Backend):
     """
 
     kind = "memory"
+    shared = False  # one process's own
+    fences_writers = True  # a claim taken over marks the writer's handle lost
+    persistent = False  # gone with the process
+    directory = None
 
     def __init__(self, home: str | Path | None = None) -> None:
         self.home = Path(home) if home is not None else Path("/nonexistent-kurahi-memory-home")

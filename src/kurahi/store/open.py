@@ -1,7 +1,8 @@
 """Choosing a backend: from a home, ``memory:``, or a ``postgres://`` URL.
 
-``open_backend(home)`` is the file backend (a Kurahi home as files); ``--store`` on the
-command line and ``KOLO_STORE`` in the environment name another one. A database URL may
+``open_backend(home)`` is the file backend (a Kurahi home as files), as is
+``default_backend(home)``, what code above ``store`` uses when it is handed no backend;
+``--store`` on the command line and ``KOLO_STORE`` in the environment name another one. A database URL may
 carry a password: it is kept inside the backend and never printed (``describe()`` hides it).
 """
 
@@ -17,7 +18,19 @@ from kurahi.store.base import Backend
 if TYPE_CHECKING:
     from kurahi.store.postgres import PostgresBackend
 
-__all__ = ["open_backend", "postgres_backend", "url_has_password"]
+__all__ = ["default_backend", "open_backend", "postgres_backend", "url_has_password"]
+
+
+def default_backend(home: str | os.PathLike[str]) -> Backend:
+    """The store of ``home`` when none is named: its own files.
+
+    What the gateway, the runtime, the continuity manifest and the activation use when they
+    are handed no backend; they learn what it can do from its capabilities (its
+    :attr:`~kurahi.store.base.Backend.directory` is ``home``), not from its class.
+    """
+    from kurahi.store.file_backend import FileBackend
+
+    return FileBackend(home)
 
 
 def url_has_password(url: str) -> bool:
@@ -69,16 +82,12 @@ def open_backend(
             repeats a password).
     """
     if store is None or store in ("file", "file:"):
-        from kurahi.store.file_backend import FileBackend
-
-        return FileBackend(home)
+        return default_backend(home)
     if store.startswith("file:"):
-        from kurahi.store.file_backend import FileBackend
-
         where = Path(store[len("file:") :])
         if where.resolve() != Path(home).resolve():
             raise UsageError(f"--store file:{where} names another home than {home}; use --home {where}")
-        return FileBackend(home)
+        return default_backend(home)
     if store in ("memory", "memory:"):
         from kurahi.store.memory_backend import MemoryBackend
 

@@ -14,9 +14,11 @@ file, memory and PostgreSQL backends; a third-party backend passes it or is not 
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from kurahi.context.project import build_context
@@ -55,11 +57,11 @@ def _raises(kind: type[BaseException] | tuple[type[BaseException], ...], fn: Cal
 
 
 class BackendConformance:
-    """The behaviours every backend shares (see the module docstring)."""
+    """The behaviours every backend shares (see the module docstring).
 
-    fenced_claims = True
-    """Whether :meth:`TranscriptStore.claim` can take a transcript over from a live writer and fence
-    it off (a database, memory); ``False`` where a live writer's claim cannot be broken (files)."""
+    What differs between backends, the suite learns from the backend's own capabilities
+    (:attr:`~kurahi.store.base.Backend.fences_writers`, ...), and checks that they hold.
+    """
 
     def make_backend(self) -> Backend:
         """A fresh, empty backend (each test gets its own)."""
@@ -227,9 +229,10 @@ class BackendConformance:
         assert ts.export("s1.jsonl") == _HEADER + _ENTRY
 
     def test_claim_takes_over_only_a_writer_it_can_fence(self) -> None:
-        ts = self.make_backend().agent("main", create=True).transcripts
+        backend = self.make_backend()
+        ts = backend.agent("main", create=True).transcripts
         writer = ts.create("s1.jsonl", _HEADER, durable=True)
-        if not self.fenced_claims:
+        if not backend.fences_writers:
             _raises(LockHeldError, lambda: ts.claim("s1.jsonl", take_over=True))
             writer.append(_ENTRY, durable=True)
             writer.close()
@@ -411,6 +414,33 @@ class BackendConformance:
         assert audit.verify().entries == 1
 
     # -- the backend ------------------------------------------------------------------------------
+
+    def test_capabilities_are_set_and_consistent(self) -> None:
+        backend = self.make_backend()
+        name = type(backend).__name__
+        for flag in ("shared", "fences_writers", "persistent"):
+            assert isinstance(getattr(backend, flag, None), bool), f"{name}.{flag} must be set to True or False"
+        assert hasattr(backend, "directory"), f"{name}.directory must be set (None: not a home's files)"
+        assert backend.directory is None or isinstance(backend.directory, Path)
+        assert isinstance(backend.kind, str) and len(backend.kind) > 0  # a label for messages, never tested
+        # Shared by gateways: its writers can be fenced, it outlives each, and it knows who is alive.
+        if backend.shared:
+            assert backend.fences_writers and backend.persistent
+        assert (backend.live_instances() is not None) == backend.shared
+
+    def test_directory_holds_the_stores_as_files(self) -> None:
+        backend = self.make_backend()
+        store = backend.agent("main", create=True)
+        store.transcripts.create("s1.jsonl", _HEADER, durable=True).close()
+        store.catalog.upsert("agent:main:main", {"sessionId": "s1", "sessionFile": "s1.jsonl"})
+        if backend.directory is None:
+            assert store.sessions_dir is None  # nothing to read by path
+            return
+        assert backend.persistent  # files outlive the process
+        sessions = store.sessions_dir
+        assert sessions is not None and sessions.is_relative_to(backend.directory)
+        assert (sessions / "s1.jsonl").read_bytes() == store.transcripts.export("s1.jsonl")
+        assert json.loads((sessions / "sessions.json").read_bytes())["agent:main:main"]["sessionId"] == "s1"
 
     def test_agents(self) -> None:
         backend = self.make_backend()

@@ -20,7 +20,6 @@ from kurahi.errors import KurahiError
 from kurahi.gateway.http import HTTPError
 from kurahi.gateway.service import Gateway
 from kurahi.store.base import transcript_name
-from kurahi.store.file_backend import FileBackend
 from kurahi.store.redact import redact
 
 __all__ = ["resident", "residents", "session_lineage", "sessions"]
@@ -143,7 +142,7 @@ async def session_lineage(gateway: Gateway, agent: str, key: str) -> dict[str, A
     entry = rt.catalog.get(key)
     if entry is None:
         raise HTTPError(404, "unknown_session", f"no session with key {key!r}")
-    if isinstance(gateway.backend, FileBackend):
+    if gateway.backend.directory is not None:  # the home's files: find_lineage reads them
         from kurahi.lineage.find import find_lineage
 
         # It reads and measures every piece: off the event loop, so other requests go on.

@@ -52,7 +52,7 @@ async def readiness(gateway: Gateway) -> dict[str, str]:
         checks["store"] = f"the {backend.kind} store did not answer within {STORE_CHECK_TIMEOUT:g} s"
     except (KurahiError, OSError) as exc:
         checks["store"] = f"the {backend.kind} store cannot be read: {exc}"
-    if backend.kind == "file":
+    if backend.directory is not None:  # the store is the home's files: writing them needs a writable home
         checks["home"] = _home_writable(gateway)
     return checks
 

@@ -93,7 +93,7 @@ def plan_activation(
 
 
 def _planner(root: Path, agent: str, backend: Backend | None) -> Planner:
-    if backend is not None and backend.kind != "file":
+    if backend is not None and backend.directory is None:
         return BackendPlanner.in_store(root, agent, backend)
     if sqlite_era(root, agent):
         return SqlitePlanner(root, agent)

@@ -114,6 +114,10 @@ class PostgresBackend(Backend):
     """
 
     kind = "postgres"
+    shared = True  # gateways on several machines, each with its leases
+    fences_writers = True  # a lease taken over makes the old writer's fencing token stale
+    persistent = True
+    directory = None
 
     def __init__(
         self,

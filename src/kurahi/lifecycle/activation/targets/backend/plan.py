@@ -29,7 +29,7 @@ from kurahi.lifecycle.activation.package import (
 from kurahi.lifecycle.activation.target import StagedCandidate
 from kurahi.store.base import AgentStore, Backend, transcript_name
 from kurahi.store.catalog import find_catalogs
-from kurahi.store.file_backend import FileBackend
+from kurahi.store.open import default_backend
 
 __all__ = ["TERMINAL_RUN_FIELDS", "BackendPlanner", "new_entry"]
 
@@ -66,7 +66,7 @@ class BackendPlanner:
 
         refuse_links(root, f"agents/{agent}/sessions/sessions.json")  # nothing written through a link
         find_catalogs(root, agent)  # the agent's sessions directory must exist
-        store = FileBackend(root).agent(agent)
+        store = default_backend(root).agent(agent)
         return cls(root, agent, store, bound=None, sessions_dir=root / "agents" / agent / "sessions")
 
     @classmethod

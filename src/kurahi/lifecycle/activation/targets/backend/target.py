@@ -26,7 +26,6 @@ from kurahi.lifecycle.activation.target import Host
 from kurahi.lifecycle.activation.targets.backend.gateway import audit, audit_details, restart, stop
 from kurahi.lifecycle.activation.targets.backend.state import LiveState, State
 from kurahi.store.base import Backend, transcript_name
-from kurahi.store.file_backend import FileAgentStore
 
 __all__ = ["BackendTarget", "live_state", "open_for_home"]
 
@@ -47,7 +46,7 @@ def open_for_home(
             f"planned for the home {pkg.plan.home}, not {root}; a package is only applied where it was planned",
             path=pkg.root,
         )
-    store = None if backend is None or backend.kind == "file" else backend.describe()
+    store = None if backend is None or backend.directory is not None else backend.describe()
     if pkg.plan.backend != store:
         raise WrongHomeError(
             f"planned for the store {pkg.plan.backend or 'in the home files'}, not {store or 'the home files'}; "
@@ -60,9 +59,10 @@ def open_for_home(
 def live_state(pkg: Package[Plan], home: str | os.PathLike[str], backend: Backend | None = None) -> LiveState:
     """The live state of the package's agent: in the home's files, or in ``backend``.
 
-    On a store shared by gateways (a database) the activation takes the sessions' leases
-    even from a live gateway: its fencing token goes stale, so it writes nothing more to
-    them, and it opens the key's session afresh (the activated one) when next asked.
+    On a store that fences writers (:attr:`~kurahi.store.base.Backend.fences_writers`: a
+    database shared by gateways, memory) the activation takes the sessions' claims even from a
+    live gateway: its fencing token goes stale, so it writes nothing more to them, and it opens
+    the key's session afresh (the activated one) when next asked.
 
     Raises:
         UnsafeFileError: in the home's files, ``agents``, the agent's folder or its
@@ -70,12 +70,12 @@ def live_state(pkg: Package[Plan], home: str | os.PathLike[str], backend: Backen
     """
     if backend is None:
         from kurahi.fs.no_links import refuse_links
-        from kurahi.store.file_backend import FileBackend
+        from kurahi.store.open import default_backend
 
         root = Path(home).resolve()
         refuse_links(root, f"agents/{pkg.plan.agent}/sessions/sessions.json")  # nothing written through a link
-        backend = FileBackend(root)  # the home's files, as every activation had
-    return LiveState(pkg, backend.agent(pkg.plan.agent), take_over=backend.kind != "file")
+        backend = default_backend(root)  # the home's files, as every activation had
+    return LiveState(pkg, backend.agent(pkg.plan.agent), take_over=backend.fences_writers)
 
 
 class BackendTarget:
@@ -182,14 +182,14 @@ class BackendTarget:
         else:
             name = transcript_name(live.entry())
             data = live.transcript_bytes(name) if name else b""
-            source = "files" if isinstance(live.store, FileAgentStore) else "store"
+            source = "files" if live.store.sessions_dir is not None else "store"
         try:
             actual = project_bytes(data, plan.markers)
             diffs = differences(plan.projection, actual)
             actual_dict: dict[str, Any] | None = projection_dict(actual)
         except Exception as exc:  # anything unreadable is a mismatch, reported as such
             diffs, actual_dict = [f"the live session cannot be projected: {exc}"], None
-        if isinstance(live.store, FileAgentStore):
+        if live.store.sessions_dir is not None:
             where, there = _session_file_check(live)
             if where != there:
                 diffs.append(f"the catalog's sessionFile leads to {where}, the transcript is {there}")
@@ -260,7 +260,7 @@ class BackendTarget:
         want = entry_sha256(plan.new_entry)
         got = entry_sha256(live.entry())
         rep.parts.append({"part": "catalogEntry", "ok": got == want, "expected": want, "actual": got})
-        if isinstance(live.store, FileAgentStore):
+        if live.store.sessions_dir is not None:
             where, there = _session_file_check(live)
             rep.parts.append({"part": "sessionFile", "ok": where == there, "expected": there, "actual": where})
         got = live.target_sha()
@@ -305,8 +305,8 @@ def _session_file_check(live: LiveState) -> tuple[str, str]:
     """
     from kurahi.runtimes.openclaw.json_links import session_file_target
 
-    assert isinstance(live.store, FileAgentStore)
     sessions = live.store.sessions_dir
+    assert sessions is not None
     there = str(sessions / live.plan.target_file)
     target = session_file_target(live.entry(), sessions)
     if target is None:

@@ -1,12 +1,15 @@
 """The rooms' order (:mod:`kurahi._rooms`) holds for every import, and no import goes round in a cycle.
 
-Every import counts: at the top of a module, inside a function, under ``TYPE_CHECKING``, and a
-module named in a string (a lazy loader's map, ``importlib.import_module``).
+Every import counts: at the top of a module, inside a function, under ``TYPE_CHECKING``, a relative
+one (``from ..lineage import path``, resolved against the importer's package; ruff's ``TID252``
+bans them too, but the walk does not rely on it), and a module named in a string (a lazy loader's
+map, ``importlib.import_module``).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -42,15 +45,34 @@ def _called(call: ast.Call) -> str | None:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 
 
-def imports(source: str, known: dict[str, Path]) -> set[str]:
-    """The Kurahi modules one module's source imports, in any of the ways the docstring lists."""
+def _base(importer: str, known: dict[str, Path], level: int) -> str | None:
+    """The package a relative import of ``level`` dots names, seen from the module ``importer``.
+
+    One dot is the importer's own package: a package's ``__init__`` is that package itself, a
+    plain module's is its parent. Each further dot goes one package up; past the top, ``None``
+    (Python refuses such an import).
+    """
+    package = importer if known[importer].name == "__init__.py" else importer.rpartition(".")[0]
+    parts = package.split(".") if package else []
+    if level - 1 >= len(parts):
+        return None
+    return ".".join(parts[: len(parts) - (level - 1)])
+
+
+def imports(source: str, known: dict[str, Path], importer: str) -> set[str]:
+    """The Kurahi modules the source of the module ``importer`` imports, in any of the ways the docstring lists."""
     out: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         names: Iterable[str] = ()
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            # `from X import a` names X.a (a submodule, or a name in X: `_named` cuts it back to X);
+            # `from . import a` and `from ..X import a` are the same, X found from the importer's package.
+            base = node.module if node.level == 0 else _base(importer, known, node.level)
+            if base is not None and node.level > 0 and node.module:
+                base = f"{base}.{node.module}"
+            names = [f"{base}.{a.name}" for a in node.names] if base else []
         elif isinstance(node, ast.Dict):  # a lazy loader's map: name -> module
             names = [v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
         elif isinstance(node, ast.Call) and _called(node) in ("import_module", "__import__") and node.args:
@@ -64,9 +86,15 @@ def imports(source: str, known: dict[str, Path]) -> set[str]:
     return out
 
 
-def graph() -> dict[str, set[str]]:
+@functools.cache
+def _graph() -> dict[str, frozenset[str]]:
     known = modules()
-    return {m: imports(p.read_text(encoding="utf-8"), known) - {m} for m, p in known.items()}
+    return {m: frozenset(imports(p.read_text(encoding="utf-8"), known, m) - {m}) for m, p in known.items()}
+
+
+def graph() -> dict[str, set[str]]:
+    """Each module and the modules it imports (read once per run; each caller gets its own copy)."""
+    return {m: set(targets) for m, targets in _graph().items()}
 
 
 def room(module: str) -> str | None:
@@ -159,8 +187,61 @@ def test_no_import_goes_round_in_a_cycle() -> None:
 )
 def test_an_upward_import_of_any_kind_is_caught(importer: str, source: str) -> None:
     edges = graph()
-    edges[importer] = edges[importer] | imports(source, modules())
+    edges[importer] = edges[importer] | imports(source, modules(), importer)
     assert len(upward(edges)) == 1
+
+
+@pytest.mark.parametrize(
+    ("importer", "source"),
+    [
+        ("kurahi.store.catalog", "from ..lineage import path\n"),
+        ("kurahi.store.catalog", "from .. import lineage\n"),
+        ("kurahi", "from . import cli\n"),  # a package's `.` is the package itself: here the root
+        ("kurahi.errors", "from . import resident\n"),  # a plain module's `.` is its parent
+        ("kurahi.store.openclaw.write", "from ...cli import main\n"),
+        ("kurahi.pi.tree", "def f():\n    from ..context import tokens\n    return tokens\n"),
+        ("kurahi.store.audit", "from ...lifecycle.rescue import find_losses\n"),  # `...` from a package two down
+    ],
+)
+def test_an_upward_relative_import_is_caught(importer: str, source: str) -> None:
+    edges = graph()
+    edges[importer] = edges[importer] | imports(source, modules(), importer)
+    assert len(upward(edges)) == 1, upward(edges)
+
+
+@pytest.mark.parametrize(
+    ("importer", "source", "resolved"),
+    [
+        ("kurahi.store.catalog", "from ..lineage import path\n", {"kurahi.lineage.path"}),
+        ("kurahi.store.catalog", "from . import session\n", {"kurahi.store.session"}),
+        ("kurahi.store", "from . import catalog\n", {"kurahi.store.catalog"}),
+        ("kurahi.store.audit", "from .. import journal\n", {"kurahi.store.journal"}),
+        ("kurahi.store.openclaw.write", "from ...cli import main\n", {"kurahi.cli"}),
+        ("kurahi.store.openclaw.write", "from ..session import Session\n", {"kurahi.store.session"}),
+        ("kurahi.store.openclaw.write", "from ...pi import vocab, tree\n", {"kurahi.pi.vocab", "kurahi.pi.tree"}),
+        ("kurahi.store.openclaw.write", "from .... import os\n", set()),  # past the top: Python refuses it
+    ],
+)
+def test_a_relative_import_is_resolved_against_the_importers_package(
+    importer: str, source: str, resolved: set[str]
+) -> None:
+    assert imports(source, modules(), importer) == resolved
+
+
+@pytest.mark.parametrize(
+    ("importer", "source"),
+    [
+        ("kurahi.store.openclaw.write", "from ..session import Session\n"),  # its own room
+        ("kurahi.store.catalog", "from ..pi import vocab\n"),  # a room below
+        ("kurahi.cli.rescue", "def f():\n    from ..lineage import draw\n    return draw\n"),
+    ],
+)
+def test_a_relative_import_that_is_not_upward_is_not_reported(importer: str, source: str) -> None:
+    edges = graph()
+    added = imports(source, modules(), importer)
+    assert added - edges[importer], "the test should add an edge the module does not have yet"
+    edges[importer] = edges[importer] | added
+    assert upward(edges) == []
 
 
 def test_a_cycle_inside_a_room_is_caught() -> None:

@@ -198,7 +198,7 @@ def test_an_upward_import_of_any_kind_is_caught(importer: str, source: str) -> N
         ("kurahi.store.catalog", "from .. import lineage\n"),
         ("kurahi", "from . import cli\n"),  # a package's `.` is the package itself: here the root
         ("kurahi.errors", "from . import resident\n"),  # a plain module's `.` is its parent
-        ("kurahi.store.openclaw.write", "from ...cli import main\n"),
+        ("kurahi.store.postgres.backend", "from ...cli import main\n"),
         ("kurahi.pi.tree", "def f():\n    from ..context import tokens\n    return tokens\n"),
         ("kurahi.store.audit", "from ...lifecycle.rescue import find_losses\n"),  # `...` from a package two down
     ],
@@ -215,11 +215,11 @@ def test_an_upward_relative_import_is_caught(importer: str, source: str) -> None
         ("kurahi.store.catalog", "from ..lineage import path\n", {"kurahi.lineage.path"}),
         ("kurahi.store.catalog", "from . import session\n", {"kurahi.store.session"}),
         ("kurahi.store", "from . import catalog\n", {"kurahi.store.catalog"}),
-        ("kurahi.store.audit", "from .. import journal\n", {"kurahi.store.journal"}),
-        ("kurahi.store.openclaw.write", "from ...cli import main\n", {"kurahi.cli"}),
-        ("kurahi.store.openclaw.write", "from ..session import Session\n", {"kurahi.store.session"}),
-        ("kurahi.store.openclaw.write", "from ...pi import vocab, tree\n", {"kurahi.pi.vocab", "kurahi.pi.tree"}),
-        ("kurahi.store.openclaw.write", "from .... import os\n", set()),  # past the top: Python refuses it
+        ("kurahi.store.audit", "from .. import record_log\n", {"kurahi.store.record_log"}),
+        ("kurahi.store.postgres.backend", "from ...cli import main\n", {"kurahi.cli"}),
+        ("kurahi.store.postgres.backend", "from ..session import Session\n", {"kurahi.store.session"}),
+        ("kurahi.store.postgres.backend", "from ...pi import vocab, tree\n", {"kurahi.pi.vocab", "kurahi.pi.tree"}),
+        ("kurahi.store.postgres.backend", "from .... import os\n", set()),  # past the top: Python refuses it
     ],
 )
 def test_a_relative_import_is_resolved_against_the_importers_package(
@@ -231,7 +231,7 @@ def test_a_relative_import_is_resolved_against_the_importers_package(
 @pytest.mark.parametrize(
     ("importer", "source"),
     [
-        ("kurahi.store.openclaw.write", "from ..session import Session\n"),  # its own room
+        ("kurahi.store.postgres.backend", "from ..session import Session\n"),  # its own room
         ("kurahi.store.catalog", "from ..pi import vocab\n"),  # a room below
         ("kurahi.cli.rescue", "def f():\n    from ..lineage import draw\n    return draw\n"),
     ],

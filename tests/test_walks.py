@@ -231,9 +231,9 @@ def test_lineage_find_walks_down_its_rooms_and_never_back(era: str, tmp_path: Pa
 def test_a_walk_that_only_goes_down_is_clean() -> None:
     stack = [
         ("kurahi.cli.rescue", "apply_cmd"),
-        ("kurahi.lifecycle.rescue_apply", "apply_rescue"),
-        ("kurahi.lifecycle.rescue_apply", "_write"),
-        ("kurahi.store.openclaw.write", "install_session"),
+        ("kurahi.lifecycle.rescue.apply", "apply_rescue"),
+        ("kurahi.lifecycle.rescue.apply", "_write"),
+        ("kurahi.runtimes.openclaw.sqlite.write", "install_session"),
         ("kurahi.fs.durable", "atomic_write"),
         ("kurahi.errors", "KurahiError.__init__"),
     ]
@@ -243,26 +243,27 @@ def test_a_walk_that_only_goes_down_is_clean() -> None:
 def test_a_callback_into_a_room_already_left_is_named_with_each_step() -> None:
     stack = [
         ("kurahi.cli.rescue", "apply_cmd"),
-        ("kurahi.lifecycle.rescue_apply", "apply_rescue"),
-        ("kurahi.store.openclaw.write", "install_session"),
-        ("kurahi.store.openclaw.write", "_swap"),
-        ("kurahi.store.openclaw.write", "_checked"),
+        ("kurahi.lifecycle.rescue.apply", "apply_rescue"),
+        ("kurahi.runtimes.openclaw.sqlite.write", "install_session"),
+        ("kurahi.runtimes.openclaw.sqlite.write", "_swap"),
+        ("kurahi.runtimes.openclaw.sqlite.write", "_checked"),
         ("kurahi.lifecycle.activation.check", "Verifier.verify"),
     ]
     assert returned(stack) == (
-        "lifecycle (kurahi.lifecycle.rescue_apply:apply_rescue)"
-        " -> store (kurahi.store.openclaw.write:install_session) -> … -> store (kurahi.store.openclaw.write:_checked)"
+        "lifecycle (kurahi.lifecycle.rescue.apply:apply_rescue)"
+        " -> runtimes (kurahi.runtimes.openclaw.sqlite.write:install_session)"
+        " -> … -> runtimes (kurahi.runtimes.openclaw.sqlite.write:_checked)"
         " -> back to lifecycle (kurahi.lifecycle.activation.check:Verifier.verify)"
     )
     # Back to a room between the two: gateway's object called from lifecycle, under cli.
     assert returned(
         [
             ("kurahi.cli.rescue", "apply_cmd"),
-            ("kurahi.lifecycle.rescue_apply", "apply_rescue"),
+            ("kurahi.lifecycle.rescue.apply", "apply_rescue"),
             ("kurahi.gateway.activation_host", "OfflineHost.audit"),
         ]
     ) == (
-        "cli (kurahi.cli.rescue:apply_cmd) -> lifecycle (kurahi.lifecycle.rescue_apply:apply_rescue)"
+        "cli (kurahi.cli.rescue:apply_cmd) -> lifecycle (kurahi.lifecycle.rescue.apply:apply_rescue)"
         " -> back to gateway (kurahi.gateway.activation_host:OfflineHost.audit)"
     )
     # Up from a start lower than the room reached: against the rule too.

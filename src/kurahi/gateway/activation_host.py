@@ -1,4 +1,4 @@
-"""The two hosts an activation runs against: a Kurahi home with its gateway, or files only.
+"""The host an activation runs against when a Kurahi home's gateway may be running.
 
 :class:`GatewayHost` stops the home's gateway through the pid in ``run/gateway.lock``
 (SIGTERM, then wait until the lock is free), starts it again as a detached
@@ -25,73 +25,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kurahi.errors import ActivationError, GatewayStopError, UsageError
-
-if TYPE_CHECKING:
-    from kurahi.store.base import Backend
+from kurahi.errors import ActivationError, GatewayStopError
+from kurahi.lifecycle.activation.hosts import OfflineHost, StoreHost, append_once
 
 __all__ = ["GatewayHost", "OfflineHost", "StoreHost"]
-
-_AUDIT_LOOKBACK = 64
-"""Records searched for a nonce before appending (an interrupted run's record is among the last)."""
-
-
-class OfflineHost:
-    """No gateway; audit records only where a chain already exists.
-
-    Args:
-        home: the state directory.
-    """
-
-    def __init__(self, home: str | os.PathLike[str]) -> None:
-        self.root = Path(home)
-
-    def gateway_port(self) -> int | None:
-        """Always ``None``: offline, no gateway is consulted."""
-        return None
-
-    def stop_gateway(self, timeout: float) -> None:
-        """Nothing to stop."""
-
-    def start_gateway(self, port: int) -> None:
-        """Nothing to start."""
-
-    def read_live_transcript(self, agent: str, key: str) -> bytes:
-        """Not available offline (the validator reads the files instead)."""
-        raise UsageError("offline: there is no gateway to read the live session through")
-
-    def _chain(self) -> Any:
-        from kurahi.store.audit.log_file import AuditChain, chain_path
-
-        return AuditChain(chain_path(self.root))
-
-    def audit(self, action: str, details: dict[str, Any], *, nonce: str) -> bool:
-        """Append to the home's chain if it has one (once per nonce); whether there is a chain."""
-        chain = self._chain()
-        if not chain.path.exists():
-            return False
-        _append_once(chain, action, details, nonce)
-        return True
-
-
-class StoreHost(OfflineHost):
-    """A database store shared by gateways: nothing to stop; audit records go to the store's chain.
-
-    Args:
-        home: the Kurahi home.
-        backend: the store the sessions live in.
-    """
-
-    def __init__(self, home: str | os.PathLike[str], backend: Backend) -> None:
-        super().__init__(home)
-        self.backend = backend
-
-    def audit(self, action: str, details: dict[str, Any], *, nonce: str) -> bool:
-        """Append to the store's audit chain (once per nonce)."""
-        _append_once(self.backend.audit(), action, details, nonce)
-        return True
 
 
 class GatewayHost(OfflineHost):
@@ -188,12 +127,5 @@ class GatewayHost(OfflineHost):
 
     def audit(self, action: str, details: dict[str, Any], *, nonce: str) -> bool:
         """Append to ``audit/chain.jsonl`` (created if missing), once per nonce."""
-        _append_once(self._chain(), action, details, nonce)
+        append_once(self._chain(), action, details, nonce)
         return True
-
-
-def _append_once(chain: Any, action: str, details: dict[str, Any], nonce: str) -> None:
-    for rec in chain.tail(_AUDIT_LOOKBACK):
-        if rec.action == action and rec.details.get("nonce") == nonce:
-            return
-    chain.append("cli", action, details)

@@ -40,9 +40,9 @@ import msgspec
 from kurahi.errors import CatalogEntryError, PackageError, PackageNotFoundError, PackageTamperedError, UsageError
 from kurahi.fs import durable as fsio
 from kurahi.fs.os_errors import os_errors
-from kurahi.js.jcs import canonical_json, sha256_hex
 from kurahi.lifecycle.activation.journal import JOURNAL_NAME, Journal, now_iso
 from kurahi.store.catalog_format import validate_agent_id, validate_key
+from kurahi.store.entry_guard import ABSENT, entry_sha256
 
 __all__ = [
     "ABSENT",
@@ -62,8 +62,6 @@ __all__ = [
 
 PACKAGE_VERSION = 1
 """Version of the package layout and of ``activation.json``."""
-ABSENT = "absent"
-"""Stands for the hash of something that does not exist (no file, no catalog entry)."""
 
 PLAN_NAME = "activation.json"
 CANDIDATE_NAME = "candidate.jsonl"
@@ -72,11 +70,6 @@ OLD_CATALOG_NAME = "rollback/sessions.json"
 MANIFEST_NAME = "SHA256SUMS"
 EVIDENCE_DIR = "evidence"
 _UNLISTED = frozenset({MANIFEST_NAME, JOURNAL_NAME})
-
-
-def entry_sha256(entry: dict[str, Any] | None) -> str:
-    """The sha256 of a catalog entry's canonical JSON (RFC 8785), or ``absent``."""
-    return ABSENT if entry is None else sha256_hex(canonical_json(entry))
 
 
 class FileState(msgspec.Struct, rename="camel", frozen=True):

@@ -30,6 +30,7 @@ from kurahi.errors import PreconditionError, TranscriptChangedError
 from kurahi.fs import durable as fsio
 from kurahi.lifecycle.activation.package import ABSENT, Package, Plan, entry_sha256
 from kurahi.store.base import AgentStore, CatalogEntry, TranscriptClaim
+from kurahi.store.entry_guard import entry_guard, entry_state
 
 __all__ = ["LiveState", "State"]
 
@@ -106,15 +107,7 @@ class LiveState:
         return self._state_of(self.entry())
 
     def _state_of(self, entry: CatalogEntry | None) -> State:
-        sha = entry_sha256(entry)
-        if sha == self.plan.preconditions.catalog_entry:
-            return State.OLD
-        if sha == entry_sha256(self.plan.new_entry):
-            return State.NEW
-        new = self.plan.new_entry
-        if entry is not None and all(entry.get(k) == new[k] for k in ("sessionId", "sessionFile")):
-            return State.USED
-        return State.OTHER
+        return State(entry_state(entry, old_sha=self.plan.preconditions.catalog_entry, new_entry=self.plan.new_entry))
 
     def sha(self, name: str) -> str:
         """sha256 of the transcript ``name`` now, or ``absent``."""
@@ -242,14 +235,12 @@ class LiveState:
     def _swap(self, accept: set[State], to: dict[str, Any] | None, *, restore: bool) -> None:
         key = self.plan.key
 
-        def check(current: CatalogEntry | None) -> None:
-            if self._state_of(current) not in accept:
-                raise PreconditionError(
-                    f"the catalog entry of {key!r} was changed by someone else",
-                    part="catalogEntry",
-                    expected=" or ".join(sorted(s.value for s in accept)),
-                    actual=entry_sha256(current),
-                )
+        check = entry_guard(
+            key,
+            old_sha=self.plan.preconditions.catalog_entry,
+            new_entry=self.plan.new_entry,
+            accept=[s.value for s in accept],
+        )
 
         snapshot: bytes | Literal[False] | None = False
         if restore:

@@ -17,31 +17,14 @@ import msgspec
 
 from kurahi.errors import PackageError, PackageTamperedError, WrongHomeError
 from kurahi.lifecycle.activation.package import PACKAGE_VERSION, Package, PlanHead, Projection, check_package_files
+from kurahi.runtimes.openclaw import layout
+from kurahi.runtimes.openclaw.sqlite.activation import SqlitePreconditions
 from kurahi.store.catalog_format import validate_agent_id, validate_key
 
 __all__ = ["STORE_KIND", "SqlitePlan", "SqlitePreconditions", "is_sqlite_package", "open_package"]
 
 STORE_KIND = "openclaw-sqlite"
 """``activation.json``'s ``store`` for a package that activates into the SQLite store."""
-
-
-class SqlitePreconditions(msgspec.Struct, rename="camel", frozen=True):
-    """What the store held at planning; apply changes nothing unless all of it still holds."""
-
-    schema_version: int
-    """``schema_meta.schema_version``."""
-    current_session_id: str
-    """The key's ``session_nodes.current_session_id``."""
-    event_count: int
-    """Rows of that session in ``transcript_events``."""
-    last_seq: int
-    """Its highest ``seq``."""
-    events_sha256: str
-    """sha256 over its events' ``seq`` and text (:func:`~kurahi.runtimes.openclaw.sqlite.write.session_digest`)."""
-    node_sha256: str
-    """sha256 of the key's ``session_nodes`` row (canonical JSON of every column)."""
-    content_sha256: str
-    """:func:`~kurahi.runtimes.openclaw.sqlite.write.content_sha256` of the whole store."""
 
 
 class SqlitePlan(PlanHead, frozen=True, kw_only=True):
@@ -99,7 +82,7 @@ def open_package(
         validate_key(plan.key)
     except Exception as exc:
         raise PackageTamperedError(f"activation.json: {exc}", path=root) from None
-    if plan.db != f"agents/{plan.agent}/agent/openclaw-agent.sqlite":
+    if plan.db != layout.store_relative(plan.agent):
         raise PackageTamperedError(f"activation.json: db {plan.db!r} is not the agent's store", path=root)
     if Path(plan.home) != Path(home).resolve():
         raise WrongHomeError(f"planned for the home {plan.home}, not {Path(home).resolve()}", path=root)

@@ -46,17 +46,19 @@ from kurahi.lifecycle.activation.targets.sqlite_store.plan import (
     SqlitePlan,
     open_package,
 )
-from kurahi.lifecycle.activation.targets.sqlite_store.store import (
+from kurahi.runtimes.openclaw.sqlite import write as oc
+from kurahi.runtimes.openclaw.sqlite.activation import (
     InstallChecks,
     check_preconditions,
+    key_pending,
     live_state,
     read_store,
     refuse_if_running,
     refuse_wal,
     session_bytes,
+    session_taken,
     sha256_bytes,
 )
-from kurahi.runtimes.openclaw.sqlite import write as oc
 from kurahi.runtimes.openclaw.sqlite.guards import check_store_path, refuse_if_open, refuse_read_only, sidecars_kept
 
 __all__ = ["SqlitePlanner", "SqliteTarget"]
@@ -96,14 +98,9 @@ class SqlitePlanner:
         lines, ids = _candidate_lines(candidate.copy, candidate.shown)
         with oc.open_store(db, write=False) as con:
             pre, node, leaf = read_store(con, db, key, content=True)
-            taken = con.execute("SELECT 1 FROM session_windows WHERE session_id = ?", (new_sid,)).fetchone()
-            events = con.execute("SELECT 1 FROM transcript_events WHERE session_id = ?", (new_sid,)).fetchone()
-            was_pending = bool(
-                con.execute(
-                    "SELECT 1 FROM session_canonical_validation_pending WHERE session_key = ?", (key,)
-                ).fetchone()
-            )
-        if taken or events:
+            taken = session_taken(con, new_sid)
+            was_pending = key_pending(con, key)
+        if taken:
             raise CandidateError(
                 f"session id {new_sid} already exists in {db}; a candidate is written as a new session "
                 "(give it a new header id, as `lineage stitch` does)",

@@ -1,4 +1,4 @@
-"""The SQLite store as an activation reads it: refusals, the key's facts, its state, the write's checks.
+"""OpenClaw's SQLite store as an activation reads it: refusals, the key's facts, its state, the write's checks.
 
 Everything that can refuse is decided before the store is opened for writing: no symlink on
 the way to it, OpenClaw not running, an empty write-ahead log, a writable store, a schema
@@ -14,7 +14,9 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+import msgspec
 
 from kurahi.errors import (
     ActivationError,
@@ -23,20 +25,70 @@ from kurahi.errors import (
     SqliteSchemaError,
     SqliteStoreError,
 )
-from kurahi.lifecycle.activation.targets.sqlite_store.plan import SqlitePlan, SqlitePreconditions
 from kurahi.runtimes.openclaw.sqlite import write as oc
 
 __all__ = [
     "InstallChecks",
+    "Planned",
+    "SqlitePreconditions",
     "check_preconditions",
+    "key_pending",
     "live_state",
     "read_preconditions",
     "read_store",
     "refuse_if_running",
     "refuse_wal",
     "session_bytes",
+    "session_taken",
     "sha256_bytes",
 ]
+
+
+class SqlitePreconditions(msgspec.Struct, rename="camel", frozen=True):
+    """What the store held at planning; apply changes nothing unless all of it still holds."""
+
+    schema_version: int
+    """``schema_meta.schema_version``."""
+    current_session_id: str
+    """The key's ``session_nodes.current_session_id``."""
+    event_count: int
+    """Rows of that session in ``transcript_events``."""
+    last_seq: int
+    """Its highest ``seq``."""
+    events_sha256: str
+    """sha256 over its events' ``seq`` and text (:func:`~kurahi.runtimes.openclaw.sqlite.write.session_digest`)."""
+    node_sha256: str
+    """sha256 of the key's ``session_nodes`` row (canonical JSON of every column)."""
+    content_sha256: str
+    """:func:`~kurahi.runtimes.openclaw.sqlite.write.content_sha256` of the whole store."""
+
+
+class Planned(Protocol):
+    """What the activation's plan says of the store (its ``SqlitePlan``), as these checks read it."""
+
+    @property
+    def key(self) -> str:
+        """The session key activated."""
+
+    @property
+    def old_session_id(self) -> str:
+        """The session the key points at before."""
+
+    @property
+    def new_session_id(self) -> str:
+        """The session apply writes."""
+
+    @property
+    def candidate_events(self) -> int:
+        """Rows apply writes into ``transcript_events``."""
+
+    @property
+    def candidate_sha256(self) -> str:
+        """sha256 of the candidate."""
+
+    @property
+    def preconditions(self) -> SqlitePreconditions:
+        """The store's facts at planning."""
 
 
 def _node_sha(node: dict[str, Any] | None) -> str:
@@ -104,7 +156,7 @@ def read_store(
     return pre, node, leaf
 
 
-def live_state(con: Any, plan: SqlitePlan) -> str:
+def live_state(con: Any, plan: Planned) -> str:
     """``old``, ``new``, ``used`` (the new session has more events since) or ``other``."""
     node = oc.node_row(con, plan.key)
     if node is None:
@@ -119,7 +171,7 @@ def live_state(con: Any, plan: SqlitePlan) -> str:
     return "other"
 
 
-def check_preconditions(con: Any, db: Path, plan: SqlitePlan) -> None:
+def check_preconditions(con: Any, db: Path, plan: Planned) -> None:
     """Raise :class:`PreconditionError` when the key's facts are not what the plan recorded."""
     pre, _, _ = read_store(con, db, plan.key, content=False)
     want = plan.preconditions
@@ -169,7 +221,7 @@ class InstallChecks:
         db: the store.
     """
 
-    def __init__(self, plan: SqlitePlan, db: Path) -> None:
+    def __init__(self, plan: Planned, db: Path) -> None:
         self.plan, self.db = plan, db
         self.before: dict[str, int] = {}
         self.data = b""
@@ -226,3 +278,16 @@ class InstallChecks:
 def sha256_bytes(data: bytes) -> str:
     """Lowercase hex sha256."""
     return hashlib.sha256(data).hexdigest()
+
+
+def session_taken(con: sqlite3.Connection, session_id: str) -> bool:
+    """Whether the store already has a window or events for ``session_id``."""
+    taken = con.execute("SELECT 1 FROM session_windows WHERE session_id = ?", (session_id,)).fetchone()
+    events = con.execute("SELECT 1 FROM transcript_events WHERE session_id = ?", (session_id,)).fetchone()
+    return bool(taken or events)
+
+
+def key_pending(con: sqlite3.Connection, key: str) -> bool:
+    """Whether ``session_canonical_validation_pending`` holds ``key``."""
+    row = con.execute("SELECT 1 FROM session_canonical_validation_pending WHERE session_key = ?", (key,))
+    return bool(row.fetchone())

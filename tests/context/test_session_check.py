@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from kurahi.context.session_check import check_transcript
 from kurahi.errors import NotASessionError
 from kurahi.pi.transcript import Transcript
+from kurahi.runtimes.requests import check_transcript
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pi"
 
@@ -334,7 +334,7 @@ def test_two_thousand_random_valid_trees_give_no_finding() -> None:
 
 
 def test_the_session_family_is_its_current_models_last_known_api() -> None:
-    from kurahi.context.session_check import session_family
+    from kurahi.runtimes.requests import session_family
 
     model = {"provider": "acme", "modelId": "m2"}
     msgs = [

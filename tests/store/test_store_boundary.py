@@ -64,7 +64,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "_candidate_lines",
     ): "the candidate inside a SQLite package",
     ("lifecycle/activation/targets/sqlite_store/target.py", "_evidence"): "the package's evidence file",
-    ("lifecycle/activation/targets/sqlite_store/plan.py", "is_sqlite_package"): "an activation package's plan",
     ("lifecycle/activation/targets/sqlite_store/plan.py", "open_package"): "a SQLite activation package's plan",
     ("lifecycle/activation/targets/sqlite_store/target.py", "backward"): "the package's journal",
     ("lifecycle/activation/targets/sqlite_store/target.py", "forward"): "the candidate inside a SQLite package",

@@ -121,9 +121,9 @@ def _store(root: Path, store: str | None, password_file: Path | None) -> Iterato
 
 def _refuse_timeout(package: Path, timeout: float | None) -> float:
     """``--timeout`` for a file activation; a usage error for a SQLite-store package (nothing to stop)."""
-    from kurahi.lifecycle.activation.targets.sqlite_store.plan import is_sqlite_package
+    from kurahi.lifecycle.activation.targets import stops_gateway
 
-    if timeout is not None and is_sqlite_package(package):
+    if timeout is not None and not stops_gateway(package):
         fail(
             "--timeout does not apply to an activation into OpenClaw 2026.9's SQLite store: Kurahi never stops "
             "OpenClaw there (stop it with `openclaw gateway stop`, then run this again without --timeout); "

@@ -500,8 +500,8 @@ def doctor(
     if report is not None:
         _print_mend(report, file, as_json)
         raise typer.Exit(EXIT.FAILED if (report.after if not dry_run else []) else EXIT.OK)
-    from kurahi.context.session_check import check_transcript
     from kurahi.pi.transcript import Transcript
+    from kurahi.runtimes.requests import check_transcript
 
     with translate_errors(), Transcript.open(file) as t:
         checked = check_transcript(t, context_window=window)

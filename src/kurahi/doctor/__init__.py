@@ -24,11 +24,10 @@ def run_doctor(home: str | os.PathLike[str] | None = None, env: Mapping[str, str
     """
     from kurahi.doctor.gateway import check_gateway
     from kurahi.doctor.install import check_extras, check_native, check_version
-    from kurahi.doctor.state import check_disk, check_home, check_openclaw, check_pi, check_secrets
+    from kurahi.doctor.state import check_disk, check_home, check_runtime, check_secrets
     from kurahi.errors import UsageError
     from kurahi.locations.dirs import kurahi_home
-    from kurahi.runtimes.openclaw.config import openclaw_state_dir
-    from kurahi.runtimes.pi.sessions import pi_sessions_dir
+    from kurahi.runtimes.registry import RUNTIMES
 
     checks = [check_version(), check_native(), check_extras()]
     try:
@@ -41,6 +40,5 @@ def run_doctor(home: str | os.PathLike[str] | None = None, env: Mapping[str, str
         if where.path.is_dir():
             checks.append(check_gateway(where.path))
         checks.append(check_disk(where.path))
-    checks.append(check_pi(pi_sessions_dir(env)))
-    checks.append(check_openclaw(openclaw_state_dir(env)))
+    checks.extend(check_runtime(runtime, runtime.locate(env)) for runtime in RUNTIMES)
     return DoctorReport(checks)

@@ -27,16 +27,21 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.context.project import project_from_leaf
-from kurahi.context.session_check import RUNTIMES, CheckReport, Finding, check_context, check_transcript
 from kurahi.errors import KurahiError, LockHeldError, UsageError
 from kurahi.pi.vocab import COMPACTION, CONTEXT_EDIT, CUSTOM, FIRST_KEPT_ENTRY_ID, MESSAGE, TARGET_ID
+from kurahi.runtimes.requests import (
+    RUNTIMES,
+    UNMENDABLE,
+    CheckReport,
+    Finding,
+    check_context,
+    check_transcript,
+    is_request_runtime,
+    unmendable,
+)
 
 __all__ = ["MendRefusedError", "MendReport", "PlannedEntry", "mend_session", "plan_mend", "resolve_runtimes"]
 
-UNSUPPORTED_RUNTIMES = {
-    "openclaw-2026.9": "OpenClaw 2026.9 keeps transcripts in SQLite, not in this file: stop its gateway and run "
-    "`openclaw doctor --session-sqlite` instead",
-}
 
 _NO_MEND = {
     "parent-cycle": "a parentId cycle: every entry appended hangs below the loop; copy the session without it",
@@ -111,10 +116,11 @@ def resolve_runtimes(runtime: str | None) -> list[str]:
     """
     if runtime is None:
         return list(RUNTIMES)
-    if runtime in UNSUPPORTED_RUNTIMES:
-        raise MendRefusedError(f"--runtime {runtime}: {UNSUPPORTED_RUNTIMES[runtime]}")
-    if runtime not in RUNTIMES:
-        known = ", ".join([*RUNTIMES, *UNSUPPORTED_RUNTIMES])
+    why = unmendable(runtime)
+    if why is not None:
+        raise MendRefusedError(f"--runtime {runtime}: {why}")
+    if not is_request_runtime(runtime):
+        known = ", ".join([*RUNTIMES, *UNMENDABLE])
         raise UsageError(f"--runtime {runtime!r} is not a runtime Kurahi knows (known: {known})")
     return [runtime]
 

@@ -12,50 +12,22 @@ import stat
 from pathlib import Path
 
 from kurahi.doctor.report import Check, Status
-from kurahi.locations.dirs import Location
+from kurahi.locations.dirs import Location, count_files, subdirs
+from kurahi.runtimes.base import Runtime
 
 __all__ = [
     "DISK_FAIL_BYTES",
     "DISK_WARN_BYTES",
     "check_disk",
     "check_home",
-    "check_openclaw",
-    "check_pi",
+    "check_runtime",
     "check_secrets",
-    "count_files",
 ]
 
 DISK_WARN_BYTES = 1024**3
 """Below 1 GiB free: a warning (a long transcript, a manifest cache and a copy need room)."""
 DISK_FAIL_BYTES = 100 * 1024**2
 """Below 100 MiB free: appends may soon fail."""
-
-
-def count_files(root: Path, suffix: str, depth: int) -> int:
-    """Files named ``*suffix`` under ``root``, at most ``depth`` levels down, symlinks not followed."""
-    n = 0
-    stack = [(root, 0)]
-    while stack:
-        d, level = stack.pop()
-        try:
-            with os.scandir(d) as it:
-                for e in it:
-                    if e.is_dir(follow_symlinks=False):
-                        if level < depth:
-                            stack.append((Path(e.path), level + 1))
-                    elif e.name.endswith(suffix) and e.is_file(follow_symlinks=False):
-                        n += 1
-        except OSError:
-            continue
-    return n
-
-
-def _subdirs(root: Path) -> list[Path]:
-    try:
-        with os.scandir(root) as it:
-            return sorted(Path(e.path) for e in it if e.is_dir(follow_symlinks=False))
-    except OSError:
-        return []
 
 
 def _read_only(path: Path) -> bool:
@@ -81,7 +53,7 @@ def check_home(home: Location) -> Check:
             fix=f"kurahi init --home {root}",
             facts=facts,
         )
-    agents = [p for p in _subdirs(root / "agents") if not p.name.startswith(".")]
+    agents = [p for p in subdirs(root / "agents") if not p.name.startswith(".")]
     sessions = sum(count_files(a / "sessions", ".jsonl", 0) for a in agents)
     facts.update(agents=len(agents), sessions=sessions, readOnly=_read_only(root))
     summary = f"Kurahi home {root} ({home.source}): {len(agents)} agents, {sessions} sessions"
@@ -176,48 +148,28 @@ def check_disk(root: Path) -> Check:
     return Check("disk", "ok", text, facts=facts)
 
 
-def check_pi(where: Location) -> Check:
-    """Pi's sessions directory and how many sessions it holds."""
+def check_runtime(runtime: Runtime, where: Location) -> Check:
+    """A runtime's state where it keeps it: what is there, and whether a resident lost its past there."""
     root = where.path
     facts: dict[str, object] = {"path": str(root), "source": where.source, "exists": root.is_dir()}
     if not root.is_dir():
-        return Check("pi", "info", f"Pi sessions {root} ({where.source}): none found", facts=facts)
-    projects = len(_subdirs(root))
-    sessions = count_files(root, ".jsonl", 1)
-    facts.update(projects=projects, sessions=sessions)
-    return Check(
-        "pi",
-        "ok",
-        f"Pi sessions {root} ({where.source}): {sessions} sessions in {projects} working directories",
-        facts=facts,
-    )
-
-
-def check_openclaw(where: Location) -> Check:
-    """OpenClaw's state directory: agents, JSON-era transcripts, SQLite-era stores."""
-    root = where.path
-    facts: dict[str, object] = {"path": str(root), "source": where.source, "exists": root.is_dir()}
-    if not root.is_dir():
-        return Check("openclaw", "info", f"OpenClaw state {root} ({where.source}): none found", facts=facts)
-    agents = _subdirs(root / "agents")
-    transcripts = sum(count_files(a / "sessions", ".jsonl", 0) for a in agents)
-    stores = sum(1 for a in agents if (a / "agent" / "openclaw-agent.sqlite").is_file())
-    facts.update(agents=len(agents), sessions=transcripts, sqliteStores=stores)
-    summary = (
-        f"OpenClaw state {root} ({where.source}): {len(agents)} agents, {transcripts} session transcripts, "
-        f"{stores} SQLite stores"
-    )
+        return Check(runtime.name, "info", f"{runtime.state_words} {root} ({where.source}): none found", facts=facts)
+    counts, told = runtime.inventory(root)
+    facts.update(counts)
+    summary = f"{runtime.state_words} {root} ({where.source}): {told}"
+    if not runtime.keyed:
+        return Check(runtime.name, "ok", summary, facts=facts)
     lost = _losses(root)
     facts["losses"] = lost
     if lost:
         return Check(
-            "openclaw",
+            runtime.name,
             "warn",
             f"{summary}; {lost} loss(es) of a resident's past (a reset or rollover the model no longer sees)",
-            fix=f"kurahi rescue --openclaw {root}   (lists them; `kurahi rescue apply ID` brings one back)",
+            fix=f"kurahi rescue --{runtime.name} {root}   (lists them; `kurahi rescue apply ID` brings one back)",
             facts=facts,
         )
-    return Check("openclaw", "ok", summary, facts=facts)
+    return Check(runtime.name, "ok", summary, facts=facts)
 
 
 def _losses(root: Path) -> int | None:

@@ -104,7 +104,7 @@ class CheckReport(msgspec.Struct):
     """Where the window came from (``--context-window``, an OpenClaw config field, the default)."""
     refused: list[dict[str, Any]] = msgspec.field(default_factory=list)
     """What makes a provider refuse the chosen runtime's next request (``kurahi session doctor``'s
-    failing findings, :meth:`~kurahi.context.session_check.Finding.to_dict` each): those the
+    failing findings, :meth:`~kurahi.runtimes.requests.Finding.to_dict` each): those the
     session's own provider family refuses (its last assistant message's ``api``), or any family's
     when the session names none."""
 
@@ -305,8 +305,8 @@ def _refused(p: Path, runtime: str) -> list[dict[str, Any]]:
     request to the session's provider, so a body only Anthropic would refuse does not stop a
     session that talks to an OpenAI-compatible one. A session that names no family is held to all.
     """
-    from kurahi.context.session_check import check_transcript
     from kurahi.pi.transcript import Transcript
+    from kurahi.runtimes.requests import check_transcript
 
     with Transcript.open(p) as t:
         report = check_transcript(t)

@@ -18,7 +18,17 @@ from pathlib import Path
 from kurahi.errors import UsageError
 from kurahi.fs.os_errors import os_errors
 
-__all__ = ["HOME_ENVS", "Location", "env_path", "kurahi_home", "read_no_follow", "user_home", "variables"]
+__all__ = [
+    "HOME_ENVS",
+    "Location",
+    "count_files",
+    "env_path",
+    "kurahi_home",
+    "read_no_follow",
+    "subdirs",
+    "user_home",
+    "variables",
+]
 
 HOME_ENVS = ("KURAHI_HOME", "KOLO_HOME")
 """The environment variables naming a Kurahi home, in order of precedence."""
@@ -90,3 +100,31 @@ def read_no_follow(path: Path) -> bytes:
         fd = os.open(path, _O_FLAGS)
     with os.fdopen(fd, "rb") as f:
         return f.read()
+
+
+def count_files(root: Path, suffix: str, depth: int) -> int:
+    """Files named ``*suffix`` under ``root``, at most ``depth`` levels down, symlinks not followed."""
+    n = 0
+    stack = [(root, 0)]
+    while stack:
+        d, level = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                for e in it:
+                    if e.is_dir(follow_symlinks=False):
+                        if level < depth:
+                            stack.append((Path(e.path), level + 1))
+                    elif e.name.endswith(suffix) and e.is_file(follow_symlinks=False):
+                        n += 1
+        except OSError:
+            continue
+    return n
+
+
+def subdirs(root: Path) -> list[Path]:
+    """The folders in ``root``, sorted, symlinks not followed (none when it cannot be read)."""
+    try:
+        with os.scandir(root) as it:
+            return sorted(Path(e.path) for e in it if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []

@@ -125,6 +125,12 @@ class Runtime(Protocol):
     """Its state has agents and session keys (else a session is a file and nothing groups them)."""
     how_to_stop: str
     """How its user stops it before a repair, in words."""
+    state_words: str
+    """What its state is called in a sentence (``OpenClaw state``)."""
+
+    def inventory(self, root: Path) -> tuple[dict[str, object], str]:
+        """What its state at ``root`` holds: counts by name, and the same in words (read-only)."""
+
     versions: tuple[Any, ...]
     """One row of facts per release Kurahi has been run against, oldest first."""
 
@@ -140,8 +146,17 @@ class Runtime(Protocol):
     def open_agent(self, root: str | os.PathLike[str], agent: str | None = None) -> AbstractContextManager[Agent]:
         """One agent's state, read-only."""
 
+    def signature(self, root: Path) -> tuple[object, ...]:
+        """What changes when a session is written, reset or rolled over (cheap: ``rescue watch`` polls it)."""
+
     def running(self, root: Path) -> str | None:
         """What shows the runtime is running on ``root`` (a held lock, in words), else ``None``."""
+
+    def loading_view(self, root: Path, agent: str) -> tuple[str | None, int | None]:
+        """The view (a name in :mod:`kurahi.runtimes.views`) and window that will load an activated session.
+
+        ``(None, None)``: Pi's projection, without a window.
+        """
 
     def activation_store(self, root: Path, agent: str) -> str:
         """Which activation target writes this agent's state: ``files`` or ``sqlite``."""

@@ -20,8 +20,8 @@ from kurahi.runtimes.pieces import Piece
 
 __all__ = ["RUNTIMES", "export_piece", "for_state_dir", "list_agents", "named", "open_agent"]
 
-RUNTIMES: tuple[Any, ...] = (OPENCLAW, PI)
-"""Every runtime, in the order a state dir is tried (a folder of agents first)."""
+RUNTIMES: tuple[Any, ...] = (PI, OPENCLAW)
+"""Every runtime, in the order ``kurahi doctor`` reports them."""
 
 
 def named(name: str) -> Any:

@@ -103,6 +103,7 @@ def run_check(
     1 when a marker is missing from the chosen runtime's view or the projections disagree.
     """
     from kurahi.lineage.check import check
+    from kurahi.runtimes.views import reset_view, whole_path_views
 
     with translate_errors():
         rep = check(
@@ -158,7 +159,7 @@ def run_check(
             return ("yes", "green") if rep.view_index(m) is not None else ("-", "")
 
         table(
-            ["marker", "pi / openclaw-2026.5", "openclaw-2026.9", "part", f"sent by {rep.runtime}"],
+            ["marker", " / ".join(whole_path_views()), reset_view(), "part", f"sent by {rep.runtime}"],
             [[m.marker, cell(m.index), cell(m.runtime_index), m.part or "-", sent_cell(m)] for m in rep.markers],
         )
     for f in rep.refused:

@@ -5,7 +5,7 @@ checked is what will be installed): a session header with an id usable as a file
 Pi v3 or later, no malformed lines, a path without cycles whose root has no dangling
 parent, and a projection on which the fast and the reference walk agree and every
 asked-for marker is present, and, for an OpenClaw state dir, sent by the runtime that will
-load it under its window (:func:`target_runtime`). The validator after apply compares the
+load it under its window (:meth:`~kurahi.runtimes.base.Runtime.loading_view`). The validator after apply compares the
 live session's projection with the planned one (:func:`differences`).
 """
 
@@ -32,8 +32,6 @@ __all__ = [
     "project",
     "project_bytes",
     "projection_dict",
-    "sqlite_era",
-    "target_runtime",
 ]
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -97,38 +95,6 @@ class CheckedCandidate(NamedTuple):
     """Its Pi-identical projection, every marker found."""
 
 
-def sqlite_era(root: Path, agent: str) -> bool:
-    """Whether ``root`` is an OpenClaw 2026.9 state dir for ``agent``.
-
-    That is: the agent's SQLite store, and no ``sessions.json`` (an upgraded dir keeps
-    leftover archives in ``sessions/``, but no catalog).
-    """
-    agent_dir = root / "agents" / agent
-    return (agent_dir / "agent" / "openclaw-agent.sqlite").is_file() and not (
-        agent_dir / "sessions" / "sessions.json"
-    ).exists()
-
-
-def target_runtime(home: Path, agent: str) -> tuple[str | None, int | None]:
-    """The runtime that will load an activated session of ``home`` and its window.
-
-    An OpenClaw state dir: ``openclaw-2026.9`` with a SQLite store, else ``openclaw-2026.5``,
-    and the window its ``openclaw.json`` gives the agent's model (else the default). A Kurahi
-    home: ``(None, None)``, Pi's projection, as before.
-
-    Raises:
-        UsageError: an ``openclaw.json`` that is not a JSON object.
-    """
-    from kurahi.runtimes.view import DEFAULT_CONTEXT_WINDOW, openclaw_context_window
-
-    sqlite = sqlite_era(home, agent)
-    if not sqlite and not (home / "openclaw.json").is_file():
-        return None, None
-    runtime = "openclaw-2026.9" if sqlite else "openclaw-2026.5"
-    found = openclaw_context_window(home, agent) if (home / "openclaw.json").is_file() else None
-    return runtime, found[0] if found is not None else DEFAULT_CONTEXT_WINDOW
-
-
 def check_candidate(
     copy: Path, shown: Path, markers: Sequence[str], *, runtime: str | None = None, window: int | None = None
 ) -> CheckedCandidate:
@@ -136,7 +102,7 @@ def check_candidate(
 
     ``copy`` is the package's copy (the file that is checked is the file that gets installed);
     ``shown`` is the path the user gave, named in errors. ``runtime`` and ``window``
-    (:func:`target_runtime`): every marker must be in what that runtime sends.
+    (:meth:`~kurahi.runtimes.base.Runtime.loading_view`): every marker must be in what that runtime sends.
 
     Raises:
         CandidateError: see ``docs/lifecycle.md`` (1. Plan) for each reason.

@@ -18,9 +18,8 @@ package's journal (fsynced) before it touches anything, and every step checks th
 expects, so after a crash at any point rerunning ``apply`` finishes the activation and
 rerunning ``rollback`` undoes it.
 
-The target follows from the state and the package: a Kurahi backend (a home's files, or the
-``backend`` given), or OpenClaw 2026.9's SQLite store (a state dir whose agent has
-``openclaw-agent.sqlite`` and no ``sessions.json``; a package whose plan says so).
+The target follows from the state and the package (:mod:`~kurahi.lifecycle.activation.targets`):
+the runtime a state dir belongs to says which target writes it, a package's plan which opens it.
 """
 
 from __future__ import annotations
@@ -31,14 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.errors import ActivationError, PreTurnValidationError
-from kurahi.lifecycle.activation.candidate import check_candidate, sqlite_era, target_runtime
+from kurahi.lifecycle.activation import targets
+from kurahi.lifecycle.activation.candidate import check_candidate
 from kurahi.lifecycle.activation.outcome import ActivationResult, Phase, VerifyReport, already_applied, journal_phase
 from kurahi.lifecycle.activation.package import Package, copy_durably, staged
-from kurahi.lifecycle.activation.target import ActivationTarget, Host, Planner, StagedCandidate
-from kurahi.lifecycle.activation.targets.backend.plan import BackendPlanner
-from kurahi.lifecycle.activation.targets.backend.target import BackendTarget
-from kurahi.lifecycle.activation.targets.sqlite_store.plan import is_sqlite_package
-from kurahi.lifecycle.activation.targets.sqlite_store.target import SqlitePlanner, SqliteTarget
+from kurahi.lifecycle.activation.target import ActivationTarget, Host, StagedCandidate
+from kurahi.runtimes.registry import for_state_dir
 from kurahi.store.base import Backend
 from kurahi.store.catalog_format import validate_agent_id, validate_key
 
@@ -82,35 +79,14 @@ def plan_activation(
     root = Path(home).resolve()
     validate_agent_id(agent)  # before the id names any path
     validate_key(key)
-    planner = _planner(root, agent, backend)
+    planner = targets.planner(root, agent, backend)
     with staged(out) as staging:
         copy, shown = staging / "candidate.jsonl", Path(candidate)
         sha = copy_durably(shown, copy)
-        runtime, window = target_runtime(root, agent)
+        runtime, window = for_state_dir(root).loading_view(root, agent)
         checked = check_candidate(copy, shown, markers, runtime=runtime, window=window)
         plan = planner.plan(StagedCandidate(copy, shown, sha, checked), staging, key, list(markers))
         return Package.write(out, plan, staging)
-
-
-def _planner(root: Path, agent: str, backend: Backend | None) -> Planner:
-    if backend is not None and backend.directory is None:
-        return BackendPlanner.in_store(root, agent, backend)
-    if sqlite_era(root, agent):
-        return SqlitePlanner(root, agent)
-    return BackendPlanner.in_files(root, agent)
-
-
-def _target(
-    package: str | os.PathLike[str],
-    home: str | os.PathLike[str],
-    host: Host | None,
-    backend: Backend | None,
-    stop_timeout: float = 30.0,
-) -> ActivationTarget:
-    """The package opened on its target (its plan says which)."""
-    if is_sqlite_package(package):
-        return SqliteTarget(package, home)
-    return BackendTarget(package, home, host, backend, stop_timeout=stop_timeout)
 
 
 def _opened(
@@ -122,7 +98,7 @@ def _opened(
     stop_timeout: float,
 ) -> tuple[ActivationTarget, Phase, ActivationResult]:
     """Where apply and rollback start: the package on its target, its phase, the result so far."""
-    target = _target(package, home, host, backend, stop_timeout)
+    target = targets.target(package, home, host, backend, stop_timeout)
     pkg = target.package
     phase = journal_phase(pkg.journal.records())
     outcome, session = ("applied", target.session_after) if op == "apply" else ("rolled-back", target.session_before)
@@ -238,7 +214,7 @@ def verify_package(
     Raises:
         PackageError: missing, tampered with, or for another home or store.
     """
-    target = _target(package, home, None, backend)
+    target = targets.target(package, home, None, backend)
     pkg = target.package
     rep = VerifyReport(str(pkg.root), journal_phase(pkg.journal.records()).name)
     target.verify(rep)

@@ -27,13 +27,14 @@ was going and what was already done.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import secrets
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 import msgspec
 
@@ -57,6 +58,7 @@ __all__ = [
     "entry_sha256",
     "now_iso",
     "staged",
+    "store_of",
     "write_package_file",
 ]
 
@@ -173,6 +175,7 @@ class Plan(PlanHead, frozen=True, kw_only=True, omit_defaults=True):
 
 
 P = TypeVar("P", bound=PlanHead)
+Q = TypeVar("Q", bound=PlanHead)
 
 
 class Package(Generic[P]):
@@ -212,24 +215,38 @@ class Package(Generic[P]):
         """Where the validator's observations go."""
         return self.root / EVIDENCE_DIR
 
-    @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> Package[Plan]:
-        """Open a package, checking every file against ``SHA256SUMS``.
+    @overload
+    @staticmethod
+    def open(path: str | os.PathLike[str]) -> Package[Plan]: ...
+
+    @overload
+    @staticmethod
+    def open(path: str | os.PathLike[str], plan_type: type[Q]) -> Package[Q]: ...
+
+    @staticmethod
+    def open(path: str | os.PathLike[str], plan_type: type[PlanHead] = Plan) -> Package[Any]:
+        """Open a package, checking every file against ``SHA256SUMS``: the one opener of every target's packages.
+
+        Args:
+            path: the package directory.
+            plan_type: the target's plan (:class:`Plan` for a Kurahi backend's); see :func:`store_of`.
 
         Raises:
             PackageNotFoundError: no directory, or no plan in it.
             PackageTamperedError: a file missing, added, or changed; a plan that does not parse.
+            PackageError: a package version this tool does not read.
         """
         root = check_package_files(path)
         try:
-            plan = msgspec.json.decode((root / PLAN_NAME).read_bytes(), type=Plan)
+            plan = msgspec.json.decode((root / PLAN_NAME).read_bytes(), type=plan_type)
         except msgspec.ValidationError as exc:
             raise PackageTamperedError(f"{PLAN_NAME}: {exc}", path=root) from exc
         except msgspec.DecodeError as exc:
             raise PackageTamperedError(f"{PLAN_NAME} is not JSON: {exc}", path=root) from exc
         if plan.version != PACKAGE_VERSION:
             raise PackageError(f"package version {plan.version}, this tool reads {PACKAGE_VERSION}", path=root)
-        _check_names(plan, root)
+        if isinstance(plan, Plan):
+            _check_names(plan, root)
         return Package(root, plan)
 
     @staticmethod
@@ -272,6 +289,20 @@ class Package(Generic[P]):
         staging.mkdir(mode=0o700)
         (staging / "rollback").mkdir()
         return staging
+
+
+def store_of(path: str | os.PathLike[str]) -> str | None:
+    """The ``store`` a package's plan names (which target opens it), read before the package is opened.
+
+    ``None`` for a Kurahi backend's package, and for anything that is no package at all (the
+    backend's target then refuses it with the reason).
+    """
+    try:
+        head = json.loads((Path(path) / PLAN_NAME).read_bytes())
+    except (OSError, ValueError):
+        return None
+    store = head.get("store") if isinstance(head, dict) else None
+    return store if isinstance(store, str) else None
 
 
 def check_package_files(path: str | os.PathLike[str]) -> Path:

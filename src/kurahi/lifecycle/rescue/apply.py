@@ -30,6 +30,7 @@ from kurahi.lifecycle.rescue.markers import choose
 from kurahi.lifecycle.rescue.reading import stretches_of
 from kurahi.lineage.find import Agent, Piece, open_agent
 from kurahi.runtimes.view import DEFAULT_CONTEXT_WINDOW, RuntimeView
+from kurahi.runtimes.views import view as view_facts
 
 if TYPE_CHECKING:
     from kurahi.lifecycle.activation import Host
@@ -38,8 +39,6 @@ __all__ = ["RescueMarker", "RescuePlan", "RescueResult", "apply_rescue", "defaul
 
 _RECENT = 20
 """Texts at the end of the live view an "after the boundary" marker is chosen from."""
-
-_RUNTIME_FOR_CHECK = {"openclaw-2026.9": "openclaw-2026.9", "openclaw-2026.5": "openclaw-2026.5", "pi": "pi"}
 
 
 class RescueMarker(msgspec.Struct, rename="camel", frozen=True):
@@ -288,7 +287,7 @@ def _runtime_view(candidate: Path, loss: Loss) -> tuple[RuntimeView, list[Any]]:
     ref = reference_projection(candidate)
     window = loss.restore.window or DEFAULT_CONTEXT_WINDOW
     view = view_of(ref, loss.runtime, context_window=window, window_from=loss.restore.window_from or "the default")
-    after_reset = loss.runtime == "openclaw-2026.9" and ref.runtime_messages is not None
+    after_reset = view_facts(loss.runtime).after_last_reset and ref.runtime_messages is not None
     return view, list(ref.runtime_messages if after_reset and ref.runtime_messages is not None else ref.messages)
 
 
@@ -366,10 +365,10 @@ def _live_view(state: Agent, lineage: Any, loss: Loss, notes: list[str]) -> tupl
     they hold every word of the view, so a phrase not in them is not in the view.
     """
     current = next((p for p in lineage.pieces if p.current), None)
-    if current is None or (loss.runtime == "openclaw-2026.5" and lineage.moved_from):
+    if current is None or (view_facts(loss.runtime).empty_when_moved and lineage.moved_from):
         return "", 0
     parts, _ = stretches_of(state, current, notes)
-    if loss.runtime == "openclaw-2026.9":
+    if view_facts(loss.runtime).after_last_reset:
         parts = parts[-1:]
     with state.open_piece(current) as t:
         indices = [i for part in parts for i in part.indices]

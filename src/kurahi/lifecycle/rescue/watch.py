@@ -13,7 +13,6 @@ copied is read again at the next poll.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,32 +22,12 @@ from kurahi.lifecycle.rescue.losses import Loss, RescueReport, find_losses
 __all__ = ["Watcher", "state_signature"]
 
 
-def _stat(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return None
-    return (st.st_size, st.st_mtime_ns, st.st_ino)
-
-
 def state_signature(root: Path) -> tuple[object, ...]:
-    """What changes when a session is written, reset or rolled over (stat calls only)."""
-    out: list[object] = []
-    agents = root / "agents"
-    try:
-        names = sorted(e.name for e in os.scandir(agents) if e.is_dir(follow_symlinks=False))
-    except OSError:
-        return ()
-    for name in names:
-        base = agents / name
-        for rel in ("sessions/sessions.json", "agent/openclaw-agent.sqlite", "agent/openclaw-agent.sqlite-wal"):
-            out.append((name, rel, _stat(base / rel)))
-        try:
-            with os.scandir(base / "sessions") as it:
-                out.append(tuple(sorted((e.name, _stat(Path(e.path))) for e in it)))
-        except OSError:
-            out.append(None)
-    return tuple(out)
+    """What changes when a session is written, reset or rolled over (stat calls only, by the state's runtime)."""
+    from kurahi.runtimes.registry import for_state_dir
+
+    signature: tuple[object, ...] = for_state_dir(root).signature(root)
+    return signature
 
 
 class Watcher:

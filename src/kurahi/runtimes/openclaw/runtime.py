@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from kurahi.locations.dirs import Location
+from kurahi.locations.dirs import Location, count_files, subdirs
 from kurahi.runtimes.openclaw import layout
 from kurahi.runtimes.openclaw.config import openclaw_state_dir
 from kurahi.runtimes.openclaw.running import running
 from kurahi.runtimes.openclaw.state import AgentState, agents_of, list_agents, open_agent
-from kurahi.runtimes.openclaw.versions import VERSIONS, Release
+from kurahi.runtimes.openclaw.versions import VERSIONS, Release, of_era
 
 __all__ = ["OPENCLAW", "OpenClaw"]
 
@@ -34,6 +34,17 @@ class OpenClaw:
         "Ctrl-C in the terminal of `openclaw gateway run`"
     )
     """How its user stops a running gateway, in words (Kurahi never stops or starts OpenClaw)."""
+
+    state_words = "OpenClaw state"
+    """What its state is called in a sentence about it."""
+
+    def inventory(self, root: Path) -> tuple[dict[str, object], str]:
+        """Its agents, the JSON era's transcripts and the SQLite era's stores."""
+        agents = subdirs(root / "agents")
+        transcripts = sum(count_files(a / "sessions", ".jsonl", 0) for a in agents)
+        stores = sum(1 for a in agents if layout.has_store(root, a.name))
+        counts: dict[str, object] = {"agents": len(agents), "sessions": transcripts, "sqliteStores": stores}
+        return counts, f"{len(agents)} agents, {transcripts} session transcripts, {stores} SQLite stores"
 
     def locate(self, env: Mapping[str, str] | None = None) -> Location:
         """``OPENCLAW_STATE_DIR``, else ``$OPENCLAW_HOME/.openclaw``, else ``~/.openclaw``."""
@@ -55,13 +66,61 @@ class OpenClaw:
         """One agent, read-only (:func:`~kurahi.runtimes.openclaw.state.open_agent`)."""
         return open_agent(root, agent)
 
+    def signature(self, root: Path) -> tuple[object, ...]:
+        """What changes when a session is written, reset or rolled over: stat calls only, nothing opened."""
+        out: list[object] = []
+        agents = root / "agents"
+        try:
+            names = sorted(e.name for e in os.scandir(agents) if e.is_dir(follow_symlinks=False))
+        except OSError:
+            return ()
+        for name in names:
+            db = layout.store_path(root, name)
+            sessions = layout.sessions_dir(root, name)
+            for path in (sessions / layout.CATALOG, db, db.with_name(db.name + "-wal")):
+                out.append((name, path.relative_to(agents / name).as_posix(), _stat(path)))
+            try:
+                with os.scandir(sessions) as it:
+                    out.append(tuple(sorted((e.name, _stat(Path(e.path))) for e in it)))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
     def running(self, root: Path) -> str | None:
         """The lock a running gateway holds for ``root`` (:mod:`~kurahi.runtimes.openclaw.running`)."""
         return running(root)
 
+    def loading_view(self, root: Path, agent: str) -> tuple[str | None, int | None]:
+        """The view and window under which OpenClaw loads an activated session of ``agent``.
+
+        A SQLite-era agent: that era's view, else the JSON era's when ``openclaw.json`` is
+        there, with the window it gives the agent's model (else the default). A Kurahi home:
+        ``(None, None)`` (Pi's projection, no window).
+
+        Raises:
+            UsageError: an ``openclaw.json`` that is not a JSON object.
+        """
+        from kurahi.runtimes.view import DEFAULT_CONTEXT_WINDOW, openclaw_context_window
+
+        sqlite = layout.sqlite_era(root, agent)
+        config = (root / layout.CONFIG).is_file()
+        if not sqlite and not config:
+            return None, None
+        view = of_era("sqlite" if sqlite else "json").view.name
+        found = openclaw_context_window(root, agent) if config else None
+        return view, found[0] if found is not None else DEFAULT_CONTEXT_WINDOW
+
     def activation_store(self, root: Path, agent: str) -> str:
         """``sqlite`` for a SQLite-era agent (a store and no catalog), else ``files``."""
         return "sqlite" if layout.sqlite_era(root, agent) else "files"
+
+
+def _stat(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 OPENCLAW = OpenClaw()

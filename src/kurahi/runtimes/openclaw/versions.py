@@ -11,7 +11,7 @@ import msgspec
 
 from kurahi.runtimes.base import View
 
-__all__ = ["JSON_ERA", "KNOWN_VERSIONS", "SQLITE_ERA", "VERSIONS", "Release", "facts", "of_era"]
+__all__ = ["JSON_ERA", "KNOWN_VERSIONS", "SQLITE_ERA", "VERSIONS", "Release", "facts", "known", "of_era"]
 
 
 class Release(msgspec.Struct, frozen=True, kw_only=True):
@@ -89,6 +89,11 @@ def facts(version: str) -> Release | None:
             return release
     line = ".".join(version.split(".")[:2])
     return next((r for r in VERSIONS if r.line == line), None)
+
+
+def known(version: str) -> bool:
+    """Whether Kurahi was run against exactly this release (the continuity suite drives only those)."""
+    return version in KNOWN_VERSIONS
 
 
 def of_era(era: str) -> Release:

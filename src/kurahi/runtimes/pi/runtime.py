@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.errors import UsageError
-from kurahi.locations.dirs import Location
+from kurahi.locations.dirs import Location, count_files, subdirs
 from kurahi.runtimes.pi.facts import VERSIONS
 from kurahi.runtimes.pi.sessions import list_pi_sessions, pi_sessions_dir
 
@@ -31,6 +31,15 @@ class Pi:
     how_to_stop = "quit Pi"
     no_losses = "Pi starts a new session only when asked and keeps every one: no loss to find there"
     """Why ``kurahi rescue`` finds nothing to bring back in Pi's folder."""
+
+    state_words = "Pi sessions"
+    """What its state is called in a sentence about it."""
+
+    def inventory(self, root: Path) -> tuple[dict[str, object], str]:
+        """How many sessions the folder holds, in how many working directories (one folder each)."""
+        projects = len(subdirs(root))
+        sessions = count_files(root, ".jsonl", 1)
+        return {"projects": projects, "sessions": sessions}, f"{sessions} sessions in {projects} working directories"
 
     def locate(self, env: Mapping[str, str] | None = None) -> Location:
         """Where Pi keeps its sessions (:func:`~kurahi.runtimes.pi.sessions.pi_sessions_dir`)."""
@@ -55,9 +64,17 @@ class Pi:
         """
         raise UsageError(f"{root}: a Pi sessions folder has no agents or session keys; give a session file")
 
+    def signature(self, root: Path) -> tuple[object, ...]:
+        """Every session file and its size (a new turn grows one, a new session adds one)."""
+        return tuple((s.file, s.bytes) for s in list_pi_sessions(root))
+
     def running(self, root: Path) -> str | None:
         """``None``: Pi takes no lock, so a running Pi cannot be seen."""
         return None
+
+    def loading_view(self, root: Path, agent: str) -> tuple[str | None, int | None]:
+        """``(None, None)``: Pi's projection, no window Kurahi reads."""
+        return None, None
 
     def activation_store(self, root: Path, agent: str) -> str:
         """``files``: a session is one file."""

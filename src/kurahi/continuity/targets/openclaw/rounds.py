@@ -42,6 +42,7 @@ from kurahi.continuity.targets.openclaw.runtime import OpenClawRuntime
 from kurahi.errors import ContinuityError, UsageError
 from kurahi.pi.vocab import COMPACTION, MESSAGE
 from kurahi.runtimes.openclaw.config import OpenClawState
+from kurahi.runtimes.openclaw.versions import facts, of_era
 
 __all__ = ["TURNS_PER_ROUND", "RoundsHost", "check_rounds_target", "run_openclaw_rounds"]
 
@@ -88,7 +89,7 @@ def _view(run: RoundsHost, key: str, phrases: list[str]) -> dict[str, Any]:
     if not live:
         raise ContinuityError(f"the session of {key} ({lineage.current_session_id}) has no transcript to check")
     source = live[-1].source
-    rep = check(source, markers=phrases, runtime="openclaw-2026.9")
+    rep = check(source, markers=phrases, runtime=of_era("sqlite").view.name)
     view = rep.runtime_view if rep.runtime_messages is not None else rep.pi_view
     messages = list(view or [])
     sqlite = parse_sqlite_source(source)
@@ -155,7 +156,8 @@ def check_rounds_target(supervised: bool, version: str) -> None:
             "--rounds on an OpenClaw resident repairs every round, which needs the gateway stopped: "
             "supervised mode only (leave out --attached)"
         )
-    if not version.startswith("2026.9."):
+    release = facts(version)
+    if release is None or not release.rounds:
         raise UsageError(f"--rounds on an OpenClaw resident is built for 2026.9 (the SQLite era), not {version}")
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.errors import ContinuityError, UsageError
+from kurahi.runtimes.openclaw.versions import KNOWN_VERSIONS, facts, known
 
 __all__ = [
     "DEFAULT_PORT",
@@ -44,8 +45,6 @@ __all__ = [
     "which_openclaw",
 ]
 
-KNOWN_VERSIONS = ("2026.5.28", "2026.9.6")
-"""OpenClaw releases whose state dirs and surfaces Kurahi has been run against."""
 
 START_DEADLINE = 180.0
 CALL_DEADLINE = 180.0
@@ -72,7 +71,7 @@ def openclaw_version(binary: str) -> str:
     if out.returncode != 0 or found is None:
         raise UsageError(f"--openclaw-bin {binary}: `--version` printed no OpenClaw version (exit {out.returncode})")
     version = found.group(1)
-    if version not in KNOWN_VERSIONS:
+    if not known(version):
         raise UsageError(f"OpenClaw {version} is a release Kurahi does not know; it knows {', '.join(KNOWN_VERSIONS)}")
     return version
 
@@ -365,7 +364,8 @@ class OpenClawRuntime:
         2026.5's ``agent`` connection lacks the admin scope a typed ``/reset`` needs, so there
         the user's way from the CLI is ``sessions.reset``.
         """
-        if self.version.startswith("2026.5."):
+        release = facts(self.version)
+        if release is not None and release.reset_by_rpc:
             self.reset(key)
             return "sessions.reset"
         res = self.cli("agent", "--session-key", key, "--message", "/reset", "--json")

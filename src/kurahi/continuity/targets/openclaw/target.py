@@ -44,6 +44,7 @@ from kurahi.continuity.targets.openclaw.rounds import check_rounds_target, run_o
 from kurahi.continuity.targets.openclaw.runtime import OpenClawRuntime, which_openclaw
 from kurahi.errors import ContinuityError, KurahiError, UsageError
 from kurahi.runtimes.openclaw.config import OpenClawState, open_state
+from kurahi.runtimes.openclaw.versions import of_era
 
 __all__ = ["OPENCLAW_DISRUPTIONS", "OpenClawOptions", "OpenClawTarget", "run_openclaw_suite"]
 
@@ -265,7 +266,7 @@ class OpenClawTarget:
         if not live:
             raise ContinuityError(f"the session of {self.reset_key} ({sid}) has no transcript to check")
         piece = live[-1]
-        runtime = "openclaw-2026.9" if piece.source.startswith("sqlite:") else "openclaw-2026.5"
+        runtime = of_era("sqlite" if piece.db_path is not None else "json").view.name
         rep = check(piece.source, markers=markers, runtime=runtime)
         return {
             "sessionId": sid,

@@ -33,11 +33,14 @@ if TYPE_CHECKING:
 __all__ = [
     "ANTHROPIC_BODY_LIMIT",
     "RUNTIMES",
+    "UNMENDABLE",
     "CheckReport",
     "Finding",
     "check_context",
     "check_transcript",
+    "is_request_runtime",
     "runtime_names",
+    "unmendable",
 ]
 
 RUNTIMES: dict[str, str] = {
@@ -46,6 +49,23 @@ RUNTIMES: dict[str, str] = {
     "openclaw-2026.5": "OpenClaw 2026.5 (JSONL transcripts; ignores context_edit; repairs tool pairing in memory)",
 }
 """The runtimes Kurahi knows, by the name ``--runtime`` takes."""
+
+UNMENDABLE: dict[str, str] = {
+    "openclaw-2026.9": "OpenClaw 2026.9 keeps transcripts in SQLite, not in this file: stop its gateway and run "
+    "`openclaw doctor --session-sqlite` instead",
+}
+"""Runtimes whose requests are not made from a session file, and what to do instead."""
+
+
+def is_request_runtime(name: str) -> bool:
+    """Whether ``name`` is a runtime whose next request is checked (a key of :data:`RUNTIMES`)."""
+    return name in RUNTIMES
+
+
+def unmendable(name: str) -> str | None:
+    """Why a session file cannot be mended for ``name`` (``None``: it can, or ``name`` is unknown)."""
+    return UNMENDABLE.get(name)
+
 
 ANTHROPIC_BODY_LIMIT = 32 * 1024 * 1024
 """Anthropic's documented request size limit for Messages (HTTP 413 ``request_too_large`` above it)."""

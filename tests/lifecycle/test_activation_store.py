@@ -360,7 +360,7 @@ def test_a_gateway_on_the_same_database_serves_the_activated_session(
 _DIE_AT = """
 import os, sys
 from kurahi.gateway import activation_host
-from kurahi.lifecycle.activation.targets import backend_state as activation_state
+from kurahi.lifecycle.activation.targets.backend import state as activation_state
 
 point, argv = sys.argv[1], sys.argv[2:]
 if point == "after-install":

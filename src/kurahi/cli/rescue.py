@@ -57,8 +57,7 @@ class Target:
 def _targets(openclaw: Path | None, pi: Path | None, home: Path | None) -> list[Target]:
     """The states named by an option, else every state found where ``kurahi doctor`` looks."""
     from kurahi.locations.dirs import kurahi_home
-    from kurahi.runtimes.openclaw.config import openclaw_state_dir
-    from kurahi.runtimes.pi.sessions import pi_sessions_dir
+    from kurahi.runtimes.registry import RUNTIMES
 
     given = [(p, k) for p, k in ((openclaw, "openclaw"), (pi, "pi"), (home, "kurahi")) if p is not None]
     if len(given) > 1:
@@ -69,11 +68,9 @@ def _targets(openclaw: Path | None, pi: Path | None, home: Path | None) -> list[
             fail(f"{path}: no such directory (--{'home' if kind == 'kurahi' else kind})", EXIT.NOT_FOUND)
         return [Target(path, kind, f"--{'home' if kind == 'kurahi' else kind}")]
     with translate_errors():
-        found = [
-            (openclaw_state_dir(), "openclaw"),
-            (kurahi_home(), "kurahi"),
-            (pi_sessions_dir(), "pi"),
-        ]
+        # States of agents first, then Kurahi's own home, then folders of session files.
+        found = [(r.locate(), r.name) for r in RUNTIMES if r.keyed]
+        found += [(kurahi_home(), "kurahi"), *((r.locate(), r.name) for r in RUNTIMES if not r.keyed)]
     out = [Target(loc.path, kind, loc.source) for loc, kind in found if loc.path.is_dir()]
     if not out:
         where = ", ".join(str(loc.path) for loc, _ in found)
@@ -95,17 +92,12 @@ def _busy(what: str) -> Iterator[None]:
 
 def _report(target: Target, agent: str | None, key: str | None) -> RescueReport:
     from kurahi.lifecycle.rescue.losses import RescueReport, find_losses
+    from kurahi.runtimes.registry import for_state_dir, named
 
-    if target.kind == "pi":
-        # Pi keeps each session in a file of its own and never resets one by itself.
-        return RescueReport(
-            str(target.path),
-            "pi",
-            [],
-            0,
-            [],
-            ["Pi starts a new session only when asked and keeps every one: no loss to find there"],
-        )
+    runtime = for_state_dir(target.path) if target.kind == "kurahi" else named(target.kind)
+    if not runtime.keyed:
+        # A runtime without keys keeps each session in a file of its own and never resets one by itself.
+        return RescueReport(str(target.path), target.kind, [], 0, [], [runtime.no_losses])
     from kurahi.errors import UsageError
 
     with _busy(f"reading {target.path}…"):
@@ -207,7 +199,9 @@ def rescue_cmd(
 
 
 def _one(openclaw: Path | None, home: Path | None) -> Path:
-    targets = [t for t in _targets(openclaw, None, home) if t.kind != "pi"]
+    from kurahi.runtimes.registry import named
+
+    targets = [t for t in _targets(openclaw, None, home) if t.kind == "kurahi" or named(t.kind).keyed]
     if len(targets) != 1:
         fail("several states found; name one with --openclaw DIR or --home DIR", EXIT.USAGE)
     return targets[0].path

@@ -36,6 +36,7 @@ from kurahi.runtimes.requests import (
     Finding,
     check_context,
     check_transcript,
+    honour_context_edit,
     is_request_runtime,
     unmendable,
 )
@@ -221,7 +222,7 @@ def plan_mend(
         raise MendRefusedError(f"no entry to take out of view for {', '.join(sorted({f.code for f in request}))}")
     entries = [report.origins[i].source for i in targets]
     hidden = sum(len(report.origins[i].messages) for i in targets)
-    if runtimes == ["pi-1.6"] and all(_editable(e) for e in entries):
+    if honour_context_edit(runtimes) and all(_editable(e) for e in entries):
         planned = [
             _Planned(CONTEXT_EDIT, f"doctor{n}", {TARGET_ID: e.id, "replacement": None}) for n, e in enumerate(entries)
         ]

@@ -301,13 +301,13 @@ def check_answer(served: Served, markers: list[str], key: str | None = None) -> 
 
 def losses_answer(served: Served) -> dict[str, Any]:
     """What ``kurahi rescue`` lists for the served agent, read-only."""
-    if served.kind == "pi":
-        return {"losses": [], "total": 0, "note": "Pi's sessions have no resets or rollovers to lose history at"}
+    if not served.runtime.keyed:
+        return {"losses": [], "total": 0, "note": served.runtime.no_losses_mcp}
     from kurahi.lifecycle.rescue.losses import find_losses
 
     try:
         report = find_losses(
-            served.root, agent=served.agent, state_kind="kurahi" if served.kind == "home" else "openclaw"
+            served.root, agent=served.agent, state_kind="kurahi" if served.kind == "home" else served.runtime.name
         )
     except KurahiError as exc:
         raise Refusal(f"the state could not be read: {exc}") from exc

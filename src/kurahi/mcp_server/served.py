@@ -25,8 +25,7 @@ from kurahi.locations.dirs import kurahi_home
 from kurahi.mcp_server.passages import Passage, PieceInfo, fold, piece_passages
 from kurahi.mcp_server.safety import Refusal, check_key_text
 from kurahi.pi.transcript import Transcript
-from kurahi.runtimes.openclaw.config import openclaw_state_dir
-from kurahi.runtimes.pi.sessions import list_pi_sessions, pi_sessions_dir
+from kurahi.runtimes.registry import RUNTIMES, for_state_dir, named
 
 __all__ = ["KINDS", "History", "Served", "find_state"]
 
@@ -110,7 +109,9 @@ def find_state(
         if not path.is_dir():
             raise UsageError(f"--{kind} {path}: not a directory")
         return kind, path.absolute()
-    found = [("openclaw", openclaw_state_dir(env)), ("home", kurahi_home(None, env)), ("pi", pi_sessions_dir(env))]
+    # States of agents first, then Kurahi's own home, then folders of session files.
+    keyed = [(r.name, r.locate(env)) for r in RUNTIMES if r.keyed]
+    found = [*keyed, ("home", kurahi_home(None, env)), *((r.name, r.locate(env)) for r in RUNTIMES if not r.keyed)]
     explicit = [(k, loc.path) for k, loc in found if loc.explicit and loc.path.is_dir()]
     if len(explicit) == 1:
         return explicit[0][0], explicit[0][1].absolute()
@@ -151,10 +152,12 @@ class Served:
         if kind not in KINDS:
             raise UsageError(f"unknown state kind {kind!r}")
         self.kind, self.root = kind, root
+        self.runtime: Any = for_state_dir(root) if kind == "home" else named(kind)
+        """The runtime whose state this is (a Kurahi home reads as the layout it shares)."""
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[tuple[Any, ...], History]] = {}
-        if kind == "pi" and agent is not None:
-            raise UsageError("--agent names an OpenClaw or Kurahi agent; Pi's sessions have none")
+        if not self.runtime.keyed and agent is not None:
+            raise UsageError(f"--agent names an OpenClaw or Kurahi agent; {self.runtime.label}'s sessions have none")
         if not root.is_dir():
             raise UsageError(f"{root}: not a directory")
         self._asked = agent
@@ -170,7 +173,7 @@ class Served:
         Raises:
             Refusal: no agent yet, or several and none named.
         """
-        if self.kind == "pi":
+        if not self.runtime.keyed:
             return None
         if self._agent is None:
             try:
@@ -191,13 +194,7 @@ class Served:
 
     def signature(self) -> tuple[Any, ...]:
         """Size, time and inode of every file the served agent's history lives in (links not followed)."""
-        if self.kind == "pi":
-            folders = [str(self.root)]
-            with os.scandir(self.root) as it:
-                folders += sorted(e.path for e in it if e.is_dir(follow_symlinks=False))
-        else:
-            base = self.root / "agents" / str(self.agent)
-            folders = [str(base / "sessions"), str(base / "agent"), str(base / "session-sqlite-import-archive")]
+        folders = [str(f) for f in self.runtime.history_folders(self.root, self.agent)]
         rows: list[Any] = []
         for folder in folders:
             row = _stat_row(folder)
@@ -214,15 +211,15 @@ class Served:
 
     # -- keys -------------------------------------------------------------------------
 
-    def _pi_files(self) -> dict[str, str]:
-        return {s.session_id: s.file for s in list_pi_sessions(self.root) if s.session_id}
+    def _session_files(self) -> dict[str, str]:
+        return {s.session_id: s.file for s in self.runtime.session_files(self.root) if s.session_id}
 
     def keys(self) -> list[str]:
         """Every session key served (for Pi, every session id)."""
-        if self.kind == "pi":
-            return sorted(self._pi_files())
+        if not self.runtime.keyed:
+            return sorted(self._session_files())
         with open_agent(self.root, self.agent) as state:
-            return _own_keys(state.keys, self.agent)
+            return [k for k in state.keys if not state.hidden(k)]
 
     def _choose(self, key: str | None, keys: list[str]) -> str:
         """``key`` if it is one of ``keys``, else the default key; a :class:`Refusal` naming the keys."""
@@ -236,7 +233,7 @@ class Served:
         main = f"agent:{self.agent}:main"
         if main in keys:
             return main
-        if self.kind == "pi" or len(keys) == 1:
+        if not self.runtime.keyed or len(keys) == 1:
             return keys[-1]
         raise Refusal(f"this agent has no {main!r} and several keys; name one: {', '.join(keys[:20])}")
 
@@ -265,10 +262,10 @@ class Served:
         raise Refusal("the state kept changing while it was read (the runtime is writing); ask again in a moment")
 
     def _read(self, key: str | None) -> History:
-        if self.kind == "pi":
-            return self._read_pi(key)
+        if not self.runtime.keyed:
+            return self._read_file(key)
         with open_agent(self.root, self.agent) as state:
-            key = self._choose(key, _own_keys(state.keys, self.agent))
+            key = self._choose(key, [k for k in state.keys if not state.hidden(k)])
             lineage = state.lineage(key)
             pieces = _pieces(lineage)
             passages: list[Passage] = []
@@ -291,9 +288,10 @@ class Served:
             ]
             return History(key, self.agent, lineage.layout, pieces, bounds, passages, list(lineage.notes))
 
-    def _read_pi(self, key: str | None) -> History:
-        files = self._pi_files()
-        ordered = [s.session_id for s in list_pi_sessions(self.root) if s.session_id]
+    def _read_file(self, key: str | None) -> History:
+        """A runtime without keys: the session file whose id is ``key`` (default: the newest)."""
+        files = self._session_files()
+        ordered = [s.session_id for s in self.runtime.session_files(self.root) if s.session_id]
         key = self._choose(key, ordered)
         path = files[key]
         with Transcript.open(path) as t:
@@ -302,12 +300,7 @@ class Served:
             passages = list(piece_passages(t, info))
         times = [p.at_ms for p in passages if p.at_ms is not None]
         info = PieceInfo(**{**_fields(info), "first_ms": min(times, default=None), "last_ms": max(times, default=None)})
-        return History(key, None, "pi", [info], [], passages)
-
-
-def _own_keys(keys: list[str], agent: str | None) -> list[str]:
-    """The keys served: OpenClaw's doctor's ``recovered`` keys are pieces of another key, not keys."""
-    return [k for k in keys if not k.startswith(f"agent:{agent}:recovered:")]
+        return History(key, None, self.runtime.name, [info], [], passages)
 
 
 def _fields(info: PieceInfo) -> dict[str, Any]:

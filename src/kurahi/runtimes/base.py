@@ -146,6 +146,12 @@ class Runtime(Protocol):
     def open_agent(self, root: str | os.PathLike[str], agent: str | None = None) -> AbstractContextManager[Agent]:
         """One agent's state, read-only."""
 
+    def session_files(self, root: Path) -> list[Any]:
+        """A runtime without keys: its session files (``session_id``, ``file``), oldest first; else none."""
+
+    def history_folders(self, root: Path, agent: str | None) -> list[Path]:
+        """The folders whose files hold ``agent``'s history (a stat of each tells it changed)."""
+
     def signature(self, root: Path) -> tuple[object, ...]:
         """What changes when a session is written, reset or rolled over (cheap: ``rescue watch`` polls it)."""
 

@@ -38,6 +38,7 @@ __all__ = [
     "Finding",
     "check_context",
     "check_transcript",
+    "honour_context_edit",
     "is_request_runtime",
     "runtime_names",
     "unmendable",
@@ -55,6 +56,15 @@ UNMENDABLE: dict[str, str] = {
     "`openclaw doctor --session-sqlite` instead",
 }
 """Runtimes whose requests are not made from a session file, and what to do instead."""
+
+
+_CONTEXT_EDIT = frozenset({"pi-1.6"})
+"""The runtimes that honour a ``context_edit`` entry (the others ignore it and send what it hides)."""
+
+
+def honour_context_edit(names: list[str]) -> bool:
+    """Whether every one of ``names`` (at least one) honours a ``context_edit`` entry."""
+    return bool(names) and all(name in _CONTEXT_EDIT for name in names)
 
 
 def is_request_runtime(name: str) -> bool:

@@ -10,6 +10,7 @@ import os
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 from kurahi.locations.dirs import Location, count_files, subdirs
 from kurahi.runtimes.openclaw import layout
@@ -65,6 +66,19 @@ class OpenClaw:
     def open_agent(self, root: str | os.PathLike[str], agent: str | None = None) -> AbstractContextManager[AgentState]:
         """One agent, read-only (:func:`~kurahi.runtimes.openclaw.state.open_agent`)."""
         return open_agent(root, agent)
+
+    no_losses = ""
+    """Unused: OpenClaw's state has keys, and rescue reads them."""
+    no_losses_mcp = ""
+
+    def session_files(self, root: Path) -> list[Any]:
+        """Nothing: OpenClaw's sessions are reached by agent and key (:meth:`open_agent`)."""
+        return []
+
+    def history_folders(self, root: Path, agent: str | None) -> list[Path]:
+        """Where an agent's history lives: its sessions folder, its store's folder, the doctor's import archive."""
+        base = layout.agent_dir(root, str(agent))
+        return [layout.sessions_dir(root, str(agent)), base / "agent", base / layout.IMPORT_ARCHIVE]
 
     def signature(self, root: Path) -> tuple[object, ...]:
         """What changes when a session is written, reset or rolled over: stat calls only, nothing opened."""

@@ -15,7 +15,7 @@ from typing import Any
 from kurahi.errors import UsageError
 from kurahi.locations.dirs import Location, count_files, subdirs
 from kurahi.runtimes.pi.facts import VERSIONS
-from kurahi.runtimes.pi.sessions import list_pi_sessions, pi_sessions_dir
+from kurahi.runtimes.pi.sessions import PiSessionListing, list_pi_sessions, pi_sessions_dir
 
 __all__ = ["PI", "Pi"]
 
@@ -31,6 +31,16 @@ class Pi:
     how_to_stop = "quit Pi"
     no_losses = "Pi starts a new session only when asked and keeps every one: no loss to find there"
     """Why ``kurahi rescue`` finds nothing to bring back in Pi's folder."""
+    no_losses_mcp = "Pi's sessions have no resets or rollovers to lose history at"
+    """The same, as ``kurahi mcp``'s ``losses`` tool says it."""
+
+    def session_files(self, root: Path) -> list[PiSessionListing]:
+        """Every session file, oldest start first (:func:`~kurahi.runtimes.pi.sessions.list_pi_sessions`)."""
+        return list_pi_sessions(root)
+
+    def history_folders(self, root: Path, agent: str | None) -> list[Path]:
+        """The folder and its working directories' folders (where a new session file appears)."""
+        return [root, *subdirs(root)]
 
     state_words = "Pi sessions"
     """What its state is called in a sentence about it."""

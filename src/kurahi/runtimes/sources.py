@@ -26,6 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kurahi.errors import UsageError
+from kurahi.runtimes.openclaw import layout
+from kurahi.runtimes.openclaw.versions import of_era
+from kurahi.runtimes.pi.facts import VIEW as PI_VIEW
 from kurahi.runtimes.views import NAMES
 
 __all__ = ["RUNTIMES", "SQLITE_PREFIX", "materialize", "parse_sqlite_source", "runtime_of"]
@@ -55,18 +58,20 @@ def runtime_of(source: str | os.PathLike[str], *, has_reset: bool = False) -> tu
     unless ``has_reset`` (its path holds a ``reset`` entry): only OpenClaw 2026.9 writes
     those, so such a file (a session exported from a 2026.9 store) is judged by its view.
     """
+    sqlite, json_era = of_era("sqlite").view.name, of_era("json").view.name
     if parse_sqlite_source(source) is not None:
-        return "openclaw-2026.9", "a session of an OpenClaw 2026.9 SQLite store"
+        return sqlite, "a session of an OpenClaw 2026.9 SQLite store"
     path = Path(source).absolute()
     folder = path.parent
     if folder.name == "sessions" and folder.parent.parent.name == "agents":
-        if (folder.parent / "agent" / "openclaw-agent.sqlite").exists():
-            return "openclaw-2026.9", "a file in an OpenClaw state directory that has a 2026.9 SQLite store"
-        if (folder / "sessions.json").exists():
-            return "openclaw-2026.5", "a file in an OpenClaw JSON-era sessions folder"
+        root, agent = folder.parent.parent.parent, folder.parent.name
+        if layout.store_path(root, agent).exists():
+            return sqlite, "a file in an OpenClaw state directory that has a 2026.9 SQLite store"
+        if (folder / layout.CATALOG).exists():
+            return json_era, "a file in an OpenClaw JSON-era sessions folder"
     if has_reset:
-        return "openclaw-2026.9", "a plain file holding reset entries, which only OpenClaw 2026.9 writes"
-    return "pi", "a plain file"
+        return sqlite, "a plain file holding reset entries, which only OpenClaw 2026.9 writes"
+    return PI_VIEW.name, "a plain file"
 
 
 @contextlib.contextmanager

@@ -32,8 +32,9 @@ def check_store_path(home: Path, agent: str) -> Path:
             ``-wal``, ``-shm`` or ``-journal`` is a symlink (:func:`~kurahi.fs.no_links.refuse_links`).
     """
     from kurahi.fs.no_links import refuse_links
+    from kurahi.runtimes.openclaw import layout
 
-    db = home / "agents" / agent / "agent" / "openclaw-agent.sqlite"
+    db = layout.store_path(home, agent)
     refuse_links(home, db.relative_to(home).as_posix(), also=("-wal", "-shm", "-journal"))
     return db
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from kurahi.errors import TranscriptReadError, UsageError
 from kurahi.js import deepjson
+from kurahi.runtimes.openclaw import layout
 from kurahi.runtimes.openclaw.sqlite.events import EVENT_COLUMNS, event_bytes
 from kurahi.runtimes.openclaw.sqlite.snapshot import (
     DEFAULT_BUSY_TIMEOUT,
@@ -53,7 +54,7 @@ __all__ = [
     "sqlite_source",
 ]
 
-SQLITE_STORE_NAME = "openclaw-agent.sqlite"
+SQLITE_STORE_NAME = layout.STORE_NAME
 """The store's file name inside ``agents/<agentId>/agent/``."""
 
 

@@ -64,15 +64,15 @@ ALLOWED: dict[tuple[str, str], str] = {
         "_candidate_lines",
     ): "the candidate inside a SQLite package",
     ("lifecycle/activation/targets/sqlite_store/target.py", "_evidence"): "the package's evidence file",
-    ("lifecycle/activation/targets/sqlite_store/plan.py", "open_package"): "a SQLite activation package's plan",
     ("lifecycle/activation/targets/sqlite_store/target.py", "backward"): "the package's journal",
     ("lifecycle/activation/targets/sqlite_store/target.py", "forward"): "the candidate inside a SQLite package",
     ("lineage/packet.py", "verify_packet"): "an evidence packet's checksums and manifest",
     ("lineage/provenance.py", "_read_text"): "workspace files searched for a quoted fact",
-    ("lifecycle/rescue/apply.py", "_gateway_2026_5"): "OpenClaw 2026.5's gateway lock in $TMPDIR (its pid)",
-    ("lineage/find.py", "session_file"): "a private temp file holding a SQLite session exported through store",
-    ("lineage/find.py", "transcript_bytes"): "that private export (a file piece is read through store)",
-    ("lineage/find.py", "export_piece"): "the exported piece, a new file the user named (read through store)",
+    ("runtimes/openclaw/running.py", "_pid_lock"): "OpenClaw 2026.5's gateway lock in $TMPDIR (its pid)",
+    ("runtimes/openclaw/state.py", "session_file"): "a private temp file holding a SQLite session exported",
+    ("runtimes/openclaw/state.py", "transcript_bytes"): "that private export (a file piece is read through pi)",
+    ("runtimes/openclaw/state.py", "export_piece"): "the exported piece, a new file the user named",
+    ("lifecycle/activation/package.py", "store_of"): "an activation package's plan, to tell which target opens it",
     ("runtimes/sources.py", "materialize"): "a temp file holding a SQLite session exported through store",
     ("lineage/stitch.py", "_write"): "the stitched candidate C (a new file the user named with --out)",
     ("locations/dirs.py", "read_no_follow"): "an OpenClaw state dir's config and catalogs, read-only (never a link)",
@@ -119,11 +119,15 @@ def _visit(node: ast.AST, rel: str, stack: list[str], found: dict[tuple[str, str
         stack.pop()
 
 
+# A runtime's own store is not a Kurahi backend: its room reads it (and an activation writes it)
+# through the statements it holds, which is the runtime room's whole business.
+FOREIGN_STORES = ("runtimes/openclaw/sqlite/",)
+
 # The rooms the store is built on, the store itself and the package root below them all read
 # and write its files: only the rooms above it are held to the boundary. ``testing`` builds
 # stores for tests.
 _NAMES = [name for name, _ in ROOMS]
-_BELOW = (*(f"{name}/" for name in _NAMES[: _NAMES.index("store") + 1]), "testing/")
+_BELOW = (*(f"{name}/" for name in _NAMES[: _NAMES.index("store") + 1]), "testing/", *FOREIGN_STORES)
 
 
 def _calls() -> dict[tuple[str, str], list[int]]:

@@ -15,7 +15,7 @@ from kurahi.agent.config import Config
 from kurahi.agent.jobs import JobStore
 from kurahi.agent.runtime import Runtime
 from kurahi.context.files import project_file
-from kurahi.store.record_log import Journal
+from kurahi.store.record_log import FileRecordLog
 from support.peer import PiPeer
 from support.residents import config, make_home, run, with_runtime
 
@@ -89,7 +89,7 @@ def test_a_job_running_when_the_process_dies_is_interrupted_at_the_next_start(tm
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert proc.returncode == -9, proc.stderr
-    [job] = JobStore(Journal(home / "agents/alice/jobs/jobs.jsonl")).jobs().values()
+    [job] = JobStore(FileRecordLog(home / "agents/alice/jobs/jobs.jsonl")).jobs().values()
     assert job.status == "running"  # what the dead process left on disk
 
     async def go(rt: Runtime) -> Any:
@@ -115,7 +115,7 @@ def test_closing_the_runtime_interrupts_a_running_job_and_records_it(tmp_path: P
         return jid
 
     jid = run(go())
-    job = JobStore(Journal(home / "agents/alice/jobs/jobs.jsonl")).get(jid)
+    job = JobStore(FileRecordLog(home / "agents/alice/jobs/jobs.jsonl")).get(jid)
     assert job is not None and job.status == "interrupted"
     file = next((home / "agents/alice/sessions").glob("*.jsonl"))
     last = json.loads(file.read_text().splitlines()[-1])

@@ -15,7 +15,7 @@ from kurahi.agent.runtime import Runtime
 from kurahi.agent.tools import BUILTIN_TOOLS, ToolContext
 from kurahi.context.files import project_file
 from kurahi.errors import PairingRefusedError
-from kurahi.store.record_log import Journal
+from kurahi.store.record_log import FileRecordLog
 from kurahi.testing import assistant_message, tool_result, user_message
 from support.peer import PiPeer
 from support.residents import config, make_home, run, with_runtime
@@ -36,7 +36,7 @@ def _setup(tmp_path: Path, calls: list[dict[str, Any]], *, later: bool = False) 
     if later:
         conv.append_message(user_message("hello? (sent after the crash)", 3))
         conv.append_message(assistant_message([{"type": "text", "text": "hi"}], 4))
-    return conv, Ledger(Journal(tmp_path / "ledger.jsonl")), ws
+    return conv, Ledger(FileRecordLog(tmp_path / "ledger.jsonl")), ws
 
 
 def _results(file: Path) -> list[dict[str, Any]]:
@@ -71,7 +71,7 @@ def test_lookup_settles_an_intent_without_outcome(tmp_path: Path, written: bool)
         (ws / "a.md").write_text("intended")
     [s] = settle(conv, ledger, TOOLS, ws)
     assert s.settled_by == "lookup" and s.is_error is (not written)
-    action = Ledger(Journal(tmp_path / "ledger.jsonl")).get(action_id(conv.session_id, "c1"))
+    action = Ledger(FileRecordLog(tmp_path / "ledger.jsonl")).get(action_id(conv.session_id, "c1"))
     assert action is not None and action.status == ("ok" if written else "error") and action.settled_by == "lookup"
     conv.close()
 
@@ -84,7 +84,7 @@ def test_unknown_outcome_is_explicit_and_says_verify_before_retry(tmp_path: Path
     [r] = _results(conv.file)
     assert r["isError"] is True and r["content"][0]["text"].startswith("Outcome unknown")
     assert "Verify the current state before any retry" in r["content"][0]["text"]
-    assert Ledger(Journal(tmp_path / "ledger.jsonl")).get(action_id(conv.session_id, "c1")).status == "unknown"  # type: ignore[union-attr]
+    assert Ledger(FileRecordLog(tmp_path / "ledger.jsonl")).get(action_id(conv.session_id, "c1")).status == "unknown"  # type: ignore[union-attr]
     conv.close()
 
 
@@ -178,7 +178,7 @@ def test_a_call_whose_intent_another_process_wrote_is_not_settled_as_never_start
     args = {"text": "note", "file": "notes.md"}
     conv, mine, ws = _setup(tmp_path, [_call("c1", "memory_append", args)])
     assert mine.actions() == {}  # read (and kept) before the other process wrote
-    theirs = Ledger(Journal(tmp_path / "ledger.jsonl"))
+    theirs = Ledger(FileRecordLog(tmp_path / "ledger.jsonl"))
     theirs.intent(conv.session_id, "c1", "memory_append", args)
     aid = action_id(conv.session_id, "c1")
     TOOLS["memory_append"].run(args, ToolContext(ws, aid))  # it ran, then that process died

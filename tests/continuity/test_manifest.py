@@ -34,7 +34,7 @@ from kurahi.resident.devices import DeviceRegistry
 from kurahi.resident.home import Home
 from kurahi.store.audit.log_file import AuditChain
 from kurahi.store.catalog import Catalog
-from kurahi.store.record_log import Journal
+from kurahi.store.record_log import FileRecordLog
 from support.gateways import make_gateway_home
 
 T1 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -62,7 +62,7 @@ def home(tmp_path: Path) -> Home:
     for key, sid in (("agent:alice:main", "s-main"), ("agent:alice:other", "s-other")):
         (paths.sessions / f"{sid}.jsonl").write_bytes(b'{"type":"session","version":3,"id":"' + sid.encode() + b'"}\n')
         catalog.upsert(key, {"sessionId": sid, "sessionFile": f"{sid}.jsonl", "label": f"label {sid}"})
-    jobs = JobStore(Journal(paths.jobs))
+    jobs = JobStore(FileRecordLog(paths.jobs))
     jid = jobs.create("agent:alice:main")
     jobs.mark(jid, "running")
     jobs.mark(jid, "failed", error="boom")

@@ -19,7 +19,7 @@ from kurahi.agent.ledger import Ledger
 from kurahi.fs import durable as fsio
 from kurahi.lineage.packet import verify_packet, write_packet
 from kurahi.store.audit.log_file import AuditChain
-from kurahi.store.record_log import Journal
+from kurahi.store.record_log import FileRecordLog
 from kurahi.testing import build_session
 
 
@@ -58,7 +58,7 @@ def test_a_new_journal_is_fsynced_into_its_folder_before_its_first_record_return
     tmp_path: Path, synced_dirs: list[str], log: str
 ) -> None:
     path = tmp_path / "state" / f"{log}.jsonl"
-    journal = Journal(path)
+    journal = FileRecordLog(path)
     if log == "ledger":
         Ledger(journal).intent("sess", "c0", "write", {"path": "f"})
     elif log == "jobs":
@@ -70,7 +70,7 @@ def test_a_new_journal_is_fsynced_into_its_folder_before_its_first_record_return
     journal.append({"op": "queued", "qid": "q1"})  # an existing file: no directory fsync
     assert synced_dirs == []
     journal.close()
-    reopened = Journal(path)
+    reopened = FileRecordLog(path)
     reopened.append({"op": "queued", "qid": "q2"})
     assert synced_dirs == [], "a journal that already exists is not fsynced into its folder again"
     reopened.close()

@@ -6,7 +6,7 @@ and their hash) is appended and flushed; after it returns, its *outcome*. An int
 outcome is an action whose result is unknown until a lookup settles it.
 
 The action id is ``<sessionId>:<toolCallId>``: stable across restarts, so it doubles as an
-idempotency key. The file is a :class:`~kurahi.store.record_log.Journal`: one JSON object per
+idempotency key. The file is a :class:`~kurahi.store.record_log.FileRecordLog`: one JSON object per
 line, one ``write(2)`` each, a torn last line (a crash mid-write) skipped on reading.
 """
 

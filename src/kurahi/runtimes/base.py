@@ -127,6 +127,10 @@ class Runtime(Protocol):
     """How its user stops it before a repair, in words."""
     state_words: str
     """What its state is called in a sentence (``OpenClaw state``)."""
+    no_losses: str
+    """A runtime without keys: why ``kurahi rescue`` has nothing to bring back there."""
+    no_losses_mcp: str
+    """The same, as ``kurahi mcp``'s ``losses`` tool says it."""
 
     def inventory(self, root: Path) -> tuple[dict[str, object], str]:
         """What its state at ``root`` holds: counts by name, and the same in words (read-only)."""

@@ -10,21 +10,20 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from kurahi.errors import UsageError
-from kurahi.runtimes.base import Agent
+from kurahi.runtimes.base import Agent, Runtime
 from kurahi.runtimes.openclaw.runtime import OPENCLAW
 from kurahi.runtimes.pi.runtime import PI
 from kurahi.runtimes.pieces import Piece
 
 __all__ = ["RUNTIMES", "export_piece", "for_state_dir", "list_agents", "named", "open_agent"]
 
-RUNTIMES: tuple[Any, ...] = (PI, OPENCLAW)
+RUNTIMES: tuple[Runtime, ...] = (PI, OPENCLAW)
 """Every runtime, in the order ``kurahi doctor`` reports them."""
 
 
-def named(name: str) -> Any:
+def named(name: str) -> Runtime:
     """The runtime called ``name`` (``openclaw``, ``pi``).
 
     Raises:
@@ -36,7 +35,7 @@ def named(name: str) -> Any:
     raise UsageError(f"unknown runtime {name!r}; known: {', '.join(r.name for r in RUNTIMES)}")
 
 
-def for_state_dir(root: str | os.PathLike[str]) -> Any:
+def for_state_dir(root: str | os.PathLike[str]) -> Runtime:
     """The runtime whose state ``root`` is with agents and keys (a Kurahi home reads as OpenClaw's layout).
 
     A directory no runtime owns is given to the first, whose reader then says what is wrong with it.
@@ -52,8 +51,7 @@ def list_agents(state_dir: str | os.PathLike[str]) -> list[str]:
     Raises:
         UsageError: the directory is missing or no runtime's state.
     """
-    agents: list[str] = for_state_dir(state_dir).agents(Path(state_dir))
-    return agents
+    return for_state_dir(state_dir).agents(Path(state_dir))
 
 
 @contextmanager

@@ -5,7 +5,7 @@
     <home>/agents/<agentId>/
         sessions/sessions.json      the catalog (:class:`~kurahi.store.catalog.Catalog`)
         sessions/<name>.jsonl       transcripts, each with a ``<name>.jsonl.lock`` while written
-        actions/ledger.jsonl        record logs (:class:`~kurahi.store.record_log.Journal`)
+        actions/ledger.jsonl        record logs (:class:`~kurahi.store.record_log.FileRecordLog`)
         jobs/jobs.jsonl
         queue/queue.jsonl
     <home>/audit/chain.jsonl        the audit chain (:class:`~kurahi.store.audit.log_file.AuditChain`)
@@ -48,7 +48,7 @@ from kurahi.store.base import (
 )
 from kurahi.store.catalog import CATALOG_NAME, Catalog
 from kurahi.store.names import check_agent_id, check_transcript_name
-from kurahi.store.record_log import Journal
+from kurahi.store.record_log import FileRecordLog
 
 __all__ = ["FileAgentStore", "FileBackend", "FileTranscriptClaim", "FileTranscripts", "log_path"]
 
@@ -360,9 +360,9 @@ class FileAgentStore(AgentStore):
         self.transcripts = FileTranscripts(self.sessions_dir)
         self.catalog = Catalog(self.sessions_dir / CATALOG_NAME)
 
-    def log(self, name: LogName, *, durable: bool = True) -> Journal:
+    def log(self, name: LogName, *, durable: bool = True) -> FileRecordLog:
         """See :meth:`AgentStore.log`."""
-        return Journal(log_path(self.root, name), durable=durable, name=name)
+        return FileRecordLog(log_path(self.root, name), durable=durable, name=name)
 
     def discard_leftovers(self, tag: str) -> None:
         """Remove ``sessions/.*.<tag>`` (temp files of a swap cut short), then fsync the directory."""

@@ -23,7 +23,7 @@ from kurahi.fs.safe import open_regular, read_regular
 from kurahi.js.decode import DECODE_ERRORS
 from kurahi.store.base import RecordLog
 
-__all__ = ["Journal", "decode_records", "encode_record"]
+__all__ = ["FileRecordLog", "decode_records", "encode_record"]
 
 _fast_encode = msgspec.json.Encoder().encode
 
@@ -51,7 +51,7 @@ def decode_records(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
             yield rec
 
 
-class Journal(RecordLog):
+class FileRecordLog(RecordLog):
     """An append-only JSONL file: the file backend's :class:`~kurahi.store.base.RecordLog`.
 
     Args:

@@ -31,7 +31,7 @@ from kurahi.store.audit.log_file import AuditChain
 from kurahi.store.base import LOG_NAMES, AgentStore, AuditLog, Backend, RecordLog
 from kurahi.store.catalog import CatalogBase
 from kurahi.store.catalog_format import Store
-from kurahi.store.record_log import Journal, encode_record
+from kurahi.store.record_log import FileRecordLog, encode_record
 
 __all__ = ["CopyReport", "Progress", "copy_store", "is_empty", "log_digest"]
 
@@ -228,7 +228,7 @@ def _copy_log(a_src: AgentStore, a_dst: AgentStore, name: Any) -> dict[str, Any]
 
 
 def _append_lines(log: RecordLog, lines: list[bytes], recs: Sequence[Mapping[str, Any]]) -> None:
-    if isinstance(log, Journal) and not log.path.exists():
+    if isinstance(log, FileRecordLog) and not log.path.exists():
         log.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         atomic_write(log.path, b"".join(lines))  # one durable write instead of an fsync per record
         return

@@ -54,9 +54,9 @@ def _catalog_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
 
 def _ledger_act(ctx: Ctx) -> None:
     from kurahi.agent.ledger import Ledger, action_id
-    from kurahi.store.record_log import Journal
+    from kurahi.store.record_log import FileRecordLog
 
-    led = Ledger(Journal(ctx.root / "state" / "ledger.jsonl"))
+    led = Ledger(FileRecordLog(ctx.root / "state" / "ledger.jsonl"))
     for k in range(2 * ctx.scale):
         a = led.intent("sess", f"c{k}", "write", {"path": f"f{k}"})
         ctx.ack(f"intent:{a.action_id}")
@@ -67,17 +67,17 @@ def _ledger_act(ctx: Ctx) -> None:
 
 def _ledger_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
     from kurahi.agent.ledger import Ledger
-    from kurahi.store.record_log import Journal
+    from kurahi.store.record_log import FileRecordLog
 
     def run() -> list[str]:
         path = d / "state" / "ledger.jsonl"
-        led = Ledger(Journal(path))
+        led = Ledger(FileRecordLog(path))
         have = {f"{rec['kind']}:{aid}" for aid, a in led.actions().items() for rec in a.history}
         lost = set(acks) - have
         out = [f"ledger.jsonl: acknowledged records lost: {sorted(lost)}"] if lost else []
         out += _foreign_lines(path, info)
         a = led.intent("sess", "next", "write", {"path": "n"})
-        if Ledger(Journal(path)).get(a.action_id, fresh=True) is None:
+        if Ledger(FileRecordLog(path)).get(a.action_id, fresh=True) is None:
             out.append("ledger.jsonl: the next intent did not read back")
         led.close()
         return out
@@ -98,9 +98,9 @@ def _foreign_lines(path: Path, info: dict[str, Any]) -> list[str]:
 
 def _jobs_act(ctx: Ctx) -> None:
     from kurahi.agent.jobs import JobStore
-    from kurahi.store.record_log import Journal
+    from kurahi.store.record_log import FileRecordLog
 
-    jobs = JobStore(Journal(ctx.root / "state" / "jobs.jsonl"))
+    jobs = JobStore(FileRecordLog(ctx.root / "state" / "jobs.jsonl"))
     for _ in range(2 * ctx.scale):
         jid = jobs.create("agent:main:main")
         ctx.ack(f"{jid}:queued")
@@ -113,12 +113,12 @@ def _jobs_act(ctx: Ctx) -> None:
 
 def _jobs_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
     from kurahi.agent.jobs import JobStore
-    from kurahi.store.record_log import Journal
+    from kurahi.store.record_log import FileRecordLog
 
     def run() -> list[str]:
         path = d / "state" / "jobs.jsonl"
         out = _foreign_lines(path, info)
-        store = JobStore(Journal(path))
+        store = JobStore(FileRecordLog(path))
         store.recover()  # what a start does: every job left queued or running is interrupted
         jobs = store.jobs()
         order = ["queued", "running", "succeeded"]
@@ -141,9 +141,9 @@ def _jobs_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
 
 
 def _queue_act(ctx: Ctx) -> None:
-    from kurahi.store.record_log import Journal
+    from kurahi.store.record_log import FileRecordLog
 
-    j = Journal(ctx.root / "state" / "queue.jsonl")
+    j = FileRecordLog(ctx.root / "state" / "queue.jsonl")
     for k in range(3 * ctx.scale):
         j.append({"op": "queued", "qid": f"q{k}", "text": f"message {k}"})
         ctx.ack(f"queued:q{k}")
@@ -153,17 +153,17 @@ def _queue_act(ctx: Ctx) -> None:
 
 
 def _queue_check(d: Path, acks: list[str], info: dict[str, Any]) -> list[str]:
-    from kurahi.store.record_log import Journal
+    from kurahi.store.record_log import FileRecordLog
 
     def run() -> list[str]:
         path = d / "state" / "queue.jsonl"
-        j = Journal(path)
+        j = FileRecordLog(path)
         have = {f"{r['op']}:{r['qid']}" for r in j.records()}
         lost = set(acks) - have
         out = [f"queue.jsonl: acknowledged records lost: {sorted(lost)}"] if lost else []
         out += _foreign_lines(path, info)
         j.append({"op": "queued", "qid": "next"})
-        if "queued:next" not in {f"{r['op']}:{r['qid']}" for r in Journal(path).records()}:
+        if "queued:next" not in {f"{r['op']}:{r['qid']}" for r in FileRecordLog(path).records()}:
             out.append("queue.jsonl: the next record did not read back")
         j.close()
         return out

@@ -1,6 +1,8 @@
-"""Find every transcript in a session key's lineage, in time order, with its reset boundaries.
+"""OpenClaw's state dir as an :class:`~kurahi.runtimes.base.Agent` per agent: a key's pieces, linked.
 
-Works on a Kurahi home or an OpenClaw state directory of either era, and only reads:
+Every transcript in a session key's lineage, in time order, with its reset boundaries. Works on
+an OpenClaw state directory of either era and on a Kurahi home (which shares the JSON era's
+layout), and only reads:
 
 - **JSON era** (and Kurahi): ``agents/<agent>/sessions/sessions.json`` plus ``<id>.jsonl``,
   ``<id>.jsonl.reset.<ts>`` and ``<id>.jsonl.deleted.<ts>`` files.

@@ -18,7 +18,7 @@ import pytest
 from kurahi.agent.config import load_config
 from kurahi.errors import ConfigError
 from kurahi.lineage.provenance import _scan_lines
-from kurahi.store.record_log import Journal
+from kurahi.store.record_log import FileRecordLog
 from support.gateways import make_gateway_home, serve_in_thread
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
@@ -38,7 +38,7 @@ def test_a_deep_config_is_a_config_error(tmp_path: Path) -> None:
 def test_a_deep_journal_line_is_skipped_like_any_unparseable_line(tmp_path: Path) -> None:
     p = tmp_path / "queue.jsonl"
     p.write_bytes(b'{"n":1}\n' + _deep_object() + b'\n{"n":2}\n')
-    assert [r["n"] for r in Journal(p).records()] == [1, 2]
+    assert [r["n"] for r in FileRecordLog(p).records()] == [1, 2]
 
 
 def test_provenance_skips_a_deep_line_that_holds_the_phrase(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ from kurahi.resident.home import Home
 from kurahi.resident.init import init_home
 from kurahi.store.audit.log_file import AuditChain
 from kurahi.store.catalog import Catalog
-from kurahi.store.record_log import Journal
+from kurahi.store.record_log import FileRecordLog
 from kurahi.store.session import Session
 from support.faults import KINDS, cases, inject, trace
 
@@ -153,7 +153,7 @@ def _catalog_read(s: State) -> set[str]:
 
 
 def _ledger_setup(s: State) -> None:
-    s.obj = Ledger(Journal(s.root / "ledger.jsonl"))
+    s.obj = Ledger(FileRecordLog(s.root / "ledger.jsonl"))
     for k in range(3):
         a = s.obj.intent("sess", f"c{k}", "bash", {"command": f"echo {k}"})
         s.acked.add(f"intent:{a.action_id}")
@@ -173,12 +173,12 @@ def _outcome_op(s: State, k: int) -> set[str]:
 
 
 def _ledger_read(s: State) -> set[str]:
-    fresh = Ledger(Journal(s.root / "ledger.jsonl"))
+    fresh = Ledger(FileRecordLog(s.root / "ledger.jsonl"))
     return {f"{rec['kind']}:{aid}" for aid, a in fresh.actions().items() for rec in a.history}
 
 
 def _jobs_setup(s: State) -> None:
-    s.obj = JobStore(Journal(s.root / "jobs.jsonl"))
+    s.obj = JobStore(FileRecordLog(s.root / "jobs.jsonl"))
     ids = [s.obj.create("agent:main:main") for _ in range(3)]
     s.acked.update(ids)
     s.extra["ids"] = ids
@@ -195,12 +195,12 @@ def _job_mark_op(s: State, k: int) -> set[str]:
 
 
 def _jobs_read(s: State) -> set[str]:
-    jobs = JobStore(Journal(s.root / "jobs.jsonl")).jobs()
+    jobs = JobStore(FileRecordLog(s.root / "jobs.jsonl")).jobs()
     return set(jobs) | {f"{jid}:{j.status}" for jid, j in jobs.items() if j.status != "queued"}
 
 
 def _journal_setup(s: State) -> None:
-    s.obj = Journal(s.root / "queue.jsonl")
+    s.obj = FileRecordLog(s.root / "queue.jsonl")
     for k in range(3):
         s.obj.append({"op": "queued", "qid": f"q{100 + k}"})
         s.acked.add(f"q{100 + k}")
@@ -212,7 +212,7 @@ def _journal_op(s: State, k: int) -> set[str]:
 
 
 def _journal_read(s: State) -> set[str]:
-    return {str(rec["qid"]) for rec in Journal(s.root / "queue.jsonl").records()}
+    return {str(rec["qid"]) for rec in FileRecordLog(s.root / "queue.jsonl").records()}
 
 
 # -- audit chain and device registry -----------------------------------------------------

@@ -27,7 +27,7 @@ from kurahi.continuity.hashcache import HashCache
 from kurahi.errors import KurahiError
 from kurahi.resident.devices import DeviceRegistry, token_hash
 from kurahi.store.audit.log_file import AuditChain
-from kurahi.store.record_log import Journal
+from kurahi.store.record_log import FileRecordLog
 
 FUZZ = settings(
     max_examples=300,
@@ -132,7 +132,7 @@ def _journal_lines() -> st.SearchStrategy[bytes]:
 @given(_journal_lines())
 def test_journal_readers_on_any_lines(tmp_path: Path, data: bytes) -> None:
     for name in ("queue", "jobs", "ledger"):
-        journal = Journal(_write(tmp_path / "j" / f"{name}.jsonl", data), name=name)
+        journal = FileRecordLog(_write(tmp_path / "j" / f"{name}.jsonl", data), name=name)
         try:
             if name == "queue":
                 pending = pending_from_journal(journal)
@@ -212,7 +212,7 @@ def test_a_done_record_of_the_wrong_shape_settles_nothing(tmp_path: Path) -> Non
     # gateway could not start over one hand-edited queue record.
     put = {"op": "put", "qid": "q1", "key": "agent:alice:main", "message": {"text": "x"}, "ts": 1}
     lines = [put, {"op": "done", "qids": True}, {"op": "done", "qids": [5, None]}, {"op": "dropped", "qid": [1]}]
-    journal = Journal(_write(tmp_path / "q" / "queue.jsonl", b"\n".join(json.dumps(r).encode() for r in lines)))
+    journal = FileRecordLog(_write(tmp_path / "q" / "queue.jsonl", b"\n".join(json.dumps(r).encode() for r in lines)))
     try:
         assert [r["qid"] for r in pending_from_journal(journal)["agent:alice:main"]] == ["q1"]
     finally:

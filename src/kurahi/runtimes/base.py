@@ -17,13 +17,15 @@ import os
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
-from kurahi.locations.dirs import Location
-from kurahi.pi.transcript import Transcript
 from kurahi.runtimes.pieces import Lineage, Piece
+
+if TYPE_CHECKING:  # the views' facts are read on every check: they must not load the reading stack
+    from kurahi.locations.dirs import Location
+    from kurahi.pi.transcript import Transcript
 
 __all__ = ["Agent", "Boundary", "ResetPolicy", "Runtime", "View"]
 

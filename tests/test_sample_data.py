@@ -20,6 +20,7 @@ from support.testdata import (
     JSON_ERA,
     JSON_RESET_IDLE,
     RESET_IDLE_UPGRADED,
+    SQLITE_COLD,
     SQLITE_ERA,
     SQLITE_RESET_IDLE,
     OpenClawEra,
@@ -164,7 +165,9 @@ def test_upgraded_reset_idle_sample_keeps_each_piece_somewhere() -> None:
     assert b in imported and c in imported
 
 
-@pytest.mark.parametrize("era", [JSON_ERA, SQLITE_ERA, JSON_RESET_IDLE, SQLITE_RESET_IDLE, RESET_IDLE_UPGRADED])
+@pytest.mark.parametrize(
+    "era", [JSON_ERA, SQLITE_ERA, JSON_RESET_IDLE, SQLITE_RESET_IDLE, RESET_IDLE_UPGRADED, SQLITE_COLD]
+)
 def test_each_era_has_its_readme_entry(era: OpenClawEra) -> None:
     readme = data_path("openclaw", "README.md").read_text(encoding="utf-8")
     assert f"`{era}/`" in readme

@@ -2,7 +2,8 @@
 
 ``python tests/support/openclaw_samples.py OUT`` builds the 2026.5.28 and 2026.9.6 scenarios with real
 OpenClaw (:mod:`rescue_scenarios`, about five minutes) and writes ``OUT/2026.5.28-reset-idle``
-and ``OUT/2026.9.6-reset-idle``: the files a session tool reads, the run's turn log as
+and ``OUT/2026.9.6-reset-idle``; ``... cold STATE OUT`` writes ``2026.9.6-cold`` from a state dir
+with a cold archive (:func:`write_cold_sample`). The files a session tool reads, the run's turn log as
 ``cap/turns.jsonl``, absolute paths rewritten as ``tests/data/openclaw/README.md`` says.
 """
 
@@ -146,6 +147,92 @@ def write_upgraded_sample(sample: Path, out: Path) -> None:
     shutil.copyfile(sample / "cap" / "turns.jsonl", out / "cap" / "turns.jsonl")
 
 
+READER_TABLES = (
+    "schema_meta", "session_key_contract", "session_nodes", "session_windows", "transcript_events",
+    "transcript_event_identities", "session_transcript_archives", "session_transcript_cold_archives",
+)  # fmt: skip
+"""The tables a session reader needs (``2026.9.6-reset``'s, and the cold archives'): the rest is dropped."""
+
+COLD_SWAPS = (
+    ("/work/research38/run95/state", SAMPLE_STATE),
+    ("/work/research38/oc-2026.9.5/node_modules/openclaw", SAMPLE_PACKAGE),
+    ("/work/main/.peer/node_modules/node/bin/node", SAMPLE_NODE),
+    ("/work/research38/run95", SAMPLE_HOME),
+    ("/work/research38", SAMPLE_HOME),
+)
+"""The paths of the run that made ``2026.9.6-cold`` (longest first)."""
+
+
+def write_cold_sample(state: Path, out: Path, swaps: tuple[tuple[str, str], ...] = COLD_SWAPS) -> None:
+    """``state`` (a 2026.9.6 state dir with cold archives) reduced to its store and ``sessions/cold/``.
+
+    The store is rewritten as :func:`rewrite_store` does. Each archive it records is checked
+    against its row, inflated, its paths rewritten, compressed again (zstd, as OpenClaw's
+    ``zlib.createZstdCompress`` writes it: one frame), and renamed for its new SHA-256, with the
+    row's ``archive_name``, ``archive_sha256``, ``archive_bytes`` and ``raw_bytes`` updated to
+    match, so that the archive verifies as OpenClaw checks it. Every table but
+    :data:`READER_TABLES` is dropped (with its indexes and triggers), so the sample is small.
+    """
+    import hashlib
+
+    import zstandard
+
+    from kurahi.runtimes.openclaw.sqlite.write import register_octet_length
+
+    src_db = state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    dst_db = out / "state" / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    _store_sample(src_db, dst_db, list(swaps))
+    cold_src = state / "agents" / "main" / "sessions" / "cold"
+    cold_dst = out / "state" / "agents" / "main" / "sessions" / "cold"
+    cold_dst.mkdir(parents=True)
+    con = sqlite3.connect(dst_db)
+    try:
+        register_octet_length(con)
+        rows = con.execute(
+            "SELECT session_id, archive_name, archive_sha256, archive_bytes FROM session_transcript_cold_archives "
+            "WHERE storage = 'file'"
+        ).fetchall()
+        for sid, name, sha, size in rows:
+            data = (cold_src / name).read_bytes()
+            assert len(data) == size and hashlib.sha256(data).hexdigest() == sha, f"{name}: not its row's"
+            text = _rewrite_text(zstandard.ZstdDecompressor().stream_reader(data).read(), list(swaps))
+            events = [json.loads(line)["row"]["event_json"] for line in text.splitlines() if b'"kind":"event"' in line]
+            raw = sum(len(e.encode()) for e in events) + len(events) - 1
+            packed = zstandard.ZstdCompressor().compress(text)
+            digest = hashlib.sha256(packed).hexdigest()
+            (cold_dst / f"{digest}.jsonl.zst").write_bytes(packed)
+            con.execute(
+                "UPDATE session_transcript_cold_archives SET archive_name = ?, archive_sha256 = ?, "
+                "archive_bytes = ?, raw_bytes = ? WHERE session_id = ?",
+                (f"{digest}.jsonl.zst", digest, len(packed), raw, sid),
+            )
+        con.commit()
+        con.execute("PRAGMA foreign_keys = OFF")
+        for kind, virtual in (("trigger", 0), ("view", 0), ("table", 1), ("table", 0)):
+            # Full-text tables first: their shadow tables go with them.
+            names = [n for (n,) in con.execute(
+                "SELECT name FROM sqlite_master WHERE type = ? AND (sql LIKE 'CREATE VIRTUAL%') = ?", (kind, virtual)
+            )]  # fmt: skip
+            for name in names:
+                exists = con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+                if exists and name not in READER_TABLES and not name.startswith("sqlite_"):
+                    con.execute(f'DROP {kind.upper()} "{name}"')
+        con.execute("DROP TABLE IF EXISTS sqlite_stat1")
+        con.commit()
+        con.execute("VACUUM")
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        con.close()
+    dst_db.with_name(dst_db.name + "-wal").write_bytes(b"")  # as a clean stop of OpenClaw leaves it
+    for path in out.rglob("*"):
+        if path.is_file():
+            left = [old for old, _ in swaps if old.encode() in path.read_bytes()]
+            assert not left, f"{path}: still holds {left}"
+            if path.suffix == ".zst":
+                inflated = zstandard.ZstdDecompressor().stream_reader(path.read_bytes()).read()
+                assert not [old for old, _ in swaps if old.encode() in inflated], f"{path}: still holds paths"
+
+
 def main(out: Path) -> None:
     """Build both eras' scenarios and write the two reset-then-idle samples to ``out``."""
     from support.openclaw_peer import JSON_ERA, SQLITE_ERA, find_node, package_dir
@@ -166,4 +253,7 @@ def main(out: Path) -> None:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: it imports support
-    main(Path(sys.argv[1]))
+    if sys.argv[1:2] == ["cold"]:  # python tests/support/openclaw_samples.py cold STATE OUT
+        write_cold_sample(Path(sys.argv[2]), Path(sys.argv[3]))
+    else:
+        main(Path(sys.argv[1]))

@@ -41,7 +41,8 @@ class Piece:
     """The file path, or ``sqlite:<db>#<session id>``."""
     session_id: str
     kind: str
-    """``live``, ``reset-archive``, ``deleted-archive``, ``transcript`` or ``sqlite``."""
+    """``live``, ``reset-archive``, ``deleted-archive``, ``transcript``, ``sqlite`` or ``sqlite-cold``
+    (a SQLite session whose events OpenClaw's cold storage moved into an archive)."""
     found_by: tuple[str, ...]
     """Every rule that linked the piece, first one first (see the module docstring)."""
     header_ms: int | None

@@ -7,8 +7,10 @@ layout), and only reads:
 - **JSON era** (and Kurahi): ``agents/<agent>/sessions/sessions.json`` plus ``<id>.jsonl``,
   ``<id>.jsonl.reset.<ts>`` and ``<id>.jsonl.deleted.<ts>`` files.
 - **SQLite era** (OpenClaw 2026.8+): ``agents/<agent>/agent/openclaw-agent.sqlite``; a
-  session there is named ``sqlite:<db>#<session id>``. When both exist, the SQLite store
-  wins for a session id it holds and the JSON files add only the ids it lacks.
+  session there is named ``sqlite:<db>#<session id>``. A session OpenClaw's cold storage moved
+  out of the store is read from its archive (``sessions/cold/``), once verified, as kind
+  ``sqlite-cold``; one that is missing or does not match is skipped with a note naming it.
+  When both exist, the SQLite store wins for a session id it holds and the JSON files add only the ids it lacks.
 
 Each piece records the rules that linked it (``Piece.found_by``):
 
@@ -233,6 +235,7 @@ def _sqlite_pieces(
     db = snap.source
     sessions = state.sessions()
     counts = {s.session_id: s.event_count for s in sessions}
+    cold = {s.session_id for s in sessions if s.cold_archive is not None}
     found, orphans = sqlite_key_sessions(nodes.get(key), sessions, key)
     for other, (owner, rule, _) in state.recovered_owners(nodes).items():
         if owner != key:
@@ -250,7 +253,8 @@ def _sqlite_pieces(
         try:
             with state.open_session(sid) as t:
                 parent = t.header.get("parentSession")
-                pieces[sid] = _measure(t, source, sid, "sqlite", [], db_path=str(db))
+                kind = "sqlite-cold" if sid in cold else "sqlite"  # its events from OpenClaw's cold archive
+                pieces[sid] = _measure(t, source, sid, kind, [], db_path=str(db))
         except TranscriptError as exc:
             notes.append(f"skipped {source}: {exc.detail}")
             continue

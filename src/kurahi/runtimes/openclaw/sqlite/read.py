@@ -8,7 +8,10 @@ and ``*.jsonl`` files. The tables used here:
 - ``session_windows``: one row per session id; ``previous_session_id`` links an idle or daily
   rollover to the session it replaced.
 - ``transcript_events``: ``(session_id, seq, event_json)``, one Pi-style entry per row, seq 0
-  the session header. Exporting a session writes each ``event_json`` text as it is stored
+  the session header. A session OpenClaw's cold storage archived has no rows there: its events
+  are in the archive its ``session_transcript_cold_archives`` row names, read (once verified)
+  by :mod:`kurahi.runtimes.openclaw.sqlite.cold` wherever the rows would have been. Exporting
+  a session writes each ``event_json`` text as it is stored
   (a large event, stored zstd-compressed in ``event_zstd``, inflated to the same bytes: see
   :mod:`kurahi.runtimes.openclaw.sqlite.events`), one per line, so the result is a JSONL
   transcript the store can open.
@@ -33,6 +36,7 @@ from typing import Any
 from kurahi.errors import TranscriptReadError, UsageError
 from kurahi.js import deepjson
 from kurahi.runtimes.openclaw import layout
+from kurahi.runtimes.openclaw.sqlite.cold import ColdArchive, cold_archives, cold_dir, cold_events
 from kurahi.runtimes.openclaw.sqlite.events import EVENT_COLUMNS, event_bytes
 from kurahi.runtimes.openclaw.sqlite.snapshot import (
     DEFAULT_BUSY_TIMEOUT,
@@ -75,7 +79,9 @@ class SqliteSession:
     updated_at: int | None
     """Epoch milliseconds the window was last updated."""
     event_count: int
-    """Rows in ``transcript_events``, the header (seq 0) included."""
+    """Rows in ``transcript_events``, the header (seq 0) included; for a cold session, its archive's."""
+    cold_archive: str | None = None
+    """Where a cold session's events are (its archive file, or the row's blob); ``None`` when in the store."""
 
     def to_dict(self) -> dict[str, Any]:
         """Return the session as a JSON-ready dict (camelCase names)."""
@@ -140,8 +146,10 @@ def list_sqlite_sessions(
         TranscriptReadError: the file is missing, not SQLite, corrupt, not an OpenClaw store,
             or locked by a writer for longer than ``busy_timeout`` seconds.
     """
+    db = _db_path(store)
     with _reading(store, busy_timeout) as conn:
         counts = dict(conn.execute("SELECT session_id, count(*) FROM transcript_events GROUP BY session_id"))
+        cold = {sid: a for sid, a in cold_archives(conn).items() if not counts.get(sid)}
         rows = conn.execute(
             "SELECT session_id, session_key, previous_session_id, reason, created_at, updated_at "
             "FROM session_windows ORDER BY created_at, session_id"
@@ -154,13 +162,20 @@ def list_sqlite_sessions(
             reason=str(reason) if reason is not None else None,
             created_at=_int_or_none(created),
             updated_at=_int_or_none(updated),
-            event_count=int(counts.pop(sid, 0)),
+            event_count=int(counts.pop(sid, 0)) or (cold[sid].event_count if sid in cold else 0),
+            cold_archive=_cold_place(cold[sid], db) if sid in cold else None,
         )
         for sid, key, prev, reason, created, updated in rows
     ]
     for sid, count in sorted(counts.items()):
         sessions.append(SqliteSession(str(sid), None, None, None, None, None, int(count)))
     return sessions
+
+
+def _cold_place(archive: ColdArchive, db: Path) -> str:
+    if archive.storage == "file":
+        return str(cold_dir(db) / archive.name)
+    return f"{db} (archive_blob of session {archive.session_id})"
 
 
 def list_sqlite_nodes(
@@ -191,7 +206,8 @@ def export_session_jsonl(
     """Return one session's ``transcript_events`` as a JSONL transcript, ordered by ``seq``.
 
     Each line is the stored ``event_json`` text, byte for byte, followed by a newline; seq 0
-    is the header, so the result opens with ``Transcript.from_bytes``.
+    is the header, so the result opens with ``Transcript.from_bytes``. A cold session's events
+    come from its archive, verified first (:func:`~kurahi.runtimes.openclaw.sqlite.cold.cold_events`).
 
     Raises:
         UsageError: the store has no events for ``session_id``.
@@ -209,6 +225,9 @@ def export_session_jsonl(
             ).fetchall()
         finally:
             conn.text_factory = str
+        archive = None if rows else cold_archives(conn).get(session_id)
+    if archive is not None:
+        rows = [(seq, text, None, None) for seq, text in cold_events(archive, path)]
     if not rows:
         raise UsageError(f"{path}: no transcript events for session {session_id!r}")
     out = bytearray()

@@ -95,6 +95,11 @@ def cold_archives(conn: sqlite3.Connection) -> dict[str, ColdArchive]:
     return out
 
 
+def _fail(archive: ColdArchive, where: Path | str, what: str) -> TranscriptReadError:
+    # The file is named in the text too: a lineage note carries the message, not the path.
+    return TranscriptReadError(f"cold archive {where} of session {archive.session_id} {what}; not read", path=where)
+
+
 def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
@@ -105,34 +110,22 @@ def _compressed(archive: ColdArchive, db: Path) -> tuple[bytes, Path | str]:
     if archive.storage == "sqlite":
         where = f"{db} ({_TABLE}.archive_blob of session {archive.session_id})"
         if archive.blob is None:
-            raise TranscriptReadError(f"cold archive of session {archive.session_id}: no archive_blob", path=where)
+            raise _fail(archive, where, "has no bytes (archive_blob is NULL)")
         data = archive.blob
     elif archive.storage == "file":
         if not _NAME.match(archive.name):
-            raise TranscriptReadError(
-                f"cold archive of session {archive.session_id}: {archive.name!r} is not a valid archive name "
-                "(<sha256>.jsonl.zst)",
-                path=db,
-            )
+            raise _fail(archive, db, f"is named {archive.name!r}, not <sha256>.jsonl.zst")
         where = cold_dir(db) / archive.name
         data = _read_file(where, archive)
     else:
-        raise TranscriptReadError(
-            f"cold archive of session {archive.session_id}: unknown storage {archive.storage!r}", path=db
-        )
+        raise _fail(archive, db, f"is kept in an unknown storage {archive.storage!r}")
     if len(data) != archive.archive_bytes:
-        raise TranscriptReadError(
-            f"cold archive of session {archive.session_id} failed verification: {len(data)} bytes, "
-            f"archive_bytes says {archive.archive_bytes}; not read",
-            path=where,
+        raise _fail(
+            archive, where, f"failed verification: {len(data)} bytes, archive_bytes says {archive.archive_bytes}"
         )
     digest = hashlib.sha256(data).hexdigest()
     if digest != archive.sha256:
-        raise TranscriptReadError(
-            f"cold archive of session {archive.session_id} failed verification: sha256 {digest}, "
-            f"archive_sha256 says {archive.sha256}; not read",
-            path=where,
-        )
+        raise _fail(archive, where, f"failed verification: sha256 {digest}, archive_sha256 says {archive.sha256}")
     return data, where
 
 
@@ -140,24 +133,15 @@ def _read_file(path: Path, archive: ColdArchive) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
-        raise TranscriptReadError(
-            f"cold archive of session {archive.session_id} is missing or unreadable ({exc.strerror}); not read",
-            path=path,
-        ) from exc
+        raise _fail(archive, path, f"is missing or unreadable ({exc.strerror})") from exc
     try:
         size = os.fstat(fd).st_size
         if size != archive.archive_bytes:  # not read whole when it cannot be the archive
-            raise TranscriptReadError(
-                f"cold archive of session {archive.session_id} failed verification: {size} bytes, "
-                f"archive_bytes says {archive.archive_bytes}; not read",
-                path=path,
-            )
+            raise _fail(archive, path, f"failed verification: {size} bytes, archive_bytes says {archive.archive_bytes}")
         with os.fdopen(os.dup(fd), "rb") as f:
             return f.read(archive.archive_bytes + 1)
     except OSError as exc:
-        raise TranscriptReadError(
-            f"cold archive of session {archive.session_id} is unreadable ({exc.strerror}); not read", path=path
-        ) from exc
+        raise _fail(archive, path, f"is unreadable ({exc.strerror})") from exc
     finally:
         os.close(fd)
 
@@ -176,7 +160,7 @@ def cold_events(archive: ColdArchive, db: Path) -> list[tuple[int, bytes]]:
     sid = archive.session_id
 
     def bad(what: str) -> TranscriptReadError:
-        return TranscriptReadError(f"cold archive of session {sid}: {what}; not read", path=where)
+        return _fail(archive, where, f"does not match its row: {what}")
 
     try:
         with zstandard.ZstdDecompressor().stream_reader(data) as reader:

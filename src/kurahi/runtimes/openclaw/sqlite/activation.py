@@ -52,7 +52,7 @@ class SqlitePreconditions(msgspec.Struct, rename="camel", frozen=True):
     current_session_id: str
     """The key's ``session_nodes.current_session_id``."""
     event_count: int
-    """Rows of that session in ``transcript_events``."""
+    """Rows of that session in ``transcript_events`` (a cold session's: its archive's events)."""
     last_seq: int
     """Its highest ``seq``."""
     events_sha256: str
@@ -237,10 +237,7 @@ class InstallChecks:
                 actual=live_state(con, self.plan),
             )
         pre = self.plan.preconditions
-        count, last = con.execute(
-            "SELECT count(*), coalesce(max(seq), -1) FROM transcript_events WHERE session_id = ?",
-            (pre.current_session_id,),
-        ).fetchone()
+        count, last = oc.event_facts(con, pre.current_session_id)
         if (count, last) != (pre.event_count, pre.last_seq):
             raise PreconditionError(
                 "the live session changed since it was checked (a turn was taken?): plan again; nothing was changed",
@@ -261,10 +258,7 @@ class InstallChecks:
         if got != want:
             moved = ", ".join(f"{t} {self.before[t]} → {got[t]} (expected {want[t]})" for t in _COUNTED)
             raise _unknown_write(self.db, f"row counts: {moved}")
-        count, last = con.execute(
-            "SELECT count(*), coalesce(max(seq), -1) FROM transcript_events WHERE session_id = ?",
-            (pre.current_session_id,),
-        ).fetchone()
+        count, last = oc.event_facts(con, pre.current_session_id)
         if (count, last) != (pre.event_count, pre.last_seq):
             raise _unknown_write(self.db, f"the old session has {count} events, last seq {last}")
         self.data = session_bytes(con, self.db, plan.new_session_id)

@@ -55,6 +55,7 @@ from urllib.parse import quote
 from kurahi.errors import SqliteSchemaError, SqliteStoreBusyError, SqliteStoreError
 from kurahi.js import deepjson
 from kurahi.pi.vocab import MESSAGE
+from kurahi.runtimes.openclaw.sqlite.cold import cold_archives, cold_events
 from kurahi.runtimes.openclaw.sqlite.events import EVENT_COLUMNS, event_bytes
 from kurahi.runtimes.openclaw.sqlite.snapshot import KNOWN_SCHEMA_VERSIONS as SNAPSHOT_SCHEMA_VERSIONS
 from kurahi.runtimes.openclaw.sqlite.snapshot import open_store_snapshot
@@ -64,6 +65,7 @@ __all__ = [
     "check_schema",
     "content_sha256",
     "entry_problem",
+    "event_facts",
     "install_session",
     "node_row",
     "octet_length",
@@ -250,10 +252,29 @@ def session_digest(con: sqlite3.Connection, session_id: str) -> tuple[int, int, 
             tail.append(data)
             if len(tail) > 64:
                 del tail[:32]
+    if count == 0 and (archive := cold_archives(con).get(session_id)) is not None:
+        # A cold session: its events are its archive's (verified, or TranscriptReadError), and
+        # an activation over it must know them as it knows a hot session's.
+        for seq, data in cold_events(archive, Path(db)):
+            count, last = count + 1, seq
+            h.update(b"%d:%d:" % (seq, len(data)) + data)
+            if seq > 0:
+                tail.append(data)
+        return count, last, h.hexdigest(), _last_id(tail)
     leaf = _last_id(tail)
     if leaf is None and count > len(tail) + 1:
         leaf = _last_id_in(con, session_id, db)
     return count, last, h.hexdigest(), leaf
+
+
+def event_facts(con: sqlite3.Connection, session_id: str) -> tuple[int, int]:
+    """``(event count, last seq)`` of one session: its rows, or, for a cold session, its archive's row."""
+    count, last = con.execute(
+        "SELECT count(*), coalesce(max(seq), -1) FROM transcript_events WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    if count == 0 and (archive := cold_archives(con).get(session_id)) is not None:
+        return archive.event_count, archive.last_seq
+    return int(count), int(last)
 
 
 def _last_id(events: list[bytes]) -> str | None:

@@ -14,6 +14,8 @@ from typing import Any
 from typer.testing import CliRunner
 
 from kurahi.cli import app
+from support.cold_archives import make_cold
+from support.sqlite_activations import PHRASE_A, sqlite_setup
 from support.testdata import SQLITE_COLD, openclaw_state_copy, tree_hash
 
 COLD_ID = "9ab960fd-ef4e-4b7a-8a66-8bbded52e6b7"
@@ -53,3 +55,23 @@ def test_a_missing_archive_is_named_by_rescue(tmp_path: Path) -> None:
     assert str(archive) in note and "is missing or unreadable" in note
     _, table = rescue(state)
     assert str(archive) in table
+
+
+def test_rescue_apply_brings_back_what_a_cold_live_session_lost(tmp_path: Path) -> None:
+    # 2026.9.6-full (a reset inside its one session) with that session moved to a cold archive.
+    s = sqlite_setup(tmp_path)
+    make_cold(s.db, s.old_sid)
+    code, out = rescue(s.home, "--json")
+    assert code == 1, out
+    (loss,) = json.loads(out)["losses"]
+    assert loss["sessionId"] == s.old_sid
+    res = runner.invoke(
+        app, ["rescue", "apply", loss["id"], "--openclaw", str(s.home), "--yes", "--out", str(tmp_path / "pkg")]
+    )
+    assert res.exit_code == 0, res.output
+    assert "verified: yes" in res.output and PHRASE_A in res.output
+    code, out = rescue(s.home, "--json")
+    assert code == 0 and json.loads(out)["losses"] == [], out
+    found = runner.invoke(app, ["lineage", "find", "--state-dir", str(s.home), "--json"])
+    kinds = [p["kind"] for p in json.loads(found.stdout)["pieces"]]
+    assert kinds == ["sqlite-cold", "sqlite"]  # the archived session, then the one apply wrote

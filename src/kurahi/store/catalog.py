@@ -19,6 +19,7 @@ The bytes (parsing, OpenClaw's layout, validation of keys and fields) live in
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import errno
 import os
@@ -339,8 +340,13 @@ class Catalog(CatalogBase):
                     os.unlink(self.path)
                 else:
                     tmp = self.path.with_name(f".{self.path.name}.{tag or os.urandom(4).hex() + '.tmp'}")
-                    write_new(tmp, data)
-                    ops.rename(str(tmp), str(self.path))
+                    write_new(tmp, data)  # one it cannot finish (a full disk) leaves no file
+                    try:
+                        ops.rename(str(tmp), str(self.path))
+                    except OSError:
+                        with contextlib.suppress(OSError):
+                            os.unlink(tmp)
+                        raise
                 fsync_dir(self.path.parent)
 
     # Machinery -------------------------------------------------------------------------

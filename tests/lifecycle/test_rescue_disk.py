@@ -1,0 +1,85 @@
+"""``rescue`` on a full disk and around the state dir's hygiene (issue 38, findings 4-9, 12).
+
+A full disk is made at the OS-call boundary (:data:`kurahi.fs.durable.ops`): the write of one
+named file in the state's ``sessions/`` raises ``ENOSPC``, as the kernel does, and the CLI runs
+in-process as a user runs it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from kurahi.cli import build_app
+from kurahi.fs import durable
+from support.json_era import T0, JsonEraDir
+from support.testdata import tree_hash
+
+runner = CliRunner()
+KEY = "agent:main:main"
+
+
+def one_reset(root: Path) -> JsonEraDir:
+    d = JsonEraDir(root)
+    a, last = d.transcript(T0, ["alpha phrase AMBER-KESTREL-1"])
+    d.point(KEY, a, T0)
+    d.reset(KEY, a, last + 60_000, ["beta phrase VIOLET-HERON-2"])
+    return d
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> Any:
+    result = runner.invoke(build_app(), list(args), env=env)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def loss_id(root: Path) -> str:
+    import json
+
+    out = cli("rescue", "--openclaw", str(root), "--json")
+    assert out.exit_code == 1, out.output
+    found: list[dict[str, Any]] = json.loads(out.stdout)["losses"]
+    return str(found[0]["id"])
+
+
+def full_disk_for(monkeypatch: pytest.MonkeyPatch, where: Path, hit: Callable[[str], bool]) -> list[str]:
+    """Every write to a file under ``where`` whose name ``hit`` accepts raises ENOSPC; returns those names."""
+    real = durable.ops.write
+    seen: list[str] = []
+
+    def write(fd: int, data: bytes) -> int:
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        if path.startswith(str(where)) and hit(Path(path).name):
+            seen.append(Path(path).name)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, data)
+
+    monkeypatch.setattr(durable.ops, "write", write)
+    return seen
+
+
+@pytest.mark.parametrize(
+    "full_at",
+    [
+        pytest.param(lambda n: n.endswith(".tmp") and ".jsonl." in n, id="transcript"),
+        pytest.param(lambda n: n.startswith(".sessions.json."), id="catalog"),
+    ],
+)
+def test_a_full_disk_during_apply_is_a_clean_error_and_the_state_dir_is_as_it_was(
+    full_at: Callable[[str], bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    d = one_reset(tmp_path / "state")
+    lid = loss_id(d.root)
+    before = tree_hash(d.root)
+    seen = full_disk_for(monkeypatch, d.sessions, full_at)
+    out = cli("rescue", "apply", lid, "--openclaw", str(d.root), "--yes", "--out", str(tmp_path / "pkg"))
+    assert seen, "the injected full disk was never reached"
+    assert out.exit_code == 1, out.output
+    assert "No space left on device" in out.output and "left as it was" in out.output, out.output
+    assert tree_hash(d.root) == before, "a failed apply left a file in the state dir, or changed one"

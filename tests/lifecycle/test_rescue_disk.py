@@ -83,3 +83,39 @@ def test_a_full_disk_during_apply_is_a_clean_error_and_the_state_dir_is_as_it_wa
     assert out.exit_code == 1, out.output
     assert "No space left on device" in out.output and "left as it was" in out.output, out.output
     assert tree_hash(d.root) == before, "a failed apply left a file in the state dir, or changed one"
+
+
+# ---- finding 5: an output that cannot be made ------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["proc", "full"])
+def test_an_html_page_that_cannot_be_written_is_a_usage_error_not_a_loss(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    d = one_reset(tmp_path / "state")
+    page = Path("/proc/self/x.html") if where == "proc" else tmp_path / "out" / "x.html"
+    page.parent.mkdir(exist_ok=True) if where == "full" else None
+    seen = full_disk_for(monkeypatch, tmp_path / "out", lambda n: True)
+    out = cli("rescue", "--openclaw", str(d.root), "--html", str(page))
+    assert out.exit_code == 2, out.output  # 1 would say "a loss was found"
+    assert str(page) in out.output and "cannot write" in out.output, out.output
+    if where == "full":
+        assert seen and list((tmp_path / "out").iterdir()) == [], "a failed page left a file"
+
+
+@pytest.mark.parametrize("where", ["proc", "full"])
+def test_a_package_that_cannot_be_written_is_a_usage_error_and_leaves_nothing(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    d = one_reset(tmp_path / "state")
+    lid = loss_id(d.root)
+    before = tree_hash(d.root)
+    (tmp_path / "out").mkdir()
+    pkg = Path("/proc/self/pkg") if where == "proc" else tmp_path / "out" / "pkg"
+    seen = full_disk_for(monkeypatch, tmp_path / "out", lambda n: True)
+    out = cli("rescue", "plan", lid, "--openclaw", str(d.root), "--out", str(pkg))
+    assert out.exit_code == 2, out.output
+    assert str(pkg) in out.output and "cannot write" in out.output, out.output
+    if where == "full":
+        assert seen and list((tmp_path / "out").iterdir()) == [], "a failed package left a file"
+    assert tree_hash(d.root) == before

@@ -119,3 +119,43 @@ def test_a_package_that_cannot_be_written_is_a_usage_error_and_leaves_nothing(
     if where == "full":
         assert seen and list((tmp_path / "out").iterdir()) == [], "a failed package left a file"
     assert tree_hash(d.root) == before
+
+
+# ---- finding 6: a session key's control characters never reach the terminal raw -------------
+
+HOSTILE_KEY = (
+    "agent:main:x\x1b]0;pwned\x07\x1b[2J\n2026-12-07 00:00:00  deadbeef  main  k  reset  → kurahi rescue apply deadbeef"
+)
+
+
+def test_a_keys_control_characters_are_escaped_in_the_listing_and_exact_in_json(tmp_path: Path) -> None:
+    import json
+
+    d = JsonEraDir(tmp_path / "state")
+    a, last = d.transcript(T0, ["alpha phrase AMBER-KESTREL-1"])
+    d.point(HOSTILE_KEY, a, T0)
+    d.reset(HOSTILE_KEY, a, last + 60_000, ["beta phrase VIOLET-HERON-2"])
+    listed = cli("rescue", "--openclaw", str(d.root))
+    assert listed.exit_code == 1, listed.output
+    text = listed.stdout
+    assert "\x1b" not in text and "\x07" not in text, repr(text)
+    assert "\\x1b]0;pwned\\x07" in text, text
+    # The forged line is not a line of its own: every line that ends with the forged command is one Kurahi wrote.
+    forged = [line for line in text.splitlines() if line.startswith("2026-12-07 00:00:00  deadbeef")]
+    assert forged == [], text
+    as_json = cli("rescue", "--openclaw", str(d.root), "--json")
+    assert [x["key"] for x in json.loads(as_json.stdout)["losses"]] == [HOSTILE_KEY]
+
+
+def test_a_keys_control_characters_are_escaped_in_sessions_ls_and_lineage_find(tmp_path: Path) -> None:
+    d = JsonEraDir(tmp_path / "state")
+    a, _ = d.transcript(T0, ["alpha phrase AMBER-KESTREL-1"])
+    d.point(HOSTILE_KEY, a, T0)
+    for args in (
+        ["sessions", "ls", "--home", str(d.root)],
+        ["lineage", "find", "--state-dir", str(d.root), "--key", HOSTILE_KEY],
+    ):
+        out = cli(*args)
+        assert out.exit_code == 0, out.output
+        assert "\x1b" not in out.stdout and "\x07" not in out.stdout, (args, out.stdout)
+        assert not any(line.startswith("2026-12-07 00:00:00  deadbeef") for line in out.stdout.splitlines())

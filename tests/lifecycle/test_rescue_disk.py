@@ -159,3 +159,24 @@ def test_a_keys_control_characters_are_escaped_in_sessions_ls_and_lineage_find(t
         assert out.exit_code == 0, out.output
         assert "\x1b" not in out.stdout and "\x07" not in out.stdout, (args, out.stdout)
         assert not any(line.startswith("2026-12-07 00:00:00  deadbeef") for line in out.stdout.splitlines())
+
+
+# ---- finding 7: a package never lands inside the state dir -------------------------------------
+
+
+@pytest.mark.parametrize("how", ["direct", "symlink", "state-dir-itself"])
+def test_a_package_inside_the_state_dir_is_refused_and_nothing_is_written(how: str, tmp_path: Path) -> None:
+    d = one_reset(tmp_path / "state")
+    lid = loss_id(d.root)
+    before = tree_hash(d.root)
+    if how == "symlink":
+        (tmp_path / "link").symlink_to(d.sessions)
+        pkg = tmp_path / "link" / "pkg"
+    else:
+        pkg = d.sessions / "pkg" if how == "direct" else d.root
+    for command in ("plan", "apply"):
+        extra = ["--yes"] if command == "apply" else []
+        out = cli("rescue", command, lid, "--openclaw", str(d.root), "--out", str(pkg), *extra)
+        assert out.exit_code == 2, out.output
+        assert "inside the state dir" in out.output, out.output
+        assert tree_hash(d.root) == before, f"rescue {command} wrote into the state dir"

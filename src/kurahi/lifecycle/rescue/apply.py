@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from kurahi.errors import GuessNotAcceptedError, LossNotFoundError, OpenClawRunningError
+from kurahi.errors import GuessNotAcceptedError, LossNotFoundError, OpenClawRunningError, UsageError
 from kurahi.lifecycle.rescue.losses import Loss, RescueReport, find_losses
 from kurahi.lifecycle.rescue.markers import choose
 from kurahi.lifecycle.rescue.reading import stretches_of
@@ -35,7 +35,16 @@ from kurahi.runtimes.views import view as view_facts
 if TYPE_CHECKING:
     from kurahi.lifecycle.activation import Host
 
-__all__ = ["RescueMarker", "RescuePlan", "RescueResult", "apply_rescue", "default_package_dir", "pick", "plan_rescue"]
+__all__ = [
+    "RescueMarker",
+    "RescuePlan",
+    "RescueResult",
+    "apply_rescue",
+    "default_package_dir",
+    "pick",
+    "plan_rescue",
+    "refuse_outside",
+]
 
 _RECENT = 20
 """Texts at the end of the live view an "after the boundary" marker is chosen from."""
@@ -145,6 +154,24 @@ def refuse_if_running(root: Path) -> None:
         f"an {runtime.label} gateway is running on {root} (it holds {lock}); stop it first: "
         f"{runtime.how_to_stop}; then run this again. Nothing was changed"
     )
+
+
+def refuse_outside(root: Path, out: str | os.PathLike[str]) -> None:
+    """Raise when the package ``out`` would be inside the state dir ``root``, symlinks resolved.
+
+    A package holds a whole copy of the history and the old catalog: inside the state, the
+    runtime (or its next migration) would take them for its own.
+
+    Raises:
+        UsageError: it would; nothing was written.
+    """
+    real_root, real_out = Path(os.path.realpath(root)), Path(os.path.realpath(out))
+    if real_out.is_relative_to(real_root):
+        shown = "" if Path(os.path.abspath(out)) == real_out else f" (it resolves to {real_out})"
+        raise UsageError(
+            f"{out}: inside the state dir {root}{shown}; a package is kept outside the state, where the "
+            "runtime never reads it: choose another --out. Nothing was written"
+        )
 
 
 def _guesses(report: RescueReport, loss: Loss, accepted: Sequence[str]) -> list[str]:
@@ -320,6 +347,7 @@ def plan_rescue(
     from kurahi.lifecycle.activation import plan_activation
 
     root = Path(os.path.abspath(state_dir))
+    refuse_outside(root, out)
     refuse_if_running(root)
     if report is None:
         report = find_losses(root, agent=agent)

@@ -180,3 +180,32 @@ def test_a_package_inside_the_state_dir_is_refused_and_nothing_is_written(how: s
         assert out.exit_code == 2, out.output
         assert "inside the state dir" in out.output, out.output
         assert tree_hash(d.root) == before, f"rescue {command} wrote into the state dir"
+
+
+# ---- finding 8: default package folders never collide --------------------------------------------
+
+
+def test_the_same_loss_applied_on_two_copies_in_one_second_gets_two_packages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+    from datetime import UTC, datetime
+
+    from kurahi.lifecycle.rescue import apply as rescue_apply
+
+    class Frozen(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> Frozen:
+            return cls(2026, 12, 7, 4, 0, 0, 123456, tzinfo=UTC)
+
+    monkeypatch.setattr(rescue_apply, "datetime", Frozen)  # both runs within one second, always
+    one = one_reset(tmp_path / "one").root
+    two = shutil.copytree(one, tmp_path / "two")
+    lid = loss_id(one)
+    assert loss_id(two) == lid
+    env = {"XDG_STATE_HOME": str(tmp_path / "xdg")}
+    for root in (one, two):
+        out = cli("rescue", "apply", lid, "--openclaw", str(root), "--yes", env=env)
+        assert out.exit_code == 0, out.output
+    packages = sorted(p.name for p in (tmp_path / "xdg" / "kurahi" / "rescue").iterdir())
+    assert len(packages) == 2 and all(p.startswith(lid) for p in packages), packages

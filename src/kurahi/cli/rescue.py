@@ -276,7 +276,7 @@ def apply_cmd(
         Path | None,
         typer.Option(
             "--out",
-            help="Where to keep the package (default: $XDG_STATE_HOME/kurahi/rescue/<id>-<time>, outside the state).",
+            help="Where to keep the package (default: $XDG_STATE_HOME/kurahi/rescue/<id>-<time>-<random>, outside).",
         ),
     ] = None,
     marker: MarkerOpt = None,

@@ -15,6 +15,7 @@ clocks alone that the user did not accept by id (``accept_guess``); an unknown l
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -203,13 +204,15 @@ def _has_reset(piece: Piece) -> bool:
 
 
 def default_package_dir(loss: Loss) -> Path:
-    """Where ``rescue apply`` keeps a package when not told: ``$XDG_STATE_HOME/kurahi/rescue/<id>-<time>``.
+    """Where ``rescue apply`` keeps a package when not told: ``$XDG_STATE_HOME/kurahi/rescue/<id>-<time>-<random>``.
 
-    Outside the state dir on purpose: OpenClaw's folders get no foreign files.
+    Outside the state dir on purpose: OpenClaw's folders get no foreign files. The time says
+    when (to the second, for people); the random part keeps two in the same second apart (a
+    retry after a failed apply, the same loss on two copies of a state).
     """
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    return Path(base) / "kurahi" / "rescue" / f"{loss.id}-{stamp}"
+    return Path(base) / "kurahi" / "rescue" / f"{loss.id}-{stamp}-{secrets.token_hex(4)}"
 
 
 class Prepared(msgspec.Struct, rename="camel"):

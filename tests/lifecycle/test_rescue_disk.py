@@ -207,5 +207,46 @@ def test_the_same_loss_applied_on_two_copies_in_one_second_gets_two_packages(
     for root in (one, two):
         out = cli("rescue", "apply", lid, "--openclaw", str(root), "--yes", env=env)
         assert out.exit_code == 0, out.output
-    packages = sorted(p.name for p in (tmp_path / "xdg" / "kurahi" / "rescue").iterdir())
+    packages = sorted(p.name for p in (tmp_path / "xdg" / "kurahi" / "rescue").iterdir() if p.is_dir())
     assert len(packages) == 2 and all(p.startswith(lid) for p in packages), packages
+
+
+# ---- finding 9: a rerun after an interrupted apply says what it found and how to undo it --------
+
+KILLED_AFTER_SWITCH = (
+    "import os, signal, sys\n"
+    "import kurahi.lifecycle.activation.targets.backend.target as t\n"
+    "t.audit = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"  # the catalog is switched: a kill
+    "sys.argv[0] = 'kurahi'\n"
+    "from kurahi.cli import main\n"
+    "main()\n"
+)
+
+
+def test_a_rerun_after_a_kill_past_the_switch_names_the_package_and_its_rollback(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    d = one_reset(tmp_path / "state")
+    lid = loss_id(d.root)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KOLO_", "KURAHI_", "OPENCLAW_"))}
+    env["XDG_STATE_HOME"] = str(tmp_path / "xdg")
+    args = ["rescue", "apply", lid, "--openclaw", str(d.root), "--yes"]
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_AFTER_SWITCH, *args], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert killed.returncode == -9, killed.stderr
+    (pkg,) = (tmp_path / "xdg" / "kurahi" / "rescue").glob(f"{lid}-*")
+    locks = sorted(p.name for p in d.sessions.glob("*.lock"))
+    assert locks, "the kill left no lock file: the test no longer reproduces the finding"
+
+    again = cli(*args, env={"XDG_STATE_HOME": str(tmp_path / "xdg")})
+    text = again.output
+    assert again.exit_code == 3, text
+    assert str(pkg) in text and "interrupted" in text, text
+    assert f"kurahi activate rollback {pkg} --home {d.root} --offline" in text, text
+    assert f"kurahi activate apply {pkg} --home {d.root} --offline" in text, text
+    assert all(name in text for name in locks), text  # each lock file left is named, and what removes it
+    finished = cli("activate", "apply", str(pkg), "--home", str(d.root), "--offline")
+    assert finished.exit_code == 0, finished.output
+    assert list(d.sessions.glob("*.lock")) == [], "finishing the apply left its lock files"

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from kurahi.errors import GuessNotAcceptedError, LossNotFoundError, OpenClawRunningError, UsageError
+from kurahi.lifecycle.rescue.applied import record_applied, rescue_dir
 from kurahi.lifecycle.rescue.losses import Loss, RescueReport, find_losses
 from kurahi.lifecycle.rescue.markers import choose
 from kurahi.lifecycle.rescue.reading import stretches_of
@@ -210,9 +211,8 @@ def default_package_dir(loss: Loss) -> Path:
     when (to the second, for people); the random part keeps two in the same second apart (a
     retry after a failed apply, the same loss on two copies of a state).
     """
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    return Path(base) / "kurahi" / "rescue" / f"{loss.id}-{stamp}-{secrets.token_hex(4)}"
+    return rescue_dir() / f"{loss.id}-{stamp}-{secrets.token_hex(4)}"
 
 
 class Prepared(msgspec.Struct, rename="camel"):
@@ -463,6 +463,7 @@ def apply_rescue(
         Path(out).parent.mkdir(parents=True, exist_ok=True)
     plan = plan_rescue(root, loss_id, out, markers=markers, accept_guess=accept_guess, agent=agent, report=report)
     refuse_if_running(root)
+    record_applied(root, plan.loss.id, plan.loss.key, plan.package)  # before: a kill from here on is found again
     res = apply_package(plan.package, root, host)
     verified = verify_package(plan.package, root)
     return RescueResult(

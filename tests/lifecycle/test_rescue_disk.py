@@ -250,3 +250,26 @@ def test_a_rerun_after_a_kill_past_the_switch_names_the_package_and_its_rollback
     finished = cli("activate", "apply", str(pkg), "--home", str(d.root), "--offline")
     assert finished.exit_code == 0, finished.output
     assert list(d.sessions.glob("*.lock")) == [], "finishing the apply left its lock files"
+
+
+# ---- finding 12: a bare-pid lock of a live process is honoured ---------------------------------
+
+
+def test_a_transcript_lock_holding_the_bare_pid_of_a_live_process_is_honoured(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    d = one_reset(tmp_path / "state")
+    lid = loss_id(d.root)
+    live = max(d.sessions.glob("*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        lock = live.with_name(live.name + ".lock")
+        lock.write_text(f"{holder.pid}\n")
+        before = tree_hash(d.root)
+        out = cli("rescue", "apply", lid, "--openclaw", str(d.root), "--yes", "--out", str(tmp_path / "pkg"))
+        assert out.exit_code == 5, out.output
+        assert f"process {holder.pid}" in out.output, out.output
+        assert tree_hash(d.root) == before, "a refused apply changed the state dir"
+    finally:
+        holder.communicate(b"")

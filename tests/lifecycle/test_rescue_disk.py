@@ -273,3 +273,18 @@ def test_a_transcript_lock_holding_the_bare_pid_of_a_live_process_is_honoured(tm
         assert tree_hash(d.root) == before, "a refused apply changed the state dir"
     finally:
         holder.communicate(b"")
+
+
+def test_the_catalog_keeps_its_mode_through_apply_and_rollback(tmp_path: Path) -> None:
+    import stat
+
+    d = one_reset(tmp_path / "state")
+    catalog = d.sessions / "sessions.json"
+    catalog.chmod(0o644)
+    lid = loss_id(d.root)
+    out = cli("rescue", "apply", lid, "--openclaw", str(d.root), "--yes", "--out", str(tmp_path / "pkg"))
+    assert out.exit_code == 0, out.output
+    assert stat.S_IMODE(catalog.stat().st_mode) == 0o644, oct(catalog.stat().st_mode)
+    back = cli("activate", "rollback", str(tmp_path / "pkg"), "--home", str(d.root), "--offline")
+    assert back.exit_code == 0, back.output
+    assert stat.S_IMODE(catalog.stat().st_mode) == 0o644, oct(catalog.stat().st_mode)

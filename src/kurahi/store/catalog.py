@@ -340,7 +340,9 @@ class Catalog(CatalogBase):
                     os.unlink(self.path)
                 else:
                     tmp = self.path.with_name(f".{self.path.name}.{tag or os.urandom(4).hex() + '.tmp'}")
-                    write_new(tmp, data)  # one it cannot finish (a full disk) leaves no file
+                    mode = self._mode()
+                    write_new(tmp, data, mode=mode)  # one it cannot finish (a full disk) leaves no file
+                    os.chmod(tmp, mode)  # exactly, whatever the umask
                     try:
                         ops.rename(str(tmp), str(self.path))
                     except OSError:
@@ -350,6 +352,17 @@ class Catalog(CatalogBase):
                 fsync_dir(self.path.parent)
 
     # Machinery -------------------------------------------------------------------------
+
+    def _mode(self) -> int:
+        """The permission bits an entry swap gives the catalog: those it has, else 0600.
+
+        An activation or its rollback changes one entry of a catalog that may be OpenClaw's
+        (0644): it must not change who can read it. Kurahi's own writes keep theirs at 0600.
+        """
+        try:
+            return stat.S_IMODE(os.lstat(self.path).st_mode)
+        except OSError:
+            return 0o600
 
     def _aside_path(self) -> Path:
         now = datetime.now(UTC)

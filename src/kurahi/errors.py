@@ -34,6 +34,7 @@ Hierarchy::
     │   │   ├── AppendError           an append could not be made durable
     │   │   │   └── AppendOutcomeUnknownError  the store went away mid-append: stored or not, unknown
     │   │   ├── TranscriptChangedError  a whole-transcript swap whose expected sha256 no longer holds
+    │   │   ├── TranscriptWriteError  a whole transcript that could not be written (a full disk): nothing changed
     │   │   └── ContextEditError      a context_edit refused on write (nothing appended)
     │   ├── JournalWriteError         a journal record (ledger, jobs, queue) could not be appended durably
     │   ├── JournalReadError          a journal file that cannot be read
@@ -174,6 +175,7 @@ __all__ = [
     "TranscriptChangedError",
     "TranscriptError",
     "TranscriptReadError",
+    "TranscriptWriteError",
     "TreeError",
     "TurnInterruptedError",
     "UnknownAgentError",
@@ -360,6 +362,10 @@ class TranscriptChangedError(TranscriptError):
         self.expected = expected
         self.actual = actual
         super().__init__(f"{message} (expected {expected or 'absent'}, found {actual or 'absent'})", path=path)
+
+
+class TranscriptWriteError(TranscriptError):
+    """A whole transcript could not be written (a full disk, a read-only folder); the old one, if any, is untouched."""
 
 
 class ContextEditError(TranscriptError):

@@ -70,3 +70,22 @@ def test_a_store_out_of_reach_is_503_with_retry_after_and_a_stopped_turn_says_wh
     busy = from_kurahi(TurnInterruptedError("taken over", stored=None, idempotency_key="k2", unavailable=False))
     assert busy.status == 409 and busy.code == "busy" and busy.extra["stored"] is None
     assert from_kurahi(LockHeldError("held")).status == 409 and from_kurahi(LockHeldError("held")).extra == {}
+
+
+@pytest.mark.parametrize(("unavailable", "status"), [(True, 503), (False, 409)])
+def test_a_stopped_turns_answer_carries_the_idempotency_key_header_too(
+    served: Any, monkeypatch: pytest.MonkeyPatch, unavailable: bool, status: int
+) -> None:
+    from kurahi.agent.runtime import Runtime
+
+    async def stopped(self: Any, *args: Any, idempotency_key: str, **kwargs: Any) -> Any:
+        raise TurnInterruptedError(
+            "the turn stopped", stored=True, idempotency_key=idempotency_key, unavailable=unavailable
+        )
+
+    monkeypatch.setattr(Runtime, "send", stopped)
+    with served.client() as c:
+        r = c.post("/api/agents/alice/chat", json={"message": "hello", "idempotencyKey": "client-9"})
+        assert r.status_code == status, r.text
+        assert r.json()["error"]["idempotencyKey"] == "client-9"
+        assert r.headers.get("idempotency-key") == "client-9", dict(r.headers)

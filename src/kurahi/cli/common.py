@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,6 +18,7 @@ __all__ = [
     "err_console",
     "fail",
     "print_json",
+    "printable",
     "readable",
     "safe_streams",
     "shown",
@@ -80,11 +82,34 @@ def shown(path: Any) -> str:
     return _STDIN_COPIES.get(str(path), str(path))
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL_OR_NEWLINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    c = match.group()
+    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c) or (
+        f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+    )
+
+
+def printable(text: str, *, lines: bool = False) -> str:
+    r"""``text`` safe to write to a terminal: each control character as its escape (``\x1b``, ``\n``).
+
+    Keys, paths and phrases come from state a stranger may have written; raw, an escape
+    sequence clears the screen or sets the window title, a newline forges a line of output,
+    a bidi override reorders one. ``lines`` keeps newlines (a message of several lines of
+    Kurahi's own). JSON output never goes through here: it is exact.
+    """
+    pattern = _CONTROL if lines else _CONTROL_OR_NEWLINE
+    return pattern.sub(_escaped, text) if pattern.search(text) else text
+
+
 def fail(message: str, code: int = EXIT.FAILED) -> NoReturn:
     """Print ``message`` to stderr and exit with ``code``."""
     from rich.markup import escape
 
-    message = _named(message)
+    message = printable(_named(message), lines=True)
     # The message names files, keys and ids from the input: text, never rich markup.
     err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
     # SystemExit rather than typer.Exit: Click turns its Exit into this anyway, and the
@@ -98,7 +123,7 @@ def warn(message: str) -> None:
     Plain text when stderr is not a terminal (what rich would print there too), so a
     command run by a script does not import rich just to say one line.
     """
-    message = _named(message)
+    message = printable(_named(message), lines=True)
     if sys.stderr.isatty():
         from rich.markup import escape
 

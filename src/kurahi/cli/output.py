@@ -13,7 +13,9 @@ keys alone do not fit, each row is printed as ``header: value`` lines instead. A
 table prints ``none``.
 
 A part of a line or a cell is either text or ``(text, style)`` with a rich style name;
-text is never read as rich markup, so brackets in paths and markers print as they are.
+text is never read as rich markup, so brackets in paths and markers print as they are, and
+its control characters print as their escapes (:func:`~kurahi.cli.common.printable`): a
+session key or a phrase from someone's state cannot clear the screen or forge a line.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import sys
 from collections.abc import Sequence
 from typing import Literal
 
-from kurahi.cli.common import console
+from kurahi.cli.common import console, printable
 
 __all__ = ["EMPTY", "Part", "fields", "say", "table"]
 
@@ -46,8 +48,13 @@ def _text(part: Part) -> str:
     return part if isinstance(part, str) else part[0]
 
 
+def _safe(part: Part) -> Part:
+    return printable(part) if isinstance(part, str) else (printable(part[0]), part[1])
+
+
 def say(*parts: Part) -> None:
-    """Print one line made of ``parts``."""
+    """Print one line made of ``parts`` (a control character in them as its escape)."""
+    parts = tuple(map(_safe, parts))
     if not _styled():
         sys.stdout.write("".join(map(_text, parts)) + "\n")
         return
@@ -115,8 +122,8 @@ def table(
 
 def _flat(part: Part) -> Part:
     if isinstance(part, str):
-        return part.replace("\n", " / ")
-    return (part[0].replace("\n", " / "), part[1])
+        return printable(part.replace("\n", " / "))
+    return (printable(part[0].replace("\n", " / ")), part[1])
 
 
 def _plain(headers: Sequence[str], rows: list[list[str]], right: Sequence[int]) -> None:

@@ -276,7 +276,7 @@ def apply_cmd(
         Path | None,
         typer.Option(
             "--out",
-            help="Where to keep the package (default: $XDG_STATE_HOME/kurahi/rescue/<id>-<time>, outside the state).",
+            help="Where to keep the package (default: $XDG_STATE_HOME/kurahi/rescue/<id>-<time>-<random>, outside).",
         ),
     ] = None,
     marker: MarkerOpt = None,
@@ -290,14 +290,14 @@ def apply_cmd(
     back only with --accept-guess ID.
     """
     from kurahi.gateway.activation_host import OfflineHost
-    from kurahi.lifecycle.rescue.apply import apply_rescue, pick, refuse_if_running
+    from kurahi.lifecycle.rescue.apply import apply_rescue, refuse_if_running
     from kurahi.lifecycle.rescue.losses import find_losses
 
     root = _one(openclaw, home)
     with activation_errors():
         refuse_if_running(root)
         report = find_losses(root, agent=agent)
-        loss = pick(report, loss_id)
+        loss = _pick_or_say_applied(root, report, loss_id)
         if not yes:
             if as_json or not sys.stdin.isatty():
                 fail("not a terminal to ask on: pass --yes to apply without asking; nothing was changed", EXIT.USAGE)
@@ -322,6 +322,40 @@ def apply_cmd(
         say("undo with: ", (res.rollback, "bold"))
     if not res.verified:
         raise typer.Exit(EXIT.FAILED)
+
+
+def _pick_or_say_applied(root: Path, report: RescueReport, loss_id: str) -> Loss:
+    """The loss ``loss_id`` names; when there is none, what an earlier ``rescue apply`` of it left."""
+    from kurahi.errors import LossNotFoundError
+    from kurahi.lifecycle.rescue.applied import applied_before
+    from kurahi.lifecycle.rescue.apply import pick
+
+    try:
+        return pick(report, loss_id)
+    except LossNotFoundError as exc:
+        found = applied_before(root, loss_id)
+        if not found:
+            raise
+        lines = [f"no loss {loss_id!r} is left to bring back: an earlier `rescue apply` took it"]
+        for a in found:
+            finish = f"kurahi activate apply {a.package} --home {root} --offline"
+            undo = f"kurahi activate rollback {a.package} --home {root} --offline"
+            if a.phase == "applying":
+                state = "the live state is its new one" if a.is_new else "the live state is not yet its new one"
+                lines.append(
+                    f"{a.loss_id} ({a.key}): {a.package} was interrupted while applying ({state}); "
+                    f"finish it with `{finish}`, or undo it with `{undo}`"
+                )
+            elif a.phase == "applied":
+                lines.append(f"{a.loss_id} ({a.key}): {a.package} applied it; undo it with `{undo}`")
+            else:
+                lines.append(f"{a.loss_id} ({a.key}): {a.package} (journal: {a.phase}); undo with `{undo}`")
+            if a.locks:
+                lines.append(
+                    f"  lock files the interrupted Kurahi process left (harmless; finishing or undoing removes "
+                    f"them): {', '.join(a.locks)}"
+                )
+        fail("\n".join(lines), exc.exit_code)
 
 
 def _prepare(root: Path, loss: Loss, report: RescueReport, folder: Path) -> Path:

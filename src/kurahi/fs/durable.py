@@ -171,16 +171,22 @@ def write_new(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600) -
     """Write ``data`` to a new temporary file ``path`` and fsync it (no directory fsync: it is renamed or linked next).
 
     A file left at ``path`` by a process that died before renaming it was never in place,
-    so it is removed first.
+    so it is removed first; one this call cannot finish (a full disk) is removed before the
+    error goes up, so a failed write leaves no file behind.
     """
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), mode)
     try:
-        write_all(fd, data)
-        ops.fsync(fd)
-    finally:
-        os.close(fd)
+        try:
+            write_all(fd, data)
+            ops.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600) -> None:

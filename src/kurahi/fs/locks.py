@@ -2,7 +2,9 @@
 
 A lock is ``flock(2)`` on a small file next to what it guards. The kernel drops the lock
 when its holder dies, however it dies, so a lock left by a dead process is reclaimed by
-construction; the file's content (pid, host, time) only serves error messages. The lock
+construction; the file's content (pid, host, time) serves error messages, and one more
+purpose: a file holding only a bare pid is another program's pid-file lock, honoured while that
+process lives. The lock
 file is removed on release; an acquirer re-checks after locking that the file it locked
 is still the one at the path, so a concurrent removal cannot give two holders.
 
@@ -37,12 +39,45 @@ def read_lock_info(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     except (OSError, UnsafeFileError):
         return None
     try:
-        data = json.loads(os.read(fd, 4096) or b"null")
+        raw = os.read(fd, 4096)
+        pid = _bare_pid(raw)
+        data = {"pid": pid} if pid is not None else json.loads(raw or b"null")
     except (OSError, ValueError, RecursionError):
         return None
     finally:
         os.close(fd)
     return data if isinstance(data, dict) else None
+
+
+def _bare_pid(data: bytes) -> int | None:
+    """The pid of a lock file that holds only one (``12345`` and a newline), else ``None``."""
+    text = data.strip()
+    return int(text) if text.isdigit() and 0 < len(text) <= 10 and int(text) > 0 else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _pid_file_holder(fd: int) -> int | None:
+    """The live process another program's lock file names by its bare pid (never this one's), else ``None``.
+
+    Programs that lock by writing their pid into the file (no ``flock``) hold it while that
+    process lives; Kurahi's own lock files hold JSON, and a dead pid's file is stale.
+    """
+    try:
+        pid = _bare_pid(os.pread(fd, 32, 0))
+    except OSError:
+        return None
+    return pid if pid is not None and pid != os.getpid() and _alive(pid) else None
 
 
 class FileLock:
@@ -127,6 +162,9 @@ class FileLock:
         st_fd = os.fstat(fd)
         if (st_path.st_dev, st_path.st_ino) != (st_fd.st_dev, st_fd.st_ino):
             os.close(fd)
+            return None
+        if _pid_file_holder(fd) is not None:
+            os.close(fd)  # another program's pid-file lock, its process alive: held, whatever flock says
             return None
         return fd
 

@@ -66,10 +66,12 @@ def from_kurahi(exc: KurahiError) -> HTTPError:
     """
     if isinstance(exc, TurnInterruptedError):
         extra = {"stored": exc.stored, "idempotencyKey": exc.idempotency_key}
+        # The key in the header too, as every chat answer carries it (docs/backends.md).
+        key = {"Idempotency-Key": exc.idempotency_key} if exc.idempotency_key else {}
         if exc.unavailable:
-            retry = {"Retry-After": str(max(1, round(exc.retry_after)))}
+            retry = {"Retry-After": str(max(1, round(exc.retry_after))), **key}
             return HTTPError(503, "store_unavailable", str(exc), retry, extra)
-        return HTTPError(exc.http_status, exc.http_code, str(exc), {}, extra)
+        return HTTPError(exc.http_status, exc.http_code, str(exc), key, extra)
     if store_unreachable(exc):
         away = DatabaseUnavailableError
         return HTTPError(away.http_status, away.http_code, str(exc), {"Retry-After": str(RETRY_AFTER_SECONDS)})

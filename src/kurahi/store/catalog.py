@@ -19,6 +19,7 @@ The bytes (parsing, OpenClaw's layout, validation of keys and fields) live in
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import errno
 import os
@@ -339,11 +340,29 @@ class Catalog(CatalogBase):
                     os.unlink(self.path)
                 else:
                     tmp = self.path.with_name(f".{self.path.name}.{tag or os.urandom(4).hex() + '.tmp'}")
-                    write_new(tmp, data)
-                    ops.rename(str(tmp), str(self.path))
+                    mode = self._mode()
+                    write_new(tmp, data, mode=mode)  # one it cannot finish (a full disk) leaves no file
+                    os.chmod(tmp, mode)  # exactly, whatever the umask
+                    try:
+                        ops.rename(str(tmp), str(self.path))
+                    except OSError:
+                        with contextlib.suppress(OSError):
+                            os.unlink(tmp)
+                        raise
                 fsync_dir(self.path.parent)
 
     # Machinery -------------------------------------------------------------------------
+
+    def _mode(self) -> int:
+        """The permission bits an entry swap gives the catalog: those it has, else 0600.
+
+        An activation or its rollback changes one entry of a catalog that may be OpenClaw's
+        (0644): it must not change who can read it. Kurahi's own writes keep theirs at 0600.
+        """
+        try:
+            return stat.S_IMODE(os.lstat(self.path).st_mode)
+        except OSError:
+            return 0o600
 
     def _aside_path(self) -> Path:
         now = datetime.now(UTC)

@@ -29,7 +29,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kurahi.errors import AppendError, TranscriptChangedError, TranscriptReadError, UnsafeFileError, UsageError
+from kurahi.errors import (
+    AppendError,
+    TranscriptChangedError,
+    TranscriptReadError,
+    TranscriptWriteError,
+    UnsafeFileError,
+    UsageError,
+)
 from kurahi.fs import durable as fsio
 from kurahi.fs.locks import FileLock
 from kurahi.fs.os_errors import os_error, os_errors
@@ -158,18 +165,22 @@ class FileTranscriptClaim(TranscriptClaim):
         """See :meth:`TranscriptClaim.put`."""
         self._check(expected)
         tmp = self.path.with_name(f".{self.name}.{self._tag}")
-        fsio.write_new(tmp, data)
-        if expected is None:
-            try:
-                os.link(tmp, self.path)
-            except FileExistsError:
-                os.unlink(tmp)
-                self._check(None)  # raises: something appeared at the name meanwhile
-                raise
-            os.unlink(tmp)
-        else:
-            fsio.ops.rename(str(tmp), str(self.path))
-        fsio.fsync_dir(self.path.parent)
+        try:
+            with os_errors(TranscriptWriteError, "cannot write", path=self.path):
+                fsio.write_new(tmp, data)  # a write it cannot finish (a full disk) leaves no file
+                if expected is None:
+                    try:
+                        os.link(tmp, self.path)
+                    except FileExistsError:
+                        self._check(None)  # raises: something appeared at the name meanwhile
+                        raise
+                else:
+                    fsio.ops.rename(str(tmp), str(self.path))
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)  # linked into place, or never: the staging name goes either way
+        with os_errors(TranscriptWriteError, "cannot fsync the directory", path=self.path):
+            fsio.fsync_dir(self.path.parent)
 
     def remove(self, *, expected: str) -> None:
         """See :meth:`TranscriptClaim.remove`."""

@@ -40,7 +40,7 @@ import msgspec
 
 from kurahi.errors import CatalogEntryError, PackageError, PackageNotFoundError, PackageTamperedError, UsageError
 from kurahi.fs import durable as fsio
-from kurahi.fs.os_errors import os_errors
+from kurahi.fs.os_errors import os_error, os_errors
 from kurahi.lifecycle.activation.journal import JOURNAL_NAME, Journal, now_iso
 from kurahi.store.catalog_format import validate_agent_id, validate_key
 from kurahi.store.entry_guard import ABSENT, entry_sha256
@@ -379,14 +379,27 @@ def staged(out: str | os.PathLike[str]) -> Iterator[Path]:
     """A staging directory for the package ``out`` (:meth:`Package.staging_dir`), removed if the block fails.
 
     Raises:
-        UsageError: ``out`` exists and is not an empty directory, or its parent is missing.
+        UsageError: ``out`` exists and is not an empty directory, its parent is missing, or
+            the package cannot be written there (a full disk, a folder that takes no files).
     """
-    staging = Package.staging_dir(out)
+    with os_errors(UsageError, "cannot write the package there", path=Path(out)):
+        staging = Package.staging_dir(out)
     try:
         yield staging
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not _about(exc, staging):
+            raise
+        raise os_error(UsageError, "cannot write the package there", exc, path=Path(out)) from exc
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _about(exc: OSError, staging: Path) -> bool:
+    """Whether ``exc`` is a write of the package's own (a file in ``staging``, or a write that names none)."""
+    names = [n for n in (exc.filename, exc.filename2) if n is not None]
+    return not names or any(Path(os.fsdecode(n)).is_relative_to(staging) for n in names)
 
 
 def write_package_file(path: Path, data: bytes) -> None:

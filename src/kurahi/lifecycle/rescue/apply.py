@@ -15,6 +15,7 @@ clocks alone that the user did not accept by id (``accept_guess``); an unknown l
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -24,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from kurahi.errors import GuessNotAcceptedError, LossNotFoundError, OpenClawRunningError
+from kurahi.errors import GuessNotAcceptedError, LossNotFoundError, OpenClawRunningError, UsageError
+from kurahi.lifecycle.rescue.applied import record_applied, rescue_dir
 from kurahi.lifecycle.rescue.losses import Loss, RescueReport, find_losses
 from kurahi.lifecycle.rescue.markers import choose
 from kurahi.lifecycle.rescue.reading import stretches_of
@@ -35,7 +37,16 @@ from kurahi.runtimes.views import view as view_facts
 if TYPE_CHECKING:
     from kurahi.lifecycle.activation import Host
 
-__all__ = ["RescueMarker", "RescuePlan", "RescueResult", "apply_rescue", "default_package_dir", "pick", "plan_rescue"]
+__all__ = [
+    "RescueMarker",
+    "RescuePlan",
+    "RescueResult",
+    "apply_rescue",
+    "default_package_dir",
+    "pick",
+    "plan_rescue",
+    "refuse_outside",
+]
 
 _RECENT = 20
 """Texts at the end of the live view an "after the boundary" marker is chosen from."""
@@ -147,6 +158,24 @@ def refuse_if_running(root: Path) -> None:
     )
 
 
+def refuse_outside(root: Path, out: str | os.PathLike[str]) -> None:
+    """Raise when the package ``out`` would be inside the state dir ``root``, symlinks resolved.
+
+    A package holds a whole copy of the history and the old catalog: inside the state, the
+    runtime (or its next migration) would take them for its own.
+
+    Raises:
+        UsageError: it would; nothing was written.
+    """
+    real_root, real_out = Path(os.path.realpath(root)), Path(os.path.realpath(out))
+    if real_out.is_relative_to(real_root):
+        shown = "" if Path(os.path.abspath(out)) == real_out else f" (it resolves to {real_out})"
+        raise UsageError(
+            f"{out}: inside the state dir {root}{shown}; a package is kept outside the state, where the "
+            "runtime never reads it: choose another --out. Nothing was written"
+        )
+
+
 def _guesses(report: RescueReport, loss: Loss, accepted: Sequence[str]) -> list[str]:
     """The guessed losses a rescue of ``loss`` brings back, each accepted by id, else raise."""
     restored = set(loss.pieces)
@@ -176,13 +205,14 @@ def _has_reset(piece: Piece) -> bool:
 
 
 def default_package_dir(loss: Loss) -> Path:
-    """Where ``rescue apply`` keeps a package when not told: ``$XDG_STATE_HOME/kurahi/rescue/<id>-<time>``.
+    """Where ``rescue apply`` keeps a package when not told: ``$XDG_STATE_HOME/kurahi/rescue/<id>-<time>-<random>``.
 
-    Outside the state dir on purpose: OpenClaw's folders get no foreign files.
+    Outside the state dir on purpose: OpenClaw's folders get no foreign files. The time says
+    when (to the second, for people); the random part keeps two in the same second apart (a
+    retry after a failed apply, the same loss on two copies of a state).
     """
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    return Path(base) / "kurahi" / "rescue" / f"{loss.id}-{stamp}"
+    return rescue_dir() / f"{loss.id}-{stamp}-{secrets.token_hex(4)}"
 
 
 class Prepared(msgspec.Struct, rename="camel"):
@@ -320,6 +350,7 @@ def plan_rescue(
     from kurahi.lifecycle.activation import plan_activation
 
     root = Path(os.path.abspath(state_dir))
+    refuse_outside(root, out)
     refuse_if_running(root)
     if report is None:
         report = find_losses(root, agent=agent)
@@ -432,6 +463,7 @@ def apply_rescue(
         Path(out).parent.mkdir(parents=True, exist_ok=True)
     plan = plan_rescue(root, loss_id, out, markers=markers, accept_guess=accept_guess, agent=agent, report=report)
     refuse_if_running(root)
+    record_applied(root, plan.loss.id, plan.loss.key, plan.package)  # before: a kill from here on is found again
     res = apply_package(plan.package, root, host)
     verified = verify_package(plan.package, root)
     return RescueResult(

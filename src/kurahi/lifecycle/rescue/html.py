@@ -106,14 +106,17 @@ def write_html(reports: Sequence[RescueReport], out: str | os.PathLike[str]) -> 
     """Write :func:`render_html` to ``out`` (a new file, never one that exists).
 
     Raises:
-        UsageError: ``out`` exists or its folder does not.
+        UsageError: ``out`` exists, its folder does not, or it cannot be written (a full disk,
+            a folder that takes no files); no file is left then.
     """
     from kurahi.fs.durable import atomic_write
+    from kurahi.fs.os_errors import os_errors
 
     path = Path(out)
     if path.exists() or path.is_symlink():
         raise UsageError(f"{path} already exists; not overwriting it (choose another --html)")
     if not path.parent.is_dir():
         raise UsageError(f"{path.parent} is not a directory")
-    atomic_write(path, render_html(reports).encode("utf-8"), mode=0o644)
+    with os_errors(UsageError, "cannot write the page (--html)", path=path):
+        atomic_write(path, render_html(reports).encode("utf-8"), mode=0o644)
     return path

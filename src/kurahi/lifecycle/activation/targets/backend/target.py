@@ -17,7 +17,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kurahi.errors import GatewayStopError, LockHeldError, PreconditionError, WrongHomeError
+from kurahi.errors import (
+    ActivationError,
+    GatewayStopError,
+    KurahiError,
+    LockHeldError,
+    PreconditionError,
+    WrongHomeError,
+)
+from kurahi.fs.os_errors import why as why_os
 from kurahi.lifecycle.activation.candidate import differences, project_bytes, projection_dict
 from kurahi.lifecycle.activation.journal import Journal
 from kurahi.lifecycle.activation.outcome import ActivationResult, Phase, VerifyReport
@@ -141,6 +149,7 @@ class BackendTarget:
         fresh = "resume" not in res.steps
         stop(host, journal, "apply", self.stop_timeout, res)
         changing = False
+        undone: ActivationError | None = None
         try:
             # The sessions' writer claims are held from the last check to the switch, so no
             # writer appends to them in between; they are let go before the gateway restarts.
@@ -150,7 +159,16 @@ class BackendTarget:
                 else:
                     _check_resumable(live)
                 changing = True
-                self._install(res)
+                try:
+                    self._install(res)
+                except (PreconditionError, LockHeldError):
+                    raise
+                except (KurahiError, OSError) as exc:
+                    if not fresh:
+                        raise
+                    # A write that failed (a full disk): what this apply put in the state goes again.
+                    undone = self._undo(exc)
+                    raise undone from exc
                 nonce = f"{plan.id}:apply:{phase.attempt}"
                 res.audited = audit(host, journal, "apply", "session.activate", audit_details(plan, "activate"), nonce)
                 live.cleanup()
@@ -160,8 +178,37 @@ class BackendTarget:
                 restart(host, journal, "apply", self.port, res)
                 journal.add("apply", "aborted", reason="precondition")
             raise
+        except ActivationError as exc:
+            if exc is undone:  # the gateway gets back the state it had
+                restart(host, journal, "apply", self.port, res)
+            raise
         restart(host, journal, "apply", self.port, res)
         return self._validate(host.gateway_port() is not None)
+
+    def _undo(self, exc: KurahiError | OSError) -> ActivationError:
+        """Take back what a fresh apply changed before ``exc``; the error that says so, or what is left.
+
+        The state is put back as the plan found it (the target removed or restored, the entry
+        switched back, the temporary files gone) and the journal says the apply was aborted.
+        When that fails too, the error names what is left and the command that finishes it.
+        """
+        live, journal = self.live, self.package.journal
+        why = str(exc) if isinstance(exc, KurahiError) else f"{type(exc).__name__}: {why_os(exc)}"
+        try:
+            if live.entry_state() is not State.OLD:
+                live.restore_entry()
+            if live.target_state() is not State.OLD:
+                live.uninstall()
+            live.cleanup()
+        except (KurahiError, OSError) as again:
+            left = f"{live.transcripts.locator(live.target)} (state: {live.target_state().value})"
+            return ActivationError(
+                f"{why}; putting the state back failed too ({again}): left {left} and the catalog entry "
+                f"{live.entry_state().value}; finish with `kurahi activate rollback {self.package.root} "
+                f"--home {self.plan.home} --offline`"
+            )
+        journal.add("apply", "aborted", reason="write failed")
+        return ActivationError(f"{why}; the live state was left as it was")
 
     def record_validation(self, phase: Phase, validation: dict[str, Any]) -> None:
         """Nothing more: a mismatch's live bytes went to ``evidence/`` as it was found."""

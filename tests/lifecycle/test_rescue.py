@@ -23,6 +23,7 @@ import pytest
 
 from kurahi.lineage.find import find_lineage
 from support.json_era import T0, JsonEraDir
+from support.rescue_resets import FIRST, SECOND, many_resets, phrase_of
 from support.testdata import IDLE_UPGRADED, UPGRADED, data_path, openclaw_state_copy, tree_hash
 
 KURAHI = [sys.executable, "-m", "kurahi.cli"]
@@ -206,6 +207,55 @@ def test_two_resets_are_two_losses_in_time_order_and_the_oldest_brings_both_back
     assert len(current) == 1 and lineage.pieces[-1].current, "the repaired session is not the newest, current piece"
     gaps = [b.gap_seconds for b in lineage.boundaries if b.kind == "between-pieces"]
     assert all(g is None or g >= 0 for g in gaps[:2]), gaps
+
+
+def sent_now(state: Path, phrases: list[str]) -> set[str]:
+    """Which of ``phrases`` OpenClaw sends for the main key now: ``lineage check`` of its current session."""
+    found = json.loads(kurahi("lineage", "find", "--state-dir", str(state), "--agent", "main", "--json").stdout)
+    (current,) = [p["source"] for p in found["pieces"] if p["current"]]
+    out = kurahi("lineage", "check", current, "--json", *(a for t in phrases for a in ("--marker", t)), code=None)
+    report = json.loads(out.stdout)
+    return {m["marker"] for m in report["markers"] if m["found"]}
+
+
+def json_era_resets(tmp_path: Path, resets: int) -> tuple[Path, list[str]]:
+    """A 2026.5 dir whose main key was reset ``resets`` times, one phrase per session; the state and its phrases."""
+    d = JsonEraDir(tmp_path / "state")
+    said = [f"session {n} phrase SESSION-{n:02d}-WOMBAT" for n in range(resets + 1)]
+    sid, last = d.transcript(T0, [said[0]])
+    d.point("agent:main:main", sid, T0)
+    for text in said[1:]:
+        sid, last = d.reset("agent:main:main", sid, last + 60_000, [text])
+    return d.root, [t.rsplit(" ", 1)[1] for t in said]
+
+
+def sqlite_era_resets(tmp_path: Path, resets: int) -> tuple[Path, list[str]]:
+    """A 2026.9.6 store whose main key was reset ``resets`` times; the state and its phrases, oldest first."""
+    return many_resets(tmp_path, resets - 1), [FIRST, SECOND, *(phrase_of(n) for n in range(1, resets))]
+
+
+@pytest.mark.parametrize("k", [2, 5])
+@pytest.mark.parametrize("build", [json_era_resets, sqlite_era_resets], ids=["2026.5", "2026.9"])
+def test_bringing_back_one_of_many_resets_leaves_the_earlier_ones_lost(build: Any, k: int, tmp_path: Path) -> None:
+    """Loss k of a key reset seven times: its stretch and the later ones come back, the earlier ones stay lost."""
+    state, said = build(tmp_path, 7)  # said[i]: what was lost at loss i + 1; said[-1]: the live session's
+    found = losses(state)
+    assert len(found) == 7 and all(x["key"] == "agent:main:main" for x in found)
+    assert sent_now(state, said) == {said[-1]}
+    pick = found[k - 1]
+    live = pick["restore"]["messages"] - sum(x["lostMessages"] for x in found[k - 1 :])
+    # The listing says what apply gives: loss k's stretch and every later one, and the live one.
+    assert live == found[-1]["restore"]["messages"] - found[-1]["lostMessages"] > 0
+
+    pkg = str(tmp_path / "p")
+    out = kurahi("rescue", "apply", pick["id"], "--openclaw", str(state), "--yes", "--json", "--out", pkg)
+    result = json.loads(out.stdout)
+    assert result["verified"] and result["plan"]["broughtBack"] == pick["restore"]["messages"] - live, result["plan"]
+    assert sent_now(state, said) == set(said[k - 1 :]), "apply did not bring back exactly loss k and what followed"
+    # The earlier losses are still listed, each to be brought back on its own.
+    left = losses(state)
+    assert [x["lostMessages"] for x in left] == [x["lostMessages"] for x in found[: k - 1]]
+    assert [x["at"] for x in left] == [x["at"] for x in found[: k - 1]]
 
 
 def test_a_relative_state_dir_lists_the_live_transcript_once(tmp_path: Path) -> None:

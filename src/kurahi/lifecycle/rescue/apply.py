@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from kurahi.errors import GuessNotAcceptedError, LossNotFoundError, OpenClawRunningError
-from kurahi.lifecycle.rescue.losses import Loss, RescueReport, find_losses
+from kurahi.lifecycle.rescue.losses import Loss, RescueReport, find_losses, loss_id
 from kurahi.lifecycle.rescue.markers import choose
-from kurahi.lifecycle.rescue.reading import stretches_of
+from kurahi.lifecycle.rescue.reading import Stretch, stretches_of
 from kurahi.lineage.find import Agent, Piece, open_agent
 from kurahi.runtimes.view import DEFAULT_CONTEXT_WINDOW, RuntimeView
 from kurahi.runtimes.views import view as view_facts
@@ -229,8 +229,15 @@ def prepare_candidate(
         notes: list[str] = []
         stretch_texts: dict[str, list[tuple[str, str]]] = {}
         live_texts: list[tuple[str, str]] = []
+        keep: list[str] = []
         for piece in pieces:
             parts, _ = stretches_of(state, piece, notes, texts=True)
+            if piece.source == loss.source:
+                parts, earlier = _from_the_loss(loss, parts)
+                if view_facts(loss.runtime).after_last_reset:
+                    # Bringing back loss N leaves the resets before it where they are: what they ended
+                    # stays out of the view, each of those losses still listed and brought back on its own.
+                    keep = [p.ends_with_reset[0] for p in earlier if p.ends_with_reset is not None]
             if piece.current:
                 # Only the stretches before its last reset left the view; the last one is the view.
                 stretch_texts[piece.source] = [t for part in parts[:-1] for t in part.texts]
@@ -244,7 +251,7 @@ def prepare_candidate(
         if len(files) == 1 and not _has_reset(used[0]):
             shutil.copyfile(files[0], candidate)  # a moved dir, or one piece before an empty session
         else:
-            stitch(files, candidate)
+            stitch(files, candidate, keep_resets=keep)
         absent, live_messages = _live_view(state, lineage, loss, notes)
     # The latest of what is sent now: a phrase from there proves the candidate ends where the view does.
     recent = list(live_texts[-_RECENT:])
@@ -272,6 +279,14 @@ def prepare_candidate(
         sent_tokens=view.sent_tokens,
         rule=view.rule,
     )
+
+
+def _from_the_loss(loss: Loss, parts: list[Stretch]) -> tuple[list[Stretch], list[Stretch]]:
+    """The lost piece's stretches from the loss's own onward, and those before it."""
+    for n, part in enumerate(parts):
+        if loss_id(loss.agent, loss.key, part) == loss.id:
+            return parts[n:], parts[:n]
+    return parts, []  # pragma: no cover - a loss is one of its piece's stretches
 
 
 def _runtime_view(candidate: Path, loss: Loss) -> tuple[RuntimeView, list[Any]]:

@@ -43,6 +43,7 @@ __all__ = [
     "Loss",
     "RescueReport",
     "find_losses",
+    "loss_id",
 ]
 
 KINDS = ("reset", "new", "idle", "daily", "rollover", "moved", "migration", "unknown")
@@ -157,7 +158,8 @@ def _boundary(ctx: _KeyContext, s: Stretch, after: Piece | None) -> tuple[str, i
     return found.kind, found.at_ms, [*evidence, *found.evidence]
 
 
-def _loss_id(agent: str, key: str, s: Stretch) -> str:
+def loss_id(agent: str, key: str, s: Stretch) -> str:
+    """The id of the loss of stretch ``s`` (the same state gives the same id)."""
     text = f"{agent}\n{key}\n{s.piece.session_id}\n{s.number}\n{s.last_id}"
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
@@ -214,7 +216,7 @@ def _key_losses(ctx: _KeyContext, notes: list[str]) -> list[Loss]:
         ]
         losses.append(
             Loss(
-                id=_loss_id(lineage.agent, lineage.key, s),
+                id=loss_id(lineage.agent, lineage.key, s),
                 agent=lineage.agent,
                 key=lineage.key,
                 at=iso(at),

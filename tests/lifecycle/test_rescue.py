@@ -258,6 +258,44 @@ def test_bringing_back_one_of_many_resets_leaves_the_earlier_ones_lost(build: An
     assert [x["at"] for x in left] == [x["at"] for x in found[: k - 1]]
 
 
+def small_window(state: Path, tokens: int) -> None:
+    """Give the stand-in model a ``contextWindow`` of ``tokens`` in ``openclaw.json``, as a user would."""
+    model = {"id": "stand-in", "contextWindow": tokens}
+    config = {
+        "agents": {"defaults": {"model": "standin/stand-in"}},
+        "models": {"providers": {"standin": {"models": [model]}}},
+    }
+    (state / "openclaw.json").write_text(json.dumps(config))
+
+
+def current_view(state: Path) -> dict[str, Any]:
+    """``lineage check --json`` of the main key's current session: the runtime's view of it under its window."""
+    found = json.loads(kurahi("lineage", "find", "--state-dir", str(state), "--agent", "main", "--json").stdout)
+    (current,) = [p["source"] for p in found["pieces"] if p["current"]]
+    view: dict[str, Any] = json.loads(kurahi("lineage", "check", current, "--json", code=None).stdout)["sent"]
+    return view
+
+
+def test_past_the_window_the_headline_says_how_many_are_sent_and_how_many_stay_out(tmp_path: Path) -> None:
+    """The oldest of seven losses brought back under a 1,200-token window: the newest 17 of 22 are sent."""
+    state = many_resets(tmp_path, 6)
+    small_window(state, 1_200)
+    live = current_view(state)["messages"]
+    first = losses(state)[0]
+    pkg = str(tmp_path / "p")
+    out = kurahi("rescue", "apply", first["id"], "--openclaw", str(state), "--yes", "--out", pkg).stdout
+    view = current_view(state)
+    back = view["messages"] - live
+    sent, stay = view["sentMessages"] - live, view["messages"] - view["sentMessages"]
+    assert 0 < stay < back and sent > 0, view
+    headline = out.splitlines()[0]
+    assert f"brought back {back} message(s): {sent} sent" in headline, out
+    assert f"{stay} past the model's window stay out" in headline, out
+    assert "will not send them" not in out, out
+    (fold,) = [line for line in out.splitlines() if line.lstrip().startswith("stays out:")]
+    assert f"{stay} message(s)" in fold and "1,200-token window" in fold and "openclaw sessions compact" in fold, fold
+
+
 def test_a_relative_state_dir_lists_the_live_transcript_once(tmp_path: Path) -> None:
     d = JsonEraDir(tmp_path / "state")
     sid, _ = d.transcript(T0, ["hello"])

@@ -211,12 +211,13 @@ def _say_plan(plan: RescuePlan, applied: bool) -> None:
     loss = plan.loss
     lost = [m for m in plan.markers if m.part == "lost" and m.in_view]
     verb = "brought back" if applied else "will bring back"
+    what = f"{verb} {plan.brought_back} message(s)"
+    if plan.staying_out:
+        what += f": {plan.brought_back_sent} sent"
     if lost:
-        what = f"{verb} {plan.brought_back} message(s), e.g. {lost[0].text!r}"
-    elif plan.not_sent:
-        what = f"{verb} {plan.brought_back} message(s) to the history; the runtime will not send them (past its window)"
-    else:
-        what = f"{verb} {plan.brought_back} message(s)"
+        what += f", e.g. {lost[0].text!r}"
+    if plan.staying_out:
+        what += f"; {plan.staying_out} past the model's window stay out"
     say((f"{loss.id}", "bold"), f" ({loss.kind}, {loss.key}): {what}")
     if plan.sent_messages >= plan.view_messages:
         sends = f"all {plan.view_messages} message(s), ~{plan.sent_tokens:,} tokens of a {plan.window:,}-token window"
@@ -230,11 +231,13 @@ def _say_plan(plan: RescuePlan, applied: bool) -> None:
         [m.text, m.part, ("yes", "green") if m.in_view else ("not sent", "yellow")] for m in plan.markers
     ]
     table(["marker", "from", "in view"], rows, keys=(1, 2))
-    for source in plan.not_sent:
+    if plan.staying_out:
+        gone = f" ({', '.join(plan.not_sent)}: its marker among them)" if plan.not_sent else ""
         say(
-            ("  not sent: ", "yellow"),
-            f"{source} is back in the history but past the model's window; "
-            "`openclaw sessions compact` after this folds it into a summary the model sees",
+            ("  stays out: ", "yellow"),
+            f"{plan.staying_out} message(s), the oldest, are back in the history but past the "
+            f"{plan.window:,}-token window{gone}; `openclaw sessions compact` after this folds them into a "
+            "summary the model sees",
         )
 
 

@@ -83,10 +83,22 @@ class RescuePlan(msgspec.Struct, rename="camel"):
         """Messages back in the runtime's view (all sent when the view fits the window)."""
         return max(0, self.view_messages - self.live_messages)
 
+    @property
+    def staying_out(self) -> int:
+        """Messages of the view the runtime will not send (past the window: the oldest ones)."""
+        return max(0, self.view_messages - self.sent_messages)
+
+    @property
+    def brought_back_sent(self) -> int:
+        """Messages brought back that the runtime sends (the newest of them; what is sent now stays sent)."""
+        return max(0, self.brought_back - self.staying_out)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         out: dict[str, Any] = msgspec.to_builtins(self)
         out["broughtBack"] = self.brought_back
+        out["broughtBackSent"] = self.brought_back_sent
+        out["stayingOut"] = self.staying_out
         return out
 
 

@@ -24,7 +24,7 @@ import pytest
 from kurahi.lineage.find import find_lineage
 from support.json_era import T0, JsonEraDir
 from support.rescue_resets import FIRST, SECOND, many_resets, phrase_of
-from support.testdata import IDLE_UPGRADED, UPGRADED, data_path, openclaw_state_copy, tree_hash
+from support.testdata import IDLE_UPGRADED, SQLITE_ERA, UPGRADED, data_path, openclaw_state_copy, tree_hash
 
 KURAHI = [sys.executable, "-m", "kurahi.cli"]
 
@@ -294,6 +294,45 @@ def test_past_the_window_the_headline_says_how_many_are_sent_and_how_many_stay_o
     assert "will not send them" not in out, out
     (fold,) = [line for line in out.splitlines() if line.lstrip().startswith("stays out:")]
     assert f"{stay} message(s)" in fold and "1,200-token window" in fold and "openclaw sessions compact" in fold, fold
+
+
+def test_past_the_window_fits_back_names_the_rule_that_decided(tmp_path: Path) -> None:
+    """The kept 2026.9.6 sample under an 1,800-token window: 2026.9's byte rule decides, not the tokens."""
+    state = openclaw_state_copy(SQLITE_ERA, tmp_path / "state")
+    small_window(state, 1_800)
+    (loss,) = losses(state)
+    restore = loss["restore"]
+    assert restore["fits"] is False and restore["tokens"] < 1_800, restore
+    stored = int(restore["figures"].split()[0].replace(",", ""))
+    # The stored bytes and a newline per entry, against 8 bytes per window token.
+    assert restore["figures"] == f"{stored:,} > 14,400 bytes" and stored > restore["bytes"], restore
+    listed = kurahi("rescue", "--openclaw", str(state), code=1).stdout
+    assert f"no: {restore['figures']}" in listed and "> 1,800" not in listed, listed
+    assert "OpenClaw 2026.9 loads at most 14,400: 8 bytes per token of the 1,800-token window" in listed, listed
+
+
+def test_past_the_window_rescue_brings_back_what_will_be_sent(tmp_path: Path) -> None:
+    """A window that cuts between the oldest lost phrase and the model's echo of it: rescue chose that
+    phrase, which ``lineage check`` finds first where it is not sent, and refused its own plan (exit 4)."""
+    state = many_resets(tmp_path, 6)
+    small_window(state, 660)
+    first = losses(state)[0]
+    before = tree_hash(state)
+    planned = kurahi("rescue", "plan", first["id"], "--openclaw", str(state), "--out", str(tmp_path / "p1"), "--json")
+    plan = json.loads(planned.stdout)
+    assert tree_hash(state) == before
+    assert plan["stayingOut"] > 0 and plan["broughtBackSent"] > 0, plan
+    lost = [m["text"] for m in plan["markers"] if m["part"] == "lost"]
+    assert lost and all(m["inView"] for m in plan["markers"]), plan["markers"]
+
+    out = kurahi("rescue", "apply", first["id"], "--openclaw", str(state), "--yes", "--out", str(tmp_path / "p2"))
+    assert "verified: yes" in out.stdout
+    (fold,) = [line for line in out.stdout.splitlines() if line.lstrip().startswith("stays out:")]
+    assert f"{plan['stayingOut']} message(s)" in fold and "660-token window" in fold, fold
+    assert "openclaw sessions compact" in fold, fold
+    found = json.loads(kurahi("lineage", "find", "--state-dir", str(state), "--agent", "main", "--json").stdout)
+    (current,) = [p["source"] for p in found["pieces"] if p["current"]]
+    kurahi("lineage", "check", current, *(a for t in lost for a in ("--marker", t)))  # sent, by check's own rule
 
 
 def test_a_relative_state_dir_lists_the_live_transcript_once(tmp_path: Path) -> None:

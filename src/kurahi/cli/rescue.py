@@ -118,7 +118,7 @@ def _fits(loss: Loss) -> Part:
     r = loss.restore
     if r.fits is None:
         return "window unknown"
-    return ("yes", "green") if r.fits else (f"no: {r.tokens:,} > {r.window:,}", "yellow")
+    return ("yes", "green") if r.fits else (f"no: {r.figures}", "yellow")
 
 
 def _print(reports: list[RescueReport]) -> None:
@@ -147,6 +147,11 @@ def _print(reports: list[RescueReport]) -> None:
     table(headers, rows, keys=range(len(headers)), title=f"{len(losses)} loss(es), oldest first")
     for loss in losses:
         say(f"  {loss.id}: {'; '.join(loss.evidence)}")
+        if loss.restore.fits is False:
+            say(
+                f"  {loss.id}: does not fit back whole: {loss.restore.rule}; the newest part is brought back and "
+                "sent, the rest stays in the history (`rescue plan` says how much)"
+            )
     first = losses[0]
     guess = f" --accept-guess {first.id}" if first.confidence == "guess" else ""
     say("Bring one back: ", (f"kurahi rescue apply {first.id}{guess}", "bold"), " (stop OpenClaw first)")

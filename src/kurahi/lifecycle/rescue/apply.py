@@ -28,6 +28,7 @@ from kurahi.errors import GuessNotAcceptedError, LossNotFoundError, OpenClawRunn
 from kurahi.lifecycle.rescue.losses import Loss, RescueReport, find_losses, loss_id
 from kurahi.lifecycle.rescue.markers import choose
 from kurahi.lifecycle.rescue.reading import Stretch, stretches_of
+from kurahi.lineage.check import message_text
 from kurahi.lineage.find import Agent, Piece, open_agent
 from kurahi.runtimes.view import DEFAULT_CONTEXT_WINDOW, RuntimeView
 from kurahi.runtimes.views import view as view_facts
@@ -268,11 +269,13 @@ def prepare_candidate(
     # The latest of what is sent now: a phrase from there proves the candidate ends where the view does.
     recent = list(live_texts[-_RECENT:])
     history = [t for texts in stretch_texts.values() for _, t in texts] + [t for _, t in recent]
-    chosen = _choose(lost_here, stretch_texts, recent, absent, history)
     view, messages = _runtime_view(candidate, loss)
-    sent = [messages[i] for i in view.sent]
+    # Past the window the oldest messages are not sent: a marker is chosen from what is, so that
+    # what comes back and is sent is proved, and what stays out is counted, not refused.
+    unsent = "\n".join(message_text(messages[i]) for i in view.left_out)
+    chosen = _choose(lost_here, stretch_texts, recent, absent + "\n" + unsent, unsent, history)
     # In the view and sent under the window: plan refuses a marker the runtime will not send.
-    hits = {text: _in(sent, text) for text in [*(m.text for m in chosen), *markers]}
+    hits = {text: _sent(messages, set(view.sent), text) for text in [*(m.text for m in chosen), *markers]}
     final = [RescueMarker(m.text, m.part, m.source, hits[m.text]) for m in chosen]
     final += [RescueMarker(t, "user", None, hits[t]) for t in markers]
     lost_sources = {m.source for m in final if m.part == "lost" and m.source}
@@ -318,11 +321,10 @@ def _runtime_view(candidate: Path, loss: Loss) -> tuple[RuntimeView, list[Any]]:
     return view, list(ref.runtime_messages if after_reset and ref.runtime_messages is not None else ref.messages)
 
 
-def _in(messages: Sequence[Any], text: str) -> bool:
-    """Whether ``text`` is in one of ``messages`` as ``lineage check`` searches (their JSON text)."""
-    from kurahi.lineage.check import message_text
-
-    return any(text in message_text(m) for m in messages)
+def _sent(messages: Sequence[Any], sent: set[int], text: str) -> bool:
+    """Whether ``lineage check`` finds ``text`` sent: its first message holding it (JSON text) is sent."""
+    first = next((i for i, m in enumerate(messages) if text in message_text(m)), None)
+    return first is not None and first in sent
 
 
 def plan_rescue(
@@ -414,9 +416,10 @@ def _choose(
     stretch_texts: dict[str, list[tuple[str, str]]],
     live_texts: Sequence[tuple[str, str]],
     absent: str,
+    unsent: str,
     history: Sequence[str],
 ) -> list[_Chosen]:
-    """One phrase per lost piece (absent from the view now), and one from after the boundary."""
+    """One phrase per lost piece (absent from the view now), and one from after the boundary; none from ``unsent``."""
     out: list[_Chosen] = []
     for source in dict.fromkeys(g.source for g in lost):
         for phrase in choose(
@@ -424,7 +427,8 @@ def _choose(
         ):
             out.append(_Chosen(phrase, "lost", source))
     if live_texts:
-        for phrase in choose(list(live_texts), absent_from="", history=history, avoid=[c.text for c in out], limit=1):
+        avoid = [c.text for c in out]
+        for phrase in choose(list(live_texts), absent_from=unsent, history=history, avoid=avoid, limit=1):
             out.append(_Chosen(phrase, "after", None))
     return out
 

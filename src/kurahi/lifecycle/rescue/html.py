@@ -53,7 +53,7 @@ def _picture(loss: Loss) -> str:
 
 def _section(loss: Loss, picture: bool) -> str:
     r = loss.restore
-    fits = "window unknown" if r.fits is None else ("yes" if r.fits else f"no: {r.tokens:,} > {r.window:,} tokens")
+    fits = "window unknown" if r.fits is None else ("yes" if r.fits else f"no: {r.rule}")
     link = (
         f'<span class="guess">{_e(loss.confidence)} (clocks alone)</span>'
         if loss.confidence == "guess"

@@ -36,7 +36,7 @@ import msgspec
 from kurahi.lifecycle.rescue.reading import Stretch, estimate_stretch, stretches_of
 from kurahi.lineage.find import Lineage, Piece, iso, list_agents, open_agent
 from kurahi.runtimes.base import Agent, ResetPolicy, View
-from kurahi.runtimes.view import sends_whole
+from kurahi.runtimes.view import sends_whole, whole_rule
 
 __all__ = [
     "KINDS",
@@ -64,7 +64,11 @@ class Restore(msgspec.Struct, rename="camel", frozen=True):
     window_from: str | None
     """Where the window came from."""
     fits: bool | None
-    """Whether ``tokens`` fit the window (``None`` when the window is unknown)."""
+    """Whether the runtime sends it whole under the window, by its own rule (``None`` when the window is unknown)."""
+    figures: str = ""
+    """The figures that rule compared (``14,785 > 14,400 bytes``: OpenClaw 2026.9 bounds bytes, not tokens)."""
+    rule: str = ""
+    """That rule, in a sentence."""
 
 
 class Loss(msgspec.Struct, rename="camel", frozen=True):
@@ -243,6 +247,9 @@ def _restore(runtime: str, restored: list[Stretch], window: int | None, window_f
     tokens = sum(st.tokens for st in restored)
     size = sum(st.bytes for st in restored)
     entries = sum(len(st.indices) for st in restored)
+    figures, rule = ("", "")
+    if window is not None:
+        figures, rule = whole_rule(runtime, window, tokens=tokens, size=size, entries=entries)
     return Restore(
         messages=sum(st.messages for st in restored),
         tokens=tokens,
@@ -250,6 +257,8 @@ def _restore(runtime: str, restored: list[Stretch], window: int | None, window_f
         window=window,
         window_from=window_from,
         fits=None if window is None else sends_whole(runtime, window, tokens=tokens, size=size, entries=entries),
+        figures=figures,
+        rule=rule,
     )
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from kurahi.lineage.find import find_lineage
-from support.json_era import T0, JsonEraDir
+from support.json_era import T0, JsonEraDir, iso
 from support.rescue_resets import FIRST, SECOND, many_resets, phrase_of
 from support.testdata import IDLE_UPGRADED, SQLITE_ERA, UPGRADED, data_path, openclaw_state_copy, tree_hash
 
@@ -333,6 +333,25 @@ def test_past_the_window_rescue_brings_back_what_will_be_sent(tmp_path: Path) ->
     found = json.loads(kurahi("lineage", "find", "--state-dir", str(state), "--agent", "main", "--json").stdout)
     (current,) = [p["source"] for p in found["pieces"] if p["current"]]
     kurahi("lineage", "check", current, *(a for t in lost for a in ("--marker", t)))  # sent, by check's own rule
+
+
+def test_a_loss_says_when_it_was_said_and_when_it_left_the_view(tmp_path: Path) -> None:
+    """Said in the evening, reset the next morning: both times, in the table and in the JSON."""
+    d = JsonEraDir(tmp_path / "state")
+    key = "agent:main:main"
+    a, last = d.transcript(T0, ["evening talk RUSSET-OWL-8"])  # replies 2 s apart; ``last`` is one gap on
+    d.point(key, a, T0)
+    morning = last + 11 * 3_600_000
+    d.reset(key, a, morning, ["morning talk"])
+    (loss,) = losses(d.root)
+    said = iso(last - 2_000)
+    assert loss["at"] == iso(morning) and loss["lastMessageAt"] == said, loss
+    assert loss["lastEntryAt"] == said  # kept as it was
+    listed = kurahi("rescue", "--openclaw", str(d.root), code=1).stdout
+    header = next(line for line in listed.splitlines() if line.startswith("id "))
+    assert "last said (UTC)" in header and "lost at (UTC)" in header, listed
+    row = next(line for line in listed.splitlines() if line.startswith(loss["id"]))
+    assert said.replace("T", " ")[:19] in row and iso(morning).replace("T", " ")[:19] in row, listed
 
 
 def test_a_relative_state_dir_lists_the_live_transcript_once(tmp_path: Path) -> None:

@@ -135,6 +135,7 @@ def _print(reports: list[RescueReport]) -> None:
             loss.id,
             loss.agent,
             loss.key,
+            _short(loss.last_message_at),
             _short(loss.at),
             loss.kind,
             ("guess", "yellow") if loss.confidence == "guess" else loss.confidence,
@@ -143,7 +144,7 @@ def _print(reports: list[RescueReport]) -> None:
         ]
         for loss in losses
     ]
-    headers = ["id", "agent", "key", "when (UTC)", "kind", "link", "left the view", "fits back"]
+    headers = ["id", "agent", "key", "last said (UTC)", "lost at (UTC)", "kind", "link", "left the view", "fits back"]
     table(headers, rows, keys=range(len(headers)), title=f"{len(losses)} loss(es), oldest first")
     for loss in losses:
         say(f"  {loss.id}: {'; '.join(loss.evidence)}")

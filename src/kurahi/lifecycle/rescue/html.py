@@ -61,7 +61,8 @@ def _section(loss: Loss, picture: bool) -> str:
     )
     rows = [
         ("agent / key", f"{_e(loss.agent)} / {_e(loss.key)}"),
-        ("when (UTC)", _e(loss.at or "-")),
+        ("last said (UTC)", _e(loss.last_message_at or "-")),
+        ("lost at (UTC)", _e(loss.at or "-")),
         ("kind", _e(loss.kind)),
         ("link", link),
         ("evidence", "<br>".join(_e(x) for x in loss.evidence)),

@@ -79,7 +79,7 @@ class Loss(msgspec.Struct, rename="camel", frozen=True):
     agent: str
     key: str
     at: str | None
-    """When the boundary happened (ISO-8601 UTC)."""
+    """When the boundary happened (ISO-8601 UTC): the reset, or the start of the next session."""
     kind: str
     """One of :data:`KINDS`."""
     confidence: str
@@ -101,6 +101,8 @@ class Loss(msgspec.Struct, rename="camel", frozen=True):
     pieces: list[str]
     """The sources a repair from this loss stitches, oldest first (the current one last)."""
     state_dir: str
+    last_message_at: str | None = None
+    """When the stretch's last message was said (ISO-8601 UTC); ``at`` is when it left the view."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (camelCase)."""
@@ -237,6 +239,7 @@ def _key_losses(ctx: _KeyContext, notes: list[str]) -> list[Loss]:
                 restore=_restore(ctx.view.name, restored, window, window_from),
                 pieces=sources,
                 state_dir=lineage.state_dir,
+                last_message_at=iso(s.last_message_ms),
             )
         )
     return losses

@@ -24,7 +24,15 @@ import pytest
 from kurahi.lineage.find import find_lineage
 from support.json_era import T0, JsonEraDir, iso
 from support.rescue_resets import FIRST, SECOND, many_resets, phrase_of
-from support.testdata import IDLE_UPGRADED, SQLITE_ERA, UPGRADED, data_path, openclaw_state_copy, tree_hash
+from support.testdata import (
+    IDLE_UPGRADED,
+    RESET_IDLE_UPGRADED,
+    SQLITE_ERA,
+    UPGRADED,
+    data_path,
+    openclaw_state_copy,
+    tree_hash,
+)
 
 KURAHI = [sys.executable, "-m", "kurahi.cli"]
 
@@ -102,6 +110,39 @@ def test_history_an_upgrade_left_behind_is_a_migration_loss(era: Any, tmp_path: 
 
 
 # ---- JSON era: which key a piece belongs to ---------------------------------------------------
+
+
+def doctor_moved_trajectory(state: Path, loss: dict[str, Any], key: str, at_ms: int) -> Path:
+    """The lost session's ``<sid>.trajectory.jsonl`` where OpenClaw 2026.9.5's ``doctor --fix`` moves it.
+
+    Into ``agents/<id>/session-sqlite-import-archive/``, renamed ``<slug>.<basename>.imported-<ms>``: a
+    trajectory no catalog entry references (a reset's) under the slug ``archive-tier``, one that goes
+    with a transcript it imports under that transcript's key (a recovered orphan's), ``:`` as ``_``.
+    """
+    sid = loss["sessionId"]
+    recovered = loss["source"].startswith("sqlite:")
+    slug = f"agent_main_recovered_{sid}" if recovered else "archive-tier"
+    folder = state / "agents" / "main" / "session-sqlite-import-archive"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{slug}.{sid}.trajectory.jsonl.imported-{at_ms}"
+    record = {"traceSchema": "openclaw-trajectory", "schemaVersion": 1, "sessionId": sid, "sessionKey": key}
+    path.write_text(json.dumps(record) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("era", [UPGRADED, IDLE_UPGRADED, RESET_IDLE_UPGRADED])
+def test_a_trajectory_the_upgrade_moved_still_records_the_link(era: Any, tmp_path: Path) -> None:
+    """After 2026.9.5's doctor the trajectories sit in its import archive: the links stay ``recorded``."""
+    state = openclaw_state_copy(era, tmp_path / "state")
+    before = losses(state)
+    assert before and all(x["confidence"] == "matched" for x in before), before  # no trajectory: clocks
+    for n, loss in enumerate(before):
+        doctor_moved_trajectory(state, loss, "agent:main:main", 1_796_618_619_190 + n)
+    after = losses(state)
+    assert [x["sessionId"] for x in after] == [x["sessionId"] for x in before]
+    for loss in after:
+        assert loss["confidence"] == "recorded", loss
+        assert any("trajectory" in e and "session-sqlite-import-archive" in e for e in loss["evidence"]), loss
 
 
 def test_another_keys_archive_is_never_spliced_in(tmp_path: Path) -> None:

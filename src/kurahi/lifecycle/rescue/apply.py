@@ -28,7 +28,6 @@ from kurahi.errors import GuessNotAcceptedError, LossNotFoundError, OpenClawRunn
 from kurahi.lifecycle.rescue.losses import Loss, RescueReport, find_losses, loss_id
 from kurahi.lifecycle.rescue.markers import choose
 from kurahi.lifecycle.rescue.reading import Stretch, stretches_of
-from kurahi.lineage.check import message_text
 from kurahi.lineage.find import Agent, Piece, open_agent
 from kurahi.runtimes.view import DEFAULT_CONTEXT_WINDOW, RuntimeView
 from kurahi.runtimes.views import view as view_facts
@@ -272,6 +271,8 @@ def prepare_candidate(
     view, messages = _runtime_view(candidate, loss)
     # Past the window the oldest messages are not sent: a marker is chosen from what is, so that
     # what comes back and is sent is proved, and what stays out is counted, not refused.
+    from kurahi.lineage.check import message_text
+
     unsent = "\n".join(message_text(messages[i]) for i in view.left_out)
     chosen = _choose(lost_here, stretch_texts, recent, absent + "\n" + unsent, unsent, history)
     # In the view and sent under the window: plan refuses a marker the runtime will not send.
@@ -323,6 +324,8 @@ def _runtime_view(candidate: Path, loss: Loss) -> tuple[RuntimeView, list[Any]]:
 
 def _sent(messages: Sequence[Any], sent: set[int], text: str) -> bool:
     """Whether ``lineage check`` finds ``text`` sent: its first message holding it (JSON text) is sent."""
+    from kurahi.lineage.check import message_text
+
     first = next((i for i, m in enumerate(messages) if text in message_text(m)), None)
     return first is not None and first in sent
 

@@ -22,8 +22,17 @@ from typing import Any
 import pytest
 
 from kurahi.lineage.find import find_lineage
-from support.json_era import T0, JsonEraDir
-from support.testdata import IDLE_UPGRADED, UPGRADED, data_path, openclaw_state_copy, tree_hash
+from support.json_era import T0, JsonEraDir, iso
+from support.rescue_resets import FIRST, SECOND, many_resets, phrase_of
+from support.testdata import (
+    IDLE_UPGRADED,
+    RESET_IDLE_UPGRADED,
+    SQLITE_ERA,
+    UPGRADED,
+    data_path,
+    openclaw_state_copy,
+    tree_hash,
+)
 
 KURAHI = [sys.executable, "-m", "kurahi.cli"]
 
@@ -101,6 +110,39 @@ def test_history_an_upgrade_left_behind_is_a_migration_loss(era: Any, tmp_path: 
 
 
 # ---- JSON era: which key a piece belongs to ---------------------------------------------------
+
+
+def doctor_moved_trajectory(state: Path, loss: dict[str, Any], key: str, at_ms: int) -> Path:
+    """The lost session's ``<sid>.trajectory.jsonl`` where OpenClaw 2026.9.5's ``doctor --fix`` moves it.
+
+    Into ``agents/<id>/session-sqlite-import-archive/``, renamed ``<slug>.<basename>.imported-<ms>``: a
+    trajectory no catalog entry references (a reset's) under the slug ``archive-tier``, one that goes
+    with a transcript it imports under that transcript's key (a recovered orphan's), ``:`` as ``_``.
+    """
+    sid = loss["sessionId"]
+    recovered = loss["source"].startswith("sqlite:")
+    slug = f"agent_main_recovered_{sid}" if recovered else "archive-tier"
+    folder = state / "agents" / "main" / "session-sqlite-import-archive"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{slug}.{sid}.trajectory.jsonl.imported-{at_ms}"
+    record = {"traceSchema": "openclaw-trajectory", "schemaVersion": 1, "sessionId": sid, "sessionKey": key}
+    path.write_text(json.dumps(record) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("era", [UPGRADED, IDLE_UPGRADED, RESET_IDLE_UPGRADED])
+def test_a_trajectory_the_upgrade_moved_still_records_the_link(era: Any, tmp_path: Path) -> None:
+    """After 2026.9.5's doctor the trajectories sit in its import archive: the links stay ``recorded``."""
+    state = openclaw_state_copy(era, tmp_path / "state")
+    before = losses(state)
+    assert before and all(x["confidence"] == "matched" for x in before), before  # no trajectory: clocks
+    for n, loss in enumerate(before):
+        doctor_moved_trajectory(state, loss, "agent:main:main", 1_796_618_619_190 + n)
+    after = losses(state)
+    assert [x["sessionId"] for x in after] == [x["sessionId"] for x in before]
+    for loss in after:
+        assert loss["confidence"] == "recorded", loss
+        assert any("trajectory" in e and "session-sqlite-import-archive" in e for e in loss["evidence"]), loss
 
 
 def test_another_keys_archive_is_never_spliced_in(tmp_path: Path) -> None:
@@ -206,6 +248,151 @@ def test_two_resets_are_two_losses_in_time_order_and_the_oldest_brings_both_back
     assert len(current) == 1 and lineage.pieces[-1].current, "the repaired session is not the newest, current piece"
     gaps = [b.gap_seconds for b in lineage.boundaries if b.kind == "between-pieces"]
     assert all(g is None or g >= 0 for g in gaps[:2]), gaps
+
+
+def sent_now(state: Path, phrases: list[str]) -> set[str]:
+    """Which of ``phrases`` OpenClaw sends for the main key now: ``lineage check`` of its current session."""
+    found = json.loads(kurahi("lineage", "find", "--state-dir", str(state), "--agent", "main", "--json").stdout)
+    (current,) = [p["source"] for p in found["pieces"] if p["current"]]
+    out = kurahi("lineage", "check", current, "--json", *(a for t in phrases for a in ("--marker", t)), code=None)
+    report = json.loads(out.stdout)
+    return {m["marker"] for m in report["markers"] if m["found"]}
+
+
+def json_era_resets(tmp_path: Path, resets: int) -> tuple[Path, list[str]]:
+    """A 2026.5 dir whose main key was reset ``resets`` times, one phrase per session; the state and its phrases."""
+    d = JsonEraDir(tmp_path / "state")
+    said = [f"session {n} phrase SESSION-{n:02d}-WOMBAT" for n in range(resets + 1)]
+    sid, last = d.transcript(T0, [said[0]])
+    d.point("agent:main:main", sid, T0)
+    for text in said[1:]:
+        sid, last = d.reset("agent:main:main", sid, last + 60_000, [text])
+    return d.root, [t.rsplit(" ", 1)[1] for t in said]
+
+
+def sqlite_era_resets(tmp_path: Path, resets: int) -> tuple[Path, list[str]]:
+    """A 2026.9.6 store whose main key was reset ``resets`` times; the state and its phrases, oldest first."""
+    return many_resets(tmp_path, resets - 1), [FIRST, SECOND, *(phrase_of(n) for n in range(1, resets))]
+
+
+@pytest.mark.parametrize("k", [2, 5])
+@pytest.mark.parametrize("build", [json_era_resets, sqlite_era_resets], ids=["2026.5", "2026.9"])
+def test_bringing_back_one_of_many_resets_leaves_the_earlier_ones_lost(build: Any, k: int, tmp_path: Path) -> None:
+    """Loss k of a key reset seven times: its stretch and the later ones come back, the earlier ones stay lost."""
+    state, said = build(tmp_path, 7)  # said[i]: what was lost at loss i + 1; said[-1]: the live session's
+    found = losses(state)
+    assert len(found) == 7 and all(x["key"] == "agent:main:main" for x in found)
+    assert sent_now(state, said) == {said[-1]}
+    pick = found[k - 1]
+    live = pick["restore"]["messages"] - sum(x["lostMessages"] for x in found[k - 1 :])
+    # The listing says what apply gives: loss k's stretch and every later one, and the live one.
+    assert live == found[-1]["restore"]["messages"] - found[-1]["lostMessages"] > 0
+
+    pkg = str(tmp_path / "p")
+    out = kurahi("rescue", "apply", pick["id"], "--openclaw", str(state), "--yes", "--json", "--out", pkg)
+    result = json.loads(out.stdout)
+    assert result["verified"] and result["plan"]["broughtBack"] == pick["restore"]["messages"] - live, result["plan"]
+    assert sent_now(state, said) == set(said[k - 1 :]), "apply did not bring back exactly loss k and what followed"
+    # The earlier losses are still listed, each to be brought back on its own.
+    left = losses(state)
+    assert [x["lostMessages"] for x in left] == [x["lostMessages"] for x in found[: k - 1]]
+    assert [x["at"] for x in left] == [x["at"] for x in found[: k - 1]]
+
+
+def small_window(state: Path, tokens: int) -> None:
+    """Give the stand-in model a ``contextWindow`` of ``tokens`` in ``openclaw.json``, as a user would."""
+    model = {"id": "stand-in", "contextWindow": tokens}
+    config = {
+        "agents": {"defaults": {"model": "standin/stand-in"}},
+        "models": {"providers": {"standin": {"models": [model]}}},
+    }
+    (state / "openclaw.json").write_text(json.dumps(config))
+
+
+def current_view(state: Path) -> dict[str, Any]:
+    """``lineage check --json`` of the main key's current session: the runtime's view of it under its window."""
+    found = json.loads(kurahi("lineage", "find", "--state-dir", str(state), "--agent", "main", "--json").stdout)
+    (current,) = [p["source"] for p in found["pieces"] if p["current"]]
+    view: dict[str, Any] = json.loads(kurahi("lineage", "check", current, "--json", code=None).stdout)["sent"]
+    return view
+
+
+def test_past_the_window_the_headline_says_how_many_are_sent_and_how_many_stay_out(tmp_path: Path) -> None:
+    """The oldest of seven losses brought back under a 1,200-token window: the newest 17 of 22 are sent."""
+    state = many_resets(tmp_path, 6)
+    small_window(state, 1_200)
+    live = current_view(state)["messages"]
+    first = losses(state)[0]
+    pkg = str(tmp_path / "p")
+    out = kurahi("rescue", "apply", first["id"], "--openclaw", str(state), "--yes", "--out", pkg).stdout
+    view = current_view(state)
+    back = view["messages"] - live
+    sent, stay = view["sentMessages"] - live, view["messages"] - view["sentMessages"]
+    assert 0 < stay < back and sent > 0, view
+    headline = out.splitlines()[0]
+    assert f"brought back {back} message(s): {sent} sent" in headline, out
+    assert f"{stay} past the model's window stay out" in headline, out
+    assert "will not send them" not in out, out
+    (fold,) = [line for line in out.splitlines() if line.lstrip().startswith("stays out:")]
+    assert f"{stay} message(s)" in fold and "1,200-token window" in fold and "openclaw sessions compact" in fold, fold
+
+
+def test_past_the_window_fits_back_names_the_rule_that_decided(tmp_path: Path) -> None:
+    """The kept 2026.9.6 sample under an 1,800-token window: 2026.9's byte rule decides, not the tokens."""
+    state = openclaw_state_copy(SQLITE_ERA, tmp_path / "state")
+    small_window(state, 1_800)
+    (loss,) = losses(state)
+    restore = loss["restore"]
+    assert restore["fits"] is False and restore["tokens"] < 1_800, restore
+    stored = int(restore["figures"].split()[0].replace(",", ""))
+    # The stored bytes and a newline per entry, against 8 bytes per window token.
+    assert restore["figures"] == f"{stored:,} > 14,400 bytes" and stored > restore["bytes"], restore
+    listed = kurahi("rescue", "--openclaw", str(state), code=1).stdout
+    assert f"no: {restore['figures']}" in listed and "> 1,800" not in listed, listed
+    assert "OpenClaw 2026.9 loads at most 14,400: 8 bytes per token of the 1,800-token window" in listed, listed
+
+
+def test_past_the_window_rescue_brings_back_what_will_be_sent(tmp_path: Path) -> None:
+    """A window that cuts between the oldest lost phrase and the model's echo of it: rescue chose that
+    phrase, which ``lineage check`` finds first where it is not sent, and refused its own plan (exit 4)."""
+    state = many_resets(tmp_path, 6)
+    small_window(state, 660)
+    first = losses(state)[0]
+    before = tree_hash(state)
+    planned = kurahi("rescue", "plan", first["id"], "--openclaw", str(state), "--out", str(tmp_path / "p1"), "--json")
+    plan = json.loads(planned.stdout)
+    assert tree_hash(state) == before
+    assert plan["stayingOut"] > 0 and plan["broughtBackSent"] > 0, plan
+    lost = [m["text"] for m in plan["markers"] if m["part"] == "lost"]
+    assert lost and all(m["inView"] for m in plan["markers"]), plan["markers"]
+
+    out = kurahi("rescue", "apply", first["id"], "--openclaw", str(state), "--yes", "--out", str(tmp_path / "p2"))
+    assert "verified: yes" in out.stdout
+    (fold,) = [line for line in out.stdout.splitlines() if line.lstrip().startswith("stays out:")]
+    assert f"{plan['stayingOut']} message(s)" in fold and "660-token window" in fold, fold
+    assert "openclaw sessions compact" in fold, fold
+    found = json.loads(kurahi("lineage", "find", "--state-dir", str(state), "--agent", "main", "--json").stdout)
+    (current,) = [p["source"] for p in found["pieces"] if p["current"]]
+    kurahi("lineage", "check", current, *(a for t in lost for a in ("--marker", t)))  # sent, by check's own rule
+
+
+def test_a_loss_says_when_it_was_said_and_when_it_left_the_view(tmp_path: Path) -> None:
+    """Said in the evening, reset the next morning: both times, in the table and in the JSON."""
+    d = JsonEraDir(tmp_path / "state")
+    key = "agent:main:main"
+    a, last = d.transcript(T0, ["evening talk RUSSET-OWL-8"])  # replies 2 s apart; ``last`` is one gap on
+    d.point(key, a, T0)
+    morning = last + 11 * 3_600_000
+    d.reset(key, a, morning, ["morning talk"])
+    (loss,) = losses(d.root)
+    said = iso(last - 2_000)
+    assert loss["at"] == iso(morning) and loss["lastMessageAt"] == said, loss
+    assert loss["lastEntryAt"] == said  # kept as it was
+    listed = kurahi("rescue", "--openclaw", str(d.root), code=1).stdout
+    header = next(line for line in listed.splitlines() if line.startswith("id "))
+    assert "last said (UTC)" in header and "lost at (UTC)" in header, listed
+    row = next(line for line in listed.splitlines() if line.startswith(loss["id"]))
+    assert said.replace("T", " ")[:19] in row and iso(morning).replace("T", " ")[:19] in row, listed
 
 
 def test_a_relative_state_dir_lists_the_live_transcript_once(tmp_path: Path) -> None:

@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from support.openclaw_peer import MAIN_KEY, phrases_in
+from support.openclaw_peer import MAIN_KEY, SQLITE_ERA, phrases_in, require
+from support.rescue_builds import build_two_resets
 from support.rescue_scenarios import ALICE, BOB, Scenario, check_view
 from support.testdata import tree_hash
 
@@ -90,6 +91,26 @@ def test_every_loss_is_listed_and_brought_back(
     body = s.one_turn(MAIN_KEY)
     check_view(s, body, MAIN_KEY, restored=True)
     assert phrases_in(body, lost) == set(lost), "a marker Kurahi checked is not in OpenClaw's request"
+
+
+def test_bringing_back_the_later_of_two_resets_leaves_the_earlier_one_lost(tmp_path: Path) -> None:
+    """2026.9.6, three pieces split by two resets: bringing back the second loss gives OpenClaw's request
+    the second piece and the live one, not the first (a reset made on purpose before it still holds)."""
+    require(SQLITE_ERA)
+    s = build_two_resets(tmp_path, SQLITE_ERA, "sqlite-later-reset", "LATER")
+    first, second, live = (p.phrases for p in s.of(MAIN_KEY))
+    found = losses(s)
+    assert [x["kind"] for x in found] == ["reset", "reset"], found
+    args = ["rescue", "apply", found[1]["id"], "--openclaw", str(s.state_dir), "--yes", "--json"]
+    done = json.loads(kurahi(*args, "--out", str(tmp_path / "pkg")).stdout)
+    assert done["verified"], done
+    body = s.one_turn(MAIN_KEY)
+    said = (*first, *second, *live)
+    assert phrases_in(body, said) == {*second, *live}, "OpenClaw's request is not the second loss and what followed"
+    left = losses(s)
+    assert [(x["kind"], x["at"], x["lostMessages"]) for x in left] == [
+        (found[0]["kind"], found[0]["at"], found[0]["lostMessages"])
+    ], left
 
 
 def test_two_keys_reset_within_seconds_never_share_a_phrase(json_two_keys: Scenario, tmp_path: Path) -> None:

@@ -118,7 +118,7 @@ def _fits(loss: Loss) -> Part:
     r = loss.restore
     if r.fits is None:
         return "window unknown"
-    return ("yes", "green") if r.fits else (f"no: {r.tokens:,} > {r.window:,}", "yellow")
+    return ("yes", "green") if r.fits else (f"no: {r.figures}", "yellow")
 
 
 def _print(reports: list[RescueReport]) -> None:
@@ -135,6 +135,7 @@ def _print(reports: list[RescueReport]) -> None:
             loss.id,
             loss.agent,
             loss.key,
+            _short(loss.last_message_at),
             _short(loss.at),
             loss.kind,
             ("guess", "yellow") if loss.confidence == "guess" else loss.confidence,
@@ -143,10 +144,15 @@ def _print(reports: list[RescueReport]) -> None:
         ]
         for loss in losses
     ]
-    headers = ["id", "agent", "key", "when (UTC)", "kind", "link", "left the view", "fits back"]
+    headers = ["id", "agent", "key", "last said (UTC)", "lost at (UTC)", "kind", "link", "left the view", "fits back"]
     table(headers, rows, keys=range(len(headers)), title=f"{len(losses)} loss(es), oldest first")
     for loss in losses:
         say(f"  {loss.id}: {'; '.join(loss.evidence)}")
+        if loss.restore.fits is False:
+            say(
+                f"  {loss.id}: does not fit back whole: {loss.restore.rule}; the newest part is brought back and "
+                "sent, the rest stays in the history (`rescue plan` says how much)"
+            )
     first = losses[0]
     guess = f" --accept-guess {first.id}" if first.confidence == "guess" else ""
     say("Bring one back: ", (f"kurahi rescue apply {first.id}{guess}", "bold"), " (stop OpenClaw first)")
@@ -211,12 +217,13 @@ def _say_plan(plan: RescuePlan, applied: bool) -> None:
     loss = plan.loss
     lost = [m for m in plan.markers if m.part == "lost" and m.in_view]
     verb = "brought back" if applied else "will bring back"
+    what = f"{verb} {plan.brought_back} message(s)"
+    if plan.staying_out:
+        what += f": {plan.brought_back_sent} sent"
     if lost:
-        what = f"{verb} {plan.brought_back} message(s), e.g. {lost[0].text!r}"
-    elif plan.not_sent:
-        what = f"{verb} {plan.brought_back} message(s) to the history; the runtime will not send them (past its window)"
-    else:
-        what = f"{verb} {plan.brought_back} message(s)"
+        what += f", e.g. {lost[0].text!r}"
+    if plan.staying_out:
+        what += f"; {plan.staying_out} past the model's window stay out"
     say((f"{loss.id}", "bold"), f" ({loss.kind}, {loss.key}): {what}")
     if plan.sent_messages >= plan.view_messages:
         sends = f"all {plan.view_messages} message(s), ~{plan.sent_tokens:,} tokens of a {plan.window:,}-token window"
@@ -230,11 +237,13 @@ def _say_plan(plan: RescuePlan, applied: bool) -> None:
         [m.text, m.part, ("yes", "green") if m.in_view else ("not sent", "yellow")] for m in plan.markers
     ]
     table(["marker", "from", "in view"], rows, keys=(1, 2))
-    for source in plan.not_sent:
+    if plan.staying_out:
+        gone = f" ({', '.join(plan.not_sent)}: its marker among them)" if plan.not_sent else ""
         say(
-            ("  not sent: ", "yellow"),
-            f"{source} is back in the history but past the model's window; "
-            "`openclaw sessions compact` after this folds it into a summary the model sees",
+            ("  stays out: ", "yellow"),
+            f"{plan.staying_out} message(s), the oldest, are back in the history but past the "
+            f"{plan.window:,}-token window{gone}; `openclaw sessions compact` after this folds them into a "
+            "summary the model sees",
         )
 
 

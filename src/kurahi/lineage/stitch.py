@@ -27,7 +27,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +170,7 @@ def stitch(
     leaf_id: str | None = None,
     rename_colliding: bool = False,
     force: bool = False,
+    keep_resets: Collection[str] = (),
 ) -> StitchReport:
     """Write C from BEFORE and one or more AFTER transcripts; see the module docstring.
 
@@ -179,6 +180,8 @@ def stitch(
         leaf_id: BEFORE's reset-time leaf (default: the leaf Pi would open, or a leaf marker's target).
         rename_colliding: give colliding ids in later sources new ids (consistently) instead of failing.
         force: proceed when a later source starts before the previous one ends (a warning remains).
+        keep_resets: ids of ``reset`` entries copied as they are instead of bypassed: a rescue of one
+            loss keeps the resets before it, so what they ended stays out of OpenClaw 2026.9's view.
 
     Raises:
         StitchError: same file twice, output exists, id collisions, a later source whose
@@ -196,7 +199,9 @@ def stitch(
         _check_sources(paths, out_path)
         try:
             transcripts.extend(Transcript.open(p) for p in paths)
-            return _stitch_open(paths, names, transcripts, out_path, report, leaf_id, rename_colliding, force)
+            return _stitch_open(
+                paths, names, transcripts, out_path, report, leaf_id, rename_colliding, force, frozenset(keep_resets)
+            )
         finally:
             for t in transcripts:
                 t.close()
@@ -212,6 +217,7 @@ def _stitch_open(
     leaf_id: str | None,
     rename_colliding: bool,
     force: bool,
+    keep: frozenset[str] = frozenset(),
 ) -> StitchReport:
     hashes: _Hashes | None = None
     try:
@@ -222,13 +228,14 @@ def _stitch_open(
                 )
         # The sources' sha256 (for the report) is computed on a second thread from here on:
         # the scans above had both cores, and what follows is mostly one thread's work.
-        if len(paths) == 1 and not any(e.type == RESET for e in canonical_path(transcripts[0], leaf_id).entries):
+        bypassable = (e for e in canonical_path(transcripts[0], leaf_id).entries if e.id not in keep)
+        if len(paths) == 1 and not any(e.type == RESET for e in bypassable):
             raise StitchError(
                 f"{names[0]}: no reset entry on its path, so one transcript has nothing to stitch: stitch needs "
                 "a BEFORE and at least one AFTER transcript (the pieces `lineage find` lists)"
             )
         hashes = _Hashes(transcripts)
-        return _stitch(paths, names, transcripts, out_path, report, leaf_id, rename_colliding, force, hashes)
+        return _stitch(paths, names, transcripts, out_path, report, leaf_id, rename_colliding, force, hashes, keep)
     finally:
         if hashes is not None:
             hashes.wait()
@@ -282,10 +289,13 @@ class _Piece(msgspec.Struct):
     """Entry position -> id of the ``reset`` entry its new parent edge skips."""
 
 
-def _bypass_resets(t: Transcript, piece: _Piece, attach: str | None) -> None:
-    """Leave the piece's ``reset`` entries out; re-parent what followed each onto what preceded it."""
+def _bypass_resets(t: Transcript, piece: _Piece, attach: str | None, keep: frozenset[str]) -> None:
+    """Leave the piece's ``reset`` entries out (not those in ``keep``); re-parent what followed each.
+
+    What followed a bypassed reset goes onto what preceded it.
+    """
     types = t.types()
-    resets = {i for i in piece.indices if types[i] == RESET}
+    resets = {i for i in piece.indices if types[i] == RESET and t.entry_at(i).id not in keep}
     if not resets:
         return
     kept = [i for i in piece.indices if i not in resets]
@@ -293,7 +303,7 @@ def _bypass_resets(t: Transcript, piece: _Piece, attach: str | None) -> None:
     def resolved(index: int) -> str | None:
         """The nearest ancestor of a reset that is not itself a reset (``attach`` above a root)."""
         entry = t.entry_at(index)
-        while entry.type == RESET:
+        while entry.type == RESET and entry.id not in keep:
             parent = entry.parent_id
             if not isinstance(parent, str):
                 return attach
@@ -329,6 +339,7 @@ def _stitch(
     rename_colliding: bool,
     force: bool,
     hashes: _Hashes,
+    keep: frozenset[str],
 ) -> StitchReport:
     used: set[str] = set()
     pieces: list[_Piece] = []
@@ -345,7 +356,7 @@ def _stitch(
                     "--leaf chooses another entry"
                 )
             piece = _Piece(k, [e.index for e in cp.entries], leaf=cp.leaf_id)
-            _bypass_resets(t, piece, None)
+            _bypass_resets(t, piece, None, keep)
         else:
             if not len(t):
                 raise StitchError(f"{p}: AFTER has no entries")
@@ -362,7 +373,7 @@ def _stitch(
             piece = _Piece(k, list(range(len(t))), {root.index: attach}, leaf=cp.leaf_id)
             if root.type == RESET:
                 del piece.reparent[root.index]
-            _bypass_resets(t, piece, attach)
+            _bypass_resets(t, piece, attach, keep)
             first_ms = date_ms(t.entry_at(0).data.get("timestamp", MISSING))
             if isinstance(first_ms, int) and isinstance(prev_last_ms, int) and first_ms < prev_last_ms:
                 msg = f"{p} starts ({t.entry_at(0).data.get('timestamp')}) before {paths[k - 1]} ends"

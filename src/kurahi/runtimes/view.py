@@ -48,6 +48,7 @@ __all__ = [
     "sends_whole",
     "view_messages",
     "view_of",
+    "whole_rule",
     "window_for",
 ]
 
@@ -268,6 +269,32 @@ def sends_whole(runtime: str, window: int, *, tokens: int, size: int, entries: i
     if runtime == "openclaw-2026.9":
         return entries <= MAX_EVENTS and size + entries <= min(MAX_BYTES, max(1024, window * BYTES_PER_TOKEN))
     return tokens <= _budget(runtime, window, RESERVE_TOKENS)
+
+
+def whole_rule(runtime: str, window: int, *, tokens: int, size: int, entries: int) -> tuple[str, str]:
+    """The rule :func:`sends_whole` decides by: its figures (``14,785 > 14,400 bytes``) and a sentence.
+
+    OpenClaw 2026.9 bounds the stored bytes (and the entries) it loads, whatever their tokens;
+    OpenClaw 2026.5 and Pi bound the estimated tokens by the window less what they keep free.
+    """
+    if runtime == "openclaw-2026.9":
+        if entries > MAX_EVENTS:
+            return (
+                f"{entries:,} > {MAX_EVENTS:,} entries",
+                f"{entries:,} entries, and OpenClaw 2026.9 loads at most {MAX_EVENTS:,}",
+            )
+        limit = min(MAX_BYTES, max(1024, window * BYTES_PER_TOKEN))
+        return (
+            f"{size + entries:,} {'>' if size + entries > limit else '<='} {limit:,} bytes",
+            f"{size + entries:,} bytes stored, and OpenClaw 2026.9 loads at most {limit:,}: "
+            f"{BYTES_PER_TOKEN} bytes per token of the {window:,}-token window, whatever the tokens",
+        )
+    who = "Pi" if runtime == "pi" else "OpenClaw 2026.5"
+    budget = _budget(runtime, window, RESERVE_TOKENS)
+    return (
+        f"{tokens:,} {'>' if tokens > budget else '<='} {budget:,} tokens",
+        f"~{tokens:,} tokens, and {who}'s prompt budget is {budget:,} tokens of the {window:,}-token window",
+    )
 
 
 def _budget(runtime: str, window: int, reserve: int) -> int:

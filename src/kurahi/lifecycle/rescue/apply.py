@@ -27,9 +27,9 @@ import msgspec
 
 from kurahi.errors import GuessNotAcceptedError, LossNotFoundError, OpenClawRunningError, UsageError
 from kurahi.lifecycle.rescue.applied import record_applied, rescue_dir
-from kurahi.lifecycle.rescue.losses import Loss, RescueReport, find_losses
+from kurahi.lifecycle.rescue.losses import Loss, RescueReport, find_losses, loss_id
 from kurahi.lifecycle.rescue.markers import choose
-from kurahi.lifecycle.rescue.reading import stretches_of
+from kurahi.lifecycle.rescue.reading import Stretch, stretches_of
 from kurahi.lineage.find import Agent, Piece, open_agent
 from kurahi.runtimes.view import DEFAULT_CONTEXT_WINDOW, RuntimeView
 from kurahi.runtimes.views import view as view_facts
@@ -94,10 +94,22 @@ class RescuePlan(msgspec.Struct, rename="camel"):
         """Messages back in the runtime's view (all sent when the view fits the window)."""
         return max(0, self.view_messages - self.live_messages)
 
+    @property
+    def staying_out(self) -> int:
+        """Messages of the view the runtime will not send (past the window: the oldest ones)."""
+        return max(0, self.view_messages - self.sent_messages)
+
+    @property
+    def brought_back_sent(self) -> int:
+        """Messages brought back that the runtime sends (the newest of them; what is sent now stays sent)."""
+        return max(0, self.brought_back - self.staying_out)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         out: dict[str, Any] = msgspec.to_builtins(self)
         out["broughtBack"] = self.brought_back
+        out["broughtBackSent"] = self.brought_back_sent
+        out["stayingOut"] = self.staying_out
         return out
 
 
@@ -259,8 +271,15 @@ def prepare_candidate(
         notes: list[str] = []
         stretch_texts: dict[str, list[tuple[str, str]]] = {}
         live_texts: list[tuple[str, str]] = []
+        keep: list[str] = []
         for piece in pieces:
             parts, _ = stretches_of(state, piece, notes, texts=True)
+            if piece.source == loss.source:
+                parts, earlier = _from_the_loss(loss, parts)
+                if view_facts(loss.runtime).after_last_reset:
+                    # Bringing back loss N leaves the resets before it where they are: what they ended
+                    # stays out of the view, each of those losses still listed and brought back on its own.
+                    keep = [p.ends_with_reset[0] for p in earlier if p.ends_with_reset is not None]
             if piece.current:
                 # Only the stretches before its last reset left the view; the last one is the view.
                 stretch_texts[piece.source] = [t for part in parts[:-1] for t in part.texts]
@@ -274,16 +293,20 @@ def prepare_candidate(
         if len(files) == 1 and not _has_reset(used[0]):
             shutil.copyfile(files[0], candidate)  # a moved dir, or one piece before an empty session
         else:
-            stitch(files, candidate)
+            stitch(files, candidate, keep_resets=keep)
         absent, live_messages = _live_view(state, lineage, loss, notes)
     # The latest of what is sent now: a phrase from there proves the candidate ends where the view does.
     recent = list(live_texts[-_RECENT:])
     history = [t for texts in stretch_texts.values() for _, t in texts] + [t for _, t in recent]
-    chosen = _choose(lost_here, stretch_texts, recent, absent, history)
     view, messages = _runtime_view(candidate, loss)
-    sent = [messages[i] for i in view.sent]
+    # Past the window the oldest messages are not sent: a marker is chosen from what is, so that
+    # what comes back and is sent is proved, and what stays out is counted, not refused.
+    from kurahi.lineage.check import message_text
+
+    unsent = "\n".join(message_text(messages[i]) for i in view.left_out)
+    chosen = _choose(lost_here, stretch_texts, recent, absent + "\n" + unsent, unsent, history)
     # In the view and sent under the window: plan refuses a marker the runtime will not send.
-    hits = {text: _in(sent, text) for text in [*(m.text for m in chosen), *markers]}
+    hits = {text: _sent(messages, set(view.sent), text) for text in [*(m.text for m in chosen), *markers]}
     final = [RescueMarker(m.text, m.part, m.source, hits[m.text]) for m in chosen]
     final += [RescueMarker(t, "user", None, hits[t]) for t in markers]
     lost_sources = {m.source for m in final if m.part == "lost" and m.source}
@@ -304,6 +327,14 @@ def prepare_candidate(
     )
 
 
+def _from_the_loss(loss: Loss, parts: list[Stretch]) -> tuple[list[Stretch], list[Stretch]]:
+    """The lost piece's stretches from the loss's own onward, and those before it."""
+    for n, part in enumerate(parts):
+        if loss_id(loss.agent, loss.key, part) == loss.id:
+            return parts[n:], parts[:n]
+    return parts, []  # pragma: no cover - a loss is one of its piece's stretches
+
+
 def _runtime_view(candidate: Path, loss: Loss) -> tuple[RuntimeView, list[Any]]:
     """What the loss's runtime sends of the candidate under the key's window, and the whole view's messages.
 
@@ -321,11 +352,12 @@ def _runtime_view(candidate: Path, loss: Loss) -> tuple[RuntimeView, list[Any]]:
     return view, list(ref.runtime_messages if after_reset and ref.runtime_messages is not None else ref.messages)
 
 
-def _in(messages: Sequence[Any], text: str) -> bool:
-    """Whether ``text`` is in one of ``messages`` as ``lineage check`` searches (their JSON text)."""
+def _sent(messages: Sequence[Any], sent: set[int], text: str) -> bool:
+    """Whether ``lineage check`` finds ``text`` sent: its first message holding it (JSON text) is sent."""
     from kurahi.lineage.check import message_text
 
-    return any(text in message_text(m) for m in messages)
+    first = next((i for i, m in enumerate(messages) if text in message_text(m)), None)
+    return first is not None and first in sent
 
 
 def plan_rescue(
@@ -418,9 +450,10 @@ def _choose(
     stretch_texts: dict[str, list[tuple[str, str]]],
     live_texts: Sequence[tuple[str, str]],
     absent: str,
+    unsent: str,
     history: Sequence[str],
 ) -> list[_Chosen]:
-    """One phrase per lost piece (absent from the view now), and one from after the boundary."""
+    """One phrase per lost piece (absent from the view now), and one from after the boundary; none from ``unsent``."""
     out: list[_Chosen] = []
     for source in dict.fromkeys(g.source for g in lost):
         for phrase in choose(
@@ -428,7 +461,8 @@ def _choose(
         ):
             out.append(_Chosen(phrase, "lost", source))
     if live_texts:
-        for phrase in choose(list(live_texts), absent_from="", history=history, avoid=[c.text for c in out], limit=1):
+        avoid = [c.text for c in out]
+        for phrase in choose(list(live_texts), absent_from=unsent, history=history, avoid=avoid, limit=1):
             out.append(_Chosen(phrase, "after", None))
     return out
 

@@ -53,7 +53,7 @@ def _picture(loss: Loss) -> str:
 
 def _section(loss: Loss, picture: bool) -> str:
     r = loss.restore
-    fits = "window unknown" if r.fits is None else ("yes" if r.fits else f"no: {r.tokens:,} > {r.window:,} tokens")
+    fits = "window unknown" if r.fits is None else ("yes" if r.fits else f"no: {r.rule}")
     link = (
         f'<span class="guess">{_e(loss.confidence)} (clocks alone)</span>'
         if loss.confidence == "guess"
@@ -61,7 +61,8 @@ def _section(loss: Loss, picture: bool) -> str:
     )
     rows = [
         ("agent / key", f"{_e(loss.agent)} / {_e(loss.key)}"),
-        ("when (UTC)", _e(loss.at or "-")),
+        ("last said (UTC)", _e(loss.last_message_at or "-")),
+        ("lost at (UTC)", _e(loss.at or "-")),
         ("kind", _e(loss.kind)),
         ("link", link),
         ("evidence", "<br>".join(_e(x) for x in loss.evidence)),

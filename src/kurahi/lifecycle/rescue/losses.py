@@ -36,13 +36,14 @@ import msgspec
 from kurahi.lifecycle.rescue.reading import Stretch, estimate_stretch, stretches_of
 from kurahi.lineage.find import Lineage, Piece, iso, list_agents, open_agent
 from kurahi.runtimes.base import Agent, ResetPolicy, View
-from kurahi.runtimes.view import sends_whole
+from kurahi.runtimes.view import sends_whole, whole_rule
 
 __all__ = [
     "KINDS",
     "Loss",
     "RescueReport",
     "find_losses",
+    "loss_id",
 ]
 
 KINDS = ("reset", "new", "idle", "daily", "rollover", "moved", "migration", "unknown")
@@ -63,7 +64,11 @@ class Restore(msgspec.Struct, rename="camel", frozen=True):
     window_from: str | None
     """Where the window came from."""
     fits: bool | None
-    """Whether ``tokens`` fit the window (``None`` when the window is unknown)."""
+    """Whether the runtime sends it whole under the window, by its own rule (``None`` when the window is unknown)."""
+    figures: str = ""
+    """The figures that rule compared (``14,785 > 14,400 bytes``: OpenClaw 2026.9 bounds bytes, not tokens)."""
+    rule: str = ""
+    """That rule, in a sentence."""
 
 
 class Loss(msgspec.Struct, rename="camel", frozen=True):
@@ -74,7 +79,7 @@ class Loss(msgspec.Struct, rename="camel", frozen=True):
     agent: str
     key: str
     at: str | None
-    """When the boundary happened (ISO-8601 UTC)."""
+    """When the boundary happened (ISO-8601 UTC): the reset, or the start of the next session."""
     kind: str
     """One of :data:`KINDS`."""
     confidence: str
@@ -96,6 +101,8 @@ class Loss(msgspec.Struct, rename="camel", frozen=True):
     pieces: list[str]
     """The sources a repair from this loss stitches, oldest first (the current one last)."""
     state_dir: str
+    last_message_at: str | None = None
+    """When the stretch's last message was said (ISO-8601 UTC); ``at`` is when it left the view."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (camelCase)."""
@@ -157,7 +164,8 @@ def _boundary(ctx: _KeyContext, s: Stretch, after: Piece | None) -> tuple[str, i
     return found.kind, found.at_ms, [*evidence, *found.evidence]
 
 
-def _loss_id(agent: str, key: str, s: Stretch) -> str:
+def loss_id(agent: str, key: str, s: Stretch) -> str:
+    """The id of the loss of stretch ``s`` (the same state gives the same id)."""
     text = f"{agent}\n{key}\n{s.piece.session_id}\n{s.number}\n{s.last_id}"
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
@@ -214,7 +222,7 @@ def _key_losses(ctx: _KeyContext, notes: list[str]) -> list[Loss]:
         ]
         losses.append(
             Loss(
-                id=_loss_id(lineage.agent, lineage.key, s),
+                id=loss_id(lineage.agent, lineage.key, s),
                 agent=lineage.agent,
                 key=lineage.key,
                 at=iso(at),
@@ -231,6 +239,7 @@ def _key_losses(ctx: _KeyContext, notes: list[str]) -> list[Loss]:
                 restore=_restore(ctx.view.name, restored, window, window_from),
                 pieces=sources,
                 state_dir=lineage.state_dir,
+                last_message_at=iso(s.last_message_ms),
             )
         )
     return losses
@@ -241,6 +250,9 @@ def _restore(runtime: str, restored: list[Stretch], window: int | None, window_f
     tokens = sum(st.tokens for st in restored)
     size = sum(st.bytes for st in restored)
     entries = sum(len(st.indices) for st in restored)
+    figures, rule = ("", "")
+    if window is not None:
+        figures, rule = whole_rule(runtime, window, tokens=tokens, size=size, entries=entries)
     return Restore(
         messages=sum(st.messages for st in restored),
         tokens=tokens,
@@ -248,6 +260,8 @@ def _restore(runtime: str, restored: list[Stretch], window: int | None, window_f
         window=window,
         window_from=window_from,
         fits=None if window is None else sends_whole(runtime, window, tokens=tokens, size=size, entries=entries),
+        figures=figures,
+        rule=rule,
     )
 
 

@@ -48,6 +48,8 @@ class Stretch:
     """The stored size of the stretch's lines (what OpenClaw 2026.9 bounds its context by)."""
     indices: list[int] = field(default_factory=list)
     """Positions of the stretch's entries in its transcript (path order)."""
+    last_message_ms: int | None = None
+    """When its last message was written (``last_ms`` is its last entry of any kind)."""
 
     @property
     def last_id(self) -> str | None:
@@ -113,6 +115,8 @@ def stretches_of(
                 part.indices = run
                 if run:
                     part.first_ms, part.last_ms = _ms(t, run[0]), _ms(t, run[-1])
+                    said = next((i for i in reversed(run) if types[i] in _MESSAGE_KINDS), None)
+                    part.last_message_ms = _ms(t, said) if said is not None else None
                 if texts:
                     part.texts = _stretch_texts(t, [i for i in run if types[i] == MESSAGE])
                 if index is not None:

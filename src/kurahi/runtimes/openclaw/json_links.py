@@ -42,6 +42,7 @@ import msgspec
 from kurahi.js.values import date_ms
 from kurahi.locations.listing import first_line, last_lines
 from kurahi.pi.vocab import SESSION
+from kurahi.runtimes.openclaw.layout import IMPORT_ARCHIVE
 
 __all__ = [
     "RESET_MATCH_WINDOW",
@@ -51,6 +52,7 @@ __all__ = [
     "Owner",
     "SessionFile",
     "assign_owners",
+    "imported_trajectories",
     "live_in_folder",
     "moved_session_file",
     "read_trajectory_key",
@@ -70,6 +72,9 @@ _ARCHIVE = re.compile(rf"^(?P<sid>.+?)\.jsonl\.(?P<what>reset|deleted|bak)\.(?P<
 _CHECKPOINT = re.compile(r"^(?P<sid>.+)\.checkpoint\.[0-9a-fA-F-]{36}\.jsonl$")
 _TRAJECTORY = re.compile(r"^(?P<sid>.+)\.trajectory\.jsonl$")
 _POINTER = re.compile(r"^(?P<sid>.+)\.trajectory-path\.json$")
+_IMPORTED_TRAJECTORY = re.compile(r"^(?P<slug>.+)\.(?P<sid>[^.]+)\.trajectory\.jsonl\.imported-\d+(?:\.\d+)?$")
+"""A trajectory OpenClaw 2026.9.5's ``doctor --fix`` moved into ``session-sqlite-import-archive/``:
+``<key slug or archive-tier>.<sid>.trajectory.jsonl.imported-<ms>[.<n>]``, content unchanged."""
 _PLAIN = re.compile(r"^(?P<sid>.+?)\.jsonl$")
 _STAMP_PARTS = re.compile(r"^(\d{4}-\d{2}-\d{2})T(\d{2})-(\d{2})-(\d{2})(\.\d+)?Z$")
 _HEAD_BYTES = 1 << 20
@@ -260,6 +265,16 @@ def read_trajectory_key(path: Path, sid: str) -> str | None:
     return key
 
 
+def imported_trajectories(archive: Path) -> dict[str, tuple[Path, str]]:
+    """``{sid: (file, session key)}`` of the trajectories OpenClaw's doctor moved into ``archive``."""
+    out: dict[str, tuple[Path, str]] = {}
+    for entry in sorted(_scan(archive), key=lambda e: e.name):
+        found = _IMPORTED_TRAJECTORY.match(entry.name)
+        if found and found["sid"] not in out and (key := read_trajectory_key(Path(entry.path), found["sid"])):
+            out[found["sid"]] = (Path(entry.path), key)
+    return out
+
+
 class FolderIndex:
     """Every file of one sessions folder, read once: transcripts by session id, and artifacts."""
 
@@ -269,6 +284,8 @@ class FolderIndex:
         self.artifacts: list[Path] = []
         """Trajectory, trajectory-pointer and compaction-checkpoint files: OpenClaw's, not transcripts."""
         self.trajectory_keys: dict[str, str] = {}
+        self.trajectory_files: dict[str, str] = {}
+        """Where each of ``trajectory_keys`` was read, as the evidence names it."""
         for entry in sorted(_scan(folder), key=lambda e: e.name):
             path = Path(entry.path)
             name = entry.name
@@ -277,6 +294,7 @@ class FolderIndex:
                 self.artifacts.append(path)
                 if traj and (key := read_trajectory_key(path, traj["sid"])):
                     self.trajectory_keys[traj["sid"]] = key
+                    self.trajectory_files[traj["sid"]] = name
                 continue
             archive = _ARCHIVE.match(name)
             if archive:
@@ -288,6 +306,12 @@ class FolderIndex:
             header_ms, header_id, parent = _header(path)
             self.files.append(SessionFile(path, sid, kind, stamp, header_ms, header_id, parent))
         self.sid_of = {f.path: f.sid for f in self.files}
+        # After an upgrade the doctor has moved the trajectories into its import archive, beside this
+        # folder; one still in the folder wins.
+        for sid, (path, key) in imported_trajectories(folder.parent / IMPORT_ARCHIVE).items():
+            if sid not in self.trajectory_keys:
+                self.trajectory_keys[sid] = key
+                self.trajectory_files[sid] = f"{IMPORT_ARCHIVE}/{path.name}"
 
     def by_sid(self, sid: str) -> list[SessionFile]:
         """The files of one session id (its transcript and its archives)."""
@@ -354,7 +378,7 @@ def assign_owners(
                 _add(owners, f.path, key, rule if f.kind == "transcript" else f"archive of {sid}", RECORDED)
     for sid, key in index.trajectory_keys.items():
         for f in index.by_sid(sid):
-            _add(owners, f.path, key, f"trajectory sessionKey ({sid}.trajectory.jsonl)", RECORDED)
+            _add(owners, f.path, key, f"trajectory sessionKey ({index.trajectory_files[sid]})", RECORDED)
     _follow(index, owners)
     # The reset-archive rule, newest archive first, so a chain of resets resolves from its live
     # end; then orphans that fit one key; again, while either ties a file (an archive whose

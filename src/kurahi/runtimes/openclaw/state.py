@@ -61,6 +61,7 @@ from kurahi.runtimes.openclaw.json_links import (
     FolderIndex,
     Owner,
     assign_owners,
+    imported_trajectories,
     moved_session_file,
     read_trajectory_key,
 )
@@ -382,27 +383,28 @@ class AgentState:
                 if not other.startswith(prefix):
                     continue
                 sid = other[len(prefix) :]
-                traced = self.trajectory_key(sid)
+                traced, where = self.trajectory_key(sid) or (None, "")
                 if traced is not None and traced in nodes:
-                    out[other] = (traced, f"recovered key {other}, whose trajectory names {traced}", "recorded")
+                    rule = f"recovered key {other}, whose trajectory ({where}) names {traced}"
+                    out[other] = (traced, rule, "recorded")
                 elif real == [f"agent:{self.agent}:main"]:
                     rule = f"recovered key {other} (orphan imported by OpenClaw's doctor; main is the only key)"
                     out[other] = (real[0], rule, "matched")
             self._recovered = out
         return self._recovered
 
-    def trajectory_key(self, sid: str) -> str | None:
-        """The session key OpenClaw recorded in the session's trajectory, wherever the doctor left it."""
+    def trajectory_key(self, sid: str) -> tuple[str, str] | None:
+        """The session key OpenClaw recorded in the session's trajectory, wherever the doctor left it, and where.
+
+        In ``sessions/`` as ``<sid>.trajectory.jsonl``, else in the doctor's import archive by the
+        name it gives (``<key slug>.<sid>.trajectory.jsonl.imported-<ms>``).
+        """
         base = self.root / "agents" / self.agent
-        candidates = [base / "sessions" / f"{sid}.trajectory.jsonl"]
-        archive = base / IMPORT_ARCHIVE
-        with contextlib.suppress(OSError):
-            candidates += sorted(p for p in archive.iterdir() if f"{sid}.trajectory.jsonl" in p.name)
-        for path in candidates:
-            key = read_trajectory_key(path, sid)
-            if key is not None:
-                return key
-        return None
+        key = read_trajectory_key(base / "sessions" / f"{sid}.trajectory.jsonl", sid)
+        if key is not None:
+            return key, f"sessions/{sid}.trajectory.jsonl"
+        found = imported_trajectories(base / IMPORT_ARCHIVE).get(sid)
+        return None if found is None else (found[1], f"{IMPORT_ARCHIVE}/{found[0].name}")
 
     def store_starts(self) -> list[tuple[str, int | None]]:
         """``(key, start ms)`` of every store session, as its header says it started.

@@ -216,7 +216,9 @@ def schema_version(con: sqlite3.Connection, db: Path) -> int:
         SqliteStoreError: no ``schema_meta`` (not an OpenClaw agent store).
     """
     try:
-        row = con.execute("SELECT schema_version FROM schema_meta WHERE role = 'agent' LIMIT 1").fetchone()
+        row = con.execute(
+            "SELECT schema_version FROM schema_meta WHERE meta_key = 'primary' AND role = 'agent'"
+        ).fetchone()
     except sqlite3.OperationalError as exc:
         if "no such table" in str(exc):
             raise SqliteStoreError("not an OpenClaw agent store (no schema_meta table)", path=db) from exc
@@ -279,11 +281,14 @@ def _last_id_in(con: sqlite3.Connection, session_id: str, db: str) -> str | None
 
 
 def check_schema(con: sqlite3.Connection, db: Path) -> None:
-    """Refuse a store whose schema is not exactly OpenClaw 2026.9.6's (:mod:`kurahi.runtimes.openclaw.sqlite.schema`).
+    """Refuse a store whose schema differs from OpenClaw 2026.9.6's where a write would notice.
+
+    What that is: :mod:`kurahi.runtimes.openclaw.sqlite.schema`.
 
     Raises:
-        SqliteSchemaError: an object OpenClaw does not create (a trigger, a view, an index),
-            one defined otherwise, or one activation relies on missing; each named.
+        SqliteSchemaError: a trigger or unique index on a table activation writes that OpenClaw
+            does not create, one defined otherwise or missing, a column of another type, NOT
+            NULL or default, a table missing; each named.
     """
     from kurahi.runtimes.openclaw.sqlite.schema import schema_problems
 
@@ -291,8 +296,9 @@ def check_schema(con: sqlite3.Connection, db: Path) -> None:
     if problems:
         shown = "; ".join(problems[:4]) + (f"; and {len(problems) - 4} more" if len(problems) > 4 else "")
         raise SqliteSchemaError(
-            f"the schema is not exactly OpenClaw 2026.9.6's ({shown}); Kurahi writes only into a store whose every "
-            "table, index and trigger it knows, so that a write does what it was checked to do; nothing was changed",
+            f"the schema differs from OpenClaw 2026.9.6's where a write would notice ({shown}); Kurahi writes only "
+            "into a store whose tables it writes, their unique indexes and triggers mean what OpenClaw 2026.9.6's "
+            "do, so that a write does what it was checked to do; nothing was changed",
             path=db,
             version=schema_version(con, db),
             known=KNOWN_SCHEMA_VERSIONS,
@@ -483,8 +489,16 @@ def _insert_rows(con: sqlite3.Connection, key: str, lines: Sequence[str], old: s
         "VALUES (?, ?, ?, ?, ?)",
         events,
     )
-    con.executemany("INSERT INTO transcript_event_identities VALUES (?, ?, ?, ?, ?, ?, ?)", identities)
-    con.executemany("INSERT INTO session_transcript_active_events VALUES (?, ?, ?, ?, ?)", active_rows)
+    con.executemany(
+        "INSERT INTO transcript_event_identities (session_id, event_id, seq, event_type, parent_id, "
+        "message_idempotency_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        identities,
+    )
+    con.executemany(
+        "INSERT INTO session_transcript_active_events (session_id, active_position, event_seq, message_position, "
+        "context_eligible) VALUES (?, ?, ?, ?, ?)",
+        active_rows,
+    )
     for text, eid, role, created in searchable:
         # The search row's rowid keys the full-text row: each needs the one just made.
         rowid = con.execute(
@@ -495,10 +509,14 @@ def _insert_rows(con: sqlite3.Connection, key: str, lines: Sequence[str], old: s
             (rowid, text, new, eid, role, created),
         )
     con.execute(
-        "INSERT INTO session_transcript_index_state VALUES (?, ?, ?, 0, ?, ?, ?)",
+        "INSERT INTO session_transcript_index_state (session_id, indexed_seq, leaf_event_id, needs_rebuild, "
+        "active_event_count, active_message_count, updated_at) VALUES (?, ?, ?, 0, ?, ?, ?)",
         (new, len(lines) - 1, leaf, active, messages, now),
     )
-    con.execute("INSERT INTO transcript_rewrite_watermarks VALUES (?, ?, ?)", (new, secrets.token_hex(16), now))
+    con.execute(
+        "INSERT INTO transcript_rewrite_watermarks (session_id, generation, updated_at) VALUES (?, ?, ?)",
+        (new, secrets.token_hex(16), now),
+    )
     node = node_row(con, key)
     assert node is not None
     was_pending = _pending(con, key)

@@ -136,6 +136,19 @@ def test_a_trigger_on_a_table_activation_writes_is_refused_by_name_and_nothing_c
     assert tree_hash(state) == before
 
 
+def test_a_2026_9_5_store_schema_21_is_listed_read_only(tmp_path: Path) -> None:
+    """Issue 38: the listing reads every schema a released OpenClaw 2026.9.x writes (21 here)."""
+    import shutil
+
+    state = tmp_path / "state"
+    shutil.copytree(data_path("openclaw", "2026.9.5-reset", "state"), state)
+    before = tree_hash(state)
+    (loss,) = losses(state)
+    assert (loss["kind"], loss["key"], loss["runtime"]) == ("reset", "agent:main:main", "openclaw-2026.9")
+    assert loss["lostMessages"] == 12  # six turns before the /reset
+    assert tree_hash(state) == before
+
+
 @pytest.mark.parametrize("era", [UPGRADED, IDLE_UPGRADED])
 def test_history_an_upgrade_left_behind_is_a_migration_loss(era: Any, tmp_path: Path) -> None:
     state = openclaw_state_copy(era, tmp_path / "state")

@@ -56,8 +56,8 @@ from kurahi.errors import SqliteSchemaError, SqliteStoreBusyError, SqliteStoreEr
 from kurahi.js import deepjson
 from kurahi.pi.vocab import MESSAGE
 from kurahi.runtimes.openclaw.sqlite.events import EVENT_COLUMNS, event_bytes
-from kurahi.runtimes.openclaw.sqlite.snapshot import KNOWN_SCHEMA_VERSIONS as SNAPSHOT_SCHEMA_VERSIONS
 from kurahi.runtimes.openclaw.sqlite.snapshot import open_store_snapshot
+from kurahi.runtimes.openclaw.versions import WRITE_SCHEMA_VERSIONS
 
 __all__ = [
     "KNOWN_SCHEMA_VERSIONS",
@@ -76,8 +76,9 @@ __all__ = [
     "wal_pending",
 ]
 
-KNOWN_SCHEMA_VERSIONS = SNAPSHOT_SCHEMA_VERSIONS
-"""``schema_meta.schema_version`` values whose session tables Kurahi knows (OpenClaw 2026.9.6: 23), read or written."""
+KNOWN_SCHEMA_VERSIONS = WRITE_SCHEMA_VERSIONS
+"""``schema_meta.schema_version`` values activation opens and writes (OpenClaw 2026.9.6: 23); a reader
+takes more (:data:`~kurahi.runtimes.openclaw.versions.READ_SCHEMA_VERSIONS`)."""
 
 _FTS = "session_transcript_fts"
 # Tables holding rows of one session, children before parents (deleted in this order).

@@ -149,6 +149,29 @@ def test_a_2026_9_5_store_schema_21_is_listed_read_only(tmp_path: Path) -> None:
     assert tree_hash(state) == before
 
 
+def test_the_listing_promises_no_apply_that_apply_would_refuse(tmp_path: Path) -> None:
+    """Issue 38: the listing runs apply's write check; a 2026.9.5 store gets why, and what to do."""
+    import shutil
+
+    state = tmp_path / "state"
+    shutil.copytree(data_path("openclaw", "2026.9.5-reset", "state"), state)
+    before = tree_hash(state)
+    (loss,) = losses(state)
+    assert "schema version 21" in loss["applyRefused"] and "start OpenClaw 2026.9.6 once" in loss["applyRefused"]
+    out = kurahi("rescue", "--openclaw", str(state), code=1)
+    assert "kurahi rescue apply" not in out.stdout, out.stdout
+    assert "Not yet: schema version 21" in " ".join(out.stdout.split()), out.stdout
+    page = tmp_path / "losses.html"
+    kurahi("rescue", "--openclaw", str(state), "--html", str(page), code=1)
+    assert "kurahi rescue apply" not in page.read_text() and "Cannot be brought back yet" in page.read_text()
+    out = kurahi("rescue", "apply", loss["id"], "--openclaw", str(state), "--yes", "--out", str(tmp_path / "p"), code=4)
+    assert "start OpenClaw 2026.9.6 once" in " ".join(out.stderr.split()), out.stderr
+    assert tree_hash(state) == before
+    # A store apply writes into is offered as before.
+    (fine,) = losses(full_store(tmp_path / "full"))
+    assert fine["applyRefused"] is None
+
+
 @pytest.mark.parametrize("era", [UPGRADED, IDLE_UPGRADED])
 def test_history_an_upgrade_left_behind_is_a_migration_loss(era: Any, tmp_path: Path) -> None:
     state = openclaw_state_copy(era, tmp_path / "state")

@@ -96,6 +96,9 @@ class Loss(msgspec.Struct, rename="camel", frozen=True):
     pieces: list[str]
     """The sources a repair from this loss stitches, oldest first (the current one last)."""
     state_dir: str
+    apply_refused: str | None = None
+    """Why ``rescue apply`` would refuse to bring it back, and what to do (the check apply runs,
+    read-only); ``None``: nothing in the state refuses it."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (camelCase)."""
@@ -275,7 +278,11 @@ def find_losses(
     losses: list[Loss] = []
     keys_seen = 0
     root = Path(os.path.abspath(state_dir))
+    from kurahi.runtimes.registry import for_state_dir
+
+    runtime = for_state_dir(root)
     for name in agents:
+        found = len(losses)
         with open_agent(state_dir, name) as state:
             keys = state.keys if key is None else [key]
             if key is not None and key not in state.keys:
@@ -295,5 +302,10 @@ def find_losses(
                 )
                 ctx = _KeyContext(state, lineage, state.view(lineage), policy)
                 losses.extend(_key_losses(ctx, notes))
+        if len(losses) > found:
+            # Never promise what apply would refuse: its own check, asked once per agent.
+            refused = runtime.write_refusal(root, name)
+            if refused is not None:
+                losses[found:] = [msgspec.structs.replace(loss, apply_refused=refused) for loss in losses[found:]]
     losses.sort(key=lambda loss: (loss.at or "", loss.agent, loss.key, loss.id))
     return RescueReport(str(root), state_kind, agents, keys_seen, losses, sorted(set(notes)))

@@ -74,6 +74,7 @@ __all__ = [
     "session_digest",
     "uninstall_session",
     "wal_pending",
+    "write_refusal",
 ]
 
 KNOWN_SCHEMA_VERSIONS = WRITE_SCHEMA_VERSIONS
@@ -184,12 +185,7 @@ def open_store(db: Path, *, write: bool, busy_timeout: float = 0.5) -> Iterator[
                 register_octet_length(con)
             version = schema_version(con, db)
             if version not in KNOWN_SCHEMA_VERSIONS:
-                known = ", ".join(str(v) for v in sorted(KNOWN_SCHEMA_VERSIONS))
-                raise SqliteSchemaError(
-                    f"schema version {version}, Kurahi writes only {known} (OpenClaw 2026.9.6); "
-                    "refusing to touch a store it does not know",
-                    path=db,
-                )
+                raise SqliteSchemaError(_version_refusal(version) + "; nothing was changed", path=db)
             yield con
     finally:
         con.close()
@@ -281,29 +277,66 @@ def _last_id_in(con: sqlite3.Connection, session_id: str, db: str) -> str | None
     return None
 
 
+_MIGRATE = (
+    "start OpenClaw 2026.9.6 once so that its gateway migrates the store, stop it, then run `kurahi rescue` again"
+)
+_FOREIGN = (
+    "Kurahi writes only into a store whose tables it writes, their unique indexes and triggers mean what "
+    "OpenClaw 2026.9.6's do, so that a write does what it was checked to do"
+)
+
+
+def _version_refusal(version: int) -> str:
+    known = ", ".join(str(v) for v in KNOWN_SCHEMA_VERSIONS)
+    if version < min(KNOWN_SCHEMA_VERSIONS):
+        return (
+            f"schema version {version} is a store of an older OpenClaw (2026.9.5 writes 21); Kurahi writes only "
+            f"schema {known} (OpenClaw 2026.9.6): {_MIGRATE}"
+        )
+    return f"schema version {version}: Kurahi writes only schema {known} (OpenClaw 2026.9.6), not a newer one"
+
+
+def _schema_refusal(con: sqlite3.Connection, db: Path) -> str | None:
+    """Why activation would refuse to write into this store, with what to do; ``None``: it writes."""
+    from kurahi.runtimes.openclaw.sqlite.schema import schema_problems
+
+    version = schema_version(con, db)
+    if version not in KNOWN_SCHEMA_VERSIONS:
+        return _version_refusal(version)
+    problems = schema_problems(con)
+    if not problems:
+        return None
+    shown = "; ".join(problems[:4]) + (f"; and {len(problems) - 4} more" if len(problems) > 4 else "")
+    return f"the schema differs from OpenClaw 2026.9.6's where a write would notice ({shown}); {_FOREIGN}"
+
+
 def check_schema(con: sqlite3.Connection, db: Path) -> None:
     """Refuse a store whose schema differs from OpenClaw 2026.9.6's where a write would notice.
 
-    What that is: :mod:`kurahi.runtimes.openclaw.sqlite.schema`.
+    What that is: :mod:`kurahi.runtimes.openclaw.sqlite.schema`; the listing asks the same
+    question through :func:`write_refusal`.
 
     Raises:
-        SqliteSchemaError: a trigger or unique index on a table activation writes that OpenClaw
-            does not create, one defined otherwise or missing, a column of another type, NOT
-            NULL or default, a table missing; each named.
+        SqliteSchemaError: a schema version activation does not write (what to do said); a
+            trigger or unique index on a table activation writes that OpenClaw does not create,
+            one defined otherwise or missing, a column of another type, NOT NULL or default, a
+            table missing; each named.
     """
-    from kurahi.runtimes.openclaw.sqlite.schema import schema_problems
-
-    problems = schema_problems(con)
-    if problems:
-        shown = "; ".join(problems[:4]) + (f"; and {len(problems) - 4} more" if len(problems) > 4 else "")
+    refusal = _schema_refusal(con, db)
+    if refusal is not None:
         raise SqliteSchemaError(
-            f"the schema differs from OpenClaw 2026.9.6's where a write would notice ({shown}); Kurahi writes only "
-            "into a store whose tables it writes, their unique indexes and triggers mean what OpenClaw 2026.9.6's "
-            "do, so that a write does what it was checked to do; nothing was changed",
-            path=db,
-            version=schema_version(con, db),
-            known=KNOWN_SCHEMA_VERSIONS,
+            f"{refusal}; nothing was changed", path=db, version=schema_version(con, db), known=KNOWN_SCHEMA_VERSIONS
         )
+
+
+def write_refusal(db: Path) -> str | None:
+    """Why ``rescue apply`` would refuse to write into the store ``db``, and what to do; ``None``: it would not.
+
+    The same check apply runs (:func:`check_schema`), on a private read-only snapshot: not a
+    byte of the store changes. A store that cannot be read at all is the reader's to report.
+    """
+    with open_store_snapshot(db) as snap:
+        return _schema_refusal(snap.conn, db)
 
 
 def content_sha256(con: sqlite3.Connection) -> str:

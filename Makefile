@@ -16,14 +16,18 @@ $(STAMP): pyproject.toml setup.py $(wildcard src/kurahi/pi/read/_native*.[ch])
 
 # The two Pis (the reference peers) from the npm registry, into .peer/ (not committed): 0.73.1 and
 # the current 1.6.0, plus node 24 from the npm package node@24 when the system's node is older
-# than 24 (Pi 1.6.0 needs 22.19, OpenClaw needs 24). Then two OpenClaw releases, each in a
-# prefix of its own (same package name, two versions), scripts off: 2026.5.28 (the JSON session
-# era) and 2026.9.6 (the SQLite era). npm runs them on node 24: under an older node it drops
-# the optional native packages whose engines want 22+ (2026.9's fs-safe addon, without which
-# its doctor cannot migrate a state dir). Every step is skipped when the right version is
-# already there. Needs node and npm; without them the peer tests are SKIPPED.
+# than 24 (Pi 1.6.0 needs 22.19, OpenClaw needs 24). Then three OpenClaw releases, each in a
+# prefix of its own (same package name, three versions), scripts off: 2026.5.28 (the JSON session
+# era), 2026.9.5 (the SQLite era's schema 21, which 2026.9.6 migrates) and 2026.9.6 (schema 23).
+# npm runs them on node 24: under an older node it drops the optional native packages whose
+# engines want 22+ (2026.9's fs-safe addon, without which its doctor cannot migrate a state
+# dir). With scripts off npm leaves out 2026.9.5's native fs-safe 0.13.1, so it is named beside
+# it (OPENCLAW_EXTRA). Every step is skipped when the right version is already there (its
+# .complete stamp is made only after the whole install). Needs node and npm; without them the
+# peer tests are SKIPPED.
 PEER_PKGS := @mariozechner/pi-coding-agent@0.73.1 @earendil-works/pi-coding-agent@1.6.0
-OPENCLAW_VERSIONS := 2026.5.28 2026.9.6
+OPENCLAW_VERSIONS := 2026.5.28 2026.9.5 2026.9.6
+OPENCLAW_EXTRA_2026.9.5 := @openclaw/fs-safe-linux-x64-gnu@0.13.1
 peer:
 	@if ! command -v npm >/dev/null 2>&1; then \
 	  echo "!!! npm not found: the Pi conformance and OpenClaw peer tests will be SKIPPED !!!"; exit 0; fi; \
@@ -38,13 +42,12 @@ peer:
 	  echo "installing into .peer/: $$want"; \
 	  npm install --prefix .peer --save-exact --no-audit --no-fund --silent $$want || exit 1; fi; \
 	nodebin=; test -x .peer/node_modules/.bin/node && nodebin="$$PWD/.peer/node_modules/.bin:"; \
-	for v in $(OPENCLAW_VERSIONS); do \
-	  dir=.peer/openclaw-$$v; \
-	  if ! grep -qs "\"version\": \"$$v\"" $$dir/node_modules/openclaw/package.json || ! test -f $$dir/.complete; then \
-	    echo "installing into $$dir/: openclaw@$$v (--ignore-scripts)"; \
+	$(foreach v,$(OPENCLAW_VERSIONS),dir=.peer/openclaw-$(v); \
+	  if ! grep -qs "\"version\": \"$(v)\"" $$dir/node_modules/openclaw/package.json || ! test -f $$dir/.complete; then \
+	    echo "installing into $$dir/: openclaw@$(v) $(OPENCLAW_EXTRA_$(v)) (--ignore-scripts)"; \
 	    PATH="$$nodebin$$PATH" npm install --prefix $$dir --save-exact --no-audit --no-fund --silent --ignore-scripts \
-	      openclaw@$$v || exit 1; \
-	    touch $$dir/.complete; fi; done
+	      openclaw@$(v) $(OPENCLAW_EXTRA_$(v)) || exit 1; \
+	    touch $$dir/.complete; fi;)
 
 # PostgreSQL for the tests marked postgres, which start a throwaway cluster of their own
 # (kurahi.testing.postgres: a temp dir, a loopback port, removed at the end). When its server

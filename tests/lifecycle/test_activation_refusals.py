@@ -138,13 +138,9 @@ def extra_trigger(s: SqliteSetup) -> None:
     leave_sidecars(s.db)
 
 
-def extra_view(s: SqliteSetup) -> None:
-    sql(s.db, "CREATE VIEW everything AS SELECT * FROM transcript_events")
-    leave_sidecars(s.db)
-
-
-def extra_index(s: SqliteSetup) -> None:
-    sql(s.db, "CREATE INDEX by_created ON transcript_events (created_at)")
+def extra_unique_index(s: SqliteSetup) -> None:
+    """A unique index decides which insert fails (a plain index or a view changes no write: accepted)."""
+    sql(s.db, "CREATE UNIQUE INDEX by_created ON transcript_events (created_at)")
     leave_sidecars(s.db)
 
 
@@ -211,9 +207,9 @@ def linked_store(s: SqliteSetup) -> None:
 
 
 LINKS = [linked_agents, linked_agent_folder, linked_agent_dir, linked_store]
-AT_PLAN = [truncated, corrupt, unknown_version, extra_trigger, extra_view, extra_index, wal_pending, running,
+AT_PLAN = [truncated, corrupt, unknown_version, extra_trigger, extra_unique_index, wal_pending, running,
            writing_elsewhere, *LINKS]  # fmt: skip
-AT_APPLY = [truncated, corrupt, unknown_version, extra_trigger, extra_view, extra_index, wal_pending, running,
+AT_APPLY = [truncated, corrupt, unknown_version, extra_trigger, extra_unique_index, wal_pending, running,
             open_elsewhere, writing_elsewhere, read_only_dir, read_only_file, *LINKS]  # fmt: skip
 AT_ROLLBACK = [truncated, corrupt, extra_trigger, wal_pending, running, open_elsewhere, read_only_dir, *LINKS]
 CODES = {EXIT.INVALID, EXIT.BUSY, EXIT.NOT_FOUND}

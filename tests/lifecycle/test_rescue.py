@@ -92,6 +92,95 @@ def test_a_2026_9_reset_is_listed_read_only_and_brought_back(tmp_path: Path) -> 
     assert [x["id"] for x in losses(state)] == [loss["id"]]
 
 
+def _respell_as_an_upgrade_does(db: Path) -> None:
+    """What OpenClaw's own upgrade leaves in a store that means exactly 2026.9.6's schema:
+    statements respelled (whitespace, quoted names), a nullable column added at the end of a
+    table activation writes, and SQLite's statistics."""
+    import sqlite3
+
+    con = sqlite3.connect(db, isolation_level=None)
+    try:
+        con.execute("BEGIN")
+        for kind, name, sql in con.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE type IN ('index', 'trigger') "
+            "AND tbl_name IN ('session_windows', 'session_nodes', 'transcript_event_identities') AND sql IS NOT NULL"
+        ).fetchall():
+            con.execute(f"DROP {kind} {name}")
+            con.execute(" ".join(sql.split()).replace(" ON session_nodes", ' ON "session_nodes"'))
+        con.execute("ALTER TABLE transcript_event_identities ADD COLUMN kurahi_test_extra TEXT")
+        con.execute("ALTER TABLE session_windows ADD COLUMN kurahi_test_note TEXT DEFAULT 'x'")
+        con.execute("COMMIT")
+        con.execute("ANALYZE")
+    finally:
+        con.close()
+
+
+def test_a_store_whose_schema_means_2026_9_6s_is_brought_back(tmp_path: Path) -> None:
+    """Issue 38: compatibility is what the schema means, not the text of its CREATE statements."""
+    state = full_store(tmp_path)
+    _respell_as_an_upgrade_does(state / "agents" / "main" / "agent" / "openclaw-agent.sqlite")
+    (loss,) = losses(state)
+    out = kurahi("rescue", "apply", loss["id"], "--openclaw", str(state), "--yes", "--out", str(tmp_path / "pkg"))
+    assert "brought back 6 message(s)" in out.stdout and "verified: yes" in out.stdout, out.stdout
+    assert losses(state) == []
+
+
+def test_a_trigger_on_a_table_activation_writes_is_refused_by_name_and_nothing_changes(tmp_path: Path) -> None:
+    import sqlite3
+
+    state = full_store(tmp_path)
+    db = state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    con = sqlite3.connect(db, isolation_level=None)
+    con.execute(
+        "CREATE TRIGGER planted AFTER INSERT ON transcript_events BEGIN DELETE FROM transcript_events "
+        "WHERE session_id != new.session_id; END"
+    )
+    con.execute("CREATE UNIQUE INDEX planted_unique ON session_windows (session_key)")
+    con.close()
+    (loss,) = losses(state)
+    before = tree_hash(state)
+    out = kurahi("rescue", "apply", loss["id"], "--openclaw", str(state), "--yes", "--out", str(tmp_path / "p"), code=4)
+    assert "trigger planted on transcript_events is not one OpenClaw 2026.9.6 creates" in out.stderr, out.stderr
+    assert "unique index on session_windows(session_key collate binary) is not one" in out.stderr, out.stderr
+    assert tree_hash(state) == before
+
+
+def test_a_2026_9_5_store_schema_21_is_listed_read_only(tmp_path: Path) -> None:
+    """Issue 38: the listing reads every schema a released OpenClaw 2026.9.x writes (21 here)."""
+    import shutil
+
+    state = tmp_path / "state"
+    shutil.copytree(data_path("openclaw", "2026.9.5-reset", "state"), state)
+    before = tree_hash(state)
+    (loss,) = losses(state)
+    assert (loss["kind"], loss["key"], loss["runtime"]) == ("reset", "agent:main:main", "openclaw-2026.9")
+    assert loss["lostMessages"] == 12  # six turns before the /reset
+    assert tree_hash(state) == before
+
+
+def test_the_listing_promises_no_apply_that_apply_would_refuse(tmp_path: Path) -> None:
+    """Issue 38: the listing runs apply's write check; a 2026.9.5 store gets why, and what to do."""
+    import shutil
+
+    state = tmp_path / "state"
+    shutil.copytree(data_path("openclaw", "2026.9.5-reset", "state"), state)
+    before = tree_hash(state)
+    (loss,) = losses(state)
+    assert "schema version 21" in loss["applyRefused"] and "start OpenClaw 2026.9.6 once" in loss["applyRefused"]
+    out = kurahi("rescue", "--openclaw", str(state), code=1)
+    assert "kurahi rescue apply" not in out.stdout, out.stdout
+    assert "Not yet: schema version 21" in " ".join(out.stdout.split()), out.stdout
+    page = tmp_path / "losses.html"
+    kurahi("rescue", "--openclaw", str(state), "--html", str(page), code=1)
+    assert "kurahi rescue apply" not in page.read_text() and "Cannot be brought back yet" in page.read_text()
+    out = kurahi("rescue", "apply", loss["id"], "--openclaw", str(state), "--yes", "--out", str(tmp_path / "p"), code=4)
+    assert "start OpenClaw 2026.9.6 once" in " ".join(out.stderr.split()), out.stderr
+    assert tree_hash(state) == before
+    # A store apply writes into is offered as before.
+    (fine,) = losses(full_store(tmp_path / "full"))
+    assert fine["applyRefused"] is None
+
+
 @pytest.mark.parametrize("era", [UPGRADED, IDLE_UPGRADED])
 def test_history_an_upgrade_left_behind_is_a_migration_loss(era: Any, tmp_path: Path) -> None:
     state = openclaw_state_copy(era, tmp_path / "state")

@@ -1,4 +1,4 @@
-"""The schema Kurahi writes into is exactly the one OpenClaw 2026.9.6 creates, read from stores it wrote."""
+"""The schema Kurahi writes into means what OpenClaw 2026.9.6's does, read from stores OpenClaw wrote."""
 
 from __future__ import annotations
 
@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from kurahi.runtimes.openclaw.sqlite.schema import ACTIVATION_TABLES, KNOWN_OBJECTS, schema_objects, schema_problems
+from kurahi.runtimes.openclaw.sqlite.schema import (
+    ACTIVATION_TABLES,
+    KNOWN_OBJECTS,
+    reference_sql,
+    schema_objects,
+    schema_problems,
+)
 from support.testdata import data_path
 
 
@@ -36,18 +42,122 @@ def test_a_store_upgraded_by_openclaws_doctor_lacks_only_lazily_made_objects(tmp
 @pytest.mark.parametrize(
     ("statement", "problem"),
     [
-        ("CREATE TRIGGER t AFTER INSERT ON transcript_events BEGIN SELECT 1; END", "trigger t on transcript_events"),
-        ("CREATE VIEW v AS SELECT 1", "view v on v is not one OpenClaw"),
-        ("CREATE INDEX i ON session_nodes (label)", "index i on session_nodes is not one"),
-        ("DROP TRIGGER session_nodes_entry_valid_after_insert", "trigger session_nodes_entry_valid_after_insert on"),
-        ("DROP INDEX idx_agent_session_nodes_label", "index idx_agent_session_nodes_label on session_nodes is missing"),
+        (
+            "CREATE TRIGGER t AFTER INSERT ON transcript_events BEGIN SELECT 1; END",
+            "trigger t on transcript_events is not one OpenClaw 2026.9.6 creates",
+        ),
+        (
+            "CREATE UNIQUE INDEX i ON session_nodes (label)",
+            "unique index on session_nodes(label collate binary) is not one OpenClaw 2026.9.6 has",
+        ),
+        (
+            "DROP TRIGGER session_nodes_entry_valid_after_insert",
+            "trigger session_nodes_entry_valid_after_insert on session_nodes is missing",
+        ),
+        (
+            "DROP INDEX idx_agent_transcript_message_idempotency",
+            "unique index on transcript_event_identities(session_id collate binary, message_idempotency_key "
+            "collate binary) where message_idempotency_key is not null is missing",
+        ),
+        (
+            "ALTER TABLE session_windows ADD COLUMN planted INTEGER NOT NULL DEFAULT 0 CHECK (planted = 0)",
+            None,
+        ),
+        ("CREATE VIEW v AS SELECT 1", None),
+        ("CREATE INDEX i ON session_nodes (label)", None),
+        ("DROP INDEX idx_agent_session_nodes_label", None),
+        ("CREATE TRIGGER t AFTER INSERT ON memory_index_meta BEGIN SELECT 1; END", None),
     ],
 )
-def test_anything_else_is_named(tmp_path: Path, statement: str, problem: str) -> None:
+def test_what_a_write_would_notice_is_named_and_nothing_else(
+    tmp_path: Path, statement: str, problem: str | None
+) -> None:
     con = copy_of("2026.9.6-full", tmp_path)
     con.execute(statement)
+    assert schema_problems(con) == ([] if problem is None else [problem])
+
+
+def _built(name: str, *, octet_length: bool = True) -> sqlite3.Connection:
+    con = sqlite3.connect(":memory:", isolation_level=None)
+    con.create_function("octet_length", 1, lambda v: None)
+    con.executescript(data_path("openclaw", "schemas", f"{name}.sql").read_text(encoding="utf-8"))
+    return con
+
+
+MIGRATED = ["2026.9.5-migrated-by-2026.9.6-gateway", "2026.9.5-migrated-by-2026.9.6-doctor", "2026.9.6-fresh"]
+
+
+@pytest.mark.parametrize("name", MIGRATED)
+def test_stores_openclaw_2026_9_6_made_or_migrated_mean_its_schema(name: str) -> None:
+    con = _built(name)
+    con.execute("CREATE TABLE t (a)")
+    con.execute("ANALYZE")  # sqlite_stat1, as the gateway's PRAGMA optimize leaves it
+    assert schema_problems(con) == []
+
+
+def test_a_2026_9_5_store_is_named_as_not_yet_migrated() -> None:
+    assert schema_problems(_built("2026.9.5")) == [
+        "table session_transcript_fts_rows is missing",
+        "column transcript_events.event_json is TEXT NOT NULL, OpenClaw 2026.9.6 has TEXT",
+        "column transcript_events.event_zstd is missing",
+        "column transcript_events.event_utf8_bytes is missing",
+        "column transcript_events.navigation_json is missing",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (
+            ("session_windows (\n  session_id TEXT NOT NULL PRIMARY KEY,", "session_windows (\n  session_id TEXT,"),
+            "column session_windows.session_id is TEXT, OpenClaw 2026.9.6 has TEXT NOT NULL PRIMARY KEY #1",
+        ),
+        (
+            ("  generation TEXT NOT NULL,\n  updated_at", "  generation BLOB NOT NULL,\n  updated_at"),
+            "column transcript_rewrite_watermarks.generation is BLOB NOT NULL, OpenClaw 2026.9.6 has TEXT NOT NULL",
+        ),
+        (
+            (
+                "CREATE UNIQUE INDEX idx_agent_transcript_active_event_seq",
+                "CREATE INDEX idx_agent_transcript_active_event_seq",
+            ),
+            "unique index on session_transcript_active_events(session_id collate binary, event_seq collate binary) "
+            "is missing",
+        ),
+        (
+            ("WHERE message_idempotency_key IS NOT NULL", "WHERE message_idempotency_key != ''"),
+            "unique index on transcript_event_identities",
+        ),
+        (
+            ("DELETE FROM session_transcript_fts WHERE rowid = OLD.id", "DELETE FROM session_transcript_fts"),
+            "trigger session_transcript_fts_rows_after_delete on session_transcript_fts_rows is not defined as",
+        ),
+    ],
+)
+def test_a_meaningful_change_of_a_migrated_store_is_named(change: tuple[str, str], problem: str) -> None:
+    sql = data_path("openclaw", "schemas", f"{MIGRATED[0]}.sql").read_text(encoding="utf-8")
+    assert change[0] in sql
+    con = sqlite3.connect(":memory:", isolation_level=None)
+    con.create_function("octet_length", 1, lambda v: None)
+    con.executescript(sql.replace(change[0], change[1], 1))
     problems = schema_problems(con)
-    assert len(problems) == 1 and problems[0].startswith(problem), problems
+    assert any(p.startswith(problem) for p in problems), problems
+
+
+def test_the_reference_is_exactly_openclaw_2026_9_6s_statements() -> None:
+    import hashlib
+
+    pinned = {digest: (kind, name, table) for (kind, name), (table, digest) in KNOWN_OBJECTS.items()}
+    statements = [s.strip() for s in reference_sql().split(";\n\n") if s.strip()]
+    tables = set()
+    for statement in statements:
+        sql = statement.removesuffix(";")
+        _, name, table = pinned[hashlib.sha256(sql.encode()).hexdigest()[:24]]
+        assert table in ACTIVATION_TABLES, name
+        tables.add(table)
+    assert tables == ACTIVATION_TABLES
+    # And every index and trigger 2026.9.6 makes on those tables is in it.
+    assert len(statements) == sum(1 for _, (t, _) in KNOWN_OBJECTS.items() if t in ACTIVATION_TABLES)
 
 
 def test_a_trigger_of_the_same_name_defined_otherwise_is_named(tmp_path: Path) -> None:

@@ -1,9 +1,11 @@
 """A real OpenClaw from npm, driven offline, for end-to-end tests on state dirs it writes itself.
 
-``make peer`` installs two releases, each in its own prefix under ``.peer/``:
-``openclaw-2026.5.28/`` (the JSON session era: ``sessions.json`` + ``<id>.jsonl``) and
-``openclaw-2026.9.6/`` (the SQLite era: ``agents/<id>/agent/openclaw-agent.sqlite``). Both run on
-the node 24 that ``make peer`` puts in ``.peer/node_modules/.bin`` when the system's is older.
+``make peer`` installs three releases, each in its own prefix under ``.peer/``:
+``openclaw-2026.5.28/`` (the JSON session era: ``sessions.json`` + ``<id>.jsonl``),
+``openclaw-2026.9.5/`` (the SQLite era's schema 21, which 2026.9.6 migrates; only the migration
+test runs it) and ``openclaw-2026.9.6/`` (the SQLite era: ``agents/<id>/agent/openclaw-agent.sqlite``,
+schema 23). They run on the node 24 that ``make peer`` puts in ``.peer/node_modules/.bin`` when
+the system's is older.
 
 :class:`OpenClawPeer` runs one of them the way a user would, but sealed off:
 
@@ -43,13 +45,16 @@ from support.openclaw_model import MODEL_ID, StandInModel, request_messages, tex
 from support.peer import PEER_DIR
 from support.tiers import no_peer_in_the_fast_tier
 
-OpenClawVersion = Literal["2026.5.28", "2026.9.6"]
+OpenClawVersion = Literal["2026.5.28", "2026.9.5", "2026.9.6"]
 OPENCLAW_VERSIONS: tuple[OpenClawVersion, ...] = ("2026.5.28", "2026.9.6")
+"""The releases every peer suite runs on (2026.9.5 only starts in the migration test)."""
 JSON_ERA: OpenClawVersion = "2026.5.28"
 SQLITE_ERA: OpenClawVersion = "2026.9.6"
-MIN_NODE: dict[OpenClawVersion, tuple[int, int]] = {"2026.5.28": (24, 0), "2026.9.6": (24, 16)}
-"""The node each release needs: 2026.9.6's ``engines`` says 24.16; 2026.5.28's says 22.19, but
-it has only been run offline on 24, so the harness asks for 24 (``make peer`` provides it)."""
+SCHEMA_21: OpenClawVersion = "2026.9.5"
+"""The SQLite era's release whose store (schema 21) 2026.9.6 migrates when its gateway starts on it."""
+MIN_NODE: dict[OpenClawVersion, tuple[int, int]] = {"2026.5.28": (24, 0), "2026.9.5": (24, 16), "2026.9.6": (24, 16)}
+"""The node each release needs: 2026.9.5's and 2026.9.6's ``engines`` say 24.16; 2026.5.28's says
+22.19, but it has only been run offline on 24, so the harness asks for 24 (``make peer`` provides it)."""
 
 AGENT = "main"
 MAIN_KEY = f"agent:{AGENT}:main"

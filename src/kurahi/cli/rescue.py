@@ -148,12 +148,21 @@ def _print(reports: list[RescueReport]) -> None:
     table(headers, rows, keys=range(len(headers)), title=f"{len(losses)} loss(es), oldest first")
     for loss in losses:
         say(f"  {loss.id}: {'; '.join(loss.evidence)}")
-        if loss.restore.fits is False:
+        if loss.apply_refused is None and loss.restore.fits is False:
             say(
                 f"  {loss.id}: does not fit back whole: {loss.restore.rule}; the newest part is brought back and "
                 "sent, the rest stays in the history (`rescue plan` says how much)"
             )
-    first = losses[0]
+    offered = [loss for loss in losses if loss.apply_refused is None]
+    if not offered:
+        reasons = dict.fromkeys(loss.apply_refused or "" for loss in losses)
+        for reason in reasons:
+            say(("Not yet: ", "yellow"), reason)
+        return
+    for loss in losses:
+        if loss.apply_refused is not None:
+            say(f"  {loss.id}: ", ("cannot be brought back yet: ", "yellow"), loss.apply_refused)
+    first = offered[0]
     guess = f" --accept-guess {first.id}" if first.confidence == "guess" else ""
     say("Bring one back: ", (f"kurahi rescue apply {first.id}{guess}", "bold"), " (stop OpenClaw first)")
 

@@ -78,9 +78,13 @@ def _section(loss: Loss, picture: bool) -> str:
         "orange links into one session the runtime sends whole.</figcaption>"
     )
     fig = f"<figure>{caption}{_picture(loss)}</figure>" if picture else ""
+    if loss.apply_refused is not None:
+        back = f"<p>Cannot be brought back yet: {_e(loss.apply_refused)}</p>"
+    else:
+        back = f"<p>Bring it back: <code>kurahi rescue apply {_e(loss.id)}{guess}</code></p>"
     return (
         f'<section id="loss-{_e(loss.id)}"><h2>{_e(loss.id)}: {_e(loss.kind)} of {_e(loss.key)}</h2>'
-        f"<table>{body}</table><p>Bring it back: <code>kurahi rescue apply {_e(loss.id)}{guess}</code></p>{fig}"
+        f"<table>{body}</table>{back}{fig}"
         "</section>"
     )
 

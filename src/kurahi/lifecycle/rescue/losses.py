@@ -103,6 +103,9 @@ class Loss(msgspec.Struct, rename="camel", frozen=True):
     state_dir: str
     last_message_at: str | None = None
     """When the stretch's last message was said (ISO-8601 UTC); ``at`` is when it left the view."""
+    apply_refused: str | None = None
+    """Why ``rescue apply`` would refuse to bring it back, and what to do (the check apply runs,
+    read-only); ``None``: nothing in the state refuses it."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (camelCase)."""
@@ -289,7 +292,11 @@ def find_losses(
     losses: list[Loss] = []
     keys_seen = 0
     root = Path(os.path.abspath(state_dir))
+    from kurahi.runtimes.registry import for_state_dir
+
+    runtime = for_state_dir(root)
     for name in agents:
+        found = len(losses)
         with open_agent(state_dir, name) as state:
             keys = state.keys if key is None else [key]
             if key is not None and key not in state.keys:
@@ -309,5 +316,10 @@ def find_losses(
                 )
                 ctx = _KeyContext(state, lineage, state.view(lineage), policy)
                 losses.extend(_key_losses(ctx, notes))
+        if len(losses) > found:
+            # Never promise what apply would refuse: its own check, asked once per agent.
+            refused = runtime.write_refusal(root, name)
+            if refused is not None:
+                losses[found:] = [msgspec.structs.replace(loss, apply_refused=refused) for loss in losses[found:]]
     losses.sort(key=lambda loss: (loss.at or "", loss.agent, loss.key, loss.id))
     return RescueReport(str(root), state_kind, agents, keys_seen, losses, sorted(set(notes)))

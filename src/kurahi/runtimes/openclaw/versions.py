@@ -11,7 +11,18 @@ import msgspec
 
 from kurahi.runtimes.base import View
 
-__all__ = ["JSON_ERA", "KNOWN_VERSIONS", "SQLITE_ERA", "VERSIONS", "Release", "facts", "known", "of_era"]
+__all__ = [
+    "JSON_ERA",
+    "KNOWN_VERSIONS",
+    "READ_SCHEMA_VERSIONS",
+    "SQLITE_ERA",
+    "VERSIONS",
+    "WRITE_SCHEMA_VERSIONS",
+    "Release",
+    "facts",
+    "known",
+    "of_era",
+]
 
 
 class Release(msgspec.Struct, frozen=True, kw_only=True):
@@ -37,6 +48,11 @@ class Release(msgspec.Struct, frozen=True, kw_only=True):
     gateway_lock: str
     """Where a running gateway's lock lives: ``state-dir`` (``tmp/openclaw-<uid>/gateway.*.lock.sqlite``
     in the state dir, held by SQLite) or ``tmpdir`` (``$TMPDIR/openclaw-<uid>/gateway.<hash>.lock``, a pid)."""
+    agent_schema: int | None = None
+    """The agent store's schema version it writes (``schema_meta.schema_version``; ``None``: the JSON era)."""
+    activation_writes: bool = False
+    """Whether activation (``rescue apply``) writes into a store of this schema: only a schema whose
+    meaning Kurahi checks a write against (:mod:`kurahi.runtimes.openclaw.sqlite.schema`)."""
 
 
 JSON_ERA = Release(
@@ -57,38 +73,65 @@ JSON_ERA = Release(
     rounds=False,
     gateway_lock="tmpdir",
 )
-SQLITE_ERA = Release(
-    version="2026.9.6",
+_SQLITE_VIEW = View(
+    name="openclaw-2026.9",
+    label="OpenClaw 2026.9",
+    after_last_reset=True,
+    overflow="bytes",
+    empty_when_moved=False,
+    # It repairs tool pairing in memory as 2026.5 does (docs/session-doctor.md).
+    request_runtimes=("openclaw-2026.5",),
+)
+SQLITE_2026_9_5 = Release(
+    version="2026.9.5",
     line="2026.9",
     era="sqlite",
-    view=View(
-        name="openclaw-2026.9",
-        label="OpenClaw 2026.9",
-        after_last_reset=True,
-        overflow="bytes",
-        empty_when_moved=False,
-        # It repairs tool pairing in memory as 2026.5 does (docs/session-doctor.md).
-        request_runtimes=("openclaw-2026.5",),
-    ),
+    view=_SQLITE_VIEW,
     workspace_in_user_home=False,
     reset_by_rpc=False,
     resets_by_itself=False,
     rounds=True,
     gateway_lock="state-dir",
+    # Its store is read (listing losses); a write waits for 2026.9.6 to migrate it to 23, whose
+    # transcript table activation writes (2026.9.5's has no event_zstd, no search-row map).
+    agent_schema=21,
+    activation_writes=False,
 )
-VERSIONS: tuple[Release, ...] = (JSON_ERA, SQLITE_ERA)
+SQLITE_ERA = Release(
+    version="2026.9.6",
+    line="2026.9",
+    era="sqlite",
+    view=_SQLITE_VIEW,
+    workspace_in_user_home=False,
+    reset_by_rpc=False,
+    resets_by_itself=False,
+    rounds=True,
+    gateway_lock="state-dir",
+    agent_schema=23,
+    activation_writes=True,
+)
+VERSIONS: tuple[Release, ...] = (JSON_ERA, SQLITE_2026_9_5, SQLITE_ERA)
 """Every release Kurahi has been run against, oldest first."""
 KNOWN_VERSIONS = tuple(r.version for r in VERSIONS)
 """Their version strings."""
+READ_SCHEMA_VERSIONS: tuple[int, ...] = (19, 21, 22, 23)
+"""Agent-store schema versions Kurahi reads: every one a released OpenClaw 2026.9.x writes (19 by
+2026.9.1-2026.9.4, 21 by 2026.9.5, 23 by 2026.9.6) and 22, which no stable release writes but
+2026.9.6 migrates from (its docs call it deployed). The readers select only the columns all of
+them have, and the compressed event columns where they exist."""
+WRITE_SCHEMA_VERSIONS: tuple[int, ...] = tuple(
+    sorted({r.agent_schema for r in VERSIONS if r.activation_writes and r.agent_schema is not None})
+)
+"""Agent-store schema versions activation writes into (23: OpenClaw 2026.9.6's)."""
 
 
 def facts(version: str) -> Release | None:
-    """The row of ``version``, else of its line (``2026.9.x``); ``None`` for a line Kurahi does not know."""
+    """The row of ``version``, else the newest of its line (``2026.9.x``); ``None`` for a line Kurahi does not know."""
     for release in VERSIONS:
         if release.version == version:
             return release
     line = ".".join(version.split(".")[:2])
-    return next((r for r in VERSIONS if r.line == line), None)
+    return next((r for r in reversed(VERSIONS) if r.line == line), None)
 
 
 def known(version: str) -> bool:

@@ -14,10 +14,22 @@ from typing import Any
 
 from kurahi.errors import TranscriptReadError
 
-__all__ = ["EVENT_COLUMNS", "event_bytes"]
+__all__ = ["EVENT_COLUMNS", "event_bytes", "event_columns"]
 
 EVENT_COLUMNS = "event_json, event_zstd, event_utf8_bytes"
 """The columns :func:`event_bytes` takes, in its order, for a ``SELECT``."""
+_PLAIN_COLUMNS = "event_json, NULL, NULL"
+
+
+def event_columns(con: Any) -> str:
+    """:data:`EVENT_COLUMNS` for ``con``'s store, which may predate the compressed form.
+
+    Before schema 23 (OpenClaw 2026.9.5 and older) every event is ``event_json``.
+    """
+    names = {row[0] for row in con.execute("SELECT CAST(name AS BLOB) FROM pragma_table_info('transcript_events')")}
+    names = {n.decode() if isinstance(n, bytes) else n for n in names}  # whatever the text_factory
+    return EVENT_COLUMNS if {"event_zstd", "event_utf8_bytes"} <= names else _PLAIN_COLUMNS
+
 
 _MAX_EVENT = 4 * 1024 * 1024
 """The largest event OpenClaw's schema allows (``event_utf8_bytes BETWEEN 1 AND 4194304``)."""

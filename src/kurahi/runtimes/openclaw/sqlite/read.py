@@ -37,7 +37,7 @@ from kurahi.errors import TranscriptReadError, UsageError
 from kurahi.js import deepjson
 from kurahi.runtimes.openclaw import layout
 from kurahi.runtimes.openclaw.sqlite.cold import ColdArchive, cold_archives, cold_dir, cold_events
-from kurahi.runtimes.openclaw.sqlite.events import EVENT_COLUMNS, event_bytes
+from kurahi.runtimes.openclaw.sqlite.events import event_bytes, event_columns
 from kurahi.runtimes.openclaw.sqlite.snapshot import (
     DEFAULT_BUSY_TIMEOUT,
     StoreSnapshot,
@@ -220,7 +220,7 @@ def export_session_jsonl(
         conn.text_factory = bytes  # the stored bytes exactly, not a decode/encode round trip
         try:
             rows = conn.execute(
-                f"SELECT seq, {EVENT_COLUMNS} FROM transcript_events WHERE session_id = ? ORDER BY seq",
+                f"SELECT seq, {event_columns(conn)} FROM transcript_events WHERE session_id = ? ORDER BY seq",
                 (session_id,),
             ).fetchall()
         finally:
@@ -252,7 +252,7 @@ def header_times(
     out: dict[str, int] = {}
     path = _db_path(store)
     with _reading(store, busy_timeout) as conn:
-        rows = conn.execute(f"SELECT session_id, {EVENT_COLUMNS} FROM transcript_events WHERE seq = 0").fetchall()
+        rows = conn.execute(f"SELECT session_id, {event_columns(conn)} FROM transcript_events WHERE seq = 0").fetchall()
     for sid, text, zstd, size in rows:
         try:
             header = deepjson.parse(event_bytes(text, zstd, size, where=f"session {sid}: header", path=path))

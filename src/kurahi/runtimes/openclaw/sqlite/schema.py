@@ -1,17 +1,35 @@
-"""The exact schema of an OpenClaw 2026.9.6 agent store (``schema_meta.schema_version`` 23).
+"""What an OpenClaw agent store's schema means, and whether activation may write into it.
 
-A schema version names the tables, not everything in the file: a trigger, a view or an
-index someone added keeps the version and changes what a write does (an extra trigger on
-``transcript_events`` can delete other sessions' rows as activation inserts its own). So
-activation compares the store's objects with the ones OpenClaw 2026.9.6 creates, each by
-its ``CREATE`` statement, and writes only into a store that has nothing else:
+A schema version names the tables, not everything in the file: a trigger or a unique index
+someone added keeps the version and changes what a write does (an extra trigger on
+``transcript_events`` can delete other sessions' rows as activation inserts its own). Yet the
+text of the ``CREATE`` statements is no measure either: OpenClaw's own upgrade from 2026.9.5
+leaves ``CREATE TABLE "transcript_events"`` quoted (SQLite writes it so after ``ALTER TABLE …
+RENAME``), other indentation, a column added by ``ALTER TABLE … ADD COLUMN`` at the end of its
+table, and ``sqlite_stat1``; the store means exactly what a fresh 2026.9.6 store means.
 
-- every object in ``sqlite_master`` (SQLite's own ``sqlite_*`` objects aside: automatic
-  indexes follow from the tables, ``sqlite_stat*`` from OpenClaw's ``PRAGMA optimize``) must be
-  one of :data:`KNOWN_OBJECTS`, on the same table, with the same SQL;
-- every known object on a table activation reads or writes (:data:`ACTIVATION_TABLES`) must
-  be there. OpenClaw creates some others lazily (the memory index's full-text tables appear
-  with its first use), so a store without those is still OpenClaw's.
+So the schema is read through SQLite itself into what it means (:func:`describe`): each
+table's columns by name with their declared type, ``NOT NULL``, default and primary-key
+place, its foreign keys, ``STRICT`` and ``WITHOUT ROWID``; each unique index by its columns
+and its partial ``WHERE`` (normalised); each trigger by its normalised statement. The
+reference is OpenClaw 2026.9.6's, built the same way from its ``CREATE`` statements of the
+tables activation writes (:data:`ACTIVATION_TABLES`), shipped beside this module
+(``reference-2026.9.6.sql``, each statement pinned by :data:`KNOWN_OBJECTS`), and
+:func:`schema_problems` names every difference a write would notice:
+
+- a table activation writes missing, or of another kind (``STRICT``, ``WITHOUT ROWID``,
+  another full-text definition), or with other foreign keys;
+- a column of it missing, or with another type, ``NOT NULL``, default or key place; a column
+  the reference lacks that is ``NOT NULL`` without a default (activation's inserts name their
+  columns and would not fill it);
+- a unique index (or ``UNIQUE``/``PRIMARY KEY`` constraint) on those tables missing, added or
+  defined otherwise: it decides which insert fails;
+- a trigger on those tables missing, added or defined otherwise.
+
+Everything else is accepted: whitespace and quoting, the order of columns and of objects, an
+additive nullable column, SQLite's own ``sqlite_*`` objects, plain indexes (they never change
+what a write does), and the tables, indexes and triggers of tables activation never writes
+(OpenClaw creates some lazily, on first use, and rebuilds others between releases).
 
 :data:`KNOWN_OBJECTS` was read from a store OpenClaw 2026.9.6 wrote
 (``tests/data/openclaw/2026.9.6-full``; a test reads it again and compares): type, name,
@@ -20,10 +38,26 @@ table and the first 24 hex digits of the sha256 of the ``CREATE`` statement's UT
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import re
 import sqlite3
+from dataclasses import dataclass
+from importlib import resources
 
-__all__ = ["ACTIVATION_TABLES", "KNOWN_OBJECTS", "schema_objects", "schema_problems"]
+__all__ = [
+    "ACTIVATION_TABLES",
+    "KNOWN_OBJECTS",
+    "Column",
+    "Schema",
+    "Table",
+    "describe",
+    "normalised_sql",
+    "reference",
+    "reference_sql",
+    "schema_objects",
+    "schema_problems",
+]
 
 _KNOWN = """
 index idx_agent_acp_parent_stream_run acp_parent_stream_events ef38b003f71bf22a77a8d780
@@ -194,7 +228,195 @@ ACTIVATION_TABLES = frozenset(
         "session_transcript_fts",
     }
 )
-"""Tables activation reads or writes: each of their known indexes and triggers must be present."""
+"""Tables activation reads or writes, and the ones the triggers on them write: their meaning must be 2026.9.6's."""
+
+
+_TOKEN = re.compile(
+    r"""\s+|--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'|"(?:[^"]|"")*"|`[^`]*`|\[[^\]]*\]|[A-Za-z_][A-Za-z0-9_$]*|[0-9.]+|.""",
+    re.S,
+)
+_BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+
+
+def _tokens(sql: str) -> list[str]:
+    out = []
+    for token in _TOKEN.findall(sql):
+        if token.isspace() or token.startswith(("--", "/*")):
+            continue
+        if token[0] in '"`[' and len(token) >= 2:
+            inner = token[1:-1].replace('""', '"') if token[0] == '"' else token[1:-1]
+            # A quoted name reads as the bare one when it could be written bare.
+            token = inner.lower() if _BARE.fullmatch(inner) else '"' + inner.replace('"', '""') + '"'
+        elif token[0] != "'":
+            token = token.lower()
+        out.append(token)
+    return out
+
+
+def normalised_sql(sql: str | None) -> str:
+    """``sql`` with its meaning kept and its spelling dropped.
+
+    No comments, one space between tokens, names and keywords in lower case, quotes only
+    where a name needs them, no ``IF NOT EXISTS``, no final ``;``.
+    """
+    tokens = _tokens(sql or "")
+    while tokens and tokens[-1] == ";":
+        tokens.pop()
+    for i in range(len(tokens) - 2):
+        if tokens[i : i + 3] == ["if", "not", "exists"]:
+            del tokens[i : i + 3]
+            break
+    return " ".join(tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column as SQLite reads its definition (``PRAGMA table_xinfo``)."""
+
+    type: str
+    """Declared type, upper case, spaces collapsed ("" for none)."""
+    not_null: bool
+    default: str | None
+    """The default's expression, normalised."""
+    key: int
+    """Its place in the primary key (0: not in it)."""
+    hidden: int
+    """0 for an ordinary column (a generated or virtual table's hidden one otherwise)."""
+
+    def __str__(self) -> str:
+        parts = [self.type or "(no type)"]
+        parts += ["NOT NULL"] if self.not_null else []
+        parts += [f"DEFAULT {self.default}"] if self.default is not None else []
+        parts += [f"PRIMARY KEY #{self.key}"] if self.key else []
+        return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One table's meaning."""
+
+    columns: dict[str, Column]
+    """By name (order left out: activation names its columns)."""
+    kind: str
+    """``table``, ``table strict``, ``table without rowid`` (both may be named) or, for a virtual
+    table, its normalised ``CREATE VIRTUAL TABLE`` statement."""
+    foreign_keys: frozenset[str]
+    """Each as ``(columns) -> table(columns) on update … on delete … match …``."""
+    unique: frozenset[str]
+    """Each unique index and ``UNIQUE``/``PRIMARY KEY`` constraint as ``(columns) where …``."""
+    triggers: dict[str, str]
+    """By name: the normalised ``CREATE TRIGGER`` statement."""
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    """What a store's schema means: its tables by (lower-case) name."""
+
+    tables: dict[str, Table]
+
+
+def _where(sql: str | None) -> str:
+    """A partial index's ``WHERE`` clause, normalised ("" for a full index)."""
+    tokens = _tokens(sql or "")
+    depth, seen = 0, False
+    for i, token in enumerate(tokens):
+        if token == "(":
+            depth, seen = depth + 1, True
+        elif token == ")":
+            depth -= 1
+        elif token == "where" and depth == 0 and seen:
+            return " ".join(t for t in tokens[i:] if t != ";")
+    return ""
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _table(con: sqlite3.Connection, name: str, kind: str, sql: str | None) -> Table:
+    columns = {
+        str(col_name).lower(): Column(
+            " ".join(str(ctype or "").upper().split()),
+            bool(notnull),
+            None if default is None else normalised_sql(str(default)),
+            int(pk),
+            int(hidden),
+        )
+        for _, col_name, ctype, notnull, default, pk, hidden in con.execute(f"PRAGMA table_xinfo({_q(name)})")
+    }
+    fks: dict[int, list[tuple[str, str, str, str, str, str]]] = {}
+    for fk_id, _, parent, frm, to, on_update, on_delete, match in con.execute(f"PRAGMA foreign_key_list({_q(name)})"):
+        fks.setdefault(fk_id, []).append((str(frm), str(to), str(parent), on_update, on_delete, match))
+    foreign = frozenset(
+        f"({', '.join(r[0].lower() for r in rows)}) -> {rows[0][2].lower()}"
+        f"({', '.join(str(r[1]).lower() for r in rows)}) on update {rows[0][3].lower()} "
+        f"on delete {rows[0][4].lower()} match {rows[0][5].lower()}"
+        for rows in fks.values()
+    )
+    unique = set()
+    for _, index, is_unique, _, _ in con.execute(f"PRAGMA index_list({_q(name)})"):
+        if not is_unique:
+            continue
+        keys = []
+        for _, cid, col_name, desc, coll, key in con.execute(f"PRAGMA index_xinfo({_q(index)})"):
+            if key:
+                what = str(col_name).lower() if col_name is not None else f"expr#{cid}"
+                keys.append(f"{what}{' desc' if desc else ''} collate {str(coll).lower()}")
+        row = con.execute("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?", (index,)).fetchone()
+        text = row[0] if row else None
+        exprs = " [" + normalised_sql(text) + "]" if any(k.startswith("expr#") for k in keys) else ""
+        unique.add(f"({', '.join(keys)}){' ' + _where(text) if _where(text) else ''}{exprs}")
+    triggers = {
+        str(t).lower(): normalised_sql(body)
+        for t, body in con.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE", (name,)
+        )
+    }
+    return Table(columns, kind, foreign, frozenset(unique), triggers)
+
+
+def describe(con: sqlite3.Connection, tables: frozenset[str] | None = None) -> Schema:
+    """The meaning of ``con``'s schema (of ``tables`` only, when given), read through SQLite.
+
+    SQLite's own ``sqlite_*`` tables are left out.
+    """
+    found = {}
+    for name, ttype, strict, without_rowid in con.execute(
+        "SELECT name, type, strict, wr FROM pragma_table_list WHERE schema = 'main'"
+    ):
+        name = str(name)
+        if name.lower().startswith("sqlite_") or (tables is not None and name.lower() not in tables):
+            continue
+        sql = con.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
+        if ttype == "virtual":
+            kind = normalised_sql(sql[0] if sql else "")
+        elif ttype == "table":
+            kind = "table" + (" strict" if strict else "") + (" without rowid" if without_rowid else "")
+        else:
+            continue  # views, and FTS shadow tables
+        found[name.lower()] = _table(con, name, kind, sql[0] if sql else None)
+    return Schema(found)
+
+
+_REFERENCE_FILE = "reference-2026.9.6.sql"
+
+
+def reference_sql() -> str:
+    """OpenClaw 2026.9.6's ``CREATE`` statements of :data:`ACTIVATION_TABLES`, their indexes and triggers."""
+    return resources.files(__package__).joinpath(_REFERENCE_FILE).read_text(encoding="utf-8")
+
+
+@functools.cache
+def reference() -> Schema:
+    """What OpenClaw 2026.9.6's schema means for the tables activation writes, built in memory."""
+    con = sqlite3.connect(":memory:")
+    try:
+        # Only for the CHECK constraints' sake while creating (SQLite before 3.43 lacks it).
+        con.create_function("octet_length", 1, lambda value: None, deterministic=True)
+        con.executescript(reference_sql())
+        return describe(con, ACTIVATION_TABLES)
+    finally:
+        con.close()
 
 
 def schema_objects(con: sqlite3.Connection) -> dict[tuple[str, str], tuple[str, str]]:
@@ -206,17 +428,52 @@ def schema_objects(con: sqlite3.Connection) -> dict[tuple[str, str], tuple[str, 
     }
 
 
-def schema_problems(con: sqlite3.Connection) -> list[str]:
-    """How the store's schema differs from OpenClaw 2026.9.6's, one line per object (empty: exactly it)."""
-    found = schema_objects(con)
+_WHO = "OpenClaw 2026.9.6"
+
+
+def _table_problems(name: str, ref: Table, got: Table) -> list[str]:
     problems = []
-    for (kind, name), (table, digest) in sorted(found.items()):
-        known = KNOWN_OBJECTS.get((kind, name))
-        if known is None:
-            problems.append(f"{kind} {name} on {table} is not one OpenClaw 2026.9.6 creates")
-        elif known != (table, digest):
-            problems.append(f"{kind} {name} on {table} is not defined as OpenClaw 2026.9.6 defines it")
-    for (kind, name), (table, _) in sorted(KNOWN_OBJECTS.items()):
-        if table in ACTIVATION_TABLES and (kind, name) not in found:
-            problems.append(f"{kind} {name} on {table} is missing")
+    if got.kind != ref.kind:
+        problems.append(f"table {name} is `{got.kind}`, {_WHO} has `{ref.kind}`")
+    for col, want in ref.columns.items():
+        have = got.columns.get(col)
+        if have is None:
+            problems.append(f"column {name}.{col} is missing")
+        elif have != want:
+            problems.append(f"column {name}.{col} is {have}, {_WHO} has {want}")
+    for col, have in got.columns.items():
+        if col not in ref.columns and have.hidden == 0 and ((have.not_null and have.default is None) or have.key):
+            problems.append(f"column {name}.{col} is not one {_WHO} has, and a write that does not name it fails")
+    for fk in sorted(got.foreign_keys - ref.foreign_keys):
+        problems.append(f"foreign key {name}{fk} is not one {_WHO} has")
+    for fk in sorted(ref.foreign_keys - got.foreign_keys):
+        problems.append(f"foreign key {name}{fk} is missing")
+    for key in sorted(got.unique - ref.unique):
+        problems.append(f"unique index on {name}{key} is not one {_WHO} has")
+    for key in sorted(ref.unique - got.unique):
+        problems.append(f"unique index on {name}{key} is missing")
+    for trigger, body in sorted(got.triggers.items()):
+        if trigger not in ref.triggers:
+            problems.append(f"trigger {trigger} on {name} is not one {_WHO} creates")
+        elif body != ref.triggers[trigger]:
+            problems.append(f"trigger {trigger} on {name} is not defined as {_WHO} defines it")
+    for trigger in sorted(set(ref.triggers) - set(got.triggers)):
+        problems.append(f"trigger {trigger} on {name} is missing")
+    return problems
+
+
+def schema_problems(con: sqlite3.Connection) -> list[str]:
+    """Each way the store's schema would make activation's write differ from OpenClaw 2026.9.6's.
+
+    One line each, named (empty: none; see the module docstring).
+    """
+    ref = reference()
+    got = describe(con, ACTIVATION_TABLES)
+    problems = []
+    for name, table in sorted(ref.tables.items()):
+        found = got.tables.get(name)
+        if found is None:
+            problems.append(f"table {name} is missing")
+        else:
+            problems += _table_problems(name, table, found)
     return problems

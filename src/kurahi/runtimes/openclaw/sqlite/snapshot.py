@@ -43,6 +43,7 @@ from urllib.parse import quote
 
 from kurahi.errors import SqliteSchemaError, SqliteStoreBusyError, SqliteStoreError
 from kurahi.fs.os_errors import os_error, os_errors
+from kurahi.runtimes.openclaw.versions import READ_SCHEMA_VERSIONS
 
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT",
@@ -55,8 +56,8 @@ __all__ = [
 
 DEFAULT_BUSY_TIMEOUT = 2.0
 """Seconds to wait for a writer's lock (rollback-journal stores), or for the files to stop changing."""
-KNOWN_SCHEMA_VERSIONS: tuple[int, ...] = (23,)
-"""``schema_meta.schema_version`` values Kurahi has read from real OpenClaw stores (2026.9.6 writes 23)."""
+KNOWN_SCHEMA_VERSIONS: tuple[int, ...] = READ_SCHEMA_VERSIONS
+"""``schema_meta.schema_version`` values Kurahi reads (``versions.READ_SCHEMA_VERSIONS``)."""
 REQUIRED_TABLES = ("schema_meta", "session_nodes", "session_windows", "transcript_events")
 """Tables every reader relies on."""
 
@@ -203,7 +204,8 @@ def _schema_version(conn: sqlite3.Connection, path: Path, known: tuple[int, ...]
             path=path,
             known=known,
         )
-    rows = conn.execute("SELECT schema_version FROM schema_meta WHERE role = 'agent' OR meta_key = 'primary'")
+    # schema_meta may hold other rows (OpenClaw's doctor adds its own): the store's is the primary one.
+    rows = conn.execute("SELECT schema_version FROM schema_meta WHERE meta_key = 'primary'")
     versions = sorted({v for (v,) in rows if isinstance(v, int)})
     version = versions[-1] if versions else None
     if version not in known:

@@ -57,8 +57,8 @@ from kurahi.js import deepjson
 from kurahi.pi.vocab import MESSAGE
 from kurahi.runtimes.openclaw.sqlite.cold import cold_archives, cold_events
 from kurahi.runtimes.openclaw.sqlite.events import EVENT_COLUMNS, event_bytes
-from kurahi.runtimes.openclaw.sqlite.snapshot import KNOWN_SCHEMA_VERSIONS as SNAPSHOT_SCHEMA_VERSIONS
 from kurahi.runtimes.openclaw.sqlite.snapshot import open_store_snapshot
+from kurahi.runtimes.openclaw.versions import WRITE_SCHEMA_VERSIONS
 
 __all__ = [
     "KNOWN_SCHEMA_VERSIONS",
@@ -76,10 +76,12 @@ __all__ = [
     "session_digest",
     "uninstall_session",
     "wal_pending",
+    "write_refusal",
 ]
 
-KNOWN_SCHEMA_VERSIONS = SNAPSHOT_SCHEMA_VERSIONS
-"""``schema_meta.schema_version`` values whose session tables Kurahi knows (OpenClaw 2026.9.6: 23), read or written."""
+KNOWN_SCHEMA_VERSIONS = WRITE_SCHEMA_VERSIONS
+"""``schema_meta.schema_version`` values activation opens and writes (OpenClaw 2026.9.6: 23); a reader
+takes more (:data:`~kurahi.runtimes.openclaw.versions.READ_SCHEMA_VERSIONS`)."""
 
 _FTS = "session_transcript_fts"
 # Tables holding rows of one session, children before parents (deleted in this order).
@@ -185,12 +187,7 @@ def open_store(db: Path, *, write: bool, busy_timeout: float = 0.5) -> Iterator[
                 register_octet_length(con)
             version = schema_version(con, db)
             if version not in KNOWN_SCHEMA_VERSIONS:
-                known = ", ".join(str(v) for v in sorted(KNOWN_SCHEMA_VERSIONS))
-                raise SqliteSchemaError(
-                    f"schema version {version}, Kurahi writes only {known} (OpenClaw 2026.9.6); "
-                    "refusing to touch a store it does not know",
-                    path=db,
-                )
+                raise SqliteSchemaError(_version_refusal(version) + "; nothing was changed", path=db)
             yield con
     finally:
         con.close()
@@ -218,7 +215,9 @@ def schema_version(con: sqlite3.Connection, db: Path) -> int:
         SqliteStoreError: no ``schema_meta`` (not an OpenClaw agent store).
     """
     try:
-        row = con.execute("SELECT schema_version FROM schema_meta WHERE role = 'agent' LIMIT 1").fetchone()
+        row = con.execute(
+            "SELECT schema_version FROM schema_meta WHERE meta_key = 'primary' AND role = 'agent'"
+        ).fetchone()
     except sqlite3.OperationalError as exc:
         if "no such table" in str(exc):
             raise SqliteStoreError("not an OpenClaw agent store (no schema_meta table)", path=db) from exc
@@ -299,25 +298,66 @@ def _last_id_in(con: sqlite3.Connection, session_id: str, db: str) -> str | None
     return None
 
 
-def check_schema(con: sqlite3.Connection, db: Path) -> None:
-    """Refuse a store whose schema is not exactly OpenClaw 2026.9.6's (:mod:`kurahi.runtimes.openclaw.sqlite.schema`).
+_MIGRATE = (
+    "start OpenClaw 2026.9.6 once so that its gateway migrates the store, stop it, then run `kurahi rescue` again"
+)
+_FOREIGN = (
+    "Kurahi writes only into a store whose tables it writes, their unique indexes and triggers mean what "
+    "OpenClaw 2026.9.6's do, so that a write does what it was checked to do"
+)
 
-    Raises:
-        SqliteSchemaError: an object OpenClaw does not create (a trigger, a view, an index),
-            one defined otherwise, or one activation relies on missing; each named.
-    """
+
+def _version_refusal(version: int) -> str:
+    known = ", ".join(str(v) for v in KNOWN_SCHEMA_VERSIONS)
+    if version < min(KNOWN_SCHEMA_VERSIONS):
+        return (
+            f"schema version {version} is a store of an older OpenClaw (2026.9.5 writes 21); Kurahi writes only "
+            f"schema {known} (OpenClaw 2026.9.6): {_MIGRATE}"
+        )
+    return f"schema version {version}: Kurahi writes only schema {known} (OpenClaw 2026.9.6), not a newer one"
+
+
+def _schema_refusal(con: sqlite3.Connection, db: Path) -> str | None:
+    """Why activation would refuse to write into this store, with what to do; ``None``: it writes."""
     from kurahi.runtimes.openclaw.sqlite.schema import schema_problems
 
+    version = schema_version(con, db)
+    if version not in KNOWN_SCHEMA_VERSIONS:
+        return _version_refusal(version)
     problems = schema_problems(con)
-    if problems:
-        shown = "; ".join(problems[:4]) + (f"; and {len(problems) - 4} more" if len(problems) > 4 else "")
+    if not problems:
+        return None
+    shown = "; ".join(problems[:4]) + (f"; and {len(problems) - 4} more" if len(problems) > 4 else "")
+    return f"the schema differs from OpenClaw 2026.9.6's where a write would notice ({shown}); {_FOREIGN}"
+
+
+def check_schema(con: sqlite3.Connection, db: Path) -> None:
+    """Refuse a store whose schema differs from OpenClaw 2026.9.6's where a write would notice.
+
+    What that is: :mod:`kurahi.runtimes.openclaw.sqlite.schema`; the listing asks the same
+    question through :func:`write_refusal`.
+
+    Raises:
+        SqliteSchemaError: a schema version activation does not write (what to do said); a
+            trigger or unique index on a table activation writes that OpenClaw does not create,
+            one defined otherwise or missing, a column of another type, NOT NULL or default, a
+            table missing; each named.
+    """
+    refusal = _schema_refusal(con, db)
+    if refusal is not None:
         raise SqliteSchemaError(
-            f"the schema is not exactly OpenClaw 2026.9.6's ({shown}); Kurahi writes only into a store whose every "
-            "table, index and trigger it knows, so that a write does what it was checked to do; nothing was changed",
-            path=db,
-            version=schema_version(con, db),
-            known=KNOWN_SCHEMA_VERSIONS,
+            f"{refusal}; nothing was changed", path=db, version=schema_version(con, db), known=KNOWN_SCHEMA_VERSIONS
         )
+
+
+def write_refusal(db: Path) -> str | None:
+    """Why ``rescue apply`` would refuse to write into the store ``db``, and what to do; ``None``: it would not.
+
+    The same check apply runs (:func:`check_schema`), on a private read-only snapshot: not a
+    byte of the store changes. A store that cannot be read at all is the reader's to report.
+    """
+    with open_store_snapshot(db) as snap:
+        return _schema_refusal(snap.conn, db)
 
 
 def content_sha256(con: sqlite3.Connection) -> str:
@@ -504,8 +544,16 @@ def _insert_rows(con: sqlite3.Connection, key: str, lines: Sequence[str], old: s
         "VALUES (?, ?, ?, ?, ?)",
         events,
     )
-    con.executemany("INSERT INTO transcript_event_identities VALUES (?, ?, ?, ?, ?, ?, ?)", identities)
-    con.executemany("INSERT INTO session_transcript_active_events VALUES (?, ?, ?, ?, ?)", active_rows)
+    con.executemany(
+        "INSERT INTO transcript_event_identities (session_id, event_id, seq, event_type, parent_id, "
+        "message_idempotency_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        identities,
+    )
+    con.executemany(
+        "INSERT INTO session_transcript_active_events (session_id, active_position, event_seq, message_position, "
+        "context_eligible) VALUES (?, ?, ?, ?, ?)",
+        active_rows,
+    )
     for text, eid, role, created in searchable:
         # The search row's rowid keys the full-text row: each needs the one just made.
         rowid = con.execute(
@@ -516,10 +564,14 @@ def _insert_rows(con: sqlite3.Connection, key: str, lines: Sequence[str], old: s
             (rowid, text, new, eid, role, created),
         )
     con.execute(
-        "INSERT INTO session_transcript_index_state VALUES (?, ?, ?, 0, ?, ?, ?)",
+        "INSERT INTO session_transcript_index_state (session_id, indexed_seq, leaf_event_id, needs_rebuild, "
+        "active_event_count, active_message_count, updated_at) VALUES (?, ?, ?, 0, ?, ?, ?)",
         (new, len(lines) - 1, leaf, active, messages, now),
     )
-    con.execute("INSERT INTO transcript_rewrite_watermarks VALUES (?, ?, ?)", (new, secrets.token_hex(16), now))
+    con.execute(
+        "INSERT INTO transcript_rewrite_watermarks (session_id, generation, updated_at) VALUES (?, ?, ?)",
+        (new, secrets.token_hex(16), now),
+    )
     node = node_row(con, key)
     assert node is not None
     was_pending = _pending(con, key)

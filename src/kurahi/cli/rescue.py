@@ -148,7 +148,7 @@ def _print(reports: list[RescueReport]) -> None:
     table(headers, rows, keys=range(len(headers)), title=f"{len(losses)} loss(es), oldest first")
     for loss in losses:
         say(f"  {loss.id}: {'; '.join(loss.evidence)}")
-        if loss.apply_refused is None and loss.restore.fits is False:
+        if loss.restore.fits is False:
             say(
                 f"  {loss.id}: does not fit back whole: {loss.restore.rule}; the newest part is brought back and "
                 "sent, the rest stays in the history (`rescue plan` says how much)"

@@ -99,6 +99,9 @@ class Agent(Protocol):
     def window(self, key: str) -> tuple[int | None, str | None]:
         """The model's context window for ``key`` and where that came from."""
 
+    def write_refusal(self) -> str | None:
+        """Why an activation would refuse to write this agent's state, and what to do (``None``: it would not)."""
+
     def hidden(self, key: str) -> bool:
         """Whether ``key`` is the runtime's own bookkeeping whose pieces belong to another key."""
 

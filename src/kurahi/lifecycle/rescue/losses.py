@@ -292,9 +292,6 @@ def find_losses(
     losses: list[Loss] = []
     keys_seen = 0
     root = Path(os.path.abspath(state_dir))
-    from kurahi.runtimes.registry import for_state_dir
-
-    runtime = for_state_dir(root)
     for name in agents:
         found = len(losses)
         with open_agent(state_dir, name) as state:
@@ -316,10 +313,11 @@ def find_losses(
                 )
                 ctx = _KeyContext(state, lineage, state.view(lineage), policy)
                 losses.extend(_key_losses(ctx, notes))
-        if len(losses) > found:
-            # Never promise what apply would refuse: its own check, asked once per agent.
-            refused = runtime.write_refusal(root, name)
-            if refused is not None:
-                losses[found:] = [msgspec.structs.replace(loss, apply_refused=refused) for loss in losses[found:]]
+            if len(losses) > found:
+                # Never promise what apply would refuse: its own check, asked once per agent of
+                # the snapshot already read (a second copy of a large store costs as much again).
+                refused = state.write_refusal()
+                if refused is not None:
+                    losses[found:] = [msgspec.structs.replace(loss, apply_refused=refused) for loss in losses[found:]]
     losses.sort(key=lambda loss: (loss.at or "", loss.agent, loss.key, loss.id))
     return RescueReport(str(root), state_kind, agents, keys_seen, losses, sorted(set(notes)))

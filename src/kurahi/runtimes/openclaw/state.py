@@ -500,6 +500,17 @@ class AgentState:
         """The boundary after ``piece`` by OpenClaw's records (:func:`~.records.boundary`)."""
         return records.boundary(lineage, piece, after, policy, self.reasons())
 
+    def write_refusal(self) -> str | None:
+        """Why an activation would refuse this agent's store, and what to do (``None``: it would not).
+
+        Apply's own schema check, on the snapshot already open: a JSON-era agent has nothing it refuses.
+        """
+        if self.snap is None or not layout.sqlite_era(self.root, self.agent):
+            return None
+        from kurahi.runtimes.openclaw.sqlite.write import schema_refusal
+
+        return schema_refusal(self.snap.conn, Path(self.snap.source))
+
     def hidden(self, key: str) -> bool:
         """A key OpenClaw's doctor made for an orphan (``agent:<id>:recovered:<sid>``): a piece of another key."""
         return key.startswith(f"agent:{self.agent}:recovered:")

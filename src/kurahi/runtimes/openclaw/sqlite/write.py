@@ -72,6 +72,7 @@ __all__ = [
     "open_store",
     "openclaw_running",
     "register_octet_length",
+    "schema_refusal",
     "schema_version",
     "session_digest",
     "uninstall_session",
@@ -317,7 +318,7 @@ def _version_refusal(version: int) -> str:
     return f"schema version {version}: Kurahi writes only schema {known} (OpenClaw 2026.9.6), not a newer one"
 
 
-def _schema_refusal(con: sqlite3.Connection, db: Path) -> str | None:
+def schema_refusal(con: sqlite3.Connection, db: Path) -> str | None:
     """Why activation would refuse to write into this store, with what to do; ``None``: it writes."""
     from kurahi.runtimes.openclaw.sqlite.schema import schema_problems
 
@@ -343,7 +344,7 @@ def check_schema(con: sqlite3.Connection, db: Path) -> None:
             one defined otherwise or missing, a column of another type, NOT NULL or default, a
             table missing; each named.
     """
-    refusal = _schema_refusal(con, db)
+    refusal = schema_refusal(con, db)
     if refusal is not None:
         raise SqliteSchemaError(
             f"{refusal}; nothing was changed", path=db, version=schema_version(con, db), known=KNOWN_SCHEMA_VERSIONS
@@ -357,7 +358,7 @@ def write_refusal(db: Path) -> str | None:
     byte of the store changes. A store that cannot be read at all is the reader's to report.
     """
     with open_store_snapshot(db) as snap:
-        return _schema_refusal(snap.conn, db)
+        return schema_refusal(snap.conn, db)
 
 
 def content_sha256(con: sqlite3.Connection) -> str:

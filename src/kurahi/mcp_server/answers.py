@@ -17,7 +17,7 @@ from urllib.parse import quote
 from kurahi.errors import KurahiError
 from kurahi.lineage.find import iso
 from kurahi.mcp_server.passages import Passage, fold
-from kurahi.mcp_server.safety import Refusal, check_text, scrub
+from kurahi.mcp_server.safety import Refusal, check_text, scrub, tidy
 from kurahi.mcp_server.served import History, Served
 from kurahi.resident.memory import STOP_WORDS
 
@@ -132,8 +132,8 @@ def lineage_answer(served: Served, key: str | None = None) -> dict[str, Any]:
         },
         "abandonedBranchMessages": sum(1 for p in msgs if p.abandoned),
         "repairActive": bool(current and current.repair_active),
-        "boundaries": hist.boundaries[:50],
-        "notes": hist.notes[:10],
+        "boundaries": [{**b, "reason": tidy(b["reason"])} if "reason" in b else b for b in hist.boundaries[:50]],
+        "notes": [tidy(n) for n in hist.notes[:10]],
         "pieces": pieces,
         "how": "inViewNow counts by structure (resets, compactions, branches); the check tool applies the window.",
     }
@@ -324,7 +324,7 @@ def losses_answer(served: Served) -> dict[str, Any]:
             "lastEntryAt": loss.last_entry_at,
             "sessionId": loss.session_id,
             "restoreFits": loss.restore.fits,
-            "evidence": loss.evidence[:4],
+            "evidence": [tidy(e) for e in loss.evidence[:4]],
         }
         for loss in report.losses
     ]

@@ -24,6 +24,7 @@ from kurahi.resident.memory import STOP_WORDS
 __all__ = [
     "MAX_ANSWER",
     "MAX_SLICE",
+    "answer_text",
     "check_answer",
     "lineage_answer",
     "losses_answer",
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 MAX_ANSWER = 12_000
-"""Characters of JSON an answer may take."""
+"""Characters an answer may take, as sent (:func:`answer_text`)."""
 MAX_SLICE = 40
 """Entries a transcript slice may hold."""
 SNIPPET = 480
@@ -43,8 +44,17 @@ SLICE_TEXT = 1_500
 URI_PREFIX = "kurahi://transcript/"
 
 
-def _size(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False))
+def answer_text(answer: dict[str, Any]) -> str:
+    """The text an answer is sent as: JSON indented by two, as the MCP SDK writes a tool's result.
+
+    The cap is measured on this text, so what an agent receives is what was measured (the
+    resource returns this very text; the tools' text is the SDK's, which writes the same).
+    """
+    return json.dumps(answer, ensure_ascii=False, indent=2)
+
+
+def _size(value: dict[str, Any]) -> int:
+    return len(answer_text(value))
 
 
 def _fit(answer: dict[str, Any], field: str) -> dict[str, Any]:

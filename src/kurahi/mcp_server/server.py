@@ -120,10 +120,11 @@ def build_server(served: Served) -> Any:
         description="Entries START-END (END excluded, at most 40) of a piece of a session key's history.",
         mime_type="application/json",
     )
-    def transcript_slice(key: str, piece: str, span: str) -> dict[str, Any]:
+    def transcript_slice(key: str, piece: str, span: str) -> str:
         """A piece's transcript slice by entry range (the URIs recall and lineage give)."""
         try:
-            return answers.slice_answer(served, key, piece, span)
+            # The text itself: the cap was measured on exactly this text.
+            return answers.answer_text(answers.slice_answer(served, key, piece, span))
         except Refusal as exc:
             raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
         except KurahiError as exc:

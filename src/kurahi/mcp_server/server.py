@@ -16,6 +16,7 @@ buffer the streamed answers).
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -30,7 +31,7 @@ from kurahi.mcp_server import answers
 from kurahi.mcp_server.safety import MAX_KEY, MAX_QUERY, Refusal
 from kurahi.mcp_server.served import Served
 
-__all__ = ["build_server", "http_app", "run_http", "run_stdio"]
+__all__ = ["build_server", "http_app", "run_http", "run_stdio", "unreadable_answer"]
 
 _log = logging.getLogger("kurahi.mcp")
 
@@ -133,9 +134,80 @@ def build_server(served: Served) -> Any:
     return server
 
 
+def unreadable_answer(exc: Exception) -> Any:
+    r"""The JSON-RPC error for a line the SDK could not read, or ``None`` to leave it to the SDK.
+
+    The SDK's stdio reader hands such a line on as an exception, and nothing answers it: a
+    client waits forever. JSON-RPC wants an answer: a parse error (``id`` null) for a line
+    that is not JSON, and for a request the SDK refuses though it is JSON (a lone surrogate,
+    ``"\ud800"`` escaped in JSON, which pydantic will not read), an invalid-request error with its id.
+    A notification (no id) gets no answer, as JSON-RPC says.
+    """
+    from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError):
+        return None
+    line = next((e.get("input") for e in exc.errors() if isinstance(e.get("input"), str)), None)
+    if line is None:
+        return None
+    try:
+        request = json.loads(line)
+    except ValueError:
+        return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=PARSE_ERROR, message="Parse error: not JSON"))
+    rid = request.get("id") if isinstance(request, dict) else None
+    if not isinstance(rid, str | int) or isinstance(rid, bool):
+        return None
+    where = _lone_surrogate(request)
+    message = (
+        f"Invalid request: a lone surrogate ({where}) in the request; send valid Unicode text"
+        if where
+        else "Invalid request: not a JSON-RPC request this server can read"
+    )
+    return JSONRPCError(jsonrpc="2.0", id=rid, error=ErrorData(code=INVALID_REQUEST, message=message))
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate in a decoded JSON value, as ``U+D800`` (``json`` joins a valid pair)."""
+    if isinstance(value, str):
+        return next((f"U+{ord(ch):04X}" for ch in value if 0xD800 <= ord(ch) <= 0xDFFF), None)
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        found = _lone_surrogate(k) or _lone_surrogate(v)
+        if found:
+            return found
+    return None
+
+
 def run_stdio(served: Served) -> None:
-    """Serve over stdio until the client closes it."""
-    build_server(served).run()
+    """Serve over stdio until the client closes it; every request gets an answer (:func:`unreadable_answer`)."""
+    import anyio
+
+    anyio.run(_serve_stdio, build_server(served))
+
+
+async def _serve_stdio(server: Any) -> None:
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    # MCPServer.run_stdio_async, with a screen between the reader and the server.
+    lowlevel = server._lowlevel_server
+    async with stdio_server() as (read_stream, write_stream):
+        send, receive = anyio.create_memory_object_stream[Any](0)
+
+        async def screen() -> None:
+            async with send:
+                async for item in read_stream:
+                    answer = unreadable_answer(item) if isinstance(item, Exception) else None
+                    if answer is None:
+                        await send.send(item)
+                    else:
+                        await write_stream.send(SessionMessage(answer))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(screen)
+            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
 
 
 def http_app(served: Served, token: str, *, host: str = "127.0.0.1", allow_remote: bool = False) -> ASGIApp:

@@ -17,7 +17,7 @@ from urllib.parse import quote
 from kurahi.errors import KurahiError
 from kurahi.lineage.find import iso
 from kurahi.mcp_server.passages import Passage, fold
-from kurahi.mcp_server.safety import Refusal, check_text, scrub, tidy
+from kurahi.mcp_server.safety import Refusal, check_text, quoted, scrub, tidy
 from kurahi.mcp_server.served import History, Served
 from kurahi.resident.memory import STOP_WORDS
 
@@ -360,21 +360,21 @@ def slice_answer(served: Served, key: str, piece: str, span: str) -> dict[str, A
 
     key = unquote(key)
     if not _PIECE.match(piece):
-        raise Refusal(f"piece {piece!r}: pieces are named p0, p1, ... (see the lineage tool)")
+        raise Refusal(f"piece {quoted(piece)}: pieces are named p0, p1, ... (see the lineage tool)")
     m = _SPAN.match(span)
     if m is None:
-        raise Refusal(f"range {span!r}: give entries as START-END, e.g. 0-10")
+        raise Refusal(f"range {quoted(span)}: give entries as START-END, e.g. 0-10")
     start, end = int(m.group(1)), int(m.group(2))
     if end <= start:
-        raise Refusal(f"range {span!r}: END must be greater than START")
+        raise Refusal(f"range {quoted(span)}: END must be greater than START")
     if end - start > MAX_SLICE:
-        raise Refusal(f"range {span!r}: at most {MAX_SLICE} entries at once")
+        raise Refusal(f"range {quoted(span)}: at most {MAX_SLICE} entries at once")
     hist = _read(served, key)
     entries = hist.by_piece.get(piece)
     if entries is None:
-        raise Refusal(f"piece {piece!r}: key {hist.key!r} has pieces p0 to p{len(hist.pieces) - 1}")
+        raise Refusal(f"piece {quoted(piece)}: key {hist.key!r} has pieces p0 to p{len(hist.pieces) - 1}")
     if start >= len(entries):
-        raise Refusal(f"range {span!r}: piece {piece} has {len(entries)} entries (0-{len(entries)})")
+        raise Refusal(f"range {quoted(span)}: piece {piece} has {len(entries)} entries (0-{len(entries)})")
     rows = []
     for p in entries[start:end]:
         full = scrub(p.text)

@@ -14,7 +14,7 @@ import unicodedata
 
 from kurahi.store.redact import scrub_text
 
-__all__ = ["MAX_KEY", "MAX_QUERY", "Refusal", "check_key_text", "check_text", "scrub", "tidy"]
+__all__ = ["MAX_KEY", "MAX_QUERY", "Refusal", "check_key_text", "check_text", "quoted", "scrub", "tidy"]
 
 MAX_QUERY = 1000
 """Characters in a recall query or a check marker (the schema's bound too)."""
@@ -41,6 +41,12 @@ def tidy(text: str) -> str:
     state or a catalog's ``sessionFile`` lies on this machine is not the agent's to know.
     """
     return _ABSOLUTE_PATH.sub(lambda m: "…/" + m.group(1), scrub(text))
+
+
+def quoted(value: str, limit: int = 40) -> str:
+    """``value`` as a refusal quotes it: ``repr``, scrubbed, and cut (a 100 KB URI is not echoed back)."""
+    value = scrub(value)
+    return repr(value) if len(value) <= limit else f"{value[:limit]!r}… ({len(value):,} characters)"
 
 
 def check_text(value: str, what: str, *, limit: int = MAX_QUERY) -> str:

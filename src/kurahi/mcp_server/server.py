@@ -18,6 +18,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import socket
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
@@ -28,7 +29,7 @@ from pydantic import Field
 from kurahi import __version__
 from kurahi.errors import KurahiError
 from kurahi.mcp_server import answers
-from kurahi.mcp_server.safety import MAX_KEY, MAX_QUERY, Refusal
+from kurahi.mcp_server.safety import MAX_KEY, MAX_QUERY, Refusal, scrub
 from kurahi.mcp_server.served import Served
 
 __all__ = ["build_server", "http_app", "run_http", "run_stdio", "unreadable_answer"]
@@ -63,6 +64,41 @@ Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
 
 
+LOGGED_ARG = 200
+"""Characters of one value (a URI, an error) a log line quotes."""
+
+
+class _BoundedLogArgs(logging.Filter):
+    """Log lines quote requests in a bounded, redacted form.
+
+    The SDK logs a failed resource read at INFO with its whole URI and error: a 100 KB URI
+    wrote 440 KB of log, and a URI may carry a secret. Each quoted value is scrubbed
+    (:func:`~kurahi.mcp_server.safety.scrub`) and cut to :data:`LOGGED_ARG` characters.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        record.args = tuple(_bounded(a) if isinstance(a, str) else a for a in args) if args else record.args
+        if isinstance(record.msg, str) and len(record.msg) > LOGGED_ARG * 4:
+            record.msg = _bounded(record.msg, LOGGED_ARG * 4)
+        return True
+
+
+def _bounded(text: str, limit: int = LOGGED_ARG) -> str:
+    text = scrub(text)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+_SDK_LOGGERS = ("mcp.server.mcpserver.server", "mcp.server.lowlevel.server", "mcp.server.runner")
+
+
+def _bound_sdk_logs() -> None:
+    for name in _SDK_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _BoundedLogArgs) for f in logger.filters):
+            logger.addFilter(_BoundedLogArgs())
+
+
 def build_server(served: Served) -> Any:
     """An ``MCPServer`` with the four tools and the transcript-slice resource over ``served``."""
     from mcp import MCPError
@@ -71,6 +107,7 @@ def build_server(served: Served) -> Any:
     from mcp.types import INVALID_PARAMS, ToolAnnotations
 
     server = MCPServer("kurahi", instructions=INSTRUCTIONS, version=__version__)
+    _bound_sdk_logs()
     read_only = ToolAnnotations(
         read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
     )
@@ -259,5 +296,15 @@ def run_http(served: Served, token: str, *, host: str, port: int, allow_remote: 
     import uvicorn
 
     app = http_app(served, token, host=host, allow_remote=allow_remote)
+    # Bound here, before "serving" is said: a port in use is an error, never a false start.
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise KurahiError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; nothing was started") from None
     print(f"kurahi mcp: serving http://{host}:{port}/mcp", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    with sock:
+        uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).run(sockets=[sock])

@@ -6,6 +6,7 @@ the ``timeout`` only stops a command that hangs, the bug this guards.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -41,3 +42,15 @@ def test_a_fifo_is_refused_at_once_and_left_alone(tmp_path: Path, fix: list[str]
 def test_a_device_is_refused() -> None:
     done = _doctor("/dev/zero")
     assert done.returncode == EXIT.NOT_FOUND and "a device" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("content", "code"), [(b"this is not a session\n", EXIT.INVALID), (None, EXIT.NOT_FOUND)])
+def test_json_on_a_non_session_prints_a_json_error(tmp_path: Path, content: bytes | None, code: int) -> None:
+    path = tmp_path / "notes.jsonl"
+    if content is not None:
+        path.write_bytes(content)
+    done = _doctor("--json", str(path))
+    assert done.returncode == code, done.stderr
+    body = json.loads(done.stdout)
+    assert body["ok"] is False and body["error"] and body["exitCode"] == code and body["file"] == str(path)
+    assert "Traceback" not in done.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import typer
@@ -15,20 +16,57 @@ TOKEN_ENV = "KURAHI_MCP_TOKEN"
 """The environment variable holding the HTTP bearer token (never an argument: argv is public)."""
 
 
+MIN_TOKEN = 16
+"""Characters a bearer token needs, from either route (``openssl rand -hex 24`` gives 48)."""
+_MAX_TOKEN_FILE = 4096
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a plain file"
+
+
+def _read_token_file(path: Path) -> str:
+    """The token in ``path``, a regular file: opened without blocking, so a FIFO or device is refused at once."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as exc:
+        fail(f"--token-file {path}: cannot be opened ({exc.strerror or exc.__class__.__name__})", EXIT.NOT_FOUND)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            fail(f"--token-file {path}: not a regular file ({_kind(mode)}); put the token in a file", EXIT.USAGE)
+        data = os.read(fd, _MAX_TOKEN_FILE + 1)
+    except OSError as exc:
+        fail(f"--token-file {path}: cannot be read ({exc.strerror or exc.__class__.__name__})", EXIT.NOT_FOUND)
+    finally:
+        os.close(fd)
+    if len(data) > _MAX_TOKEN_FILE:
+        fail(f"--token-file {path}: more than {_MAX_TOKEN_FILE:,} bytes; it should hold the token alone", EXIT.USAGE)
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        fail(f"--token-file {path}: not UTF-8 text", EXIT.USAGE)
+
+
 def _token(token_file: Path | None) -> str:
+    """The bearer token, from ``--token-file`` or the environment; the same rules for both."""
     if token_file is not None:
-        try:
-            text = token_file.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            fail(f"--token-file {token_file}: cannot be read ({exc.__class__.__name__})", EXIT.NOT_FOUND)
+        text, where = _read_token_file(token_file), f"--token-file {token_file}"
+    else:
+        text, where = os.environ.get(TOKEN_ENV, "").strip(), TOKEN_ENV
         if not text:
-            fail(f"--token-file {token_file}: empty", EXIT.USAGE)
-        return text
-    text = os.environ.get(TOKEN_ENV, "").strip()
+            fail(f"--http needs a bearer token: set {TOKEN_ENV} or pass --token-file", EXIT.USAGE)
     if not text:
-        fail(f"--http needs a bearer token: set {TOKEN_ENV} or pass --token-file", EXIT.USAGE)
-    if len(text) < 16:
-        fail(f"{TOKEN_ENV}: {len(text)} characters; use at least 16 (e.g. from `openssl rand -hex 24`)", EXIT.USAGE)
+        fail(f"{where}: empty", EXIT.USAGE)
+    if len(text) < MIN_TOKEN:
+        fail(
+            f"{where}: the token has {len(text)} characters; use at least {MIN_TOKEN} "
+            "(e.g. from `openssl rand -hex 24`)",
+            EXIT.USAGE,
+        )
     return text
 
 

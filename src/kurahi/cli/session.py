@@ -500,11 +500,19 @@ def doctor(
     if report is not None:
         _print_mend(report, file, as_json)
         raise typer.Exit(EXIT.FAILED if (report.after if not dry_run else []) else EXIT.OK)
+    from kurahi.errors import KurahiError
     from kurahi.pi.transcript import Transcript
     from kurahi.runtimes.requests import check_transcript
 
-    with translate_errors(), Transcript.open(file) as t:
-        checked = check_transcript(t, context_window=window)
+    try:
+        with Transcript.open(file) as t:
+            checked = check_transcript(t, context_window=window)
+    except KurahiError as exc:
+        if as_json:  # --json: the error as JSON too, on stdout, with the same exit code
+            print_json({"file": shown(file), "ok": False, "error": str(exc), "exitCode": exc.exit_code})
+            raise typer.Exit(exc.exit_code) from None
+        with translate_errors():
+            raise
     failing = checked.failing(runtimes)
     if as_json:
         print_json(

@@ -28,6 +28,7 @@ from kurahi.lineage.path import CanonicalPath, SideBranch, canonical_path
 from kurahi.pi.entry import Entry
 from kurahi.pi.transcript import Transcript
 from kurahi.pi.vocab import COMPACTION, CONTEXT_EDIT, MESSAGE, TARGET_ID
+from kurahi.store.redact import scrub_text
 
 __all__ = ["Column", "Drawing", "Node", "Run", "StitchEdge", "draw_lineage"]
 
@@ -219,7 +220,8 @@ def _preview(data: dict[str, Any]) -> str:
             text = content
     if not isinstance(text, str):
         text = data.get("customType") or data.get("label") or ""
-    flat = " ".join(str(text).split())
+    # Secrets go before the cut, so a cut never leaves half of one readable.
+    flat = " ".join(scrub_text(str(text)).split())
     return flat if len(flat) <= 200 else flat[:199] + "…"
 
 

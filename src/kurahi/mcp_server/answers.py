@@ -17,13 +17,14 @@ from urllib.parse import quote
 from kurahi.errors import KurahiError
 from kurahi.lineage.find import iso
 from kurahi.mcp_server.passages import Passage, fold
-from kurahi.mcp_server.safety import Refusal, check_text, scrub
+from kurahi.mcp_server.safety import Refusal, check_text, quoted, scrub, tidy
 from kurahi.mcp_server.served import History, Served
 from kurahi.resident.memory import STOP_WORDS
 
 __all__ = [
     "MAX_ANSWER",
     "MAX_SLICE",
+    "answer_text",
     "check_answer",
     "lineage_answer",
     "losses_answer",
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 MAX_ANSWER = 12_000
-"""Characters of JSON an answer may take."""
+"""Characters an answer may take, as sent (:func:`answer_text`)."""
 MAX_SLICE = 40
 """Entries a transcript slice may hold."""
 SNIPPET = 480
@@ -43,8 +44,17 @@ SLICE_TEXT = 1_500
 URI_PREFIX = "kurahi://transcript/"
 
 
-def _size(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False))
+def answer_text(answer: dict[str, Any]) -> str:
+    """The text an answer is sent as: JSON indented by two, as the MCP SDK writes a tool's result.
+
+    The cap is measured on this text, so what an agent receives is what was measured (the
+    resource returns this very text; the tools' text is the SDK's, which writes the same).
+    """
+    return json.dumps(answer, ensure_ascii=False, indent=2)
+
+
+def _size(value: dict[str, Any]) -> int:
+    return len(answer_text(value))
 
 
 def _fit(answer: dict[str, Any], field: str) -> dict[str, Any]:
@@ -132,8 +142,8 @@ def lineage_answer(served: Served, key: str | None = None) -> dict[str, Any]:
         },
         "abandonedBranchMessages": sum(1 for p in msgs if p.abandoned),
         "repairActive": bool(current and current.repair_active),
-        "boundaries": hist.boundaries[:50],
-        "notes": hist.notes[:10],
+        "boundaries": [{**b, "reason": tidy(b["reason"])} if "reason" in b else b for b in hist.boundaries[:50]],
+        "notes": [tidy(n) for n in hist.notes[:10]],
         "pieces": pieces,
         "how": "inViewNow counts by structure (resets, compactions, branches); the check tool applies the window.",
     }
@@ -324,7 +334,7 @@ def losses_answer(served: Served) -> dict[str, Any]:
             "lastEntryAt": loss.last_entry_at,
             "sessionId": loss.session_id,
             "restoreFits": loss.restore.fits,
-            "evidence": loss.evidence[:4],
+            "evidence": [tidy(e) for e in loss.evidence[:4]],
         }
         for loss in report.losses
     ]
@@ -350,21 +360,21 @@ def slice_answer(served: Served, key: str, piece: str, span: str) -> dict[str, A
 
     key = unquote(key)
     if not _PIECE.match(piece):
-        raise Refusal(f"piece {piece!r}: pieces are named p0, p1, ... (see the lineage tool)")
+        raise Refusal(f"piece {quoted(piece)}: pieces are named p0, p1, ... (see the lineage tool)")
     m = _SPAN.match(span)
     if m is None:
-        raise Refusal(f"range {span!r}: give entries as START-END, e.g. 0-10")
+        raise Refusal(f"range {quoted(span)}: give entries as START-END, e.g. 0-10")
     start, end = int(m.group(1)), int(m.group(2))
     if end <= start:
-        raise Refusal(f"range {span!r}: END must be greater than START")
+        raise Refusal(f"range {quoted(span)}: END must be greater than START")
     if end - start > MAX_SLICE:
-        raise Refusal(f"range {span!r}: at most {MAX_SLICE} entries at once")
+        raise Refusal(f"range {quoted(span)}: at most {MAX_SLICE} entries at once")
     hist = _read(served, key)
     entries = hist.by_piece.get(piece)
     if entries is None:
-        raise Refusal(f"piece {piece!r}: key {hist.key!r} has pieces p0 to p{len(hist.pieces) - 1}")
+        raise Refusal(f"piece {quoted(piece)}: key {hist.key!r} has pieces p0 to p{len(hist.pieces) - 1}")
     if start >= len(entries):
-        raise Refusal(f"range {span!r}: piece {piece} has {len(entries)} entries (0-{len(entries)})")
+        raise Refusal(f"range {quoted(span)}: piece {piece} has {len(entries)} entries (0-{len(entries)})")
     rows = []
     for p in entries[start:end]:
         full = scrub(p.text)

@@ -2,7 +2,7 @@
 
 Arguments come from a model, so every refusal names the argument and what is wrong with it in
 words a model can act on (:class:`Refusal`). Text handed back passes through :func:`scrub` on
-its way out (bearer tokens and API-key shaped strings go), whole, before it is cut to a
+its way out (the one secret-pattern set, :func:`kurahi.store.redact.scrub_text`), whole, before it is cut to a
 snippet, so a cut never leaves half a token readable; values under secret-looking keys (tool
 arguments) are dropped by :func:`kurahi.store.redact.redact` when the text is extracted.
 """
@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["MAX_KEY", "MAX_QUERY", "Refusal", "check_key_text", "check_text", "scrub"]
+from kurahi.store.redact import scrub_text
+
+__all__ = ["MAX_KEY", "MAX_QUERY", "Refusal", "check_key_text", "check_text", "quoted", "scrub", "tidy"]
 
 MAX_QUERY = 1000
 """Characters in a recall query or a check marker (the schema's bound too)."""
@@ -24,18 +26,27 @@ class Refusal(Exception):
     """An argument the server will not act on; the message is for the model and names the argument."""
 
 
-_SECRET_TEXT = re.compile(
-    r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"  # an Authorization header's value, anywhere
-    r"|\b(?:sk|rk|pk)-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{16,}"  # OpenAI / Anthropic / Stripe style keys
-    r"|\bgh[pousr]_[A-Za-z0-9]{20,}"  # GitHub tokens
-    r"|\bxox[abpr]-[A-Za-z0-9-]{10,}"  # Slack tokens
-    r"|\bAKIA[0-9A-Z]{16}\b"  # AWS access key ids
-)
-
-
 def scrub(text: str) -> str:
-    """``text`` with token-shaped substrings replaced by ``[redacted]``."""
-    return _SECRET_TEXT.sub("[redacted]", text)
+    """``text`` with secret-shaped substrings replaced by ``[redacted]`` (:func:`kurahi.store.redact.scrub_text`)."""
+    return scrub_text(text)
+
+
+_ABSOLUTE_PATH = re.compile(r"(?<![\w:/.~-])/(?:[^\s/,;'\"()]+/)+([^\s/,;'\"()]+)")
+
+
+def tidy(text: str) -> str:
+    """A finding about the state (evidence, a reset reason, a note), fit to hand out.
+
+    Scrubbed like transcript text, and every absolute path cut to its last name: where the
+    state or a catalog's ``sessionFile`` lies on this machine is not the agent's to know.
+    """
+    return _ABSOLUTE_PATH.sub(lambda m: "…/" + m.group(1), scrub(text))
+
+
+def quoted(value: str, limit: int = 40) -> str:
+    """``value`` as a refusal quotes it: ``repr``, scrubbed, and cut (a 100 KB URI is not echoed back)."""
+    value = scrub(value)
+    return repr(value) if len(value) <= limit else f"{value[:limit]!r}… ({len(value):,} characters)"
 
 
 def check_text(value: str, what: str, *, limit: int = MAX_QUERY) -> str:

@@ -23,7 +23,7 @@ from kurahi.errors import UsageError
 from kurahi.lineage.find import Lineage, iso, list_agents, open_agent
 from kurahi.locations.dirs import kurahi_home
 from kurahi.mcp_server.passages import Passage, PieceInfo, fold, piece_passages
-from kurahi.mcp_server.safety import Refusal, check_key_text
+from kurahi.mcp_server.safety import Refusal, check_key_text, quoted
 from kurahi.pi.transcript import Transcript
 from kurahi.runtimes.registry import RUNTIMES, for_state_dir, named
 
@@ -227,7 +227,7 @@ class Served:
             if key in keys:
                 return key
             shown = ", ".join(keys[:20]) + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")
-            raise Refusal(f"key {key!r}: not a session key of this state; keys: {shown or '(none)'}")
+            raise Refusal(f"key {quoted(key, 300)}: not a session key of this state; keys: {shown or '(none)'}")
         if not keys:
             raise Refusal(f"{self.root}: no session to serve")
         main = f"agent:{self.agent}:main"

@@ -16,7 +16,9 @@ buffer the streamed answers).
 from __future__ import annotations
 
 import hmac
+import json
 import logging
+import socket
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
@@ -27,10 +29,10 @@ from pydantic import Field
 from kurahi import __version__
 from kurahi.errors import KurahiError
 from kurahi.mcp_server import answers
-from kurahi.mcp_server.safety import MAX_KEY, MAX_QUERY, Refusal
+from kurahi.mcp_server.safety import MAX_KEY, MAX_QUERY, Refusal, scrub
 from kurahi.mcp_server.served import Served
 
-__all__ = ["build_server", "http_app", "run_http", "run_stdio"]
+__all__ = ["build_server", "http_app", "run_http", "run_stdio", "unreadable_answer"]
 
 _log = logging.getLogger("kurahi.mcp")
 
@@ -62,6 +64,41 @@ Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
 
 
+LOGGED_ARG = 200
+"""Characters of one value (a URI, an error) a log line quotes."""
+
+
+class _BoundedLogArgs(logging.Filter):
+    """Log lines quote requests in a bounded, redacted form.
+
+    The SDK logs a failed resource read at INFO with its whole URI and error: a 100 KB URI
+    wrote 440 KB of log, and a URI may carry a secret. Each quoted value is scrubbed
+    (:func:`~kurahi.mcp_server.safety.scrub`) and cut to :data:`LOGGED_ARG` characters.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        record.args = tuple(_bounded(a) if isinstance(a, str) else a for a in args) if args else record.args
+        if isinstance(record.msg, str) and len(record.msg) > LOGGED_ARG * 4:
+            record.msg = _bounded(record.msg, LOGGED_ARG * 4)
+        return True
+
+
+def _bounded(text: str, limit: int = LOGGED_ARG) -> str:
+    text = scrub(text)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+_SDK_LOGGERS = ("mcp.server.mcpserver.server", "mcp.server.lowlevel.server", "mcp.server.runner")
+
+
+def _bound_sdk_logs() -> None:
+    for name in _SDK_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _BoundedLogArgs) for f in logger.filters):
+            logger.addFilter(_BoundedLogArgs())
+
+
 def build_server(served: Served) -> Any:
     """An ``MCPServer`` with the four tools and the transcript-slice resource over ``served``."""
     from mcp import MCPError
@@ -70,6 +107,7 @@ def build_server(served: Served) -> Any:
     from mcp.types import INVALID_PARAMS, ToolAnnotations
 
     server = MCPServer("kurahi", instructions=INSTRUCTIONS, version=__version__)
+    _bound_sdk_logs()
     read_only = ToolAnnotations(
         read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
     )
@@ -120,10 +158,11 @@ def build_server(served: Served) -> Any:
         description="Entries START-END (END excluded, at most 40) of a piece of a session key's history.",
         mime_type="application/json",
     )
-    def transcript_slice(key: str, piece: str, span: str) -> dict[str, Any]:
+    def transcript_slice(key: str, piece: str, span: str) -> str:
         """A piece's transcript slice by entry range (the URIs recall and lineage give)."""
         try:
-            return answers.slice_answer(served, key, piece, span)
+            # The text itself: the cap was measured on exactly this text.
+            return answers.answer_text(answers.slice_answer(served, key, piece, span))
         except Refusal as exc:
             raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
         except KurahiError as exc:
@@ -132,9 +171,80 @@ def build_server(served: Served) -> Any:
     return server
 
 
+def unreadable_answer(exc: Exception) -> Any:
+    r"""The JSON-RPC error for a line the SDK could not read, or ``None`` to leave it to the SDK.
+
+    The SDK's stdio reader hands such a line on as an exception, and nothing answers it: a
+    client waits forever. JSON-RPC wants an answer: a parse error (``id`` null) for a line
+    that is not JSON, and for a request the SDK refuses though it is JSON (a lone surrogate,
+    ``"\ud800"`` escaped in JSON, which pydantic will not read), an invalid-request error with its id.
+    A notification (no id) gets no answer, as JSON-RPC says.
+    """
+    from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError):
+        return None
+    line = next((e.get("input") for e in exc.errors() if isinstance(e.get("input"), str)), None)
+    if line is None:
+        return None
+    try:
+        request = json.loads(line)
+    except ValueError:
+        return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=PARSE_ERROR, message="Parse error: not JSON"))
+    rid = request.get("id") if isinstance(request, dict) else None
+    if not isinstance(rid, str | int) or isinstance(rid, bool):
+        return None
+    where = _lone_surrogate(request)
+    message = (
+        f"Invalid request: a lone surrogate ({where}) in the request; send valid Unicode text"
+        if where
+        else "Invalid request: not a JSON-RPC request this server can read"
+    )
+    return JSONRPCError(jsonrpc="2.0", id=rid, error=ErrorData(code=INVALID_REQUEST, message=message))
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate in a decoded JSON value, as ``U+D800`` (``json`` joins a valid pair)."""
+    if isinstance(value, str):
+        return next((f"U+{ord(ch):04X}" for ch in value if 0xD800 <= ord(ch) <= 0xDFFF), None)
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        found = _lone_surrogate(k) or _lone_surrogate(v)
+        if found:
+            return found
+    return None
+
+
 def run_stdio(served: Served) -> None:
-    """Serve over stdio until the client closes it."""
-    build_server(served).run()
+    """Serve over stdio until the client closes it; every request gets an answer (:func:`unreadable_answer`)."""
+    import anyio
+
+    anyio.run(_serve_stdio, build_server(served))
+
+
+async def _serve_stdio(server: Any) -> None:
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    # MCPServer.run_stdio_async, with a screen between the reader and the server.
+    lowlevel = server._lowlevel_server
+    async with stdio_server() as (read_stream, write_stream):
+        send, receive = anyio.create_memory_object_stream[Any](0)
+
+        async def screen() -> None:
+            async with send:
+                async for item in read_stream:
+                    answer = unreadable_answer(item) if isinstance(item, Exception) else None
+                    if answer is None:
+                        await send.send(item)
+                    else:
+                        await write_stream.send(SessionMessage(answer))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(screen)
+            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
 
 
 def http_app(served: Served, token: str, *, host: str = "127.0.0.1", allow_remote: bool = False) -> ASGIApp:
@@ -186,5 +296,15 @@ def run_http(served: Served, token: str, *, host: str, port: int, allow_remote: 
     import uvicorn
 
     app = http_app(served, token, host=host, allow_remote=allow_remote)
+    # Bound here, before "serving" is said: a port in use is an error, never a false start.
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise KurahiError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; nothing was started") from None
     print(f"kurahi mcp: serving http://{host}:{port}/mcp", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    with sock:
+        uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).run(sockets=[sock])

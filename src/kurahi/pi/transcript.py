@@ -58,6 +58,14 @@ def is_leaf_marker(entry_type: Any, data: dict[str, Any], parent_id: Any) -> boo
     return isinstance(payload, dict) and list(payload) == [LEAF_ID] and payload[LEAF_ID] == parent_id
 
 
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file"
+
+
 def open_for_reading(path: Path, *, in_home: bool = False) -> tuple[int, int]:
     """Open a transcript file read-only: ``(descriptor, size)``, with clear errors.
 
@@ -71,7 +79,16 @@ def open_for_reading(path: Path, *, in_home: bool = False) -> tuple[int, int]:
         TranscriptReadError: missing, a directory, a symlink in a home, not a regular file,
             or unreadable.
     """
-    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | (getattr(os, "O_NOFOLLOW", 0) if in_home else 0)
+    # O_NONBLOCK: opening a FIFO for reading would wait for a writer forever (and a device may
+    # block too); opened without blocking, it is refused below by its type. Cleared again for
+    # the regular file read afterwards.
+    flags = (
+        os.O_RDONLY
+        | os.O_NONBLOCK
+        | getattr(os, "O_NOCTTY", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+        | (getattr(os, "O_NOFOLLOW", 0) if in_home else 0)
+    )
     try:
         fd = os.open(path, flags)
     except FileNotFoundError as exc:
@@ -91,7 +108,8 @@ def open_for_reading(path: Path, *, in_home: bool = False) -> tuple[int, int]:
         if stat.S_ISDIR(st.st_mode):
             raise TranscriptReadError("is a directory, not a transcript file", path=path)
         if not stat.S_ISREG(st.st_mode):
-            raise TranscriptReadError("is not a regular file", path=path)
+            raise TranscriptReadError(f"is {_kind(st.st_mode)}, not a regular file: not a transcript", path=path)
+        os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise

@@ -15,6 +15,7 @@ from pathlib import Path
 from kurahi.errors import KurahiError, UsageError
 from kurahi.lifecycle.rescue.losses import Loss, RescueReport
 from kurahi.lineage.find import open_agent
+from kurahi.store.redact import scrub_text
 
 __all__ = ["render_html", "write_html"]
 
@@ -29,7 +30,8 @@ _CSS = (
 
 
 def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    # Keys, evidence and reasons come from the state: secrets in them go as in every output.
+    return html.escape(scrub_text(str(value)), quote=True)
 
 
 def _picture(loss: Loss) -> str:

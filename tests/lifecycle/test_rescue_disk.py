@@ -182,6 +182,18 @@ def test_a_package_inside_the_state_dir_is_refused_and_nothing_is_written(how: s
         assert tree_hash(d.root) == before, f"rescue {command} wrote into the state dir"
 
 
+def test_a_prepare_folder_inside_the_state_dir_is_refused_before_watching(tmp_path: Path) -> None:
+    """``rescue watch --prepare DIR`` writes a candidate per new loss: never inside the state it watches."""
+    d = one_reset(tmp_path / "state")
+    before = tree_hash(d.root)
+    (tmp_path / "link").symlink_to(d.sessions)
+    for folder in (d.sessions, tmp_path / "link"):
+        out = cli("rescue", "watch", "--openclaw", str(d.root), "--prepare", str(folder))
+        assert out.exit_code == 2, out.output
+        assert "inside the state dir" in out.output and "--prepare" in out.output, out.output
+    assert tree_hash(d.root) == before
+
+
 # ---- finding 8: default package folders never collide --------------------------------------------
 
 

@@ -426,11 +426,15 @@ def watch_cmd(
     import subprocess
     import threading
 
+    from kurahi.lifecycle.rescue.apply import refuse_outside
     from kurahi.lifecycle.rescue.watch import Watcher
 
     root = _one(openclaw, home)
     if prepare is not None and not prepare.is_dir():
         fail(f"{prepare}: no such directory (--prepare)", EXIT.NOT_FOUND)
+    if prepare is not None:
+        with translate_errors():
+            refuse_outside(root, prepare, "--prepare")
     stop = threading.Event()
 
     def _stop(*_: object) -> None:

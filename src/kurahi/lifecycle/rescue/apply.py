@@ -170,8 +170,8 @@ def refuse_if_running(root: Path) -> None:
     )
 
 
-def refuse_outside(root: Path, out: str | os.PathLike[str]) -> None:
-    """Raise when the package ``out`` would be inside the state dir ``root``, symlinks resolved.
+def refuse_outside(root: Path, out: str | os.PathLike[str], option: str = "--out") -> None:
+    """Raise when the package ``out`` (given as ``option``) would be inside the state dir ``root``, symlinks resolved.
 
     A package holds a whole copy of the history and the old catalog: inside the state, the
     runtime (or its next migration) would take them for its own.
@@ -184,7 +184,7 @@ def refuse_outside(root: Path, out: str | os.PathLike[str]) -> None:
         shown = "" if Path(os.path.abspath(out)) == real_out else f" (it resolves to {real_out})"
         raise UsageError(
             f"{out}: inside the state dir {root}{shown}; a package is kept outside the state, where the "
-            "runtime never reads it: choose another --out. Nothing was written"
+            f"runtime never reads it: choose another {option}. Nothing was written"
         )
 
 

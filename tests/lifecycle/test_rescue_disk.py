@@ -194,6 +194,36 @@ def test_a_prepare_folder_inside_the_state_dir_is_refused_before_watching(tmp_pa
     assert tree_hash(d.root) == before
 
 
+# ---- one secret-pattern set: a marker is never a secret ------------------------------------------
+
+SECRETS = [
+    "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc",  # Stripe (split: no scanner takes the test for a leak)
+    "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123",
+    "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz012345",
+]
+
+
+def test_a_marker_is_never_a_secret_said_in_the_lost_stretch(tmp_path: Path) -> None:
+    """The most distinctive token of a lost stretch can be a key the user pasted: a marker is printed,
+    written into the package and the audit chain, so it is chosen from the text with secrets taken out."""
+    import json
+
+    d = JsonEraDir(tmp_path / "state")
+    said = [f"my new key is {s} keep it" for s in SECRETS] + ["the sextant story"]
+    a, last = d.transcript(T0, said)
+    d.point(KEY, a, T0)
+    d.reset(KEY, a, last + 60_000, ["beta phrase VIOLET-HERON-2"])
+    lid = loss_id(d.root)
+    out = cli("rescue", "plan", lid, "--openclaw", str(d.root), "--out", str(tmp_path / "pkg"), "--json")
+    assert out.exit_code == 0, out.output
+    markers = [m["text"] for m in json.loads(out.stdout)["markers"]]
+    assert markers, out.stdout
+    package = "".join(p.read_text(errors="replace") for p in (tmp_path / "pkg").rglob("*.json"))
+    for text in (out.stdout, package):
+        assert not any(s in text or s[:12] in text for s in SECRETS), text
+    assert not any("redacted" in m.lower() for m in markers), markers
+
+
 # ---- finding 8: default package folders never collide --------------------------------------------
 
 

@@ -16,6 +16,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 
+from kurahi.store.redact import REDACTED, scrub_text
+
 __all__ = ["candidates", "choose"]
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_'’-]*[A-Za-z0-9]|[A-Za-z0-9]")
@@ -115,14 +117,20 @@ def _content(word: str) -> bool:
 
 
 def candidates(texts: Iterable[str]) -> Iterator[str]:
-    """Every candidate phrase of some texts, with repeats (the caller counts and ranks them)."""
+    """Every candidate phrase of some texts, with repeats (the caller counts and ranks them).
+
+    Never a secret: a marker is printed, kept in the package and the audit chain, so each text is
+    read with every secret-shaped part taken out (:func:`kurahi.store.redact.scrub_text`, the one
+    pattern set), and no phrase spans the gap one left.
+    """
     for text in texts:
-        words = _WORD.findall(text[:_MAX_TEXT])
-        for n, word in enumerate(words):
-            if _code_like(word) or (_content(word) and len(word) >= 7):
-                yield word
-            if n + 1 < len(words) and _content(word) and _content(words[n + 1]):
-                yield f"{word} {words[n + 1]}"
+        for part in scrub_text(text[:_MAX_TEXT]).split(REDACTED):
+            words = _WORD.findall(part)
+            for n, word in enumerate(words):
+                if _code_like(word) or (_content(word) and len(word) >= 7):
+                    yield word
+                if n + 1 < len(words) and _content(word) and _content(words[n + 1]):
+                    yield f"{word} {words[n + 1]}"
 
 
 def _rank(phrase: str, counts: Counter[str]) -> tuple[int, int, int]:

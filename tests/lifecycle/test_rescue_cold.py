@@ -53,8 +53,12 @@ def test_a_missing_archive_is_named_by_rescue(tmp_path: Path) -> None:
     assert report["losses"] == []
     (note,) = report["targets"][0]["notes"]
     assert str(archive) in note and "is missing or unreadable" in note
+    assert report["targets"][0]["unread"], report  # the source that could not be read, by name
     _, table = rescue(state)
     assert str(archive) in table
+    # Not "every session's past is still sent": the unread history was not judged, and it says so.
+    assert "every session's past is still" not in table, table
+    assert "No loss found in what could be read" in table and "could not be read" in table, table
 
 
 def test_rescue_apply_brings_back_what_a_cold_live_session_lost(tmp_path: Path) -> None:

@@ -127,6 +127,14 @@ def _print(reports: list[RescueReport]) -> None:
         say(f"looked at {r.state_dir} ({r.kind}): {len(r.agents)} agent(s), {r.keys} key(s)")
         for note in r.notes:
             say(("note: ", "dim"), note)
+    unread = [u for r in reports for u in r.unread]
+    if not losses and unread:
+        say(
+            ("No loss found in what could be read", "yellow"),
+            f": {len(unread)} transcript(s) could not be read (the notes above say why), so whether their "
+            "history is still sent was not judged.",
+        )
+        return
     if not losses:
         say(("No loss found: every session's past is still in what the runtime sends.", "green"))
         return

@@ -108,6 +108,8 @@ class Lineage:
     notes: tuple[str, ...]
     moved_from: str | None = None
     """The catalog's absolute ``sessionFile`` when it names a place outside this state dir (moved)."""
+    unread: tuple[str, ...] = ()
+    """Sources of this key that could not be read at all (a note says why): their history is not judged."""
 
     def to_dict(self) -> dict[str, Any]:
         """Return the lineage as a JSON-ready dict (camelCase names, ISO-8601 UTC times)."""

@@ -124,6 +124,8 @@ class RescueReport(msgspec.Struct, rename="camel"):
     """Session keys looked at."""
     losses: list[Loss]
     notes: list[str] = msgspec.field(default_factory=list)
+    unread: list[str] = msgspec.field(default_factory=list)
+    """Transcripts that could not be read at all (a note says why): no loss in them could be judged."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (camelCase)."""
@@ -289,6 +291,7 @@ def find_losses(
     """
     agents = list_agents(state_dir) if agent is None else [agent]
     notes: list[str] = []
+    unread: list[str] = []
     losses: list[Loss] = []
     keys_seen = 0
     root = Path(os.path.abspath(state_dir))
@@ -306,6 +309,7 @@ def find_losses(
                     continue  # the runtime's own bookkeeping: its pieces belong to another key
                 keys_seen += 1
                 lineage = state.lineage(k)
+                unread.extend(lineage.unread)
                 notes.extend(f"{k}: {n}" for n in lineage.notes)
                 notes.extend(
                     f"{u}: no evidence ties it to one key, so it is not offered (see `kurahi lineage find`)"
@@ -320,4 +324,4 @@ def find_losses(
                 if refused is not None:
                     losses[found:] = [msgspec.structs.replace(loss, apply_refused=refused) for loss in losses[found:]]
     losses.sort(key=lambda loss: (loss.at or "", loss.agent, loss.key, loss.id))
-    return RescueReport(str(root), state_kind, agents, keys_seen, losses, sorted(set(notes)))
+    return RescueReport(str(root), state_kind, agents, keys_seen, losses, sorted(set(notes)), sorted(set(unread)))

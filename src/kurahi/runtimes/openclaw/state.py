@@ -113,6 +113,19 @@ def _edge_ms(t: Transcript, indices: Iterable[int]) -> int | None:
     return next((ms for i in itertools.islice(indices, _EDGE_SCAN) if (ms := _ts(t, i)) is not None), None)
 
 
+class _Notes(list[str]):
+    """A lineage's notes, and the sources among them that could not be read at all."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unread: list[str] = []
+
+    def skip(self, source: str, detail: str) -> None:
+        """Note that ``source`` was left out because it could not be read, and why."""
+        self.append(f"skipped {source}: {detail}")
+        self.unread.append(source)
+
+
 def _measure(t: Transcript, source: str, session_id: str, kind: str, rules: list[str], **extra: Any) -> Piece:
     """A piece's facts from the file's columns: only the entries at its ends and its resets are decoded.
 
@@ -159,7 +172,7 @@ def _json_pieces(
     live: dict[str, Path],
     key: str,
     skip: set[str],
-    notes: list[str],
+    notes: _Notes,
 ) -> list[Piece]:
     """The key's file pieces (:mod:`kurahi.runtimes.openclaw.json_links` decided whose each file is).
 
@@ -182,14 +195,14 @@ def _json_pieces(
             with state.open_file(path) as t:
                 piece = _measure(t, str(path), t.session_id, kind, rules, archived_ms=info.stamp_ms)
         except TranscriptError as exc:
-            notes.append(f"skipped {path}: {exc.detail}")
+            notes.skip(str(path), exc.detail)
             continue
         pieces.append(replace(piece, confidence=confidence))
     return pieces
 
 
 def _import_archive_pieces(
-    state: AgentState, nodes: dict[str, SqliteNode], key: str, notes: list[str]
+    state: AgentState, nodes: dict[str, SqliteNode], key: str, notes: _Notes
 ) -> tuple[list[Piece], list[str]]:
     """Originals OpenClaw's doctor kept in ``session-sqlite-import-archive/`` whose session the store lacks.
 
@@ -224,12 +237,12 @@ def _import_archive_pieces(
             with state.open_file(path) as t:
                 pieces.append(_measure(t, str(path), t.session_id, "import-archive", [rule]))
         except TranscriptError as exc:
-            notes.append(f"skipped {path}: {exc.detail}")
+            notes.skip(str(path), exc.detail)
     return pieces, strays
 
 
 def _sqlite_pieces(
-    state: AgentState, nodes: dict[str, SqliteNode], key: str, agent: str, notes: list[str]
+    state: AgentState, nodes: dict[str, SqliteNode], key: str, agent: str, notes: _Notes
 ) -> tuple[list[Piece], list[str]]:
     snap = state.snap
     assert snap is not None
@@ -257,7 +270,7 @@ def _sqlite_pieces(
                 kind = "sqlite-cold" if sid in cold else "sqlite"  # its events from OpenClaw's cold archive
                 pieces[sid] = _measure(t, source, sid, kind, [], db_path=str(db))
         except TranscriptError as exc:
-            notes.append(f"skipped {source}: {exc.detail}")
+            notes.skip(source, exc.detail)
             continue
         if isinstance(parent, str) and parent in counts:
             if parent not in found:
@@ -590,7 +603,7 @@ def _find(state: AgentState, key: str | None) -> Lineage:
         key = main if main in keys else keys[0]
     if key not in keys:
         raise UsageError(f"{root}: agent {agent!r} has no session key {key!r}; keys: {', '.join(keys) or '(none)'}")
-    notes: list[str] = []
+    notes = _Notes()
     pieces: list[Piece] = []
     unlinked: list[str] = []
     current: str | None = None
@@ -632,6 +645,7 @@ def _find(state: AgentState, key: str | None) -> Lineage:
         unlinked=tuple(unlinked),
         notes=tuple(notes),
         moved_from=moved_from,
+        unread=tuple(notes.unread),
     )
 
 

@@ -101,6 +101,9 @@ def test_recall_reaches_past_a_sqlite_reset_and_says_it_left_the_view(sqlite_sta
     losses = structured(call(sqlite_state, "losses", {}))
     assert losses["total"] == 1 and losses["losses"][0]["kind"] == "reset"
     assert losses["losses"][0]["lostMessages"] == lineage["leftView"]["messages"]
+    # When it was said, and when it left the view: both, as `kurahi rescue --json` gives them.
+    said, left = losses["losses"][0]["lastMessageAt"], losses["losses"][0]["at"]
+    assert said is not None and left is not None and said <= left
     check = structured(call(sqlite_state, "check", {"markers": [SQLITE_BEFORE, SQLITE_AFTER]}))
     assert [m["sentNext"] for m in check["markers"]] == [False, True]
     assert check["runtime"] == "openclaw-2026.9"

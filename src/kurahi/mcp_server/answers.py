@@ -332,6 +332,7 @@ def losses_answer(served: Served) -> dict[str, Any]:
             "lostTokens": loss.lost_tokens,
             "firstEntryAt": loss.first_entry_at,
             "lastEntryAt": loss.last_entry_at,
+            "lastMessageAt": loss.last_message_at,
             "sessionId": loss.session_id,
             "restoreFits": loss.restore.fits,
             "evidence": [tidy(e) for e in loss.evidence[:4]],

@@ -12,6 +12,7 @@ import msgspec
 from kurahi.runtimes.base import View
 
 __all__ = [
+    "DRIVEN_VERSIONS",
     "JSON_ERA",
     "KNOWN_VERSIONS",
     "READ_SCHEMA_VERSIONS",
@@ -53,6 +54,9 @@ class Release(msgspec.Struct, frozen=True, kw_only=True):
     activation_writes: bool = False
     """Whether activation (``rescue apply``) writes into a store of this schema: only a schema whose
     meaning Kurahi checks a write against (:mod:`kurahi.runtimes.openclaw.sqlite.schema`)."""
+    drives: bool = True
+    """Whether the continuity suite drives a resident of this release (its CLI, gateway and resets
+    were run and measured); a release read only for its stores is not driven."""
 
 
 JSON_ERA = Release(
@@ -96,6 +100,7 @@ SQLITE_2026_9_5 = Release(
     # transcript table activation writes (2026.9.5's has no event_zstd, no search-row map).
     agent_schema=21,
     activation_writes=False,
+    drives=False,  # its stores are read (and migrated by 2026.9.6); the suite was never run on it
 )
 SQLITE_ERA = Release(
     version="2026.9.6",
@@ -134,9 +139,13 @@ def facts(version: str) -> Release | None:
     return next((r for r in reversed(VERSIONS) if r.line == line), None)
 
 
+DRIVEN_VERSIONS = tuple(r.version for r in VERSIONS if r.drives)
+"""The releases the continuity suite drives."""
+
+
 def known(version: str) -> bool:
-    """Whether Kurahi was run against exactly this release (the continuity suite drives only those)."""
-    return version in KNOWN_VERSIONS
+    """Whether the continuity suite drives exactly this release (it was run and measured on it)."""
+    return version in DRIVEN_VERSIONS
 
 
 def of_era(era: str) -> Release:

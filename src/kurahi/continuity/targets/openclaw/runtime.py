@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.errors import ContinuityError, UsageError
-from kurahi.runtimes.openclaw.versions import KNOWN_VERSIONS, facts, known
+from kurahi.runtimes.openclaw.versions import DRIVEN_VERSIONS, KNOWN_VERSIONS, facts, known
 
 __all__ = [
     "DEFAULT_PORT",
@@ -72,7 +72,7 @@ def openclaw_version(binary: str) -> str:
         raise UsageError(f"--openclaw-bin {binary}: `--version` printed no OpenClaw version (exit {out.returncode})")
     version = found.group(1)
     if not known(version):
-        raise UsageError(f"OpenClaw {version} is a release Kurahi does not know; it knows {', '.join(KNOWN_VERSIONS)}")
+        raise UsageError(f"OpenClaw {version} is a release Kurahi does not know; it knows {', '.join(DRIVEN_VERSIONS)}")
     return version
 
 

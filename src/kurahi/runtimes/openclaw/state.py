@@ -87,7 +87,6 @@ __all__ = [
     "Piece",
     "ResetEntry",
     "export_piece",
-    "find_lineage",
     "iso",
     "list_agents",
     "open_agent",
@@ -570,24 +569,6 @@ def open_agent(state_dir: str | os.PathLike[str], agent: str | None = None) -> I
         state = AgentState(root, agent, folder, catalog, snap, scratch)
         stack.callback(state.close)
         yield state
-
-
-def find_lineage(state_dir: str | os.PathLike[str], *, agent: str | None = None, key: str | None = None) -> Lineage:
-    """Find every transcript in a session key's lineage, in time order; never writes.
-
-    Args:
-        state_dir: a Kurahi home or an OpenClaw state directory (JSON or SQLite era).
-        agent: the agent id; default the only agent present.
-        key: the session key; default ``agent:<agent>:main`` when present, else the only key.
-
-    Raises:
-        UsageError: the directory is missing or neither layout; the agent or key is unknown
-            or ambiguous (the message lists the choices).
-        TranscriptReadError: the SQLite store is unreadable, corrupt or locked.
-        CatalogError: ``sessions.json`` does not parse or cannot be read.
-    """
-    with open_agent(state_dir, agent) as state:
-        return state.lineage(key)
 
 
 def _find(state: AgentState, key: str | None) -> Lineage:

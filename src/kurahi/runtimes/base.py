@@ -175,9 +175,3 @@ class Runtime(Protocol):
 
     def activation_store(self, root: Path, agent: str) -> str:
         """Which activation target writes this agent's state: ``files`` or ``sqlite``."""
-
-    def write_refusal(self, root: Path, agent: str) -> str | None:
-        """Why an activation into this agent's state would be refused, and what to do, in words.
-
-        The check apply runs, read-only; ``None`` when nothing in the state refuses it.
-        """

@@ -128,14 +128,6 @@ class OpenClaw:
         """``sqlite`` for a SQLite-era agent (a store and no catalog), else ``files``."""
         return "sqlite" if layout.sqlite_era(root, agent) else "files"
 
-    def write_refusal(self, root: Path, agent: str) -> str | None:
-        """A SQLite-era agent: why activation would refuse its store (its schema), and what to do."""
-        if not layout.sqlite_era(root, agent):
-            return None
-        from kurahi.runtimes.openclaw.sqlite.write import write_refusal
-
-        return write_refusal(layout.store_path(root, agent))
-
 
 def _stat(path: Path) -> tuple[int, int, int] | None:
     try:

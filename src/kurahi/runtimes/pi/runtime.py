@@ -90,9 +90,5 @@ class Pi:
         """``files``: a session is one file."""
         return "files"
 
-    def write_refusal(self, root: Path, agent: str) -> str | None:
-        """``None``: a file activation has no schema to refuse."""
-        return None
-
 
 PI = Pi()

@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.errors import ContinuityError, UsageError
-from kurahi.runtimes.openclaw.versions import DRIVEN_VERSIONS, KNOWN_VERSIONS, facts, known
+from kurahi.runtimes.openclaw.versions import DRIVEN_VERSIONS, facts, known
 
 __all__ = [
     "DEFAULT_PORT",
-    "KNOWN_VERSIONS",
+    "DRIVEN_VERSIONS",
     "OpenClawRuntime",
     "attached_port",
     "free_port",

@@ -35,7 +35,6 @@ from typing import Any
 
 from kurahi.errors import TranscriptReadError, UsageError
 from kurahi.js import deepjson
-from kurahi.runtimes.openclaw import layout
 from kurahi.runtimes.openclaw.sqlite.cold import ColdArchive, cold_archives, cold_dir, cold_events
 from kurahi.runtimes.openclaw.sqlite.events import event_bytes, event_columns
 from kurahi.runtimes.openclaw.sqlite.snapshot import (
@@ -47,7 +46,6 @@ from kurahi.runtimes.openclaw.sqlite.snapshot import (
 
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT",
-    "SQLITE_STORE_NAME",
     "SqliteNode",
     "SqliteSession",
     "export_session_jsonl",
@@ -57,9 +55,6 @@ __all__ = [
     "sqlite_key_sessions",
     "sqlite_source",
 ]
-
-SQLITE_STORE_NAME = layout.STORE_NAME
-"""The store's file name inside ``agents/<agentId>/agent/``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,7 +77,6 @@ __all__ = [
     "session_digest",
     "uninstall_session",
     "wal_pending",
-    "write_refusal",
 ]
 
 KNOWN_SCHEMA_VERSIONS = WRITE_SCHEMA_VERSIONS
@@ -336,7 +335,7 @@ def check_schema(con: sqlite3.Connection, db: Path) -> None:
     """Refuse a store whose schema differs from OpenClaw 2026.9.6's where a write would notice.
 
     What that is: :mod:`kurahi.runtimes.openclaw.sqlite.schema`; the listing asks the same
-    question through :func:`write_refusal`.
+    question through :func:`schema_refusal` on its snapshot.
 
     Raises:
         SqliteSchemaError: a schema version activation does not write (what to do said); a
@@ -349,16 +348,6 @@ def check_schema(con: sqlite3.Connection, db: Path) -> None:
         raise SqliteSchemaError(
             f"{refusal}; nothing was changed", path=db, version=schema_version(con, db), known=KNOWN_SCHEMA_VERSIONS
         )
-
-
-def write_refusal(db: Path) -> str | None:
-    """Why ``rescue apply`` would refuse to write into the store ``db``, and what to do; ``None``: it would not.
-
-    The same check apply runs (:func:`check_schema`), on a private read-only snapshot: not a
-    byte of the store changes. A store that cannot be read at all is the reader's to report.
-    """
-    with open_store_snapshot(db) as snap:
-        return schema_refusal(snap.conn, db)
 
 
 def content_sha256(con: sqlite3.Connection) -> str:

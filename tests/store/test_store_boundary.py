@@ -29,8 +29,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cli/demo.py", "demo"): "the demo's own scratch transcript, torn on purpose to show the repair",
     ("cli/store.py", "_password"): "a --password-file: the database password for store migrate/copy",
     ("cli/mcp.py", "_read_token_file"): "kurahi mcp --token-file: the bearer token HTTP clients must present",
-    ("lifecycle/rescue/applied.py", "record_applied"): "rescue's own record of applied packages, under XDG_STATE_HOME",
-    ("lifecycle/rescue/applied.py", "applied_before"): "that record, read back when a rerun finds no loss",
     ("cli/rescue.py", "_prepare"): "rescue watch --prepare: rescue.json in the user's own folder",
     (
         "continuity/targets/openclaw/manifest.py",

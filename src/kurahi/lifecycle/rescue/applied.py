@@ -12,7 +12,6 @@ that finish or undo it.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 import msgspec
 
 from kurahi.errors import KurahiError
-from kurahi.fs import durable as fsio
+from kurahi.store.record_log import FileRecordLog
 
 __all__ = ["Applied", "applied_before", "index_path", "record_applied", "rescue_dir"]
 
@@ -39,6 +38,10 @@ def index_path() -> Path:
     return rescue_dir() / INDEX_NAME
 
 
+def _index() -> FileRecordLog:
+    return FileRecordLog(index_path(), name="rescue's applied packages")
+
+
 def record_applied(root: Path, loss_id: str, key: str, package: str) -> None:
     """Append the package about to be applied for ``loss_id`` on ``root`` (fsynced; skipped if it cannot be).
 
@@ -52,16 +55,9 @@ def record_applied(root: Path, loss_id: str, key: str, package: str) -> None:
         "package": os.path.abspath(package),
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    data = (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
-    path = index_path()
-    with contextlib.suppress(OSError):
-        fsio.make_dirs(path.parent)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0), 0o600)
-        try:
-            fsio.write_all(fd, data)
-            fsio.ops.fsync(fd)
-        finally:
-            os.close(fd)
+    # The project's one append-only record file: one line per write, fsynced, a torn line skipped on read.
+    with contextlib.suppress(KurahiError, OSError), contextlib.closing(_index()) as log:
+        log.append(line)
 
 
 class Applied(msgspec.Struct, rename="camel"):
@@ -86,19 +82,19 @@ def applied_before(root: Path, loss_id: str) -> list[Applied]:
     wanted = loss_id.strip().lower()
     state = os.path.realpath(root)
     try:
-        lines = index_path().read_text("utf-8", "replace").splitlines()
-    except OSError:
+        with contextlib.closing(_index()) as log:
+            records = list(log.records())
+    except (KurahiError, OSError):
         return []
     out: list[Applied] = []
-    for raw in reversed(lines):
+    for rec in reversed(records):
         try:
-            rec: dict[str, Any] = json.loads(raw)
             if rec.get("stateDir") != state or not wanted or not str(rec.get("lossId", "")).startswith(wanted):
                 continue
             pkg = Package.open(rec["package"])
             phase = journal_phase(pkg.journal.records()).name
             is_new = verify_package(pkg.root, root).ok
-        except (KurahiError, OSError, ValueError, KeyError, TypeError):
+        except (KurahiError, OSError, KeyError, TypeError):
             continue  # a package moved or removed since: nothing to point at
         plan: Any = pkg.plan
         sessions = Path(plan.home) / str(getattr(plan, "sessions_dir", ""))

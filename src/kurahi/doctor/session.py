@@ -270,17 +270,11 @@ def _refuse_foreign_lock(path: Path) -> None:
     in it; Kurahi's own lock is the same file under ``flock``, so a live pid there that holds
     no ``flock`` would otherwise be overwritten.
     """
-    from kurahi.fs.locks import read_lock_info
+    from kurahi.fs.locks import pid_alive, read_lock_info
 
     info = read_lock_info(path.with_name(path.name + ".lock"))
     pid = info.get("pid") if info else None
-    if isinstance(pid, int) and pid > 0 and pid != os.getpid():
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        except PermissionError:
-            pass
+    if isinstance(pid, int) and pid > 0 and pid != os.getpid() and pid_alive(pid):
         raise LockHeldError(
             f"a running process holds this session (its lock names pid {pid}): stop Pi, OpenClaw or the gateway first",
             path=path,

@@ -29,7 +29,7 @@ from kurahi.errors import LockError, LockHeldError, UnsafeFileError
 from kurahi.fs.os_errors import os_error, os_errors
 from kurahi.fs.safe import open_regular
 
-__all__ = ["FileLock", "read_lock_info"]
+__all__ = ["FileLock", "pid_alive", "read_lock_info"]
 
 
 def read_lock_info(path: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -55,7 +55,8 @@ def _bare_pid(data: bytes) -> int | None:
     return int(text) if text.isdigit() and 0 < len(text) <= 10 and int(text) > 0 else None
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (another user's counts: it exists, we may not signal it)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -77,7 +78,7 @@ def _pid_file_holder(fd: int) -> int | None:
         pid = _bare_pid(os.pread(fd, 32, 0))
     except OSError:
         return None
-    return pid if pid is not None and pid != os.getpid() and _alive(pid) else None
+    return pid if pid is not None and pid != os.getpid() and pid_alive(pid) else None
 
 
 class FileLock:

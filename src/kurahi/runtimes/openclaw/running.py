@@ -14,6 +14,7 @@ import tempfile
 from hashlib import sha256
 from pathlib import Path
 
+from kurahi.fs.locks import pid_alive
 from kurahi.runtimes.openclaw import layout
 from kurahi.runtimes.openclaw.sqlite.write import openclaw_running
 
@@ -28,8 +29,9 @@ def _pid_lock(root: Path) -> str | None:
     try:
         payload = json.loads((folder / wanted).read_text(encoding="utf-8"))
         pid = int(payload["pid"])
-        os.kill(pid, 0)
     except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not pid_alive(pid):
         return None
     return f"{folder / wanted} (pid {pid})"
 

@@ -2,7 +2,9 @@
 
 Pi: a folder of session files Pi itself wrote (``tests/fixtures/pi``). OpenClaw: its state dir
 of each era, made by real OpenClaw 2026.5.28 and 2026.9.6 (``tests/data/openclaw``), each with a
-``/reset`` whose history left the model's view.
+``/reset`` whose history left the model's view. Claude Code: a config dir of sessions built
+row by row as 2.1.332 writes them (:mod:`support.claude_sessions`; a sample the real CLI wrote
+replaces it once the peer harness makes one), one of them with a tool result cut loose.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +23,7 @@ from typing import Any
 import pytest
 
 from kurahi.runtimes.openclaw import layout
+from support.claude_sessions import four_turns
 from support.runtime_conformance import RuntimeConformance, sqlite_lock, tree
 from support.testdata import JSON_ERA, data_path
 
@@ -47,6 +51,24 @@ class TestPi(RuntimeConformance):
         for name in ("branch_summary.jsonl", "bom_header.jsonl"):
             shutil.copy(FIXTURES / name, folder / f"2026-12-01T10-00-00-000Z_{name}")
         return dst
+
+
+class TestClaudeCode(RuntimeConformance):
+    runtime_name = "claude"
+    variable = "CLAUDE_CONFIG_DIR"
+
+    def make_state(self, dst: Path) -> Path:
+        work = dst.parent / "work"
+        work.mkdir(parents=True, exist_ok=True)
+        whole, _ = four_turns(str(work), seed=1)
+        whole.write(dst)
+        broken, turns = four_turns(str(work), seed=2)
+        broken.row(turns[2].tool_result or "")["parentUuid"] = None  # a tool result cut loose: a second root
+        broken.write(dst)
+        return dst
+
+    def hold_running(self, state: Path) -> Any:
+        return _claude_process(state.parent / "work")
 
 
 class _OpenClaw(RuntimeConformance):
@@ -95,10 +117,26 @@ def _pid_lock(state: Path) -> Iterator[None]:
         (folder / name).unlink()
 
 
+@contextmanager
+def _claude_process(cwd: Path) -> Iterator[None]:
+    """A process named ``claude`` working in ``cwd`` (Claude Code takes no lock: its process is what shows)."""
+    program = cwd.parent / "bin" / "claude"
+    program.parent.mkdir(exist_ok=True)
+    sleep = shutil.which("sleep")
+    assert sleep is not None
+    program.symlink_to(sleep)
+    proc = subprocess.Popen([str(program), "600"], cwd=cwd)
+    try:
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_every_runtime_in_the_registry_is_bound() -> None:
     from kurahi.runtimes.registry import RUNTIMES
 
-    bound = {c.runtime_name for c in (TestPi, TestOpenClawJsonEra, TestOpenClawSqliteEra)}
+    bound = {c.runtime_name for c in (TestPi, TestClaudeCode, TestOpenClawJsonEra, TestOpenClawSqliteEra)}
     assert {r.name for r in RUNTIMES} == bound
 
 
@@ -106,5 +144,5 @@ def test_every_runtime_in_the_registry_is_bound() -> None:
 def _own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     for name in list(os.environ):
-        if name.startswith(("KOLO_", "KURAHI_", "OPENCLAW_", "PI_CODING_AGENT")):
+        if name.startswith(("KOLO_", "KURAHI_", "OPENCLAW_", "PI_CODING_AGENT", "CLAUDE_")):
             monkeypatch.delenv(name)

@@ -1,0 +1,91 @@
+"""``continue-elsewhere``: ``claude --continue`` run from another directory started a new, empty session.
+
+``--continue`` resumes the newest session *of the directory it runs in*; run from another one
+(a subfolder of the project, its parent) it finds none there and starts a new session with no
+history, exit 0. Nothing in the new session's file says it was meant as a continuation (no row
+names the earlier session), so this kind rests on clocks and folders alone, and is always a
+``guess``. All of these must hold:
+
+1. the new session is the first its directory ever had (else ``--continue`` would have
+   resumed that directory's own newest session);
+2. its first row is a root (a fresh session, not a resumed or forked one);
+3. the session that ended last before it began is in another directory, and the new
+   session's first row came at most :data:`WINDOW_MINUTES` after that session's last row;
+4. one directory lies inside the other (the slip is running from a subfolder or the parent;
+   two projects side by side are two projects).
+
+What left the view is everything the earlier session's ``--resume`` sends.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+__all__ = ["WINDOW_MINUTES", "Pair", "SessionSummary", "continued_elsewhere"]
+
+WINDOW_MINUTES = 30
+"""How soon after the earlier session's last row the new one must begin."""
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """What the kind weighs of one session."""
+
+    session_id: str
+    path: str
+    project: str
+    """The working directory its rows record (else its project folder's name)."""
+    first_ms: int | None
+    """When its first conversation row was written."""
+    last_ms: int | None
+    """When its last conversation row was written."""
+    fresh: bool
+    """Its first conversation row is a root, and a prompt."""
+    first_uuid: str | None
+    first_line: int | None
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A new session that ``--continue`` from another directory likely started, and the one it missed."""
+
+    new: SessionSummary
+    earlier: SessionSummary
+    gap_ms: int
+
+
+def _nested(a: str, b: str) -> bool:
+    pa, pb = PurePosixPath(a), PurePosixPath(b)
+    return pa != pb and (pa.is_relative_to(pb) or pb.is_relative_to(pa))
+
+
+def continued_elsewhere(sessions: list[SessionSummary]) -> list[Pair]:
+    """Every new session that looks like ``--continue`` run from another directory (see the module docstring)."""
+    timed = [s for s in sessions if s.first_ms is not None and s.last_ms is not None]
+    first_of_project: dict[str, int] = {}
+    for s in timed:
+        assert s.first_ms is not None
+        known = first_of_project.get(s.project)
+        if known is None or s.first_ms < known:
+            first_of_project[s.project] = s.first_ms
+    by_end = sorted(timed, key=lambda s: (s.last_ms or 0, s.path))
+    ends = [s.last_ms or 0 for s in by_end]
+    out: list[Pair] = []
+    window = WINDOW_MINUTES * 60_000
+    for s in timed:
+        assert s.first_ms is not None
+        if not s.fresh or first_of_project.get(s.project) != s.first_ms:
+            continue
+        k = bisect.bisect_right(ends, s.first_ms) - 1
+        while k >= 0 and by_end[k] is s:
+            k -= 1
+        if k < 0:
+            continue
+        earlier = by_end[k]
+        gap = s.first_ms - (earlier.last_ms or 0)
+        if earlier.project == s.project or gap > window or not _nested(earlier.project, s.project):
+            continue
+        out.append(Pair(s, earlier, gap))
+    return out

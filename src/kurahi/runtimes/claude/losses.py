@@ -38,7 +38,7 @@ __all__ = ["CONTINUE_ELSEWHERE", "KINDS", "NOT_YET", "find_losses", "loss_id"]
 CONTINUE_ELSEWHERE = "continue-elsewhere"
 KINDS = (*BREAK_KINDS, CONTINUE_ELSEWHERE)
 """Every kind of Claude Code loss."""
-NOT_YET = "bringing a Claude Code loss back is not built yet (coming); `kurahi rescue` only lists it"
+NOT_YET = "`kurahi rescue apply` does not write Claude Code sessions yet; this listing changed nothing"
 """Why ``kurahi rescue apply`` does not take a Claude Code loss today."""
 
 

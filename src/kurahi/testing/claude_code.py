@@ -335,17 +335,46 @@ class ClaudeSession:
         return path
 
 
+def _generated_turn(s: ClaudeSession, rng: random.Random, pool: str, k: int) -> int:
+    """One turn as a working session has them: a prompt, nine attachments, 0-4 tool calls, thinking and a reply.
+
+    Most tool outputs are short, a few long (a file read, a test run). Returns the characters of text written.
+    """
+
+    def cut(low: int, high: int) -> str:
+        n = rng.randrange(low, high)
+        at = rng.randrange(0, len(pool) - n)
+        return pool[at : at + n]
+
+    s.meta("queue-operation", operation="dequeue")
+    prompt = cut(40, 400)
+    s.prompt(f"step {k}: {prompt}")
+    written = len(prompt)
+    for _ in range(9):
+        s.attachment("environment")
+    for n in range(rng.choice((0, 1, 1, 2, 2, 3, 4))):
+        output = cut(20_000, 60_000) if rng.random() < 0.08 else cut(100, 3_000)
+        s.tool(f"run {k}.{n}", output)
+        written += 2 * len(output)  # in the result and again in toolUseResult
+    thinking, text = cut(100, 1_500), cut(50, 1_500)
+    s.assistant([{"type": "thinking", "thinking": thinking, "signature": "sig"}, {"type": "text", "text": text}])
+    s.meta("cost-state", costUSD=0.01)
+    s.last_prompt(prompt)
+    return written + len(thinking) + len(text)
+
+
 def write_projects(
     config_dir: Path, *, sessions: int = 2000, megabytes: float = 1024, projects: int = 40, seed: int = 0
 ) -> tuple[int, int]:
     """A ``projects/`` folder of ``sessions`` sessions totalling about ``megabytes``; (files, bytes) written.
 
-    Sessions are undamaged, of several turns with tool calls whose outputs make up most of the
-    bytes, spread over ``projects`` working directories, each a day apart from the last.
+    Sessions are undamaged, of turns shaped as :func:`_generated_turn` makes them (about 1 KB a
+    row on average, as a working session's rows are), spread over ``projects`` working
+    directories, each session three hours after the last.
     """
     rng = random.Random(seed)
     per = megabytes * 1024 * 1024 / max(sessions, 1)
-    pool = " ".join(rng.choice(_WORDS) for _ in range(200_000))
+    pool = " ".join(rng.choice(_WORDS) for _ in range(400_000))
     written = 0
     start = datetime(2026, 1, 1, tzinfo=UTC)
     for n in range(sessions):
@@ -356,10 +385,8 @@ def write_projects(
         k = 0
         while size < target:
             k += 1
-            at = rng.randrange(0, len(pool) - 40_000)
-            output = pool[at : at + rng.randrange(500, 30_000)]
-            s.turn(f"step {k}: {s.text(12)}", s.text(rng.randrange(20, 200)), tool=(f"run {k}", output))
-            size += 2 * len(output) + 9_000  # the output twice (result and toolUseResult), ~9 KB of rows around it
+            before = len(s.rows)
+            size += _generated_turn(s, rng, pool, k) + 650 * (len(s.rows) - before)  # ~650 bytes of fields a row
         written += s.write(config_dir).stat().st_size
     return sessions, written
 

@@ -38,7 +38,7 @@ from kurahi.runtimes.claude.layout import (
 from kurahi.runtimes.claude.rows import ParsedRows, Row
 from kurahi.runtimes.claude.versions import Release
 
-__all__ = ["BRIDGED", "LINK", "ROOT", "Graph", "Walk"]
+__all__ = ["BRIDGED", "LINK", "ROOT", "Graph", "Walk", "linear"]
 
 ROOT = "root"
 """The row names no parent: the walk ends there."""
@@ -46,6 +46,41 @@ LINK = "link"
 """The row's parent is in the map."""
 BRIDGED = "bridged"
 """The parent is missing; the loader takes the nearest earlier conversation row instead."""
+
+
+def linear(rows: list[Row]) -> tuple[int, int] | None:
+    """``(first, last)`` main-chain rows when every one hangs under the one written just before it; else ``None``.
+
+    Such a session is whole: its main chain is one line from its first row to its last, so the
+    walk from any leaf on it reaches every row (a ``last-prompt`` leaf is followed to the end),
+    and nothing of it can be off the path. No uuid may be claimed twice and no row after the
+    first may be a root (a compaction is not linear: it takes the full model). One pass, no
+    map: most sessions are judged here.
+    """
+    seen: set[str] = set()
+    last: str | None = None
+    first = end = -1
+    chain = CHAIN_TYPES
+    conversation = CONVERSATION_TYPES
+    for i, r in enumerate(rows):
+        t = r.type
+        if t not in chain:
+            continue
+        u = r.uuid
+        if u is None:
+            continue
+        if u in seen:
+            return None
+        seen.add(u)
+        if r.is_sidechain or t not in conversation:
+            continue
+        if r.parent_uuid != last:
+            return None
+        last = u
+        if first < 0:
+            first = i
+        end = i
+    return (first, end) if first >= 0 else None
 
 
 @dataclass

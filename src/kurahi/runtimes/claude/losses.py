@@ -23,7 +23,7 @@ from kurahi.runtimes.claude.breaks import GUESS, PRESERVED_MISSING, Break, Found
 from kurahi.runtimes.claude.breaks import KINDS as BREAK_KINDS
 from kurahi.runtimes.claude.elsewhere import Pair, SessionSummary, continued_elsewhere
 from kurahi.runtimes.claude.files import SessionPath, list_sessions, read_session
-from kurahi.runtimes.claude.graph import Graph
+from kurahi.runtimes.claude.graph import Graph, linear
 from kurahi.runtimes.claude.layout import ASSISTANT, USER
 from kurahi.runtimes.claude.loader import resume_view
 from kurahi.runtimes.claude.rows import ParsedRows, parse_rows
@@ -65,8 +65,9 @@ def ms_of(value: Any) -> int | None:
 class _Session:
     path: SessionPath
     parsed: ParsedRows
-    graph: Graph
-    project: str
+    graph: Graph | None
+    """The loader's model of it (``None`` for a session whose rows form one line: nothing to find)."""
+    project: str = ""
 
     def time(self, i: int) -> int | None:
         return ms_of(self.parsed.get(i, "timestamp"))
@@ -84,7 +85,7 @@ def _weigh(s: _Session, rows: list[int]) -> _Weight:
     out = _Weight()
     last_id: str | None = None
     for i in rows:
-        r = s.graph.rows[i]
+        r = s.parsed.rows[i]
         if r.type not in (USER, ASSISTANT):
             last_id = None
             continue
@@ -105,17 +106,16 @@ def _weigh(s: _Session, rows: list[int]) -> _Weight:
     return out
 
 
-def _project(parsed: ParsedRows, graph: Graph, sp: SessionPath) -> str:
+def _project(parsed: ParsedRows, sp: SessionPath) -> str:
     for i in range(min(len(parsed.rows), 50)):
-        if graph.rows[i].uuid is not None:
+        if parsed.rows[i].uuid is not None:
             cwd = parsed.get(i, "cwd")
             if isinstance(cwd, str) and cwd:
                 return cwd
     return sp.project_dir.name
 
 
-def _loss(s: _Session, b: Break, root: Path, rel: Release) -> SessionLoss | None:
-    g = s.graph
+def _loss(s: _Session, g: Graph, b: Break, root: Path, rel: Release) -> SessionLoss | None:
     weight = _weigh(s, b.lost)
     lost_messages = weight.messages + len(b.missing)
     if lost_messages == 0:
@@ -151,7 +151,7 @@ def _loss(s: _Session, b: Break, root: Path, rel: Release) -> SessionLoss | None
     )
 
 
-def _session_notes(s: _Session, found: Found) -> list[str]:
+def _session_notes(s: _Session, g: Graph, found: Found) -> list[str]:
     name = f"{s.path.path}"
     out: list[str] = []
     parsed = s.parsed
@@ -168,7 +168,7 @@ def _session_notes(s: _Session, found: Found) -> list[str]:
         out.append(
             f"{name}: its last line is torn (a crash cut it, or a claude is writing it now): that row is not sent"
         )
-    for uuid, a, b in s.graph.duplicates[:3]:
+    for uuid, a, b in g.duplicates[:3]:
         out.append(
             f"{name}: uuid {uuid} is claimed by lines {parsed.lines[a]} and {parsed.lines[b]}; the later row is "
             "taken (as a JavaScript Map keeps it; not yet measured on Claude Code)"
@@ -177,20 +177,23 @@ def _session_notes(s: _Session, found: Found) -> list[str]:
     return out
 
 
-def _summary(s: _Session) -> SessionSummary | None:
-    g = s.graph
-    mains = [i for i in range(len(g.rows)) if g.main(i)]
-    if not mains:
-        return None
-    first, last = mains[0], mains[-1]
+def _summary(s: _Session, ends: tuple[int, int] | None) -> SessionSummary | None:
+    rows = s.parsed.rows
+    if ends is None:
+        g = s.graph
+        mains = [i for i in range(len(rows)) if g is not None and g.main(i)]
+        if not mains:
+            return None
+        ends = (mains[0], mains[-1])
+    first, last = ends
     return SessionSummary(
         session_id=s.path.session_id,
         path=str(s.path.path),
         project=s.project,
         first_ms=s.time(first),
         last_ms=s.time(last),
-        fresh=g.rows[first].parent_uuid is None and g.rows[first].type == USER,
-        first_uuid=g.rows[first].uuid,
+        fresh=rows[first].parent_uuid is None and rows[first].type == USER,
+        first_uuid=rows[first].uuid,
         first_line=s.parsed.lines[first],
     )
 
@@ -262,15 +265,17 @@ def find_losses(root: str | os.PathLike[str], *, release: Release | None = None)
             continue
         read += 1
         parsed = parse_rows(data)
-        graph = Graph(parsed, rel)
-        s = _Session(sp, parsed, graph, _project(parsed, graph, sp))
-        found = find_breaks(graph)
-        notes.extend(_session_notes(s, found))
-        for b in found.breaks:
-            loss = _loss(s, b, base, rel)
-            if loss is not None:
-                losses.append(loss)
-        summary = _summary(s)
+        ends = linear(parsed.rows) if not parsed.invalid else None
+        s = _Session(sp, parsed, None if ends is not None else Graph(parsed, rel), _project(parsed, sp))
+        if s.graph is not None:
+            # Not one line from its first row to its last: the whole model of the loader judges it.
+            found = find_breaks(s.graph)
+            notes.extend(_session_notes(s, s.graph, found))
+            for b in found.breaks:
+                loss = _loss(s, s.graph, b, base, rel)
+                if loss is not None:
+                    losses.append(loss)
+        summary = _summary(s, ends)
         if summary is not None:
             summaries.append(summary)
     for pair in continued_elsewhere(summaries):

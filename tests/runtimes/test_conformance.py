@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +22,7 @@ from typing import Any
 import pytest
 
 from kurahi.runtimes.openclaw import layout
-from support.claude_sessions import four_turns
+from support.claude_sessions import claude_process, four_turns
 from support.runtime_conformance import RuntimeConformance, sqlite_lock, tree
 from support.testdata import JSON_ERA, data_path
 
@@ -68,7 +67,7 @@ class TestClaudeCode(RuntimeConformance):
         return dst
 
     def hold_running(self, state: Path) -> Any:
-        return _claude_process(state.parent / "work")
+        return claude_process(state.parent / "work", state.parent / "bin")
 
 
 class _OpenClaw(RuntimeConformance):
@@ -115,22 +114,6 @@ def _pid_lock(state: Path) -> Iterator[None]:
         yield
     finally:
         (folder / name).unlink()
-
-
-@contextmanager
-def _claude_process(cwd: Path) -> Iterator[None]:
-    """A process named ``claude`` working in ``cwd`` (Claude Code takes no lock: its process is what shows)."""
-    program = cwd.parent / "bin" / "claude"
-    program.parent.mkdir(exist_ok=True)
-    sleep = shutil.which("sleep")
-    assert sleep is not None
-    program.symlink_to(sleep)
-    proc = subprocess.Popen([str(program), "600"], cwd=cwd)
-    try:
-        yield
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_every_runtime_in_the_registry_is_bound() -> None:

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from kurahi.testing.claude_code import HEAD, ClaudeSession, Turn
 
-__all__ = ["HEAD", "ClaudeSession", "Turn", "four_turns", "snapshot", "words"]
+__all__ = ["HEAD", "ClaudeSession", "Turn", "claude_process", "four_turns", "snapshot", "words"]
 
 PROMPTS = ("alpha prompt one", "bravo prompt two", "charlie prompt three", "delta prompt four")
 REPLIES = ("alpha reply one", "bravo reply two", "charlie reply three", "delta reply four")
@@ -51,3 +55,28 @@ def snapshot(root: Path) -> dict[str, tuple[str, int, int, int]]:
             what = hashlib.sha256(path.read_bytes()).hexdigest()
         out[path.relative_to(root).as_posix()] = (what, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     return out
+
+
+@contextmanager
+def claude_process(cwd: Path, bin_dir: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A real process whose program is named ``claude``, working in ``cwd``, until the block ends.
+
+    Claude Code takes no lock: its process is all that shows it runs. The program is this
+    Python under the name ``claude``; it says ``ready`` once it runs, and the block starts only
+    then (a process read from ``/proc`` the instant it was started may not show its command line yet).
+    """
+    program = bin_dir / "claude"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    if not program.exists():
+        program.symlink_to(sys.executable)
+    code = "import sys, time; print('ready', flush=True); sys.stdin.read()"
+    proc = subprocess.Popen([str(program), "-c", code], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()

@@ -80,10 +80,15 @@ class _Weight:
     last_message: int | None = None
 
 
-def _weigh(s: _Session, rows: list[int]) -> _Weight:
-    """Messages and estimated tokens of ``rows`` (assistant rows of one ``message.id`` are one message)."""
+def _weigh(s: _Session, rows: list[int], view: list[int] | None = None) -> _Weight:
+    """Messages and estimated tokens of ``rows`` (assistant rows of one ``message.id`` are one message).
+
+    With ``view`` (the rows ``--resume`` walks today), the tool results on it whose calls are
+    among ``rows`` count too: the loader leaves an orphan result out, so it left the view as well.
+    """
     out = _Weight()
     last_id: str | None = None
+    calls: set[str] = set()
     for i in rows:
         r = s.parsed.rows[i]
         if r.type not in (USER, ASSISTANT):
@@ -98,12 +103,33 @@ def _weigh(s: _Session, rows: list[int]) -> _Weight:
             if mid is None or mid != last_id:
                 out.messages += 1
             last_id = mid
+            calls |= (
+                {b["id"] for b in content if _block(b, "tool_use") and isinstance(b.get("id"), str)}
+                if isinstance(content, list)
+                else set()
+            )
         else:
             out.messages += 1
             last_id = None
         out.tokens += estimate_message(r.type, content)
         out.last_message = i
+    for i in view if calls and view else []:
+        if s.parsed.rows[i].type != USER:
+            continue
+        message = s.parsed.get(i, "message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if (
+            isinstance(content, list)
+            and content
+            and all(_block(b, "tool_result") and b.get("tool_use_id") in calls for b in content)
+        ):
+            out.messages += 1
+            out.tokens += estimate_message(USER, content)
     return out
+
+
+def _block(value: Any, kind: str) -> bool:
+    return isinstance(value, dict) and value.get("type") == kind
 
 
 def _project(parsed: ParsedRows, sp: SessionPath) -> str:
@@ -115,8 +141,8 @@ def _project(parsed: ParsedRows, sp: SessionPath) -> str:
     return sp.project_dir.name
 
 
-def _loss(s: _Session, g: Graph, b: Break, root: Path, rel: Release) -> SessionLoss | None:
-    weight = _weigh(s, b.lost)
+def _loss(s: _Session, g: Graph, b: Break, view: list[int], root: Path, rel: Release) -> SessionLoss | None:
+    weight = _weigh(s, b.lost, view)
     lost_messages = weight.messages + len(b.missing)
     if lost_messages == 0:
         return None  # only rows that carry no words (attachments, system rows) left the view
@@ -272,7 +298,7 @@ def find_losses(root: str | os.PathLike[str], *, release: Release | None = None)
             found = find_breaks(s.graph)
             notes.extend(_session_notes(s, s.graph, found))
             for b in found.breaks:
-                loss = _loss(s, s.graph, b, base, rel)
+                loss = _loss(s, s.graph, b, found.view.chain if found.view else [], base, rel)
                 if loss is not None:
                     losses.append(loss)
         summary = _summary(s, ends)

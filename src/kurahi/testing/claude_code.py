@@ -364,19 +364,27 @@ def _generated_turn(s: ClaudeSession, rng: random.Random, pool: str, k: int) -> 
 
 
 def write_projects(
-    config_dir: Path, *, sessions: int = 2000, megabytes: float = 1024, projects: int = 40, seed: int = 0
+    config_dir: Path,
+    *,
+    sessions: int = 2000,
+    megabytes: float = 1024,
+    projects: int = 40,
+    seed: int = 0,
+    damaged: int = 0,
 ) -> tuple[int, int]:
     """A ``projects/`` folder of ``sessions`` sessions totalling about ``megabytes``; (files, bytes) written.
 
-    Sessions are undamaged, of turns shaped as :func:`_generated_turn` makes them (about 1 KB a
-    row on average, as a working session's rows are), spread over ``projects`` working
-    directories, each session three hours after the last.
+    Sessions are of turns shaped as :func:`_generated_turn` makes them (about 1 KB a row on
+    average, as a working session's rows are), spread over ``projects`` working directories,
+    each session three hours after the last. ``damaged`` of them, spread evenly, have their
+    second prompt's ``parentUuid`` set to ``null`` (a ``null-parent`` loss each); the rest are whole.
     """
     rng = random.Random(seed)
     per = megabytes * 1024 * 1024 / max(sessions, 1)
     pool = " ".join(rng.choice(_WORDS) for _ in range(400_000))
     written = 0
     start = datetime(2026, 1, 1, tzinfo=UTC)
+    every = sessions // damaged if damaged else 0
     for n in range(sessions):
         cwd = f"/home/ava/work/project-{n % projects}"
         s = ClaudeSession(cwd, seed=seed * 1_000_003 + n, start=start + timedelta(hours=3 * n))
@@ -387,6 +395,9 @@ def write_projects(
             k += 1
             before = len(s.rows)
             size += _generated_turn(s, rng, pool, k) + 650 * (len(s.rows) - before)  # ~650 bytes of fields a row
+        if every and n % every == every - 1 and k > 1:
+            prompts = [r for r in s.rows if isinstance(r, dict) and "promptId" in r]
+            prompts[1]["parentUuid"] = None
         written += s.write(config_dir).stat().st_size
     return sessions, written
 
@@ -399,9 +410,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--megabytes", type=float, default=1024)
     parser.add_argument("--projects", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--damaged", type=int, default=0, help="how many sessions get a null-parent loss")
     args = parser.parse_args(argv)
     files, size = write_projects(
-        args.dir, sessions=args.sessions, megabytes=args.megabytes, projects=args.projects, seed=args.seed
+        args.dir,
+        sessions=args.sessions,
+        megabytes=args.megabytes,
+        projects=args.projects,
+        seed=args.seed,
+        damaged=args.damaged,
     )
     print(f"wrote {files} sessions, {size / 1e6:.1f} MB, under {args.dir / 'projects'}")
     return 0

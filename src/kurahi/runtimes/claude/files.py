@@ -21,7 +21,7 @@ from kurahi.errors import TranscriptReadError, UnsafeFileError, UsageError
 from kurahi.fs.os_errors import os_error, why
 from kurahi.runtimes.claude.layout import PROJECTS, SESSION_SUFFIX, is_session_name
 
-__all__ = ["Listing", "SessionPath", "list_sessions", "read_session"]
+__all__ = ["Listing", "SessionPath", "list_sessions", "prefetch", "read_session"]
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 _NOATIME = getattr(os, "O_NOATIME", 0)
@@ -141,6 +141,27 @@ def _open(path: Path) -> int:
             raise
         # O_NOATIME is only for the file's owner: someone else's readable file is read without it.
         return os.open(path, _FLAGS)
+
+
+def prefetch(path: str | os.PathLike[str]) -> None:
+    """Ask the kernel to start reading a file into its cache now (``POSIX_FADV_WILLNEED``).
+
+    The disk then works while the sessions before it are parsed. Advice only: nothing is read
+    here, nothing changes, and a file that cannot be opened is left for :func:`read_session` to name.
+    """
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is None:
+        return
+    try:
+        fd = _open(Path(path))
+    except OSError:
+        return
+    try:
+        advise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+    except OSError:
+        pass  # advice refused: the read will simply wait for the disk
+    finally:
+        os.close(fd)
 
 
 def read_session(path: str | os.PathLike[str]) -> bytes:

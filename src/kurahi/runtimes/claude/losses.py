@@ -22,7 +22,7 @@ from kurahi.errors import KurahiError
 from kurahi.runtimes.claude.breaks import GUESS, PRESERVED_MISSING, Break, Found, find_breaks
 from kurahi.runtimes.claude.breaks import KINDS as BREAK_KINDS
 from kurahi.runtimes.claude.elsewhere import Pair, SessionSummary, continued_elsewhere
-from kurahi.runtimes.claude.files import SessionPath, list_sessions, read_session
+from kurahi.runtimes.claude.files import SessionPath, list_sessions, prefetch, read_session
 from kurahi.runtimes.claude.graph import Graph, linear
 from kurahi.runtimes.claude.layout import ASSISTANT, USER
 from kurahi.runtimes.claude.loader import resume_view
@@ -38,6 +38,8 @@ __all__ = ["CONTINUE_ELSEWHERE", "KINDS", "NOT_YET", "find_losses", "loss_id"]
 CONTINUE_ELSEWHERE = "continue-elsewhere"
 KINDS = (*BREAK_KINDS, CONTINUE_ELSEWHERE)
 """Every kind of Claude Code loss."""
+_AHEAD = 16
+"""Session files the kernel is asked to read ahead of the one being parsed."""
 NOT_YET = "`kurahi rescue apply` does not write Claude Code sessions yet; this listing changed nothing"
 """Why ``kurahi rescue apply`` does not take a Claude Code loss today."""
 
@@ -220,7 +222,7 @@ def _summary(s: _Session, ends: tuple[int, int] | None) -> SessionSummary | None
         last_ms=s.time(last),
         fresh=rows[first].parent_uuid is None and rows[first].type == USER,
         first_uuid=rows[first].uuid,
-        first_line=s.parsed.lines[first],
+        first_line=s.parsed.line_of(first),
     )
 
 
@@ -282,7 +284,12 @@ def find_losses(root: str | os.PathLike[str], *, release: Release | None = None)
     losses: list[SessionLoss] = []
     summaries: list[SessionSummary] = []
     read = 0
-    for sp in listing.sessions:
+    ahead = listing.sessions
+    for n in range(min(_AHEAD, len(ahead))):
+        prefetch(ahead[n].path)
+    for n, sp in enumerate(listing.sessions):
+        if n + _AHEAD < len(ahead):
+            prefetch(ahead[n + _AHEAD].path)  # the disk reads ahead while this one is parsed
         try:
             data = read_session(sp.path)
         except KurahiError as exc:

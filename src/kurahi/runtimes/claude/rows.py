@@ -82,21 +82,40 @@ class ParsedRows:
     data: bytes
     """The file's bytes (a row's other fields are decoded from them on demand)."""
     rows: list[Row] = field(default_factory=list)
-    lines: list[int] = field(default_factory=list)
-    """The 1-based line of ``rows[i]``."""
     starts: list[int] = field(default_factory=list)
     """Where ``rows[i]``'s line starts in :attr:`data`."""
-    ends: list[int] = field(default_factory=list)
-    """Where it ends (the ``\\n`` excluded)."""
     invalid: list[tuple[int, str]] = field(default_factory=list)
     """``(line, why)`` of every line dropped: not JSON, or JSON but not an object."""
     torn_tail: bool = False
     """The last line has no ``\\n`` and does not parse: a write the crash cut (or one under way)."""
     line_count: int = 0
+    _lines: list[int] | None = None
+
+    @property
+    def lines(self) -> list[int]:
+        """The 1-based line of each row (counted once, when first asked: most sessions never need it)."""
+        if self._lines is None:
+            out: list[int] = []
+            count = self.data.count
+            line, at = 1, 0
+            for start in self.starts:
+                line += count(b"\n", at, start)
+                at = start
+                out.append(line)
+            self._lines = out
+        return self._lines
+
+    def line_of(self, i: int) -> int:
+        """The 1-based line of ``rows[i]`` (counted up to it alone when the lines were not counted yet)."""
+        if self._lines is not None:
+            return self._lines[i]
+        return self.data.count(b"\n", 0, self.starts[i]) + 1
 
     def line(self, i: int) -> memoryview:
         """The bytes of ``rows[i]``'s line."""
-        return memoryview(self.data)[self.starts[i] : self.ends[i]]
+        start = self.starts[i]
+        end = self.data.find(b"\n", start)
+        return memoryview(self.data)[start : end if end >= 0 else len(self.data)]
 
     def value(self, i: int) -> dict[str, Any]:
         """``rows[i]``'s whole JSON object (decoded now; a row that parsed once parses again)."""
@@ -115,50 +134,52 @@ def _why(chunk: memoryview, exc: msgspec.DecodeError) -> str:
     return f"not JSON ({exc})"
 
 
+def _slow(out: ParsedRows, chunk: memoryview, number: int, last: bool, exc: Exception) -> Row | None:
+    """A line the fast decoder refused: a row after all (odd field types, bad UTF-8), or a dropped line."""
+    if isinstance(exc, msgspec.DecodeError):
+        if not bytes(chunk).strip():
+            return None  # an empty line: nothing to read, nothing lost
+        try:
+            value = decode_line(chunk)
+        except msgspec.DecodeError:
+            out.torn_tail = out.torn_tail or last
+            out.invalid.append((number, _why(chunk, exc)))
+            return None
+    else:
+        value = decode_line(chunk)  # JSON, but a field of an unexpected type, or not an object at all
+    if not isinstance(value, dict):
+        out.invalid.append((number, f"a JSON {type(value).__name__}, not a row"))
+        return None
+    return _row_of(value)
+
+
 def parse_rows(data: bytes) -> ParsedRows:
-    """Every line of a session file read as a row, tolerantly (see the module docstring)."""
+    """Every line of a session file read as a row, tolerantly (see the module docstring).
+
+    The loop is the reader's hot path (a config dir of 2,000 sessions is a million lines): it
+    keeps only each row and where its line starts; line numbers are counted when asked.
+    """
     out = ParsedRows(data)
     view = memoryview(data)
-    rows, lines, starts, ends = out.rows, out.lines, out.starts, out.ends
-    decode = _DECODE_ROW.decode
+    add_row, add_start = out.rows.append, out.starts.append
+    decode, find = _DECODE_ROW.decode, data.find
     size = len(data)
     pos = 0
     number = 0
     while pos < size:
-        end = data.find(b"\n", pos)
-        last = end < 0
-        if last:
+        end = find(b"\n", pos)
+        if end < 0:
             end = size
         number += 1
-        chunk = view[pos:end]
-        start = pos
-        pos = end + 1
         try:
-            row = decode(chunk)
-        except msgspec.ValidationError:
-            # JSON, but a field of an unexpected type, or not an object at all.
-            value = decode_line(chunk)
-            if not isinstance(value, dict):
-                out.invalid.append((number, f"a JSON {type(value).__name__}, not a row"))
-                continue
-            row = _row_of(value)
-        except msgspec.DecodeError as exc:
-            if not bytes(chunk).strip():
-                continue  # an empty line: nothing to read, nothing lost
-            try:
-                value = decode_line(chunk)
-            except msgspec.DecodeError:
-                if last:
-                    out.torn_tail = True
-                out.invalid.append((number, _why(chunk, exc)))
-                continue
-            if not isinstance(value, dict):
-                out.invalid.append((number, f"a JSON {type(value).__name__}, not a row"))
-                continue
-            row = _row_of(value)
-        rows.append(row)
-        lines.append(number)
-        starts.append(start)
-        ends.append(end)
+            add_row(decode(view[pos:end]))
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            row = _slow(out, view[pos:end], number, end == size, exc)
+            if row is not None:
+                add_row(row)
+                add_start(pos)
+        else:
+            add_start(pos)
+        pos = end + 1
     out.line_count = number
     return out

@@ -93,3 +93,21 @@ def test_a_missing_or_unreadable_dir_is_a_clear_error_and_a_default_one_is_a_not
     assert out.exit_code == EXIT.OK and "skipped:" in out.stdout and "could not be read" in out.stdout
     out = cli("rescue", "--claude", str(bad), "--openclaw", str(tmp_path), home=tmp_path)
     assert out.exit_code == EXIT.USAGE
+
+
+def test_apply_and_plan_of_a_claude_loss_say_it_is_not_built_yet_and_change_nothing(tmp_path: Path) -> None:
+    root = _state(tmp_path)
+    before = snapshot(root)
+    listed = json.loads(cli("rescue", "--claude", str(root), "--json", home=tmp_path).stdout)["losses"]
+    wanted = next(x["id"] for x in listed if x["kind"] == "null-parent")
+    out = cli("rescue", "apply", wanted[:5], "--yes", home=tmp_path)
+    assert out.exit_code == EXIT.FAILED, out.output
+    assert (
+        f"{wanted} is a Claude Code loss (null-parent" in out.output
+        and "not write Claude Code sessions yet" in out.output
+    )
+    out = cli("rescue", "plan", wanted, "--out", str(tmp_path / "pkg"), home=tmp_path)
+    assert out.exit_code == EXIT.FAILED and "nothing was changed" in out.output
+    assert snapshot(root) == before and not (tmp_path / "pkg").exists()
+    out = cli("rescue", "apply", "ffffffff", "--yes", home=tmp_path)
+    assert out.exit_code == EXIT.NOT_FOUND and "no OpenClaw state or Kurahi home found" in out.output

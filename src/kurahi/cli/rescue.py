@@ -25,6 +25,12 @@ app = typer.Typer(
         "Notice when a resident lost its past (a reset, a rollover, a moved dir, an upgrade), and bring it back; "
         "list what `claude --resume` silently drops."
     ),
+    epilog=(
+        "Claude Code (--claude DIR, or found in CLAUDE_CONFIG_DIR / ~/.claude): per session, what the next "
+        "`claude --resume` no longer sends, by kind: null-parent, progress-parent, sidechain-parent, wrong-parent, "
+        "sibling-fork, compact-null, preserved-missing, continue-elsewhere; what a rewind could have written is a "
+        "guess. Listing only, read-only; bringing these back is not built yet. See docs/claude-code.md."
+    ),
     invoke_without_command=True,
 )
 
@@ -199,7 +205,7 @@ def _print_inside(losses: list[SessionLoss]) -> None:
     for loss in losses:
         say(f"  {loss.id}: {'; '.join(loss.evidence)}")
     for reason in dict.fromkeys(loss.apply_refused for loss in losses if loss.apply_refused):
-        say("bring back: ", ("not yet (coming)", "yellow"), f": {reason}")
+        say("bring back: ", ("not yet (coming)", "yellow"), f": {reason}; listing changed nothing")
 
 
 def _print_lineage(losses: list[Loss]) -> None:
@@ -297,13 +303,43 @@ def rescue_cmd(
     raise typer.Exit(EXIT.FAILED if any(r.count for r in reports) else EXIT.OK)
 
 
-def _one(openclaw: Path | None, home: Path | None) -> Path:
+def _one(openclaw: Path | None, home: Path | None, loss_id: str | None = None) -> Path:
     from kurahi.runtimes.registry import named
 
     targets = [t for t in _targets(openclaw, None, home) if t.kind == "kurahi" or named(t.kind).keyed]
-    if len(targets) != 1:
-        fail("several states found; name one with --openclaw DIR or --home DIR", EXIT.USAGE)
-    return targets[0].path
+    if len(targets) == 1:
+        return targets[0].path
+    if loss_id is not None:
+        _not_brought_back_here(loss_id)
+    if not targets:
+        fail("no OpenClaw state or Kurahi home found; name one with --openclaw DIR or --home DIR", EXIT.NOT_FOUND)
+    fail("several states found; name one with --openclaw DIR or --home DIR", EXIT.USAGE)
+    raise AssertionError  # pragma: no cover - fail() exits
+
+
+def _not_brought_back_here(loss_id: str) -> None:
+    """Say so when ``loss_id`` is a loss a runtime lists itself (inside its session files): not brought back yet."""
+    from kurahi.errors import KurahiError
+    from kurahi.lifecycle.rescue.losses import own_losses
+    from kurahi.runtimes.registry import RUNTIMES
+
+    for runtime in RUNTIMES:
+        if runtime.keyed:
+            continue
+        where = runtime.locate().path
+        if not where.is_dir():
+            continue
+        try:
+            report = own_losses(runtime, where, runtime.name)
+        except KurahiError:
+            continue
+        for loss in report.session_losses if report is not None else []:
+            if loss.id.startswith(loss_id) and loss.apply_refused:
+                fail(
+                    f"{loss.id} is a {runtime.label} loss ({loss.kind} in {loss.source}): {loss.apply_refused} "
+                    f"(coming); nothing was changed. `kurahi rescue --{runtime.name} {where}` lists it",
+                    EXIT.FAILED,
+                )
 
 
 def _say_plan(plan: RescuePlan, applied: bool) -> None:
@@ -352,11 +388,16 @@ def plan_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Stitch, check and write the activation package for one loss; nothing in the state changes."""
+    from kurahi.errors import LossNotFoundError
     from kurahi.lifecycle.rescue.apply import plan_rescue
 
-    root = _one(openclaw, home)
+    root = _one(openclaw, home, loss_id)
     with activation_errors():
-        plan = plan_rescue(root, loss_id, out, markers=marker or [], accept_guess=accept_guess or [], agent=agent)
+        try:
+            plan = plan_rescue(root, loss_id, out, markers=marker or [], accept_guess=accept_guess or [], agent=agent)
+        except LossNotFoundError:
+            _not_brought_back_here(loss_id)
+            raise
     if as_json:
         print_json(plan.to_dict())
         return
@@ -395,7 +436,7 @@ def apply_cmd(
     from kurahi.lifecycle.rescue.apply import apply_rescue, refuse_if_running
     from kurahi.lifecycle.rescue.losses import find_losses
 
-    root = _one(openclaw, home)
+    root = _one(openclaw, home, loss_id)
     with activation_errors():
         refuse_if_running(root)
         report = find_losses(root, agent=agent)
@@ -437,6 +478,7 @@ def _pick_or_say_applied(root: Path, report: RescueReport, loss_id: str) -> Loss
     except LossNotFoundError as exc:
         found = applied_before(root, loss_id)
         if not found:
+            _not_brought_back_here(loss_id)
             raise
         lines = [f"no loss {loss_id!r} is left to bring back: an earlier `rescue apply` took it"]
         for a in found:

@@ -40,7 +40,7 @@ KINDS = (*BREAK_KINDS, CONTINUE_ELSEWHERE)
 """Every kind of Claude Code loss."""
 _AHEAD = 16
 """Session files the kernel is asked to read ahead of the one being parsed."""
-NOT_YET = "`kurahi rescue apply` does not write Claude Code sessions yet; this listing changed nothing"
+NOT_YET = "`kurahi rescue apply` does not write Claude Code sessions yet"
 """Why ``kurahi rescue apply`` does not take a Claude Code loss today."""
 
 

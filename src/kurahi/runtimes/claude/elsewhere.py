@@ -42,7 +42,7 @@ class SessionSummary:
     last_ms: int | None
     """When its last conversation row was written."""
     fresh: bool
-    """Its first conversation row is a root, and a prompt."""
+    """Its first conversation row is a root (a new session, not one resumed or forked into this file)."""
     first_uuid: str | None
     first_line: int | None
 

@@ -30,7 +30,7 @@ from kurahi.runtimes.claude.layout import ASSISTANT, ATTACHMENT, USER
 from kurahi.runtimes.claude.rows import ParsedRows
 from kurahi.runtimes.claude.versions import Release, newest
 
-__all__ = ["ResumeView", "SentMessage", "comparable", "messages_of", "resume_view"]
+__all__ = ["ResumeView", "SentMessage", "comparable", "messages_of", "resume_view", "view_of"]
 
 _REMINDER = "<system-reminder>"
 

@@ -33,7 +33,7 @@ from kurahi.runtimes.claude.versions import Release, newest
 from kurahi.runtimes.pieces import iso
 from kurahi.runtimes.session_losses import SessionLoss, SessionLosses
 
-__all__ = ["CONTINUE_ELSEWHERE", "KINDS", "NOT_YET", "find_losses", "loss_id"]
+__all__ = ["CONTINUE_ELSEWHERE", "KINDS", "NOT_YET", "find_losses", "loss_id", "ms_of"]
 
 CONTINUE_ELSEWHERE = "continue-elsewhere"
 KINDS = (*BREAK_KINDS, CONTINUE_ELSEWHERE)
@@ -220,7 +220,7 @@ def _summary(s: _Session, ends: tuple[int, int] | None) -> SessionSummary | None
         project=s.project,
         first_ms=s.time(first),
         last_ms=s.time(last),
-        fresh=rows[first].parent_uuid is None and rows[first].type == USER,
+        fresh=rows[first].parent_uuid is None,
         first_uuid=rows[first].uuid,
         first_line=s.parsed.line_of(first),
     )

@@ -19,7 +19,7 @@ import msgspec
 
 from kurahi.js.ops import truthy
 
-__all__ = ["ParsedRows", "Row", "parse_rows"]
+__all__ = ["ParsedRows", "Row", "decode_line", "parse_rows"]
 
 
 class Row(msgspec.Struct, rename="camel", kw_only=True, gc=False):

@@ -7,6 +7,7 @@ listing writes nothing: every byte, size and time of the files is as it was.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -144,3 +145,17 @@ def test_listing_writes_nothing_not_even_an_access_time(tmp_path: Path) -> None:
     assert find_losses(root).losses
     assert snapshot(root) == before
     assert [os.stat(p).st_atime_ns for p in files] == atimes
+
+
+def test_a_file_broken_at_every_row_is_followed_to_a_bound_and_says_so(tmp_path: Path) -> None:
+    folder = tmp_path / "projects" / "-w"
+    folder.mkdir(parents=True)
+    rows = [{"type": "user", "uuid": "u0", "parentUuid": None, "message": {"role": "user", "content": "first"}}]
+    rows += [
+        {"type": "user", "uuid": f"u{n}", "parentUuid": "u0", "message": {"role": "user", "content": f"row {n}"}}
+        for n in range(1, 3000)
+    ]
+    (folder / "00000000-0000-4000-8000-000000000001.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = find_losses(tmp_path)
+    assert len(report.losses) == 200 and {x.kind for x in report.losses} == {"wrong-parent"}
+    assert any("more than 200 broken links" in n for n in report.notes)

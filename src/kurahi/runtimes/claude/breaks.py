@@ -71,6 +71,8 @@ KINDS = (NULL_PARENT, PROGRESS_PARENT, SIDECHAIN_PARENT, WRONG_PARENT, SIBLING_F
 """The kinds found inside one session (``continue-elsewhere`` spans two: :mod:`.elsewhere`)."""
 RECORDED = "recorded"
 GUESS = "guess"
+_SHOWN = 50
+"""Rows off the path a ``wrong-parent`` link is judged by (and named in its evidence)."""
 _MAX_BREAKS = 200
 """Breaks followed in one session; a file broken at more rows is named in a note, not walked further."""
 
@@ -187,16 +189,20 @@ class _Judge:
             self._sent = (ids, tools)
         return self._sent
 
-    def hanging(self, p: int, c: int, seen: set[int]) -> list[int]:
+    def hanging(self, p: int, c: int, seen: set[int]) -> tuple[list[int], int]:
         """Rows written between ``p`` and ``c`` that the walk no longer reaches and that carry words.
 
         An assistant row of a message that is sent anyway (its other blocks are on the path) and
         tool results of calls that are sent are not counted: they belong to a message on the path.
+        Returns the first :data:`_SHOWN` such rows and how many rows with words lie between at all
+        (a file broken everywhere is not decoded row by row at every link).
         """
         cands = self.candidates()
         lo, hi = bisect.bisect_right(cands, p), bisect.bisect_left(cands, c)
         out: list[int] = []
         for k in cands[lo:hi]:
+            if len(out) >= _SHOWN:
+                break
             if k in seen:
                 continue
             r = self.rows[k]
@@ -214,7 +220,7 @@ class _Judge:
                     if results and len(results) == len(content) and all(t in self.sent()[1] for t in results):
                         continue
             out.append(k)
-        return out
+        return out, hi - lo
 
     def prompts_under(self) -> dict[str, int]:
         """How many prompts of the file hang under each uuid (a rewind lands where a prompt once hung)."""
@@ -356,8 +362,12 @@ def find_breaks(g: Graph) -> Found:
                     missing=missing,
                 )
             )
+    lost: dict[int, list[int]] = {}
+    for i, k in owner.items():
+        if k >= 0 and i not in in_view:
+            lost.setdefault(k, []).append(i)
     for k, b in enumerate(breaks):
-        b.lost = sorted(i for i, o in owner.items() if o == k and i not in in_view)
+        b.lost = sorted(lost.get(k, []))
     return Found(breaks, original, leaf, why, notes)
 
 
@@ -427,9 +437,10 @@ def _judge_link(
             ),
             None,
         )
-    off = j.hanging(p, c, seen)
+    off, between = j.hanging(p, c, seen)
     if not off:
         return None, p
+    some = _span(g, off) if len(off) < _SHOWN else f"{_span(g, off)} of the {between} with words"
     r = g.rows[c]
     if r.type == SYSTEM and r.subtype == STOP_HOOK_SUMMARY:
         return (
@@ -440,13 +451,13 @@ def _judge_link(
                 repair,
                 [
                     f"{j.describe(c)} names as parent {j.describe(p)}, the parent of the reply it follows "
-                    f"({j.describe(repair)}): the delivered reply ({_span(g, off)}) is off the path (#88597)"
+                    f"({j.describe(repair)}): the delivered reply ({some}) is off the path (#88597)"
                 ],
             ),
             None,
         )
     guess = j.rewind_shaped(c, p)
-    words = f"{j.describe(c)} names as parent {j.describe(p)}; {_span(g, off)} written between them hang off the path"
+    words = f"{j.describe(c)} names as parent {j.describe(p)}; {some} written between them hang off the path"
     if guess:
         words += (
             " (a rewind, `--resume-session-at` or /rewind, writes the same: a prompt under an earlier reply,"

@@ -683,3 +683,21 @@ def test_json_output_is_no_consent(tmp_path: Path) -> None:
     out = kurahi("rescue", "apply", loss["id"], "--openclaw", str(state), "--json", code=2)
     assert "--yes" in out.stderr
     assert tree_hash(state) == before
+
+
+def test_a_secret_in_a_recorded_reset_reason_never_reaches_the_listing(tmp_path: Path) -> None:
+    """The evidence quotes the reason a transcript records for a reset: it goes through the one secret
+    set (``store.redact.scrub_text``) in the table, the JSON and the HTML alike."""
+    secrets_said = ["sk-ant-api03-" + "Q" * 40, "hf_" + "Z" * 30, "password=hunter2hunter2"]
+    state = many_resets(tmp_path, 1, reason=" ".join(secrets_said))
+    page = tmp_path / "losses.html"
+    outputs = [
+        kurahi("rescue", "--openclaw", str(state), "--json", code=1).stdout,
+        kurahi("rescue", "--openclaw", str(state), "--html", str(page), code=1).stdout,
+        page.read_text(),
+    ]
+    (second,) = [x for x in json.loads(outputs[0])["losses"] if any("[redacted]" in e for e in x["evidence"])]
+    assert any("password=[redacted]" in e for e in second["evidence"]), second["evidence"]
+    for out in outputs:
+        for secret in ("Q" * 40, "Z" * 30, "hunter2hunter2"):
+            assert secret not in out

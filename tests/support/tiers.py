@@ -64,6 +64,7 @@ SLOW_TESTS = frozenset(
         "agent/test_providers.py::test_http_errors_and_timeouts_become_provider_errors",
         "agent/test_providers.py::test_openai_streams_text_and_reports_usage",
         "cli/test_agent_cli.py::test_send_then_actions_ls_and_show",
+        "lifecycle/test_rescue_disk.py::test_on_a_real_full_disk_apply_fails_cleanly_or_verifies_and_never_half_writes",
         "cli/test_conventions.py::test_KURAHI_HOME_beside_KOLO_HOME",
         "cli/test_conventions.py::test_a_dash_for_the_activation_candidate_and_the_provenance_transcript",
         "cli/test_conventions.py::test_a_dash_reads_the_file_from_stdin",

@@ -70,6 +70,10 @@ JSON_ERA = Release(
         overflow="compaction",
         empty_when_moved=True,
         request_runtimes=("openclaw-2026.5",),
+        fold=(
+            "OpenClaw 2026.5 compacts them into a summary on its next turn "
+            "(`openclaw sessions compact` does it at once)"
+        ),
     ),
     workspace_in_user_home=True,
     reset_by_rpc=True,
@@ -85,6 +89,7 @@ _SQLITE_VIEW = View(
     empty_when_moved=False,
     # It repairs tool pairing in memory as 2026.5 does (docs/session-doctor.md).
     request_runtimes=("openclaw-2026.5",),
+    fold="`openclaw sessions compact` after this folds them into a summary the model sees",
 )
 SQLITE_2026_9_5 = Release(
     version="2026.9.5",

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from kurahi.errors import SqliteSchemaError, SqliteStoreBusyError, SqliteStoreError
+from kurahi.errors import SqliteSchemaError, SqliteStoreBusyError, SqliteStoreError, SqliteStoreFullError
 from kurahi.js import deepjson
 from kurahi.pi.vocab import MESSAGE
 from kurahi.runtimes.openclaw.sqlite.cold import cold_archives, cold_events
@@ -203,6 +203,13 @@ def _translated(db: Path) -> Iterator[None]:
         name = getattr(exc, "sqlite_errorname", "")
         if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
             raise SqliteStoreBusyError("database is locked by another process; nothing was changed", path=db) from exc
+        if name.startswith(("SQLITE_FULL", "SQLITE_IOERR")) or "disk is full" in text or "disk I/O error" in text:
+            # A full disk shows as SQLITE_FULL, or as an I/O error when not even the WAL could grow.
+            raise SqliteStoreFullError(
+                f"the disk refused a write ({text}: full, or failing); the transaction was rolled back and "
+                "nothing was changed: free some space and run the command again",
+                path=db,
+            ) from exc
         if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")) or "malformed" in text or "not a database" in text:
             raise SqliteStoreError(f"corrupt SQLite database ({text}); nothing was changed", path=db) from exc
         raise SqliteStoreError(f"SQLite error: {text}", path=db) from exc
@@ -475,8 +482,16 @@ def install_session(
             verify(con)
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        _rollback(con)
         raise
+
+
+def _rollback(con: sqlite3.Connection) -> None:
+    # SQLite has already rolled back after some errors (a full disk among them): a ROLLBACK then
+    # fails with "no transaction is active" and would hide the error that matters.
+    if con.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            con.execute("ROLLBACK")
 
 
 def _insert_rows(con: sqlite3.Connection, key: str, lines: Sequence[str], old: str, new: str, now: int) -> None:
@@ -618,5 +633,5 @@ def uninstall_session(
             con.execute("DELETE FROM session_canonical_validation_pending WHERE session_key = ?", (key,))
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        _rollback(con)
         raise

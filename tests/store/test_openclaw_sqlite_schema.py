@@ -129,6 +129,10 @@ def test_a_2026_9_5_store_is_named_as_not_yet_migrated() -> None:
             "unique index on transcript_event_identities",
         ),
         (
+            ("CHECK (entry_valid IN (-1, 0, 1))", "CHECK (entry_valid IN (0, 1))"),
+            "CHECK (entry_valid in ( 0 , 1 )) on session_nodes is not one OpenClaw 2026.9.6 has",
+        ),
+        (
             ("DELETE FROM session_transcript_fts WHERE rowid = OLD.id", "DELETE FROM session_transcript_fts"),
             "trigger session_transcript_fts_rows_after_delete on session_transcript_fts_rows is not defined as",
         ),

@@ -24,7 +24,10 @@ tables activation writes (:data:`ACTIVATION_TABLES`), shipped beside this module
   columns and would not fill it);
 - a unique index (or ``UNIQUE``/``PRIMARY KEY`` constraint) on those tables missing, added or
   defined otherwise: it decides which insert fails;
-- a trigger on those tables missing, added or defined otherwise.
+- a trigger on those tables missing, added or defined otherwise;
+- a ``CHECK`` constraint on those tables that OpenClaw 2026.9.6 does not have and that reads a
+  column activation fills (it may refuse a row; one of OpenClaw's that is missing refuses
+  nothing, and is accepted).
 
 Everything else is accepted: whitespace and quoting, the order of columns and of objects, an
 additive nullable column, SQLite's own ``sqlite_*`` objects, plain indexes (they never change
@@ -306,6 +309,8 @@ class Table:
     """Each unique index and ``UNIQUE``/``PRIMARY KEY`` constraint as ``(columns) where …``."""
     triggers: dict[str, str]
     """By name: the normalised ``CREATE TRIGGER`` statement."""
+    checks: frozenset[str] = frozenset()
+    """Each ``CHECK`` constraint, of a column or of the table, as its normalised expression."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +332,26 @@ def _where(sql: str | None) -> str:
         elif token == "where" and depth == 0 and seen:
             return " ".join(t for t in tokens[i:] if t != ";")
     return ""
+
+
+def _checks(sql: str | None) -> frozenset[str]:
+    """Every ``CHECK (…)`` of a ``CREATE TABLE`` statement, normalised, constraint names left out.
+
+    Columns added later are included: SQLite appends their definitions to the statement.
+    """
+    tokens = _tokens(sql or "")
+    found = set()
+    for i, token in enumerate(tokens[:-1]):
+        if token != "check" or tokens[i + 1] != "(":
+            continue
+        depth = 0
+        for j in range(i + 1, len(tokens)):
+            depth += tokens[j] == "("
+            depth -= tokens[j] == ")"
+            if depth == 0:
+                found.add(" ".join(tokens[i + 2 : j]))
+                break
+    return frozenset(found)
 
 
 def _q(name: str) -> str:
@@ -372,7 +397,7 @@ def _table(con: sqlite3.Connection, name: str, kind: str, sql: str | None) -> Ta
             "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE", (name,)
         )
     }
-    return Table(columns, kind, foreign, frozenset(unique), triggers)
+    return Table(columns, kind, foreign, frozenset(unique), triggers, _checks(sql))
 
 
 def describe(con: sqlite3.Connection, tables: frozenset[str] | None = None) -> Schema:
@@ -452,6 +477,12 @@ def _table_problems(name: str, ref: Table, got: Table) -> list[str]:
         problems.append(f"unique index on {name}{key} is not one {_WHO} has")
     for key in sorted(ref.unique - got.unique):
         problems.append(f"unique index on {name}{key} is missing")
+    for check in sorted(got.checks - ref.checks):
+        # One OpenClaw lacks may refuse a row a write makes, when it reads a column the write fills
+        # (a column added with its CHECK keeps its default there); one it has that is missing
+        # refuses nothing.
+        if any(token in ref.columns for token in check.split()):
+            problems.append(f"CHECK ({check}) on {name} is not one {_WHO} has, and may refuse what a write inserts")
     for trigger, body in sorted(got.triggers.items()):
         if trigger not in ref.triggers:
             problems.append(f"trigger {trigger} on {name} is not one {_WHO} creates")

@@ -23,11 +23,13 @@ from typing import Any
 
 import pytest
 
+from support.cold_archives import make_cold
 from support.openclaw_peer import MAIN_KEY, SQLITE_ERA, phrases_in, require
 from support.rescue_builds import build_two_resets
 from support.rescue_resets import FIRST, SECOND, many_resets, phrase_of
 from support.rescue_scenario import Piece, Scenario
 from support.rescue_scenarios import ALICE, BOB, check_view
+from support.sqlite_activations import PHRASE_A, PHRASE_B, sqlite_setup
 from support.testdata import tree_hash
 
 pytestmark = pytest.mark.openclaw
@@ -164,3 +166,22 @@ def test_the_fifteenth_of_thirty_resets_comes_back_without_undoing_the_fourteen_
     assert phrases_in(body, said) == set(said[14:]), "OpenClaw's request is not loss 15 and what followed"
     left = [x["at"] for x in losses(s)]
     assert left == [x["at"] for x in found[:14]], "the 14 earlier losses are not all still listed"
+
+
+def test_a_loss_inside_a_cold_archive_is_brought_back_and_openclaw_sends_it(tmp_path: Path) -> None:
+    """2026.9.6's full sample with its one session moved to cold storage (its events only in
+    ``sessions/cold/*.jsonl.zst``): rescue apply, then OpenClaw's next request holds the phrase said
+    before the reset, read out of the archive, and the one said after it."""
+    require(SQLITE_ERA)
+    run = tmp_path / "run"
+    setup = sqlite_setup(run)
+    make_cold(setup.db, setup.old_sid)
+    pieces = (Piece(MAIN_KEY, (PHRASE_A,), "reset", False), Piece(MAIN_KEY, (PHRASE_B,), None, True))
+    s = Scenario("cold", SQLITE_ERA, run, pieces, 0.0)
+    (loss,) = losses(s)
+    assert loss["source"].startswith("sqlite-cold") or "cold" in loss["source"], loss["source"]
+    args = ["rescue", "apply", loss["id"], "--openclaw", str(s.state_dir), "--yes", "--json"]
+    done = json.loads(kurahi(*args, "--out", str(tmp_path / "pkg")).stdout)
+    assert done["verified"], done
+    body = s.one_turn(MAIN_KEY)
+    assert phrases_in(body, [PHRASE_A, PHRASE_B]) == {PHRASE_A, PHRASE_B}

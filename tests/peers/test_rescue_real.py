@@ -151,9 +151,9 @@ def test_the_fifteenth_of_thirty_resets_comes_back_without_undoing_the_fourteen_
     next request stretches 15 to 30 and the live one, and none of the 14 resets made before it."""
     require(SQLITE_ERA)
     run = tmp_path / "run"
-    many_resets(run, 28)  # the sample's own reset, then 28 more: 30 losses on the main key, then the live stretch
-    said = [FIRST, SECOND, *(phrase_of(n) for n in range(1, 29))]
-    pieces = tuple(Piece(MAIN_KEY, (p,), "reset" if i < 29 else None, i == 29) for i, p in enumerate(said))
+    many_resets(run, 29)  # the sample's own reset, then 29 more: 30 losses on the main key, then the live stretch
+    said = [FIRST, SECOND, *(phrase_of(n) for n in range(1, 30))]
+    pieces = tuple(Piece(MAIN_KEY, (p,), "reset" if i < 30 else None, i == 30) for i, p in enumerate(said))
     s = Scenario("thirty-resets", SQLITE_ERA, run, pieces, 0.0)
     found = losses(s)
     assert len(found) == 30, [x["kind"] for x in found]

@@ -20,6 +20,9 @@ from kurahi.testing.postgres import PostgresUnavailableError, ThrowawayPostgres,
 from support import tiers
 from support.backends import BACKEND_KINDS, BackendMaker
 from support.claude_api import MessagesStandIn, messages_standin
+from support.claude_damage import Session as ClaudeSession
+from support.claude_damage import build_base as build_claude_base
+from support.claude_damage import compacted as compacted_claude
 from support.claude_peer import CLAUDE_VERSION, ClaudePeer
 from support.claude_peer import PREFIX as CLAUDE_PREFIX
 from support.claude_peer import require as require_claude
@@ -268,6 +271,20 @@ def claude(claude_api: MessagesStandIn, tmp_path: Path) -> ClaudeFactory:
         return ClaudePeer(claude_api, root or tmp_path / f"claude-{next(made)}")
 
     return make
+
+
+@pytest.fixture(scope="session")
+def claude_base(claude_api: MessagesStandIn, tmp_path_factory: pytest.TempPathFactory) -> ClaudeSession:
+    """One session the real CLI made for the whole run (:func:`support.claude_damage.build_base`:
+    five turns, a Bash tool call, a subagent, a Stop hook). Tests ``copy()`` it, never change it."""
+    require_claude()
+    return build_claude_base(ClaudePeer(claude_api, tmp_path_factory.mktemp("claude-base")))
+
+
+@pytest.fixture(scope="session")
+def claude_compacted(claude_base: ClaudeSession, tmp_path_factory: pytest.TempPathFactory) -> ClaudeSession:
+    """A copy of ``claude_base`` after ``/compact`` and one more turn, for the whole run; copy it too."""
+    return compacted_claude(claude_base.copy(tmp_path_factory.mktemp("claude-compacted")))
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,8 @@ words the table says and holds every other one. What 2.1.332 bridges or does by 
 missing parent, a torn line, an orphan tool result, a compaction, a rewind, a subagent,
 ``--resume`` from elsewhere) loses nothing.
 
-All tests share one stand-in (``claude_api``) and the two sessions, built once for the module.
+All tests share one stand-in (``claude_api``) and the two sessions (``claude_base``,
+``claude_compacted``), built once for the run.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from support.claude_api import MessagesStandIn, prompt_of
+from support.claude_api import prompt_of
 from support.claude_damage import (
     LOSSES,
     NON_LOSSES,
@@ -27,31 +28,18 @@ from support.claude_damage import (
     ON_COMPACTED_NON_LOSSES,
     Damaged,
     Session,
-    build_base,
-    compacted,
 )
-from support.claude_peer import ClaudePeer, phrases_in, require
+from support.claude_peer import phrases_in
 
 pytestmark = pytest.mark.claude
-
-
-@pytest.fixture(scope="module")
-def base(claude_api: MessagesStandIn, tmp_path_factory: pytest.TempPathFactory) -> Session:
-    require()
-    return build_base(ClaudePeer(claude_api, tmp_path_factory.mktemp("claude-base")))
-
-
-@pytest.fixture(scope="module")
-def compacted_base(base: Session, tmp_path_factory: pytest.TempPathFactory) -> Session:
-    return compacted(base.copy(tmp_path_factory.mktemp("claude-compacted")))
 
 
 def _seen(damaged: Damaged, body: dict[str, Any]) -> set[str]:
     return phrases_in(body, damaged.session.words())
 
 
-def test_the_undamaged_session_sends_every_word(base: Session, tmp_path: Path) -> None:
-    s = base.copy(tmp_path)
+def test_the_undamaged_session_sends_every_word(claude_base: Session, tmp_path: Path) -> None:
+    s = claude_base.copy(tmp_path)
     body = s.next_request()
     assert phrases_in(body, s.words()) == s.words()
     assert len(s.words()) == 12  # five prompts and five replies (a subagent's among them), a command and its output
@@ -59,9 +47,9 @@ def test_the_undamaged_session_sends_every_word(base: Session, tmp_path: Path) -
 
 @pytest.mark.parametrize("kind", list(LOSSES))
 def test_each_loss_leaves_out_what_the_table_says(
-    kind: str, base: Session, compacted_base: Session, tmp_path: Path
+    kind: str, claude_base: Session, claude_compacted: Session, tmp_path: Path
 ) -> None:
-    damaged = LOSSES[kind]((compacted_base if kind in ON_COMPACTED else base).copy(tmp_path))
+    damaged = LOSSES[kind]((claude_compacted if kind in ON_COMPACTED else claude_base).copy(tmp_path))
     assert damaged.lost, kind
     body = damaged.next_request()  # exit 0, nothing on stderr, the API took it: ClaudePeer checks
     seen = _seen(damaged, body)
@@ -74,9 +62,9 @@ def test_each_loss_leaves_out_what_the_table_says(
 
 @pytest.mark.parametrize("kind", list(NON_LOSSES))
 def test_what_the_cli_bridges_or_means_loses_nothing(
-    kind: str, base: Session, compacted_base: Session, tmp_path: Path
+    kind: str, claude_base: Session, claude_compacted: Session, tmp_path: Path
 ) -> None:
-    damaged = NON_LOSSES[kind]((compacted_base if kind in ON_COMPACTED_NON_LOSSES else base).copy(tmp_path))
+    damaged = NON_LOSSES[kind]((claude_compacted if kind in ON_COMPACTED_NON_LOSSES else claude_base).copy(tmp_path))
     body = damaged.next_request()
     seen = _seen(damaged, body)
     assert damaged.kept <= seen, f"{kind}: lost {sorted(damaged.kept - seen)}"

@@ -170,14 +170,16 @@ def last_of(rows: list[dict[str, Any]], kind: str, **where: Any) -> dict[str, An
     return found[-1]
 
 
-def set_parent(s: Session, row_uuid: str, parent: str | None) -> None:
-    """Rewrite one row's ``parentUuid`` (every other row as it was)."""
+def set_parent(s: Session, row_uuid: str, parent: str | None) -> dict[str, Any]:
+    """Rewrite one row's ``parentUuid`` (every other row as it was); the row as it was."""
     rows = s.rows()
     hit = [r for r in rows if r.get("uuid") == row_uuid]
     assert hit, f"no row {row_uuid}"
+    was: dict[str, Any] = json.loads(json.dumps(hit[-1]))
     for r in hit:
         r["parentUuid"] = parent
     write_rows(s.path, rows)
+    return was
 
 
 def insert_before(s: Session, anchor_uuid: str, new: list[dict[str, Any]]) -> None:
@@ -242,6 +244,8 @@ class Damaged:
     """How the user meets it, when not ``claude --resume SID`` in the session's folder."""
     gone: set[str] = field(default_factory=set)
     """Words the damage itself destroyed (a torn row): lost, but nothing can bring them back."""
+    before: list[dict[str, Any]] = field(default_factory=list)
+    """The rows the damage changed or removed, as they were (for measuring what mends it)."""
 
     def next_request(self, prompt: str = "next") -> dict[str, Any]:
         return self.probe(prompt) if self.probe is not None else self.session.next_request(prompt)
@@ -264,8 +268,8 @@ def _live(s: Session) -> set[str]:
 def null_parent(s: Session) -> Damaged:
     """The last prompt's ``parentUuid`` set to ``null``: a second root. Lost: every earlier turn,
     the tool pair included."""
-    set_parent(s, prompt_row(s.rows(), s.turns[-1].prompt)["uuid"], None)
-    return Damaged("null_parent", s, _words(s.turns[:-1]))
+    was = set_parent(s, prompt_row(s.rows(), s.turns[-1].prompt)["uuid"], None)
+    return Damaged("null_parent", s, _words(s.turns[:-1]), before=[was])
 
 
 def progress_parent(s: Session) -> Damaged:
@@ -275,8 +279,8 @@ def progress_parent(s: Session) -> Damaged:
     prompt = prompt_row(s.rows(), s.turns[-1].prompt)
     progress = progress_rows(s)
     insert_before(s, prompt["uuid"], progress)
-    set_parent(s, prompt["uuid"], progress[-1]["uuid"])
-    return Damaged("progress_parent", s, _words(s.turns[:-1]))
+    was = set_parent(s, prompt["uuid"], progress[-1]["uuid"])
+    return Damaged("progress_parent", s, _words(s.turns[:-1]), before=[was])
 
 
 def sidechain_parent(s: Session) -> Damaged:
@@ -286,9 +290,10 @@ def sidechain_parent(s: Session) -> Damaged:
     side = subagent_rows(s)
     prompt = prompt_row(s.rows(), s.turns[-1].prompt)
     insert_before(s, prompt["uuid"], side)
-    set_parent(s, prompt["uuid"], side[-1]["uuid"])
+    was = set_parent(s, prompt["uuid"], side[-1]["uuid"])
     asked = subagent_prompt(s.turns)
-    return Damaged("sidechain_parent", s, _words(s.turns[:-1]) - {reply_for(asked)}, injected=[asked])
+    lost = _words(s.turns[:-1]) - {reply_for(asked)}
+    return Damaged("sidechain_parent", s, lost, injected=[asked], before=[was])
 
 
 def wrong_parent(s: Session) -> Damaged:
@@ -296,8 +301,8 @@ def wrong_parent(s: Session) -> Damaged:
     the turns in between (3 and 4). It looks like a rewind; only the missing rewind marks tell."""
     rows = s.rows()
     end2 = turn_rows(rows, s.turns[1].prompt)[-1]
-    set_parent(s, prompt_row(rows, s.turns[-1].prompt)["uuid"], end2["uuid"])
-    return Damaged("wrong_parent", s, _words(s.turns[2:4]))
+    was = set_parent(s, prompt_row(rows, s.turns[-1].prompt)["uuid"], end2["uuid"])
+    return Damaged("wrong_parent", s, _words(s.turns[2:4]), before=[was])
 
 
 def stop_hook_fork(s: Session) -> Damaged:
@@ -306,16 +311,16 @@ def stop_hook_fork(s: Session) -> Damaged:
     rows = turn_rows(s.rows(), s.turns[3].prompt)
     reply = [r for r in rows if r.get("type") == "assistant"][-1]
     summary = [r for r in rows if r.get("subtype") == "stop_hook_summary"][-1]
-    set_parent(s, summary["uuid"], reply["parentUuid"])
-    return Damaged("stop_hook_fork", s, {reply_for(s.turns[3].prompt)})
+    was = set_parent(s, summary["uuid"], reply["parentUuid"])
+    return Damaged("stop_hook_fork", s, {reply_for(s.turns[3].prompt)}, before=[was])
 
 
 def compact_null(s: Session) -> Damaged:
     """On a :func:`compacted` session: the first prompt after ``/compact`` parented on ``null``.
     Lost: the summary and the preserved tail."""
     later = next(w for w in s.extra if w.startswith("P6"))
-    set_parent(s, prompt_row(s.rows(), f"after {later}")["uuid"], None)
-    return Damaged("compact_null", s, {SUMMARY_MARK, *s.preserved})
+    was = set_parent(s, prompt_row(s.rows(), f"after {later}")["uuid"], None)
+    return Damaged("compact_null", s, {SUMMARY_MARK, *s.preserved}, before=[was])
 
 
 def preserved_missing(s: Session) -> Damaged:
@@ -324,7 +329,7 @@ def preserved_missing(s: Session) -> Damaged:
     rows = s.rows()
     named = set(last_of(rows, "system", subtype="compact_boundary")["compactMetadata"]["preservedMessages"]["uuids"])
     write_rows(s.path, [r for r in rows if r.get("uuid") not in named])
-    return Damaged("preserved_missing", s, set(s.preserved))
+    return Damaged("preserved_missing", s, set(s.preserved), before=[r for r in rows if r.get("uuid") in named])
 
 
 def continue_elsewhere(s: Session) -> Damaged:

@@ -21,7 +21,9 @@ place. The rule, and where each part of it is checked:
 
 from __future__ import annotations
 
-SLOW_FIXTURES = frozenset({"pi", "pi073", "any_pi", "openclaw", "claude", "pg_server", "pg_url"})
+SLOW_FIXTURES = frozenset(
+    {"pi", "pi073", "any_pi", "openclaw", "claude", "claude_base", "claude_compacted", "pg_server", "pg_url"}
+)
 """Fixtures that start a peer or a database."""
 
 SLOW_MARKERS = frozenset({"browser", "claude", "dist", "openclaw", "pi", "postgres"})

@@ -2,9 +2,9 @@
 
 These facts decide how ``kurahi rescue apply`` mends a Claude Code session (docs/claude-code-peer.md):
 
-- a row appended with the uuid of an earlier row replaces it when the CLI rebuilds the session
-  (the later one wins, whatever its ``parentUuid``), so each parent-link loss of the table is
-  mended by appending the damaged row as it should be;
+- a row appended with the uuid of an earlier row replaces it, parent and content, when the CLI
+  rebuilds the session (the later one wins), so each parent-link loss of the table is mended by
+  appending the damaged row as it should be;
 - a ``last-prompt`` row names the leaf ``--resume`` starts from when it names a leaf; one naming
   an inner row is ignored (the newest leaf in file order is taken);
 - assistant rows that share a ``message.id`` are sent as one message, whichever branch holds them;
@@ -57,8 +57,11 @@ def test_a_later_row_with_the_same_uuid_wins(claude_base: Session, tmp_path: Pat
     prompt = prompt_row(s.rows(), s.turns[-1].prompt)
     append_rows(s.path, [{**prompt, "parentUuid": None}])
     assert not phrases_in(s.next_request(), earlier)  # the appended copy's null parent is taken
-    append_rows(s.path, [prompt])
-    assert phrases_in(s.next_request(), s.words()) == s.words()  # and the one appended after it
+    changed = json.loads(json.dumps(prompt_row(s.rows(), s.turns[3].prompt)))
+    changed["message"]["content"] = "then P4-CHANGED"
+    append_rows(s.path, [prompt, changed])  # the prompt as it was, and turn 4's with other words
+    words = s.words() - {"P4-DELTA"} | {"P4-CHANGED"}
+    assert phrases_in(s.next_request(), words | {"P4-DELTA"}) == words  # the whole row is replaced
 
 
 def test_a_last_prompt_row_picks_the_leaf_when_it_names_one(claude_base: Session, tmp_path: Path) -> None:

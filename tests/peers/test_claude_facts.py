@@ -130,6 +130,7 @@ def test_a_running_claude_announces_its_session_and_a_killed_one_leaves_the_note
             note = json.loads((sessions / f"{run.pid}.json").read_text())
             assert (note["pid"], note["sessionId"], note["cwd"]) == (run.pid, s.sid, str(s.cwd))
             assert note["procStart"] == _proc_start(run.pid) and note["status"] == "busy"
+            assert Path(note["messagingSocketPath"]).parent == s.peer.tmp / "cc-socks"  # it follows TMPDIR
             cmdline = Path(f"/proc/{run.pid}/cmdline").read_bytes().split(b"\0")
             assert [b"--resume", s.sid.encode()] == cmdline[cmdline.index(b"--resume") :][:2]
             assert str(s.path) not in _open_files(run.pid)  # opened only while it appends

@@ -8,8 +8,8 @@ time. :class:`ClaudePeer` runs it the way a user would, but sealed off:
 - its only API is a :class:`~support.claude_api.MessagesStandIn` on loopback
   (``ANTHROPIC_BASE_URL``), shared by every peer of a test run; each run of the CLI carries
   an API key of its own, so the requests it made are told apart from any other's;
-- ``HOME`` is a throwaway folder under the test's; the environment keeps only ``PATH``,
-  the locale and ``TMPDIR`` of the caller, and turns off telemetry, non-essential traffic,
+- ``HOME`` and ``TMPDIR`` are throwaway folders under the test's; the environment keeps only
+  ``PATH`` and the locale of the caller, and turns off telemetry, non-essential traffic,
   the auto-updater and error reporting, without which the CLI tries ``api.anthropic.com``;
 - each run is ``claude -p PROMPT --output-format json`` (plus ``--session-id``,
   ``--resume``, ``--continue``, ``--resume-session-at``, ``/compact`` as asked) in the
@@ -216,8 +216,9 @@ class ClaudePeer:
         self.api = api
         self.root = root
         self.home = root / "home"
+        self.tmp = root / "tmp"
         self.project = project or root / "project"
-        for folder in (self.home, self.project):
+        for folder in (self.home, self.tmp, self.project):
             folder.mkdir(parents=True, exist_ok=True)
 
     def __repr__(self) -> str:
@@ -229,10 +230,12 @@ class ClaudePeer:
         return self.home / ".claude"
 
     def env(self, key: str) -> dict[str, str]:
-        keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TMPDIR", "TZ")}
+        keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ")}
         return {
             **keep,
             "HOME": str(self.home),
+            # Its messaging socket (cc-socks/<pid>.sock) goes here, not to /tmp: a killed CLI leaves it.
+            "TMPDIR": str(self.tmp),
             "SHELL": "/bin/bash",
             "ANTHROPIC_BASE_URL": self.api.base,
             "ANTHROPIC_API_KEY": key,

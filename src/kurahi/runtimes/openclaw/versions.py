@@ -16,6 +16,7 @@ __all__ = [
     "JSON_ERA",
     "KNOWN_VERSIONS",
     "READ_SCHEMA_VERSIONS",
+    "SCHEMA_WRITERS",
     "SQLITE_ERA",
     "VERSIONS",
     "WRITE_SCHEMA_VERSIONS",
@@ -124,11 +125,18 @@ VERSIONS: tuple[Release, ...] = (JSON_ERA, SQLITE_2026_9_5, SQLITE_ERA)
 """Every release Kurahi has been run against, oldest first."""
 KNOWN_VERSIONS = tuple(r.version for r in VERSIONS)
 """Their version strings."""
-READ_SCHEMA_VERSIONS: tuple[int, ...] = (19, 21, 22, 23)
-"""Agent-store schema versions Kurahi reads: every one a released OpenClaw 2026.9.x writes (19 by
-2026.9.1-2026.9.4, 21 by 2026.9.5, 23 by 2026.9.6) and 22, which no stable release writes but
-2026.9.6 migrates from (its docs call it deployed). The readers select only the columns all of
-them have, and the compressed event columns where they exist."""
+SCHEMA_WRITERS: dict[int, str] = {
+    19: "OpenClaw 2026.8.1-2026.9.4",
+    21: "OpenClaw 2026.9.5",
+    22: "no published OpenClaw (a source build between 2026.9.5 and 2026.9.6)",
+    23: "OpenClaw 2026.9.6",
+}
+"""Which releases write each agent-store schema version Kurahi reads (``OPENCLAW_AGENT_SCHEMA_VERSION``
+in each release's package). 2026.8.1-2026.9.4 were read from their npm packages, 2026.9.4's store
+was made and read (``tests/data/openclaw/2026.9.4-reset``); 2026.9.5 and 2026.9.6 were run."""
+READ_SCHEMA_VERSIONS: tuple[int, ...] = tuple(sorted(SCHEMA_WRITERS))
+"""Agent-store schema versions Kurahi reads (:data:`SCHEMA_WRITERS`). The readers select only the
+columns all of them have, and the compressed event columns where they exist."""
 WRITE_SCHEMA_VERSIONS: tuple[int, ...] = tuple(
     sorted({r.agent_schema for r in VERSIONS if r.activation_writes and r.agent_schema is not None})
 )

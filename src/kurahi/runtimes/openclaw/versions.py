@@ -15,6 +15,7 @@ __all__ = [
     "DRIVEN_VERSIONS",
     "JSON_ERA",
     "KNOWN_VERSIONS",
+    "OTHER_SCHEMA_WRITERS",
     "READ_SCHEMA_VERSIONS",
     "SCHEMA_WRITERS",
     "SQLITE_ERA",
@@ -128,12 +129,23 @@ KNOWN_VERSIONS = tuple(r.version for r in VERSIONS)
 SCHEMA_WRITERS: dict[int, str] = {
     19: "OpenClaw 2026.8.1-2026.9.4",
     21: "OpenClaw 2026.9.5",
-    22: "no published OpenClaw (a source build between 2026.9.5 and 2026.9.6)",
     23: "OpenClaw 2026.9.6",
 }
-"""Which releases write each agent-store schema version Kurahi reads (``OPENCLAW_AGENT_SCHEMA_VERSION``
-in each release's package). 2026.8.1-2026.9.4 were read from their npm packages, 2026.9.4's store
-was made and read (``tests/data/openclaw/2026.9.4-reset``); 2026.9.5 and 2026.9.6 were run."""
+"""Which releases write each agent-store schema version Kurahi reads: the ``OPENCLAW_AGENT_SCHEMA_VERSION``
+of every 2026.8 and 2026.9 release and prerelease on the npm registry, and a real store of each
+read in the tests (``tests/data/openclaw/``: ``2026.9.4-reset``, ``2026.9.5-reset``, the 2026.9.6
+samples)."""
+OTHER_SCHEMA_WRITERS: dict[int, str] = {
+    17: "the prereleases 2026.8.1-beta.3 and 2026.9.1-beta.1 only",
+    22: (
+        "no published OpenClaw release or prerelease: only source builds between 2026.9.5 and 2026.9.6 "
+        "(2026.9.6 calls it deployed and migrates it)"
+    ),
+}
+"""Schema versions Kurahi does not read, and who writes them. 22 came with OpenClaw's pull request
+153834, merged for 2026.9.6, which shipped 23: no package on the npm registry writes it, so no real
+store of it was ever read here, and Kurahi does not claim to read it. 20 (cold archives) was never
+published either. OpenClaw 2026.9.6 migrates each of them to 23."""
 READ_SCHEMA_VERSIONS: tuple[int, ...] = tuple(sorted(SCHEMA_WRITERS))
 """Agent-store schema versions Kurahi reads (:data:`SCHEMA_WRITERS`). The readers select only the
 columns all of them have, and the compressed event columns where they exist."""

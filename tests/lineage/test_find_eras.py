@@ -198,7 +198,7 @@ def test_unknown_schema_version_is_refused_by_name(tmp_path: Path) -> None:
     ("version", "writer"),
     [
         (22, "no published OpenClaw release or prerelease"),  # only source builds between 2026.9.5 and 2026.9.6
-        (17, "prereleases 2026.8.1-beta.3 and 2026.9.1-beta.1"),
+        (17, "prereleases 2026.8.1-beta.2, 2026.8.1-beta.3 and 2026.9.1-beta.1 only"),
         (20, None),  # no build Kurahi knows of
     ],
 )

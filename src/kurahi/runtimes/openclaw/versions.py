@@ -136,7 +136,8 @@ of every 2026.8 and 2026.9 release and prerelease on the npm registry, and a rea
 read in the tests (``tests/data/openclaw/``: ``2026.9.4-reset``, ``2026.9.5-reset``, the 2026.9.6
 samples)."""
 OTHER_SCHEMA_WRITERS: dict[int, str] = {
-    17: "the prereleases 2026.8.1-beta.3 and 2026.9.1-beta.1 only",
+    16: "prereleases only (2026.7.2-beta.7 and 2026.8.1-beta.1 among them)",
+    17: "the prereleases 2026.8.1-beta.2, 2026.8.1-beta.3 and 2026.9.1-beta.1 only",
     22: (
         "no published OpenClaw release or prerelease: only source builds between 2026.9.5 and 2026.9.6 "
         "(2026.9.6 calls it deployed and migrates it)"
@@ -145,7 +146,7 @@ OTHER_SCHEMA_WRITERS: dict[int, str] = {
 """Schema versions Kurahi does not read, and who writes them. 22 came with OpenClaw's pull request
 153834, merged for 2026.9.6, which shipped 23: no package on the npm registry writes it, so no real
 store of it was ever read here, and Kurahi does not claim to read it. 20 (cold archives) was never
-published either. OpenClaw 2026.9.6 migrates each of them to 23."""
+published either, 16 and 17 only in prereleases. OpenClaw 2026.9.6 migrates each of them to 23."""
 READ_SCHEMA_VERSIONS: tuple[int, ...] = tuple(sorted(SCHEMA_WRITERS))
 """Agent-store schema versions Kurahi reads (:data:`SCHEMA_WRITERS`). The readers select only the
 columns all of them have, and the compressed event columns where they exist."""

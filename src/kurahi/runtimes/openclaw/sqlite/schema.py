@@ -19,9 +19,9 @@ tables activation writes (:data:`ACTIVATION_TABLES`), shipped beside this module
 
 - a table activation writes missing, or of another kind (``STRICT``, ``WITHOUT ROWID``,
   another full-text definition), or with other foreign keys;
-- a column of it missing, or with another type, ``NOT NULL``, default or key place; a column
-  the reference lacks that is ``NOT NULL`` without a default (activation's inserts name their
-  columns and would not fill it);
+- a column of it missing (but one of :data:`FIRST_USE_COLUMNS`), or with another type, ``NOT
+  NULL``, default or key place; a column the reference lacks that is ``NOT NULL`` without a
+  default (activation's inserts name their columns and would not fill it);
 - a unique index (or ``UNIQUE``/``PRIMARY KEY`` constraint) on those tables missing, added or
   defined otherwise: it decides which insert fails;
 - a trigger on those tables missing, added or defined otherwise;
@@ -50,6 +50,7 @@ from importlib import resources
 
 __all__ = [
     "ACTIVATION_TABLES",
+    "FIRST_USE_COLUMNS",
     "KNOWN_OBJECTS",
     "Column",
     "Schema",
@@ -232,6 +233,24 @@ ACTIVATION_TABLES = frozenset(
     }
 )
 """Tables activation reads or writes, and the ones the triggers on them write: their meaning must be 2026.9.6's."""
+
+FIRST_USE_COLUMNS = frozenset(
+    {
+        "session_nodes.legacy_acp_migration_json",
+        "session_nodes.owner_actor_type",
+        "session_nodes.owner_actor_id",
+        "session_nodes.owner_assigned_by_type",
+        "session_nodes.owner_assigned_by_id",
+        "session_nodes.owner_assigned_at",
+    }
+)
+"""Nullable columns of :data:`ACTIVATION_TABLES` that a 2026.9.6 store may lack: OpenClaw 2026.9.6
+adds them on first use, and its own schema check lets them be missing. Its migration of a schema-19
+store (2026.8.1-2026.9.4) leaves ``legacy_acp_migration_json`` out, gateway and doctor alike.
+Activation neither names nor needs them (it changes a node's session ids and ``entry_json``;
+putting a node back sets the columns the node has), so their absence is no problem. Its other
+allowed-missing columns are not here: activation names ``context_eligible``, and the rest are in
+tables it never writes."""
 
 
 _TOKEN = re.compile(
@@ -463,7 +482,8 @@ def _table_problems(name: str, ref: Table, got: Table) -> list[str]:
     for col, want in ref.columns.items():
         have = got.columns.get(col)
         if have is None:
-            problems.append(f"column {name}.{col} is missing")
+            if f"{name}.{col}" not in FIRST_USE_COLUMNS:
+                problems.append(f"column {name}.{col} is missing")
         elif have != want:
             problems.append(f"column {name}.{col} is {have}, {_WHO} has {want}")
     for col, have in got.columns.items():

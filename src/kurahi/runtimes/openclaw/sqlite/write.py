@@ -58,7 +58,7 @@ from kurahi.pi.vocab import MESSAGE
 from kurahi.runtimes.openclaw.sqlite.cold import cold_archives, cold_events
 from kurahi.runtimes.openclaw.sqlite.events import EVENT_COLUMNS, event_bytes
 from kurahi.runtimes.openclaw.sqlite.snapshot import open_store_snapshot
-from kurahi.runtimes.openclaw.versions import WRITE_SCHEMA_VERSIONS
+from kurahi.runtimes.openclaw.versions import SCHEMA_WRITERS, WRITE_SCHEMA_VERSIONS
 
 __all__ = [
     "KNOWN_SCHEMA_VERSIONS",
@@ -317,10 +317,9 @@ _FOREIGN = (
 def _version_refusal(version: int) -> str:
     known = ", ".join(str(v) for v in KNOWN_SCHEMA_VERSIONS)
     if version < min(KNOWN_SCHEMA_VERSIONS):
-        return (
-            f"schema version {version} is a store of an older OpenClaw (2026.9.5 writes 21); Kurahi writes only "
-            f"schema {known} (OpenClaw 2026.9.6): {_MIGRATE}"
-        )
+        writer = SCHEMA_WRITERS.get(version)
+        what = f"the store of {writer}" if writer is not None else "a store of an older OpenClaw"
+        return f"schema version {version} is {what}; Kurahi writes only schema {known} (OpenClaw 2026.9.6): {_MIGRATE}"
     return f"schema version {version}: Kurahi writes only schema {known} (OpenClaw 2026.9.6), not a newer one"
 
 

@@ -22,15 +22,20 @@ $(STAMP): pyproject.toml setup.py $(wildcard src/kurahi/pi/read/_native*.[ch])
 # npm runs them on node 24: under an older node it drops the optional native packages whose
 # engines want 22+ (2026.9's fs-safe addon, without which its doctor cannot migrate a state
 # dir). With scripts off npm leaves out 2026.9.5's native fs-safe 0.13.1, so it is named beside
-# it (OPENCLAW_EXTRA). Every step is skipped when the right version is already there (its
-# .complete stamp is made only after the whole install). Needs node and npm; without them the
-# peer tests are SKIPPED.
+# it (OPENCLAW_EXTRA). Then Claude Code 2.1.332 into .peer/claude-code-2.1.332/, scripts off: two
+# packages, the wrapper and a 400 MB native binary for this platform
+# (@anthropic-ai/claude-code-linux-x64/claude), which the tests run directly (the postinstall
+# would only copy it over the wrapper's stub bin/claude.exe); npm keeps the download in its
+# default cache, so a second CI run on the same machine fetches nothing. Every step is skipped when the right version
+# is already there (its .complete stamp is made only after the whole install). Needs node and
+# npm; without them the peer tests are SKIPPED.
 PEER_PKGS := @mariozechner/pi-coding-agent@0.73.1 @earendil-works/pi-coding-agent@1.6.0
 OPENCLAW_VERSIONS := 2026.5.28 2026.9.5 2026.9.6
 OPENCLAW_EXTRA_2026.9.5 := @openclaw/fs-safe-linux-x64-gnu@0.13.1
+CLAUDE_VERSION := 2.1.332
 peer:
 	@if ! command -v npm >/dev/null 2>&1; then \
-	  echo "!!! npm not found: the Pi conformance and OpenClaw peer tests will be SKIPPED !!!"; exit 0; fi; \
+	  echo "!!! npm not found: the Pi conformance, OpenClaw and Claude Code peer tests will be SKIPPED !!!"; exit 0; fi; \
 	want="$(PEER_PKGS)"; \
 	if ! node -e 'process.exit(Number(process.versions.node.split(".")[0])>=24?0:1)' 2>/dev/null; then \
 	  want="$$want node@24"; fi; \
@@ -47,7 +52,15 @@ peer:
 	    echo "installing into $$dir/: openclaw@$(v) $(OPENCLAW_EXTRA_$(v)) (--ignore-scripts)"; \
 	    PATH="$$nodebin$$PATH" npm install --prefix $$dir --save-exact --no-audit --no-fund --silent --ignore-scripts \
 	      openclaw@$(v) $(OPENCLAW_EXTRA_$(v)) || exit 1; \
-	    touch $$dir/.complete; fi;)
+	    touch $$dir/.complete; fi;) \
+	dir=.peer/claude-code-$(CLAUDE_VERSION); \
+	if ! grep -qs "\"version\": \"$(CLAUDE_VERSION)\"" $$dir/node_modules/@anthropic-ai/claude-code/package.json || ! test -f $$dir/.complete; then \
+	  echo "installing into $$dir/: @anthropic-ai/claude-code@$(CLAUDE_VERSION) (--ignore-scripts; about 400 MB, kept in npm's cache)"; \
+	  npm install --prefix $$dir --save-exact --no-audit --no-fund --silent --ignore-scripts \
+	    @anthropic-ai/claude-code@$(CLAUDE_VERSION) || exit 1; \
+	  ls $$dir/node_modules/@anthropic-ai/claude-code-*/claude >/dev/null 2>&1 || \
+	    { echo "!!! $$dir: npm left out the native binary for this platform (@anthropic-ai/claude-code-<platform>/claude) !!!"; exit 1; }; \
+	  touch $$dir/.complete; fi
 
 # PostgreSQL for the tests marked postgres, which start a throwaway cluster of their own
 # (kurahi.testing.postgres: a temp dir, a loopback port, removed at the end). When its server

@@ -1,11 +1,13 @@
-"""Shared fixtures: the Pi peer and the OpenClaw peer (skipped loudly when node is absent), a
+"""Shared fixtures: the Pi peer and the OpenClaw peer (skipped loudly when node is absent), the
+real Claude Code on one stand-in API for the whole run (``claude``, ``claude_api``), a
 throwaway PostgreSQL (``pg_server``, ``pg_url``; skipped loudly when it cannot start), and
 ``any_backend``: each storage backend in turn (file, memory, PostgreSQL)."""
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -17,6 +19,14 @@ from kurahi.pi.read import native
 from kurahi.testing.postgres import PostgresUnavailableError, ThrowawayPostgres, find_bindir
 from support import tiers
 from support.backends import BACKEND_KINDS, BackendMaker
+from support.claude_api import MessagesStandIn, messages_standin
+from support.claude_damage import Session as ClaudeSession
+from support.claude_damage import build_base as build_claude_base
+from support.claude_damage import compacted as compacted_claude
+from support.claude_peer import CLAUDE_VERSION, ClaudePeer
+from support.claude_peer import PREFIX as CLAUDE_PREFIX
+from support.claude_peer import require as require_claude
+from support.claude_peer import unavailable as claude_unavailable
 from support.openclaw_peer import (
     OPENCLAW_VERSIONS,
     OpenClawFactory,
@@ -65,6 +75,7 @@ C_SCANNER = "C scanner: built" if native.available() else "!!! C scanner: NOT BU
 
 
 OPENCLAW_MISSING = "; ".join(f"{v}: {why}" for v in OPENCLAW_VERSIONS if (why := unavailable(v))) or None
+CLAUDE_MISSING = str(why) if (why := claude_unavailable()) else None
 
 PG_FIXTURES = {"pg_server", "pg_url"}
 # What became of the run's PostgreSQL: "started" (a description), "why" (it could not start),
@@ -85,11 +96,16 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         if OPENCLAW_MISSING
         else f"OpenClaw peers: {', '.join(OPENCLAW_VERSIONS)}"
     )
+    claude = (
+        f"!!! Claude Code peer missing: {CLAUDE_MISSING} !!!"
+        if CLAUDE_MISSING
+        else f"Claude Code peer: {CLAUDE_VERSION} ({CLAUDE_PREFIX})"
+    )
     profile = f"hypothesis profile: {HYPOTHESIS_PROFILE} (KURAHI_HYPOTHESIS_PROFILE)"
     if PI_MISSING:
-        return [f"!!! Pi peers missing: {PI_MISSING} !!!", openclaw, C_SCANNER, _pg_binaries(), profile]
+        return [f"!!! Pi peers missing: {PI_MISSING} !!!", openclaw, claude, C_SCANNER, _pg_binaries(), profile]
     pis = f"Pi peers: {', '.join(str(package_dir(v)) for v in PI_VERSIONS)}"
-    return [pis, openclaw, C_SCANNER, _pg_binaries(), profile]
+    return [pis, openclaw, claude, C_SCANNER, _pg_binaries(), profile]
 
 
 _TESTS_DIR = Path(__file__).parent
@@ -172,6 +188,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(f"Pi conformance checked against Pi {' and '.join(PI_VERSIONS)}")
     if OPENCLAW_MISSING:
         terminalreporter.write_line(f"!!! OpenClaw: {OPENCLAW_MISSING} !!!", red=True, bold=True)
+    if CLAUDE_MISSING:
+        terminalreporter.write_line(f"!!! Claude Code: {CLAUDE_MISSING} !!!", red=True, bold=True)
     terminalreporter.write_line(C_SCANNER, red=not native.available())
     if "why" in _PG:
         skipped = sum(
@@ -227,6 +245,46 @@ def openclaw(tmp_path: Path) -> Iterator[OpenClawFactory]:
     yield make
     for peer in made:
         peer.close()
+
+
+@pytest.fixture(scope="session")
+def claude_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MessagesStandIn]:
+    """One stand-in Anthropic Messages API on loopback for the whole run (:mod:`support.claude_api`):
+    every Claude Code peer of every test talks to it, each run with an API key of its own. Its
+    log of request bodies is ``claude-api*/requests.jsonl`` under pytest's temporary folder."""
+    with messages_standin(tmp_path_factory.mktemp("claude-api") / "requests.jsonl") as api:
+        yield api
+
+
+ClaudeFactory = Callable[..., ClaudePeer]
+
+
+@pytest.fixture
+def claude(claude_api: MessagesStandIn, tmp_path: Path) -> ClaudeFactory:
+    """Make :class:`~support.claude_peer.ClaudePeer` s on the run's stand-in: ``claude()`` (root
+    ``tmp_path/claude-N`` unless ``root=`` is given: a HOME and a project folder). Skips loudly
+    without npm, fails without ``make peer``."""
+    require_claude()
+    made = itertools.count(1)
+
+    def make(root: Path | None = None) -> ClaudePeer:
+        return ClaudePeer(claude_api, root or tmp_path / f"claude-{next(made)}")
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def claude_base(claude_api: MessagesStandIn, tmp_path_factory: pytest.TempPathFactory) -> ClaudeSession:
+    """One session the real CLI made for the whole run (:func:`support.claude_damage.build_base`:
+    five turns, a Bash tool call, a subagent, a Stop hook). Tests ``copy()`` it, never change it."""
+    require_claude()
+    return build_claude_base(ClaudePeer(claude_api, tmp_path_factory.mktemp("claude-base")))
+
+
+@pytest.fixture(scope="session")
+def claude_compacted(claude_base: ClaudeSession, tmp_path_factory: pytest.TempPathFactory) -> ClaudeSession:
+    """A copy of ``claude_base`` after ``/compact`` and one more turn, for the whole run; copy it too."""
+    return compacted_claude(claude_base.copy(tmp_path_factory.mktemp("claude-compacted")))
 
 
 @pytest.fixture(scope="session")

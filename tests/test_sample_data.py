@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from kurahi.pi.transcript import Transcript
-from kurahi.runtimes.openclaw.sqlite.events import EVENT_COLUMNS, event_bytes
+from kurahi.runtimes.openclaw.sqlite.events import event_bytes, event_columns
 from support.testdata import (
     JSON_ERA,
     JSON_RESET_IDLE,
@@ -23,6 +23,7 @@ from support.testdata import (
     SQLITE_COLD,
     SQLITE_ERA,
     SQLITE_RESET_IDLE,
+    SQLITE_SCHEMA_19,
     OpenClawEra,
     data_path,
     openclaw_state,
@@ -96,7 +97,7 @@ def session_texts(era: OpenClawEra) -> dict[str, str]:
     # immutable: the store is in WAL mode, and a read-only open would still write a -shm here.
     with sqlite3.connect(f"{db.as_uri()}?mode=ro&immutable=1", uri=True) as conn:
         for sid, seq, text, zstd, size in conn.execute(
-            f"SELECT session_id, seq, {EVENT_COLUMNS} FROM transcript_events ORDER BY session_id, seq"
+            f"SELECT session_id, seq, {event_columns(conn)} FROM transcript_events ORDER BY session_id, seq"
         ):
             out.setdefault(sid, []).append(event_bytes(text, zstd, size, where=f"seq {seq}", path=db).decode())
     return {sid: "\n".join(events) for sid, events in out.items()}
@@ -122,6 +123,33 @@ def test_reset_idle_samples_hold_each_turn_in_the_session_that_answered(era: Ope
             for value in json.loads(line).values() if line.startswith("{") else ():
                 if isinstance(value, str) and value.startswith("/"):
                     assert value.startswith(("/home/ava", "/usr/lib/node_modules")), f"{era} {sid}: {value}"
+
+
+def test_the_schema_19_sample_is_one_session_with_the_reset_between_its_phrases() -> None:
+    """``2026.9.4-reset``: schema 19, written by 2026.9.4, each turn in the one session, the
+    phrases on their side of the ``reset`` entry, no path of the run left, and the ``CREATE``
+    statements those of ``schemas/2026.9.4.sql`` (vacuuming reordered them, changed none)."""
+    from support.openclaw_samples import SCHEMA19_AFTER, SCHEMA19_BEFORE, schema_sql
+
+    state = openclaw_state(SQLITE_SCHEMA_19) / "agents" / "main" / "agent"
+    assert sorted(p.name for p in state.iterdir()) == ["openclaw-agent.sqlite"]  # 2026.9.4 leaves no -wal
+    db = state / "openclaw-agent.sqlite"
+    with sqlite3.connect(f"{db.as_uri()}?mode=ro&immutable=1", uri=True) as conn:
+        assert conn.execute("SELECT schema_version, app_version FROM schema_meta").fetchall() == [(19, "2026.9.4")]
+        assert conn.execute("PRAGMA user_version").fetchone() == (19,)
+    log = turns(SQLITE_SCHEMA_19)
+    assert [row["message"] for row in log] == [*SCHEMA19_BEFORE, *SCHEMA19_AFTER]
+    ((sid, text),) = session_texts(SQLITE_SCHEMA_19).items()
+    assert {row["sessionId"] for row in log} == {sid}
+    events = [json.loads(line) for line in text.splitlines()]
+    reset = [e["type"] for e in events].index("reset")
+    before, after = _text(events[:reset]), _text(events[reset + 1 :])
+    for row in log:
+        assert row["message"] in (before if row["message"] in SCHEMA19_BEFORE else after), row["message"]
+        assert row["replies"][0] in (before if row["message"] in SCHEMA19_BEFORE else after), row["replies"]
+    assert "/tmp/" not in text and "/work/" not in text
+    dump = data_path("openclaw", "schemas", "2026.9.4.sql").read_text(encoding="utf-8")
+    assert sorted(schema_sql(db).split(";\n\n")) == sorted(dump.split(";\n\n"))
 
 
 def test_json_reset_idle_sample_leaves_the_idle_orphan_unnamed() -> None:
@@ -166,7 +194,8 @@ def test_upgraded_reset_idle_sample_keeps_each_piece_somewhere() -> None:
 
 
 @pytest.mark.parametrize(
-    "era", [JSON_ERA, SQLITE_ERA, JSON_RESET_IDLE, SQLITE_RESET_IDLE, RESET_IDLE_UPGRADED, SQLITE_COLD]
+    "era",
+    [JSON_ERA, SQLITE_ERA, JSON_RESET_IDLE, SQLITE_RESET_IDLE, RESET_IDLE_UPGRADED, SQLITE_COLD, SQLITE_SCHEMA_19],
 )
 def test_each_era_has_its_readme_entry(era: OpenClawEra) -> None:
     readme = data_path("openclaw", "README.md").read_text(encoding="utf-8")

@@ -41,6 +41,7 @@ def test_make_check_leaves_out_only_slow_folders() -> None:
 
 def test_a_fast_test_that_starts_a_peer_fails_and_says_where_it_belongs() -> None:
     # This test is in the fast tier, so the launchers refuse before node is looked for.
+    from support.claude_peer import require as require_claude
     from support.openclaw_peer import OpenClawPeer, require
     from support.peer import PiPeer
 
@@ -49,11 +50,12 @@ def test_a_fast_test_that_starts_a_peer_fails_and_says_where_it_belongs() -> Non
         (lambda: PiPeer("0.73.1"), "Pi 0.73.1"),
         (lambda: require("2026.9.6"), "OpenClaw 2026.9.6"),
         (lambda: OpenClawPeer("2026.5.28", TESTS), "OpenClaw 2026.5.28"),
+        (require_claude, "Claude Code 2.1.332"),
     ):
         with pytest.raises(pytest.fail.Exception) as failed:
             start()
         assert str(failed.value) == (
-            f"{where} starts {what} but is in the fast tier: mark it pi or openclaw, "
+            f"{where} starts {what} but is in the fast tier: mark it pi, openclaw or claude, "
             "use the peer's fixture, or name it in tests/support/tiers.py"
         )
 

@@ -27,6 +27,7 @@ Hierarchy::
     │   │   ├── TranscriptReadError   missing, a directory, unreadable, oversized line
     │   │   │   └── SqliteStoreError  an OpenClaw SQLite store that cannot be read or written
     │   │   │       ├── SqliteStoreBusyError    locked, or kept changing while it was copied
+    │   │   │       ├── SqliteStoreFullError    the disk refused a write (full): rolled back, nothing changed
     │   │   │       └── SqliteSchemaError       a schema version Kurahi does not know
     │   │   ├── TreeError             parent cycles, unknown entry ids
     │   │   │   ├── ParentCycleError
@@ -166,6 +167,7 @@ __all__ = [
     "SqliteSchemaError",
     "SqliteStoreBusyError",
     "SqliteStoreError",
+    "SqliteStoreFullError",
     "StitchError",
     "StoreCopyError",
     "StoreDatabaseError",
@@ -282,6 +284,14 @@ class SqliteStoreBusyError(SqliteStoreError):
     exit_code = EXIT.BUSY
     http_status = 409
     http_code = "busy"
+
+
+class SqliteStoreFullError(SqliteStoreError):
+    """The disk refused a write to the store (full, or failing); the transaction was rolled back."""
+
+    exit_code = EXIT.FAILED
+    http_status = 507
+    http_code = "disk_full"
 
 
 class SqliteSchemaError(SqliteStoreError):

@@ -28,6 +28,7 @@ from support.testdata import (
     IDLE_UPGRADED,
     RESET_IDLE_UPGRADED,
     SQLITE_ERA,
+    SQLITE_SCHEMA_19,
     UPGRADED,
     data_path,
     openclaw_state_copy,
@@ -179,6 +180,35 @@ def test_the_listing_promises_no_apply_that_apply_would_refuse(tmp_path: Path) -
     # A store apply writes into is offered as before.
     (fine,) = losses(full_store(tmp_path / "full"))
     assert fine["applyRefused"] is None
+
+
+def test_a_2026_9_4_store_schema_19_is_listed_read_only_and_apply_waits_for_2026_9_6(tmp_path: Path) -> None:
+    """Issue 38: schema 19 (OpenClaw 2026.8.1-2026.9.4) is listed, its loss holds the phrases said
+    before the reset, and apply (which writes only 23) refuses, naming the way forward."""
+    state = openclaw_state_copy(SQLITE_SCHEMA_19, tmp_path / "state")
+    before = tree_hash(state)
+    (loss,) = losses(state)
+    assert (loss["kind"], loss["key"], loss["runtime"]) == ("reset", "agent:main:main", "openclaw-2026.9")
+    assert loss["confidence"] == "recorded" and loss["lostMessages"] == 6  # three turns before the /reset
+    assert loss["restore"]["fits"] is True
+    refused = " ".join(loss["applyRefused"].split())
+    assert "schema version 19" in refused and "OpenClaw 2026.8.1-2026.9.4" in refused, refused
+    assert "start OpenClaw 2026.9.6 once" in refused, refused
+    # The loss's source holds the phrase said before the reset, out of what OpenClaw sends next.
+    check = kurahi(
+        "lineage", "check", loss["source"], "--marker", "CRIMSON-IBEX-ALPHA", "--marker", "SLATE-MARLIN-OMEGA",
+        "--json", code=1,
+    )  # fmt: skip
+    found = {m["marker"]: m["found"] for m in json.loads(check.stdout)["markers"]}
+    assert found == {"CRIMSON-IBEX-ALPHA": False, "SLATE-MARLIN-OMEGA": True}
+    out = kurahi("rescue", "--openclaw", str(state), code=1)
+    assert "kurahi rescue apply" not in out.stdout, out.stdout
+    assert "Not yet: schema version 19" in " ".join(out.stdout.split()), out.stdout
+    for args in (["apply", loss["id"], "--yes"], ["plan", loss["id"]]):
+        out = kurahi("rescue", *args, "--openclaw", str(state), "--out", str(tmp_path / "p"), code=4)
+        assert "start OpenClaw 2026.9.6 once" in " ".join(out.stderr.split()), out.stderr
+        assert not (tmp_path / "p").exists()
+    assert tree_hash(state) == before  # no -wal or -shm appeared either (2026.9.4 leaves none)
 
 
 @pytest.mark.parametrize("era", [UPGRADED, IDLE_UPGRADED])
@@ -683,3 +713,21 @@ def test_json_output_is_no_consent(tmp_path: Path) -> None:
     out = kurahi("rescue", "apply", loss["id"], "--openclaw", str(state), "--json", code=2)
     assert "--yes" in out.stderr
     assert tree_hash(state) == before
+
+
+def test_a_secret_in_a_recorded_reset_reason_never_reaches_the_listing(tmp_path: Path) -> None:
+    """The evidence quotes the reason a transcript records for a reset: it goes through the one secret
+    set (``store.redact.scrub_text``) in the table, the JSON and the HTML alike."""
+    secrets_said = ["sk-ant-api03-" + "Q" * 40, "hf_" + "Z" * 30, "password=hunter2hunter2"]
+    state = many_resets(tmp_path, 1, reason=" ".join(secrets_said))
+    page = tmp_path / "losses.html"
+    outputs = [
+        kurahi("rescue", "--openclaw", str(state), "--json", code=1).stdout,
+        kurahi("rescue", "--openclaw", str(state), "--html", str(page), code=1).stdout,
+        page.read_text(),
+    ]
+    (second,) = [x for x in json.loads(outputs[0])["losses"] if any("[redacted]" in e for e in x["evidence"])]
+    assert any("password=[redacted]" in e for e in second["evidence"]), second["evidence"]
+    for out in outputs:
+        for secret in ("Q" * 40, "Z" * 30, "hunter2hunter2"):
+            assert secret not in out

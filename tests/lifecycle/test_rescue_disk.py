@@ -330,3 +330,41 @@ def test_the_catalog_keeps_its_mode_through_apply_and_rollback(tmp_path: Path) -
     back = cli("activate", "rollback", str(tmp_path / "pkg"), "--home", str(d.root), "--offline")
     assert back.exit_code == 0, back.output
     assert stat.S_IMODE(catalog.stat().st_mode) == 0o644, oct(catalog.stat().st_mode)
+
+
+# ---- finding 4 on a real full disk: a tmpfs in a private mount namespace --------------------------
+
+FILL_LEVELS = [0, 4_096, 40_000, 200_000, 1_500_000]
+"""Bytes left free on the tmpfs: from none to room for the whole repair."""
+
+
+@pytest.mark.parametrize("sample", ["2026.5.28-reset", "2026.9.6-full"])
+def test_on_a_real_full_disk_apply_fails_cleanly_or_verifies_and_never_half_writes(sample: str, tmp_path: Path) -> None:
+    """At each fill level ``rescue apply`` either verifies, or exits 1 naming the full disk with the
+    state's files byte-identical and nothing of Kurahi's left among them (SQLite's ``-shm`` index aside)."""
+    from support import full_disk
+    from support.testdata import data_path
+
+    why = full_disk.available()
+    if why is not None:
+        pytest.skip(f"!!! a real full disk cannot be made here ({why}): only the injected ENOSPC tests ran !!!")
+    state = data_path("openclaw", sample, "state")
+    lid = loss_id(state)
+    outcomes = []
+    for leave in FILL_LEVELS:
+        pkg = tmp_path / f"pkg-{leave}"
+        run = full_disk.run(state, leave, ["rescue", "apply", lid, "--openclaw", "{state}", "--yes", "--out", str(pkg)])
+        said = run["stdout"] + run["stderr"]
+        assert "Traceback" not in said, said
+        assert run["code"] in (0, 1), f"{leave} bytes free: exit {run['code']}: {said}"
+        if run["code"] == 0:
+            assert "verified: yes" in said, said
+        else:
+            assert "No space left on device" in said or "the disk refused a write" in said, said
+            assert "left as it was" in said or "nothing was changed" in said, said
+            kept = {k: v for k, v in run["after"].items() if not k.endswith("-shm")}
+            assert kept == {k: v for k, v in run["before"].items() if not k.endswith("-shm")}, (
+                f"{leave} bytes free: the failed apply changed the state dir"
+            )
+        outcomes.append(run["code"])
+    assert outcomes[0] == 1 and outcomes[-1] == 0, f"the fill levels no longer span failure and success: {outcomes}"

@@ -188,9 +188,38 @@ def test_unknown_schema_version_is_refused_by_name(tmp_path: Path) -> None:
     conn.close()
     with pytest.raises(SqliteSchemaError, match="schema version 31 in schema_meta") as info:
         find_lineage(state)
-    assert (info.value.version, info.value.known) == (31, (19, 21, 22, 23))
+    assert (info.value.version, info.value.known) == (31, (19, 21, 23))
+    assert "a newer OpenClaw than Kurahi knows" in str(info.value)
     code, _, out = find_json(state)
     assert code == EXIT.INVALID and "schema version 31" in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize(
+    ("version", "writer"),
+    [
+        (22, "no published OpenClaw release or prerelease"),  # only source builds between 2026.9.5 and 2026.9.6
+        (17, "prereleases 2026.8.1-beta.2, 2026.8.1-beta.3 and 2026.9.1-beta.1 only"),
+        (20, None),  # no build Kurahi knows of
+    ],
+)
+def test_a_schema_no_release_writes_is_refused_with_the_way_forward(
+    version: int, writer: str | None, tmp_path: Path
+) -> None:
+    """Issue 38: Kurahi reads only the schemas it has read a real store of (19, 21, 23); an older
+    one is refused, naming who writes it and how OpenClaw 2026.9.6 turns it into 23."""
+    state = openclaw_state_copy(SQLITE_ERA, tmp_path / "state")
+    conn = sqlite3.connect(db_of(state))
+    with conn:
+        conn.execute("UPDATE schema_meta SET schema_version = ?", (version,))
+    conn.close()
+    with pytest.raises(SqliteSchemaError) as info:
+        find_lineage(state)
+    message = " ".join(str(info.value).split())
+    assert f"schema version {version} in schema_meta" in message and "nothing was read" in message
+    assert writer is None or writer in message, message
+    assert "start OpenClaw 2026.9.6 once" in message and "openclaw doctor --fix" in message, message
+    code, _, out = find_json(state)
+    assert code == EXIT.INVALID and "start OpenClaw 2026.9.6 once" in " ".join(out.split())
 
 
 def test_no_schema_meta_is_refused(tmp_path: Path) -> None:

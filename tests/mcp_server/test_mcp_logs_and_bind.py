@@ -27,7 +27,7 @@ SECRET = "sk-ant-api03-ZZZZZZZZZZZZZZZZZZZZZZZZZZZZ"
 
 def test_a_100kb_uri_writes_a_bounded_redacted_log_line_and_error(tmp_path: Path) -> None:
     state = openclaw_state_copy("2026.9.6-reset", tmp_path / "state")
-    uri = "kurahi://transcript/agent:main:main/p0/0-3" + "A" * 100_000
+    uri = "kurahi://transcript/agent:main:main/p0/0-3" + "A" * 100_000 + SECRET
     with_secret = f"kurahi://transcript/agent:main:{SECRET}/p0/0-3"
     lines = [
         json.dumps(INIT),
@@ -59,7 +59,9 @@ def test_a_100kb_uri_writes_a_bounded_redacted_log_line_and_error(tmp_path: Path
                 answers[answer["id"]] = answer
         proc.stdin.close()
     stderr = log.read_text()
-    assert "error" in answers[2]  # the SDK's own "Unknown resource: <uri>" (it echoes the URI it was sent)
+    # The SDK's own refusal echoed the URI twice, whole (200 KB, the secret in it): now bounded.
+    refused = json.dumps(answers[2]["error"])
+    assert "unknown resource" in refused and len(refused) < 500 and SECRET not in refused, refused[:300]
     assert "key" in answers[4]["error"]["message"] and SECRET not in answers[4]["error"]["message"]
     assert "tools" in answers[3]["result"]
     assert len(stderr) < 5_000, f"{len(stderr):,} characters of log for one bad URI"

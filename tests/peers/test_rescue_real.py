@@ -23,9 +23,13 @@ from typing import Any
 
 import pytest
 
+from support.cold_archives import make_cold
 from support.openclaw_peer import MAIN_KEY, SQLITE_ERA, phrases_in, require
 from support.rescue_builds import build_two_resets
-from support.rescue_scenarios import ALICE, BOB, Scenario, check_view
+from support.rescue_resets import FIRST, SECOND, many_resets, phrase_of
+from support.rescue_scenario import Piece, Scenario
+from support.rescue_scenarios import ALICE, BOB, check_view
+from support.sqlite_activations import PHRASE_A, PHRASE_B, sqlite_setup
 from support.testdata import tree_hash
 
 pytestmark = pytest.mark.openclaw
@@ -140,3 +144,44 @@ def test_rescue_says_what_openclaw_will_send_of_a_history_bigger_than_the_window
         held = bool(phrases_in(body, [marker["text"]]))
         assert held == marker["inView"], f"rescue said {marker['text']!r} sent={marker['inView']}, OpenClaw: {held}"
     assert set(s.kept(MAIN_KEY)) <= phrases_in(body, s.kept(MAIN_KEY))
+
+
+def test_the_fifteenth_of_thirty_resets_comes_back_without_undoing_the_fourteen_before_it(tmp_path: Path) -> None:
+    """A 2026.9.6 key reset 30 times, one phrase per stretch: bringing back loss 15 gives OpenClaw's
+    next request stretches 15 to 30 and the live one, and none of the 14 resets made before it."""
+    require(SQLITE_ERA)
+    run = tmp_path / "run"
+    many_resets(run, 29)  # the sample's own reset, then 29 more: 30 losses on the main key, then the live stretch
+    said = [FIRST, SECOND, *(phrase_of(n) for n in range(1, 30))]
+    pieces = tuple(Piece(MAIN_KEY, (p,), "reset" if i < 30 else None, i == 30) for i, p in enumerate(said))
+    s = Scenario("thirty-resets", SQLITE_ERA, run, pieces, 0.0)
+    found = losses(s)
+    assert len(found) == 30, [x["kind"] for x in found]
+    assert all(x["kind"] == "reset" and x["key"] == MAIN_KEY for x in found)
+    fifteenth = found[14]
+    args = ["rescue", "apply", fifteenth["id"], "--openclaw", str(s.state_dir), "--yes", "--json"]
+    done = json.loads(kurahi(*args, "--out", str(tmp_path / "pkg")).stdout)
+    assert done["verified"], done
+    body = s.one_turn(MAIN_KEY)
+    assert phrases_in(body, said) == set(said[14:]), "OpenClaw's request is not loss 15 and what followed"
+    left = [x["at"] for x in losses(s)]
+    assert left == [x["at"] for x in found[:14]], "the 14 earlier losses are not all still listed"
+
+
+def test_a_loss_inside_a_cold_archive_is_brought_back_and_openclaw_sends_it(tmp_path: Path) -> None:
+    """2026.9.6's full sample with its one session moved to cold storage (its events only in
+    ``sessions/cold/*.jsonl.zst``): rescue apply, then OpenClaw's next request holds the phrase said
+    before the reset, read out of the archive, and the one said after it."""
+    require(SQLITE_ERA)
+    run = tmp_path / "run"
+    setup = sqlite_setup(run)
+    make_cold(setup.db, setup.old_sid)
+    pieces = (Piece(MAIN_KEY, (PHRASE_A,), "reset", False), Piece(MAIN_KEY, (PHRASE_B,), None, True))
+    s = Scenario("cold", SQLITE_ERA, run, pieces, 0.0)
+    (loss,) = losses(s)
+    assert loss["source"].startswith("sqlite-cold") or "cold" in loss["source"], loss["source"]
+    args = ["rescue", "apply", loss["id"], "--openclaw", str(s.state_dir), "--yes", "--json"]
+    done = json.loads(kurahi(*args, "--out", str(tmp_path / "pkg")).stdout)
+    assert done["verified"], done
+    body = s.one_turn(MAIN_KEY)
+    assert phrases_in(body, [PHRASE_A, PHRASE_B]) == {PHRASE_A, PHRASE_B}

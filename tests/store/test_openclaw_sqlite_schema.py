@@ -84,7 +84,13 @@ def _built(name: str, *, octet_length: bool = True) -> sqlite3.Connection:
     return con
 
 
-MIGRATED = ["2026.9.5-migrated-by-2026.9.6-gateway", "2026.9.5-migrated-by-2026.9.6-doctor", "2026.9.6-fresh"]
+MIGRATED = [
+    "2026.9.5-migrated-by-2026.9.6-gateway",
+    "2026.9.5-migrated-by-2026.9.6-doctor",
+    "2026.9.4-migrated-by-2026.9.6-gateway",
+    "2026.9.4-migrated-by-2026.9.6-doctor",
+    "2026.9.6-fresh",
+]
 
 
 @pytest.mark.parametrize("name", MIGRATED)
@@ -103,6 +109,34 @@ def test_a_2026_9_5_store_is_named_as_not_yet_migrated() -> None:
         "column transcript_events.event_utf8_bytes is missing",
         "column transcript_events.navigation_json is missing",
     ]
+
+
+def test_a_2026_9_4_store_is_named_as_not_yet_migrated() -> None:
+    """Schema 19 (2026.8.1-2026.9.4): 21's validation table and triggers, 22's search-row map and
+    23's event columns are missing; so is the node column 2026.9.6 adds on first use, which alone
+    would not stop a write (2026.9.6's gateway and doctor leave a migrated 19 store without it)."""
+    problems = schema_problems(_built("2026.9.4"))
+    assert "table session_canonical_validation_pending is missing" in problems
+    assert "table session_transcript_fts_rows is missing" in problems
+    assert "column transcript_events.event_zstd is missing" in problems
+    assert "column session_nodes.legacy_acp_migration_json is missing" not in problems
+
+
+def test_only_the_node_columns_openclaw_adds_on_first_use_may_be_missing() -> None:
+    """A column 2026.9.6 itself lets be missing and activation never names may be; any other may not."""
+    sql = data_path("openclaw", "schemas", "2026.9.6-fresh.sql").read_text(encoding="utf-8")
+    for column, missing_ok in (
+        ("  legacy_acp_migration_json TEXT,\n", True),
+        ("  owner_actor_type TEXT,\n", True),
+        ("  owner_assigned_at INTEGER,\n", True),
+        ("  icon TEXT,\n", False),
+    ):
+        assert column in sql, column
+        con = sqlite3.connect(":memory:", isolation_level=None)
+        con.create_function("octet_length", 1, lambda v: None)
+        con.executescript(sql.replace(column, "", 1))
+        name = column.split()[0]
+        assert schema_problems(con) == ([] if missing_ok else [f"column session_nodes.{name} is missing"]), column
 
 
 @pytest.mark.parametrize(
@@ -127,6 +161,10 @@ def test_a_2026_9_5_store_is_named_as_not_yet_migrated() -> None:
         (
             ("WHERE message_idempotency_key IS NOT NULL", "WHERE message_idempotency_key != ''"),
             "unique index on transcript_event_identities",
+        ),
+        (
+            ("CHECK (entry_valid IN (-1, 0, 1))", "CHECK (entry_valid IN (0, 1))"),
+            "CHECK (entry_valid in ( 0 , 1 )) on session_nodes is not one OpenClaw 2026.9.6 has",
         ),
         (
             ("DELETE FROM session_transcript_fts WHERE rowid = OLD.id", "DELETE FROM session_transcript_fts"),

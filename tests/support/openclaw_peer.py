@@ -45,15 +45,24 @@ from support.openclaw_model import MODEL_ID, StandInModel, request_messages, tex
 from support.peer import PEER_DIR
 from support.tiers import no_peer_in_the_fast_tier
 
-OpenClawVersion = Literal["2026.5.28", "2026.9.5", "2026.9.6"]
+OpenClawVersion = Literal["2026.5.28", "2026.9.4", "2026.9.5", "2026.9.6"]
 OPENCLAW_VERSIONS: tuple[OpenClawVersion, ...] = ("2026.5.28", "2026.9.6")
 """The releases every peer suite runs on (2026.9.5 only starts in the migration test)."""
 JSON_ERA: OpenClawVersion = "2026.5.28"
 SQLITE_ERA: OpenClawVersion = "2026.9.6"
+SCHEMA_19: OpenClawVersion = "2026.9.4"
+"""The newest release whose store is schema 19 (2026.8.1-2026.9.4 write it). ``make peer`` does not
+install it: only ``python tests/support/openclaw_samples.py schema19 OUT``, run by hand with it
+installed beside the others, starts it (the ``2026.9.4-reset`` sample)."""
 SCHEMA_21: OpenClawVersion = "2026.9.5"
 """The SQLite era's release whose store (schema 21) 2026.9.6 migrates when its gateway starts on it."""
-MIN_NODE: dict[OpenClawVersion, tuple[int, int]] = {"2026.5.28": (24, 0), "2026.9.5": (24, 16), "2026.9.6": (24, 16)}
-"""The node each release needs: 2026.9.5's and 2026.9.6's ``engines`` say 24.16; 2026.5.28's says
+MIN_NODE: dict[OpenClawVersion, tuple[int, int]] = {
+    "2026.5.28": (24, 0),
+    "2026.9.4": (24, 16),
+    "2026.9.5": (24, 16),
+    "2026.9.6": (24, 16),
+}
+"""The node each release needs: 2026.9.4's, 2026.9.5's and 2026.9.6's ``engines`` say 24.16; 2026.5.28's says
 22.19, but it has only been run offline on 24, so the harness asks for 24 (``make peer`` provides it)."""
 
 AGENT = "main"

@@ -3,7 +3,8 @@
 ``python tests/support/openclaw_samples.py OUT`` builds the 2026.5.28 and 2026.9.6 scenarios with real
 OpenClaw (:mod:`rescue_scenarios`, about five minutes) and writes ``OUT/2026.5.28-reset-idle``
 and ``OUT/2026.9.6-reset-idle``; ``... cold STATE OUT`` writes ``2026.9.6-cold`` from a state dir
-with a cold archive (:func:`write_cold_sample`). The files a session tool reads, the run's turn log as
+with a cold archive (:func:`write_cold_sample`); ``... schema19 OUT`` writes ``2026.9.4-reset``
+and its schema dump (:func:`write_schema19_sample`). The files a session tool reads, the run's turn log as
 ``cap/turns.jsonl``, absolute paths rewritten as ``tests/data/openclaw/README.md`` says.
 """
 
@@ -62,8 +63,9 @@ def write_sqlite_sample(root: Path, package: Path, node: str | None, turns: list
 
 def _store_sample(src: Path, dst: Path, swaps: list[tuple[str, str]]) -> None:
     """``src`` (with its ``-wal``) rewritten by :func:`rewrite_store` into ``dst``, beside the empty
-    ``-wal`` a clean stop of OpenClaw leaves."""
+    ``-wal`` a clean stop of OpenClaw 2026.9.5+ leaves (2026.9.4 leaves none: then none)."""
     dst.parent.mkdir(parents=True)
+    had_wal = Path(f"{src}-wal").exists()
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch) / src.name
         for suffix in ("", "-wal"):
@@ -71,7 +73,8 @@ def _store_sample(src: Path, dst: Path, swaps: list[tuple[str, str]]) -> None:
                 shutil.copyfile(f"{src}{suffix}", f"{work}{suffix}")
         rewrite_store(work, swaps)
         shutil.copyfile(work, dst)
-    dst.with_name(dst.name + "-wal").write_bytes(b"")
+    if had_wal:
+        dst.with_name(dst.name + "-wal").write_bytes(b"")
 
 
 PATH_COLUMNS = (
@@ -233,6 +236,79 @@ def write_cold_sample(state: Path, out: Path, swaps: tuple[tuple[str, str], ...]
                 assert not [old for old, _ in swaps if old.encode() in inflated], f"{path}: still holds paths"
 
 
+def schema_sql(db: Path) -> str:
+    """The ``CREATE`` statements of store ``db`` as ``tests/data/openclaw/schemas/`` keeps them.
+
+    In ``sqlite_master`` order, each ended by ``;`` and a blank line between; SQLite's own
+    ``sqlite_*`` objects and the full-text tables' shadow tables (``<fts>_data``, ``_idx``,
+    ``_content``, ``_docsize``, ``_config``) left out. Read through ``immutable=1``: not a byte of
+    the store changes.
+    """
+    con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+    try:
+        rows = con.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+    finally:
+        con.close()
+    virtual = {name for kind, name, sql in rows if kind == "table" and (sql or "").upper().startswith("CREATE VIRTUAL")}
+    shadow = {f"{v}_{part}" for v in virtual for part in ("data", "idx", "content", "docsize", "config")}
+    kept = [sql for _, name, sql in rows if sql and not name.startswith("sqlite_") and name not in shadow]
+    return ";\n\n".join(kept) + ";\n"
+
+
+SCHEMA19_BEFORE = (
+    "Hello, this is turn 1. The pre-reset phrase is CRIMSON-IBEX-ALPHA.",
+    "Turn 2: remember the number 9127 and my brass sextant (CRIMSON-IBEX-ALPHA).",
+    "Turn 3: last turn before the reset. CRIMSON-IBEX-ALPHA",
+)
+SCHEMA19_AFTER = (
+    "Turn 5: first turn after the reset. The post-reset phrase is SLATE-MARLIN-OMEGA.",
+    "Turn 6: the post-reset number is 6502, the topic kelp forests. SLATE-MARLIN-OMEGA",
+)
+"""The turns of ``2026.9.4-reset`` (turn 4 is the ``/reset``)."""
+
+
+def write_schema19_sample(out: Path) -> None:
+    """Drive OpenClaw 2026.9.4 (schema 19) and write ``OUT/2026.9.4-reset`` and three schema dumps.
+
+    On the main key: a turn per :data:`SCHEMA19_BEFORE`, ``/reset``, a turn per
+    :data:`SCHEMA19_AFTER`, a clean stop. ``OUT/schemas/2026.9.4.sql`` is the store as OpenClaw
+    left it; ``2026.9.4-migrated-by-2026.9.6-gateway.sql`` and ``...-doctor.sql`` are copies of the
+    run's whole dir after OpenClaw 2026.9.6's gateway started and stopped once on one, and its
+    ``openclaw doctor --fix --non-interactive`` ran on the other. The sample is the store rewritten
+    by :func:`write_sqlite_sample` (paths, ``VACUUM``). Needs 2026.9.4 installed beside the other
+    releases (``KURAHI_PEER_DIR``), which ``make peer`` does not do.
+    """
+    from support.openclaw_peer import SCHEMA_19, SQLITE_ERA, OpenClawPeer, find_node, package_dir
+
+    schemas = out / "schemas"
+    schemas.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="openclaw-schema19-") as scratch:
+        root = Path(scratch) / "run"
+        with OpenClawPeer(SCHEMA_19, root) as peer:
+            peer.start()
+            for text in SCHEMA19_BEFORE:
+                peer.turn(text)
+            peer.reset()
+            for text in SCHEMA19_AFTER:
+                peer.turn(text)
+            assert peer.stop() == 0
+            db = peer.sqlite_store
+            turns = list(peer.turn_log)
+        (schemas / f"{SCHEMA_19}.sql").write_text(schema_sql(db), encoding="utf-8")
+        for how in ("gateway", "doctor"):
+            copy = Path(scratch) / how
+            shutil.copytree(root, copy, symlinks=True)
+            with OpenClawPeer(SQLITE_ERA, copy) as new:
+                if how == "gateway":
+                    new.start()
+                    assert new.stop() == 0
+                else:
+                    new.doctor("--fix", "--non-interactive", deadline=300)
+                migrated = schema_sql(new.sqlite_store)
+            (schemas / f"{SCHEMA_19}-migrated-by-{SQLITE_ERA}-{how}.sql").write_text(migrated, encoding="utf-8")
+        write_sqlite_sample(root, package_dir(SCHEMA_19), find_node(SCHEMA_19), turns, out / f"{SCHEMA_19}-reset")
+
+
 def main(out: Path) -> None:
     """Build both eras' scenarios and write the two reset-then-idle samples to ``out``."""
     from support.openclaw_peer import JSON_ERA, SQLITE_ERA, find_node, package_dir
@@ -255,5 +331,7 @@ if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: it imports support
     if sys.argv[1:2] == ["cold"]:  # python tests/support/openclaw_samples.py cold STATE OUT
         write_cold_sample(Path(sys.argv[2]), Path(sys.argv[3]))
+    elif sys.argv[1:2] == ["schema19"]:  # python tests/support/openclaw_samples.py schema19 OUT
+        write_schema19_sample(Path(sys.argv[2]))
     else:
         main(Path(sys.argv[1]))

@@ -37,7 +37,7 @@ def _stamp(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
-def _grown(exported: bytes, resets: int) -> bytes:
+def _grown(exported: bytes, resets: int, reason: str) -> bytes:
     lines = exported.decode().rstrip("\n").split("\n")
     header = json.loads(lines[0])
     header["id"] = str(uuid.uuid4())
@@ -49,7 +49,7 @@ def _grown(exported: bytes, resets: int) -> bytes:
         t += timedelta(minutes=10)
         said = phrase_of(n)
         reset = {"type": "reset", "id": uuid.uuid4().hex[:8], "parentId": parent, "timestamp": _stamp(t)}
-        reset["reason"] = "reset"
+        reset["reason"] = reason
         t += timedelta(seconds=5)
         user = {
             "type": "message", "id": str(uuid.uuid4()), "parentId": reset["id"], "timestamp": _stamp(t),
@@ -68,14 +68,15 @@ def _grown(exported: bytes, resets: int) -> bytes:
     return ("\n".join(out) + "\n").encode()
 
 
-def many_resets(tmp_path: Path, resets: int) -> Path:
-    """The state dir of a copy of the full store whose main key has ``1 + resets`` resets, each a loss."""
+def many_resets(tmp_path: Path, resets: int, *, reason: str = "reset") -> Path:
+    """The state dir of a copy of the full store whose main key has ``1 + resets`` resets, each a loss
+    (the added ones record ``reason``, as OpenClaw records ``reset``)."""
     state = tmp_path / "state"
     shutil.copytree(data_path("openclaw", "2026.9.6-full", "state"), state)
     db = state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
     (node,) = [n for n in list_sqlite_nodes(db) if n.session_key == KEY]
     candidate = tmp_path / "grown.jsonl"
-    candidate.write_bytes(_grown(export_session_jsonl(db, node.current_session_id), resets))
+    candidate.write_bytes(_grown(export_session_jsonl(db, node.current_session_id), resets, reason))
     pkg = tmp_path / "grown-pkg"
     kurahi = [sys.executable, "-m", "kurahi.cli"]
     for args in (

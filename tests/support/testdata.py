@@ -25,6 +25,7 @@ OpenClawEra = Literal[
     "2026.9.6-reset-idle",
     "2026.5.28-reset-idle-upgraded",
     "2026.9.6-cold",
+    "2026.9.4-reset",
 ]
 JSON_ERA: OpenClawEra = "2026.5.28-reset"
 """OpenClaw 2026.5.28: ``sessions.json`` and one ``.jsonl`` transcript per session."""
@@ -40,6 +41,8 @@ RESET_IDLE_UPGRADED: OpenClawEra = "2026.5.28-reset-idle-upgraded"
 """``2026.5.28-reset-idle`` after 2026.9.6's ``doctor --fix``: the archive left, the orphan under a recovered key."""
 SQLITE_RESET_IDLE: OpenClawEra = "2026.9.6-reset-idle"
 """OpenClaw 2026.9.6: a session with a ``reset`` entry, and the session an idle rollover replaced it with."""
+SQLITE_SCHEMA_19: OpenClawEra = "2026.9.4-reset"
+"""OpenClaw 2026.9.4: an agent store of schema 19 (what 2026.8.1-2026.9.4 write), a reset inside its one session."""
 SQLITE_COLD: OpenClawEra = "2026.9.6-cold"
 """OpenClaw 2026.9.6: one session whose events its cold storage moved into ``sessions/cold/<sha256>.jsonl.zst``."""
 

@@ -3,7 +3,7 @@
 :func:`conftest.pytest_collection_modifyitems` marks these ``slow``, so the list lives in one
 place. The rule, and where each part of it is checked:
 
-- A test that starts a peer (either Pi, an OpenClaw) or PostgreSQL is slow: by its fixtures
+- A test that starts a peer (either Pi, an OpenClaw, Claude Code) or PostgreSQL is slow: by its fixtures
   (:data:`SLOW_FIXTURES`) or its marker (:data:`SLOW_MARKERS`). Checked in every run, fast or
   full: the peers' launchers fail a fast-tier test that gets to them
   (:func:`no_peer_in_the_fast_tier`), so `make check` needs neither node nor PostgreSQL.
@@ -21,16 +21,18 @@ place. The rule, and where each part of it is checked:
 
 from __future__ import annotations
 
-SLOW_FIXTURES = frozenset({"pi", "pi073", "any_pi", "openclaw", "pg_server", "pg_url"})
+SLOW_FIXTURES = frozenset(
+    {"pi", "pi073", "any_pi", "openclaw", "claude", "claude_base", "claude_compacted", "pg_server", "pg_url"}
+)
 """Fixtures that start a peer or a database."""
 
-SLOW_MARKERS = frozenset({"browser", "dist", "openclaw", "pi", "postgres"})
+SLOW_MARKERS = frozenset({"browser", "claude", "dist", "openclaw", "pi", "postgres"})
 """Markers of tests that are slow whatever they are: a real Chromium, a wheel built and installed,
-node running Pi or OpenClaw (the marker is enough: such a test may start its peer without the
-fixtures, as the OpenClaw continuity suite does), PostgreSQL."""
+node running Pi or OpenClaw, the real Claude Code (the marker is enough: such a test may start its
+peer without the fixtures, as the OpenClaw continuity suite does), PostgreSQL."""
 
 SLOW_FOLDERS = ("crash/", "crashstates/", "peers/", "conformance/")
-"""Folders of tests/ whose every test is slow (the crash campaigns, OpenClaw, Pi conformance)."""
+"""Folders of tests/ whose every test is slow (the crash campaigns, OpenClaw and Claude Code, Pi conformance)."""
 
 SLOW_MODULES = frozenset(
     {
@@ -64,6 +66,7 @@ SLOW_TESTS = frozenset(
         "agent/test_providers.py::test_http_errors_and_timeouts_become_provider_errors",
         "agent/test_providers.py::test_openai_streams_text_and_reports_usage",
         "cli/test_agent_cli.py::test_send_then_actions_ls_and_show",
+        "lifecycle/test_rescue_disk.py::test_on_a_real_full_disk_apply_fails_cleanly_or_verifies_and_never_half_writes",
         "cli/test_conventions.py::test_KURAHI_HOME_beside_KOLO_HOME",
         "cli/test_conventions.py::test_a_dash_for_the_activation_candidate_and_the_provenance_transcript",
         "cli/test_conventions.py::test_a_dash_reads_the_file_from_stdin",
@@ -200,7 +203,7 @@ def no_peer_in_the_fast_tier(what: str) -> None:
         import pytest
 
         pytest.fail(
-            f"{_fast_test} starts {what} but is in the fast tier: mark it pi or openclaw, "
+            f"{_fast_test} starts {what} but is in the fast tier: mark it pi, openclaw or claude, "
             "use the peer's fixture, or name it in tests/support/tiers.py",
             pytrace=False,
         )

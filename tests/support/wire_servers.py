@@ -54,10 +54,12 @@ def openai_tool_call(call_id: str, name: str, args: str) -> dict[str, Any]:
     return {"sse": chunks}
 
 
-def anthropic_text(text: str) -> dict[str, Any]:
+def anthropic_text(
+    text: str, *, message_id: str = "msg_1", model: str = "claude-test", input_tokens: int = 31
+) -> dict[str, Any]:
     return {
         "events": [
-            ("message_start", {"type": "message_start", "message": _amsg()}),
+            ("message_start", {"type": "message_start", "message": _amsg(message_id, model, input_tokens)}),
             (
                 "content_block_start",
                 {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
@@ -84,11 +86,19 @@ def anthropic_text(text: str) -> dict[str, Any]:
     }
 
 
-def anthropic_tool_call(call_id: str, name: str, args: str) -> dict[str, Any]:
+def anthropic_tool_call(
+    call_id: str,
+    name: str,
+    args: str,
+    *,
+    message_id: str = "msg_1",
+    model: str = "claude-test",
+    input_tokens: int = 31,
+) -> dict[str, Any]:
     block = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
     return {
         "events": [
-            ("message_start", {"type": "message_start", "message": _amsg()}),
+            ("message_start", {"type": "message_start", "message": _amsg(message_id, model, input_tokens)}),
             ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
             (
                 "content_block_delta",
@@ -120,16 +130,16 @@ def anthropic_tool_call(call_id: str, name: str, args: str) -> dict[str, Any]:
     }
 
 
-def _amsg() -> dict[str, Any]:
+def _amsg(message_id: str = "msg_1", model: str = "claude-test", input_tokens: int = 31) -> dict[str, Any]:
     return {
-        "id": "msg_1",
+        "id": message_id,
         "type": "message",
         "role": "assistant",
-        "model": "claude-test",
+        "model": model,
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {"input_tokens": 31, "output_tokens": 1},
+        "usage": {"input_tokens": input_tokens, "output_tokens": 1},
     }
 
 

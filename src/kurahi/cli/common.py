@@ -150,13 +150,13 @@ def activation_errors() -> Iterator[None]:
     is input that is not what it should be (exit 4; a busy one stays 5), and a precondition
     that no longer holds says that nothing was changed.
     """
-    from kurahi.errors import PreconditionError, SqliteStoreBusyError, SqliteStoreError
+    from kurahi.errors import PreconditionError, SqliteStoreBusyError, SqliteStoreError, SqliteStoreFullError
 
     with translate_errors():
         try:
             yield
-        except SqliteStoreBusyError:
-            raise  # busy, as its family says
+        except (SqliteStoreBusyError, SqliteStoreFullError):
+            raise  # busy, or a write the disk refused: as their families say
         except SqliteStoreError as exc:
             fail(str(exc), EXIT.INVALID)
         except PreconditionError as exc:

@@ -367,12 +367,13 @@ def _say_plan(plan: RescuePlan, applied: bool) -> None:
     ]
     table(["marker", "from", "in view"], rows, keys=(1, 2))
     if plan.staying_out:
+        from kurahi.runtimes.views import view
+
         gone = f" ({', '.join(plan.not_sent)}: its marker among them)" if plan.not_sent else ""
         say(
             ("  stays out: ", "yellow"),
             f"{plan.staying_out} message(s), the oldest, are back in the history but past the "
-            f"{plan.window:,}-token window{gone}; `openclaw sessions compact` after this folds them into a "
-            "summary the model sees",
+            f"{plan.window:,}-token window{gone}; {view(plan.runtime).fold}",
         )
 
 

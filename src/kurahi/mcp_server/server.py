@@ -29,7 +29,7 @@ from pydantic import Field
 from kurahi import __version__
 from kurahi.errors import KurahiError
 from kurahi.mcp_server import answers
-from kurahi.mcp_server.safety import MAX_KEY, MAX_QUERY, Refusal, scrub
+from kurahi.mcp_server.safety import MAX_KEY, MAX_QUERY, Refusal, quoted, scrub
 from kurahi.mcp_server.served import Served
 
 __all__ = ["build_server", "http_app", "run_http", "run_stdio", "unreadable_answer"]
@@ -103,10 +103,20 @@ def build_server(served: Served) -> Any:
     """An ``MCPServer`` with the four tools and the transcript-slice resource over ``served``."""
     from mcp import MCPError
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
     from mcp.types import INVALID_PARAMS, ToolAnnotations
 
-    server = MCPServer("kurahi", instructions=INSTRUCTIONS, version=__version__)
+    class _Server(MCPServer):
+        async def read_resource(self, uri: Any, context: Any = None) -> Any:
+            # The SDK's refusal of a URI no template matches repeats the URI twice (message and
+            # data), whole: a 100 KB URI came back as 200 KB, secrets and all. Quote it as every
+            # refusal here does.
+            try:
+                return await super().read_resource(uri, context)
+            except ResourceNotFoundError:
+                raise MCPError(code=INVALID_PARAMS, message=f"unknown resource {quoted(str(uri))}") from None
+
+    server = _Server("kurahi", instructions=INSTRUCTIONS, version=__version__)
     _bound_sdk_logs()
     read_only = ToolAnnotations(
         read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -228,8 +238,15 @@ async def _serve_stdio(server: Any) -> None:
     from mcp.server.stdio import stdio_server
     from mcp.shared.message import SessionMessage
 
-    # MCPServer.run_stdio_async, with a screen between the reader and the server.
-    lowlevel = server._lowlevel_server
+    # MCPServer.run_stdio_async, with a screen between the reader and the server. The SDK has no
+    # public way to put one there: its low-level server is a private attribute (2.3). Should a
+    # release rename it, serve as the SDK does, without the screen, and say so once on stderr
+    # (tests/mcp_server's lone-surrogate test then fails, naming this).
+    lowlevel = getattr(server, "_lowlevel_server", None)
+    if lowlevel is None or not hasattr(lowlevel, "run"):
+        _log.warning("kurahi mcp: this MCP SDK hides its low-level server; unreadable requests may go unanswered")
+        await server.run_stdio_async()
+        return
     async with stdio_server() as (read_stream, write_stream):
         send, receive = anyio.create_memory_object_stream[Any](0)
 

@@ -47,6 +47,9 @@ class View(msgspec.Struct, frozen=True, kw_only=True):
     """A catalog naming a transcript outside the state dir makes it start empty."""
     request_runtimes: tuple[str, ...]
     """The runtimes ``kurahi session doctor`` judges its next request as."""
+    fold: str
+    """How what a repair brings back past the window reaches the model after all, in a clause
+    (``rescue`` says it under "stays out")."""
 
 
 class Boundary(msgspec.Struct, frozen=True):

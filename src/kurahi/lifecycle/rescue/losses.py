@@ -42,6 +42,7 @@ from kurahi.lineage.find import Lineage, Piece, iso, list_agents, open_agent
 from kurahi.runtimes.base import Agent, ResetPolicy, Runtime, View
 from kurahi.runtimes.session_losses import SessionLoss
 from kurahi.runtimes.view import sends_whole, whole_rule
+from kurahi.store.redact import scrub_text
 
 __all__ = [
     "KINDS",
@@ -271,7 +272,7 @@ def _key_losses(ctx: _KeyContext, notes: list[str]) -> list[Loss]:
                 at=iso(at),
                 kind=kind,
                 confidence=piece.confidence,
-                evidence=evidence,
+                evidence=[scrub_text(line) for line in evidence],  # a reset's reason is the user's words
                 source=piece.source,
                 session_id=piece.session_id,
                 lost_messages=s.messages,
@@ -362,4 +363,5 @@ def find_losses(
                 if refused is not None:
                     losses[found:] = [msgspec.structs.replace(loss, apply_refused=refused) for loss in losses[found:]]
     losses.sort(key=lambda loss: (loss.at or "", loss.agent, loss.key, loss.id))
+    notes = [scrub_text(note) for note in notes]  # keys and session names can hold anything
     return RescueReport(str(root), state_kind, agents, keys_seen, losses, sorted(set(notes)), sorted(set(unread)))

@@ -15,7 +15,9 @@ __all__ = [
     "DRIVEN_VERSIONS",
     "JSON_ERA",
     "KNOWN_VERSIONS",
+    "OTHER_SCHEMA_WRITERS",
     "READ_SCHEMA_VERSIONS",
+    "SCHEMA_WRITERS",
     "SQLITE_ERA",
     "VERSIONS",
     "WRITE_SCHEMA_VERSIONS",
@@ -70,6 +72,10 @@ JSON_ERA = Release(
         overflow="compaction",
         empty_when_moved=True,
         request_runtimes=("openclaw-2026.5",),
+        fold=(
+            "OpenClaw 2026.5 compacts them into a summary on its next turn "
+            "(`openclaw sessions compact` does it at once)"
+        ),
     ),
     workspace_in_user_home=True,
     reset_by_rpc=True,
@@ -85,6 +91,7 @@ _SQLITE_VIEW = View(
     empty_when_moved=False,
     # It repairs tool pairing in memory as 2026.5 does (docs/session-doctor.md).
     request_runtimes=("openclaw-2026.5",),
+    fold="`openclaw sessions compact` after this folds them into a summary the model sees",
 )
 SQLITE_2026_9_5 = Release(
     version="2026.9.5",
@@ -119,11 +126,30 @@ VERSIONS: tuple[Release, ...] = (JSON_ERA, SQLITE_2026_9_5, SQLITE_ERA)
 """Every release Kurahi has been run against, oldest first."""
 KNOWN_VERSIONS = tuple(r.version for r in VERSIONS)
 """Their version strings."""
-READ_SCHEMA_VERSIONS: tuple[int, ...] = (19, 21, 22, 23)
-"""Agent-store schema versions Kurahi reads: every one a released OpenClaw 2026.9.x writes (19 by
-2026.9.1-2026.9.4, 21 by 2026.9.5, 23 by 2026.9.6) and 22, which no stable release writes but
-2026.9.6 migrates from (its docs call it deployed). The readers select only the columns all of
-them have, and the compressed event columns where they exist."""
+SCHEMA_WRITERS: dict[int, str] = {
+    19: "OpenClaw 2026.8.1-2026.9.4",
+    21: "OpenClaw 2026.9.5",
+    23: "OpenClaw 2026.9.6",
+}
+"""Which releases write each agent-store schema version Kurahi reads: the ``OPENCLAW_AGENT_SCHEMA_VERSION``
+of every 2026.8 and 2026.9 release and prerelease on the npm registry, and a real store of each
+read in the tests (``tests/data/openclaw/``: ``2026.9.4-reset``, ``2026.9.5-reset``, the 2026.9.6
+samples)."""
+OTHER_SCHEMA_WRITERS: dict[int, str] = {
+    16: "prereleases only (2026.7.2-beta.7 and 2026.8.1-beta.1 among them)",
+    17: "the prereleases 2026.8.1-beta.2, 2026.8.1-beta.3 and 2026.9.1-beta.1 only",
+    22: (
+        "no published OpenClaw release or prerelease: only source builds between 2026.9.5 and 2026.9.6 "
+        "(2026.9.6 calls it deployed and migrates it)"
+    ),
+}
+"""Schema versions Kurahi does not read, and who writes them. 22 came with OpenClaw's pull request
+153834, merged for 2026.9.6, which shipped 23: no package on the npm registry writes it, so no real
+store of it was ever read here, and Kurahi does not claim to read it. 20 (cold archives) was never
+published either, 16 and 17 only in prereleases. OpenClaw 2026.9.6 migrates each of them to 23."""
+READ_SCHEMA_VERSIONS: tuple[int, ...] = tuple(sorted(SCHEMA_WRITERS))
+"""Agent-store schema versions Kurahi reads (:data:`SCHEMA_WRITERS`). The readers select only the
+columns all of them have, and the compressed event columns where they exist."""
 WRITE_SCHEMA_VERSIONS: tuple[int, ...] = tuple(
     sorted({r.agent_schema for r in VERSIONS if r.activation_writes and r.agent_schema is not None})
 )

@@ -16,5 +16,6 @@ VIEW = View(
     overflow="compaction",
     empty_when_moved=False,
     request_runtimes=("pi-1.6", "pi-0.73"),
+    fold="the runtime's own compaction folds them into a summary on its next turn (in Pi, `/compact` does it at once)",
 )
 """Pi's projection of the whole path (a Kurahi home's runtime projects as Pi does)."""

@@ -19,12 +19,15 @@ tables activation writes (:data:`ACTIVATION_TABLES`), shipped beside this module
 
 - a table activation writes missing, or of another kind (``STRICT``, ``WITHOUT ROWID``,
   another full-text definition), or with other foreign keys;
-- a column of it missing, or with another type, ``NOT NULL``, default or key place; a column
-  the reference lacks that is ``NOT NULL`` without a default (activation's inserts name their
-  columns and would not fill it);
+- a column of it missing (but one of :data:`FIRST_USE_COLUMNS`), or with another type, ``NOT
+  NULL``, default or key place; a column the reference lacks that is ``NOT NULL`` without a
+  default (activation's inserts name their columns and would not fill it);
 - a unique index (or ``UNIQUE``/``PRIMARY KEY`` constraint) on those tables missing, added or
   defined otherwise: it decides which insert fails;
-- a trigger on those tables missing, added or defined otherwise.
+- a trigger on those tables missing, added or defined otherwise;
+- a ``CHECK`` constraint on those tables that OpenClaw 2026.9.6 does not have and that reads a
+  column activation fills (it may refuse a row; one of OpenClaw's that is missing refuses
+  nothing, and is accepted).
 
 Everything else is accepted: whitespace and quoting, the order of columns and of objects, an
 additive nullable column, SQLite's own ``sqlite_*`` objects, plain indexes (they never change
@@ -47,6 +50,7 @@ from importlib import resources
 
 __all__ = [
     "ACTIVATION_TABLES",
+    "FIRST_USE_COLUMNS",
     "KNOWN_OBJECTS",
     "Column",
     "Schema",
@@ -230,6 +234,24 @@ ACTIVATION_TABLES = frozenset(
 )
 """Tables activation reads or writes, and the ones the triggers on them write: their meaning must be 2026.9.6's."""
 
+FIRST_USE_COLUMNS = frozenset(
+    {
+        "session_nodes.legacy_acp_migration_json",
+        "session_nodes.owner_actor_type",
+        "session_nodes.owner_actor_id",
+        "session_nodes.owner_assigned_by_type",
+        "session_nodes.owner_assigned_by_id",
+        "session_nodes.owner_assigned_at",
+    }
+)
+"""Nullable columns of :data:`ACTIVATION_TABLES` that a 2026.9.6 store may lack: OpenClaw 2026.9.6
+adds them on first use, and its own schema check lets them be missing. Its migration of a schema-19
+store (2026.8.1-2026.9.4) leaves ``legacy_acp_migration_json`` out, gateway and doctor alike.
+Activation neither names nor needs them (it changes a node's session ids and ``entry_json``;
+putting a node back sets the columns the node has), so their absence is no problem. Its other
+allowed-missing columns are not here: activation names ``context_eligible``, and the rest are in
+tables it never writes."""
+
 
 _TOKEN = re.compile(
     r"""\s+|--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'|"(?:[^"]|"")*"|`[^`]*`|\[[^\]]*\]|[A-Za-z_][A-Za-z0-9_$]*|[0-9.]+|.""",
@@ -306,6 +328,8 @@ class Table:
     """Each unique index and ``UNIQUE``/``PRIMARY KEY`` constraint as ``(columns) where …``."""
     triggers: dict[str, str]
     """By name: the normalised ``CREATE TRIGGER`` statement."""
+    checks: frozenset[str] = frozenset()
+    """Each ``CHECK`` constraint, of a column or of the table, as its normalised expression."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +351,26 @@ def _where(sql: str | None) -> str:
         elif token == "where" and depth == 0 and seen:
             return " ".join(t for t in tokens[i:] if t != ";")
     return ""
+
+
+def _checks(sql: str | None) -> frozenset[str]:
+    """Every ``CHECK (…)`` of a ``CREATE TABLE`` statement, normalised, constraint names left out.
+
+    Columns added later are included: SQLite appends their definitions to the statement.
+    """
+    tokens = _tokens(sql or "")
+    found = set()
+    for i, token in enumerate(tokens[:-1]):
+        if token != "check" or tokens[i + 1] != "(":
+            continue
+        depth = 0
+        for j in range(i + 1, len(tokens)):
+            depth += tokens[j] == "("
+            depth -= tokens[j] == ")"
+            if depth == 0:
+                found.add(" ".join(tokens[i + 2 : j]))
+                break
+    return frozenset(found)
 
 
 def _q(name: str) -> str:
@@ -372,7 +416,7 @@ def _table(con: sqlite3.Connection, name: str, kind: str, sql: str | None) -> Ta
             "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE", (name,)
         )
     }
-    return Table(columns, kind, foreign, frozenset(unique), triggers)
+    return Table(columns, kind, foreign, frozenset(unique), triggers, _checks(sql))
 
 
 def describe(con: sqlite3.Connection, tables: frozenset[str] | None = None) -> Schema:
@@ -438,7 +482,8 @@ def _table_problems(name: str, ref: Table, got: Table) -> list[str]:
     for col, want in ref.columns.items():
         have = got.columns.get(col)
         if have is None:
-            problems.append(f"column {name}.{col} is missing")
+            if f"{name}.{col}" not in FIRST_USE_COLUMNS:
+                problems.append(f"column {name}.{col} is missing")
         elif have != want:
             problems.append(f"column {name}.{col} is {have}, {_WHO} has {want}")
     for col, have in got.columns.items():
@@ -452,6 +497,12 @@ def _table_problems(name: str, ref: Table, got: Table) -> list[str]:
         problems.append(f"unique index on {name}{key} is not one {_WHO} has")
     for key in sorted(ref.unique - got.unique):
         problems.append(f"unique index on {name}{key} is missing")
+    for check in sorted(got.checks - ref.checks):
+        # One OpenClaw lacks may refuse a row a write makes, when it reads a column the write fills
+        # (a column added with its CHECK keeps its default there); one it has that is missing
+        # refuses nothing.
+        if any(token in ref.columns for token in check.split()):
+            problems.append(f"CHECK ({check}) on {name} is not one {_WHO} has, and may refuse what a write inserts")
     for trigger, body in sorted(got.triggers.items()):
         if trigger not in ref.triggers:
             problems.append(f"trigger {trigger} on {name} is not one {_WHO} creates")

@@ -43,7 +43,7 @@ from urllib.parse import quote
 
 from kurahi.errors import SqliteSchemaError, SqliteStoreBusyError, SqliteStoreError
 from kurahi.fs.os_errors import os_error, os_errors
-from kurahi.runtimes.openclaw.versions import READ_SCHEMA_VERSIONS
+from kurahi.runtimes.openclaw.versions import OTHER_SCHEMA_WRITERS, READ_SCHEMA_VERSIONS, SCHEMA_WRITERS
 
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT",
@@ -194,6 +194,23 @@ def translate_sqlite_error(exc: sqlite3.Error, path: Path, busy_timeout: float) 
     return SqliteStoreError(f"cannot read the SQLite store: {exc}", path=path)
 
 
+def _written_by(version: int | None) -> str:
+    writer = None if version is None else (SCHEMA_WRITERS | OTHER_SCHEMA_WRITERS).get(version)
+    return "" if writer is None else f" (written by {writer})"
+
+
+def _way_forward(version: int | None, known: tuple[int, ...]) -> str:
+    """What to do with a store of a schema version Kurahi does not read."""
+    if version is None or not known:
+        return ""
+    if version > max(known):
+        return "; a newer OpenClaw than Kurahi knows wrote it: a newer Kurahi may read it"
+    return (
+        "; OpenClaw 2026.9.6 migrates it to schema 23: start OpenClaw 2026.9.6 once (or run its "
+        "`openclaw doctor --fix` with the gateway stopped), stop it, then run Kurahi again"
+    )
+
+
 def _schema_version(conn: sqlite3.Connection, path: Path, known: tuple[int, ...]) -> int:
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     missing = [t for t in REQUIRED_TABLES if t not in tables]
@@ -211,8 +228,8 @@ def _schema_version(conn: sqlite3.Connection, path: Path, known: tuple[int, ...]
     if version not in known:
         shown = "no schema version" if version is None else f"schema version {version}"
         raise SqliteSchemaError(
-            f"{shown} in schema_meta: Kurahi reads OpenClaw agent stores of schema version "
-            f"{', '.join(map(str, known))} only; nothing was read",
+            f"{shown} in schema_meta{_written_by(version)}: Kurahi reads OpenClaw agent stores of schema version "
+            f"{', '.join(map(str, known))} only; nothing was read{_way_forward(version, known)}",
             path=path,
             version=version,
             known=known,

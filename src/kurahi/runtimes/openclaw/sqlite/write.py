@@ -52,13 +52,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from kurahi.errors import SqliteSchemaError, SqliteStoreBusyError, SqliteStoreError
+from kurahi.errors import SqliteSchemaError, SqliteStoreBusyError, SqliteStoreError, SqliteStoreFullError
 from kurahi.js import deepjson
 from kurahi.pi.vocab import MESSAGE
 from kurahi.runtimes.openclaw.sqlite.cold import cold_archives, cold_events
 from kurahi.runtimes.openclaw.sqlite.events import EVENT_COLUMNS, event_bytes
 from kurahi.runtimes.openclaw.sqlite.snapshot import open_store_snapshot
-from kurahi.runtimes.openclaw.versions import WRITE_SCHEMA_VERSIONS
+from kurahi.runtimes.openclaw.versions import SCHEMA_WRITERS, WRITE_SCHEMA_VERSIONS
 
 __all__ = [
     "KNOWN_SCHEMA_VERSIONS",
@@ -203,6 +203,13 @@ def _translated(db: Path) -> Iterator[None]:
         name = getattr(exc, "sqlite_errorname", "")
         if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
             raise SqliteStoreBusyError("database is locked by another process; nothing was changed", path=db) from exc
+        if name.startswith(("SQLITE_FULL", "SQLITE_IOERR")) or "disk is full" in text or "disk I/O error" in text:
+            # A full disk shows as SQLITE_FULL, or as an I/O error when not even the WAL could grow.
+            raise SqliteStoreFullError(
+                f"the disk refused a write ({text}: full, or failing); the transaction was rolled back and "
+                "nothing was changed: free some space and run the command again",
+                path=db,
+            ) from exc
         if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")) or "malformed" in text or "not a database" in text:
             raise SqliteStoreError(f"corrupt SQLite database ({text}); nothing was changed", path=db) from exc
         raise SqliteStoreError(f"SQLite error: {text}", path=db) from exc
@@ -310,10 +317,9 @@ _FOREIGN = (
 def _version_refusal(version: int) -> str:
     known = ", ".join(str(v) for v in KNOWN_SCHEMA_VERSIONS)
     if version < min(KNOWN_SCHEMA_VERSIONS):
-        return (
-            f"schema version {version} is a store of an older OpenClaw (2026.9.5 writes 21); Kurahi writes only "
-            f"schema {known} (OpenClaw 2026.9.6): {_MIGRATE}"
-        )
+        writer = SCHEMA_WRITERS.get(version)
+        what = f"the store of {writer}" if writer is not None else "a store of an older OpenClaw"
+        return f"schema version {version} is {what}; Kurahi writes only schema {known} (OpenClaw 2026.9.6): {_MIGRATE}"
     return f"schema version {version}: Kurahi writes only schema {known} (OpenClaw 2026.9.6), not a newer one"
 
 
@@ -475,8 +481,16 @@ def install_session(
             verify(con)
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        _rollback(con)
         raise
+
+
+def _rollback(con: sqlite3.Connection) -> None:
+    # SQLite has already rolled back after some errors (a full disk among them): a ROLLBACK then
+    # fails with "no transaction is active" and would hide the error that matters.
+    if con.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            con.execute("ROLLBACK")
 
 
 def _insert_rows(con: sqlite3.Connection, key: str, lines: Sequence[str], old: str, new: str, now: int) -> None:
@@ -618,5 +632,5 @@ def uninstall_session(
             con.execute("DELETE FROM session_canonical_validation_pending WHERE session_key = ?", (key,))
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        _rollback(con)
         raise

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from kurahi.errors import TranscriptReadError, UsageError
 from kurahi.runtimes.claude.losses import find_losses
+from kurahi.runtimes.claude.running import running
 from kurahi.testing.claude_code import ClaudeSession
-from support.claude_sessions import claude_process, four_turns, snapshot
+from support.claude_sessions import claude_process, four_turns, proc_start, snapshot
 
 
 def _damaged(cwd: str = "/home/ava/work", seed: int = 3) -> ClaudeSession:
@@ -108,12 +110,28 @@ def test_a_session_in_use_is_listed_read_only_and_the_running_claude_named(tmp_p
     work.mkdir()
     root = tmp_path / "claude"
     _damaged(str(work)).write(root)
-    before = snapshot(root)
-    with claude_process(work, tmp_path / "bin") as proc:
+    with claude_process(root, work, tmp_path / "bin") as proc:
+        before = snapshot(root)
         report = find_losses(root)
+        assert snapshot(root) == before
     assert [x.kind for x in report.losses] == ["null-parent"]
     assert any(f"pid {proc.pid}" in n and "takes no lock" in n for n in report.notes), report.notes
-    assert snapshot(root) == before
+
+
+def test_the_note_a_killed_claude_left_is_not_a_running_one(tmp_path: Path) -> None:
+    root = tmp_path / "claude"
+    four_turns()[0].write(root)
+    notes = root / "sessions"
+    notes.mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (notes / f"{dead.pid}.json").write_text(json.dumps({"pid": dead.pid, "procStart": "1"}))
+    me = os.getpid()  # alive, but not started when this note says: the pid is another program's now
+    (notes / f"{me}.json").write_text(json.dumps({"pid": me, "procStart": "0"}))
+    (notes / "junk.json").write_text("{not json")
+    assert running(root) is None
+    (notes / f"{me}.json").write_text(json.dumps({"pid": me, "procStart": proc_start(me), "sessionId": "abc"}))
+    assert running(root) is not None and f"pid {me}, session abc" in (running(root) or "")
 
 
 def test_an_unreadable_config_dir_is_a_clear_error(tmp_path: Path) -> None:

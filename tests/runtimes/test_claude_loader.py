@@ -49,16 +49,34 @@ def test_assistant_rows_sharing_a_message_id_are_one_message() -> None:
     assert said[0].rows[-1] == t.reply and len(said[0].rows) == 2
 
 
-def test_the_leaf_is_the_last_prompts_else_the_newest_and_a_leaf_written_early_reaches_the_end() -> None:
+def test_the_leaf_is_the_last_prompts_when_it_is_a_leaf_else_the_newest_leaf_in_file_order() -> None:
     s, turns = four_turns()
     s.rows = [r for r in s.rows if not (isinstance(r, dict) and r.get("type") == "last-prompt")]
     view = resume_view(parse_rows(s.to_bytes()))
     assert (view.leaf, view.leaf_from) == (turns[-1].reply, "newest")
-    s.last_prompt("delta", leaf=turns[3].prompt)  # written when the turn began: the walk reaches its end
-    assert resume_view(parse_rows(s.to_bytes())).leaf == turns[-1].reply
+    s.last_prompt("delta", leaf=turns[3].prompt)  # an inner row: ignored, the newest leaf is taken
+    assert resume_view(parse_rows(s.to_bytes())).leaf_from == "newest"
     s.last_prompt("nowhere", leaf="00000000-0000-4000-8000-000000000000")  # names no row: the newest
     view = resume_view(parse_rows(s.to_bytes()))
     assert (view.leaf, view.leaf_from) == (turns[-1].reply, "newest")
+    # A newer branch after it in the file does not win over a last-prompt naming a leaf.
+    s.head = turns[1].reply
+    s.prompt("a newer branch")
+    s.last_prompt("delta", leaf=turns[-1].reply)
+    view = resume_view(parse_rows(s.to_bytes()))
+    assert (view.leaf, view.leaf_from) == (turns[-1].reply, "last-prompt")
+    assert "a newer branch" not in words(comparable(view.message_dicts()))
+
+
+def test_rows_sharing_a_message_id_on_another_branch_are_sent_in_the_message() -> None:
+    s, turns = four_turns()
+    reply = s.row(turns[1].reply)
+    mid = reply["message"]["id"]
+    s.assistant([{"type": "text", "text": "a block on another branch"}], parent=turns[0].reply, message_id=mid)
+    s.last_prompt("delta", leaf=turns[-1].reply)
+    view = resume_view(parse_rows(s.to_bytes()))
+    [merged] = [m for m in view.messages if m.message_id == mid]
+    assert [b["text"] for b in merged.content] == [REPLIES[1], "a block on another branch"]
 
 
 def test_a_missing_parent_and_a_torn_line_are_bridged_to_the_row_before() -> None:
@@ -117,6 +135,14 @@ def test_after_compact_the_summary_then_the_preserved_tail_then_what_followed() 
         "echo reply five",
     ]
     assert view.spliced == [turns[3].prompt, turns[3].reply] and not view.missing_preserved
+
+
+def test_a_summary_with_no_parent_still_splices_its_preserved_tail() -> None:
+    s, turns = four_turns()
+    _, summary = s.compact("SUMMARY", [turns[3].reply])
+    s.turn("echo prompt five", "echo reply five")
+    s.row(summary)["parentUuid"] = None  # the boundary is a root already: nothing lost
+    assert words(view_of(s)) == ["SUMMARY", REPLIES[3], "echo prompt five", "echo reply five"]
 
 
 def test_a_row_after_compact_naming_the_preserved_tail_still_walks_to_the_summary() -> None:

@@ -74,12 +74,28 @@ def test_null_parent_on_a_tool_result_loses_every_earlier_turn(tmp_path: Path) -
     assert str(loss.line) in loss.evidence[0] and "parentUuid null" in loss.evidence[0]
 
 
-def test_null_parent_on_a_prompt_is_a_guess_for_a_rewind_to_the_start_writes_the_same(tmp_path: Path) -> None:
+def test_null_parent_on_a_prompt_is_recorded_by_its_turn_number(tmp_path: Path) -> None:
     s, turns = four_turns()
     s.row(turns[2].prompt)["parentUuid"] = None
     loss = one(listed(tmp_path, s), "null-parent")
-    assert loss.confidence == "guess" and "/rewind" in loss.evidence[0]
+    assert loss.confidence == "recorded" and "turnIndex is 3" in loss.evidence[0] and "turn 1" in loss.evidence[0]
     assert loss.lost_messages == 6  # turns one (with its tool pair) and two
+
+
+def test_null_parent_on_a_prompt_without_a_turn_number_is_a_guess(tmp_path: Path) -> None:
+    """An older release numbers no turn: a /rewind to before the first prompt writes the same root."""
+    s, turns = four_turns()
+    s.row(turns[2].prompt)["parentUuid"] = None
+    del s.row(turns[2].prompt)["turnPosition"]
+    loss = one(listed(tmp_path, s), "null-parent")
+    assert loss.confidence == "guess" and "/rewind" in loss.evidence[0]
+
+
+def test_a_rewind_to_before_the_first_prompt_is_no_loss(tmp_path: Path) -> None:
+    s, _ = four_turns()
+    s.head = None  # the CLI numbers the new root's turn 1: it meant to start again
+    s.turn("start over prompt", "start over reply")
+    assert listed(tmp_path, s) == []
 
 
 def test_progress_parent_rooted_at_null(tmp_path: Path) -> None:
@@ -116,14 +132,23 @@ def test_sidechain_parent_sends_the_subagent_in_place_of_the_past(tmp_path: Path
     assert loss.lost_messages == 4 and "subagent" in loss.evidence[0] and loss.repair_parent == first.reply
 
 
-def test_wrong_parent_under_an_earlier_reply_is_a_guess_for_a_rewind_writes_the_same(tmp_path: Path) -> None:
+def test_wrong_parent_under_an_earlier_reply_is_recorded_by_its_turn_number(tmp_path: Path) -> None:
     whole, _ = four_turns()
     s, turns = four_turns()
     s.row(turns[2].prompt)["parentUuid"] = turns[0].reply
     loss = one(listed(tmp_path, s), "wrong-parent")
     assert words(gone(whole, s)) == [PROMPTS[1], REPLIES[1]]
-    assert loss.lost_messages == 2 and loss.confidence == "guess" and "rewind" in loss.evidence[0]
-    assert loss.repair_parent == turns[1].reply
+    assert loss.lost_messages == 2 and loss.confidence == "recorded" and loss.repair_parent == turns[1].reply
+    assert "turnIndex is 3" in loss.evidence[0] and "turn 2" in loss.evidence[0]
+
+
+def test_wrong_parent_under_an_earlier_reply_without_a_turn_number_is_a_guess(tmp_path: Path) -> None:
+    """An older release numbers no turn: `--resume-session-at` writes exactly this."""
+    s, turns = four_turns()
+    s.row(turns[2].prompt)["parentUuid"] = turns[0].reply
+    del s.row(turns[2].prompt)["turnPosition"]
+    loss = one(listed(tmp_path, s), "wrong-parent")
+    assert loss.confidence == "guess" and "rewind" in loss.evidence[0]
 
 
 def test_wrong_parent_where_no_rewind_lands_is_recorded(tmp_path: Path) -> None:
@@ -168,20 +193,21 @@ def test_preserved_rows_missing_from_the_file(tmp_path: Path) -> None:
     assert loss.row == boundary and loss.lost_messages == 2 and turns[3].prompt in loss.evidence[0]
 
 
-def test_continue_from_another_directory_starts_empty_and_is_a_guess(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cwd", ["/home/ava/work/src", "/home/ava", "/home/ava/elsewhere", "/srv/far"])
+def test_continue_from_another_directory_starts_empty_and_is_a_guess(tmp_path: Path, cwd: str) -> None:
     earlier, _ = four_turns("/home/ava/work")
-    later = ClaudeSession("/home/ava/work/src", seed=9, start=earlier.clock + timedelta(minutes=5))
+    later = ClaudeSession(cwd, seed=9, start=earlier.clock + timedelta(minutes=5))
     later.turn("where were we?", "I have no earlier context")
     loss = one(listed(tmp_path, earlier, later), "continue-elsewhere")
     assert loss.session_id == later.session_id and loss.source.endswith(f"{earlier.session_id}.jsonl")
     assert loss.confidence == "guess" and loss.lost_messages == 12
-    assert loss.project == "/home/ava/work/src" and earlier.session_id in loss.evidence[0]
+    assert loss.project == cwd and earlier.session_id in loss.evidence[0]
 
 
 @pytest.mark.parametrize(
     ("cwd", "minutes", "before"),
     [
-        ("/home/ava/other", 5, False),  # a project beside it: two projects, not a slip
+        ("/srv/other", 15, False),  # far away and a quarter of an hour later: a new project
         ("/home/ava/work/src", 45, False),  # too long after
         ("/home/ava/work/src", 5, True),  # that directory had a session of its own: --continue would resume it
     ],
@@ -261,6 +287,13 @@ def _compacted() -> ClaudeSession:
     return s
 
 
+def _summary_rooted() -> ClaudeSession:
+    s = _compacted()
+    summary = next(r for r in s.rows if isinstance(r, dict) and r.get("isCompactSummary"))
+    summary["parentUuid"] = None
+    return s
+
+
 def _compacted_twice() -> ClaudeSession:
     s = _compacted()
     five = s.rows[-3]
@@ -309,10 +342,12 @@ def test_sessions_only_bridged_compacted_or_holding_subagents_report_nothing(tmp
     assert listed(tmp_path, four_turns(seed=5)[0], make()) == []
 
 
-def test_a_rewound_session_is_at_most_a_guess(tmp_path: Path) -> None:
-    """`--resume-session-at` writes exactly what a wrong parent is: listed, never as recorded, never applied unasked."""
+def test_a_rewound_session_reports_nothing(tmp_path: Path) -> None:
+    """`--resume-session-at` puts the new prompt under an earlier reply and numbers it for that path."""
     s, turns = four_turns()
     s.head = turns[1].reply
-    s.turn("echo prompt five", "echo reply five")
-    losses = listed(tmp_path, s)
-    assert [(x.kind, x.confidence) for x in losses] == [("wrong-parent", "guess")]
+    rewound = s.turn("echo prompt five", "echo reply five")
+    assert s.row(rewound.prompt)["turnPosition"]["turnIndex"] == 3
+    s.turn("foxtrot prompt six", "foxtrot reply six")
+    assert listed(tmp_path, s) == []
+    assert words(sent(s))[-4:] == ["echo prompt five", "echo reply five", "foxtrot prompt six", "foxtrot reply six"]

@@ -67,7 +67,7 @@ class TestClaudeCode(RuntimeConformance):
         return dst
 
     def hold_running(self, state: Path) -> Any:
-        return claude_process(state.parent / "work", state.parent / "bin")
+        return claude_process(state, state.parent / "work", state.parent / "bin")
 
 
 class _OpenClaw(RuntimeConformance):

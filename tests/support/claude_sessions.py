@@ -10,6 +10,7 @@ and say which words must have left the view. The real CLI's sessions and damage 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from kurahi.testing.claude_code import HEAD, ClaudeSession, Turn
 
-__all__ = ["HEAD", "ClaudeSession", "Turn", "claude_process", "four_turns", "snapshot", "words"]
+__all__ = ["HEAD", "ClaudeSession", "Turn", "claude_process", "four_turns", "proc_start", "snapshot", "words"]
 
 PROMPTS = ("alpha prompt one", "bravo prompt two", "charlie prompt three", "delta prompt four")
 REPLIES = ("alpha reply one", "bravo reply two", "charlie reply three", "delta reply four")
@@ -57,24 +58,34 @@ def snapshot(root: Path) -> dict[str, tuple[str, int, int, int]]:
     return out
 
 
-@contextmanager
-def claude_process(cwd: Path, bin_dir: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """A real process whose program is named ``claude``, working in ``cwd``, until the block ends.
+def proc_start(pid: int) -> str:
+    """Field 22 of ``/proc/<pid>/stat`` (after the parenthesised name, which may hold spaces): its start time."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
 
-    Claude Code takes no lock: its process is all that shows it runs. The program is this
-    Python under the name ``claude``; it says ``ready`` once it runs, and the block starts only
-    then (a process read from ``/proc`` the instant it was started may not show its command line yet).
+
+@contextmanager
+def claude_process(config_dir: Path, cwd: Path, bin_dir: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A real process named ``claude`` working in ``cwd``, with the note 2.1.332 keeps while it runs.
+
+    Claude Code takes no lock: ``<config dir>/sessions/<pid>.json`` (pid, session, cwd, start time)
+    is what shows it runs, removed when it exits cleanly. The program is this Python under the
+    name ``claude``; it says ``ready`` once it runs, and the block starts only then.
     """
     program = bin_dir / "claude"
     bin_dir.mkdir(parents=True, exist_ok=True)
     if not program.exists():
         program.symlink_to(sys.executable)
-    code = "import sys, time; print('ready', flush=True); sys.stdin.read()"
+    code = "import sys; print('ready', flush=True); sys.stdin.read()"
     proc = subprocess.Popen([str(program), "-c", code], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    note = config_dir / "sessions" / f"{proc.pid}.json"
     try:
         assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        note.parent.mkdir(parents=True, exist_ok=True)
+        fields = {"pid": proc.pid, "sessionId": "s-1", "cwd": str(cwd), "procStart": proc_start(proc.pid)}
+        note.write_text(json.dumps({**fields, "status": "idle"}))
         yield proc
     finally:
+        note.unlink(missing_ok=True)
         proc.kill()
         proc.wait()
         for pipe in (proc.stdin, proc.stdout):

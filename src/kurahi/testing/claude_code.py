@@ -80,8 +80,9 @@ class ClaudeSession:
         if not self.session_id:
             self.session_id = self.new_id()
         self.clock = self.start
-        self.turns = 0
         self._messages = 0
+        self._turn: dict[str, int] = {}
+        """The turn number current at each row: that of the last numbered row on its path."""
 
     # -- ids and times ---------------------------------------------------------------------------
 
@@ -104,12 +105,23 @@ class ClaudeSession:
         return self.head if parent == HEAD else parent
 
     def add(
-        self, kind: str, body: dict[str, Any], *, parent: str | None = HEAD, sidechain: bool = False, move: bool = True
+        self,
+        kind: str,
+        body: dict[str, Any],
+        *,
+        parent: str | None = HEAD,
+        sidechain: bool = False,
+        move: bool = True,
+        turn: int | None = None,
     ) -> str:
-        """A conversation row of ``kind`` with ``body``'s fields; it becomes the head unless ``move`` is false."""
+        """A conversation row of ``kind`` with ``body``'s fields; it becomes the head unless ``move`` is false.
+
+        ``turn`` numbers the row's turn (a prompt's); other rows keep their parent's number.
+        """
         uid = self.new_id()
+        parent_uuid = self._parent(parent)
         row: dict[str, Any] = {
-            "parentUuid": self._parent(parent),
+            "parentUuid": parent_uuid,
             "isSidechain": sidechain,
             "userType": "external",
             "cwd": self.cwd,
@@ -123,25 +135,35 @@ class ClaudeSession:
             "entrypoint": "cli",
         }
         self.rows.append(row)
+        self._turn[uid] = turn if turn is not None else self._turn.get(parent_uuid or "", 0)
         if move and not sidechain:
             self.head = uid
         return uid
+
+    def turn_of(self, parent: str | None = HEAD) -> int:
+        """The number a prompt under ``parent`` gets (one more than the last numbered row on its path)."""
+        return self._turn.get(self._parent(parent) or "", 0) + 1
 
     def meta(self, kind: str, **fields: Any) -> None:
         """A row without a uuid (``queue-operation``, ``cost-state``, ``api-request``, ...)."""
         self.rows.append({"type": kind, **fields, "sessionId": self.session_id, "timestamp": self.tick()})
 
     def prompt(self, text: str, *, parent: str | None = HEAD) -> str:
-        """A prompt the user typed."""
-        self.turns += 1
+        """A prompt the user typed, numbered for the path it is written on (``turnPosition``)."""
+        number = self.turn_of(parent)
         return self.add(
             "user",
             {
                 "message": {"role": "user", "content": text},
                 "promptId": self.new_id(),
-                "turnPosition": self.turns,
+                "permissionMode": "default",
+                "promptSource": "sdk",
+                "rowSource": "local",
+                "turnOrigin": "sdk",
+                "turnPosition": {"promptIndex": 0, "turnIndex": number},
             },
             parent=parent,
+            turn=number,
         )
 
     def attachment(self, kind: str = "date_change", *, parent: str | None = HEAD) -> str:
@@ -282,13 +304,16 @@ class ClaudeSession:
             parent=None,
         )
         meta["preservedSegment"]["anchorUuid"] = boundary  # type: ignore[index]
+        number = self._turn.get(logical or "", 0)  # the summary keeps the number of the turn it ends
         summary_row = self.add(
             "user",
             {
                 "message": {"role": "user", "content": summary},
                 "isCompactSummary": True,
                 "isVisibleInTranscriptOnly": True,
+                "turnPosition": {"promptIndex": 0, "turnIndex": number},
             },
+            turn=number,
         )
         meta["preservedMessages"]["anchorUuid"] = summary_row  # type: ignore[index]
         return boundary, summary_row

@@ -24,15 +24,22 @@ rewind (a new prompt under an earlier reply). A link that is neither is a *break
 ``preserved-missing``
     The walk ends at a compaction whose preserved tail names rows the file lacks.
 
-Each break says how sure it is: ``recorded`` (the file shows it and nothing deliberate writes
-it) or ``guess`` (a deliberate rewind writes the same rows: a prompt under an earlier reply, or
-a prompt with no parent after an interactive ``/rewind`` to before the first prompt). A break's
-*repair* is the link the writer would have made (the conversation row just before it on the
-main chain, in file order); what it *lost* is what the walk reaches through that repair and
-did not reach before. Breaks are found leaf first and each repair is followed, so a second
+Each break says how sure it is. A prompt row of 2.1.332 carries ``turnPosition.turnIndex``,
+one more than the last numbered row on the path it was written on (``numbers_turns``); so a
+prompt hanging where the CLI itself put it (a rewind: ``--resume-session-at``, ``/rewind``, which
+writes a new prompt under an earlier reply, or a new root after a rewind to the start) numbers
+its turn for that path and is *not a break*, while a prompt whose link was changed afterwards
+keeps the number of the path it was written on: ``recorded``. Without the number (a row of an
+older release, a row that is not a prompt) a link nothing deliberate writes is ``recorded``,
+and one a rewind could have written (a prompt under an earlier reply, or under a row another
+prompt hangs under, or a prompt with no parent) is a ``guess``.
+
+A break's *repair* is the link the writer would have made (the conversation row just before it
+on the main chain, in file order); what it *lost* is what the walk reaches through that repair
+and did not reach before. Breaks are found leaf first and each repair is followed, so a second
 break behind the first is found too, each losing only its own rows. Bridged links (a missing
-parent), torn lines, orphan tool results, compactions, rewinds and subagents' own rows are not
-breaks.
+parent), torn lines, orphan tool results, compactions (the summary's own ``null`` parent
+included), rewinds and subagents' own rows are not breaks.
 """
 
 from __future__ import annotations
@@ -71,6 +78,8 @@ KINDS = (NULL_PARENT, PROGRESS_PARENT, SIDECHAIN_PARENT, WRONG_PARENT, SIBLING_F
 """The kinds found inside one session (``continue-elsewhere`` spans two: :mod:`.elsewhere`)."""
 RECORDED = "recorded"
 GUESS = "guess"
+_LOOK_UP = 100_000
+"""Rows walked up to find a turn number or a compaction before giving up."""
 _SHOWN = 50
 """Rows off the path a ``wrong-parent`` link is judged by (and named in its evidence)."""
 _MAX_BREAKS = 200
@@ -133,6 +142,59 @@ class _Judge:
         return isinstance(content, list) and not any(
             isinstance(b, dict) and b.get("type") == "tool_result" for b in content
         )
+
+    def turn_index(self, i: int) -> int | None:
+        """The row's ``turnPosition.turnIndex`` (``None``: it has none)."""
+        if self.rows[i].type != USER:
+            return None
+        position = self.g.parsed.get(i, "turnPosition")
+        index = position.get("turnIndex") if isinstance(position, dict) else None
+        return index if isinstance(index, int) and not isinstance(index, bool) else None
+
+    def numbered_above(self, p: int | None) -> int:
+        """The ``turnIndex`` of the nearest numbered row on the path from ``p`` up (0 when none)."""
+        seen: set[int] = set()
+        at = p
+        while at is not None and at not in seen and len(seen) < _LOOK_UP:
+            seen.add(at)
+            found = self.turn_index(at)
+            if found is not None:
+                return found
+            at, _ = self.g.parent(at)
+        return 0
+
+    def written_here(self, c: int, p: int | None) -> tuple[bool | None, str]:
+        """Whether prompt ``c`` was written on the path through ``p`` (its turn number says), and the words.
+
+        ``None``: it carries no number (an older release, or not a prompt), so the number cannot tell.
+        """
+        if not self.g.release.numbers_turns:
+            return None, ""
+        index = self.turn_index(c)
+        if index is None or self.rows[c].is_compact_summary:
+            return None, ""
+        expected = self.numbered_above(p) + 1
+        if index == expected:
+            return True, ""
+        return False, (
+            f"its turnPosition.turnIndex is {index}, but the path it hangs on now makes it turn {expected}: "
+            f"Claude Code wrote it after turn {index - 1} of another path (a rewind numbers its prompt for the "
+            "path it rewinds to)"
+        )
+
+    def after_compaction(self, repair: int) -> bool:
+        """Whether the path from ``repair`` up reaches a compaction before any prompt of a turn of its own."""
+        seen: set[int] = set()
+        at: int | None = repair
+        while at is not None and at not in seen and len(seen) < _LOOK_UP:
+            seen.add(at)
+            r = self.rows[at]
+            if r.is_compact_summary or self.g.is_boundary(at):
+                return True
+            if self.turn_index(at) is not None:
+                return False
+            at, _ = self.g.parent(at)
+        return False
 
     def describe(self, i: int) -> str:
         r = self.rows[i]
@@ -249,41 +311,28 @@ def _span(g: Graph, rows: list[int]) -> str:
 
 def _root_break(j: _Judge, c: int) -> Break | None:
     g = j.g
-    if g.is_boundary(c) or g.rows[c].is_sidechain:
-        return None  # a compaction: its summary and preserved tail stand for what came before
+    if g.boundary_of(c) is not None or g.rows[c].is_sidechain:
+        return None  # a compaction (its boundary, or its summary): they stand for what came before
     repair = g.prev_main[c]
     if repair < 0:
         return None  # the session's first row
     before = j.describe(repair)
-    if j.rows[repair].is_compact_summary or g.is_boundary(repair):
-        return Break(
-            COMPACT_NULL,
-            RECORDED,
-            c,
-            repair,
-            [
-                f"{j.describe(c)} has parentUuid null right after the compaction ({before}): "
-                "--resume starts there, without the summary and the tail the compaction kept"
-            ],
+    here, why = j.written_here(c, None)
+    if here:
+        return None  # numbered turn 1: the CLI wrote a new root on purpose (a rewind to the start)
+    if j.after_compaction(repair):
+        words = (
+            f"{j.describe(c)} has parentUuid null right after the compaction ({before} is the row before it): "
+            "--resume starts there, without the summary and the tail the compaction kept"
         )
+        return Break(COMPACT_NULL, RECORDED, c, repair, [words + (f"; {why}" if why else "")])
+    words = f"{j.describe(c)} has parentUuid null though rows come before it ({before} is the last): a second root"
+    if here is False:
+        return Break(NULL_PARENT, RECORDED, c, repair, [f"{words}; {why}"])
     if j.is_prompt(c):
-        return Break(
-            NULL_PARENT,
-            GUESS,
-            c,
-            repair,
-            [
-                f"{j.describe(c)} has parentUuid null though rows come before it ({before} is the last): "
-                "a second root. An interactive /rewind to before the first prompt writes the same, so it is a guess"
-            ],
-        )
-    return Break(
-        NULL_PARENT,
-        RECORDED,
-        c,
-        repair,
-        [f"{j.describe(c)} has parentUuid null though rows come before it ({before} is the last): a second root"],
-    )
+        guess = f"{words}. A /rewind to before the first prompt writes the same, and the row has no turn number"
+        return Break(NULL_PARENT, GUESS, c, repair, [guess + " to tell, so it is a guess"])
+    return Break(NULL_PARENT, RECORDED, c, repair, [words])
 
 
 def _progress_end(g: Graph, p: int, seen: set[int]) -> tuple[int | None, list[int]]:
@@ -339,8 +388,9 @@ def find_breaks(g: Graph) -> Found:
             at = found.repair
             continue
         at = nxt
-    if last is not None and g.is_boundary(last) and g.release.splices_preserved_tail:
-        uuids, summary = g.preserved(last)
+    boundary = g.boundary_of(last) if last is not None else None
+    if last is not None and boundary is not None and g.release.splices_preserved_tail:
+        uuids, summary = g.preserved(boundary)
         mine = owner.get(summary if summary is not None else last, owner[last])
         for u in uuids:
             k = g.by_uuid.get(u)
@@ -353,10 +403,10 @@ def find_breaks(g: Graph) -> Found:
                 Break(
                     PRESERVED_MISSING,
                     RECORDED,
-                    last,
+                    boundary,
                     None,
                     [
-                        f"{j.describe(last)} names {len(uuids)} preserved row(s) to send after its summary; "
+                        f"{j.describe(boundary)} names {len(uuids)} preserved row(s) to send after its summary; "
                         f"{len(missing)} are not in the file ({shown}): --resume sends the summary without them"
                     ],
                     missing=missing,
@@ -456,11 +506,16 @@ def _judge_link(
             ),
             None,
         )
-    guess = j.rewind_shaped(c, p)
+    here, why = j.written_here(c, p)
+    if here:
+        return None, p  # a rewind: the CLI numbered this prompt for the path it hangs on
     words = f"{j.describe(c)} names as parent {j.describe(p)}; {some} written between them hang off the path"
+    if here is False:
+        return Break(WRONG_PARENT, RECORDED, c, repair, [f"{words}; {why}"]), None
+    guess = j.rewind_shaped(c, p)
     if guess:
         words += (
-            " (a rewind, `--resume-session-at` or /rewind, writes the same: a prompt under an earlier reply,"
-            " so it is a guess)"
+            " (a rewind, `--resume-session-at` or /rewind, writes the same: a prompt under an earlier reply, and the"
+            " row has no turn number to tell, so it is a guess)"
         )
     return Break(WRONG_PARENT, GUESS if guess else RECORDED, c, repair, [words]), None

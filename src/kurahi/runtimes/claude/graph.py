@@ -4,19 +4,20 @@ The model of the loader, as measured on Claude Code 2.1.332 (each step names the
 :class:`~kurahi.runtimes.claude.versions.Release` it rests on):
 
 - **The map.** Rows of the chain's types (``user``, ``assistant``, ``attachment``, ``system``,
-  ``progress``) with a uuid, by uuid; of two rows with one uuid the later is taken (a JavaScript
-  ``Map`` filled in file order; *not measured*: :attr:`Graph.duplicates` names them).
+  ``progress``) with a uuid, by uuid; of two rows with one uuid the later wins, parent and
+  content (``later_duplicate_wins``; :attr:`Graph.duplicates` names them).
 - **The leaf** (``leaf_from_last_prompt``): the row the last ``last-prompt`` row's ``leafUuid``
-  names, else the newest conversation row; then, while a later row hangs under it, the newest
-  such row (a ``leafUuid`` written when a turn started still reaches the turn's end).
+  names, when that row is a leaf (no row hangs under it); a ``leafUuid`` naming an inner row is
+  ignored. Else the newest leaf in file order (not by timestamps).
 - **The walk** goes up ``parentUuid`` to a row without one. A ``parentUuid`` naming a uuid the
-  map lacks (a torn line, a row cut out) is *bridged* to the nearest earlier conversation row in
-  file order (``bridges_missing_parent``): nothing is lost there. ``progress`` and subagent
-  (``isSidechain``) rows are walked through like any other.
-- **The splice** (``splices_preserved_tail``): when the walk ends at a ``compact_boundary``, the
-  rows its ``compactMetadata`` names as preserved are put back right after the summary row. A
-  row after the compaction whose parent is one of those preserved rows is walked to the summary
-  (the preserved rows sit before the boundary in the file; the walk must not pass the boundary).
+  map lacks (a torn line, a row cut out, a row only in a subagent's file) is *bridged* to the
+  nearest earlier conversation row in file order (``bridges_missing_parent``): nothing is lost
+  there. ``progress`` and subagent (``isSidechain``) rows are walked through like any other.
+- **The splice** (``splices_preserved_tail``): when the walk ends at a ``compact_boundary`` (or
+  at the summary row after it, whose own ``null`` parent loses nothing), the rows its
+  ``compactMetadata`` names as preserved are put back right after the summary row. A row after
+  the compaction whose parent is one of those preserved rows is walked to the summary (the
+  preserved rows sit before the boundary in the file; the walk must not pass the boundary).
 
 Subagent rows and ``progress`` rows are never the leaf. A loop of parents ends the walk where it
 closes (a note says so; Claude Code's own answer to a loop was not measured).
@@ -236,38 +237,39 @@ class Graph:
 
     # -- the leaf and the walk -------------------------------------------------------------------
 
-    def children(self) -> dict[int, list[int]]:
-        """Main-chain rows by the row the walk would go to from them (their parent, bridged as the loader does)."""
-        out: dict[int, list[int]] = {}
-        for i in range(len(self.rows)):
-            if self.main(i):
-                p, _ = self.parent(i)
-                if p is not None:
-                    out.setdefault(p, []).append(i)
+    def inner(self) -> set[int]:
+        """Rows some conversation row names as its parent (the rest are leaves)."""
+        out: set[int] = set()
+        by_uuid, conversation = self.by_uuid, CONVERSATION_TYPES
+        for r in self.rows:
+            p = r.parent_uuid
+            if p is not None and r.type in conversation:
+                j = by_uuid.get(p)
+                if j is not None:
+                    out.add(j)
         return out
 
     def leaf(self) -> tuple[int | None, str]:
         """The row ``--resume`` starts from, and why (``last-prompt``, ``newest``; ``None``: no conversation)."""
-        start: int | None = None
-        why = "newest"
+        inner = self.inner()
         hint = self.leaf_hint
         if self.release.leaf_from_last_prompt and hint is not None:
             j = self.by_uuid.get(hint)
-            if j is not None and self.main(j):
-                start, why = j, "last-prompt"
-        if start is None:
-            start = self._last_main if self._last_main >= 0 else None
-        if start is None:
-            return None, why
-        kids = self.children()
-        seen = {start}
-        while kids.get(start):
-            nxt = max(kids[start])
-            if nxt in seen:
-                break
-            seen.add(nxt)
-            start = nxt
-        return start, why
+            if j is not None and self.main(j) and j not in inner:
+                return j, "last-prompt"
+        for i in range(len(self.rows) - 1, -1, -1):
+            if i not in inner and self.main(i):
+                return i, "newest"
+        return None, "newest"
+
+    def boundary_of(self, i: int) -> int | None:
+        """The compact boundary a root row stands for: itself, or for a compaction's summary the boundary before it."""
+        if self.is_boundary(i):
+            return i
+        if not self.rows[i].is_compact_summary or not self.boundaries:
+            return None
+        k = bisect.bisect_left(self.boundaries, i) - 1
+        return self.boundaries[k] if k >= 0 else None
 
     def walk(self, leaf: int, overrides: dict[int, int] | None = None) -> Walk:
         """The walk from ``leaf`` to a root, with ``overrides`` (row → the parent to take instead)."""
@@ -291,12 +293,14 @@ class Graph:
             at = nxt
         chain.reverse()
         out = Walk(chain, ended, bridged)
-        if chain and self.is_boundary(chain[0]) and self.release.splices_preserved_tail:
-            self._splice(out)
+        if chain and self.release.splices_preserved_tail:
+            b = self.boundary_of(chain[0])
+            if b is not None:
+                self._splice(out, b)
         return out
 
-    def _splice(self, walk: Walk) -> None:
-        uuids, summary = self.preserved(walk.chain[0])
+    def _splice(self, walk: Walk, boundary: int) -> None:
+        uuids, summary = self.preserved(boundary)
         if not uuids:
             return
         at = walk.chain.index(summary) + 1 if summary is not None and summary in walk.chain else 1

@@ -25,6 +25,7 @@ __all__ = [
     "LAST_PROMPT",
     "PROGRESS",
     "PROJECTS",
+    "SESSION_NOTES",
     "SESSION_SUFFIX",
     "STOP_HOOK_SUMMARY",
     "SYSTEM",
@@ -39,6 +40,8 @@ CONFIG_ENV = "CLAUDE_CONFIG_DIR"
 PROJECTS = "projects"
 """The folder of project folders, in the config dir."""
 SESSION_SUFFIX = ".jsonl"
+SESSION_NOTES = "sessions"
+"""The folder of the config dir where each running ``claude`` keeps a note, ``<pid>.json``."""
 
 USER = "user"
 ASSISTANT = "assistant"

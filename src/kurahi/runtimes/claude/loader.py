@@ -5,7 +5,8 @@ with its bridges, the splice after a compaction) and turns the rows into the mes
 request carries before the new prompt:
 
 - a ``user`` row is a user message (a prompt, a compaction's summary, tool results);
-- ``assistant`` rows sharing ``message.id`` are one assistant message, their blocks in row order;
+- ``assistant`` rows sharing ``message.id`` are one assistant message, their blocks in file
+  order, even a row of it on another branch (``merges_message_id``);
 - an ``attachment`` row is a ``system`` entry (environment, tool and agent listings: the CLI
   renders its text itself, so the model keeps only its kind);
 - ``system`` and ``progress`` rows send nothing;
@@ -15,7 +16,8 @@ request carries before the new prompt:
 
 :func:`comparable` flattens messages (the model's or a real request's ``messages``) to what a
 test compares: texts and tool ids in order, by role, leaving out the CLI's own reminders,
-thinking and system entries.
+thinking and system entries, and texts are compared without the whitespace around them (the
+CLI joins neighbouring user texts with a newline).
 """
 
 from __future__ import annotations
@@ -100,10 +102,29 @@ def _is_result(block: Any) -> bool:
     return isinstance(block, dict) and block.get("type") == "tool_result"
 
 
+def _assistant_rows(parsed: ParsedRows, release: Release) -> dict[str, list[int]]:
+    """Every assistant row of the map by its ``message.id`` (file order), when the release merges them."""
+    out: dict[str, list[int]] = {}
+    if not release.merges_message_id:
+        return out
+    seen: dict[str, int] = {}
+    for i, row in enumerate(parsed.rows):
+        if row.type == ASSISTANT and row.uuid is not None:
+            seen[row.uuid] = i  # a later row with the uuid wins
+    for i in sorted(seen.values()):
+        message = parsed.get(i, "message")
+        mid = message.get("id") if isinstance(message, dict) else None
+        if isinstance(mid, str):
+            out.setdefault(mid, []).append(i)
+    return out
+
+
 def messages_of(parsed: ParsedRows, chain: Sequence[int], release: Release) -> list[SentMessage]:
     """The messages rows ``chain`` (indices, in order) send (see the module docstring)."""
     out: list[SentMessage] = []
     called: set[str] = set()
+    by_id = _assistant_rows(parsed, release)
+    sent_ids: set[str] = set()
     for i in chain:
         row = parsed.rows[i]
         kind = row.type
@@ -134,14 +155,18 @@ def messages_of(parsed: ParsedRows, chain: Sequence[int], release: Release) -> l
             out.append(SentMessage(role="user", content=content, rows=[uuid]))
             continue
         mid = message.get("id") if isinstance(message.get("id"), str) else None
-        blocks = _blocks(content)
+        if mid is not None and mid in sent_ids:
+            continue  # already sent whole, with the first of its rows on the path
+        rows = by_id.get(mid, [i]) if mid is not None else [i]
+        blocks: list[Any] = []
+        for k in rows if i in rows else [i]:
+            other = parsed.get(k, "message") if k != i else message
+            blocks.extend(_blocks(other.get("content") if isinstance(other, dict) else None))
+        if mid is not None:
+            sent_ids.add(mid)
         called |= _tool_ids(blocks)
-        last = out[-1] if out else None
-        if last is not None and last.role == "assistant" and mid is not None and last.message_id == mid:
-            last.content = [*last.content, *blocks]
-            last.rows.append(uuid)
-        else:
-            out.append(SentMessage(role="assistant", content=blocks, rows=[uuid], message_id=mid))
+        uuids = [parsed.rows[k].uuid or "" for k in (rows if i in rows else [i])]
+        out.append(SentMessage(role="assistant", content=blocks, rows=uuids, message_id=mid))
     if release.torn_reply_text is not None:
         said = [m for m in out if m.role != "system"]
         if said and said[-1].role == "user":
@@ -198,8 +223,9 @@ def comparable(messages: Iterable[Mapping[str, Any]]) -> list[tuple[str, str, st
                 continue
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str):
-                if not block["text"].lstrip().startswith(_REMINDER):
-                    out.append((role, "text", block["text"]))
+                text = block["text"].strip()
+                if text and not text.startswith(_REMINDER):
+                    out.append((role, "text", text))
             elif kind == "tool_use":
                 out.append((role, "tool_use", str(block.get("id"))))
             elif kind == "tool_result":

@@ -150,7 +150,10 @@ def _loss(s: _Session, g: Graph, b: Break, view: list[int], root: Path, rel: Rel
         return None  # only rows that carry no words (attachments, system rows) left the view
     evidence = list(b.evidence)
     if b.kind == PRESERVED_MISSING:
-        evidence.append("their words are not in the file, so their tokens are not counted")
+        evidence.append(
+            "those rows are not in the file: each counts as a message (some may be rows without words), "
+            "and their tokens are not counted"
+        )
     row = g.rows[b.row]
     sid = s.path.session_id
     return SessionLoss(
@@ -198,8 +201,8 @@ def _session_notes(s: _Session, g: Graph, found: Found) -> list[str]:
         )
     for uuid, a, b in g.duplicates[:3]:
         out.append(
-            f"{name}: uuid {uuid} is claimed by lines {parsed.lines[a]} and {parsed.lines[b]}; the later row is "
-            "taken (as a JavaScript Map keeps it; not yet measured on Claude Code)"
+            f"{name}: uuid {uuid} is written on lines {parsed.lines[a]} and {parsed.lines[b]}; the later row is "
+            "taken, parent and content, as Claude Code reads it"
         )
     out.extend(f"{name}: {n}" for n in found.notes)
     return out

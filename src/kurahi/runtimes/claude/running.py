@@ -1,116 +1,123 @@
-"""Whether a ``claude`` may be writing a config dir's sessions: it takes no lock, so its processes are looked at.
+"""Whether a ``claude`` is running on a config dir: the note each running one keeps in ``sessions/<pid>.json``.
 
-Claude Code appends to a session file and closes it again, holding no lock and no open file
-(measured on 2.1.332: :attr:`~kurahi.runtimes.claude.versions.Release.takes_lock`). So the only
-sign of a running one is the process itself. On Linux, :func:`claude_processes` reads
-``/proc/<pid>/cmdline`` and ``/proc/<pid>/cwd`` of this user's processes (never their
-environment): a process is Claude Code's when its program is named ``claude`` (or
-``claude.exe``, the npm package's native binary), or node runs the package's ``cli.js``. It
-counts for a config dir when the dir has a project folder for its working directory (that is
-where it writes), or when its command line names a session file of the dir (``--resume ID``,
-``--session-id ID``).
+Claude Code takes no lock and holds a transcript open only while it appends a row. What it
+does keep, measured on 2.1.332 (``-p`` or interactive, idle or busy): ``<config
+dir>/sessions/<pid>.json`` with its ``pid``, ``sessionId``, ``cwd``, ``procStart`` (field 22 of
+``/proc/<pid>/stat``: when the process started) and ``status``. A clean exit removes the note; a
+killed ``claude`` leaves it, and nothing cleans it up later. So a note counts only while its
+process is alive *and* started when the note says: a pid a killed ``claude`` left behind, or
+one the system has since given to another program, does not count.
 
-Its limits, said wherever it is used: other users' processes, other PID namespaces (a
-container) and other machines sharing the folder are not seen; which config dir a process
-uses is not read (it is in its environment, which is never read), so a ``claude`` of another
-config dir working in the same directory counts too (the safe side); and anywhere but Linux
-nothing is seen.
+Limits, said wherever this is used: a release that keeps no note is not seen; outside Linux
+(no ``/proc``) a note counts when its pid is alive, start time unchecked; a ``claude`` in another
+PID namespace (a container) sharing the folder, or on another machine sharing it, has a pid
+that means nothing here, so its note is judged as a dead one's. Nothing else of a process is
+read (never its environment), and nothing is written.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from kurahi.runtimes.claude.layout import PROJECTS, SESSION_SUFFIX, slug
+import msgspec
+
+from kurahi.fs.locks import pid_alive
+from kurahi.runtimes.claude.layout import SESSION_NOTES
 
 __all__ = ["ClaudeProcess", "claude_processes", "running"]
 
 _PROC = Path("/proc")
-_NAMES = frozenset({"claude", "claude.exe"})
-_SESSION_FLAGS = ("--resume", "-r", "--session-id")
+_NOTE_MAX = 64 * 1024
+_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 @dataclass(frozen=True)
 class ClaudeProcess:
-    """A running Claude Code that may write a config dir's sessions."""
+    """A running Claude Code, as its note says."""
 
     pid: int
-    cwd: str
-    sessions: tuple[str, ...]
-    """Session ids its command line names."""
+    session_id: str | None
+    cwd: str | None
+    status: str | None
+    checked: bool
+    """Its start time was checked against ``/proc`` (else only that its pid is alive)."""
 
 
-def _argv(pid: str) -> list[str]:
+def _read_note(path: Path) -> Any:
+    """A note's JSON value (``None`` when it cannot be read: it may be removed while it is read)."""
     try:
-        raw = (_PROC / pid / "cmdline").read_bytes()
+        fd = os.open(path, _FLAGS)
     except OSError:
-        return []
-    return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, _NOTE_MAX)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        return msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return None
 
 
-def _is_claude(argv: list[str]) -> bool:
-    if not argv:
-        return False
-    if os.path.basename(argv[0]) in _NAMES:
-        return True
-    return len(argv) > 1 and argv[1].replace("\\", "/").endswith("claude-code/cli.js")
+def _proc_start(pid: int) -> str | None:
+    """Field 22 of ``/proc/<pid>/stat`` (the process's start time), else ``None``."""
+    try:
+        text = (_PROC / str(pid) / "stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else None
 
 
-def _named_sessions(argv: list[str]) -> tuple[str, ...]:
-    out: list[str] = []
-    for n, arg in enumerate(argv):
-        for flag in _SESSION_FLAGS:
-            if arg == flag and n + 1 < len(argv):
-                out.append(argv[n + 1])
-            elif arg.startswith(flag + "="):
-                out.append(arg.split("=", 1)[1])
-    return tuple(out)
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def claude_processes(root: str | os.PathLike[str]) -> list[ClaudeProcess]:
-    """The Claude Code processes of this user that may write sessions under ``root`` (see the module docstring)."""
-    projects = Path(root) / PROJECTS
+    """The Claude Code processes running on ``root``, by their notes (see the module docstring)."""
+    folder = Path(root) / SESSION_NOTES
     try:
-        pids = [p for p in os.listdir(_PROC) if p.isdigit()]
+        with os.scandir(folder) as it:
+            names = sorted(e.name for e in it if e.name.endswith(".json") and e.is_file(follow_symlinks=False))
     except OSError:
         return []
-    me = os.getpid()
+    linux = _PROC.is_dir()
     out: list[ClaudeProcess] = []
-    for pid in pids:
-        if int(pid) == me:
+    for name in names:
+        note = _read_note(folder / name)
+        if not isinstance(note, dict):
             continue
-        argv = _argv(pid)
-        if not _is_claude(argv):
+        pid = note.get("pid")
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or name != f"{pid}.json":
             continue
-        try:
-            cwd = os.readlink(_PROC / pid / "cwd")
-        except OSError:
+        if linux:
+            started = _proc_start(pid)
+            if started is None or started != str(note.get("procStart")):
+                continue  # gone, or the pid is another program's now
+        elif not pid_alive(pid):
             continue
-        named = _named_sessions(argv)
-        here = (projects / slug(cwd)).is_dir()
-        named_here = any(
-            (projects / folder / f"{sid}{SESSION_SUFFIX}").exists() for sid in named for folder in _folders(projects)
+        out.append(
+            ClaudeProcess(pid, _text(note.get("sessionId")), _text(note.get("cwd")), _text(note.get("status")), linux)
         )
-        if here or named_here:
-            out.append(ClaudeProcess(int(pid), cwd, named))
     return out
 
 
-def _folders(projects: Path) -> list[str]:
-    try:
-        with os.scandir(projects) as it:
-            return [e.name for e in it if e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return []
-
-
 def running(root: str | os.PathLike[str]) -> str | None:
-    """The Claude Code processes that may be writing ``root``'s sessions, in words; else ``None``."""
+    """The Claude Code processes running on ``root``, in words; else ``None``."""
     found = claude_processes(root)
     if not found:
         return None
-    shown = ", ".join(f"pid {p.pid} in {p.cwd}" for p in found[:5])
+    shown = ", ".join(
+        f"pid {p.pid}" + (f", session {p.session_id}" if p.session_id else "") + (f", in {p.cwd}" if p.cwd else "")
+        for p in found[:5]
+    )
     more = f" and {len(found) - 5} more" if len(found) > 5 else ""
-    return f"claude is running ({shown}{more}; it takes no lock, so its processes were looked at)"
+    return f"claude is running ({shown}{more}; by the note it keeps in {SESSION_NOTES}/, as it takes no lock)"

@@ -101,7 +101,7 @@ class ClaudeCode:
         return tuple((str(s.path), s.size, s.mtime_ns) for s in listing.sessions)
 
     def running(self, root: Path) -> str | None:
-        """The ``claude`` processes that may write its sessions (it takes no lock: :mod:`.running`)."""
+        """The ``claude`` processes running on it, by the note each keeps (it takes no lock: :mod:`.running`)."""
         return running(root)
 
     def losses(self, root: Path) -> SessionLosses | None:

@@ -24,7 +24,8 @@ class Release(msgspec.Struct, frozen=True, kw_only=True):
     label: str
     """Its name in sentences."""
     leaf_from_last_prompt: bool
-    """``--resume`` starts from the row the last ``last-prompt`` row's ``leafUuid`` names (else the newest)."""
+    """``--resume`` starts from the row the last ``last-prompt`` row's ``leafUuid`` names when it is a
+    leaf (one naming an inner row is ignored), else from the newest leaf in file order."""
     bridges_missing_parent: bool
     """A ``parentUuid`` naming a uuid the file lacks is bridged to the nearest earlier row in file order."""
     drops_invalid_line: bool
@@ -36,7 +37,15 @@ class Release(msgspec.Struct, frozen=True, kw_only=True):
     splices_preserved_tail: bool
     """After ``/compact``, the rows ``compactMetadata`` names as preserved are sent after the summary."""
     later_duplicate_wins: bool | None
-    """Of two rows with one uuid, the later is the one the walk sees (``None``: not measured)."""
+    """Of two rows with one uuid, the later wins, parent and content (``None``: not measured)."""
+    merges_message_id: bool
+    """Assistant rows sharing ``message.id`` are sent as one message, whichever branch holds them."""
+    numbers_turns: bool
+    """Each prompt row records ``turnPosition.turnIndex``: one more than the last numbered row on the
+    path it was written on (a rewind numbers its prompt for the path it rewound to; the compaction's
+    summary keeps the number of the turn it ended)."""
+    running_notes: str | None
+    """Where a running ``claude`` announces itself in the config dir (``sessions/<pid>.json``), if it does."""
     takes_lock: bool
     """Whether it locks a session file while writing it (a running one can then be seen by its lock)."""
 
@@ -52,7 +61,10 @@ CLAUDE_CODE_2_1_332 = Release(
     drops_orphan_results=True,
     torn_reply_text="No response requested.",
     splices_preserved_tail=True,
-    later_duplicate_wins=None,
+    later_duplicate_wins=True,
+    merges_message_id=True,
+    numbers_turns=True,
+    running_notes="sessions",
     takes_lock=False,
 )
 VERSIONS: tuple[Release, ...] = (CLAUDE_CODE_2_1_332,)

@@ -2,9 +2,8 @@
 
 Pi: a folder of session files Pi itself wrote (``tests/fixtures/pi``). OpenClaw: its state dir
 of each era, made by real OpenClaw 2026.5.28 and 2026.9.6 (``tests/data/openclaw``), each with a
-``/reset`` whose history left the model's view. Claude Code: a config dir of sessions built
-row by row as 2.1.332 writes them (:mod:`support.claude_sessions`; a sample the real CLI wrote
-replaces it once the peer harness makes one), one of them with a tool result cut loose.
+``/reset`` whose history left the model's view. Claude Code: a session the real 2.1.332 wrote
+(``tests/data/claude-code``), and a copy of it whose last prompt lost its parent.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from typing import Any
 import pytest
 
 from kurahi.runtimes.openclaw import layout
-from support.claude_sessions import claude_process, four_turns
+from support.claude_sessions import claude_process, real_sample
 from support.runtime_conformance import RuntimeConformance, sqlite_lock, tree
 from support.testdata import JSON_ERA, data_path
 
@@ -57,17 +56,13 @@ class TestClaudeCode(RuntimeConformance):
     variable = "CLAUDE_CONFIG_DIR"
 
     def make_state(self, dst: Path) -> Path:
-        work = dst.parent / "work"
-        work.mkdir(parents=True, exist_ok=True)
-        whole, _ = four_turns(str(work), seed=1)
-        whole.write(dst)
-        broken, turns = four_turns(str(work), seed=2)
-        broken.row(turns[2].tool_result or "")["parentUuid"] = None  # a tool result cut loose: a second root
-        broken.write(dst)
-        return dst
+        # A session the real 2.1.332 wrote, and a copy of it whose last prompt lost its parent.
+        return real_sample(dst, damaged=True)[0]
 
     def hold_running(self, state: Path) -> Any:
-        return claude_process(state, state.parent / "work", state.parent / "bin")
+        work = state.parent / "work"
+        work.mkdir(exist_ok=True)
+        return claude_process(state, work, state.parent / "bin")
 
 
 class _OpenClaw(RuntimeConformance):

@@ -12,15 +12,31 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from kurahi.testing.claude_code import HEAD, ClaudeSession, Turn
 
-__all__ = ["HEAD", "ClaudeSession", "Turn", "claude_process", "four_turns", "proc_start", "snapshot", "words"]
+__all__ = [
+    "HEAD",
+    "SAMPLE",
+    "ClaudeSession",
+    "Turn",
+    "claude_process",
+    "four_turns",
+    "proc_start",
+    "real_sample",
+    "snapshot",
+    "words",
+]
+
+SAMPLE = "2.1.332-base"
+"""A session the real Claude Code 2.1.332 wrote (``tests/data/claude-code``, its README says how)."""
 
 PROMPTS = ("alpha prompt one", "bravo prompt two", "charlie prompt three", "delta prompt four")
 REPLIES = ("alpha reply one", "bravo reply two", "charlie reply three", "delta reply four")
@@ -36,6 +52,30 @@ def four_turns(cwd: str = "/home/ava/work", *, seed: int = 0) -> tuple[ClaudeSes
         s.turn(PROMPTS[3], REPLIES[3]),
     ]
     return s, turns
+
+
+def real_sample(dst: Path, *, damaged: bool = False) -> tuple[Path, dict[str, Any]]:
+    """A copy of :data:`SAMPLE`'s ``projects/`` as a config dir at ``dst``, and its ``turns.json``.
+
+    ``damaged`` adds a second session: the same rows under a new session id, the last prompt's
+    ``parentUuid`` set to ``null`` (issue 39's first kind: every earlier turn left the view).
+    """
+    from support.testdata import data_path
+
+    base = data_path("claude-code", SAMPLE)
+    shutil.copytree(base / "state", dst)
+    for path in [dst, *dst.rglob("*")]:
+        path.chmod(0o700 if path.is_dir() else 0o600)
+    told: dict[str, Any] = json.loads((base / "turns.json").read_text(encoding="utf-8"))
+    if damaged:
+        [session] = [p for p in dst.glob("projects/*/*.jsonl")]
+        rows = [json.loads(line) for line in session.read_text(encoding="utf-8").splitlines()]
+        last = told["turns"][-1]["prompt"]
+        prompt = [r for r in rows if r.get("type") == "user" and (r.get("message") or {}).get("content") == last][-1]
+        prompt["parentUuid"] = None
+        copy = session.with_name("00000000-0000-4000-8000-00000000d4d4.jsonl")
+        copy.write_text("".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows))
+    return dst, told
 
 
 def words(view_texts: list[tuple[str, str, str]]) -> list[str]:

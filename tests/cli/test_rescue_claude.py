@@ -44,7 +44,7 @@ def test_json_lists_each_loss_with_the_fields_rescue_promises(tmp_path: Path) ->
     assert target["kind"] == "claude" and target["keys"] == 3 and "sessionLosses" not in target
     assert sorted((x["kind"], x["confidence"]) for x in doc["losses"]) == [
         ("null-parent", "recorded"),
-        ("wrong-parent", "guess"),
+        ("wrong-parent", "recorded"),  # its turn number tells it from a rewind
     ]
     for loss in doc["losses"]:
         assert {"id", "agent", "key", "at", "kind", "project", "sessionId", "evidence", "lostMessages"} <= set(loss)

@@ -18,7 +18,10 @@ ROOMS: tuple[tuple[str, str], ...] = (
     ("context", "what a model is sent: Pi's projection, token arithmetic, compaction budget"),
     ("store", "where transcripts, catalogs, logs and the audit chain are kept: one interface, three backends"),
     ("locations", "where Kurahi keeps state on this machine, and what a home's catalogs hold"),
-    ("runtimes", "the foreign runtimes whose history Kurahi keeps (Pi, OpenClaw): one room each, behind one interface"),
+    (
+        "runtimes",
+        "the foreign runtimes whose history Kurahi keeps (Pi, OpenClaw, Claude Code): a room each, one interface",
+    ),
     ("testing", "builders, the backends' conformance suite, generated sessions, a throwaway PostgreSQL"),
     ("lineage", "one history across resets: find its pieces, stitch them, check what a runtime sends"),
     ("lifecycle", "session freshness, activation with rollback, and rescue, each in its own folder"),

@@ -2,7 +2,8 @@
 
 Pi: a folder of session files Pi itself wrote (``tests/fixtures/pi``). OpenClaw: its state dir
 of each era, made by real OpenClaw 2026.5.28 and 2026.9.6 (``tests/data/openclaw``), each with a
-``/reset`` whose history left the model's view.
+``/reset`` whose history left the model's view. Claude Code: a session the real 2.1.332 wrote
+(``tests/data/claude-code``), and a copy of it whose last prompt lost its parent.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 
 from kurahi.runtimes.openclaw import layout
+from support.claude_sessions import claude_process, real_sample
 from support.runtime_conformance import RuntimeConformance, sqlite_lock, tree
 from support.testdata import JSON_ERA, data_path
 
@@ -47,6 +49,20 @@ class TestPi(RuntimeConformance):
         for name in ("branch_summary.jsonl", "bom_header.jsonl"):
             shutil.copy(FIXTURES / name, folder / f"2026-12-01T10-00-00-000Z_{name}")
         return dst
+
+
+class TestClaudeCode(RuntimeConformance):
+    runtime_name = "claude"
+    variable = "CLAUDE_CONFIG_DIR"
+
+    def make_state(self, dst: Path) -> Path:
+        # A session the real 2.1.332 wrote, and a copy of it whose last prompt lost its parent.
+        return real_sample(dst, damaged=True)[0]
+
+    def hold_running(self, state: Path) -> Any:
+        work = state.parent / "work"
+        work.mkdir(exist_ok=True)
+        return claude_process(state, work, state.parent / "bin")
 
 
 class _OpenClaw(RuntimeConformance):
@@ -98,7 +114,7 @@ def _pid_lock(state: Path) -> Iterator[None]:
 def test_every_runtime_in_the_registry_is_bound() -> None:
     from kurahi.runtimes.registry import RUNTIMES
 
-    bound = {c.runtime_name for c in (TestPi, TestOpenClawJsonEra, TestOpenClawSqliteEra)}
+    bound = {c.runtime_name for c in (TestPi, TestClaudeCode, TestOpenClawJsonEra, TestOpenClawSqliteEra)}
     assert {r.name for r in RUNTIMES} == bound
 
 
@@ -106,5 +122,5 @@ def test_every_runtime_in_the_registry_is_bound() -> None:
 def _own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     for name in list(os.environ):
-        if name.startswith(("KOLO_", "KURAHI_", "OPENCLAW_", "PI_CODING_AGENT")):
+        if name.startswith(("KOLO_", "KURAHI_", "OPENCLAW_", "PI_CODING_AGENT", "CLAUDE_")):
             monkeypatch.delenv(name)

@@ -78,6 +78,13 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("locations/dirs.py", "read_no_follow"): "an OpenClaw state dir's config and catalogs, read-only (never a link)",
     ("locations/listing.py", "first_line"): "the header of a transcript an OpenClaw catalog names (read-only listing)",
     ("locations/listing.py", "last_lines"): "the tail of a transcript an OpenClaw catalog names (read-only listing)",
+    ("runtimes/claude/files.py", "_open"): "a Claude Code session file, opened read-only (O_NOFOLLOW, O_NOATIME)",
+    ("runtimes/claude/files.py", "read_session"): "that file's bytes, read-only (Claude Code's rows, not a store file)",
+    ("runtimes/claude/running.py", "_read_note"): "the note a running claude keeps in sessions/<pid>.json (read-only)",
+    (
+        "runtimes/claude/running.py",
+        "_proc_start",
+    ): "/proc/<pid>/stat, to tell the note's process is alive (not a reused pid)",
     ("runtimes/pi/sessions.py", "_first_line"): "the header of a session in Pi's own sessions folder, read-only",
     ("resident/home.py", "read_private_file"): "secrets/ and other private files of the home",
     ("resident/init.py", "init_home"): "the seeded IDENTITY.md",

@@ -14,6 +14,8 @@ agent it holds, and the variable that moves its state. The tests drive the runti
   to the very bytes it found;
 - **refusal on running**: a running runtime is seen by the lock it really holds, and a repair
   is refused with nothing changed;
+- **its own losses**: a runtime that finds losses inside its session files lists them with the
+  fields rescue's listing promises, the same ids each time; the others leave them to rescue;
 - **nothing written on read**: every read leaves the state's names and bytes as they were.
 """
 
@@ -163,12 +165,27 @@ class RuntimeConformance:
         else:
             assert loading == view.name and isinstance(limit, int) and limit > 0
 
+    def test_lists_its_own_losses_or_leaves_them_to_rescue(self, runtime: Any, state: Path) -> None:
+        found = runtime.losses(state)
+        if found is None:
+            return  # rescue reads its lineages (a keyed state), or it loses nothing by itself (its no_losses says why)
+        assert not runtime.keyed, "a keyed runtime's losses are its lineages'"
+        assert found.losses, "the sample holds a loss"
+        ids = [loss.id for loss in found.losses]
+        assert len(set(ids)) == len(ids)
+        assert ids == [loss.id for loss in runtime.losses(state).losses]
+        for loss in found.losses:
+            listed = loss.to_dict()
+            assert {"id", "agent", "key", "at", "kind", "confidence", "evidence", "lostMessages"} <= set(listed)
+            assert loss.lost_messages > 0 and loss.evidence
+
     def test_reading_writes_nothing(self, runtime: Any, state: Path) -> None:
         before = tree(state)
         runtime.owns(state)
         runtime.inventory(state)
         runtime.signature(state)
         runtime.running(state)
+        runtime.losses(state)
         if runtime.keyed:
             for agent_id in runtime.agents(state):
                 with runtime.open_agent(state, agent_id) as agent:

@@ -87,6 +87,7 @@ SLOW_TESTS = frozenset(
         "cli/test_session_doctor.py::test_a_torn_tail_is_mended_by_an_append_that_starts_on_its_own_line",
         "cli/test_session_elide.py::test_a_second_writer_is_refused",
         "context/test_llm_tokens.py::test_find_cut_point_matches_pi",
+        "runtimes/test_claude_bad_input.py::test_a_100_mb_line_is_read_and_judged",
         "context/test_llm_tokens.py::test_messages_match_pi",
         "context/test_session_check.py::test_a_body_over_anthropics_limit_is_reported_with_no_runtime_repairing_it",
         "context/test_session_check.py::test_two_thousand_random_valid_trees_give_no_finding",

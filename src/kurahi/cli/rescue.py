@@ -16,11 +16,21 @@ from kurahi.cli.output import Part, say, table
 if TYPE_CHECKING:
     from kurahi.lifecycle.rescue.apply import RescuePlan
     from kurahi.lifecycle.rescue.losses import Loss, RescueReport
+    from kurahi.runtimes.session_losses import SessionLoss
 
 __all__ = ["app"]
 
 app = typer.Typer(
-    help="Notice when a resident lost its past (a reset, a rollover, a moved dir, an upgrade), and bring it back.",
+    help=(
+        "Notice when a resident lost its past (a reset, a rollover, a moved dir, an upgrade), and bring it back; "
+        "list what `claude --resume` silently drops."
+    ),
+    epilog=(
+        "Claude Code (--claude DIR, or found in CLAUDE_CONFIG_DIR / ~/.claude): per session, what the next "
+        "`claude --resume` no longer sends, by kind: null-parent, progress-parent, sidechain-parent, wrong-parent, "
+        "sibling-fork, compact-null, preserved-missing, continue-elsewhere; what a rewind could have written is a "
+        "guess. Listing only, read-only; bringing these back is not built yet. See docs/claude-code.md."
+    ),
     invoke_without_command=True,
 )
 
@@ -29,6 +39,17 @@ OpenClawOpt = Annotated[
     typer.Option("--openclaw", help="An OpenClaw state dir (default: OPENCLAW_STATE_DIR, else ~/.openclaw)."),
 ]
 PiOpt = Annotated[Path | None, typer.Option("--pi", help="Pi's sessions folder (default: where Pi keeps them).")]
+ClaudeOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--claude",
+        help=(
+            "A Claude Code config dir (its projects/ folder; a plain `kurahi rescue` looks in CLAUDE_CONFIG_DIR, "
+            "else ~/.claude): list what `claude --resume` no longer sends. Listing only: bringing these back "
+            "is not built yet."
+        ),
+    ),
+]
 HomeOpt = Annotated[Path | None, typer.Option("--home", help="A Kurahi home (default: KURAHI_HOME, else ~/.kolo).")]
 AgentOpt = Annotated[str | None, typer.Option("--agent", help="Only this agent.")]
 KeyOpt = Annotated[str | None, typer.Option("--key", help="Only this session key.")]
@@ -54,19 +75,25 @@ class Target:
         self.path, self.kind, self.why = path, kind, why
 
 
-def _targets(openclaw: Path | None, pi: Path | None, home: Path | None) -> list[Target]:
+_OPTION = {"kurahi": "home"}
+"""A target's option, where it is not its kind's name."""
+
+
+def _targets(openclaw: Path | None, pi: Path | None, home: Path | None, claude: Path | None = None) -> list[Target]:
     """The states named by an option, else every state found where ``kurahi doctor`` looks."""
     from kurahi.locations.dirs import kurahi_home
     from kurahi.runtimes.registry import RUNTIMES
 
-    given = [(p, k) for p, k in ((openclaw, "openclaw"), (pi, "pi"), (home, "kurahi")) if p is not None]
+    named = ((openclaw, "openclaw"), (pi, "pi"), (home, "kurahi"), (claude, "claude"))
+    given = [(p, k) for p, k in named if p is not None]
     if len(given) > 1:
-        fail("give at most one of --openclaw, --pi and --home", EXIT.USAGE)
+        fail("give at most one of --openclaw, --pi, --home and --claude", EXIT.USAGE)
     if given:
         path, kind = given[0]
+        option = f"--{_OPTION.get(kind, kind)}"
         if not path.is_dir():
-            fail(f"{path}: no such directory (--{'home' if kind == 'kurahi' else kind})", EXIT.NOT_FOUND)
-        return [Target(path, kind, f"--{'home' if kind == 'kurahi' else kind}")]
+            fail(f"{path}: no such directory ({option})", EXIT.NOT_FOUND)
+        return [Target(path, kind, option)]
     with translate_errors():
         # States of agents first, then Kurahi's own home, then folders of session files.
         found = [(r.locate(), r.name) for r in RUNTIMES if r.keyed]
@@ -74,7 +101,10 @@ def _targets(openclaw: Path | None, pi: Path | None, home: Path | None) -> list[
     out = [Target(loc.path, kind, loc.source) for loc, kind in found if loc.path.is_dir()]
     if not out:
         where = ", ".join(str(loc.path) for loc, _ in found)
-        fail(f"no OpenClaw, Kurahi or Pi state found (looked in {where}); name one with --openclaw DIR", EXIT.NOT_FOUND)
+        fail(
+            f"no OpenClaw, Kurahi, Pi or Claude Code state found (looked in {where}); name one with --openclaw DIR",
+            EXIT.NOT_FOUND,
+        )
     return out
 
 
@@ -91,15 +121,24 @@ def _busy(what: str) -> Iterator[None]:
 
 
 def _report(target: Target, agent: str | None, key: str | None) -> RescueReport:
-    from kurahi.lifecycle.rescue.losses import RescueReport, find_losses
+    from kurahi.errors import KurahiError, UsageError
+    from kurahi.lifecycle.rescue.losses import RescueReport, find_losses, own_losses
     from kurahi.runtimes.registry import for_state_dir, named
 
     runtime = for_state_dir(target.path) if target.kind == "kurahi" else named(target.kind)
+    with _busy(f"reading {target.path}…"):
+        try:
+            own = own_losses(runtime, target.path, target.kind)
+        except KurahiError as exc:
+            if target.why.startswith("--"):
+                raise  # the user named it: say what is wrong with it
+            # Found where the program keeps its state by default, but it cannot be read.
+            return RescueReport(str(target.path), target.kind, [], 0, [], [f"skipped: {exc}"], [str(target.path)])
+    if own is not None:
+        return own  # a runtime that lists its own losses (inside its session files)
     if not runtime.keyed:
         # A runtime without keys keeps each session in a file of its own and never resets one by itself.
         return RescueReport(str(target.path), target.kind, [], 0, [], [runtime.no_losses])
-    from kurahi.errors import UsageError
-
     with _busy(f"reading {target.path}…"):
         try:
             return find_losses(target.path, agent=agent, key=key, state_kind=target.kind)
@@ -123,21 +162,53 @@ def _fits(loss: Loss) -> Part:
 
 def _print(reports: list[RescueReport]) -> None:
     losses = [loss for r in reports for loss in r.losses]
+    inside = [loss for r in reports for loss in r.session_losses]
     for r in reports:
-        say(f"looked at {r.state_dir} ({r.kind}): {len(r.agents)} agent(s), {r.keys} key(s)")
+        counted = r.looked_at or f"{len(r.agents)} agent(s), {r.keys} key(s)"
+        say(f"looked at {r.state_dir} ({r.kind}): {counted}")
         for note in r.notes:
             say(("note: ", "dim"), note)
     unread = [u for r in reports for u in r.unread]
-    if not losses and unread:
+    if not losses and not inside and unread:
         say(
             ("No loss found in what could be read", "yellow"),
             f": {len(unread)} transcript(s) could not be read (the notes above say why), so whether their "
             "history is still sent was not judged.",
         )
         return
-    if not losses:
+    if not losses and not inside:
         say(("No loss found: every session's past is still in what the runtime sends.", "green"))
         return
+    if inside:
+        _print_inside(inside)
+    if losses:
+        _print_lineage(losses)
+
+
+def _print_inside(losses: list[SessionLoss]) -> None:
+    """Losses inside session files: the project and session stand where an agent and key would."""
+    rows: list[list[Part]] = [
+        [
+            loss.id,
+            loss.project,
+            loss.session_id[:8],
+            _short(loss.last_message_at),
+            _short(loss.at),
+            loss.kind,
+            ("guess", "yellow") if loss.confidence == "guess" else loss.confidence,
+            f"{loss.lost_messages} msgs, ~{loss.lost_tokens:,} tok",
+        ]
+        for loss in losses
+    ]
+    headers = ["id", "project", "session", "last said (UTC)", "broke at (UTC)", "kind", "link", "left the view"]
+    table(headers, rows, keys=range(len(headers)), title=f"{len(losses)} loss(es) inside session files, oldest first")
+    for loss in losses:
+        say(f"  {loss.id}: {'; '.join(loss.evidence)}")
+    for reason in dict.fromkeys(loss.apply_refused for loss in losses if loss.apply_refused):
+        say("bring back: ", ("not yet (coming)", "yellow"), f": {reason}; listing changed nothing")
+
+
+def _print_lineage(losses: list[Loss]) -> None:
     rows: list[list[Part]] = [
         [
             loss.id,
@@ -176,9 +247,13 @@ def _print(reports: list[RescueReport]) -> None:
 
 
 def _json(reports: list[RescueReport]) -> dict[str, Any]:
+    listed = ("losses", "sessionLosses")
     return {
-        "targets": [{k: v for k, v in r.to_dict().items() if k != "losses"} for r in reports],
-        "losses": [loss.to_dict() for r in reports for loss in r.losses],
+        "targets": [{k: v for k, v in r.to_dict().items() if k not in listed} for r in reports],
+        "losses": [
+            *(loss.to_dict() for r in reports for loss in r.losses),
+            *(loss.to_dict() for r in reports for loss in r.session_losses),
+        ],
     }
 
 
@@ -188,6 +263,7 @@ def rescue_cmd(
     openclaw: OpenClawOpt = None,
     pi: PiOpt = None,
     home: HomeOpt = None,
+    claude: ClaudeOpt = None,
     agent: AgentOpt = None,
     key: KeyOpt = None,
     as_json: JsonOpt = False,
@@ -199,14 +275,20 @@ def rescue_cmd(
 
     Reads only: the SQLite store through a private snapshot, files through the transcript
     reader; not one byte of the state changes. With no option, looks where `kurahi doctor`
-    does (OpenClaw's state dir, the Kurahi home, Pi's sessions). Runs from cron: the exit code
-    says whether something was lost.
+    does (OpenClaw's state dir, the Kurahi home, Pi's sessions, Claude Code's config dir).
+    Runs from cron: the exit code says whether something was lost.
+
+    Claude Code (--claude DIR): per session, what the next `claude --resume` no longer sends
+    (a row whose parent is null, a progress or subagent row, a wrong earlier row, the sibling
+    fork of #88597, a null after /compact, a preserved tail the file lacks, `--continue` run
+    from another directory), by a model of 2.1.332's loader; a loss that a rewind could have
+    made is a guess. Listing only: bringing these back is not built yet.
     """
     if ctx.invoked_subcommand is not None:
         return
     reports = []
     with activation_errors():
-        for target in _targets(openclaw, pi, home):
+        for target in _targets(openclaw, pi, home, claude):
             reports.append(_report(target, agent, key))
         if html is not None:
             from kurahi.lifecycle.rescue.html import write_html
@@ -218,16 +300,46 @@ def rescue_cmd(
         _print(reports)
         if html is not None:
             say(f"wrote {html}")
-    raise typer.Exit(EXIT.FAILED if any(r.losses for r in reports) else EXIT.OK)
+    raise typer.Exit(EXIT.FAILED if any(r.count for r in reports) else EXIT.OK)
 
 
-def _one(openclaw: Path | None, home: Path | None) -> Path:
+def _one(openclaw: Path | None, home: Path | None, loss_id: str | None = None) -> Path:
     from kurahi.runtimes.registry import named
 
     targets = [t for t in _targets(openclaw, None, home) if t.kind == "kurahi" or named(t.kind).keyed]
-    if len(targets) != 1:
-        fail("several states found; name one with --openclaw DIR or --home DIR", EXIT.USAGE)
-    return targets[0].path
+    if len(targets) == 1:
+        return targets[0].path
+    if loss_id is not None:
+        _not_brought_back_here(loss_id)
+    if not targets:
+        fail("no OpenClaw state or Kurahi home found; name one with --openclaw DIR or --home DIR", EXIT.NOT_FOUND)
+    fail("several states found; name one with --openclaw DIR or --home DIR", EXIT.USAGE)
+    raise AssertionError  # pragma: no cover - fail() exits
+
+
+def _not_brought_back_here(loss_id: str) -> None:
+    """Say so when ``loss_id`` is a loss a runtime lists itself (inside its session files): not brought back yet."""
+    from kurahi.errors import KurahiError
+    from kurahi.lifecycle.rescue.losses import own_losses
+    from kurahi.runtimes.registry import RUNTIMES
+
+    for runtime in RUNTIMES:
+        if runtime.keyed:
+            continue
+        where = runtime.locate().path
+        if not where.is_dir():
+            continue
+        try:
+            report = own_losses(runtime, where, runtime.name)
+        except KurahiError:
+            continue
+        for loss in report.session_losses if report is not None else []:
+            if loss.id.startswith(loss_id) and loss.apply_refused:
+                fail(
+                    f"{loss.id} is a {runtime.label} loss ({loss.kind} in {loss.source}): {loss.apply_refused} "
+                    f"(coming); nothing was changed. `kurahi rescue --{runtime.name} {where}` lists it",
+                    EXIT.FAILED,
+                )
 
 
 def _say_plan(plan: RescuePlan, applied: bool) -> None:
@@ -277,11 +389,16 @@ def plan_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Stitch, check and write the activation package for one loss; nothing in the state changes."""
+    from kurahi.errors import LossNotFoundError
     from kurahi.lifecycle.rescue.apply import plan_rescue
 
-    root = _one(openclaw, home)
+    root = _one(openclaw, home, loss_id)
     with activation_errors():
-        plan = plan_rescue(root, loss_id, out, markers=marker or [], accept_guess=accept_guess or [], agent=agent)
+        try:
+            plan = plan_rescue(root, loss_id, out, markers=marker or [], accept_guess=accept_guess or [], agent=agent)
+        except LossNotFoundError:
+            _not_brought_back_here(loss_id)
+            raise
     if as_json:
         print_json(plan.to_dict())
         return
@@ -320,7 +437,7 @@ def apply_cmd(
     from kurahi.lifecycle.rescue.apply import apply_rescue, refuse_if_running
     from kurahi.lifecycle.rescue.losses import find_losses
 
-    root = _one(openclaw, home)
+    root = _one(openclaw, home, loss_id)
     with activation_errors():
         refuse_if_running(root)
         report = find_losses(root, agent=agent)
@@ -362,6 +479,7 @@ def _pick_or_say_applied(root: Path, report: RescueReport, loss_id: str) -> Loss
     except LossNotFoundError as exc:
         found = applied_before(root, loss_id)
         if not found:
+            _not_brought_back_here(loss_id)
             raise
         lines = [f"no loss {loss_id!r} is left to bring back: an earlier `rescue apply` took it"]
         for a in found:

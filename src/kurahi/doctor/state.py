@@ -1,4 +1,4 @@
-"""Checks of the state on disk: the Kurahi home and its secrets, free space, Pi's and OpenClaw's state.
+"""Checks of the state on disk: the Kurahi home and its secrets, free space, Pi's, OpenClaw's and Claude Code's state.
 
 Every check only looks: nothing is created, locked for writing or changed, secrets are
 never read (their modes are), and no symlink is followed out of a directory being counted.
@@ -157,6 +157,19 @@ def check_runtime(runtime: Runtime, where: Location) -> Check:
     counts, told = runtime.inventory(root)
     facts.update(counts)
     summary = f"{runtime.state_words} {root} ({where.source}): {told}"
+    own = _own_losses(runtime, root)
+    if own is not None:
+        # A runtime that finds its losses inside its session files: rescue lists them.
+        facts["losses"] = own
+        if own:
+            return Check(
+                runtime.name,
+                "warn",
+                f"{summary}; {own} loss(es): history the next resume no longer sends",
+                fix=f"kurahi rescue --{runtime.name} {root}   (lists them, with the evidence)",
+                facts=facts,
+            )
+        return Check(runtime.name, "ok", summary, facts=facts)
     if not runtime.keyed:
         return Check(runtime.name, "ok", summary, facts=facts)
     lost = _losses(root)
@@ -170,6 +183,20 @@ def check_runtime(runtime: Runtime, where: Location) -> Check:
             facts=facts,
         )
     return Check(runtime.name, "ok", summary, facts=facts)
+
+
+def _own_losses(runtime: Runtime, root: Path) -> int | None:
+    """How many losses ``runtime`` lists itself in its state (read-only); ``None`` when it lists none itself.
+
+    A state it cannot read counts as none listed (the inventory above says what is there).
+    """
+    from kurahi.errors import KurahiError
+
+    try:
+        found = runtime.losses(root)
+    except KurahiError:
+        return None
+    return None if found is None else len(found.losses)
 
 
 def _losses(root: Path) -> int | None:

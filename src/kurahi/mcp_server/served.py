@@ -111,7 +111,9 @@ def find_state(
         return kind, path.absolute()
     # States of agents first, then Kurahi's own home, then folders of session files.
     keyed = [(r.name, r.locate(env)) for r in RUNTIMES if r.keyed]
-    found = [*keyed, ("home", kurahi_home(None, env)), *((r.name, r.locate(env)) for r in RUNTIMES if not r.keyed)]
+    # Folders of session files the transcript reader reads (a runtime with rows of its own is not served yet).
+    files = [(r.name, r.locate(env)) for r in RUNTIMES if not r.keyed and r.pi_transcripts]
+    found = [*keyed, ("home", kurahi_home(None, env)), *files]
     explicit = [(k, loc.path) for k, loc in found if loc.explicit and loc.path.is_dir()]
     if len(explicit) == 1:
         return explicit[0][0], explicit[0][1].absolute()

@@ -26,6 +26,7 @@ from kurahi.runtimes.pieces import Lineage, Piece
 if TYPE_CHECKING:  # the views' facts are read on every check: they must not load the reading stack
     from kurahi.locations.dirs import Location
     from kurahi.pi.transcript import Transcript
+    from kurahi.runtimes.session_losses import SessionLosses
 
 __all__ = ["Agent", "Boundary", "ResetPolicy", "Runtime", "View"]
 
@@ -131,6 +132,9 @@ class Runtime(Protocol):
     """In sentences (``OpenClaw``)."""
     keyed: bool
     """Its state has agents and session keys (else a session is a file and nothing groups them)."""
+    pi_transcripts: bool
+    """Its sessions are transcripts in Pi's format (Pi's, OpenClaw's), which Kurahi's transcript reader
+    reads (``session context``, ``lineage``, ``kurahi mcp``); else only its own room reads them."""
     how_to_stop: str
     """How its user stops it before a repair, in words."""
     state_words: str
@@ -169,6 +173,21 @@ class Runtime(Protocol):
 
     def running(self, root: Path) -> str | None:
         """What shows the runtime is running on ``root`` (a held lock, in words), else ``None``."""
+
+    def losses(self, root: Path) -> SessionLosses | None:
+        """The losses the runtime finds itself in its state at ``root``, read-only; ``None``: it finds none itself.
+
+        A runtime whose history breaks *inside* a session file (a row linked so that the runtime's
+        loader no longer reaches what came before: Claude Code) lists those breaks here. A runtime
+        whose history is lost *between* sessions, by agent and key (OpenClaw, a Kurahi home),
+        answers ``None``: rescue reads its lineages instead (:mod:`kurahi.lifecycle.rescue.losses`);
+        so does a runtime that loses nothing by itself (Pi), whose :attr:`no_losses` says why.
+
+        Raises:
+            UsageError: ``root`` is not a directory.
+            TranscriptReadError: the state cannot be read at all (a file it cannot read is named
+                in the answer's ``unread`` and notes instead).
+        """
 
     def loading_view(self, root: Path, agent: str) -> tuple[str | None, int | None]:
         """The view (a name in :mod:`kurahi.runtimes.views`) and window that will load an activated session.

@@ -13,18 +13,19 @@ from pathlib import Path
 
 from kurahi.errors import UsageError
 from kurahi.runtimes.base import Agent, Runtime
+from kurahi.runtimes.claude.runtime import CLAUDE
 from kurahi.runtimes.openclaw.runtime import OPENCLAW
 from kurahi.runtimes.pi.runtime import PI
 from kurahi.runtimes.pieces import Piece
 
 __all__ = ["RUNTIMES", "export_piece", "for_state_dir", "list_agents", "named", "open_agent"]
 
-RUNTIMES: tuple[Runtime, ...] = (PI, OPENCLAW)
+RUNTIMES: tuple[Runtime, ...] = (PI, OPENCLAW, CLAUDE)
 """Every runtime, in the order ``kurahi doctor`` reports them."""
 
 
 def named(name: str) -> Runtime:
-    """The runtime called ``name`` (``openclaw``, ``pi``).
+    """The runtime called ``name`` (``openclaw``, ``pi``, ``claude``).
 
     Raises:
         UsageError: no runtime has that name.

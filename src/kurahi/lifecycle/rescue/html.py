@@ -15,6 +15,7 @@ from pathlib import Path
 from kurahi.errors import KurahiError, UsageError
 from kurahi.lifecycle.rescue.losses import Loss, RescueReport
 from kurahi.lineage.find import open_agent
+from kurahi.runtimes.session_losses import SessionLoss
 from kurahi.store.redact import scrub_text
 
 __all__ = ["render_html", "write_html"]
@@ -91,17 +92,40 @@ def _section(loss: Loss, picture: bool) -> str:
     )
 
 
+def _inside_section(loss: SessionLoss) -> str:
+    """A loss inside a session file: no lineage to draw, the rows that broke named instead."""
+    link = f'<span class="guess">{_e(loss.confidence)}</span>' if loss.confidence == "guess" else _e(loss.confidence)
+    rows = [
+        ("project / session", f"{_e(loss.project)} / {_e(loss.session_id)}"),
+        ("last said (UTC)", _e(loss.last_message_at or "-")),
+        ("broke at (UTC)", _e(loss.at or "-")),
+        ("kind", _e(loss.kind)),
+        ("link", link),
+        ("evidence", "<br>".join(_e(x) for x in loss.evidence)),
+        ("left the view", f"{loss.lost_messages} messages, ~{loss.lost_tokens:,} tokens ({_e(loss.runtime)})"),
+        ("file", _e(loss.source)),
+    ]
+    body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    back = f"<p>Bring back: not yet (coming). {_e(loss.apply_refused)}</p>" if loss.apply_refused else ""
+    return (
+        f'<section id="loss-{_e(loss.id)}"><h2>{_e(loss.id)}: {_e(loss.kind)} in {_e(loss.session_id)}</h2>'
+        f"<table>{body}</table>{back}</section>"
+    )
+
+
 def render_html(reports: Sequence[RescueReport], *, pictures: bool = True) -> str:
     """The page for some reports (one per state looked at)."""
     losses = [loss for r in reports for loss in r.losses]
+    inside = [loss for r in reports for loss in r.session_losses]
     looked = "".join(
-        f"<li>{_e(r.state_dir)} ({_e(r.kind)}): {len(r.agents)} agent(s), {r.keys} key(s)</li>" for r in reports
+        f"<li>{_e(r.state_dir)} ({_e(r.kind)}): {_e(r.looked_at or f'{len(r.agents)} agent(s), {r.keys} key(s)')}</li>"
+        for r in reports
     )
-    if losses:
-        head = f"<p>{len(losses)} loss(es), oldest first.</p>"
+    if losses or inside:
+        head = f"<p>{len(losses) + len(inside)} loss(es), oldest first.</p>"
     else:
         head = '<p class="ok">No loss found: every session\'s past is still in what the runtime sends.</p>'
-    sections = "".join(_section(loss, pictures) for loss in losses)
+    sections = "".join(_inside_section(loss) for loss in inside) + "".join(_section(loss, pictures) for loss in losses)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Kurahi rescue</title>'
         f"<style>{_CSS}</style></head><body><h1>What your residents lost</h1><ul>{looked}</ul>{head}"

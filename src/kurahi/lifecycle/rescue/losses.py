@@ -16,6 +16,10 @@ through a private snapshot, files through the transcript reader) and answers, pe
 - what left the model's view (messages, estimated tokens) and whether the history brought
   back from there would fit the model's window.
 
+A runtime whose history breaks *inside* a session file lists those losses itself
+(:meth:`kurahi.runtimes.base.Runtime.losses`); :func:`own_losses` puts them in a report of this
+shape (:attr:`RescueReport.session_losses`), beside the lineage losses of the others.
+
 How the view is decided, per runtime: Pi and OpenClaw 2026.5 send the current session's path;
 OpenClaw 2026.9 sends what follows the last ``reset`` entry on it; a 2026.5 catalog whose
 ``sessionFile`` points outside the state dir gives an empty view. A stretch is *visible* when
@@ -35,7 +39,8 @@ import msgspec
 
 from kurahi.lifecycle.rescue.reading import Stretch, estimate_stretch, stretches_of
 from kurahi.lineage.find import Lineage, Piece, iso, list_agents, open_agent
-from kurahi.runtimes.base import Agent, ResetPolicy, View
+from kurahi.runtimes.base import Agent, ResetPolicy, Runtime, View
+from kurahi.runtimes.session_losses import SessionLoss
 from kurahi.runtimes.view import sends_whole, whole_rule
 from kurahi.store.redact import scrub_text
 
@@ -45,6 +50,7 @@ __all__ = [
     "RescueReport",
     "find_losses",
     "loss_id",
+    "own_losses",
 ]
 
 KINDS = ("reset", "new", "idle", "daily", "rollover", "moved", "migration", "unknown")
@@ -127,11 +133,43 @@ class RescueReport(msgspec.Struct, rename="camel"):
     notes: list[str] = msgspec.field(default_factory=list)
     unread: list[str] = msgspec.field(default_factory=list)
     """Transcripts that could not be read at all (a note says why): no loss in them could be judged."""
+    session_losses: list[SessionLoss] = msgspec.field(default_factory=list)
+    """Losses a runtime found inside its session files (:func:`own_losses`), oldest first."""
+    looked_at: str | None = None
+    """What was looked at, in words, when the runtime counted it itself (its sessions and projects)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (camelCase)."""
         out: dict[str, Any] = msgspec.to_builtins(self)
         return out
+
+    @property
+    def count(self) -> int:
+        """How many losses of either shape."""
+        return len(self.losses) + len(self.session_losses)
+
+
+def own_losses(runtime: Runtime, root: str | os.PathLike[str], state_kind: str) -> RescueReport | None:
+    """The losses ``runtime`` finds itself in its state at ``root`` (read-only); ``None``: it finds none itself.
+
+    Raises:
+        UsageError: ``root`` is not a directory.
+        TranscriptReadError: the state cannot be read at all.
+    """
+    found = runtime.losses(Path(os.path.abspath(root)))
+    if found is None:
+        return None
+    return RescueReport(
+        found.state_dir,
+        state_kind,
+        [],
+        found.sessions,
+        [],
+        found.notes,
+        found.unread,
+        session_losses=found.losses,
+        looked_at=found.words,
+    )
 
 
 # ---- the losses of one key -------------------------------------------------------------

@@ -29,6 +29,8 @@ class OpenClaw:
     label = "OpenClaw"
     keyed = True
     """Its state has agents and session keys (``lineage find``, ``kurahi rescue`` read it by them)."""
+    pi_transcripts = True
+    """Its transcripts are Pi's format (version 4 entries): Kurahi's transcript reader reads them."""
     versions: tuple[Release, ...] = VERSIONS
     how_to_stop = (
         "`openclaw gateway stop` when it runs as a service (or `systemctl --user stop openclaw-gateway`), "
@@ -103,6 +105,10 @@ class OpenClaw:
     def running(self, root: Path) -> str | None:
         """The lock a running gateway holds for ``root`` (:mod:`~kurahi.runtimes.openclaw.running`)."""
         return running(root)
+
+    def losses(self, root: Path) -> None:
+        """``None``: OpenClaw loses history between sessions, by agent and key; rescue reads its lineages."""
+        return None
 
     def loading_view(self, root: Path, agent: str) -> tuple[str | None, int | None]:
         """The view and window under which OpenClaw loads an activated session of ``agent``.

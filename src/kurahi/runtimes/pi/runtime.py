@@ -27,6 +27,8 @@ class Pi:
     label = "Pi"
     keyed = False
     """No agents, no keys: a session is a file (``session context``, ``lineage check`` read it)."""
+    pi_transcripts = True
+    """Its transcripts are Pi's format: Kurahi's transcript reader reads them."""
     versions: tuple[str, ...] = VERSIONS
     how_to_stop = "quit Pi"
     no_losses = "Pi starts a new session only when asked and keeps every one: no loss to find there"
@@ -80,6 +82,10 @@ class Pi:
 
     def running(self, root: Path) -> str | None:
         """``None``: Pi takes no lock, so a running Pi cannot be seen."""
+        return None
+
+    def losses(self, root: Path) -> None:
+        """``None``: Pi loses nothing by itself (:attr:`no_losses`)."""
         return None
 
     def loading_view(self, root: Path, agent: str) -> tuple[str | None, int | None]:

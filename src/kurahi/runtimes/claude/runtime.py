@@ -1,0 +1,122 @@
+"""Claude Code as a :class:`~kurahi.runtimes.base.Runtime`: a config dir of project folders of session files.
+
+Claude Code has no agents and no session keys: a session is a file, grouped by the working
+directory it ran in. Its history breaks *inside* a session file (a row linked to the wrong
+parent), so it lists its losses itself (:meth:`ClaudeCode.losses`); bringing one back is not
+built yet. Its sessions are not Pi transcripts: Kurahi's transcript reader (``lineage``,
+``session context``, ``kurahi mcp``) does not read them yet.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from kurahi.errors import KurahiError, UsageError
+from kurahi.locations.dirs import Location, subdirs
+from kurahi.runtimes.claude import layout
+from kurahi.runtimes.claude.files import list_sessions
+from kurahi.runtimes.claude.running import running
+from kurahi.runtimes.claude.versions import VERSIONS, Release
+from kurahi.runtimes.session_losses import SessionLosses
+
+__all__ = ["CLAUDE", "ClaudeCode"]
+
+
+class ClaudeCode:
+    """Claude Code's config dir (``~/.claude``)."""
+
+    name = "claude"
+    label = "Claude Code"
+    keyed = False
+    """No agents, no keys: a session is a file in its project's folder."""
+    pi_transcripts = False
+    """Its sessions are Claude Code's own rows: only this room reads them."""
+    versions: tuple[Release, ...] = VERSIONS
+    how_to_stop = "quit every `claude` working in the project (Ctrl-D, or /exit)"
+    state_words = "Claude Code sessions"
+    no_losses = ""
+    """Unused: it lists its own losses (:meth:`losses`)."""
+    no_losses_mcp = (
+        "Kurahi's MCP server does not read Claude Code's sessions yet; `kurahi rescue --claude DIR` lists their losses"
+    )
+
+    def locate(self, env: Mapping[str, str] | None = None) -> Location:
+        """``CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+        return layout.config_dir(env)
+
+    def owns(self, root: Path) -> bool:
+        """Whether ``root/projects`` holds a project folder with a session file (names only, nothing opened)."""
+        projects = Path(root) / layout.PROJECTS
+        for folder in subdirs(projects):
+            try:
+                with os.scandir(folder) as it:
+                    if any(layout.is_session_name(e.name) and e.is_file(follow_symlinks=False) for e in it):
+                        return True
+            except OSError:
+                continue
+        return False
+
+    def inventory(self, root: Path) -> tuple[dict[str, object], str]:
+        """Its project folders and session files (links not followed, nothing opened)."""
+        try:
+            listing = list_sessions(root)
+        except KurahiError:  # an inventory only counts: an unreadable dir counts nothing
+            return {"projects": 0, "sessions": 0}, "0 sessions in 0 projects (unreadable)"
+        projects, sessions = len(listing.projects), len(listing.sessions)
+        return {"projects": projects, "sessions": sessions}, f"{sessions} sessions in {projects} projects"
+
+    def agents(self, root: Path) -> list[str]:
+        """Claude Code has no agents."""
+        return []
+
+    def open_agent(self, root: str | os.PathLike[str], agent: str | None = None) -> AbstractContextManager[Any]:
+        """Refused: Claude Code has no agents or session keys.
+
+        Raises:
+            UsageError: always.
+        """
+        raise UsageError(
+            f"{root}: Claude Code has no agents or session keys; `kurahi rescue --claude {root}` reads its sessions"
+        )
+
+    def session_files(self, root: Path) -> list[Any]:
+        """Nothing: its sessions are not Pi transcripts, which is what a caller of this reads."""
+        return []
+
+    def history_folders(self, root: Path, agent: str | None) -> list[Path]:
+        """The projects folder and every project folder (where a session file appears or grows)."""
+        projects = Path(root) / layout.PROJECTS
+        return [projects, *subdirs(projects)]
+
+    def signature(self, root: Path) -> tuple[object, ...]:
+        """Every session file's name, size and modification time (stat calls only)."""
+        try:
+            listing = list_sessions(root)
+        except KurahiError:  # a watcher polls: an unreadable dir is a signature too
+            return ("unreadable",)
+        return tuple((str(s.path), s.size, s.mtime_ns) for s in listing.sessions)
+
+    def running(self, root: Path) -> str | None:
+        """The ``claude`` processes running on it, by the note each keeps (it takes no lock: :mod:`.running`)."""
+        return running(root)
+
+    def losses(self, root: Path) -> SessionLosses | None:
+        """What ``claude --resume`` no longer sends, in every session (:func:`.losses.find_losses`)."""
+        from kurahi.runtimes.claude.losses import find_losses
+
+        return find_losses(root)
+
+    def loading_view(self, root: Path, agent: str) -> tuple[str | None, int | None]:
+        """``(None, None)``: no activation writes Claude Code's sessions yet."""
+        return None, None
+
+    def activation_store(self, root: Path, agent: str) -> str:
+        """``files``: a session is one file (no activation writes it yet)."""
+        return "files"
+
+
+CLAUDE = ClaudeCode()

@@ -80,7 +80,7 @@ class Mend:
     lost_uuids: list[str]
     """The rows the break took out of the view (they must be on the walk again)."""
     lost_items: list[tuple[str, str, str]]
-    """Their texts, tool calls and tool results (:func:`~.loader.comparable`), in order."""
+    """Their texts, tool calls and tool results (:func:`~.loader.comparable`), in file order."""
 
 
 @dataclass
@@ -108,36 +108,39 @@ def mend(parsed: ParsedRows, b: Break, loss_id: str, release: Release | None = N
     fixed.pop(REPAIR_MARK, None)
     fixed[REPAIR_MARK] = loss_id
     lost_uuids = [parsed.rows[i].uuid or "" for i in b.lost if parsed.rows[i].uuid]
-    lost_items = comparable(m.to_dict() for m in messages_of(parsed, b.lost, rel))
+    lost_items = comparable(m.to_dict() for m in messages_of(parsed, b.lost, rel) if not m.synthetic)
     return Mend([fixed], [row], lost_uuids, lost_items)
 
 
-def _subsequence(needle: list[tuple[str, str, str]], hay: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
-    """The items of ``needle`` not found in ``hay`` in order (empty: all found, in order)."""
-    at = 0
+def _missing(needle: list[tuple[str, str, str]], hay: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """The items of ``needle`` that ``hay`` does not hold as often.
+
+    The loader's walk sets their order: a compaction sends its summary before the preserved
+    rows written above it in the file.
+    """
+    left: dict[tuple[str, str, str], int] = {}
+    for item in hay:
+        left[item] = left.get(item, 0) + 1
     missing: list[tuple[str, str, str]] = []
     for item in needle:
-        k = at
-        while k < len(hay) and hay[k] != item:
-            k += 1
-        if k == len(hay):
-            missing.append(item)
+        if left.get(item, 0) > 0:
+            left[item] -= 1
         else:
-            at = k + 1
+            missing.append(item)
     return missing
 
 
 def verify(data: bytes, m: Mend, markers: list[str], release: Release | None = None) -> Verified:
     """Whether the session's bytes ``data``, as the loader model reads them, send what ``m`` brings back.
 
-    Every lost row on the walk again, every lost text and tool pair in order, and each of the
-    user's ``markers`` somewhere in the view.
+    Every lost row on the walk again (so in the walk's order), every lost text, tool call and
+    tool result in the messages, and each of the user's ``markers`` somewhere in the view.
     """
     view = resume_view(parse_rows(data), release or newest())
     on = set(view.rows)
     problems = [f"row {u} is still off the path" for u in m.lost_uuids if u not in on]
     items = comparable(view.message_dicts())
-    for role, what, text in _subsequence(m.lost_items, items)[:5]:
+    for role, what, text in _missing(m.lost_items, items)[:5]:
         problems.append(f"{role} {what} {text[:60]!r} is not sent in its place")
     said = "\n".join(t for _, _, t in items)
     problems += [f"marker {x!r} is not in the view" for x in markers if x not in said]

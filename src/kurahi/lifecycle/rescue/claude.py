@@ -59,10 +59,11 @@ from kurahi.lifecycle.activation.package import (
     write_package_file,
 )
 from kurahi.runtimes.claude.breaks import Break, find_breaks
+from kurahi.runtimes.claude.files import list_sessions
 from kurahi.runtimes.claude.graph import Graph
-from kurahi.runtimes.claude.losses import find_losses
+from kurahi.runtimes.claude.losses import CONTINUE_ELSEWHERE, find_losses
 from kurahi.runtimes.claude.losses import loss_id as id_of
-from kurahi.runtimes.claude.repair import Mend, mend, refusal, verify
+from kurahi.runtimes.claude.repair import Mend, mend, mend_elsewhere, refusal, verify
 from kurahi.runtimes.claude.rows import ParsedRows, parse_rows
 from kurahi.runtimes.claude.running import claude_processes
 from kurahi.runtimes.claude.versions import newest
@@ -211,7 +212,9 @@ def _read(path: Path) -> bytes:
         os.close(fd)
 
 
-def _prepare(root: Path, loss_id: str, markers: list[str], accept_guess: list[str]) -> tuple[SessionLoss, bytes, Mend]:
+def _prepare(
+    root: Path, loss_id: str, markers: list[str], accept_guess: list[str]
+) -> tuple[SessionLoss, Path, bytes, Mend]:
     report = find_losses(root)
     loss = find_claude_loss(report, loss_id)
     refused = refusal(loss.kind, loss.session_id, loss.project, Path(loss.source).stem)
@@ -222,20 +225,36 @@ def _prepare(root: Path, loss_id: str, markers: list[str], accept_guess: list[st
             f"{loss.id} is a guess ({'; '.join(loss.evidence)}); if it is not a rewind you made, bring it back with "
             f"--accept-guess {loss.id}; nothing was changed"
         )
-    path = Path(loss.source)
-    data = _read(path)
-    parsed = parse_rows(data)
-    b = find_break(parsed, loss.session_id, loss.id)
-    if b is None:
-        raise LossNotFoundError(f"{loss.id}: the session changed while it was read; list the losses again")
-    m = mend(parsed, b, loss.id)
+    if loss.kind == CONTINUE_ELSEWHERE:
+        path = _new_session(root, loss.session_id)
+        data = _read(path)
+        try:
+            m = mend_elsewhere(parse_rows(_read(Path(loss.source))), parse_rows(data), loss.row or "", loss.id)
+        except ValueError as exc:
+            raise RescueError(f"{loss.id}: {exc}; nothing was changed") from exc
+    else:
+        path = Path(loss.source)
+        data = _read(path)
+        parsed = parse_rows(data)
+        b = find_break(parsed, loss.session_id, loss.id)
+        if b is None:
+            raise LossNotFoundError(f"{loss.id}: the session changed while it was read; list the losses again")
+        m = mend(parsed, b, loss.id)
     checked = verify(data + _tail(data, m), m, markers)
     if not checked.ok:
         raise RescueError(
             f"{loss.id}: appending the re-linked row would not send everything back by the loader's model "
             f"({'; '.join(checked.problems)}); nothing was changed"
         )
-    return loss, data, m
+    return loss, path, data, m
+
+
+def _new_session(root: Path, session_id: str) -> Path:
+    """The file of session ``session_id`` (the new one ``--continue`` began elsewhere)."""
+    for sp in list_sessions(root).sessions:
+        if sp.session_id == session_id:
+            return sp.path
+    raise LossNotFoundError(f"session {session_id} is no longer in {root}; list the losses again")
 
 
 def _tail(data: bytes, m: Mend) -> bytes:
@@ -264,7 +283,7 @@ def plan_claude(
     target = Path(os.path.abspath(out))
     if Path(os.path.realpath(target)).is_relative_to(os.path.realpath(base)):
         raise UsageError(f"{target}: the package must be outside the Claude Code dir {base}")
-    loss, data, m = _prepare(base, loss_id, markers or [], accept_guess or [])
+    loss, path, data, m = _prepare(base, loss_id, markers or [], accept_guess or [])
     appended = _tail(data, m)
     after = data + appended
     head: dict[str, Any] = {
@@ -273,7 +292,7 @@ def plan_claude(
         "plannedAt": now_iso(),
         "configDir": str(base),
         "loss": loss.to_dict(),
-        "file": loss.source,
+        "file": str(path),
         "sessionId": loss.session_id,
         "sizeBefore": len(data),
         "sha256Before": hashlib.sha256(data).hexdigest(),
@@ -299,7 +318,7 @@ def plan_claude(
     return ClaudePlan(
         str(target),
         loss,
-        loss.source,
+        str(path),
         len(data),
         head["sha256Before"],
         appended,

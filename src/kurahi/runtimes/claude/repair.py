@@ -13,8 +13,11 @@ accident; 2.1.332 ignores it (the peer test holds it to the real CLI).
 Per kind: ``null-parent``, ``progress-parent``, ``sidechain-parent``, ``wrong-parent``,
 ``compact-null`` (the broken prompt re-linked; a compaction's own boundary and summary are
 never touched: the finder does not name them) and ``sibling-fork`` (the
-``stop_hook_summary`` row re-linked under the reply it follows). ``preserved-missing`` and
-``continue-elsewhere`` are refused with a reason (:func:`refusal`).
+``stop_hook_summary`` row re-linked under the reply it follows). ``continue-elsewhere``
+(:func:`mend_elsewhere`): the rows the earlier session's ``--resume`` walks are appended to the
+new session's file, in order, and the new session's first row again under the earlier leaf, so
+``claude --continue`` in the new folder sends the earlier history, then the new turns.
+``preserved-missing`` is refused with a reason (:func:`refusal`).
 
 This module computes and checks; it writes nothing (the lifecycle room writes the bytes).
 """
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kurahi.runtimes.claude.breaks import PRESERVED_MISSING, Break
+from kurahi.runtimes.claude.graph import Graph
 from kurahi.runtimes.claude.loader import comparable, messages_of, resume_view
 from kurahi.runtimes.claude.rows import ParsedRows, parse_rows
 from kurahi.runtimes.claude.versions import Release, newest
@@ -36,14 +40,13 @@ __all__ = [
     "Verified",
     "is_repair_row",
     "mend",
+    "mend_elsewhere",
     "refusal",
     "verify",
 ]
 
 REPAIR_MARK = "kurahiRepair"
 """The field Kurahi adds to each row it appends (the loss's id); Claude Code writes no such field."""
-
-CONTINUE_ELSEWHERE = "continue-elsewhere"
 
 
 def refusal(kind: str, session_id: str, project: str, earlier: str | None = None) -> str | None:
@@ -53,13 +56,6 @@ def refusal(kind: str, session_id: str, project: str, earlier: str | None = None
             "the rows the compaction kept are gone from the file; their words survive only as api-request-blob "
             "payloads, which name no row (no uuid, no message id, no parent, no time), so they cannot be rebuilt "
             "exactly and Kurahi makes nothing up"
-        )
-    if kind == CONTINUE_ELSEWHERE:
-        old = earlier or "THE-EARLIER-SESSION"
-        return (
-            "no file is damaged: `claude --continue` in another folder began a new session; run "
-            f"`claude --resume {old}` in {project} instead (2.1.332 resumes a session of another folder by its "
-            "id and sends all of it)"
         )
     return None
 
@@ -110,6 +106,38 @@ def mend(parsed: ParsedRows, b: Break, loss_id: str, release: Release | None = N
     lost_uuids = [parsed.rows[i].uuid or "" for i in b.lost if parsed.rows[i].uuid]
     lost_items = comparable(m.to_dict() for m in messages_of(parsed, b.lost, rel) if not m.synthetic)
     return Mend([fixed], [row], lost_uuids, lost_items)
+
+
+def mend_elsewhere(
+    earlier: ParsedRows, new: ParsedRows, first_uuid: str, loss_id: str, release: Release | None = None
+) -> Mend:
+    """The rows that make the new session ``new`` carry ``earlier``'s history (``continue-elsewhere``).
+
+    Raises:
+        ValueError: the earlier session sends nothing, or the new one has no row ``first_uuid``.
+    """
+    rel = release or newest()
+    g = Graph(earlier, rel)
+    leaf, _ = g.leaf()
+    if leaf is None:
+        raise ValueError("the earlier session sends nothing")
+    chain = g.walk(leaf).chain
+    gn = Graph(new, rel)
+    first = gn.by_uuid.get(first_uuid)
+    if first is None or not chain:
+        raise ValueError("the new session has no first row to link")
+    copies: list[dict[str, Any]] = []
+    for i in chain:
+        row = json.loads(json.dumps(earlier.value(i)))
+        row[REPAIR_MARK] = loss_id
+        copies.append(row)
+    was = new.value(first)
+    fixed = json.loads(json.dumps(was))
+    fixed["parentUuid"] = earlier.rows[chain[-1]].uuid
+    fixed[REPAIR_MARK] = loss_id
+    lost_uuids = [earlier.rows[i].uuid or "" for i in chain if earlier.rows[i].uuid]
+    lost_items = comparable(m.to_dict() for m in messages_of(earlier, chain, rel) if not m.synthetic)
+    return Mend([*copies, fixed], [was], lost_uuids, lost_items)
 
 
 def _missing(needle: list[tuple[str, str, str]], hay: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:

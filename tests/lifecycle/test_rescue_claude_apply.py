@@ -98,10 +98,8 @@ def test_continue_elsewhere_carries_the_earlier_history_into_the_new_session_onc
         apply_claude(root, loss.id, tmp_path / "pkg")
     res = apply_claude(root, loss.id, tmp_path / "pkg", accept_guess=[loss.id])
     assert res.verified and res.file == str(new) and old.read_bytes() == was
-    assert _sent(new) == _sent(old) + [
-        ("user", "text", "where were we?"),
-        ("assistant", "text", "I have no earlier context"),
-    ]
+    said = [("user", "text", "where were we?"), ("assistant", "text", "I have no earlier context")]
+    assert _sent(new) == [*_sent(old), *said]  # the earlier history, then the new turn
     assert find_losses(root).losses == []
 
 

@@ -152,6 +152,11 @@ def test_plan_writes_a_package_that_activate_applies_unless_the_file_changed(tmp
     out = cli("rescue", "plan", loss["id"], "--claude", str(root), "--out", str(tmp_path / "pkg2"), home=tmp_path)
     out = cli("activate", "apply", str(tmp_path / "pkg2"), home=tmp_path)
     assert out.exit_code == EXIT.OK and "verified: yes" in out.stdout
+    out = cli("activate", "verify", str(tmp_path / "pkg2"), home=tmp_path)
+    assert out.exit_code == EXIT.OK and "the file holds the repair" in out.stdout
+    cli("activate", "rollback", str(tmp_path / "pkg2"), home=tmp_path)
+    out = cli("activate", "verify", str(tmp_path / "pkg2"), home=tmp_path)
+    assert out.exit_code == EXIT.FAILED and "still off the path" in out.stdout
 
 
 def test_a_running_claude_on_the_session_refuses_apply_exit_5(tmp_path: Path) -> None:

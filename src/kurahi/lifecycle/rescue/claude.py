@@ -79,6 +79,7 @@ __all__ = [
     "is_claude_package",
     "plan_claude",
     "rollback_claude",
+    "verify_claude_package",
 ]
 
 STORE_KIND = "claude-append"
@@ -431,6 +432,26 @@ def apply_claude(
         out = rescue_dir() / f"{loss.id}-{stamp}-{os.urandom(4).hex()}"
     plan = plan_claude(base, loss.id, out, markers=markers, accept_guess=accept_guess)
     return apply_claude_package(plan.package, plan)
+
+
+def verify_claude_package(package: str | os.PathLike[str]) -> ClaudeApplied:
+    """Whether the session file holds the repair and the model of the loader sends what it brought back; reads only.
+
+    Raises:
+        PackageError: the package is missing or was changed.
+    """
+    pkg, head = _open_package(package)
+    path = Path(head["file"])
+    data = _read(path)
+    holds = (
+        len(data) >= head["sizeAfter"] and hashlib.sha256(data[: head["sizeAfter"]]).hexdigest() == head["sha256After"]
+    )
+    checked = verify(data, _mend_of(head), list(head.get("markers") or []))
+    problems = ([] if holds else [f"{path} does not hold the repair as applied (rolled back, or not applied)"]) + (
+        checked.problems
+    )
+    where = "the file holds the repair" if holds else "the file does not hold the repair"
+    return ClaudeApplied("verify", str(pkg), str(path), where, holds and checked.ok, problems, _rollback_words(pkg))
 
 
 # -- rollback --------------------------------------------------------------------------------

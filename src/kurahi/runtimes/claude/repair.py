@@ -166,7 +166,8 @@ def verify(data: bytes, m: Mend, markers: list[str], release: Release | None = N
     """
     view = resume_view(parse_rows(data), release or newest())
     on = set(view.rows)
-    problems = [f"row {u} is still off the path" for u in m.lost_uuids if u not in on]
+    off = [u for u in m.lost_uuids if u not in on]
+    problems = [f"{len(off)} lost row(s) still off the path (the first: {off[0]})"] if off else []
     items = comparable(view.message_dicts())
     for role, what, text in _missing(m.lost_items, items)[:5]:
         problems.append(f"{role} {what} {text[:60]!r} is not sent in its place")

@@ -2,8 +2,9 @@
 
 Claude Code has no agents and no session keys: a session is a file, grouped by the working
 directory it ran in. Its history breaks *inside* a session file (a row linked to the wrong
-parent), so it lists its losses itself (:meth:`ClaudeCode.losses`); bringing one back is not
-built yet. Its sessions are not Pi transcripts: Kurahi's transcript reader (``lineage``,
+parent), so it lists its losses itself (:meth:`ClaudeCode.losses`); ``kurahi rescue apply``
+brings one back by appending (:mod:`.repair`, written by :mod:`kurahi.lifecycle.rescue.claude`).
+Its sessions are not Pi transcripts: Kurahi's transcript reader (``lineage``,
 ``session context``, ``kurahi mcp``) does not read them yet.
 """
 

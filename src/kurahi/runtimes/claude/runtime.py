@@ -18,7 +18,9 @@ from typing import Any
 
 from kurahi.errors import KurahiError, UsageError
 from kurahi.locations.dirs import Location, subdirs
+from kurahi.runtimes.base import SessionAppend
 from kurahi.runtimes.claude import layout
+from kurahi.runtimes.claude.append import ClaudeAppend
 from kurahi.runtimes.claude.files import list_sessions
 from kurahi.runtimes.claude.running import running
 from kurahi.runtimes.claude.versions import VERSIONS, Release
@@ -44,6 +46,9 @@ class ClaudeCode:
     no_losses_mcp = (
         "Kurahi's MCP server does not read Claude Code's sessions yet; `kurahi rescue --claude DIR` lists their losses"
     )
+
+    session_append: SessionAppend | None = ClaudeAppend()
+    """A loss is mended by appending to its session file: the activation driver's session-append target."""
 
     def locate(self, env: Mapping[str, str] | None = None) -> Location:
         """``CLAUDE_CONFIG_DIR``, else ``~/.claude``."""

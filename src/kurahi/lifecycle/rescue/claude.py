@@ -1,4 +1,10 @@
-"""``kurahi rescue apply|plan`` of a Claude Code loss, and ``kurahi activate rollback`` of its package.
+"""``kurahi rescue apply|plan`` of a Claude Code loss: find it, say what to append, hand it to the driver.
+
+The package is written, applied, verified and rolled back by the activation driver's
+session-append target (:mod:`kurahi.lifecycle.activation.targets.session_append`), like every
+package (``kurahi activate apply|verify|rollback PKG``); what is Claude Code's own in it (the
+rows, the running check, the loader's verdict) is :mod:`kurahi.runtimes.claude.append`. This
+module finds the loss and says what to append; the steps as a whole:
 
 Claude Code appends to its session files and lets a later row with the same uuid replace an
 earlier one (measured on 2.1.332), so a loss is mended the way Claude Code itself writes: one
@@ -26,7 +32,7 @@ The package (``PACKAGE/``, outside the Claude Code dir)::
     activation.json   store "claude-append": the loss, the file, its size and sha256 before,
                       the bytes appended, the size and sha256 after, the rows as they were
     SHA256SUMS        sha256 of activation.json
-    journal.jsonl     what was done (apply, rollback), each record fsynced
+    journal.jsonl     what was done (apply, rollback) in the driver's phases, each record fsynced
 """
 
 from __future__ import annotations
@@ -48,7 +54,6 @@ from kurahi.errors import (
 from kurahi.fs import durable as fsio
 from kurahi.lifecycle.activation import driver, targets
 from kurahi.lifecycle.activation.journal import now_iso
-from kurahi.lifecycle.activation.package import store_of
 from kurahi.lifecycle.activation.targets.session_append.plan import write_plan
 from kurahi.lifecycle.activation.targets.session_append.target import read_session as _read
 from kurahi.runtimes.claude.append import STORE_KIND, encode_row, refuse_if_running
@@ -69,7 +74,6 @@ __all__ = [
     "apply_claude",
     "apply_claude_package",
     "find_claude_loss",
-    "is_claude_package",
     "plan_claude",
     "refuse_if_running",
     "rollback_claude",
@@ -355,8 +359,3 @@ def rollback_claude(package: str | os.PathLike[str]) -> ClaudeApplied:
         PreconditionError: the file was changed otherwise than by appending after the repair.
     """
     return _applied(driver.rollback_package(package, None, None).report)
-
-
-def is_claude_package(package: str | os.PathLike[str]) -> bool:
-    """Whether ``package`` is a Claude Code repair package (by its plan's ``store``)."""
-    return store_of(package) == STORE_KIND

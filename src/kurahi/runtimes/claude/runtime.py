@@ -3,7 +3,8 @@
 Claude Code has no agents and no session keys: a session is a file, grouped by the working
 directory it ran in. Its history breaks *inside* a session file (a row linked to the wrong
 parent), so it lists its losses itself (:meth:`ClaudeCode.losses`); ``kurahi rescue apply``
-brings one back by appending (:mod:`.repair`, written by :mod:`kurahi.lifecycle.rescue.claude`).
+brings one back by appending (:mod:`.repair`; the activation driver's session-append target
+writes it, asking :mod:`.append` through :attr:`ClaudeCode.session_append`).
 Its sessions are not Pi transcripts: Kurahi's transcript reader (``lineage``,
 ``session context``, ``kurahi mcp``) does not read them yet.
 """

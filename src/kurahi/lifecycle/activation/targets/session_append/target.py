@@ -220,9 +220,19 @@ class SessionAppendTarget:
 
     def account(self, action: str, outcome: str = "") -> dict[str, Any]:
         """What this run did, as ``kurahi activate`` prints it for a session file (and its ``--json``)."""
-        if outcome == "already-applied":
-            self._outcome = "already applied (the file ends with the repair)"
-            self._checked = self.rules.check(read_session(self.plan.file), self._head)
+        if outcome == "already-applied":  # the journal says so: the file tells how it stands now
+            head, data = self._head, read_session(self.plan.file)
+            ends = len(data) == head["sizeAfter"] and hashlib.sha256(data).hexdigest() == head["sha256After"]
+            holds = hashlib.sha256(data[: head["sizeAfter"]]).hexdigest() == head["sha256After"]
+            ok, problems = self.rules.check(data, head)
+            if ends:
+                self._outcome = "already applied (the file ends with the repair)"
+            elif holds:
+                self._outcome = f"already applied (the file holds the repair; {self.rules.writer} appended since)"
+            else:
+                self._outcome = "applied before, but the file no longer holds the repair"
+                ok, problems = False, [f"{self.plan.file} does not hold the repair as applied", *problems]
+            self._checked = (ok, problems)
         elif outcome in ("not-applied", "already-rolled-back") and not self._outcome:
             self._outcome = "nothing to undo: the file is as it was before the repair"
         verified, problems = self._checked if self._checked is not None else (True, [])

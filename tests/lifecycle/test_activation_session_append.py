@@ -83,3 +83,15 @@ def test_a_state_dir_package_without_a_home_is_a_usage_error(tmp_path: Path) -> 
     (tmp_path / "pkg").mkdir()
     with pytest.raises(UsageError, match="--home"):
         targets.target(tmp_path / "pkg", None, None, None)
+
+
+def test_a_rollback_over_a_file_changed_otherwise_is_refused_and_the_package_stays_applied(tmp_path: Path) -> None:
+    from kurahi.errors import PreconditionError
+
+    pkg, path, _ = _planned(tmp_path)
+    apply_package(pkg, None, None)
+    changed = b"x" + path.read_bytes()[1:]
+    path.write_bytes(changed)
+    with pytest.raises(PreconditionError, match="changed otherwise"):
+        rollback_package(pkg, None, None)
+    assert path.read_bytes() == changed and _phase(pkg) == "applied"  # the journal has no rollback begun

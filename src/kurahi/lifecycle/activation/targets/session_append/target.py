@@ -146,7 +146,25 @@ class SessionAppendTarget:
         return holds
 
     def check_rollback(self, phase: Phase, *, force: bool) -> None:
-        """Refused in :meth:`backward`, which reads the file once under its descriptor."""
+        """Refuse (before the journal's ``begin``) a file changed otherwise than by appending after the repair.
+
+        :meth:`backward` checks again under its own descriptor. ``force`` changes nothing here: the
+        later rows are kept by appending, never dropped.
+        """
+        head, path = self._head, self.plan.file
+        data = read_session(path)
+        size = len(data)
+        if size == head["sizeBefore"] and hashlib.sha256(data).hexdigest() == head["sha256Before"]:
+            return
+        after_hash = hashlib.sha256(data[: head["sizeAfter"]]).hexdigest() if size >= head["sizeAfter"] else None
+        if after_hash != head["sha256After"]:
+            raise PreconditionError(
+                f"{path} was changed otherwise since the repair (its first {head['sizeAfter']} bytes differ): "
+                "nothing was changed",
+                part="session file",
+                expected=head["sha256After"],
+                actual=after_hash or f"{size} bytes",
+            )
 
     def rollback_port(self, phase: Phase) -> int | None:
         """No gateway."""

@@ -26,6 +26,7 @@ from kurahi.runtimes.pieces import Lineage, Piece
 if TYPE_CHECKING:  # the views' facts are read on every check: they must not load the reading stack
     from kurahi.locations.dirs import Location
     from kurahi.pi.transcript import Transcript
+    from kurahi.runtimes.own_files import OwnSession, SentView
     from kurahi.runtimes.session_losses import SessionLosses
 
 __all__ = ["Agent", "Boundary", "ResetPolicy", "Runtime", "View"]
@@ -197,3 +198,25 @@ class Runtime(Protocol):
 
     def activation_store(self, root: Path, agent: str) -> str:
         """Which activation target writes this agent's state: ``files`` or ``sqlite``."""
+
+    def sent_view(self, path: Path, sure: bool = False) -> SentView | None:
+        """What the runtime's own loader sends next for a session file only its room reads.
+
+        ``None`` when the file is not one of its own (a runtime whose sessions are Pi transcripts
+        always answers ``None``). ``sure``: the user said whose the file is; it is read as such
+        without looking at its first lines.
+
+        Raises:
+            UnsafeFileError: the file is a link or not a regular file.
+            TranscriptReadError: it cannot be read.
+        """
+
+    def own_keys(self, root: Path) -> list[str]:
+        """A runtime whose sessions only its room reads: what groups them (one conversation place each), newest last."""
+
+    def own_sessions(self, root: Path, key: str) -> list[OwnSession]:
+        """The sessions of ``key``, readable, oldest first (the last one is current).
+
+        Raises:
+            UsageError: no such key.
+        """

@@ -21,6 +21,7 @@ from kurahi.runtimes.claude import layout
 from kurahi.runtimes.claude.files import list_sessions
 from kurahi.runtimes.claude.running import running
 from kurahi.runtimes.claude.versions import VERSIONS, Release
+from kurahi.runtimes.own_files import OwnSession, SentView
 from kurahi.runtimes.session_losses import SessionLosses
 
 __all__ = ["CLAUDE", "ClaudeCode"]
@@ -117,6 +118,26 @@ class ClaudeCode:
     def activation_store(self, root: Path, agent: str) -> str:
         """``files``: a session is one file (no activation writes it yet)."""
         return "files"
+
+    def sent_view(self, path: Path, sure: bool = False) -> SentView | None:
+        """What the next ``claude --resume`` of the session file sends (:func:`.reading.sent_view`)."""
+        from kurahi.runtimes.claude import reading
+
+        if not sure and not reading.looks_like(path):
+            return None
+        return reading.sent_view(path)
+
+    def own_keys(self, root: Path) -> list[str]:
+        """Its project folders that hold sessions, newest session last."""
+        from kurahi.runtimes.claude import reading
+
+        return reading.keys(root)
+
+    def own_sessions(self, root: Path, key: str) -> list[OwnSession]:
+        """The sessions of one project folder, readable, oldest first."""
+        from kurahi.runtimes.claude import reading
+
+        return reading.sessions(root, key)
 
 
 CLAUDE = ClaudeCode()

@@ -96,5 +96,17 @@ class Pi:
         """``files``: a session is one file."""
         return "files"
 
+    def sent_view(self, path: Path, sure: bool = False) -> Any:
+        """``None``: its sessions are Pi transcripts, which Kurahi's transcript reader reads."""
+        return None
+
+    def own_keys(self, root: Path) -> list[str]:
+        """None: its histories are read through :meth:`open_agent` or :meth:`session_files`."""
+        return []
+
+    def own_sessions(self, root: Path, key: str) -> list[Any]:
+        """None: its histories are read through :meth:`open_agent` or :meth:`session_files`."""
+        return []
+
 
 PI = Pi()

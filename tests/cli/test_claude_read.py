@@ -1,4 +1,4 @@
-"""``kurahi session context`` and ``kurahi lineage check`` on a Claude Code session file: what ``claude --resume`` sends."""
+"""``kurahi session context`` and ``kurahi lineage check`` on a Claude Code session: what ``--resume`` sends."""
 
 from __future__ import annotations
 

@@ -93,6 +93,8 @@ class OwnEntry(msgspec.Struct, frozen=True, kw_only=True):
     """Sent by the session's next resume (the loader's walk reaches it)."""
     is_message: bool
     tokens: int
+    tools: tuple[str, ...] = ()
+    """The tools the row calls, or whose results it carries (by name)."""
 
 
 class OwnSession(msgspec.Struct, kw_only=True):

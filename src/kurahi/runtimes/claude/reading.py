@@ -140,6 +140,7 @@ def _entries(path: Path) -> tuple[list[OwnEntry], str | None]:
     sent = set(resume_view(parsed).rows)
     out: list[OwnEntry] = []
     cwd: str | None = None
+    called: dict[str, str] = {}
     for i, row in enumerate(parsed.rows):
         if row.uuid is None or row.is_sidechain:
             continue
@@ -149,10 +150,20 @@ def _entries(path: Path) -> tuple[list[OwnEntry], str | None]:
         message = obj.get("message")
         is_message = row.type in (USER, ASSISTANT) and isinstance(message, dict)
         text, tokens, role = "", 0, None
+        tools: list[str] = []
         if is_message and isinstance(message, dict):
             role = row.type
-            text = block_text(message.get("content"))
-            tokens = estimate_message(str(role), message.get("content"))
+            content = message.get("content")
+            text = block_text(content)
+            tokens = estimate_message(str(role), content)
+            for b in content if isinstance(content, list) else []:
+                if not isinstance(b, dict):
+                    continue
+                if b.get("type") == "tool_use" and isinstance(b.get("name"), str):
+                    called[str(b.get("id"))] = b["name"]
+                    tools.append(b["name"])
+                elif b.get("type") == "tool_result" and str(b.get("tool_use_id")) in called:
+                    tools.append(called[str(b.get("tool_use_id"))])
         out.append(
             OwnEntry(
                 id=row.uuid,
@@ -163,6 +174,7 @@ def _entries(path: Path) -> tuple[list[OwnEntry], str | None]:
                 in_view=row.uuid in sent,
                 is_message=is_message,
                 tokens=tokens,
+                tools=tuple(tools),
             )
         )
     return out, cwd

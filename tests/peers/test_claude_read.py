@@ -1,0 +1,88 @@
+"""Kurahi reads Claude Code as the real 2.1.332 does: ``session context`` and ``kurahi mcp --claude``.
+
+- ``kurahi session context FILE --json`` (the loader model) says exactly what the next
+  ``claude --resume`` request then carries (texts and tool ids in order), on the shared real
+  session and on a copy whose last prompt lost its parent;
+- the real CLI, given ``kurahi mcp --claude DIR`` as an MCP server, calls ``mcp__kurahi__recall``
+  (the stand-in asks for it) after a ``/clear``, and the phrase said before the ``/clear``, which
+  its first request no longer holds, reaches its next request in the tool result.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kurahi.runtimes.claude.loader import comparable
+from support.claude_api import MessagesStandIn, tool_use
+from support.claude_damage import LOSSES, Session
+from support.claude_peer import ClaudePeer, request_text
+
+pytestmark = pytest.mark.claude
+
+KURAHI = Path(sys.executable).with_name("kurahi")
+PHRASE = "PURPLE-OTTER-42"
+
+
+def _context(path: Path) -> dict[str, Any]:
+    out = subprocess.run(
+        [str(KURAHI), "session", "context", str(path), "--json"], capture_output=True, text=True, check=True
+    )
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+@pytest.mark.parametrize("case", ["whole", "null_parent"])
+def test_session_context_is_what_the_next_resume_sends(case: str, claude_base: Session, tmp_path: Path) -> None:
+    s = claude_base.copy(tmp_path)
+    path = s.path if case == "whole" else LOSSES[case](s).session.path
+    said = _context(path)
+    assert said["runtime"] == "claude-code-2.1.332"
+    model = comparable(said["messages"])
+    body = s.next_request("next")
+    real = comparable(body["messages"])
+    assert real[-1] == ("user", "text", "next")
+    assert model == real[:-1]
+    assert (("user", "text", "remember P1-ALPHA") in model) == (case == "whole")
+
+
+def test_the_cli_recalls_through_kurahi_mcp_what_was_said_before_a_clear(
+    claude_api: MessagesStandIn, tmp_path: Path
+) -> None:
+    if not KURAHI.exists():
+        pytest.skip("kurahi is not installed beside this Python")
+    peer = ClaudePeer(claude_api, tmp_path / "peer")
+    before = peer.session([f"remember the phrase {PHRASE}"])
+    cleared = peer.prompt("/clear", resume=before).session
+    assert cleared != before  # /clear starts a new session in the same project folder
+    config = {
+        "mcpServers": {
+            "kurahi": {"type": "stdio", "command": str(KURAHI), "args": ["mcp", "--claude", str(peer.config_dir)]}
+        }
+    }
+    claude_api.script(cleared, tool_use("mcp__kurahi__recall", {"query": PHRASE}))
+    run = peer.prompt(
+        "what was the phrase I told you?",
+        resume=cleared,
+        extra=["--mcp-config", json.dumps(config), "--strict-mcp-config", "--allowedTools", "mcp__kurahi__recall"],
+    )
+    first, *later = [r.body for r in run.messages_requests]
+    assert PHRASE not in request_text(first)  # the premise: /clear left it out of the view
+    assert "mcp__kurahi__recall" in request_text(first)  # 2.1.332 lists MCP tools as deferred, by name
+    assert later, "the CLI made no request after the tool call"
+    results = [
+        b
+        for m in later[0]["messages"]
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for b in m["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
+    assert results, json.dumps(later[0]["messages"])[-2000:]
+    answer = json.loads(results[-1]["content"])
+    [hit] = [h for h in answer["hits"] if h["piece"] == "p0"]
+    assert PHRASE in hit["text"] and hit["match"] == "exact phrase" and not hit["inViewNow"]

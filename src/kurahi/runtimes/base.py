@@ -220,3 +220,13 @@ class Runtime(Protocol):
         Raises:
             UsageError: no such key.
         """
+
+    def own_lineage(self, root: Path, session: str | None = None) -> Lineage | None:
+        """A runtime whose sessions only its room reads: the pieces of one conversation split over several sessions.
+
+        ``session``: the newest piece (default: the newest session). ``None``: the runtime's lineages are
+        found by agent and key (:meth:`open_agent`).
+
+        Raises:
+            UsageError: no such session.
+        """

@@ -22,6 +22,7 @@ from kurahi.runtimes.claude.files import list_sessions
 from kurahi.runtimes.claude.running import running
 from kurahi.runtimes.claude.versions import VERSIONS, Release
 from kurahi.runtimes.own_files import OwnSession, SentView
+from kurahi.runtimes.pieces import Lineage
 from kurahi.runtimes.session_losses import SessionLosses
 
 __all__ = ["CLAUDE", "ClaudeCode"]
@@ -138,6 +139,12 @@ class ClaudeCode:
         from kurahi.runtimes.claude import reading
 
         return reading.sessions(root, key)
+
+    def own_lineage(self, root: Path, session: str | None = None) -> Lineage:
+        """One conversation over several sessions: /clear, --continue elsewhere, a moved folder (:mod:`.lineage`)."""
+        from kurahi.runtimes.claude.lineage import find_lineage
+
+        return find_lineage(root, session)
 
 
 CLAUDE = ClaudeCode()

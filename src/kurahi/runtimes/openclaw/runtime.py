@@ -146,6 +146,10 @@ class OpenClaw:
         """None: its histories are read through :meth:`open_agent` or :meth:`session_files`."""
         return []
 
+    def own_lineage(self, root: Path, session: str | None = None) -> None:
+        """``None``: its lineages are found by agent and key."""
+        return None
+
 
 def _stat(path: Path) -> tuple[int, int, int] | None:
     try:

@@ -86,3 +86,50 @@ def test_the_cli_recalls_through_kurahi_mcp_what_was_said_before_a_clear(
     answer = json.loads(results[-1]["content"])
     [hit] = [h for h in answer["hits"] if h["piece"] == "p0"]
     assert PHRASE in hit["text"] and hit["match"] == "exact phrase" and not hit["inViewNow"]
+
+
+def test_lineage_find_joins_a_clear_and_stitch_makes_one_session_the_cli_sends_whole(
+    claude_base: Session, tmp_path: Path
+) -> None:
+    s = claude_base.copy(tmp_path)
+    cleared = s.peer.prompt("/clear", resume=s.sid, cwd=s.cwd).session
+    s.peer.prompt("after the clear P6-FOXTROT", resume=cleared, cwd=s.cwd)
+    assert "P1-ALPHA" not in request_text(s.peer.next_request(cleared, cwd=s.cwd))  # the premise
+    found = subprocess.run(
+        [str(KURAHI), "lineage", "find", "--claude", str(s.peer.config_dir), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    pieces = json.loads(found.stdout)["pieces"]
+    assert [(p["sessionId"], p["foundBy"][0], p["confidence"]) for p in pieces][:1] == [(s.sid, "clear", "recorded")]
+    assert pieces[-1]["sessionId"] == cleared
+    new = "0a0a0a0a-1111-4222-8333-444455556666"
+    out = s.peer.transcript(new, cwd=s.cwd)
+    subprocess.run(
+        [str(KURAHI), "lineage", "stitch", *(p["source"] for p in pieces), "--out", str(out), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    model = comparable(_context(out)["messages"])
+    body = s.peer.next_request(new, cwd=s.cwd)  # exit 0, nothing on stderr, the stand-in's pairing rules held
+    text = request_text(body)
+    assert all(w in text for w in s.words()) and "P6-FOXTROT" in text
+    real = comparable(body["messages"])
+    assert model == real[:-1]
+    ids = [
+        b["id"]
+        for m in body["messages"]
+        if m["role"] == "assistant"
+        for b in m["content"]
+        if b.get("type") == "tool_use"
+    ]
+    results = [
+        b["tool_use_id"]
+        for m in body["messages"]
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for b in m["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
+    assert ids and ids == results  # every call with its result, in order

@@ -230,3 +230,12 @@ class Runtime(Protocol):
         Raises:
             UsageError: no such session.
         """
+
+    def own_stitch(self, sources: list[Path], out: Path) -> dict[str, Any] | None:
+        """Stitch session files only its room reads into one new session file its loader sends whole.
+
+        ``None``: the sources are not its files (they are stitched as Pi transcripts).
+
+        Raises:
+            UsageError: ``out`` exists or is not a name the runtime resumes.
+        """

@@ -10,6 +10,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from kurahi.errors import UsageError
 from kurahi.runtimes.base import Agent, Runtime
@@ -19,7 +20,16 @@ from kurahi.runtimes.own_files import SentView
 from kurahi.runtimes.pi.runtime import PI
 from kurahi.runtimes.pieces import Piece
 
-__all__ = ["RUNTIMES", "export_piece", "for_state_dir", "list_agents", "named", "open_agent", "own_file_view"]
+__all__ = [
+    "RUNTIMES",
+    "export_piece",
+    "for_state_dir",
+    "list_agents",
+    "named",
+    "open_agent",
+    "own_file_view",
+    "own_stitch",
+]
 
 RUNTIMES: tuple[Runtime, ...] = (PI, OPENCLAW, CLAUDE)
 """Every runtime, in the order ``kurahi doctor`` reports them."""
@@ -65,6 +75,20 @@ def own_file_view(path: str | os.PathLike[str], runtime: str | None = None) -> S
             found = r.sent_view(p)
             if found is not None:
                 return found
+    return None
+
+
+def own_stitch(sources: list[Path], out: Path) -> dict[str, Any] | None:
+    """Stitch a runtime's own session files (Claude Code's) into one; ``None``: they are Pi transcripts.
+
+    Raises:
+        UsageError: ``out`` exists or is not a name the runtime resumes.
+    """
+    for r in RUNTIMES:
+        if not r.pi_transcripts:
+            done = r.own_stitch(sources, out)
+            if done is not None:
+                return done
     return None
 
 

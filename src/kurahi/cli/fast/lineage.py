@@ -46,7 +46,27 @@ def run_stitch(
 
     from kurahi.fs.durable import atomic_write
     from kurahi.lineage.stitch import stitch
+    from kurahi.runtimes.own_files import starts_as_transcript
 
+    if sources and not any(str(p).startswith("sqlite:") or starts_as_transcript(p) for p in sources):
+        from kurahi.runtimes.registry import own_file_view, own_stitch
+
+        with translate_errors():
+            extra = leaf is not None or rename_colliding or force or report is not None or evidence is not None
+            if extra and own_file_view(sources[0]) is not None:
+                raise UsageError(
+                    "--leaf, --rename-colliding, --force, --report and --evidence are for Pi transcripts; "
+                    "a Claude Code stitch takes each piece's own leaf and never overwrites"
+                )
+            done = own_stitch([Path(p) for p in sources], out)
+        if done is not None:
+            if as_json:
+                print_json(done)
+            else:
+                for s in done["sources"]:
+                    say(f"{s['source']}: {s['rows']} rows, {s['messages']} messages")
+                say(f"wrote {done['out']}: resume it with `{done['resume']}` from its project's folder")
+            return EXIT.OK
     with translate_errors():
         # Refused before C is written: a --report that exists (a dangling symlink too) or is C
         # itself, an --evidence folder that is not empty.

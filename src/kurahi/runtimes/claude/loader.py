@@ -9,7 +9,9 @@ request carries before the new prompt:
   order, even a row of it on another branch (``merges_message_id``);
 - an ``attachment`` row is a ``system`` entry (environment, tool and agent listings: the CLI
   renders its text itself, so the model keeps only its kind);
-- ``system`` and ``progress`` rows send nothing;
+- a ``system`` row of subtype ``local_command`` (a slash command's output, ``/clear``'s
+  ``<local-command-stdout>``) is a user message of its text (measured on 2.1.332 after a
+  ``/clear``); other ``system`` rows and ``progress`` rows send nothing;
 - a tool result whose tool call is not in what was sent is left out (``drops_orphan_results``);
 - a prompt left without its reply (a torn final reply) is followed by the release's stand-in
   reply (``torn_reply_text``), marked ``synthetic``.
@@ -28,13 +30,15 @@ from typing import Any
 import msgspec
 
 from kurahi.runtimes.claude.graph import Graph, Walk
-from kurahi.runtimes.claude.layout import ASSISTANT, ATTACHMENT, USER
+from kurahi.runtimes.claude.layout import ASSISTANT, ATTACHMENT, SYSTEM, USER
 from kurahi.runtimes.claude.rows import ParsedRows
 from kurahi.runtimes.claude.versions import Release, newest
 
 __all__ = ["ResumeView", "SentMessage", "comparable", "messages_of", "resume_view", "view_of"]
 
 _REMINDER = "<system-reminder>"
+_LOCAL_COMMAND = "local_command"
+"""The ``subtype`` of the ``system`` row holding a slash command's output: sent as user text."""
 
 
 class SentMessage(msgspec.Struct, kw_only=True):
@@ -128,6 +132,11 @@ def messages_of(parsed: ParsedRows, chain: Sequence[int], release: Release) -> l
     for i in chain:
         row = parsed.rows[i]
         kind = row.type
+        if kind == SYSTEM and row.subtype == _LOCAL_COMMAND:
+            said = parsed.get(i, "content")
+            if isinstance(said, str) and said:
+                out.append(SentMessage(role="user", content=said, rows=[row.uuid or ""]))
+            continue
         if kind not in (USER, ASSISTANT, ATTACHMENT):
             continue
         obj = parsed.value(i)

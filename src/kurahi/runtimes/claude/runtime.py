@@ -146,5 +146,14 @@ class ClaudeCode:
 
         return find_lineage(root, session)
 
+    def own_stitch(self, sources: list[Path], out: Path) -> dict[str, Any] | None:
+        """One new session file from Claude Code session files, when the first is one (:mod:`.stitch`)."""
+        from kurahi.runtimes.claude import reading
+        from kurahi.runtimes.claude.stitch import stitch
+
+        if not sources or not reading.looks_like(sources[0]):
+            return None
+        return stitch(sources, out)
+
 
 CLAUDE = ClaudeCode()

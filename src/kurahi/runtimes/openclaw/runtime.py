@@ -150,6 +150,10 @@ class OpenClaw:
         """``None``: its lineages are found by agent and key."""
         return None
 
+    def own_stitch(self, sources: list[Path], out: Path) -> None:
+        """``None``: its sessions are Pi transcripts, stitched as such."""
+        return None
+
 
 def _stat(path: Path) -> tuple[int, int, int] | None:
     try:

@@ -112,5 +112,9 @@ class Pi:
         """``None``: its lineages are found by agent and key."""
         return None
 
+    def own_stitch(self, sources: list[Path], out: Path) -> None:
+        """``None``: its sessions are Pi transcripts, stitched as such."""
+        return None
+
 
 PI = Pi()

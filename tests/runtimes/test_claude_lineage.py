@@ -83,3 +83,42 @@ def test_the_command_prints_the_pieces_and_refuses_what_does_not_go_with_claude(
     assert runner.invoke(app, ["lineage", "find", "--session", "x"]).exit_code == EXIT.USAGE
     unknown = runner.invoke(app, ["lineage", "find", "--claude", str(root), "--session", "nope"])
     assert unknown.exit_code == EXIT.USAGE and "no Claude Code session 'nope'" in unknown.stderr
+
+
+def test_stitch_chains_each_pieces_sent_rows_with_fresh_message_ids_and_never_overwrites(tmp_path: Path) -> None:
+    from kurahi.runtimes.claude.loader import comparable, resume_view
+    from kurahi.runtimes.claude.rows import parse_rows
+    from support.claude_sessions import four_turns
+
+    root = tmp_path / "claude"
+    a, _ = four_turns("/home/ava/work", seed=1)
+    pa = a.write(root)
+    b = ClaudeSession("/home/ava/work", seed=2, start=_at(11))
+    b.turn("<command-name>/clear</command-name>", "cleared")
+    b.turn("after ECHO-7", "ok", tool=("ls", "listing"))
+    pb = b.write(root)
+    state = snapshot(root)
+    out = pa.parent / "0a0a0a0a-1111-4222-8333-444455556666.jsonl"
+    app = build_app()
+    done = runner.invoke(app, ["lineage", "stitch", str(pa), str(pb), "--out", str(out), "--json"])
+    assert done.exit_code == EXIT.OK, done.stdout + done.stderr
+    told = json.loads(done.stdout)
+    assert told["sessionId"] == out.stem and [s["sessionId"] for s in told["sources"]] == [a.session_id, b.session_id]
+    view = resume_view(parse_rows(out.read_bytes()))
+    whole = [comparable(resume_view(parse_rows(p.read_bytes())).message_dicts()) for p in (pa, pb)]
+    assert comparable(view.message_dicts()) == whole[0] + whole[1]
+    old_ids = {
+        r["message"]["id"] for s in (a, b) for r in s.rows if isinstance(r, dict) and r.get("type") == "assistant"
+    }
+    new_ids = {m.message_id for m in view.messages if m.role == "assistant"}
+    assert new_ids and not new_ids & old_ids
+    again = runner.invoke(app, ["lineage", "stitch", str(pa), str(pb), "--out", str(out)])
+    assert again.exit_code == EXIT.USAGE and "never overwrites" in again.stderr
+    bad = runner.invoke(app, ["lineage", "stitch", str(pa), "--out", str(tmp_path / "c.jsonl")])
+    assert bad.exit_code == EXIT.USAGE and "<session id>.jsonl" in bad.stderr
+    pi_only = runner.invoke(app, ["lineage", "stitch", str(pa), "--out", str(tmp_path / "x.jsonl"), "--force"])
+    assert pi_only.exit_code == EXIT.USAGE and "for Pi transcripts" in pi_only.stderr
+    after = snapshot(root)
+    for p in (pa, pb):  # the sources are only read
+        name = p.relative_to(root).as_posix()
+        assert after[name] == state[name]

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from kurahi.runtimes.claude.loader import comparable
+from kurahi.runtimes.claude.loader import MISSING_RESULT_TEXT, comparable
 from support.claude_api import MessagesStandIn, tool_use
 from support.claude_damage import LOSSES, Session
-from support.claude_peer import ClaudePeer, request_text
+from support.claude_peer import ClaudePeer, read_rows, request_text, write_rows
 
 pytestmark = pytest.mark.claude
 
@@ -133,3 +133,41 @@ def test_lineage_find_joins_a_clear_and_stitch_makes_one_session_the_cli_sends_w
         if isinstance(b, dict) and b.get("type") == "tool_result"
     ]
     assert ids and ids == results  # every call with its result, in order
+
+
+def _split_pair(s: Session) -> None:
+    """#60523's shape: the Bash call's result row on another branch, the reply after it hung from the call."""
+    rows = read_rows(s.path)
+    result = next(
+        r
+        for r in rows
+        if r.get("type") == "user"
+        and not r.get("isSidechain")
+        and isinstance(r["message"]["content"], list)
+        and any(b.get("type") == "tool_result" for b in r["message"]["content"])
+    )
+    after = next(r for r in rows if r.get("parentUuid") == result["uuid"])
+    call = result["parentUuid"]
+    result["parentUuid"] = next(r for r in rows if r.get("type") == "assistant")["uuid"]
+    after["parentUuid"] = call
+    write_rows(s.path, rows)
+
+
+def test_session_doctor_mends_a_split_tool_pair_by_appending(claude_base: Session, tmp_path: Path) -> None:
+    s = claude_base.copy(tmp_path)
+    _split_pair(s)
+    said = _context(s.path)
+    body = s.next_request("next")
+    assert comparable(said["messages"]) == comparable(body["messages"])[:-1]
+    text = request_text(body)
+    assert MISSING_RESULT_TEXT in text and "P2-42" not in text  # the premise: the real result is not sent
+    size = s.path.stat().st_size
+    found = subprocess.run([str(KURAHI), "session", "doctor", str(s.path), "--json"], capture_output=True, text=True)
+    assert found.returncode == 1 and json.loads(found.stdout)["findings"][0]["code"] == "split-tool-pair"
+    fixed = subprocess.run(
+        [str(KURAHI), "session", "doctor", str(s.path), "--fix", "--json"], capture_output=True, text=True
+    )
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert len(json.loads(fixed.stdout)["appended"]) == 2 and s.path.stat().st_size > size
+    after = request_text(s.next_request("again"))
+    assert "P2-42" in after and MISSING_RESULT_TEXT not in after and all(w in after for w in s.words())

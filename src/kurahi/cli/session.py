@@ -528,6 +528,7 @@ def doctor(
 
     if dry_run and not fix:
         fail("--dry-run goes with --fix", EXIT.USAGE)
+    _own_doctor(file, runtime, fix, dry_run, as_json)
     if fix and not dry_run and shown(file) != str(file):
         fail("--fix mends a file in place: name the file, not - (stdin)", EXIT.USAGE)
     with translate_errors():
@@ -589,6 +590,52 @@ def _print_finding(f: Any, failing: bool) -> None:
         ),
         soft_wrap=True,
     )
+
+
+def _own_doctor(file: Path, runtime: str | None, fix: bool, dry_run: bool, as_json: bool) -> None:
+    """A runtime's own session file (Claude Code's): its doctor; returns only when the file is a Pi transcript."""
+    from kurahi.runtimes.own_files import starts_as_transcript
+
+    if runtime is None and starts_as_transcript(file):
+        return
+    from kurahi.runtimes.registry import own_doctor
+
+    with translate_errors():
+        done = own_doctor(file, runtime, fix=fix, dry_run=dry_run)
+    if done is None:
+        return
+    if as_json:
+        print_json(done)
+    else:
+        for f in done.get("before", done.get("findings", [])):
+            mark = (
+                "REFUSED"
+                if f["refused"]
+                else "lost"
+                if f["code"] in ("split-tool-pair", "missing-tool-result")
+                else "ok"
+            )
+            console.print(escape(f"{mark}: {f['code']}: {f['says']}"), soft_wrap=True)
+        if fix:
+            verb = "would append" if dry_run else "appended"
+            if done["appended"]:
+                console.print(
+                    escape(f"{verb} {len(done['appended'])} row(s) (same uuids, new parents; a later row wins)")
+                )
+                if not dry_run:
+                    console.print(
+                        escape(
+                            f"old bytes 0..{done['bytesBefore']} unchanged; "
+                            f"undo: truncate -s {done['bytesBefore']} {shown(file)}"
+                        )
+                    )
+            else:
+                console.print("nothing to mend by appending")
+    left = done.get("after", done.get("findings", []))
+    bad = [f for f in left if f["code"] in ("split-tool-pair", "missing-tool-result", "duplicate-tool-id")]
+    if not as_json and not bad:
+        console.print("ok: the next `claude --resume` request sends every tool call with its own result")
+    raise typer.Exit(EXIT.FAILED if bad else EXIT.OK)
 
 
 def _print_mend(report: Any, file: Path, as_json: bool) -> None:

@@ -239,3 +239,12 @@ class Runtime(Protocol):
         Raises:
             UsageError: ``out`` exists or is not a name the runtime resumes.
         """
+
+    def own_doctor(self, path: Path, *, fix: bool, dry_run: bool, sure: bool = False) -> dict[str, Any] | None:
+        """``session doctor`` of a session file only its room reads (findings; with ``fix`` the mend).
+
+        ``None``: not its file (``sure``: the user said it is).
+
+        Raises:
+            UsageError: a mend refused (the runtime runs on it, or no appended mend works).
+        """

@@ -78,6 +78,19 @@ def own_file_view(path: str | os.PathLike[str], runtime: str | None = None) -> S
     return None
 
 
+def own_doctor(path: Path, runtime: str | None, *, fix: bool, dry_run: bool) -> dict[str, Any] | None:
+    """``session doctor`` of a runtime's own session file; ``None``: a Pi transcript (or no such runtime)."""
+    if runtime is not None:
+        found = next((r for r in RUNTIMES if r.name == runtime), None)
+        return found.own_doctor(path, fix=fix, dry_run=dry_run, sure=True) if found is not None else None
+    for r in RUNTIMES:
+        if not r.pi_transcripts:
+            done = r.own_doctor(path, fix=fix, dry_run=dry_run)
+            if done is not None:
+                return done
+    return None
+
+
 def own_stitch(sources: list[Path], out: Path) -> dict[str, Any] | None:
     """Stitch a runtime's own session files (Claude Code's) into one; ``None``: they are Pi transcripts.
 

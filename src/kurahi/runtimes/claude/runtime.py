@@ -155,5 +155,13 @@ class ClaudeCode:
             return None
         return stitch(sources, out)
 
+    def own_doctor(self, path: Path, *, fix: bool, dry_run: bool, sure: bool = False) -> dict[str, Any] | None:
+        """What the next ``--resume`` request gets wrong (:mod:`.doctor`); with ``fix``, mended by appending."""
+        from kurahi.runtimes.claude import doctor, reading
+
+        if not sure and not reading.looks_like(path):
+            return None
+        return doctor.mend(path, dry_run=dry_run) if fix else doctor.diagnose(path)
+
 
 CLAUDE = ClaudeCode()

@@ -154,6 +154,10 @@ class OpenClaw:
         """``None``: its sessions are Pi transcripts, stitched as such."""
         return None
 
+    def own_doctor(self, path: Path, *, fix: bool, dry_run: bool, sure: bool = False) -> None:
+        """``None``: its sessions are Pi transcripts, judged by ``kurahi.doctor.session``."""
+        return None
+
 
 def _stat(path: Path) -> tuple[int, int, int] | None:
     try:

@@ -116,5 +116,9 @@ class Pi:
         """``None``: its sessions are Pi transcripts, stitched as such."""
         return None
 
+    def own_doctor(self, path: Path, *, fix: bool, dry_run: bool, sure: bool = False) -> None:
+        """``None``: its sessions are Pi transcripts, judged by ``kurahi.doctor.session``."""
+        return None
+
 
 PI = Pi()

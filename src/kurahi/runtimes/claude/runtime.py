@@ -2,9 +2,11 @@
 
 Claude Code has no agents and no session keys: a session is a file, grouped by the working
 directory it ran in. Its history breaks *inside* a session file (a row linked to the wrong
-parent), so it lists its losses itself (:meth:`ClaudeCode.losses`); bringing one back is not
-built yet. Its sessions are not Pi transcripts: Kurahi's transcript reader (``lineage``,
-``session context``, ``kurahi mcp``) does not read them yet.
+parent), so it lists its losses itself (:meth:`ClaudeCode.losses`). Its sessions are not Pi
+transcripts: the rest of Kurahi reads them through this room (:meth:`ClaudeCode.sent_view` for
+``session context`` and ``lineage check``, :meth:`own_keys`/:meth:`own_sessions` for ``kurahi
+mcp --claude``, :meth:`own_lineage` and :meth:`own_stitch` for ``lineage find``/``stitch``,
+:meth:`own_doctor` for ``session doctor``).
 """
 
 from __future__ import annotations
@@ -42,9 +44,7 @@ class ClaudeCode:
     state_words = "Claude Code sessions"
     no_losses = ""
     """Unused: it lists its own losses (:meth:`losses`)."""
-    no_losses_mcp = (
-        "Kurahi's MCP server does not read Claude Code's sessions yet; `kurahi rescue --claude DIR` lists their losses"
-    )
+    no_losses_mcp = "Unused: `kurahi mcp --claude` answers `losses` from :meth:`losses`"
 
     def locate(self, env: Mapping[str, str] | None = None) -> Location:
         """``CLAUDE_CONFIG_DIR``, else ``~/.claude``."""

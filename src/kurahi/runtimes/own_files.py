@@ -14,6 +14,7 @@ check`` and ``kurahi mcp`` serve them without knowing whose they are:
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 import msgspec
@@ -30,11 +31,19 @@ def starts_as_transcript(path: str | os.PathLike[str]) -> bool:
     take such a file straight to the transcript reader, without asking each runtime whose it is.
     ``False`` for anything else (a runtime's own rows, a file that cannot be read): the caller asks.
     """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        with open(path, "rb") as f:
-            head = f.read(_HEAD)
+        fd = os.open(path, flags)  # never blocks on a FIFO; only a regular file is read
     except OSError:
         return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        head = os.pread(fd, _HEAD, 0)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
     line = head.removeprefix(b"\xef\xbb\xbf").split(b"\n", 1)[0]
     try:
         obj = msgspec.json.decode(line)

@@ -70,6 +70,7 @@ Hierarchy::
     │       ├── PreconditionError     the live state is neither what was planned against nor the new state
     │       ├── GatewayStopError      the gateway did not stop in time (nothing was changed)
     │       ├── OpenClawRunningError  an OpenClaw gateway runs on the state dir (nothing was changed)
+    │       ├── ClaudeRunningError    a claude process has the session open (nothing was changed)
     │       └── PreTurnValidationError  the live session did not project as planned (rolled back)
     │   └── RescueError               bringing a loss back (`kurahi rescue`)
     │       ├── LossNotFoundError     no loss with that id (or a prefix naming several)
@@ -123,6 +124,7 @@ __all__ = [
     "CatalogError",
     "CatalogWriteError",
     "CheckError",
+    "ClaudeRunningError",
     "ConfigError",
     "ContextEditError",
     "ContinuityError",
@@ -706,6 +708,12 @@ class GatewayStopError(ActivationError):
 
 class OpenClawRunningError(ActivationError):
     """An OpenClaw gateway runs on the state directory; its store is written only while it is stopped."""
+
+    exit_code = EXIT.BUSY
+
+
+class ClaudeRunningError(ActivationError):
+    """A ``claude`` process has the session open (by the note it keeps); Kurahi appends only while none does."""
 
     exit_code = EXIT.BUSY
 

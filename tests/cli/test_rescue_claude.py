@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -49,17 +50,17 @@ def test_json_lists_each_loss_with_the_fields_rescue_promises(tmp_path: Path) ->
     for loss in doc["losses"]:
         assert {"id", "agent", "key", "at", "kind", "project", "sessionId", "evidence", "lostMessages"} <= set(loss)
         assert loss["agent"] == loss["project"] == "/home/ava/work" and loss["key"] == loss["sessionId"]
-        assert loss["applyRefused"] and loss["lostTokens"] > 0
+        assert loss["applyRefused"] is None and loss["lostTokens"] > 0
 
 
-def test_the_table_says_what_left_the_view_and_promises_no_command_that_is_not_built(tmp_path: Path) -> None:
+def test_the_table_says_what_left_the_view_and_the_command_that_brings_it_back(tmp_path: Path) -> None:
     root = _state(tmp_path)
     out = cli("rescue", "--claude", str(root), home=tmp_path)
     assert out.exit_code == EXIT.FAILED
     text = out.stdout
     assert "3 session(s) in 1 project(s)" in text and "null-parent" in text and "wrong-parent" in text
-    assert "bring back: not yet (coming)" in text
-    assert "kurahi rescue apply" not in text.replace("`kurahi rescue apply` does not write", "")
+    assert "Bring one back: kurahi rescue apply " in text and f"--claude {root}" in text
+    assert "not yet" not in text
 
 
 def test_a_plain_rescue_looks_in_the_default_claude_dir_and_leaves_it_as_it_was(tmp_path: Path) -> None:
@@ -70,7 +71,7 @@ def test_a_plain_rescue_looks_in_the_default_claude_dir_and_leaves_it_as_it_was(
     assert [t["stateDir"] for t in json.loads(out.stdout)["targets"]] == [str(root)]
     page = tmp_path / "page.html"
     cli("rescue", "--claude", str(root), "--html", str(page), home=tmp_path)
-    assert "null-parent" in page.read_text() and "not yet (coming)" in page.read_text()
+    assert "null-parent" in page.read_text() and "kurahi rescue apply" in page.read_text()
     assert snapshot(root) == before
 
 
@@ -95,19 +96,89 @@ def test_a_missing_or_unreadable_dir_is_a_clear_error_and_a_default_one_is_a_not
     assert out.exit_code == EXIT.USAGE
 
 
-def test_apply_and_plan_of_a_claude_loss_say_it_is_not_built_yet_and_change_nothing(tmp_path: Path) -> None:
+def _bytes(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.jsonl"))}
+
+
+def _null(root: Path, home: Path) -> dict[str, Any]:
+    listed = json.loads(cli("rescue", "--claude", str(root), "--json", home=home).stdout)["losses"]
+    return next(x for x in listed if x["kind"] == "null-parent")
+
+
+def test_apply_brings_a_claude_loss_back_by_appending_and_rollback_cuts_it_off(tmp_path: Path) -> None:
+    root = _state(tmp_path)
+    before = _bytes(root)
+    loss = _null(root, tmp_path)
+    source = Path(loss["source"])
+    size = source.stat().st_size
+    pkg = tmp_path / "pkg"
+    out = cli("rescue", "apply", loss["id"][:5], "--yes", "--out", str(pkg), home=tmp_path)  # found in ~/.claude
+    assert out.exit_code == EXIT.OK, out.output
+    assert "verified: yes" in out.stdout and f"kurahi activate rollback {pkg}" in out.stdout
+    grown = source.read_bytes()
+    assert grown[:size] == before[source.relative_to(root).as_posix()]  # only appended to
+    [row] = [json.loads(line) for line in grown[size:].splitlines()]
+    assert (
+        row["uuid"] == loss["row"] and row["parentUuid"] == loss["repairParent"] and row["kurahiRepair"] == loss["id"]
+    )
+    out = cli("rescue", "--claude", str(root), "--json", home=tmp_path)
+    doc = json.loads(out.stdout)
+    assert [x["kind"] for x in doc["losses"]] == ["wrong-parent"]  # listed no more
+    assert not [n for n in doc["targets"][0]["notes"] if "is written on lines" in n]  # its own row is no duplicate
+    out = cli("rescue", "apply", loss["id"], "--yes", "--claude", str(root), home=tmp_path)
+    assert out.exit_code == EXIT.NOT_FOUND  # brought back: nothing left to bring back
+    out = cli("activate", "rollback", str(pkg), home=tmp_path)
+    assert out.exit_code == EXIT.OK and "byte for byte" in out.stdout
+    assert _bytes(root) == before
+    out = cli("activate", "rollback", str(pkg), home=tmp_path)
+    assert out.exit_code == EXIT.OK and "nothing to undo" in out.stdout
+
+
+def test_plan_writes_a_package_that_activate_applies_unless_the_file_changed(tmp_path: Path) -> None:
     root = _state(tmp_path)
     before = snapshot(root)
-    listed = json.loads(cli("rescue", "--claude", str(root), "--json", home=tmp_path).stdout)["losses"]
-    wanted = next(x["id"] for x in listed if x["kind"] == "null-parent")
-    out = cli("rescue", "apply", wanted[:5], "--yes", home=tmp_path)
-    assert out.exit_code == EXIT.FAILED, out.output
-    assert (
-        f"{wanted} is a Claude Code loss (null-parent" in out.output
-        and "not write Claude Code sessions yet" in out.output
-    )
-    out = cli("rescue", "plan", wanted, "--out", str(tmp_path / "pkg"), home=tmp_path)
-    assert out.exit_code == EXIT.FAILED and "nothing was changed" in out.output
-    assert snapshot(root) == before and not (tmp_path / "pkg").exists()
+    loss = _null(root, tmp_path)
+    pkg = tmp_path / "pkg"
+    out = cli("rescue", "plan", loss["id"], "--claude", str(root), "--out", str(pkg), home=tmp_path)
+    assert out.exit_code == EXIT.OK, out.output
+    assert snapshot(root) == before and {p.name for p in pkg.iterdir()} == {"activation.json", "SHA256SUMS"}
+    source = Path(loss["source"])
+    with source.open("ab") as f:
+        f.write(b'{"type":"last-prompt","lastPrompt":"x"}\n')  # claude wrote since the plan
+    changed = snapshot(root)
+    out = cli("activate", "apply", str(pkg), home=tmp_path)
+    assert out.exit_code == EXIT.FAILED and "changed since the plan" in out.output
+    assert snapshot(root) == changed
+    out = cli("rescue", "plan", loss["id"], "--claude", str(root), "--out", str(tmp_path / "pkg2"), home=tmp_path)
+    out = cli("activate", "apply", str(tmp_path / "pkg2"), home=tmp_path)
+    assert out.exit_code == EXIT.OK and "verified: yes" in out.stdout
+    out = cli("activate", "verify", str(tmp_path / "pkg2"), home=tmp_path)
+    assert out.exit_code == EXIT.OK and "the file holds the repair" in out.stdout
+    cli("activate", "rollback", str(tmp_path / "pkg2"), home=tmp_path)
+    out = cli("activate", "verify", str(tmp_path / "pkg2"), home=tmp_path)
+    assert out.exit_code == EXIT.FAILED and "still off the path" in out.stdout
+
+
+def test_a_running_claude_on_the_session_refuses_apply_exit_5(tmp_path: Path) -> None:
+    root = _state(tmp_path)
+    before = _bytes(root)
+    loss = _null(root, tmp_path)
+    stat = Path("/proc/self/stat").read_text().rsplit(")", 1)[-1].split()
+    note = {"pid": os.getpid(), "sessionId": loss["sessionId"], "procStart": stat[19], "cwd": "/home/ava/work"}
+    (root / "sessions").mkdir()
+    (root / "sessions" / f"{os.getpid()}.json").write_text(json.dumps(note))
+    out = cli("rescue", "apply", loss["id"], "--claude", str(root), "--yes", home=tmp_path)
+    assert out.exit_code == EXIT.BUSY and f"pid {os.getpid()}" in out.output and "quit it first" in out.output
+    assert _bytes(root) == before
+
+
+def test_a_guess_needs_accept_guess_and_unknown_ids_change_nothing(tmp_path: Path) -> None:
+    root = _state(tmp_path)
+    before = snapshot(root)
     out = cli("rescue", "apply", "ffffffff", "--yes", home=tmp_path)
     assert out.exit_code == EXIT.NOT_FOUND and "no OpenClaw state or Kurahi home found" in out.output
+    out = cli("rescue", "apply", "ffffffff", "--yes", "--claude", str(root), home=tmp_path)
+    assert out.exit_code == EXIT.NOT_FOUND and "no Claude Code loss" in out.output
+    out = cli("rescue", "apply", _null(root, tmp_path)["id"], "--claude", str(root), home=tmp_path)
+    assert out.exit_code == EXIT.USAGE and "pass --yes" in out.output
+    assert snapshot(root) == before

@@ -133,6 +133,37 @@ def _refuse_timeout(package: Path, timeout: float | None) -> float:
     return 30.0 if timeout is None else timeout
 
 
+def _claude_package(package: Path, action: str, as_json: bool) -> bool:
+    """Apply, verify or roll back a Claude Code repair package (``kurahi rescue plan --claude``); ``False``: not one.
+
+    A Claude Code session is one file Kurahi appends to: no home, gateway or store is involved.
+    """
+    from kurahi.lifecycle.rescue.claude import (
+        apply_claude_package,
+        is_claude_package,
+        rollback_claude,
+        verify_claude_package,
+    )
+
+    if not is_claude_package(package):
+        return False
+    run = {"apply": apply_claude_package, "rollback": rollback_claude, "verify": verify_claude_package}[action]
+    with activation_errors():
+        res = run(package)
+    if as_json:
+        print_json(res.to_dict())
+    else:
+        say(res.outcome)
+        if action != "rollback":
+            why = "" if res.verified else f" ({'; '.join(res.problems)})"
+            say(f"verified: {'yes' if res.verified else 'NO'}{why}")
+        if action == "apply":
+            say("undo with: ", (res.rollback, "bold"))
+    if not res.verified:
+        raise typer.Exit(EXIT.FAILED)
+    return True
+
+
 def _root(home: Path | None) -> Path:
     from kurahi.cli.home import home_root
 
@@ -295,6 +326,8 @@ def apply_cmd(
     from kurahi.errors import PreTurnValidationError
     from kurahi.lifecycle.activation import apply_package
 
+    if _claude_package(package, "apply", as_json):
+        return
     root = _root(home)
     stop_timeout = _refuse_timeout(package, timeout)
     with _store(root, store, password_file) as backend, activation_errors():
@@ -355,6 +388,8 @@ def verify_cmd(
     """Check that the live state is the package's new state (exit 0), or say which part differs (exit 1)."""
     from kurahi.lifecycle.activation import verify_package
 
+    if _claude_package(package, "verify", as_json):
+        return
     root = _root(home)
     with _store(root, store, password_file) as backend, activation_errors():
         rep = verify_package(package, root, backend=backend)
@@ -400,6 +435,8 @@ def rollback_cmd(
     """
     from kurahi.lifecycle.activation import rollback_package
 
+    if _claude_package(package, "rollback", as_json):
+        return
     root = _root(home)
     stop_timeout = _refuse_timeout(package, timeout)
     with _store(root, store, password_file) as backend, activation_errors():

@@ -29,7 +29,10 @@ app = typer.Typer(
         "Claude Code (--claude DIR, or found in CLAUDE_CONFIG_DIR / ~/.claude): per session, what the next "
         "`claude --resume` no longer sends, by kind: null-parent, progress-parent, sidechain-parent, wrong-parent, "
         "sibling-fork, compact-null, preserved-missing, continue-elsewhere; what a rewind could have written is a "
-        "guess. Listing only, read-only; bringing these back is not built yet. See docs/claude-code.md."
+        "guess. `rescue apply ID --claude DIR` appends the broken row re-linked (the way Claude Code writes; "
+        "a later row with the same uuid wins), keeps a package, verifies; `kurahi activate rollback PKG` undoes "
+        "it. preserved-missing is not brought back (the listing says why). "
+        "See docs/claude-code.md."
     ),
     invoke_without_command=True,
 )
@@ -45,8 +48,7 @@ ClaudeOpt = Annotated[
         "--claude",
         help=(
             "A Claude Code config dir (its projects/ folder; a plain `kurahi rescue` looks in CLAUDE_CONFIG_DIR, "
-            "else ~/.claude): list what `claude --resume` no longer sends. Listing only: bringing these back "
-            "is not built yet."
+            "else ~/.claude): list what `claude --resume` no longer sends; with apply/plan, the dir the loss is in."
         ),
     ),
 ]
@@ -204,8 +206,18 @@ def _print_inside(losses: list[SessionLoss]) -> None:
     table(headers, rows, keys=range(len(headers)), title=f"{len(losses)} loss(es) inside session files, oldest first")
     for loss in losses:
         say(f"  {loss.id}: {'; '.join(loss.evidence)}")
-    for reason in dict.fromkeys(loss.apply_refused for loss in losses if loss.apply_refused):
-        say("bring back: ", ("not yet (coming)", "yellow"), f": {reason}; listing changed nothing")
+    for loss in losses:
+        if loss.apply_refused:
+            say(f"  {loss.id}: ", ("not brought back: ", "yellow"), loss.apply_refused)
+    offered = [loss for loss in losses if not loss.apply_refused]
+    if offered:
+        first = offered[0]
+        guess = f" --accept-guess {first.id}" if first.confidence == "guess" else ""
+        say(
+            "Bring one back: ",
+            (f"kurahi rescue apply {first.id} --claude {first.state_dir}{guess}", "bold"),
+            " (quit the claude that has the session open first); listing changed nothing",
+        )
 
 
 def _print_lineage(losses: list[Loss]) -> None:
@@ -282,7 +294,7 @@ def rescue_cmd(
     (a row whose parent is null, a progress or subagent row, a wrong earlier row, the sibling
     fork of #88597, a null after /compact, a preserved tail the file lacks, `--continue` run
     from another directory), by a model of 2.1.332's loader; a loss that a rewind could have
-    made is a guess. Listing only: bringing these back is not built yet.
+    made is a guess. `kurahi rescue apply ID --claude DIR` brings one back by appending.
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -387,11 +399,21 @@ def plan_cmd(
     marker: MarkerOpt = None,
     accept_guess: GuessOpt = None,
     as_json: JsonOpt = False,
+    claude: ClaudeOpt = None,
 ) -> None:
-    """Stitch, check and write the activation package for one loss; nothing in the state changes."""
+    """Stitch, check and write the activation package for one loss; nothing in the state changes.
+
+    A Claude Code loss (--claude DIR, or found in CLAUDE_CONFIG_DIR / ~/.claude): the package
+    records the session file's size and sha256 and the rows `apply` appends; apply it with
+    `kurahi activate apply PKG` (refused if the file changed since).
+    """
     from kurahi.errors import LossNotFoundError
     from kurahi.lifecycle.rescue.apply import plan_rescue
 
+    croot = _claude_root(claude, openclaw, home, loss_id)
+    if croot is not None:
+        _claude_plan(croot, loss_id, out, marker or [], accept_guess or [], as_json)
+        return
     root = _one(openclaw, home, loss_id)
     with activation_errors():
         try:
@@ -427,16 +449,27 @@ def apply_cmd(
     accept_guess: GuessOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before applying.")] = False,
     as_json: JsonOpt = False,
+    claude: ClaudeOpt = None,
 ) -> None:
     """Bring one loss back: stitch, check, plan, apply, verify; then say what came back and how to undo it.
 
     OpenClaw must be stopped (the refusal says how). A loss linked by clocks alone is brought
     back only with --accept-guess ID.
+
+    A Claude Code loss (--claude DIR, or found in CLAUDE_CONFIG_DIR / ~/.claude): the broken
+    row is appended again, re-linked as Claude Code would have written it (a later row with
+    the same uuid wins), in one fsynced write; refused (exit 5) while a claude has the session
+    open, checked by the loader's model after ("verified: yes"). A guess (what a rewind could
+    have written) only with --accept-guess ID.
     """
     from kurahi.gateway.activation_host import OfflineHost
     from kurahi.lifecycle.rescue.apply import apply_rescue, refuse_if_running
     from kurahi.lifecycle.rescue.losses import find_losses
 
+    croot = _claude_root(claude, openclaw, home, loss_id)
+    if croot is not None:
+        _claude_apply(croot, loss_id, out, marker or [], accept_guess or [], yes, as_json)
+        return
     root = _one(openclaw, home, loss_id)
     with activation_errors():
         refuse_if_running(root)
@@ -463,6 +496,77 @@ def apply_cmd(
     else:
         _say_plan(res.plan, applied=True)
         say(f"{res.outcome}; verified: {'yes' if res.verified else 'NO'}")
+        say("undo with: ", (res.rollback, "bold"))
+    if not res.verified:
+        raise typer.Exit(EXIT.FAILED)
+
+
+def _claude_root(claude: Path | None, openclaw: Path | None, home: Path | None, loss_id: str) -> Path | None:
+    """The Claude Code dir a loss id is brought back in: ``--claude``, else the default one when it lists the id."""
+    from kurahi.errors import KurahiError
+    from kurahi.runtimes.registry import named
+
+    if claude is not None:
+        if openclaw is not None or home is not None:
+            fail("give at most one of --openclaw, --home and --claude", EXIT.USAGE)
+        if not claude.is_dir():
+            fail(f"{claude}: no such directory (--claude)", EXIT.NOT_FOUND)
+        return claude
+    if openclaw is not None or home is not None or not loss_id:
+        return None
+    runtime = named("claude")
+    where = runtime.locate().path
+    if not where.is_dir():
+        return None
+    try:
+        report = runtime.losses(where)
+    except KurahiError:
+        return None
+    if report is not None and any(loss.id.startswith(loss_id) for loss in report.losses):
+        return where
+    return None
+
+
+def _claude_plan(
+    root: Path, loss_id: str, out: Path, markers: list[str], accept_guess: list[str], as_json: bool
+) -> None:
+    from kurahi.lifecycle.rescue.claude import plan_claude
+
+    with activation_errors():
+        plan = plan_claude(root, loss_id, out, markers=markers, accept_guess=accept_guess)
+    if as_json:
+        print_json(plan.to_dict())
+        return
+    loss = plan.loss
+    say((loss.id, "bold"), f" ({loss.kind}, session {loss.session_id}): will append {len(plan.rows)} row(s)")
+    say(f"  {plan.lost_rows} row(s) back on the path; the loader's model then sends {plan.view_messages} message(s)")
+    say("wrote ", (plan.package, "bold"), f"; apply it with `kurahi activate apply {plan.package}`")
+
+
+def _claude_apply(
+    root: Path, loss_id: str, out: Path | None, markers: list[str], accept_guess: list[str], yes: bool, as_json: bool
+) -> None:
+    from kurahi.lifecycle.rescue.claude import apply_claude, find_claude_loss, refuse_if_running
+    from kurahi.runtimes.claude.losses import find_losses
+
+    with activation_errors():
+        loss = find_claude_loss(find_losses(root), loss_id)
+        refuse_if_running(root, loss.session_id)
+        if not yes:
+            if as_json or not sys.stdin.isatty():
+                fail("not a terminal to ask on: pass --yes to apply without asking; nothing was changed", EXIT.USAGE)
+            say(f"{loss.id}: {loss.kind} in session {loss.session_id}, {loss.lost_messages} message(s) lost")
+            if not typer.confirm("Bring it back now?", default=False):
+                fail("nothing was changed", EXIT.FAILED)
+        res = apply_claude(root, loss.id, out, markers=markers, accept_guess=accept_guess)
+    if as_json:
+        print_json(res.to_dict())
+    else:
+        say((loss.id, "bold"), f" ({loss.kind}, session {loss.session_id}): {res.outcome}")
+        if res.plan is not None:
+            say(f"  {res.plan.lost_rows} row(s) back on the path `claude --resume {loss.session_id}` walks")
+        why = "" if res.verified else f" ({'; '.join(res.problems)})"
+        say(f"verified: {'yes' if res.verified else 'NO'}{why}")
         say("undo with: ", (res.rollback, "bold"))
     if not res.verified:
         raise typer.Exit(EXIT.FAILED)

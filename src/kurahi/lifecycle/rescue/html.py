@@ -106,7 +106,13 @@ def _inside_section(loss: SessionLoss) -> str:
         ("file", _e(loss.source)),
     ]
     body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
-    back = f"<p>Bring back: not yet (coming). {_e(loss.apply_refused)}</p>" if loss.apply_refused else ""
+    guess = f" --accept-guess {loss.id}" if loss.confidence == "guess" else ""
+    back = (
+        f"<p>Not brought back: {_e(loss.apply_refused)}</p>"
+        if loss.apply_refused
+        else f"<p>Bring it back: <code>kurahi rescue apply {_e(loss.id)} --claude {_e(loss.state_dir)}{_e(guess)}"
+        "</code></p>"
+    )
     return (
         f'<section id="loss-{_e(loss.id)}"><h2>{_e(loss.id)}: {_e(loss.kind)} in {_e(loss.session_id)}</h2>'
         f"<table>{body}</table>{back}</section>"

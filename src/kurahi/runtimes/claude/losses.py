@@ -26,6 +26,7 @@ from kurahi.runtimes.claude.files import SessionPath, list_sessions, prefetch, r
 from kurahi.runtimes.claude.graph import Graph, linear
 from kurahi.runtimes.claude.layout import ASSISTANT, USER
 from kurahi.runtimes.claude.loader import resume_view
+from kurahi.runtimes.claude.repair import is_repair_row, refusal
 from kurahi.runtimes.claude.rows import ParsedRows, parse_rows
 from kurahi.runtimes.claude.running import running
 from kurahi.runtimes.claude.tokens import estimate_message
@@ -41,7 +42,7 @@ KINDS = (*BREAK_KINDS, CONTINUE_ELSEWHERE)
 _AHEAD = 16
 """Session files the kernel is asked to read ahead of the one being parsed."""
 NOT_YET = "`kurahi rescue apply` does not write Claude Code sessions yet"
-"""Why ``kurahi rescue apply`` does not take a Claude Code loss today."""
+"""Kept for callers of an older Kurahi; each loss's ``apply_refused`` says why now (:func:`.repair.refusal`)."""
 
 
 def loss_id(session_id: str, kind: str, anchor: str) -> str:
@@ -178,7 +179,7 @@ def _loss(s: _Session, g: Graph, b: Break, view: list[int], root: Path, rel: Rel
         lost_rows=len(b.lost) + len(b.missing),
         runtime=rel.view,
         state_dir=str(root),
-        apply_refused=NOT_YET,
+        apply_refused=refusal(b.kind, sid, s.project),
     )
 
 
@@ -199,7 +200,8 @@ def _session_notes(s: _Session, g: Graph, found: Found) -> list[str]:
         out.append(
             f"{name}: its last line is torn (a crash cut it, or a claude is writing it now): that row is not sent"
         )
-    for uuid, a, b in g.duplicates[:3]:
+    claimed = [d for d in g.duplicates if not is_repair_row(parsed.value(d[2]))]  # not `rescue apply`'s own rows
+    for uuid, a, b in claimed[:3]:
         out.append(
             f"{name}: uuid {uuid} is written on lines {parsed.lines[a]} and {parsed.lines[b]}; the later row is "
             "taken, parent and content, as Claude Code reads it"
@@ -269,7 +271,7 @@ def _elsewhere(pair: Pair, root: Path, rel: Release, notes: list[str]) -> Sessio
         lost_rows=len(view.rows),
         runtime=rel.view,
         state_dir=str(root),
-        apply_refused=NOT_YET,
+        apply_refused=refusal(CONTINUE_ELSEWHERE, new.session_id, new.project, earlier.session_id),
     )
 
 

@@ -2,11 +2,12 @@
 
 Claude Code has no agents and no session keys: a session is a file, grouped by the working
 directory it ran in. Its history breaks *inside* a session file (a row linked to the wrong
-parent), so it lists its losses itself (:meth:`ClaudeCode.losses`). Its sessions are not Pi
-transcripts: the rest of Kurahi reads them through this room (:meth:`ClaudeCode.sent_view` for
-``session context`` and ``lineage check``, :meth:`own_keys`/:meth:`own_sessions` for ``kurahi
-mcp --claude``, :meth:`own_lineage` and :meth:`own_stitch` for ``lineage find``/``stitch``,
-:meth:`own_doctor` for ``session doctor``).
+parent), so it lists its losses itself (:meth:`ClaudeCode.losses`); ``kurahi rescue apply``
+brings one back by appending (:mod:`.repair`, written by :mod:`kurahi.lifecycle.rescue.claude`).
+Its sessions are not Pi transcripts: the rest of Kurahi reads them through this room
+(:meth:`ClaudeCode.sent_view` for ``session context`` and ``lineage check``,
+:meth:`own_keys`/:meth:`own_sessions` for ``kurahi mcp --claude``, :meth:`own_lineage` and
+:meth:`own_stitch` for ``lineage find``/``stitch``, :meth:`own_doctor` for ``session doctor``).
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ from typing import Any
 
 import msgspec
 
+from kurahi.pi.vocab import SESSION
+
 __all__ = ["OwnEntry", "OwnSession", "SentView", "marker_index", "starts_as_transcript"]
 
 _HEAD = 4096
@@ -49,7 +51,7 @@ def starts_as_transcript(path: str | os.PathLike[str]) -> bool:
         obj = msgspec.json.decode(line)
     except msgspec.DecodeError:
         return False
-    return isinstance(obj, dict) and obj.get("type") == "session" and "parentUuid" not in obj
+    return isinstance(obj, dict) and obj.get("type") == SESSION and "parentUuid" not in obj
 
 
 class SentView(msgspec.Struct, kw_only=True):

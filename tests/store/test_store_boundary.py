@@ -83,6 +83,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("locations/listing.py", "first_line"): "the header of a transcript an OpenClaw catalog names (read-only listing)",
     ("locations/listing.py", "last_lines"): "the tail of a transcript an OpenClaw catalog names (read-only listing)",
     ("runtimes/claude/files.py", "_open"): "a Claude Code session file, opened read-only (O_NOFOLLOW, O_NOATIME)",
+    ("runtimes/own_files.py", "starts_as_transcript"): "a file's first 4 KB, to send a Pi transcript straight on",
+    ("runtimes/claude/doctor.py", "_append"): "rows appended to a Claude Code session file by session doctor --fix",
     ("runtimes/claude/files.py", "read_session"): "that file's bytes, read-only (Claude Code's rows, not a store file)",
     ("runtimes/claude/running.py", "_read_note"): "the note a running claude keeps in sessions/<pid>.json (read-only)",
     (

@@ -74,6 +74,9 @@ def mcp_command(
     openclaw: Path | None = typer.Option(None, "--openclaw", help="Serve this OpenClaw state dir (either era)."),
     home: Path | None = typer.Option(None, "--home", help="Serve this Kurahi home."),
     pi: Path | None = typer.Option(None, "--pi", help="Serve this folder of Pi sessions."),
+    claude: Path | None = typer.Option(
+        None, "--claude", help="Serve this Claude Code config dir (~/.claude): a key is a project folder."
+    ),
     agent: str | None = typer.Option(None, "--agent", help="The agent to serve (default main, else the only one)."),
     http: bool = typer.Option(False, "--http", help="Streamable HTTP at /mcp instead of stdio."),
     port: int = typer.Option(8765, "--port", min=1, max=65535, help="HTTP port."),
@@ -90,14 +93,14 @@ def mcp_command(
     """
     from kurahi.extras import require
 
-    for option, named in (("--openclaw", openclaw), ("--home", home), ("--pi", pi)):
+    for option, named in (("--openclaw", openclaw), ("--home", home), ("--pi", pi), ("--claude", claude)):
         if named is not None and not named.exists():
             fail(f"{named}: no such directory ({option})", EXIT.NOT_FOUND)
     with translate_errors():
         require("mcp", "kurahi mcp")
         from kurahi.mcp_server.served import Served, find_state
 
-        kind, root = find_state(openclaw=openclaw, home=home, pi=pi)
+        kind, root = find_state(openclaw=openclaw, home=home, pi=pi, claude=claude)
         served = Served(kind, root, agent)
         if not http:
             from kurahi.mcp_server.server import run_stdio

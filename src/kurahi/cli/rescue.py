@@ -216,7 +216,7 @@ def _print_inside(losses: list[SessionLoss]) -> None:
         say(
             "Bring one back: ",
             (f"kurahi rescue apply {first.id} --claude {first.state_dir}{guess}", "bold"),
-            " (quit the claude that has the session open first); listing changed nothing",
+            " (first quit any claude still running on that session); listing changed nothing",
         )
 
 

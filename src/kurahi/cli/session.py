@@ -22,7 +22,7 @@ from kurahi.cli.common import (
     translate_errors,
     warn,
 )
-from kurahi.cli.fast.context import print_warnings, run_context_json
+from kurahi.cli.fast.context import own_view, print_warnings, run_context_json
 from kurahi.context.budget import DEFAULT_RESERVE_TOKENS
 
 if TYPE_CHECKING:  # imported where used, so `kurahi --help` stays quick
@@ -73,10 +73,24 @@ def context(
     llm: bool = typer.Option(False, "--llm", help="With --json: also give the model messages (Pi's convertToLlm)."),
     window: int = typer.Option(200_000, "--context-window", help="Model context window, for the budget route.", min=1),
     reserve: int = typer.Option(DEFAULT_RESERVE_TOKENS, "--reserve", help="Tokens kept free for the reply.", min=0),
+    runtime: str | None = typer.Option(
+        None,
+        "--runtime",
+        help="Read the file as this runtime's (pi, openclaw, claude). Default: a transcript is Pi's; a file of "
+        "Claude Code's rows is told by its rows, and shows what `claude --resume` sends next.",
+        show_default=False,
+    ),
 ) -> None:
-    """Show the context Pi would send to the model for a transcript (identical to Pi)."""
+    """Show the context Pi would send to the model for a transcript (identical to Pi).
+
+    On a Claude Code session file: what the next `claude --resume` sends (Kurahi's model of its loader).
+    """
     if as_json and not llm:
-        raise typer.Exit(run_context_json(file, leaf))
+        raise typer.Exit(run_context_json(file, leaf, runtime))
+    own = own_view(file, runtime)
+    if own is not None:
+        _print_own(file, own, as_json)
+        return
     from kurahi.context.budget import route
     from kurahi.context.files import project_file
     from kurahi.context.llm import convert_to_llm
@@ -126,6 +140,33 @@ def context(
         say(summary, f", ~{tokens.tokens} tokens: ", (budget.route, "bold"), f" (window {window}, reserve {reserve})")
     else:
         say(summary)
+
+
+def _print_own(file: Path, own: Any, as_json: bool) -> None:
+    """A runtime's own session file: what its loader sends next, as JSON or a table."""
+    if as_json:
+        print_json(own.to_dict())
+        return
+    from kurahi.cli.output import say, table
+
+    say(
+        (shown(file), "bold"),
+        "  ",
+        (own.label, "cyan"),
+        "  session ",
+        (str(own.session_id or "-"), "cyan"),
+        "  leaf ",
+        (str(own.leaf or "-"), "cyan"),
+        f" ({own.leaf_from})",
+    )
+    rows, total = [], 0
+    for i, (msg, text, n) in enumerate(zip(own.messages, own.texts, own.tokens, strict=True)):
+        total += n
+        rows.append([str(i), str(msg.get("role")), str(n), text.replace("\n", " ")[:200]])
+    table(["#", "role", "tokens", "content"], rows, right=(0, 2), cut=(3,))
+    for note in own.notes:
+        say(("note: ", "yellow"), note)
+    say(f"{len(own.messages)} messages, ~{total} tokens: what `{own.resume}` sends before its new prompt")
 
 
 @app.command("stats")
@@ -487,6 +528,7 @@ def doctor(
 
     if dry_run and not fix:
         fail("--dry-run goes with --fix", EXIT.USAGE)
+    _own_doctor(file, runtime, fix, dry_run, as_json)
     if fix and not dry_run and shown(file) != str(file):
         fail("--fix mends a file in place: name the file, not - (stdin)", EXIT.USAGE)
     with translate_errors():
@@ -548,6 +590,52 @@ def _print_finding(f: Any, failing: bool) -> None:
         ),
         soft_wrap=True,
     )
+
+
+def _own_doctor(file: Path, runtime: str | None, fix: bool, dry_run: bool, as_json: bool) -> None:
+    """A runtime's own session file (Claude Code's): its doctor; returns only when the file is a Pi transcript."""
+    from kurahi.runtimes.own_files import starts_as_transcript
+
+    if runtime is None and starts_as_transcript(file):
+        return
+    from kurahi.runtimes.registry import own_doctor
+
+    with translate_errors():
+        done = own_doctor(file, runtime, fix=fix, dry_run=dry_run)
+    if done is None:
+        return
+    if as_json:
+        print_json(done)
+    else:
+        for f in done.get("before", done.get("findings", [])):
+            mark = (
+                "REFUSED"
+                if f["refused"]
+                else "lost"
+                if f["code"] in ("split-tool-pair", "missing-tool-result")
+                else "ok"
+            )
+            console.print(escape(f"{mark}: {f['code']}: {f['says']}"), soft_wrap=True)
+        if fix:
+            verb = "would append" if dry_run else "appended"
+            if done["appended"]:
+                console.print(
+                    escape(f"{verb} {len(done['appended'])} row(s) (same uuids, new parents; a later row wins)")
+                )
+                if not dry_run:
+                    console.print(
+                        escape(
+                            f"old bytes 0..{done['bytesBefore']} unchanged; "
+                            f"undo: truncate -s {done['bytesBefore']} {shown(file)}"
+                        )
+                    )
+            else:
+                console.print("nothing to mend by appending")
+    left = done.get("after", done.get("findings", []))
+    bad = [f for f in left if f["code"] in ("split-tool-pair", "missing-tool-result", "duplicate-tool-id")]
+    if not as_json and not bad:
+        console.print("ok: the next `claude --resume` request sends every tool call with its own result")
+    raise typer.Exit(EXIT.FAILED if bad else EXIT.OK)
 
 
 def _print_mend(report: Any, file: Path, as_json: bool) -> None:

@@ -39,7 +39,16 @@ if TYPE_CHECKING:
 # The fast projection's modules (the store, the context room) load where they are used, in
 # _both_projections: importing this module for its report types does not need them.
 
-__all__ = ["CheckReport", "MarkerHit", "check", "message_text", "messages_sha256"]
+__all__ = [
+    "CheckReport",
+    "MarkerHit",
+    "OwnCheck",
+    "check",
+    "check_own",
+    "message_text",
+    "messages_sha256",
+    "own_view_of",
+]
 
 
 def messages_sha256(messages: list[Any]) -> str:
@@ -404,3 +413,100 @@ def _estimate(
         for reserve in reserves if reserves is not None else [DEFAULT_RESERVE_TOKENS]:
             r = route(tokens + load, window, reserve)
             report.routes.append({"systemPromptTokens": load, **r.to_dict()})
+
+
+# -- a runtime that reads its own session files (Claude Code) ------------------------------
+
+
+class OwnCheck(msgspec.Struct, kw_only=True):
+    """``lineage check`` of a runtime's own session file: what its loader sends next, and each marker in it."""
+
+    file: str
+    runtime: str
+    runtime_reason: str
+    session_id: str | None
+    leaf: str | None
+    leaf_from: str
+    resume: str
+    messages: int
+    tokens: int
+    markers: list[dict[str, Any]]
+    notes: list[str]
+
+    @property
+    def ok(self) -> bool:
+        """Every marker is in what the runtime sends next."""
+        return all(m["sent"] for m in self.markers)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON (``lineage check --json``)."""
+        return {
+            "file": self.file,
+            "runtime": self.runtime,
+            "runtimeReason": self.runtime_reason,
+            "sessionId": self.session_id,
+            "leafId": self.leaf,
+            "leafFrom": self.leaf_from,
+            "resume": self.resume,
+            "messages": self.messages,
+            "tokens": self.tokens,
+            "markers": self.markers,
+            "notes": self.notes,
+            "ok": self.ok,
+        }
+
+
+def own_view_of(source: str | os.PathLike[str], runtime: str | None) -> Any:
+    """The next request of a runtime's own session file (``None``: a transcript or SQLite session, read as usual).
+
+    ``runtime`` that names one of the transcript views (``pi``, the OpenClaw views) keeps the usual check.
+
+    Raises:
+        UsageError: ``runtime`` names nothing Kurahi knows.
+    """
+    from kurahi.runtimes.own_files import starts_as_transcript
+    from kurahi.runtimes.sources import RUNTIMES, parse_sqlite_source
+
+    if parse_sqlite_source(source) is not None or (runtime is not None and runtime in RUNTIMES):
+        return None
+    if runtime is None and starts_as_transcript(source):
+        return None
+    from kurahi.runtimes.registry import RUNTIMES as REGISTERED
+    from kurahi.runtimes.registry import own_file_view
+
+    if runtime is not None and runtime not in {r.name for r in REGISTERED}:
+        raise UsageError(
+            f"--runtime {runtime!r}: not a runtime Kurahi knows (choose from "
+            f"{', '.join([*RUNTIMES, *(r.name for r in REGISTERED if not r.pi_transcripts)])})"
+        )
+    return own_file_view(source, runtime)
+
+
+def check_own(own: Any, markers: Sequence[str], reason: str) -> OwnCheck:
+    """Each marker of ``markers`` in ``own`` (a :class:`~kurahi.runtimes.own_files.SentView`)."""
+    from kurahi.runtimes.own_files import marker_index
+
+    hits = []
+    for m in markers:
+        index = marker_index(own, m)
+        hits.append(
+            {
+                "marker": m,
+                "index": index,
+                "role": own.messages[index]["role"] if index is not None else None,
+                "sent": index is not None,
+            }
+        )
+    return OwnCheck(
+        file=own.file,
+        runtime=own.runtime,
+        runtime_reason=reason,
+        session_id=own.session_id,
+        leaf=own.leaf,
+        leaf_from=own.leaf_from,
+        resume=own.resume,
+        messages=len(own.messages),
+        tokens=sum(own.tokens),
+        markers=hits,
+        notes=list(own.notes),
+    )

@@ -278,6 +278,8 @@ def check_answer(served: Served, markers: list[str], key: str | None = None) -> 
     current = hist.current
     if current is None:
         raise Refusal(f"key {hist.key!r}: no current session to check")
+    if served.own_rows:
+        return _check_own(served, hist, current.label, current.source, markers)
     try:
         report = check(current.source, markers=markers)
     except KurahiError as exc:
@@ -306,11 +308,40 @@ def check_answer(served: Served, markers: list[str], key: str | None = None) -> 
     return _fit(answer, "markers")
 
 
+def _check_own(served: Served, hist: History, piece: str, source: str, markers: list[str]) -> dict[str, Any]:
+    """``check`` of a runtime that reads its own session files: each marker in what its next resume sends."""
+    from pathlib import Path
+
+    from kurahi.runtimes.own_files import marker_index
+
+    try:
+        view = served.runtime.sent_view(Path(source), sure=True)
+    except KurahiError as exc:
+        raise Refusal(f"the current session could not be checked: {exc}") from exc
+    results = []
+    for m in markers:
+        index = marker_index(view, m)
+        in_history = index is not None or bool(hist.matching(" ".join(fold(m).split())))
+        results.append({"marker": m, "sentNext": index is not None, "inHistory": in_history})
+    answer = {
+        "key": hist.key,
+        "piece": piece,
+        "runtime": view.runtime,
+        "messagesSent": len(view.messages),
+        "tokensSent": sum(view.tokens),
+        "ok": all(r["sentNext"] for r in results),
+        "markers": results,
+    }
+    return _fit(answer, "markers")
+
+
 # -- losses -------------------------------------------------------------------------------
 
 
 def losses_answer(served: Served) -> dict[str, Any]:
     """What ``kurahi rescue`` lists for the served agent, read-only."""
+    if served.own_rows:
+        return _own_losses(served)
     if not served.runtime.keyed:
         return {"losses": [], "total": 0, "note": served.runtime.no_losses_mcp}
     from kurahi.lifecycle.rescue.losses import find_losses
@@ -342,6 +373,37 @@ def losses_answer(served: Served) -> dict[str, Any]:
     answer = {
         "agent": served.agent,
         "keys": report.keys,
+        "total": len(losses),
+        "losses": losses,
+        "repair": "a repair is the operator's to apply (kurahi rescue), outside MCP",
+    }
+    return _fit(answer, "losses")
+
+
+def _own_losses(served: Served) -> dict[str, Any]:
+    """What ``kurahi rescue`` lists for a runtime that finds its own losses (Claude Code), read-only."""
+    try:
+        report = served.runtime.losses(served.root)
+    except KurahiError as exc:
+        raise Refusal(f"the state could not be read: {exc}") from exc
+    found = report.losses if report is not None else []
+    losses = [
+        {
+            "id": loss.id,
+            "project": tidy(loss.project),
+            "sessionId": loss.session_id,
+            "at": loss.at,
+            "kind": loss.kind,
+            "confidence": loss.confidence,
+            "lostMessages": loss.lost_messages,
+            "lostTokens": loss.lost_tokens,
+            "firstEntryAt": loss.first_entry_at,
+            "lastEntryAt": loss.last_entry_at,
+            "evidence": [tidy(e) for e in loss.evidence[:4]],
+        }
+        for loss in found
+    ]
+    answer = {
         "total": len(losses),
         "losses": losses,
         "repair": "a repair is the operator's to apply (kurahi rescue), outside MCP",

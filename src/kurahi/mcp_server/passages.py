@@ -29,9 +29,10 @@ from kurahi.lineage.path import canonical_path
 from kurahi.lineage.provenance import content_text
 from kurahi.pi.transcript import Transcript
 from kurahi.pi.vocab import COMPACTION, FIRST_KEPT_ENTRY_ID, RESET
+from kurahi.runtimes.own_files import OwnEntry
 from kurahi.store.redact import redact
 
-__all__ = ["OWN_TOOLS", "Passage", "PieceInfo", "fold", "piece_passages"]
+__all__ = ["OWN_TOOLS", "Passage", "PieceInfo", "fold", "own_passages", "piece_passages"]
 
 OWN_TOOLS = frozenset({"lineage", "recall", "check", "losses"})
 """This server's tools: their results, recorded in a transcript, are flagged ``ownResult``."""
@@ -177,4 +178,34 @@ def piece_passages(t: Transcript, info: PieceInfo) -> Iterator[Passage]:
             own=_own(message, text),
             is_message=message is not None,
             tokens=tokens,
+        )
+
+
+def _own_tool(name: str) -> bool:
+    return "__" in name and name.split("__")[-1] in OWN_TOOLS
+
+
+def own_passages(entries: list[OwnEntry], info: PieceInfo) -> Iterator[Passage]:
+    """A runtime's own session (Claude Code's) as passages: in view when its next resume sends the row.
+
+    A row of the current session its resume no longer reaches is an abandoned branch; every row
+    of an earlier session is simply not in view.
+    """
+    for pos, e in enumerate(entries):
+        in_view = info.current and e.in_view
+        yield Passage(
+            piece=info.label,
+            pos=pos,
+            entry_id=e.id,
+            entry_type=e.type,
+            role=e.role,
+            at_ms=e.at_ms,
+            text=e.text,
+            in_view=in_view,
+            compacted=False,
+            abandoned=info.current and not e.in_view,
+            before_reset=False,
+            own=any(_own_tool(t) for t in e.tools),
+            is_message=e.is_message,
+            tokens=e.tokens,
         )

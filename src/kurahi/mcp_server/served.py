@@ -12,6 +12,7 @@ changed under it is read again; one that keeps changing is refused, never half-r
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
 import threading
 from collections.abc import Mapping
@@ -22,15 +23,16 @@ from typing import Any
 from kurahi.errors import UsageError
 from kurahi.lineage.find import Lineage, iso, list_agents, open_agent
 from kurahi.locations.dirs import kurahi_home
-from kurahi.mcp_server.passages import Passage, PieceInfo, fold, piece_passages
+from kurahi.mcp_server.passages import Passage, PieceInfo, fold, own_passages, piece_passages
 from kurahi.mcp_server.safety import Refusal, check_key_text, quoted
 from kurahi.pi.transcript import Transcript
 from kurahi.runtimes.registry import RUNTIMES, for_state_dir, named
 
 __all__ = ["KINDS", "History", "Served", "find_state"]
 
-KINDS = ("openclaw", "home", "pi")
-"""What a server can serve: an OpenClaw state dir, a Kurahi home, Pi's sessions folder."""
+KINDS = ("home", *(r.name for r in RUNTIMES))
+"""What a server can serve: a Kurahi home, or a runtime's state (an OpenClaw state dir, Pi's sessions
+folder, Claude Code's config dir)."""
 
 _READS = 3
 """Times a history is read while the state keeps changing under it, before refusing."""
@@ -91,19 +93,23 @@ def find_state(
     openclaw: str | os.PathLike[str] | None = None,
     home: str | os.PathLike[str] | None = None,
     pi: str | os.PathLike[str] | None = None,
+    claude: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> tuple[str, Path]:
     """The state to serve: the one named, else the one ``doctor`` would find.
 
     Named by option first; else a state named by its environment variable (``OPENCLAW_STATE_DIR``,
     ``KURAHI_HOME``, ``PI_CODING_AGENT_SESSION_DIR``...); else the one default location that exists.
+    A runtime that reads its own session files (Claude Code) is found only when nothing else is:
+    name it (``--claude``) to serve it beside the others.
 
     Raises:
         UsageError: more than one named, or nothing to serve, or several and none named.
     """
-    named = [(k, Path(v)) for k, v in (("openclaw", openclaw), ("home", home), ("pi", pi)) if v is not None]
+    given = (("openclaw", openclaw), ("home", home), ("pi", pi), ("claude", claude))
+    named = [(k, Path(v)) for k, v in given if v is not None]
     if len(named) > 1:
-        raise UsageError("name one state to serve: --openclaw, --home or --pi, not several")
+        raise UsageError("name one state to serve: --openclaw, --home, --pi or --claude, not several")
     if named:
         kind, path = named[0]
         if not path.is_dir():
@@ -118,6 +124,10 @@ def find_state(
     if len(explicit) == 1:
         return explicit[0][0], explicit[0][1].absolute()
     there = explicit or [(k, loc.path) for k, loc in found if loc.path.is_dir()]
+    if not there:  # then a runtime whose sessions only its room reads
+        own = [(r.name, r.locate(env)) for r in RUNTIMES if not r.keyed and not r.pi_transcripts]
+        there = [(k, loc.path) for k, loc in own if loc.path.is_dir() and _owns(k, loc.path)]
+        found += own
     if len(there) == 1:
         return there[0][0], there[0][1].absolute()
     if not there:
@@ -128,6 +138,11 @@ def find_state(
         + ", ".join(f"{k}: {p}" for k, p in there)
         + "); name the one to serve with --openclaw, --home or --pi"
     )
+
+
+def _owns(name: str, root: Path) -> bool:
+    """Whether the runtime ``name``'s state is at ``root`` (it has sessions there)."""
+    return named(name).owns(root)
 
 
 def _stat_row(path: str) -> tuple[str, int, int, int] | None:
@@ -213,11 +228,18 @@ class Served:
 
     # -- keys -------------------------------------------------------------------------
 
+    @property
+    def own_rows(self) -> bool:
+        """The runtime reads its own session files (Claude Code): its keys and sessions come from it."""
+        return not self.runtime.keyed and not self.runtime.pi_transcripts
+
     def _session_files(self) -> dict[str, str]:
         return {s.session_id: s.file for s in self.runtime.session_files(self.root) if s.session_id}
 
     def keys(self) -> list[str]:
-        """Every session key served (for Pi, every session id)."""
+        """Every session key served (for Pi, every session id; for Claude Code, every project folder)."""
+        if self.own_rows:
+            return list(self.runtime.own_keys(self.root))
         if not self.runtime.keyed:
             return sorted(self._session_files())
         with open_agent(self.root, self.agent) as state:
@@ -264,6 +286,8 @@ class Served:
         raise Refusal("the state kept changing while it was read (the runtime is writing); ask again in a moment")
 
     def _read(self, key: str | None) -> History:
+        if self.own_rows:
+            return self._read_own(key)
         if not self.runtime.keyed:
             return self._read_file(key)
         with open_agent(self.root, self.agent) as state:
@@ -289,6 +313,44 @@ class Served:
                 for b in lineage.boundaries
             ]
             return History(key, self.agent, lineage.layout, pieces, bounds, passages, list(lineage.notes))
+
+    def _read_own(self, key: str | None) -> History:
+        """A runtime that reads its own sessions: a key's sessions, oldest first, the newest current."""
+        key = self._choose(key, self.runtime.own_keys(self.root))
+        sessions = self.runtime.own_sessions(self.root, key)
+        pieces: list[PieceInfo] = []
+        passages: list[Passage] = []
+        notes: list[str] = []
+        for i, s in enumerate(sessions):
+            current = i == len(sessions) - 1
+            info = PieceInfo(
+                f"p{i}",
+                s.path,
+                s.session_id,
+                "session",
+                current,
+                s.first_ms,
+                s.last_ms,
+                "the same project folder",
+                "recorded",
+                False,
+            )
+            pieces.append(info)
+            notes += [n for n in s.notes if n not in notes]
+            passages += own_passages(s.entries, info)
+        bounds = [
+            {
+                "kind": "new",
+                "before": a.label,
+                "after": b.label,
+                "from": iso(a.last_ms),
+                "to": iso(b.first_ms),
+                "reason": f"a new {self.runtime.label} session in the same project folder (/clear, or a start "
+                "without --continue/--resume)",
+            }
+            for a, b in itertools.pairwise(pieces)
+        ]
+        return History(key, None, self.runtime.name, pieces, bounds, passages, notes)
 
     def _read_file(self, key: str | None) -> History:
         """A runtime without keys: the session file whose id is ``key`` (default: the newest)."""

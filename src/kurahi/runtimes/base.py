@@ -26,6 +26,7 @@ from kurahi.runtimes.pieces import Lineage, Piece
 if TYPE_CHECKING:  # the views' facts are read on every check: they must not load the reading stack
     from kurahi.locations.dirs import Location
     from kurahi.pi.transcript import Transcript
+    from kurahi.runtimes.own_files import OwnSession, SentView
     from kurahi.runtimes.session_losses import SessionLosses
 
 __all__ = ["Agent", "Boundary", "ResetPolicy", "Runtime", "SessionAppend", "View"]
@@ -229,3 +230,53 @@ class Runtime(Protocol):
 
     def activation_store(self, root: Path, agent: str) -> str:
         """Which activation target writes this agent's state: ``files`` or ``sqlite``."""
+
+    def sent_view(self, path: Path, sure: bool = False) -> SentView | None:
+        """What the runtime's own loader sends next for a session file only its room reads.
+
+        ``None`` when the file is not one of its own (a runtime whose sessions are Pi transcripts
+        always answers ``None``). ``sure``: the user said whose the file is; it is read as such
+        without looking at its first lines.
+
+        Raises:
+            UnsafeFileError: the file is a link or not a regular file.
+            TranscriptReadError: it cannot be read.
+        """
+
+    def own_keys(self, root: Path) -> list[str]:
+        """A runtime whose sessions only its room reads: what groups them (one conversation place each), newest last."""
+
+    def own_sessions(self, root: Path, key: str) -> list[OwnSession]:
+        """The sessions of ``key``, readable, oldest first (the last one is current).
+
+        Raises:
+            UsageError: no such key.
+        """
+
+    def own_lineage(self, root: Path, session: str | None = None) -> Lineage | None:
+        """A runtime whose sessions only its room reads: the pieces of one conversation split over several sessions.
+
+        ``session``: the newest piece (default: the newest session). ``None``: the runtime's lineages are
+        found by agent and key (:meth:`open_agent`).
+
+        Raises:
+            UsageError: no such session.
+        """
+
+    def own_stitch(self, sources: list[Path], out: Path) -> dict[str, Any] | None:
+        """Stitch session files only its room reads into one new session file its loader sends whole.
+
+        ``None``: the sources are not its files (they are stitched as Pi transcripts).
+
+        Raises:
+            UsageError: ``out`` exists or is not a name the runtime resumes.
+        """
+
+    def own_doctor(self, path: Path, *, fix: bool, dry_run: bool, sure: bool = False) -> dict[str, Any] | None:
+        """``session doctor`` of a session file only its room reads (findings; with ``fix`` the mend).
+
+        ``None``: not its file (``sure``: the user said it is).
+
+        Raises:
+            UsageError: a mend refused (the runtime runs on it, or no appended mend works).
+        """

@@ -10,15 +10,26 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from kurahi.errors import UsageError
 from kurahi.runtimes.base import Agent, Runtime
 from kurahi.runtimes.claude.runtime import CLAUDE
 from kurahi.runtimes.openclaw.runtime import OPENCLAW
+from kurahi.runtimes.own_files import SentView
 from kurahi.runtimes.pi.runtime import PI
 from kurahi.runtimes.pieces import Piece
 
-__all__ = ["RUNTIMES", "export_piece", "for_state_dir", "list_agents", "named", "open_agent"]
+__all__ = [
+    "RUNTIMES",
+    "export_piece",
+    "for_state_dir",
+    "list_agents",
+    "named",
+    "open_agent",
+    "own_file_view",
+    "own_stitch",
+]
 
 RUNTIMES: tuple[Runtime, ...] = (PI, OPENCLAW, CLAUDE)
 """Every runtime, in the order ``kurahi doctor`` reports them."""
@@ -44,6 +55,54 @@ def for_state_dir(root: str | os.PathLike[str]) -> Runtime:
     path = Path(os.path.abspath(root))
     keyed = [runtime for runtime in RUNTIMES if runtime.keyed]
     return next((runtime for runtime in keyed if runtime.owns(path)), keyed[0])
+
+
+def own_file_view(path: str | os.PathLike[str], runtime: str | None = None) -> SentView | None:
+    """What a runtime whose sessions only its room reads sends next for ``path``; ``None``: a Pi transcript.
+
+    ``runtime`` (a name, ``--runtime``) reads the file as that runtime's without looking at it; a
+    runtime whose sessions are Pi transcripts then answers ``None`` too.
+
+    Raises:
+        UsageError: ``runtime`` names no runtime.
+        UnsafeFileError, TranscriptReadError: the file is the runtime's and cannot be read.
+    """
+    p = Path(path)
+    if runtime is not None:
+        return named(runtime).sent_view(p, sure=True)
+    for r in RUNTIMES:
+        if not r.pi_transcripts:
+            found = r.sent_view(p)
+            if found is not None:
+                return found
+    return None
+
+
+def own_doctor(path: Path, runtime: str | None, *, fix: bool, dry_run: bool) -> dict[str, Any] | None:
+    """``session doctor`` of a runtime's own session file; ``None``: a Pi transcript (or no such runtime)."""
+    if runtime is not None:
+        found = next((r for r in RUNTIMES if r.name == runtime), None)
+        return found.own_doctor(path, fix=fix, dry_run=dry_run, sure=True) if found is not None else None
+    for r in RUNTIMES:
+        if not r.pi_transcripts:
+            done = r.own_doctor(path, fix=fix, dry_run=dry_run)
+            if done is not None:
+                return done
+    return None
+
+
+def own_stitch(sources: list[Path], out: Path) -> dict[str, Any] | None:
+    """Stitch a runtime's own session files (Claude Code's) into one; ``None``: they are Pi transcripts.
+
+    Raises:
+        UsageError: ``out`` exists or is not a name the runtime resumes.
+    """
+    for r in RUNTIMES:
+        if not r.pi_transcripts:
+            done = r.own_stitch(sources, out)
+            if done is not None:
+                return done
+    return None
 
 
 def list_agents(state_dir: str | os.PathLike[str]) -> list[str]:

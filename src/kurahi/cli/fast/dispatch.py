@@ -89,6 +89,7 @@ SPECS: dict[str, tuple[tuple[str, int, int | None], dict[str, Option]]] = {
             "--llm": Option("llm", "flag"),
             "--context-window": Option("context_window", "one", _positive),
             "--reserve": Option("reserve", "one", _count),
+            "--runtime": Option("runtime", "one"),
         },
     ),
 }
@@ -176,7 +177,7 @@ def run(argv: list[str]) -> int | None:
         _import_msgspec_lean()
         from kurahi.cli.fast.context import run_context_json
 
-        return run_context_json(ns["file"][0], leaf=ns["leaf"])
+        return run_context_json(ns["file"][0], leaf=ns["leaf"], runtime=ns["runtime"])
     _import_msgspec_lean()
     from kurahi.cli.fast.lineage import run_check, run_stitch
 

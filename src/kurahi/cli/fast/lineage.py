@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kurahi.cli.common import EXIT, print_json, shown, translate_errors, warn
 from kurahi.cli.output import Part, say, table
@@ -46,7 +46,27 @@ def run_stitch(
 
     from kurahi.fs.durable import atomic_write
     from kurahi.lineage.stitch import stitch
+    from kurahi.runtimes.own_files import starts_as_transcript
 
+    if sources and not any(str(p).startswith("sqlite:") or starts_as_transcript(p) for p in sources):
+        from kurahi.runtimes.registry import own_file_view, own_stitch
+
+        with translate_errors():
+            extra = leaf is not None or rename_colliding or force or report is not None or evidence is not None
+            if extra and own_file_view(sources[0]) is not None:
+                raise UsageError(
+                    "--leaf, --rename-colliding, --force, --report and --evidence are for Pi transcripts; "
+                    "a Claude Code stitch takes each piece's own leaf and never overwrites"
+                )
+            done = own_stitch([Path(p) for p in sources], out)
+        if done is not None:
+            if as_json:
+                print_json(done)
+            else:
+                for s in done["sources"]:
+                    say(f"{s['source']}: {s['rows']} rows, {s['messages']} messages")
+                say(f"wrote {done['out']}: resume it with `{done['resume']}` from its project's folder")
+            return EXIT.OK
     with translate_errors():
         # Refused before C is written: a --report that exists (a dangling symlink too) or is C
         # itself, an --evidence folder that is not empty.
@@ -102,9 +122,13 @@ def run_check(
 
     1 when a marker is missing from the chosen runtime's view or the projections disagree.
     """
-    from kurahi.lineage.check import check
+    from kurahi.lineage.check import check, own_view_of
     from kurahi.runtimes.views import reset_view, whole_path_views
 
+    with translate_errors():
+        own = own_view_of(str(file), runtime)
+    if own is not None:
+        return _print_own_check(file, own, markers, runtime, evidence, as_json)
     with translate_errors():
         rep = check(
             str(file) if str(file).startswith("sqlite:") else file,
@@ -175,4 +199,35 @@ def run_check(
             [[str(r[k]) for k in keys] for r in rep.routes],
             right=range(6),
         )
+    return EXIT.OK if rep.ok else EXIT.FAILED
+
+
+def _print_own_check(
+    file: Path, own: Any, markers: Sequence[str], runtime: str | None, evidence: Path | None, as_json: bool
+) -> int:
+    """``lineage check`` of a runtime's own session file (Claude Code's): 1 when a marker is not sent next."""
+    from kurahi.lineage.check import check_own
+
+    rep = check_own(own, markers, "--runtime" if runtime is not None else "its rows")
+    if evidence is not None:
+        from kurahi.lineage.evidence_dir import write_evidence
+
+        with translate_errors():
+            write_evidence(evidence, inputs={"transcript": Path(file)}, outputs={}, reports={"check": rep.to_dict()})
+    if as_json:
+        print_json(rep.to_dict())
+        return EXIT.OK if rep.ok else EXIT.FAILED
+    say(
+        (shown(file), "bold"),
+        f": {own.label} session {own.session_id or '-'}; `{rep.resume}` sends {rep.messages} messages, "
+        f"about {rep.tokens} tokens, from leaf {rep.leaf} ({rep.leaf_from})",
+    )
+    for note in rep.notes:
+        say(("note: ", "yellow"), note)
+    if rep.markers:
+
+        def sent(m: dict[str, Any]) -> Part:
+            return (f"yes ({m['index']}, {m['role']})", "green") if m["sent"] else ("missing", "bold red")
+
+        table(["marker", f"sent by {own.label}"], [[m["marker"], sent(m)] for m in rep.markers])
     return EXIT.OK if rep.ok else EXIT.FAILED

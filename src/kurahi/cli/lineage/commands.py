@@ -128,9 +128,10 @@ def check_cmd(
     runtime: str | None = typer.Option(
         None,
         "--runtime",
-        help="Whose view decides: pi, openclaw-2026.5 (Pi's projection) or openclaw-2026.9 (only what follows "
-        "the last reset entry). Default: the runtime the source belongs to (a SQLite session, or a file holding "
-        "reset entries: openclaw-2026.9; a file beside sessions.json: openclaw-2026.5; any other file: pi).",
+        help="Whose view decides: pi, openclaw-2026.5 (Pi's projection), openclaw-2026.9 (only what follows "
+        "the last reset entry) or claude (what `claude --resume` sends next). Default: the runtime the source "
+        "belongs to (a SQLite session, or a file holding reset entries: openclaw-2026.9; a file beside "
+        "sessions.json: openclaw-2026.5; a file of Claude Code's rows: claude; any other file: pi).",
         show_default=False,
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),

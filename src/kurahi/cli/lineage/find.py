@@ -124,6 +124,45 @@ def _default_state_dir() -> Path:
     )
 
 
+def _find_own(
+    root: Path | None,
+    session: str | None,
+    state_dir: Path | None,
+    agent: str | None,
+    key: str | None,
+    export: Path | None,
+    as_json: bool,
+) -> None:
+    """``--claude DIR``: the runtime that reads its own sessions joins them."""
+    from kurahi.runtimes.registry import named
+
+    if root is None:
+        fail("--session goes with --claude DIR", EXIT.USAGE)
+    if state_dir is not None or agent is not None or key is not None or export is not None:
+        fail("--claude takes none of --state-dir, --agent, --key, --export", EXIT.USAGE)
+    if not root.is_dir():
+        fail(f"{root}: no such directory (expected a Claude Code config dir)", EXIT.NOT_FOUND)
+    with translate_errors():
+        lineage = named("claude").own_lineage(root, session)
+    assert lineage is not None
+    if as_json:
+        print_json({**lineage.to_dict(), "exported": []})
+        return
+    from kurahi.cli.output import say, table
+
+    say((lineage.key, "bold"), f" (the conversation in {lineage.agent})")
+    rows = [
+        [str(n), p.session_id, _time(p.first_ms), _time(p.last_ms), str(p.entry_count), p.confidence, p.found_by[0]]
+        for n, p in enumerate(lineage.pieces, 1)
+    ]
+    headers = ["#", "session", "first row (UTC)", "last row (UTC)", "rows", "link", "found by"]
+    table(headers, rows, right=(0, 4), title="Pieces, oldest first")
+    for b in lineage.boundaries:
+        say(f"{b.kind}: {b.reason}")
+    for n in lineage.notes:
+        say(f"note: {n}")
+
+
 def find_cmd(
     state_dir: Path | None = typer.Option(
         None,
@@ -138,6 +177,13 @@ def find_cmd(
     export: Path | None = typer.Option(
         None, "--export", help="Write every SQLite piece as JSONL into this new directory"
     ),
+    claude: Path | None = typer.Option(
+        None,
+        "--claude",
+        help="A Claude Code config dir (~/.claude): join the conversation whose newest session is --session "
+        "(default: the newest) over /clear, `claude --continue` from another folder and a moved project folder.",
+    ),
+    session: str | None = typer.Option(None, "--session", help="With --claude: the conversation's newest session."),
     as_json: bool = typer.Option(False, "--json", help="Print the lineage as one JSON object."),
 ) -> None:
     """List every transcript in a session key's lineage, oldest first, and the candidate reset boundaries.
@@ -150,6 +196,9 @@ def find_cmd(
     """
     from kurahi.lineage.find import find_lineage
 
+    if claude is not None or session is not None:
+        _find_own(claude, session, state_dir, agent, key, export, as_json)
+        return
     if state_dir is None:
         state_dir = _default_state_dir()
     if not state_dir.is_dir():

@@ -21,7 +21,7 @@ from kurahi.errors import TranscriptReadError, UnsafeFileError, UsageError
 from kurahi.fs.os_errors import os_error, why
 from kurahi.runtimes.claude.layout import PROJECTS, SESSION_SUFFIX, is_session_name
 
-__all__ = ["Listing", "SessionPath", "list_sessions", "prefetch", "read_session"]
+__all__ = ["Listing", "SessionPath", "list_sessions", "prefetch", "read_head", "read_session"]
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 _NOATIME = getattr(os, "O_NOATIME", 0)
@@ -191,3 +191,19 @@ def read_session(path: str | os.PathLike[str]) -> bytes:
     finally:
         os.close(fd)
     return data or b""
+
+
+def read_head(path: str | os.PathLike[str], size: int = 65536) -> bytes:
+    """Up to ``size`` bytes from the start of a file, read-only, never through a link (``b""``: unreadable)."""
+    try:
+        fd = _open(Path(path))
+    except OSError:
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        return os.pread(fd, size, 0)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)

@@ -9,8 +9,12 @@ request carries before the new prompt:
   order, even a row of it on another branch (``merges_message_id``);
 - an ``attachment`` row is a ``system`` entry (environment, tool and agent listings: the CLI
   renders its text itself, so the model keeps only its kind);
-- ``system`` and ``progress`` rows send nothing;
+- a ``system`` row of subtype ``local_command`` (a slash command's output, ``/clear``'s
+  ``<local-command-stdout>``) is a user message of its text (measured on 2.1.332 after a
+  ``/clear``); other ``system`` rows and ``progress`` rows send nothing;
 - a tool result whose tool call is not in what was sent is left out (``drops_orphan_results``);
+- a tool call whose result the next message lacks (the result row on another branch: #60523's
+  split pair) is followed by a stand-in error result (:data:`MISSING_RESULT_TEXT`, measured);
 - a prompt left without its reply (a torn final reply) is followed by the release's stand-in
   reply (``torn_reply_text``), marked ``synthetic``.
 
@@ -28,13 +32,15 @@ from typing import Any
 import msgspec
 
 from kurahi.runtimes.claude.graph import Graph, Walk
-from kurahi.runtimes.claude.layout import ASSISTANT, ATTACHMENT, USER
+from kurahi.runtimes.claude.layout import ASSISTANT, ATTACHMENT, SYSTEM, USER
 from kurahi.runtimes.claude.rows import ParsedRows
 from kurahi.runtimes.claude.versions import Release, newest
 
-__all__ = ["ResumeView", "SentMessage", "comparable", "messages_of", "resume_view", "view_of"]
+__all__ = ["MISSING_RESULT_TEXT", "ResumeView", "SentMessage", "comparable", "messages_of", "resume_view", "view_of"]
 
 _REMINDER = "<system-reminder>"
+_LOCAL_COMMAND = "local_command"
+"""The ``subtype`` of the ``system`` row holding a slash command's output: sent as user text."""
 
 
 class SentMessage(msgspec.Struct, kw_only=True):
@@ -128,6 +134,11 @@ def messages_of(parsed: ParsedRows, chain: Sequence[int], release: Release) -> l
     for i in chain:
         row = parsed.rows[i]
         kind = row.type
+        if kind == SYSTEM and row.subtype == _LOCAL_COMMAND:
+            said = parsed.get(i, "content")
+            if isinstance(said, str) and said:
+                out.append(SentMessage(role="user", content=said, rows=[row.uuid or ""]))
+            continue
         if kind not in (USER, ASSISTANT, ATTACHMENT):
             continue
         obj = parsed.value(i)
@@ -167,12 +178,50 @@ def messages_of(parsed: ParsedRows, chain: Sequence[int], release: Release) -> l
         called |= _tool_ids(blocks)
         uuids = [parsed.rows[k].uuid or "" for k in (rows if i in rows else [i])]
         out.append(SentMessage(role="assistant", content=blocks, rows=uuids, message_id=mid))
+    out = _fill_missing_results(out)
     if release.torn_reply_text is not None:
         said = [m for m in out if m.role != "system"]
         if said and said[-1].role == "user":
             text = release.torn_reply_text
             out.append(SentMessage(role="assistant", content=[{"type": "text", "text": text}], rows=[], synthetic=True))
     return out
+
+
+MISSING_RESULT_TEXT = "[Tool result missing due to internal error]"
+"""What 2.1.332 sends for a tool call whose result is not on the path (measured: a result row moved
+to another branch, #60523's split pair), as an ``is_error`` tool result right after the call."""
+
+
+def _results_in(message: SentMessage | None) -> set[str]:
+    if message is None or message.role != "user" or not isinstance(message.content, list):
+        return set()
+    return {str(b.get("tool_use_id")) for b in message.content if _is_result(b)}
+
+
+def _fill_missing_results(out: list[SentMessage]) -> list[SentMessage]:
+    """A stand-in error result after each tool call whose result the next message lacks (a later message exists)."""
+    said = [k for k, m in enumerate(out) if m.role != "system"]
+    filled: list[SentMessage] = []
+    after: dict[int, int | None] = {k: said[n + 1] if n + 1 < len(said) else None for n, k in enumerate(said)}
+    for k, m in enumerate(out):
+        filled.append(m)
+        if m.role != "assistant" or k not in after or after[k] is None:
+            continue
+        nxt = after[k]
+        have = _results_in(out[nxt] if nxt is not None else None)
+        calls = [
+            b["id"]
+            for b in _blocks(m.content)
+            if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)
+        ]
+        lacking = [c for c in calls if c not in have]
+        if lacking:
+            blocks = [
+                {"type": "tool_result", "tool_use_id": c, "content": MISSING_RESULT_TEXT, "is_error": True}
+                for c in lacking
+            ]
+            filled.append(SentMessage(role="user", content=blocks, rows=[], synthetic=True))
+    return filled
 
 
 def resume_view(parsed: ParsedRows, release: Release | None = None) -> ResumeView:

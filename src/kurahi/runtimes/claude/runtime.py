@@ -5,8 +5,10 @@ directory it ran in. Its history breaks *inside* a session file (a row linked to
 parent), so it lists its losses itself (:meth:`ClaudeCode.losses`); ``kurahi rescue apply``
 brings one back by appending (:mod:`.repair`; the activation driver's session-append target
 writes it, asking :mod:`.append` through :attr:`ClaudeCode.session_append`).
-Its sessions are not Pi transcripts: Kurahi's transcript reader (``lineage``,
-``session context``, ``kurahi mcp``) does not read them yet.
+Its sessions are not Pi transcripts: the rest of Kurahi reads them through this room
+(:meth:`ClaudeCode.sent_view` for ``session context`` and ``lineage check``,
+:meth:`own_keys`/:meth:`own_sessions` for ``kurahi mcp --claude``, :meth:`own_lineage` and
+:meth:`own_stitch` for ``lineage find``/``stitch``, :meth:`own_doctor` for ``session doctor``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from kurahi.runtimes.claude.append import ClaudeAppend
 from kurahi.runtimes.claude.files import list_sessions
 from kurahi.runtimes.claude.running import running
 from kurahi.runtimes.claude.versions import VERSIONS, Release
+from kurahi.runtimes.own_files import OwnSession, SentView
+from kurahi.runtimes.pieces import Lineage
 from kurahi.runtimes.session_losses import SessionLosses
 
 __all__ = ["CLAUDE", "ClaudeCode"]
@@ -44,9 +48,7 @@ class ClaudeCode:
     state_words = "Claude Code sessions"
     no_losses = ""
     """Unused: it lists its own losses (:meth:`losses`)."""
-    no_losses_mcp = (
-        "Kurahi's MCP server does not read Claude Code's sessions yet; `kurahi rescue --claude DIR` lists their losses"
-    )
+    no_losses_mcp = "Unused: `kurahi mcp --claude` answers `losses` from :meth:`losses`"
 
     session_append: SessionAppend | None = ClaudeAppend()
     """A loss is mended by appending to its session file: the activation driver's session-append target."""
@@ -124,6 +126,49 @@ class ClaudeCode:
     def activation_store(self, root: Path, agent: str) -> str:
         """``files``: a session is one file (no activation writes it yet)."""
         return "files"
+
+    def sent_view(self, path: Path, sure: bool = False) -> SentView | None:
+        """What the next ``claude --resume`` of the session file sends (:func:`.reading.sent_view`)."""
+        from kurahi.runtimes.claude import reading
+
+        if not sure and not reading.looks_like(path):
+            return None
+        return reading.sent_view(path)
+
+    def own_keys(self, root: Path) -> list[str]:
+        """Its project folders that hold sessions, newest session last."""
+        from kurahi.runtimes.claude import reading
+
+        return reading.keys(root)
+
+    def own_sessions(self, root: Path, key: str) -> list[OwnSession]:
+        """The sessions of one project folder, readable, oldest first."""
+        from kurahi.runtimes.claude import reading
+
+        return reading.sessions(root, key)
+
+    def own_lineage(self, root: Path, session: str | None = None) -> Lineage:
+        """One conversation over several sessions: /clear, --continue elsewhere, a moved folder (:mod:`.lineage`)."""
+        from kurahi.runtimes.claude.lineage import find_lineage
+
+        return find_lineage(root, session)
+
+    def own_stitch(self, sources: list[Path], out: Path) -> dict[str, Any] | None:
+        """One new session file from Claude Code session files, when the first is one (:mod:`.stitch`)."""
+        from kurahi.runtimes.claude import reading
+        from kurahi.runtimes.claude.stitch import stitch
+
+        if not sources or not reading.looks_like(sources[0]):
+            return None
+        return stitch(sources, out)
+
+    def own_doctor(self, path: Path, *, fix: bool, dry_run: bool, sure: bool = False) -> dict[str, Any] | None:
+        """What the next ``--resume`` request gets wrong (:mod:`.doctor`); with ``fix``, mended by appending."""
+        from kurahi.runtimes.claude import doctor, reading
+
+        if not sure and not reading.looks_like(path):
+            return None
+        return doctor.mend(path, dry_run=dry_run) if fix else doctor.diagnose(path)
 
 
 CLAUDE = ClaudeCode()

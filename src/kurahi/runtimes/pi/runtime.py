@@ -99,5 +99,29 @@ class Pi:
         """``files``: a session is one file."""
         return "files"
 
+    def sent_view(self, path: Path, sure: bool = False) -> Any:
+        """``None``: its sessions are Pi transcripts, which Kurahi's transcript reader reads."""
+        return None
+
+    def own_keys(self, root: Path) -> list[str]:
+        """None: its histories are read through :meth:`open_agent` or :meth:`session_files`."""
+        return []
+
+    def own_sessions(self, root: Path, key: str) -> list[Any]:
+        """None: its histories are read through :meth:`open_agent` or :meth:`session_files`."""
+        return []
+
+    def own_lineage(self, root: Path, session: str | None = None) -> None:
+        """``None``: its lineages are found by agent and key."""
+        return None
+
+    def own_stitch(self, sources: list[Path], out: Path) -> None:
+        """``None``: its sessions are Pi transcripts, stitched as such."""
+        return None
+
+    def own_doctor(self, path: Path, *, fix: bool, dry_run: bool, sure: bool = False) -> None:
+        """``None``: its sessions are Pi transcripts, judged by ``kurahi.doctor.session``."""
+        return None
+
 
 PI = Pi()

@@ -133,35 +133,37 @@ def _refuse_timeout(package: Path, timeout: float | None) -> float:
     return 30.0 if timeout is None else timeout
 
 
-def _claude_package(package: Path, action: str, as_json: bool) -> bool:
-    """Apply, verify or roll back a Claude Code repair package (``kurahi rescue plan --claude``); ``False``: not one.
-
-    A Claude Code session is one file Kurahi appends to: no home, gateway or store is involved.
-    """
-    from kurahi.lifecycle.rescue.claude import (
-        apply_claude_package,
-        is_claude_package,
-        rollback_claude,
-        verify_claude_package,
-    )
-
-    if not is_claude_package(package):
-        return False
-    run = {"apply": apply_claude_package, "rollback": rollback_claude, "verify": verify_claude_package}[action]
-    with activation_errors():
-        res = run(package)
+def _own(report: dict[str, Any], as_json: bool, *, exit_unverified: bool = True) -> None:
+    """Print a target's own account of a run (one session file's: no home, gateway or store is involved)."""
     if as_json:
-        print_json(res.to_dict())
+        print_json(report)
     else:
-        say(res.outcome)
-        if action != "rollback":
-            why = "" if res.verified else f" ({'; '.join(res.problems)})"
-            say(f"verified: {'yes' if res.verified else 'NO'}{why}")
-        if action == "apply":
-            say("undo with: ", (res.rollback, "bold"))
-    if not res.verified:
+        say(report["outcome"])
+        if report["action"] != "rollback":
+            why = "" if report["verified"] else f" ({'; '.join(report['problems'])})"
+            say(f"verified: {'yes' if report['verified'] else 'NO'}{why}")
+        if report["action"] == "apply":
+            say("undo with: ", (report["rollback"], "bold"))
+    if exit_unverified and not report["verified"]:
         raise typer.Exit(EXIT.FAILED)
-    return True
+
+
+@contextmanager
+def _state(
+    package: Path, home: Path | None, offline: bool | None, store: str | None, password_file: Path | None
+) -> Iterator[tuple[Path | None, Backend | None, Any]]:
+    """The state dir, database and host (``offline`` ``None``: none) ``package`` is applied to.
+
+    None of them for a package into one session file: it has no home, gateway or store.
+    """
+    from kurahi.lifecycle.activation.targets import homed
+
+    if not homed(package):
+        yield None, None, None
+        return
+    root = _root(home)
+    with _store(root, store, password_file) as backend:
+        yield root, backend, None if offline is None else _host_for(root, offline, backend)
 
 
 def _root(home: Path | None) -> Path:
@@ -326,26 +328,24 @@ def apply_cmd(
     from kurahi.errors import PreTurnValidationError
     from kurahi.lifecycle.activation import apply_package
 
-    if _claude_package(package, "apply", as_json):
+    with _state(package, home, offline, store, password_file) as (root, backend, host):
+        stop_timeout = _refuse_timeout(package, timeout)
+        with activation_errors():
+            try:
+                res = apply_package(
+                    package, root, host, stop_timeout=stop_timeout, require_stopped=no_stop, backend=backend
+                )
+            except PreTurnValidationError as exc:
+                if as_json and exc.result is not None:
+                    print_json(exc.result)
+                elif exc.result is not None and "verified" in exc.result:
+                    _own(exc.result, False, exit_unverified=False)
+                else:
+                    _validation(exc.result.get("validation") if exc.result else None)
+                raise
+    if res.report is not None:
+        _own(res.report, as_json)
         return
-    root = _root(home)
-    stop_timeout = _refuse_timeout(package, timeout)
-    with _store(root, store, password_file) as backend, activation_errors():
-        try:
-            res = apply_package(
-                package,
-                root,
-                _host_for(root, offline, backend),
-                stop_timeout=stop_timeout,
-                require_stopped=no_stop,
-                backend=backend,
-            )
-        except PreTurnValidationError as exc:
-            if as_json and exc.result is not None:
-                print_json(exc.result)
-            else:
-                _validation(exc.result.get("validation") if exc.result else None)
-            raise
     if as_json:
         print_json(res.to_dict())
         return
@@ -388,11 +388,11 @@ def verify_cmd(
     """Check that the live state is the package's new state (exit 0), or say which part differs (exit 1)."""
     from kurahi.lifecycle.activation import verify_package
 
-    if _claude_package(package, "verify", as_json):
-        return
-    root = _root(home)
-    with _store(root, store, password_file) as backend, activation_errors():
+    with _state(package, home, None, store, password_file) as (root, backend, _), activation_errors():
         rep = verify_package(package, root, backend=backend)
+    if rep.report is not None:
+        _own(rep.report, as_json)
+        return
     if as_json:
         print_json(rep.to_dict())
     else:
@@ -435,14 +435,13 @@ def rollback_cmd(
     """
     from kurahi.lifecycle.activation import rollback_package
 
-    if _claude_package(package, "rollback", as_json):
+    with _state(package, home, offline, store, password_file) as (root, backend, host):
+        stop_timeout = _refuse_timeout(package, timeout)
+        with activation_errors():
+            res = rollback_package(package, root, host, stop_timeout=stop_timeout, force=force, backend=backend)
+    if res.report is not None:
+        _own(res.report, as_json)
         return
-    root = _root(home)
-    stop_timeout = _refuse_timeout(package, timeout)
-    with _store(root, store, password_file) as backend, activation_errors():
-        res = rollback_package(
-            package, root, _host_for(root, offline, backend), stop_timeout=stop_timeout, force=force, backend=backend
-        )
     if as_json:
         print_json(res.to_dict())
     else:

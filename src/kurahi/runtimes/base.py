@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the views' facts are read on every check: they must not loa
     from kurahi.runtimes.own_files import OwnSession, SentView
     from kurahi.runtimes.session_losses import SessionLosses
 
-__all__ = ["Agent", "Boundary", "ResetPolicy", "Runtime", "View"]
+__all__ = ["Agent", "Boundary", "ResetPolicy", "Runtime", "SessionAppend", "View"]
 
 
 class View(msgspec.Struct, frozen=True, kw_only=True):
@@ -120,6 +120,35 @@ class Agent(Protocol):
         """Session id → the reason the runtime recorded for opening it (when it records one)."""
 
 
+class SessionAppend(Protocol):
+    """What a runtime whose sessions are append-only files says about a repair appended to one.
+
+    The activation driver's session-append target
+    (:mod:`kurahi.lifecycle.activation.targets.session_append`) writes and cuts the bytes; the
+    runtime's room says which rows, whether the runtime has the session open, and whether its
+    loader then sends what the repair brought back. ``plan`` is the package's ``activation.json``.
+    """
+
+    store: str
+    """The ``store`` its packages' plans name."""
+    package_words: str
+    """What its packages are called in a refusal (``Claude Code repair package``)."""
+    writer: str
+    """The program that appends to its session files, in a sentence (``claude``)."""
+
+    def refuse_if_running(self, plan: Mapping[str, Any]) -> None:
+        """Raise (a :class:`~kurahi.errors.KurahiError` exiting 5) while the runtime has the session open."""
+
+    def rows(self, plan: Mapping[str, Any]) -> int:
+        """How many rows the repair appends."""
+
+    def rows_before(self, plan: Mapping[str, Any]) -> tuple[int, bytes]:
+        """The rows the repair replaced, as they were and as the runtime writes them (a later row wins)."""
+
+    def check(self, data: bytes, plan: Mapping[str, Any]) -> tuple[bool, list[str]]:
+        """Whether the runtime's loader, reading ``data``, sends what the repair brought back; the problems."""
+
+
 class Runtime(Protocol):
     """A foreign runtime: where its state lives, its versions, its agents, and what it sends.
 
@@ -144,6 +173,9 @@ class Runtime(Protocol):
     """A runtime without keys: why ``kurahi rescue`` has nothing to bring back there."""
     no_losses_mcp: str
     """The same, as ``kurahi mcp``'s ``losses`` tool says it."""
+
+    session_append: SessionAppend | None
+    """How a loss is mended by appending to one of its session files (``None``: it is not)."""
 
     def inventory(self, root: Path) -> tuple[dict[str, object], str]:
         """What its state at ``root`` holds: counts by name, and the same in words (read-only)."""

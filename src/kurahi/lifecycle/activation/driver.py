@@ -20,6 +20,8 @@ rerunning ``rollback`` undoes it.
 
 The target follows from the state and the package (:mod:`~kurahi.lifecycle.activation.targets`):
 the runtime a state dir belongs to says which target writes it, a package's plan which opens it.
+A target may give its own account of a run (:meth:`ActivationTarget.account`, in the result's
+``report``): one session file's has no agent, key or gateway to report.
 """
 
 from __future__ import annotations
@@ -92,8 +94,8 @@ def plan_activation(
 def _opened(
     op: str,
     package: str | os.PathLike[str],
-    home: str | os.PathLike[str],
-    host: Host,
+    home: str | os.PathLike[str] | None,
+    host: Host | None,
     backend: Backend | None,
     stop_timeout: float,
 ) -> tuple[ActivationTarget, Phase, ActivationResult]:
@@ -105,10 +107,16 @@ def _opened(
     return target, phase, ActivationResult(str(pkg.root), op, outcome, pkg.plan.agent, pkg.plan.key, session)
 
 
+def _ended(target: ActivationTarget, res: ActivationResult) -> ActivationResult:
+    """``res`` with the target's own account of it, when the target gives one."""
+    res.report = target.account(res.action, res.outcome)
+    return res
+
+
 def apply_package(
     package: str | os.PathLike[str],
-    home: str | os.PathLike[str],
-    host: Host,
+    home: str | os.PathLike[str] | None,
+    host: Host | None,
     *,
     stop_timeout: float = 30.0,
     require_stopped: bool = False,
@@ -118,10 +126,11 @@ def apply_package(
 
     Args:
         package: the package directory.
-        home: the state directory; must be the one the package was planned for.
+        home: the state directory; must be the one the package was planned for (``None`` for a
+            package into one session file, which has none: :func:`targets.homed`).
         host: the gateway and the audit chain (:class:`~kurahi.gateway.activation_host.GatewayHost`,
             the offline one, or :class:`~kurahi.gateway.activation_host.StoreHost` for a database);
-            the SQLite store has no Kurahi gateway (OpenClaw must be stopped).
+            the SQLite store has no Kurahi gateway (OpenClaw must be stopped); ``None`` for a session file.
         stop_timeout: seconds the gateway gets to stop.
         require_stopped: refuse when a gateway runs instead of stopping it.
         backend: where the sessions live when not in the home's files (the package's store).
@@ -140,7 +149,7 @@ def apply_package(
     target, phase, res = _opened("apply", package, home, host, backend, stop_timeout)
     pkg, journal = target.package, target.package.journal
     if already_applied(phase, pkg.root, res):
-        return res
+        return _ended(target, res)
     validation = target.forward(phase, res, require_stopped=require_stopped)
     res.validation = validation
     journal.add("apply", "validated", ok=validation["ok"], differences=validation["differences"])
@@ -148,10 +157,11 @@ def apply_package(
     target.record_validation(phase, validation)
     if validation["ok"]:
         journal.add("apply", "committed")
-        return res
+        return _ended(target, res)
     journal.add("rollback", "begin", gatewayPort=target.port, reason=target.failed_reason)
     target.backward(res, force=True)
     res.outcome = "rolled-back"
+    _ended(target, res)
     err = PreTurnValidationError(f"{pkg.root}: {target.failed_validation}", differences=validation["differences"])
     err.result = res.to_dict()
     raise err
@@ -159,8 +169,8 @@ def apply_package(
 
 def rollback_package(
     package: str | os.PathLike[str],
-    home: str | os.PathLike[str],
-    host: Host,
+    home: str | os.PathLike[str] | None,
+    host: Host | None,
     *,
     stop_timeout: float = 30.0,
     force: bool = False,
@@ -193,7 +203,7 @@ def rollback_package(
                 "the state it was planned against; nothing to roll back with it"
             )
         res.outcome = "not-applied" if phase.name == "planned" else "already-rolled-back"
-        return res
+        return _ended(target, res)
     target.check_rollback(phase, force=force)
     if phase.name == "rolling-back":
         target.port = phase.rollback_port
@@ -203,11 +213,11 @@ def rollback_package(
         journal.add("rollback", "begin", gatewayPort=target.port)
     res.gateway_port = target.port
     target.backward(res, force=force)
-    return res
+    return _ended(target, res)
 
 
 def verify_package(
-    package: str | os.PathLike[str], home: str | os.PathLike[str], *, backend: Backend | None = None
+    package: str | os.PathLike[str], home: str | os.PathLike[str] | None, *, backend: Backend | None = None
 ) -> VerifyReport:
     """Compare the live state with the package's new state; reads only.
 

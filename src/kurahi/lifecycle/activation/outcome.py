@@ -84,9 +84,14 @@ class ActivationResult:
     audited: bool = False
     validation: dict[str, Any] | None = None
     """The pre-turn validator's comparison (apply only)."""
+    report: dict[str, Any] | None = None
+    """The target's own account of the run, shown (and the JSON form) in place of the shared one
+    (a session file's: :meth:`~kurahi.lifecycle.activation.target.ActivationTarget.account`)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
+        """JSON-ready form (the target's own account, when it gives one)."""
+        if self.report is not None:
+            return self.report
         return {
             "package": self.package,
             "action": self.action,
@@ -109,12 +114,18 @@ class VerifyReport:
     phase: str
     parts: list[dict[str, Any]] = field(default_factory=list)
     """``{"part", "ok", "expected", "actual"}`` per part: catalogEntry, transcript, projection."""
+    report: dict[str, Any] | None = None
+    """The target's own account, shown (and the JSON form) in place of the parts; its ``verified`` is :attr:`ok`."""
 
     @property
     def ok(self) -> bool:
         """Every part matches."""
+        if self.report is not None:
+            return bool(self.report["verified"])
         return all(p["ok"] for p in self.parts)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
+        """JSON-ready form (the target's own account, when it gives one)."""
+        if self.report is not None:
+            return self.report
         return {"package": self.package, "ok": self.ok, "phase": self.phase, "parts": self.parts}

@@ -2,7 +2,8 @@
 
 A target is a place an activation writes: a Kurahi backend (a home's files, memory,
 PostgreSQL; :mod:`~kurahi.lifecycle.activation.targets.backend.target`) or OpenClaw 2026.9's SQLite
-store (:mod:`~kurahi.lifecycle.activation.targets.sqlite_store.target`). The driver owns what is
+store (:mod:`~kurahi.lifecycle.activation.targets.sqlite_store.target`), or one append-only
+session file (:mod:`~kurahi.lifecycle.activation.targets.session_append.target`). The driver owns what is
 the same for every target (the staging of a plan, the journal's phases, the results, the
 rollback after a failed validation); a target owns only how its live state is read, changed
 and put back. This is langgraph's checkpointer model: one driver, a target protocol.
@@ -103,3 +104,6 @@ class ActivationTarget(Protocol):
 
     def verify(self, rep: VerifyReport) -> None:
         """Add to ``rep`` each part of the live state compared with the package's new state; reads only."""
+
+    def account(self, action: str, outcome: str) -> dict[str, Any] | None:
+        """The target's own account of an apply or rollback that ended in ``outcome``; ``None``: the shared one."""

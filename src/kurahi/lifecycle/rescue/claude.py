@@ -1,4 +1,10 @@
-"""``kurahi rescue apply|plan`` of a Claude Code loss, and ``kurahi activate rollback`` of its package.
+"""``kurahi rescue apply|plan`` of a Claude Code loss: find it, say what to append, hand it to the driver.
+
+The package is written, applied, verified and rolled back by the activation driver's
+session-append target (:mod:`kurahi.lifecycle.activation.targets.session_append`), like every
+package (``kurahi activate apply|verify|rollback PKG``); what is Claude Code's own in it (the
+rows, the running check, the loader's verdict) is :mod:`kurahi.runtimes.claude.append`. This
+module finds the loss and says what to append; the steps as a whole:
 
 Claude Code appends to its session files and lets a later row with the same uuid replace an
 earlier one (measured on 2.1.332), so a loss is mended the way Claude Code itself writes: one
@@ -26,13 +32,12 @@ The package (``PACKAGE/``, outside the Claude Code dir)::
     activation.json   store "claude-append": the loss, the file, its size and sha256 before,
                       the bytes appended, the size and sha256 after, the rows as they were
     SHA256SUMS        sha256 of activation.json
-    journal.jsonl     what was done (apply, rollback), each record fsynced
+    journal.jsonl     what was done (apply, rollback) in the driver's phases, each record fsynced
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,24 +45,18 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.errors import (
-    ClaudeRunningError,
     GuessNotAcceptedError,
     LossNotFoundError,
-    PackageTamperedError,
-    PreconditionError,
+    PreTurnValidationError,
     RescueError,
     UsageError,
 )
 from kurahi.fs import durable as fsio
-from kurahi.fs.safe import open_regular
-from kurahi.lifecycle.activation.journal import Journal, now_iso
-from kurahi.lifecycle.activation.package import (
-    MANIFEST_NAME,
-    PLAN_NAME,
-    check_package_files,
-    staged,
-    write_package_file,
-)
+from kurahi.lifecycle.activation import driver, targets
+from kurahi.lifecycle.activation.journal import now_iso
+from kurahi.lifecycle.activation.targets.session_append.plan import write_plan
+from kurahi.lifecycle.activation.targets.session_append.target import read_session as _read
+from kurahi.runtimes.claude.append import STORE_KIND, encode_row, refuse_if_running
 from kurahi.runtimes.claude.breaks import Break, find_breaks
 from kurahi.runtimes.claude.files import list_sessions
 from kurahi.runtimes.claude.graph import Graph
@@ -65,7 +64,6 @@ from kurahi.runtimes.claude.losses import CONTINUE_ELSEWHERE, find_losses
 from kurahi.runtimes.claude.losses import loss_id as id_of
 from kurahi.runtimes.claude.repair import Mend, mend, mend_elsewhere, refusal, verify
 from kurahi.runtimes.claude.rows import ParsedRows, parse_rows
-from kurahi.runtimes.claude.running import claude_processes
 from kurahi.runtimes.claude.versions import newest
 from kurahi.runtimes.session_losses import SessionLoss, SessionLosses
 
@@ -76,16 +74,11 @@ __all__ = [
     "apply_claude",
     "apply_claude_package",
     "find_claude_loss",
-    "is_claude_package",
     "plan_claude",
+    "refuse_if_running",
     "rollback_claude",
     "verify_claude_package",
 ]
-
-STORE_KIND = "claude-append"
-"""The ``store`` a Claude Code package's plan names (``activate`` tells it apart by this)."""
-VERSION = 1
-_JOURNAL = "journal.jsonl"
 
 
 @dataclass
@@ -180,37 +173,7 @@ def find_break(parsed: ParsedRows, session_id: str, loss_id: str) -> Break | Non
     return None
 
 
-def refuse_if_running(root: Path, session_id: str) -> None:
-    """Raise when a ``claude`` has ``session_id`` open (or one whose session is unknown runs on ``root``).
-
-    Raises:
-        ClaudeRunningError: one does; nothing was changed.
-    """
-    busy = [p for p in claude_processes(root) if p.session_id in (session_id, None)]
-    if busy:
-        shown = ", ".join(f"pid {p.pid}" + (f" in {p.cwd}" if p.cwd else "") for p in busy[:5])
-        raise ClaudeRunningError(
-            f"claude is running with session {session_id} open ({shown}; by the note it keeps in "
-            f"{root}/sessions/, as it takes no lock): quit it first (Ctrl-D or /exit; `kill PID` for a `claude -p`), "
-            "then run this again; nothing was changed"
-        )
-
-
 # -- plan ------------------------------------------------------------------------------------
-
-
-def _encode(row: dict[str, Any]) -> bytes:
-    """A row as Claude Code writes one: compact JSON, one line (``JSON.stringify``)."""
-    return json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
-
-
-def _read(path: Path) -> bytes:
-    fd = open_regular(path, os.O_RDONLY, what="the session file")
-    try:
-        with os.fdopen(fd, "rb", buffering=0, closefd=False) as f:
-            return f.readall()
-    finally:
-        os.close(fd)
 
 
 def _prepare(
@@ -261,7 +224,7 @@ def _new_session(root: Path, session_id: str) -> Path:
 def _tail(data: bytes, m: Mend) -> bytes:
     """The bytes to append: a newline first when the last line is torn (as Claude Code starts its next row)."""
     lead = b"\n" if data and not data.endswith(b"\n") else b""
-    return lead + b"".join(_encode(r) for r in m.rows)
+    return lead + b"".join(encode_row(r) for r in m.rows)
 
 
 def plan_claude(
@@ -287,43 +250,35 @@ def plan_claude(
     loss, path, data, m = _prepare(base, loss_id, markers or [], accept_guess or [])
     appended = _tail(data, m)
     after = data + appended
-    head: dict[str, Any] = {
-        "version": VERSION,
-        "store": STORE_KIND,
-        "plannedAt": now_iso(),
-        "configDir": str(base),
-        "loss": loss.to_dict(),
-        "file": str(path),
-        "sessionId": loss.session_id,
-        "sizeBefore": len(data),
-        "sha256Before": hashlib.sha256(data).hexdigest(),
-        "appended": appended.decode("utf-8", "surrogatepass"),
-        "sizeAfter": len(after),
-        "sha256After": hashlib.sha256(after).hexdigest(),
-        "rows": [r.get("uuid") for r in m.rows],
-        "before": m.before,
-        "lostUuids": m.lost_uuids,
-        "lostItems": [list(x) for x in m.lost_items],
-        "markers": markers or [],
-    }
-    plan_bytes = json.dumps(head, ensure_ascii=False, indent=1).encode("utf-8", "surrogatepass") + b"\n"
-    with staged(target) as staging:
-        (staging / "rollback").rmdir()  # the rollback copy of a Claude Code repair is in its plan
-        write_package_file(staging / PLAN_NAME, plan_bytes)
-        sums = f"{hashlib.sha256(plan_bytes).hexdigest()}  {PLAN_NAME}\n".encode()
-        write_package_file(staging / MANIFEST_NAME, sums)
-        fsio.fsync_dir(staging)
-        os.replace(staging, target)
-        fsio.fsync_dir(target.parent)
+    rules = targets.appender(STORE_KIND)  # the session-append target writes the package
+    assert rules is not None
+    write_plan(
+        target,
+        store=rules.store,
+        planned_at=now_iso(),
+        config_dir=base,
+        file=path,
+        session_id=loss.session_id,
+        data=data,
+        appended=appended,
+        own_first={"loss": loss.to_dict()},
+        own={
+            "rows": [r.get("uuid") for r in m.rows],
+            "before": m.before,
+            "lostUuids": m.lost_uuids,
+            "lostItems": [list(x) for x in m.lost_items],
+            "markers": markers or [],
+        },
+    )
     checked = verify(after, m, markers or [])
     return ClaudePlan(
         str(target),
         loss,
         str(path),
         len(data),
-        head["sha256Before"],
+        hashlib.sha256(data).hexdigest(),
         appended,
-        [str(u) for u in head["rows"]],
+        [str(r.get("uuid")) for r in m.rows],
         len(m.lost_uuids),
         len(m.lost_items),
         checked.messages,
@@ -331,84 +286,37 @@ def plan_claude(
     )
 
 
-# -- the package -----------------------------------------------------------------------------
+# -- the package: through the activation driver's session-append target ----------------------
 
 
-def _open_package(package: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]]:
-    root = check_package_files(package)
-    head = json.loads((root / PLAN_NAME).read_bytes())
-    if not isinstance(head, dict) or head.get("store") != STORE_KIND or head.get("version") != VERSION:
-        raise PackageTamperedError("not a Claude Code repair package this Kurahi knows", path=root)
-    for name in ("file", "sessionId", "sha256Before", "sha256After", "appended", "configDir"):
-        if not isinstance(head.get(name), str):
-            raise PackageTamperedError(f"{PLAN_NAME} has no {name}", path=root)
-    for name in ("sizeBefore", "sizeAfter"):
-        if not isinstance(head.get(name), int):
-            raise PackageTamperedError(f"{PLAN_NAME} has no {name}", path=root)
-    return root, head
-
-
-def _mend_of(head: dict[str, Any]) -> Mend:
-    rows = [json.loads(line) for line in head["appended"].splitlines() if line.strip()]
-    items = [tuple(x) for x in head.get("lostItems") or [] if isinstance(x, list) and len(x) == 3]
-    return Mend(rows, list(head.get("before") or []), list(head.get("lostUuids") or []), items)
-
-
-def _hash_prefix(fd: int, size: int) -> str:
-    h = hashlib.sha256()
-    at = 0
-    while at < size:
-        block = os.pread(fd, min(1 << 20, size - at), at)
-        if not block:
-            break
-        h.update(block)
-        at += len(block)
-    return h.hexdigest()
-
-
-def _rollback_words(pkg: Path) -> str:
-    return f"kurahi activate rollback {pkg}"
+def _applied(report: dict[str, Any] | None, plan: ClaudePlan | None = None) -> ClaudeApplied:
+    assert report is not None  # the session-append target always gives its account
+    return ClaudeApplied(
+        report["action"],
+        report["package"],
+        report["file"],
+        report["outcome"],
+        report["verified"],
+        list(report["problems"]),
+        report["rollback"],
+        plan,
+    )
 
 
 def apply_claude_package(package: str | os.PathLike[str], plan: ClaudePlan | None = None) -> ClaudeApplied:
-    """Apply a planned Claude Code repair (see the module docstring).
+    """Apply a planned Claude Code repair (see the module docstring), through the activation driver.
+
+    A repair the loader's model does not confirm once appended is taken back (``verified`` false).
 
     Raises:
         ClaudeRunningError: a ``claude`` has the session open (exit 5); nothing was changed.
         PreconditionError: the file is not as planned (and not already repaired); nothing was changed.
         PackageError: the package is missing or was changed.
     """
-    pkg, head = _open_package(package)
-    path = Path(head["file"])
-    refuse_if_running(Path(head["configDir"]), head["sessionId"])
-    journal = Journal(pkg / _JOURNAL)
-    appended = head["appended"].encode("utf-8", "surrogatepass")
-    fd = open_regular(path, os.O_RDWR | os.O_APPEND, what="the session file")
     try:
-        size = os.fstat(fd).st_size
-        if size == head["sizeAfter"] and _hash_prefix(fd, size) == head["sha256After"]:
-            outcome = "already applied (the file ends with the repair)"
-        else:
-            if size != head["sizeBefore"] or _hash_prefix(fd, size) != head["sha256Before"]:
-                actual = _hash_prefix(fd, size)
-                raise PreconditionError(
-                    f"{path} changed since the plan ({size} bytes now, {head['sizeBefore']} planned): "
-                    "plan again with `kurahi rescue plan`; nothing was changed",
-                    part="session file",
-                    expected=head["sha256Before"],
-                    actual=actual,
-                )
-            journal.add("apply", "intent", size=size)
-            fsio.append_durably(fd, appended, size_before=size, durable=True)
-            fsio.ops.fsync(fd)
-            journal.add("apply", "done", size=size + len(appended))
-            outcome = f"appended {len(appended)} byte(s) ({len(_mend_of(head).rows)} row(s)) to {path}"
-    finally:
-        os.close(fd)
-    checked = verify(_read(path), _mend_of(head), list(head.get("markers") or []))
-    return ClaudeApplied(
-        "apply", str(pkg), str(path), outcome, checked.ok, checked.problems, _rollback_words(pkg), plan
-    )
+        return _applied(driver.apply_package(package, None, None).report, plan)
+    except PreTurnValidationError as exc:
+        return _applied(exc.result, plan)
 
 
 def apply_claude(
@@ -440,78 +348,14 @@ def verify_claude_package(package: str | os.PathLike[str]) -> ClaudeApplied:
     Raises:
         PackageError: the package is missing or was changed.
     """
-    pkg, head = _open_package(package)
-    path = Path(head["file"])
-    data = _read(path)
-    holds = (
-        len(data) >= head["sizeAfter"] and hashlib.sha256(data[: head["sizeAfter"]]).hexdigest() == head["sha256After"]
-    )
-    checked = verify(data, _mend_of(head), list(head.get("markers") or []))
-    problems = ([] if holds else [f"{path} does not hold the repair as applied (rolled back, or not applied)"]) + (
-        checked.problems
-    )
-    where = "the file holds the repair" if holds else "the file does not hold the repair"
-    return ClaudeApplied("verify", str(pkg), str(path), where, holds and checked.ok, problems, _rollback_words(pkg))
-
-
-# -- rollback --------------------------------------------------------------------------------
+    return _applied(driver.verify_package(package, None).report)
 
 
 def rollback_claude(package: str | os.PathLike[str]) -> ClaudeApplied:
-    """Undo a Claude Code repair (see the module docstring).
+    """Undo a Claude Code repair (see the module docstring), through the activation driver.
 
     Raises:
         ClaudeRunningError: a ``claude`` has the session open (exit 5); nothing was changed.
         PreconditionError: the file was changed otherwise than by appending after the repair.
     """
-    pkg, head = _open_package(package)
-    path = Path(head["file"])
-    refuse_if_running(Path(head["configDir"]), head["sessionId"])
-    journal = Journal(pkg / _JOURNAL)
-    before = [r for r in head.get("before") or [] if isinstance(r, dict)]
-    fd = open_regular(path, os.O_RDWR | os.O_APPEND, what="the session file", single_link=True)
-    try:
-        size = os.fstat(fd).st_size
-        after_hash = _hash_prefix(fd, head["sizeAfter"]) if size >= head["sizeAfter"] else None
-        if size == head["sizeBefore"] and _hash_prefix(fd, size) == head["sha256Before"]:
-            outcome = "nothing to undo: the file is as it was before the repair"
-        elif size == head["sizeAfter"] and after_hash == head["sha256After"]:
-            journal.add("rollback", "intent", size=size, to=head["sizeBefore"])
-            fsio.ops.ftruncate(fd, head["sizeBefore"])
-            fsio.ops.fsync(fd)
-            journal.add("rollback", "done", size=head["sizeBefore"])
-            outcome = f"cut {path} back to its {head['sizeBefore']} bytes before the repair (byte for byte)"
-        elif after_hash == head["sha256After"]:
-            lead = b"" if _ends_with_newline(fd, size) else b"\n"
-            data = lead + b"".join(_encode(r) for r in before)
-            journal.add("rollback", "intent", size=size, append=len(data))
-            fsio.append_durably(fd, data, size_before=size, durable=True)
-            fsio.ops.fsync(fd)
-            journal.add("rollback", "done", size=size + len(data))
-            outcome = (
-                f"{path} grew after the repair (claude appended {size - head['sizeAfter']} bytes): the "
-                f"{len(before)} row(s) as they were before it were appended again (a later row wins), so the "
-                "later turns stay"
-            )
-        else:
-            raise PreconditionError(
-                f"{path} was changed otherwise since the repair (its first {head['sizeAfter']} bytes differ): "
-                "nothing was changed",
-                part="session file",
-                expected=head["sha256After"],
-                actual=after_hash or f"{size} bytes",
-            )
-    finally:
-        os.close(fd)
-    return ClaudeApplied("rollback", str(pkg), str(path), outcome, True)
-
-
-def _ends_with_newline(fd: int, size: int) -> bool:
-    return size == 0 or os.pread(fd, 1, size - 1) == b"\n"
-
-
-def is_claude_package(package: str | os.PathLike[str]) -> bool:
-    """Whether ``package`` is a Claude Code repair package (by its plan's ``store``)."""
-    from kurahi.lifecycle.activation.package import store_of
-
-    return store_of(package) == STORE_KIND
+    return _applied(driver.rollback_package(package, None, None).report)

@@ -3,7 +3,8 @@
 Claude Code has no agents and no session keys: a session is a file, grouped by the working
 directory it ran in. Its history breaks *inside* a session file (a row linked to the wrong
 parent), so it lists its losses itself (:meth:`ClaudeCode.losses`); ``kurahi rescue apply``
-brings one back by appending (:mod:`.repair`, written by :mod:`kurahi.lifecycle.rescue.claude`).
+brings one back by appending (:mod:`.repair`; the activation driver's session-append target
+writes it, asking :mod:`.append` through :attr:`ClaudeCode.session_append`).
 Its sessions are not Pi transcripts: the rest of Kurahi reads them through this room
 (:meth:`ClaudeCode.sent_view` for ``session context`` and ``lineage check``,
 :meth:`own_keys`/:meth:`own_sessions` for ``kurahi mcp --claude``, :meth:`own_lineage` and
@@ -20,7 +21,9 @@ from typing import Any
 
 from kurahi.errors import KurahiError, UsageError
 from kurahi.locations.dirs import Location, subdirs
+from kurahi.runtimes.base import SessionAppend
 from kurahi.runtimes.claude import layout
+from kurahi.runtimes.claude.append import ClaudeAppend
 from kurahi.runtimes.claude.files import list_sessions
 from kurahi.runtimes.claude.running import running
 from kurahi.runtimes.claude.versions import VERSIONS, Release
@@ -46,6 +49,9 @@ class ClaudeCode:
     no_losses = ""
     """Unused: it lists its own losses (:meth:`losses`)."""
     no_losses_mcp = "Unused: `kurahi mcp --claude` answers `losses` from :meth:`losses`"
+
+    session_append: SessionAppend | None = ClaudeAppend()
+    """A loss is mended by appending to its session file: the activation driver's session-append target."""
 
     def locate(self, env: Mapping[str, str] | None = None) -> Location:
         """``CLAUDE_CONFIG_DIR``, else ``~/.claude``."""

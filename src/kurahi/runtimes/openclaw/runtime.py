@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.locations.dirs import Location, count_files, subdirs
+from kurahi.runtimes.base import SessionAppend
 from kurahi.runtimes.openclaw import layout
 from kurahi.runtimes.openclaw.config import openclaw_state_dir
 from kurahi.runtimes.openclaw.running import running
@@ -40,6 +41,8 @@ class OpenClaw:
 
     state_words = "OpenClaw state"
     """What its state is called in a sentence about it."""
+    session_append: SessionAppend | None = None
+    """Not mended by appending to a session file."""
 
     def inventory(self, root: Path) -> tuple[dict[str, object], str]:
         """Its agents, the JSON era's transcripts and the SQLite era's stores."""

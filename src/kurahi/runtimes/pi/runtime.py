@@ -14,6 +14,7 @@ from typing import Any
 
 from kurahi.errors import UsageError
 from kurahi.locations.dirs import Location, count_files, subdirs
+from kurahi.runtimes.base import SessionAppend
 from kurahi.runtimes.pi.facts import VERSIONS
 from kurahi.runtimes.pi.sessions import PiSessionListing, list_pi_sessions, pi_sessions_dir
 
@@ -45,6 +46,8 @@ class Pi:
         return [root, *subdirs(root)]
 
     state_words = "Pi sessions"
+    session_append: SessionAppend | None = None
+    """Not mended by appending to a session file."""
     """What its state is called in a sentence about it."""
 
     def inventory(self, root: Path) -> tuple[dict[str, object], str]:

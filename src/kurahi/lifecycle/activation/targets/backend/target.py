@@ -301,6 +301,10 @@ class BackendTarget:
 
     # -- verify -------------------------------------------------------------------------------------
 
+    def account(self, action: str, outcome: str) -> dict[str, Any] | None:
+        """None: the shared result says what was done."""
+        return None
+
     def verify(self, rep: VerifyReport) -> None:
         """The catalog entry, ``sessionFile`` (in files), the transcript's bytes and its projection."""
         plan, live = self.plan, self.live

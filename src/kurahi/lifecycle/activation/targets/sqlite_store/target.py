@@ -312,6 +312,10 @@ class SqliteTarget:
 
     # -- verify -------------------------------------------------------------------------------------
 
+    def account(self, action: str, outcome: str) -> dict[str, Any] | None:
+        """None: the shared result says what was done."""
+        return None
+
     def verify(self, rep: VerifyReport) -> None:
         """The key's row, the new session's bytes and their projection; nothing in the state dir is written."""
         plan, db = self.plan, self.db

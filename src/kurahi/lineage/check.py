@@ -52,7 +52,21 @@ __all__ = [
 
 
 def messages_sha256(messages: list[Any]) -> str:
-    """The content hash both projections must agree on: sha256 of canonical JSON."""
+    """The content hash both projections must agree on: sha256 of canonical JSON.
+
+    That is ``json.dumps(messages, ensure_ascii=False, sort_keys=True, separators=(",", ":"))``
+    in UTF-8 (lone surrogates passed through); activation packages record it. The C extension
+    computes the same bytes' hash without writing the text (and a message kept as its stored
+    bytes, from a projection with ``copy_stored``, without decoding it); what it does not
+    take is written here.
+    """
+    from kurahi.pi.read.native import canonical_sha256, is_copied
+
+    digest = canonical_sha256(messages)
+    if digest is not None:
+        return digest
+    if any(is_copied(m) for m in messages):
+        messages = [_decoded(m) if is_copied(m) else m for m in messages]
     try:
         data = json.dumps(messages, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     except RecursionError:  # a value nested deeper than json's encoder goes: the same text, iteratively
@@ -60,6 +74,17 @@ def messages_sha256(messages: list[Any]) -> str:
 
         data = deepjson.dumps(messages, sort_keys=True)
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _decoded(copied: Any) -> Any:
+    """A message kept as its stored bytes, as ``json.loads`` reads them (at any depth)."""
+    text = bytes(copied)
+    try:
+        return json.loads(text)
+    except RecursionError:
+        from kurahi.js import deepjson
+
+        return deepjson.loads(text.decode("utf-8"))
 
 
 class MarkerHit(msgspec.Struct, frozen=True):

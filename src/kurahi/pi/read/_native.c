@@ -36,6 +36,12 @@
  * join_json(items, prefix, suffix, fd=-1): JSON output made of Stored references (copied
  *   from the file) and bytes, returned or written to a descriptor.
  *
+ * canonical_sha256(items) -> the hex SHA-256 of json.dumps(values, ensure_ascii=False, sort_keys=True,
+ *   separators=(",", ":")) in UTF-8 (surrogatepass), where an item is a Python value, or JSON text
+ *   (a Stored reference, read from its file, or a bytes-like object) standing for json.loads of it;
+ *   None when one of them is not taken (see _native_canon.h): the caller hashes in Python.
+ * canonical_json(value, text=False) -> those bytes for one item, or None (for tests).
+ *
  * Also SHA-256 (_native_sha256.h), for stitch reports, without the GIL:
  *   sha256_split(data, portable=False) -> the hex digest of each piece of data.split(b"\n")
  *   sha256_fd(fd, size, portable=False) -> the hex digest of the first size bytes of fd
@@ -55,6 +61,7 @@
 
 #include "_native_json.h"
 #include "_native_sha256.h"
+#include "_native_canon.h"
 
 #define READ_BYTES (1u << 20)       /* pread size; a line longer than the buffer grows it */
 #define MAX_BUFFERED (16u << 20)    /* longer lines are flagged unread and read by Python */
@@ -1139,6 +1146,155 @@ done:
     return result;
 }
 
+static sha256_blocks_fn sha256_fast; /* chosen once, at import */
+
+/* A digest as the lowercase hex str hashlib's hexdigest() gives. */
+static PyObject *hex_digest(const unsigned char digest[32])
+{
+    static const char hexdigits[] = "0123456789abcdef";
+    PyObject *hex = PyUnicode_New(64, 127);
+    if (hex == NULL)
+        return NULL;
+    Py_UCS1 *out = PyUnicode_1BYTE_DATA(hex);
+    for (int i = 0; i < 32; i++) {
+        out[2 * i] = (Py_UCS1)hexdigits[digest[i] >> 4];
+        out[2 * i + 1] = (Py_UCS1)hexdigits[digest[i] & 15];
+    }
+    return hex;
+}
+
+/* -- the content hash: canonical JSON of stored messages and values (_native_canon.h) ------- */
+
+/* The bytes of a Stored item: in the window (read when it does not hold them) or, for one
+ * larger than a window, in *owned (to free). NULL with an exception set when reading fails. */
+static const char *stored_text(Window *w, const Stored *m, char **owned)
+{
+    *owned = NULL;
+    if (m->len > WINDOW_BYTES) {
+        char *tmp = malloc(m->len ? m->len : 1);
+        if (tmp == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        if (stored_read(m, tmp) < 0) {
+            free(tmp);
+            return NULL;
+        }
+        *owned = tmp;
+        return tmp;
+    }
+    if (w->src != m->src || m->off < w->off || m->off + m->len > w->off + w->len) {
+        size_t got;
+        int err;
+        Py_BEGIN_ALLOW_THREADS
+        err = read_full(m->src->fd, w->buf, WINDOW_BYTES, m->off, &got);
+        Py_END_ALLOW_THREADS
+        if (!err && got < m->len)
+            err = EIO; /* the file got shorter since it was scanned */
+        if (err) {
+            errno = err;
+            PyErr_SetFromErrno(PyExc_OSError);
+            return NULL;
+        }
+        w->src = m->src;
+        w->off = m->off;
+        w->len = got;
+    }
+    return w->buf + (m->off - w->off);
+}
+
+/* One item's canonical bytes appended to c->out: CANON_OK, CANON_NO or CANON_ERR. */
+static int canon_item(Canon *c, Window *w, PyObject *item, int text)
+{
+    if (Py_TYPE(item) == &StoredType) {
+        if (w->buf == NULL && (w->buf = malloc(WINDOW_BYTES)) == NULL) {
+            PyErr_NoMemory();
+            return CANON_ERR;
+        }
+        char *owned;
+        const char *p = stored_text(w, (const Stored *)item, &owned);
+        if (p == NULL)
+            return CANON_ERR;
+        int rc = canon_text(c, p, ((const Stored *)item)->len);
+        free(owned);
+        return rc;
+    }
+    if (text) {
+        Py_buffer b;
+        if (PyObject_GetBuffer(item, &b, PyBUF_SIMPLE) < 0)
+            return CANON_ERR;
+        int rc = canon_text(c, (const char *)b.buf, (size_t)b.len);
+        PyBuffer_Release(&b);
+        return rc;
+    }
+    return value_canon(c, item, 0);
+}
+
+static PyObject *native_canonical_sha256(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    PyObject *seq = PySequence_Fast(arg, "items must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Canon c;
+    memset(&c, 0, sizeof c);
+    Window w = {NULL, NULL, 0, 0};
+    Sha256 h;
+    sha256_init(&h, sha256_fast);
+    int rc = CANON_OK;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    sha256_update(&h, (const unsigned char *)"[", 1);
+    for (Py_ssize_t i = 0; i < n && rc == CANON_OK; i++) {
+        if (i)
+            sha256_update(&h, (const unsigned char *)",", 1);
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        /* Buffers (bytes, msgspec.Raw) stand for JSON text; json.dumps would refuse them as values. */
+        Py_INCREF(item);
+        rc = canon_item(&c, &w, item, PyObject_CheckBuffer(item));
+        Py_DECREF(item);
+        if (rc == CANON_OK)
+            sha256_update(&h, (const unsigned char *)c.out.p, c.out.len);
+        c.out.len = 0;
+        c.nm = 0;
+        c.keys.len = 0;
+    }
+    sha256_update(&h, (const unsigned char *)"]", 1);
+    free(w.buf);
+    canon_free(&c);
+    Py_DECREF(seq);
+    if (rc == CANON_ERR)
+        return NULL;
+    if (rc == CANON_NO)
+        Py_RETURN_NONE;
+    unsigned char digest[32];
+    sha256_final(&h, digest);
+    return hex_digest(digest);
+}
+
+static PyObject *native_canonical_json(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"value", "text", NULL};
+    PyObject *value;
+    int text = 0;
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p:canonical_json", kwlist, &value, &text))
+        return NULL;
+    Canon c;
+    memset(&c, 0, sizeof c);
+    Window w = {NULL, NULL, 0, 0};
+    int rc = canon_item(&c, &w, value, text);
+    PyObject *out = NULL;
+    if (rc == CANON_OK) {
+        out = PyBytes_FromStringAndSize(c.out.p ? c.out.p : "", (Py_ssize_t)c.out.len);
+    } else if (rc == CANON_NO) {
+        out = Py_None;
+        Py_INCREF(out);
+    }
+    free(w.buf);
+    canon_free(&c);
+    return out;
+}
+
 static void table_dealloc(PyObject *self)
 {
     Table *t = (Table *)self;
@@ -1501,23 +1657,6 @@ static PyObject *native_message_span(PyObject *self, PyObject *arg)
     return Py_BuildValue("(II)", (unsigned int)m.off, (unsigned int)m.len);
 }
 
-static sha256_blocks_fn sha256_fast; /* chosen once, at import */
-
-/* A digest as the lowercase hex str hashlib's hexdigest() gives. */
-static PyObject *hex_digest(const unsigned char digest[32])
-{
-    static const char hexdigits[] = "0123456789abcdef";
-    PyObject *hex = PyUnicode_New(64, 127);
-    if (hex == NULL)
-        return NULL;
-    Py_UCS1 *out = PyUnicode_1BYTE_DATA(hex);
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = (Py_UCS1)hexdigits[digest[i] >> 4];
-        out[2 * i + 1] = (Py_UCS1)hexdigits[digest[i] & 15];
-    }
-    return hex;
-}
-
 static PyObject *native_sha256_split(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     /* The hex SHA-256 of each piece of data.split(b"\n"), hashed without the GIL. */
@@ -1630,6 +1769,10 @@ static PyMethodDef methods[] = {
     {"message_span", native_message_span, METH_O, "message_span(line) -> (offset, length) | None"},
     {"join_json", native_join_json, METH_VARARGS,
      "join_json(items, prefix, suffix, fd=-1) -> prefix + b','.join(items) + suffix (bytes, or written to fd)"},
+    {"canonical_sha256", native_canonical_sha256, METH_O,
+     "canonical_sha256(items) -> hex SHA-256 of the items' sorted canonical JSON (as json.dumps), or None"},
+    {"canonical_json", (PyCFunction)(void (*)(void))native_canonical_json, METH_VARARGS | METH_KEYWORDS,
+     "canonical_json(value, text=False) -> json.dumps(value or json.loads(text), sort_keys=True, ...) bytes, or None"},
     {"sha256_split", (PyCFunction)(void (*)(void))native_sha256_split, METH_VARARGS | METH_KEYWORDS,
      "sha256_split(data, portable=False) -> hex SHA-256 of each piece of data.split(b'\\n')"},
     {"sha256_fd", (PyCFunction)(void (*)(void))native_sha256_fd, METH_VARARGS | METH_KEYWORDS,

@@ -33,6 +33,7 @@ __all__ = [
     "ENABLED",
     "THREADS_MIN_BYTES",
     "available",
+    "canonical_sha256",
     "copyable_message",
     "fd_sha256",
     "is_copied",
@@ -128,6 +129,25 @@ def join_json(items: Sequence[Any], prefix: bytes, suffix: bytes, fd: int | None
     while view:
         view = view[os.write(fd, view) :]
     return None
+
+
+def canonical_sha256(items: Sequence[Any]) -> str | None:
+    """The hex SHA-256 of ``json.dumps(items, ensure_ascii=False, sort_keys=True, separators=(",", ":"))``.
+
+    Encoded in UTF-8 with lone surrogates passed through, computed in C without building the
+    text (``_native_canon.h``). A stored reference or a bytes-like item (``msgspec.Raw``)
+    stands for ``json.loads`` of its JSON text, read from the transcript without a Python
+    object per value. ``None`` when the extension is missing or off, or an item is not one
+    it takes (a type ``json.dumps`` would convert or refuse, a non-string key, nesting past
+    512 levels, text that is not JSON or not UTF-8): the caller computes it in Python.
+
+    Raises:
+        OSError: a stored message could not be read back from its transcript.
+    """
+    if not available():
+        return None
+    digest: str | None = _native.canonical_sha256(items)
+    return digest
 
 
 def line_digests(joined: bytes) -> list[str]:

@@ -920,6 +920,270 @@ fail:
     return NULL;
 }
 
+/* -- a path, kept in C ----------------------------------------------------------------------
+ *
+ * Table.path(k) walks from entry k up its parents as walk() does, but keeps the rows here: a
+ * path of 200k entries as a list of Python ints cost more than the walk. A projection asks it
+ * what it needs (which types are on it, where the nearest of a type is) and, for a context
+ * printed as JSON, the messages root first (Path.items): Stored references for the stored
+ * messages that may be copied as they are, and the row of each other entry that contributes,
+ * for Python to read. */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *table; /* the Table the rows are in */
+    Py_ssize_t *rows; /* leaf first */
+    Py_ssize_t n;
+    int cut; /* the walk stopped at a parent id no line has (not at a null or empty one) */
+} Path;
+
+static PyTypeObject PathType;
+
+static void path_dealloc(PyObject *self)
+{
+    Path *p = (Path *)self;
+    free(p->rows);
+    Py_XDECREF(p->table);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static Py_ssize_t path_len(PyObject *self) { return ((Path *)self)->n; }
+
+static inline int ent_type_is(const Ent *e, const char *t, size_t n)
+{
+    return e->tlen == n && memcmp(e->fields, t, n) == 0;
+}
+
+/* path(k) -> a Path from k up its parents (k first), None when the chain loops. */
+static PyObject *table_path(PyObject *self, PyObject *arg)
+{
+    Table *t = (Table *)self;
+    Py_ssize_t k;
+    if (row_of(t, arg, &k) < 0)
+        return NULL;
+    unsigned char *seen = calloc((size_t)t->n / 8 + 1, 1);
+    size_t cap = 1024;
+    Py_ssize_t *rows = malloc(cap * sizeof(Py_ssize_t));
+    if (seen == NULL || rows == NULL) {
+        free(seen);
+        free(rows);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t n = 0;
+    int cut = 0, loop = 0;
+    for (;;) {
+        if (seen[k >> 3] & (1u << (k & 7))) {
+            loop = 1;
+            break;
+        }
+        seen[k >> 3] |= (unsigned char)(1u << (k & 7));
+        if ((size_t)n == cap) {
+            Py_ssize_t *nr = realloc(rows, 2 * cap * sizeof(Py_ssize_t));
+            if (nr == NULL) {
+                free(seen);
+                free(rows);
+                return PyErr_NoMemory();
+            }
+            rows = nr;
+            cap *= 2;
+        }
+        rows[n++] = k;
+        const Ent *e = ent_at(t, k);
+        if (e->plen <= 0)
+            break; /* null, or "" (falsy in JavaScript) */
+        Py_ssize_t next = probe(t, e->fields + e->tlen + e->ilen, (size_t)e->plen);
+        if (next < 0) {
+            cut = 1;
+            break;
+        }
+        k = next;
+    }
+    free(seen);
+    if (loop) {
+        free(rows);
+        Py_RETURN_NONE;
+    }
+    Path *p = PyObject_New(Path, &PathType);
+    if (p == NULL) {
+        free(rows);
+        return NULL;
+    }
+    Py_INCREF(self);
+    p->table = self;
+    p->rows = rows;
+    p->n = n;
+    p->cut = cut;
+    return (PyObject *)p;
+}
+
+static PyObject *path_rows(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    Path *p = (Path *)self;
+    PyObject *out = PyList_New(p->n);
+    for (Py_ssize_t i = 0; out != NULL && i < p->n; i++) {
+        PyObject *v = PyLong_FromSsize_t(p->rows[i]);
+        if (v == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, v);
+    }
+    return out;
+}
+
+static PyObject *path_counts(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    Path *p = (Path *)self;
+    Table *t = (Table *)p->table;
+    enum { MAXK = 64 };
+    const Ent *kinds[MAXK];
+    Py_ssize_t counts[MAXK];
+    int nk = 0;
+    PyObject *out = PyDict_New();
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < p->n; i++) {
+        const Ent *e = ent_at(t, p->rows[i]);
+        int j = 0;
+        while (j < nk && !ent_type_is(kinds[j], e->fields, e->tlen))
+            j++;
+        if (j == nk) {
+            if (nk == MAXK) { /* many types: count the rest in Python's dict directly */
+                PyObject *key = type_str(t, e->fields, e->tlen), *old = NULL, *val = NULL;
+                if (key != NULL) {
+                    old = PyDict_GetItemWithError(out, key);
+                    if (old != NULL || !PyErr_Occurred())
+                        val = PyLong_FromSsize_t(old != NULL ? PyLong_AsSsize_t(old) + 1 : 1);
+                }
+                if (val == NULL || PyDict_SetItem(out, key, val) < 0) {
+                    Py_XDECREF(key);
+                    Py_XDECREF(val);
+                    Py_DECREF(out);
+                    return NULL;
+                }
+                Py_DECREF(key);
+                Py_DECREF(val);
+                continue;
+            }
+            kinds[nk] = e;
+            counts[nk++] = 0;
+        }
+        counts[j]++;
+    }
+    for (int j = 0; j < nk; j++) {
+        PyObject *key = type_str(t, kinds[j]->fields, kinds[j]->tlen), *old = NULL, *val = NULL;
+        if (key != NULL) {
+            old = PyDict_GetItemWithError(out, key);
+            if (old != NULL || !PyErr_Occurred())
+                val = PyLong_FromSsize_t(counts[j] + (old != NULL ? PyLong_AsSsize_t(old) : 0));
+        }
+        if (val == NULL || PyDict_SetItem(out, key, val) < 0) {
+            Py_XDECREF(key);
+            Py_XDECREF(val);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(key);
+        Py_DECREF(val);
+    }
+    return out;
+}
+
+/* find(type, start) -> (position, row) of the first entry from position start on (0 is the leaf)
+ * whose type is `type`, or None. */
+static PyObject *path_find(PyObject *self, PyObject *args)
+{
+    Path *p = (Path *)self;
+    Table *t = (Table *)p->table;
+    const char *type;
+    Py_ssize_t tn, start;
+    if (!PyArg_ParseTuple(args, "s#n", &type, &tn, &start))
+        return NULL;
+    for (Py_ssize_t i = start < 0 ? 0 : start; i < p->n; i++) {
+        if (ent_type_is(ent_at(t, p->rows[i]), type, (size_t)tn))
+            return Py_BuildValue("(nn)", i, p->rows[i]);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *path_cut(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(((Path *)self)->cut);
+}
+
+/* items(fd) -> (items, holes): root first, what the path's entries contribute to a context printed
+ * as JSON when it holds no compaction and no context_edit: a Stored reference per message entry
+ * whose message may be copied as stored, and the row (an int) of every other message,
+ * custom_message and branch_summary entry, for Python to read; other entries contribute nothing.
+ * holes lists where the rows are in items. */
+static PyObject *path_items(PyObject *self, PyObject *args)
+{
+    Path *p = (Path *)self;
+    Table *t = (Table *)p->table;
+    int fd;
+    if (!PyArg_ParseTuple(args, "i", &fd))
+        return NULL;
+    PyObject *out = PyList_New(0), *holes = PyList_New(0);
+    Source *src = NULL;
+    if (out == NULL || holes == NULL)
+        goto fail;
+    for (Py_ssize_t i = p->n - 1; i >= 0; i--) {
+        const Ent *e = ent_at(t, p->rows[i]);
+        PyObject *v;
+        if (ent_type_is(e, "message", 7) && e->mlen != 0) {
+            v = new_stored(&src, fd, e);
+        } else if (ent_type_is(e, "message", 7) || ent_type_is(e, "custom_message", 14) ||
+                   ent_type_is(e, "branch_summary", 14)) {
+            PyObject *at = PyLong_FromSsize_t(PyList_GET_SIZE(out));
+            if (at == NULL || PyList_Append(holes, at) < 0) {
+                Py_XDECREF(at);
+                goto fail;
+            }
+            Py_DECREF(at);
+            v = PyLong_FromSsize_t(p->rows[i]);
+        } else {
+            continue;
+        }
+        if (v == NULL || PyList_Append(out, v) < 0) {
+            Py_XDECREF(v);
+            goto fail;
+        }
+        Py_DECREF(v);
+    }
+    Py_XDECREF(src);
+    return Py_BuildValue("(NN)", out, holes);
+fail:
+    Py_XDECREF(src);
+    Py_XDECREF(out);
+    Py_XDECREF(holes);
+    return NULL;
+}
+
+static PyMethodDef path_methods[] = {
+    {"rows", path_rows, METH_NOARGS, "rows() -> the rows, leaf first (what Table.walk gives)"},
+    {"counts", path_counts, METH_NOARGS, "counts() -> {type: entries of that type on the path}"},
+    {"find", path_find, METH_VARARGS, "find(type, start) -> (position, row) of the first such entry from start (0: the leaf), or None"},
+    {"cut", path_cut, METH_NOARGS, "cut() -> whether the walk stopped at a parent id no line has"},
+    {"items", path_items, METH_VARARGS,
+     "items(fd) -> (items, holes): root first, a Stored per copyable message, the row of each other contributing entry"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods path_as_sequence = {.sq_length = path_len};
+
+static PyTypeObject PathType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kurahi.pi.read._native.Path",
+    .tp_doc = "A path of a Table's entries, from an entry up its parents, kept in C.",
+    .tp_basicsize = sizeof(Path),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = path_dealloc,
+    .tp_methods = path_methods,
+    .tp_as_sequence = &path_as_sequence,
+};
+
 /* stored(rows, fd) -> per row a Stored reference to its message value when it may be copied
  * into JSON output as stored (see classify), else None. fd is duplicated once: the Stored
  * objects keep the file readable after the caller closes its descriptor. */
@@ -1054,15 +1318,16 @@ static int put_stored(Sink *k, Window *w, const Stored *m)
     return sink_put(k, w->buf + (m->off - w->off), m->len);
 }
 
-/* join_json(items, prefix, suffix, fd=-1) -> prefix + b",".join(items) + suffix, as bytes, or
- * written to fd (None returned). An item is a Stored reference or a bytes-like object. */
+/* join_json(items, prefix, suffix, fd=-1, encode=None) -> prefix + b",".join(items) + suffix, as
+ * bytes, or written to fd (None returned). An item is a Stored reference or a bytes-like object;
+ * with encode, any other item is written as encode(item) (bytes). */
 static PyObject *native_join_json(PyObject *self, PyObject *args)
 {
-    PyObject *items_arg;
+    PyObject *items_arg, *encode = Py_None, *encoded = NULL;
     Py_buffer prefix, suffix;
     int fd = -1;
     (void)self;
-    if (!PyArg_ParseTuple(args, "Oy*y*|i", &items_arg, &prefix, &suffix, &fd))
+    if (!PyArg_ParseTuple(args, "Oy*y*|iO", &items_arg, &prefix, &suffix, &fd, &encode))
         return NULL;
     PyObject *result = NULL;
     Window w = {NULL, NULL, 0, 0};
@@ -1072,6 +1337,30 @@ static PyObject *native_join_json(PyObject *self, PyObject *args)
         goto done;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject **items = PySequence_Fast_ITEMS(seq);
+    if (encode != Py_None) {
+        /* The items that are neither Stored nor bytes-like, encoded first: the same list, in which
+         * such an item is replaced by encode(item). */
+        for (Py_ssize_t i = 0; i < n && encoded == NULL; i++)
+            if (Py_TYPE(items[i]) != &StoredType && !PyObject_CheckBuffer(items[i]))
+                encoded = PyList_New(n);
+        if (encoded != NULL) {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                PyObject *v = items[i];
+                if (Py_TYPE(v) != &StoredType && !PyObject_CheckBuffer(v)) {
+                    v = PyObject_CallOneArg(encode, v);
+                    if (v == NULL)
+                        goto done;
+                } else {
+                    Py_INCREF(v);
+                }
+                PyList_SET_ITEM(encoded, i, v);
+            }
+            Py_DECREF(seq);
+            seq = encoded;
+            encoded = NULL;
+            items = PySequence_Fast_ITEMS(seq);
+        }
+    }
     size_t total = (size_t)prefix.len + (size_t)suffix.len + (n > 0 ? (size_t)n - 1 : 0);
     int any_stored = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -1141,6 +1430,7 @@ done:
         free(k.buf);
     free(w.buf);
     Py_XDECREF(seq);
+    Py_XDECREF(encoded);
     PyBuffer_Release(&prefix);
     PyBuffer_Release(&suffix);
     return result;
@@ -1380,6 +1670,7 @@ static PyMethodDef table_methods[] = {
     {"row", table_row, METH_O, "row(k) -> (type, id, parent): entry k (parent None for null)"},
     {"get", table_get, METH_O, "get(id) -> position of the last entry with that id, or -1 (also for an id that is not a str)"},
     {"walk", table_walk, METH_O, "walk(k) -> positions from k up its parents (k first), None on a loop"},
+    {"path", table_path, METH_O, "path(k) -> a Path from k up its parents (k first), kept in C; None on a loop"},
     {"types", table_types, METH_NOARGS, "types() -> list of every entry's type"},
     {"ids", table_ids, METH_NOARGS, "ids() -> list of every entry's id"},
     {"parents", table_parents, METH_NOARGS, "parents() -> list of every entry's parent (None for null)"},
@@ -1768,7 +2059,7 @@ static PyMethodDef methods[] = {
      "skim(line, impl=0) -> (type, id, parent) | None, the top level only (see skim)"},
     {"message_span", native_message_span, METH_O, "message_span(line) -> (offset, length) | None"},
     {"join_json", native_join_json, METH_VARARGS,
-     "join_json(items, prefix, suffix, fd=-1) -> prefix + b','.join(items) + suffix (bytes, or written to fd)"},
+     "join_json(items, prefix, suffix, fd=-1, encode=None) -> prefix + b','.join(items) + suffix (bytes, or written to fd)"},
     {"canonical_sha256", native_canonical_sha256, METH_O,
      "canonical_sha256(items) -> hex SHA-256 of the items' sorted canonical JSON (as json.dumps), or None"},
     {"canonical_json", (PyCFunction)(void (*)(void))native_canonical_json, METH_VARARGS | METH_KEYWORDS,
@@ -1789,7 +2080,8 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__native(void)
 {
-    if (PyType_Ready(&TableType) < 0 || PyType_Ready(&SourceType) < 0 || PyType_Ready(&StoredType) < 0)
+    if (PyType_Ready(&TableType) < 0 || PyType_Ready(&SourceType) < 0 || PyType_Ready(&StoredType) < 0 ||
+        PyType_Ready(&PathType) < 0)
         return NULL;
     sha256_fast = sha256_best();
     skim_setup();

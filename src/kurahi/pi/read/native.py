@@ -23,7 +23,7 @@ import os
 # msgspec load when a function here needs them (importing them costs a process ~40 ms).
 TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     import msgspec
@@ -109,19 +109,28 @@ def is_copied(value: object) -> bool:
     return type(value) in _copied_types()
 
 
-def join_json(items: Sequence[Any], prefix: bytes, suffix: bytes, fd: int | None = None) -> bytes | None:
+def join_json(
+    items: Sequence[Any],
+    prefix: bytes,
+    suffix: bytes,
+    fd: int | None = None,
+    encode: Callable[[Any], bytes] | None = None,
+) -> bytes | None:
     """``prefix + b",".join(items) + suffix``, returned, or written to the descriptor ``fd``.
 
     Each item is a bytes-like object (``msgspec.Raw`` included) or a stored reference from
     :meth:`~kurahi.pi.transcript.Transcript.raw_messages`, whose bytes are copied from
-    the file here, a few MB per read, without a Python object per message.
+    the file here, a few MB per read, without a Python object per message. With ``encode``,
+    any other item is written as ``encode(item)``.
 
     Raises:
         OSError: a read or write failed, or the transcript got shorter since it was scanned.
     """
     if available():
-        out: bytes | None = _native.join_json(items, prefix, suffix, -1 if fd is None else fd)
+        out: bytes | None = _native.join_json(items, prefix, suffix, -1 if fd is None else fd, encode)
         return out
+    if encode is not None:
+        items = [i if _is_text(i) else encode(i) for i in items]
     data = prefix + b",".join(map(bytes, items)) + suffix
     if fd is None:
         return data
@@ -148,6 +157,14 @@ def canonical_sha256(items: Sequence[Any]) -> str | None:
         return None
     digest: str | None = _native.canonical_sha256(items)
     return digest
+
+
+def _is_text(item: object) -> bool:
+    try:
+        memoryview(item)  # type: ignore[arg-type]
+    except TypeError:
+        return type(item) in _copied_types()
+    return True
 
 
 def line_digests(joined: bytes) -> list[str]:

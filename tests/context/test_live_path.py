@@ -17,6 +17,7 @@ import pytest
 
 from kurahi.context import files
 from kurahi.context.files import project_file
+from kurahi.lineage.check import messages_sha256
 from kurahi.pi.read import native
 from kurahi.testing.sessions import write_session
 
@@ -56,8 +57,10 @@ def _assert_same(live: Any, plain: Any) -> None:
     a, b = live.context, plain.context
     assert (a.leaf_id, a.thinking_level, a.model) == (b.leaf_id, b.thinking_level, b.model)
     assert [(w.line, w.message) for w in a.warnings] == [(w.line, w.message) for w in b.warnings]
+    assert len(a.messages) == len(b.messages)
     assert [json.loads(bytes(m)) if native.is_copied(m) else m for m in a.messages] == b.messages
     assert a.to_json() == b.to_json()
+    assert messages_sha256(a.messages) == messages_sha256(b.messages)  # lineage check's hash, read in place
 
 
 def _msg(role: str, **extra: Any) -> dict[str, Any]:

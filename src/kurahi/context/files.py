@@ -60,7 +60,9 @@ def project_file(path: str | os.PathLike[str], leaf_id: str | None = None, *, co
             ``JSON.stringify`` writes come as those bytes or references to them
             (:func:`kurahi.pi.read.native.is_copied`; see
             :meth:`~kurahi.pi.transcript.Transcript.raw_messages`), for a context that is
-            only written out (:meth:`~kurahi.context.project.SessionContext.to_json`).
+            only written out (:meth:`~kurahi.context.project.SessionContext.to_json`) or
+            hashed. Its ``messages`` may then be a read-only sequence kept in C (a path
+            without compactions or edits), not a list.
 
     Raises:
         TranscriptReadError: missing, a directory, unreadable.
@@ -195,7 +197,9 @@ def _project_live(f: QuickFile, lines: _Lines, path: Any, leaf: str) -> SessionC
 
     ``None`` for a path that has either. Then every entry on the path is a context entry, in
     order, and the projection is: each stored message (copied where the C scanner found it
-    may be, read otherwise), custom message and branch summary, root first; the thinking level
+    may be, read otherwise), custom message and branch summary, root first (a sequence kept in
+    C: :func:`~kurahi.pi.read.native.join_json` and the content hash read it as it is, and an
+    item is made only when asked for); the thinking level
     of the ``thinking_level_change`` nearest the leaf; the model of the ``model_change`` or
     assistant message nearest it. The C table answers all but the few entries read here
     (the messages from the leaf up to the first assistant, the two settings, the entries whose
@@ -235,14 +239,11 @@ def _project_live(f: QuickFile, lines: _Lines, path: Any, leaf: str) -> SessionC
                 for k, v in (("provider", d.get("provider", MISSING)), ("modelId", d.get("modelId", MISSING)))
                 if v is not MISSING
             }
-    items, holes = path.items(f.fd)
+    # Root first, as the projection reads them (and warns): the entries whose message is not
+    # copied as stored; the rest stay where they lie in the file (a sequence kept in C).
+    holes: list[QuickEntry] = lines.table.entries(QuickEntry, path.hole_rows(), lines, -1)
     warnings = ctx.warnings
-    dropped = False
-    for i in holes:
-        msg = entry_message(entry(items[i]), warnings)  # root first, as the projection warns
-        items[i] = msg
-        dropped = dropped or msg is MISSING
-    ctx.messages = [m for m in items if m is not MISSING] if dropped else items
+    ctx.messages = path.messages(f.fd, [entry_message(e, warnings) for e in holes], MISSING)
     return ctx
 
 

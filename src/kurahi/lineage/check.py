@@ -66,8 +66,7 @@ def messages_sha256(messages: list[Any]) -> str:
     digest = canonical_sha256(messages)
     if digest is not None:
         return digest
-    if any(is_copied(m) for m in messages):
-        messages = [_decoded(m) if is_copied(m) else m for m in messages]
+    messages = [_decoded(m) if is_copied(m) else m for m in messages]  # a plain list, copied ones read
     try:
         data = json.dumps(messages, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     except RecursionError:  # a value nested deeper than json's encoder goes: the same text, iteratively

@@ -57,6 +57,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "_native_json.h"
@@ -954,6 +955,116 @@ static inline int ent_type_is(const Ent *e, const char *t, size_t n)
     return e->tlen == n && memcmp(e->fields, t, n) == 0;
 }
 
+static Py_ssize_t probe_hashed(Table *t, const char *p, size_t n, uint64_t h)
+{
+    for (int i = t->nparts - 1; i >= 0; i--) {
+        Part *q = &t->parts[i];
+        Py_ssize_t pos = probe_part(q, p, n, -1, h);
+        if (pos >= 0)
+            return q->lo + pos;
+    }
+    return -1;
+}
+
+static inline const char *ent_parent(const Ent *e) { return e->fields + e->tlen + e->ilen; }
+
+/* The walk of table_walk into rows (leaf first). With guess, a parent that is the entry just
+ * before is taken without a lookup and marked in guessed (a bitmap of link positions): Pi's
+ * writer appends each entry after its parent, so on a long path nearly every link is such, and
+ * the lookups that check them (can a later line have that id?) then run side by side, their
+ * memory fetched ahead, instead of one after another. -1 when out of memory. */
+static int walk_rows(Table *t, Py_ssize_t k, int guess, Py_ssize_t **rows_out, Py_ssize_t *n_out, int *cut,
+                     int *loop, unsigned char **guessed_out)
+{
+    unsigned char *seen = calloc((size_t)t->n / 8 + 1, 1);
+    size_t cap = 1024;
+    Py_ssize_t *rows = malloc(cap * sizeof(Py_ssize_t));
+    unsigned char *guessed = guess ? calloc(cap / 8, 1) : NULL;
+    if (seen == NULL || rows == NULL || (guess && guessed == NULL))
+        goto oom;
+    Py_ssize_t n = 0;
+    *cut = *loop = 0;
+    for (;;) {
+        if (seen[k >> 3] & (1u << (k & 7))) {
+            *loop = 1;
+            break;
+        }
+        seen[k >> 3] |= (unsigned char)(1u << (k & 7));
+        if ((size_t)n == cap) {
+            Py_ssize_t *nr = realloc(rows, 2 * cap * sizeof(Py_ssize_t));
+            if (nr == NULL)
+                goto oom;
+            rows = nr;
+            if (guess) {
+                unsigned char *ng = realloc(guessed, 2 * cap / 8);
+                if (ng == NULL)
+                    goto oom;
+                memset(ng + cap / 8, 0, cap / 8);
+                guessed = ng;
+            }
+            cap *= 2;
+        }
+        rows[n++] = k;
+        const Ent *e = ent_at(t, k);
+        if (e->plen <= 0)
+            break; /* null, or "" (falsy in JavaScript) */
+        if (guess && k > 0) {
+            const Ent *prev = ent_at(t, k - 1);
+            if (prev->ilen == (uint32_t)e->plen && memcmp(ent_id(prev), ent_parent(e), prev->ilen) == 0) {
+                guessed[(n - 1) >> 3] |= (unsigned char)(1u << ((n - 1) & 7));
+                k = k - 1;
+                continue;
+            }
+        }
+        Py_ssize_t next = probe(t, ent_parent(e), (size_t)e->plen);
+        if (next < 0) {
+            *cut = 1;
+            break;
+        }
+        k = next;
+    }
+    free(seen);
+    *rows_out = rows;
+    *n_out = n;
+    *guessed_out = guessed;
+    return 0;
+oom:
+    free(seen);
+    free(rows);
+    free(guessed);
+    PyErr_NoMemory();
+    return -1;
+}
+
+/* Whether every guessed link of rows is what a lookup gives (the entry before is the last line
+ * with that id), the lookups a batch at a time with their slots fetched ahead. */
+static int guesses_hold(Table *t, const Py_ssize_t *rows, Py_ssize_t n, const unsigned char *guessed)
+{
+    enum { AHEAD = 16 };
+    Py_ssize_t links[AHEAD];
+    uint64_t hashes[AHEAD];
+    Py_ssize_t i = 0;
+    while (i < n) {
+        int m = 0;
+        for (; i < n && m < AHEAD; i++) {
+            if (!(guessed[i >> 3] & (1u << (i & 7))))
+                continue;
+            const Ent *e = ent_at(t, rows[i]);
+            uint64_t h = hash_bytes(ent_parent(e), (size_t)e->plen);
+            for (int j = 0; j < t->nparts; j++)
+                __builtin_prefetch(&t->parts[j].slots[h & t->parts[j].mask]);
+            links[m] = i;
+            hashes[m++] = h;
+        }
+        for (int j = 0; j < m; j++) {
+            const Ent *e = ent_at(t, rows[links[j]]);
+            if (probe_hashed(t, ent_parent(e), (size_t)e->plen, hashes[j]) != rows[links[j] + 1])
+                return 0;
+        }
+    }
+    return 1;
+}
+
 /* path(k) -> a Path from k up its parents (k first), None when the chain loops. */
 static PyObject *table_path(PyObject *self, PyObject *arg)
 {
@@ -961,44 +1072,20 @@ static PyObject *table_path(PyObject *self, PyObject *arg)
     Py_ssize_t k;
     if (row_of(t, arg, &k) < 0)
         return NULL;
-    unsigned char *seen = calloc((size_t)t->n / 8 + 1, 1);
-    size_t cap = 1024;
-    Py_ssize_t *rows = malloc(cap * sizeof(Py_ssize_t));
-    if (seen == NULL || rows == NULL) {
-        free(seen);
+    Py_ssize_t *rows, n;
+    int cut, loop;
+    unsigned char *guessed;
+    if (walk_rows(t, k, 1, &rows, &n, &cut, &loop, &guessed) < 0)
+        return NULL;
+    if (!loop && !guesses_hold(t, rows, n, guessed)) {
+        /* A later line has the id of an entry the guess took (or a guess hid a loop): walk again,
+         * every link looked up. */
         free(rows);
-        return PyErr_NoMemory();
+        free(guessed);
+        if (walk_rows(t, k, 0, &rows, &n, &cut, &loop, &guessed) < 0)
+            return NULL;
     }
-    Py_ssize_t n = 0;
-    int cut = 0, loop = 0;
-    for (;;) {
-        if (seen[k >> 3] & (1u << (k & 7))) {
-            loop = 1;
-            break;
-        }
-        seen[k >> 3] |= (unsigned char)(1u << (k & 7));
-        if ((size_t)n == cap) {
-            Py_ssize_t *nr = realloc(rows, 2 * cap * sizeof(Py_ssize_t));
-            if (nr == NULL) {
-                free(seen);
-                free(rows);
-                return PyErr_NoMemory();
-            }
-            rows = nr;
-            cap *= 2;
-        }
-        rows[n++] = k;
-        const Ent *e = ent_at(t, k);
-        if (e->plen <= 0)
-            break; /* null, or "" (falsy in JavaScript) */
-        Py_ssize_t next = probe(t, e->fields + e->tlen + e->ilen, (size_t)e->plen);
-        if (next < 0) {
-            cut = 1;
-            break;
-        }
-        k = next;
-    }
-    free(seen);
+    free(guessed);
     if (loop) {
         free(rows);
         Py_RETURN_NONE;
@@ -1114,52 +1201,163 @@ static PyObject *path_cut(PyObject *self, PyObject *unused)
     return PyBool_FromLong(((Path *)self)->cut);
 }
 
-/* items(fd) -> (items, holes): root first, what the path's entries contribute to a context printed
- * as JSON when it holds no compaction and no context_edit: a Stored reference per message entry
- * whose message may be copied as stored, and the row (an int) of every other message,
- * custom_message and branch_summary entry, for Python to read; other entries contribute nothing.
- * holes lists where the rows are in items. */
-static PyObject *path_items(PyObject *self, PyObject *args)
+static inline int contributes(const Ent *e, int *stored)
+{
+    *stored = 0;
+    if (ent_type_is(e, "message", 7)) {
+        *stored = e->mlen != 0;
+        return 1;
+    }
+    return ent_type_is(e, "custom_message", 14) || ent_type_is(e, "branch_summary", 14);
+}
+
+/* hole_rows() -> root first, the row of each entry that contributes to a context printed as JSON
+ * (when the path holds no compaction and no context_edit) and whose message is not a stored one
+ * that may be copied as it is: every other message, custom_message and branch_summary entry. */
+static PyObject *path_hole_rows(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    Path *p = (Path *)self;
+    Table *t = (Table *)p->table;
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = p->n - 1; out != NULL && i >= 0; i--) {
+        int stored;
+        if (!contributes(ent_at(t, p->rows[i]), &stored) || stored)
+            continue;
+        PyObject *v = PyLong_FromSsize_t(p->rows[i]);
+        if (v == NULL || PyList_Append(out, v) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(v);
+    }
+    return out;
+}
+
+/* The messages of such a path, root first, kept in C: a stored message as where it lies in the
+ * file, every other one as the Python value the projection made of it. A sequence (an item is a
+ * Stored reference made when asked for, or that value), and what join_json and canonical_sha256
+ * read without a Python object per message. */
+typedef struct {
+    PyObject_HEAD
+    Source *src;     /* the transcript's descriptor (NULL when nothing is stored) */
+    Py_ssize_t n;
+    uint64_t *off;   /* per message: its file offset, when stored */
+    uint32_t *len;   /* and its length; 0: the value is in vals */
+    PyObject **vals; /* per message: NULL when stored, else the value */
+} PathMessages;
+
+static PyTypeObject PathMessagesType;
+
+static void pm_dealloc(PyObject *self)
+{
+    PathMessages *m = (PathMessages *)self;
+    for (Py_ssize_t i = 0; m->vals != NULL && i < m->n; i++)
+        Py_XDECREF(m->vals[i]);
+    free(m->off);
+    free(m->len);
+    free(m->vals);
+    Py_XDECREF(m->src);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static Py_ssize_t pm_len(PyObject *self) { return ((PathMessages *)self)->n; }
+
+static PyObject *pm_item(PyObject *self, Py_ssize_t i)
+{
+    PathMessages *m = (PathMessages *)self;
+    if (i < 0 || i >= m->n) {
+        PyErr_SetString(PyExc_IndexError, "message index out of range");
+        return NULL;
+    }
+    if (m->vals[i] != NULL) {
+        Py_INCREF(m->vals[i]);
+        return m->vals[i];
+    }
+    Stored *st = PyObject_New(Stored, &StoredType);
+    if (st == NULL)
+        return NULL;
+    Py_INCREF(m->src);
+    st->src = m->src;
+    st->off = m->off[i];
+    st->len = m->len[i];
+    return (PyObject *)st;
+}
+
+static PySequenceMethods pm_as_sequence = {.sq_length = pm_len, .sq_item = pm_item};
+
+static PyTypeObject PathMessagesType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kurahi.pi.read._native.PathMessages",
+    .tp_doc = "The messages of a path, root first: stored ones as where they lie in the transcript, the rest as values.",
+    .tp_basicsize = sizeof(PathMessages),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = pm_dealloc,
+    .tp_as_sequence = &pm_as_sequence,
+};
+
+/* messages(fd, values, skip) -> PathMessages: root first, each contributing entry's message: the
+ * stored bytes where they may be copied, else the next of values (in hole_rows' order), left out
+ * where that value is skip (an entry Pi skips). */
+static PyObject *path_messages(PyObject *self, PyObject *args)
 {
     Path *p = (Path *)self;
     Table *t = (Table *)p->table;
     int fd;
-    if (!PyArg_ParseTuple(args, "i", &fd))
+    PyObject *values, *skip;
+    if (!PyArg_ParseTuple(args, "iO!O", &fd, &PyList_Type, &values, &skip))
         return NULL;
-    PyObject *out = PyList_New(0), *holes = PyList_New(0);
-    Source *src = NULL;
-    if (out == NULL || holes == NULL)
-        goto fail;
+    PathMessages *m = PyObject_New(PathMessages, &PathMessagesType);
+    if (m == NULL)
+        return NULL;
+    m->src = NULL;
+    m->n = 0;
+    m->off = malloc((size_t)(p->n ? p->n : 1) * sizeof(uint64_t));
+    m->len = malloc((size_t)(p->n ? p->n : 1) * sizeof(uint32_t));
+    m->vals = calloc((size_t)(p->n ? p->n : 1), sizeof(PyObject *));
+    if (m->off == NULL || m->len == NULL || m->vals == NULL) {
+        Py_DECREF(m);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t next = 0, nvalues = PyList_GET_SIZE(values);
     for (Py_ssize_t i = p->n - 1; i >= 0; i--) {
         const Ent *e = ent_at(t, p->rows[i]);
-        PyObject *v;
-        if (ent_type_is(e, "message", 7) && e->mlen != 0) {
-            v = new_stored(&src, fd, e);
-        } else if (ent_type_is(e, "message", 7) || ent_type_is(e, "custom_message", 14) ||
-                   ent_type_is(e, "branch_summary", 14)) {
-            PyObject *at = PyLong_FromSsize_t(PyList_GET_SIZE(out));
-            if (at == NULL || PyList_Append(holes, at) < 0) {
-                Py_XDECREF(at);
-                goto fail;
+        int stored;
+        if (!contributes(e, &stored))
+            continue;
+        if (stored) {
+            if (m->src == NULL) {
+                m->src = PyObject_New(Source, &SourceType);
+                if (m->src == NULL) {
+                    Py_DECREF(m);
+                    return NULL;
+                }
+                m->src->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+                if (m->src->fd < 0) {
+                    PyErr_SetFromErrno(PyExc_OSError);
+                    Py_DECREF(m);
+                    return NULL;
+                }
             }
-            Py_DECREF(at);
-            v = PyLong_FromSsize_t(p->rows[i]);
-        } else {
+            m->off[m->n] = e->moff;
+            m->len[m->n++] = e->mlen;
             continue;
         }
-        if (v == NULL || PyList_Append(out, v) < 0) {
-            Py_XDECREF(v);
-            goto fail;
+        if (next >= nvalues) {
+            PyErr_SetString(PyExc_ValueError, "messages: fewer values than hole_rows");
+            Py_DECREF(m);
+            return NULL;
         }
-        Py_DECREF(v);
+        PyObject *v = PyList_GET_ITEM(values, next++);
+        if (v == skip)
+            continue;
+        Py_INCREF(v);
+        m->vals[m->n] = v;
+        m->len[m->n++] = 0;
     }
-    Py_XDECREF(src);
-    return Py_BuildValue("(NN)", out, holes);
-fail:
-    Py_XDECREF(src);
-    Py_XDECREF(out);
-    Py_XDECREF(holes);
-    return NULL;
+    if (next != nvalues) {
+        PyErr_SetString(PyExc_ValueError, "messages: more values than hole_rows");
+        Py_DECREF(m);
+        return NULL;
+    }
+    return (PyObject *)m;
 }
 
 static PyMethodDef path_methods[] = {
@@ -1167,8 +1365,10 @@ static PyMethodDef path_methods[] = {
     {"counts", path_counts, METH_NOARGS, "counts() -> {type: entries of that type on the path}"},
     {"find", path_find, METH_VARARGS, "find(type, start) -> (position, row) of the first such entry from start (0: the leaf), or None"},
     {"cut", path_cut, METH_NOARGS, "cut() -> whether the walk stopped at a parent id no line has"},
-    {"items", path_items, METH_VARARGS,
-     "items(fd) -> (items, holes): root first, a Stored per copyable message, the row of each other contributing entry"},
+    {"hole_rows", path_hole_rows, METH_NOARGS,
+     "hole_rows() -> root first, the rows of the contributing entries whose message is not copied as stored"},
+    {"messages", path_messages, METH_VARARGS,
+     "messages(fd, values, skip) -> PathMessages: the stored messages in place, values for the hole_rows"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1231,29 +1431,52 @@ fail:
 #define WINDOW_BYTES (4u << 20) /* file bytes read at once for the Stored items */
 #define SINK_BYTES (1u << 20)   /* output written at once to a descriptor */
 
+#define SINK_IOV 1024 /* pieces written at once by writev (Linux's IOV_MAX) */
+
+/* Where join_json writes: the result (fd -1, buf sized exactly), or a descriptor. To a
+ * descriptor, small pieces (commas, encoded items) are copied into buf and a stored message is
+ * referred to where it lies in the window (sink_ref), so each byte of a large context is copied
+ * once, by the kernel; the pieces go out by writev, in order, before the window is read again. */
 typedef struct {
     char *buf;
     size_t len, cap;
-    int fd; /* -1: buf is the result, sized exactly */
+    int fd;             /* -1: buf is the result, sized exactly */
+    struct iovec iov[SINK_IOV];
+    int niov;
+    size_t mark;        /* buf[mark:len] is not in an iovec yet */
 } Sink;
 
 static int sink_flush(Sink *k)
 {
-    size_t done = 0;
+    if (k->len > k->mark) {
+        k->iov[k->niov].iov_base = k->buf + k->mark;
+        k->iov[k->niov++].iov_len = k->len - k->mark;
+    }
     int err = 0;
+    struct iovec *v = k->iov;
+    int left = k->niov;
     Py_BEGIN_ALLOW_THREADS
-    while (done < k->len) {
-        ssize_t w = write(k->fd, k->buf + done, k->len - done);
+    while (left > 0) {
+        ssize_t w = writev(k->fd, v, left);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
             err = errno;
             break;
         }
-        done += (size_t)w;
+        while (left > 0 && (size_t)w >= v->iov_len) {
+            w -= (ssize_t)v->iov_len;
+            v++;
+            left--;
+        }
+        if (left > 0) {
+            v->iov_base = (char *)v->iov_base + w;
+            v->iov_len -= (size_t)w;
+        }
     }
     Py_END_ALLOW_THREADS
-    k->len = 0;
+    k->len = k->mark = 0;
+    k->niov = 0;
     if (err) {
         errno = err;
         PyErr_SetFromErrno(PyExc_OSError);
@@ -1265,7 +1488,7 @@ static int sink_flush(Sink *k)
 static int sink_put(Sink *k, const char *p, size_t n)
 {
     while (n > 0) {
-        if (k->len == k->cap && sink_flush(k) < 0)
+        if ((k->len == k->cap || k->niov >= SINK_IOV - 1) && sink_flush(k) < 0)
             return -1;
         size_t take = k->cap - k->len < n ? k->cap - k->len : n;
         memcpy(k->buf + k->len, p, take);
@@ -1273,6 +1496,23 @@ static int sink_put(Sink *k, const char *p, size_t n)
         p += take;
         n -= take;
     }
+    return 0;
+}
+
+/* p[0:n] written where it lies (it must stay there until the next sink_flush), or copied into the result. */
+static int sink_ref(Sink *k, const char *p, size_t n)
+{
+    if (k->fd < 0)
+        return sink_put(k, p, n);
+    if (k->niov >= SINK_IOV - 2 && sink_flush(k) < 0)
+        return -1;
+    if (k->len > k->mark) {
+        k->iov[k->niov].iov_base = k->buf + k->mark;
+        k->iov[k->niov++].iov_len = k->len - k->mark;
+        k->mark = k->len;
+    }
+    k->iov[k->niov].iov_base = (void *)p;
+    k->iov[k->niov++].iov_len = n;
     return 0;
 }
 
@@ -1296,6 +1536,8 @@ static int put_stored(Sink *k, Window *w, const Stored *m)
         return rc;
     }
     if (w->src != m->src || m->off < w->off || m->off + m->len > w->off + w->len) {
+        if (k->fd >= 0 && sink_flush(k) < 0) /* the pieces still pointing into the window go out first */
+            return -1;
         size_t got;
         int err;
         Py_BEGIN_ALLOW_THREADS
@@ -1315,7 +1557,107 @@ static int put_stored(Sink *k, Window *w, const Stored *m)
             return -1;
         }
     }
-    return sink_put(k, w->buf + (m->off - w->off), m->len);
+    return sink_ref(k, w->buf + (m->off - w->off), m->len);
+}
+
+/* join_json of a PathMessages: the stored messages copied from the file, the others encoded. */
+static PyObject *join_path_messages(PathMessages *pm, Py_buffer *prefix, Py_buffer *suffix, int fd, PyObject *encode)
+{
+    PyObject *result = NULL, **bytes = calloc((size_t)(pm->n ? pm->n : 1), sizeof(PyObject *));
+    Window w = {NULL, NULL, 0, 0};
+    Sink k;
+    k.buf = NULL;
+    k.len = k.cap = k.mark = 0;
+    k.fd = fd;
+    k.niov = 0;
+    if (bytes == NULL)
+        return PyErr_NoMemory();
+    size_t total = (size_t)prefix->len + (size_t)suffix->len + (pm->n > 0 ? (size_t)pm->n - 1 : 0);
+    for (Py_ssize_t i = 0; i < pm->n; i++) {
+        if (pm->vals[i] == NULL) {
+            total += pm->len[i];
+            continue;
+        }
+        PyObject *v = pm->vals[i];
+        if (!PyObject_CheckBuffer(v)) {
+            if (encode == Py_None) {
+                PyErr_SetString(PyExc_TypeError, "join_json: a message that is not JSON text, and no encode");
+                goto done;
+            }
+            v = PyObject_CallOneArg(encode, v);
+            if (v == NULL)
+                goto done;
+        } else {
+            Py_INCREF(v);
+        }
+        bytes[i] = v;
+        Py_buffer b;
+        if (PyObject_GetBuffer(v, &b, PyBUF_SIMPLE) < 0)
+            goto done;
+        total += (size_t)b.len;
+        PyBuffer_Release(&b);
+    }
+    if (fd < 0) {
+        result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+        if (result == NULL)
+            goto done;
+        k.buf = PyBytes_AS_STRING(result);
+        k.cap = total;
+    } else {
+        k.cap = SINK_BYTES;
+        if ((k.buf = malloc(k.cap)) == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    if (pm->src != NULL && (w.buf = malloc(WINDOW_BYTES)) == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    if (sink_put(&k, prefix->buf, (size_t)prefix->len) < 0)
+        goto fail;
+    for (Py_ssize_t i = 0; i < pm->n; i++) {
+        if (i > 0 && sink_put(&k, ",", 1) < 0)
+            goto fail;
+        if (bytes[i] == NULL) {
+            Stored view;
+            view.src = pm->src;
+            view.off = pm->off[i];
+            view.len = pm->len[i];
+            if (put_stored(&k, &w, &view) < 0)
+                goto fail;
+            continue;
+        }
+        Py_buffer b;
+        if (PyObject_GetBuffer(bytes[i], &b, PyBUF_SIMPLE) < 0)
+            goto fail;
+        int rc = sink_put(&k, b.buf, (size_t)b.len);
+        PyBuffer_Release(&b);
+        if (rc < 0)
+            goto fail;
+    }
+    if (sink_put(&k, suffix->buf, (size_t)suffix->len) < 0)
+        goto fail;
+    if (fd >= 0) {
+        if (sink_flush(&k) < 0)
+            goto fail;
+        result = Py_None;
+        Py_INCREF(result);
+    } else if (k.len != total) {
+        PyErr_SetString(PyExc_RuntimeError, "join_json: an item changed while being joined");
+        goto fail;
+    }
+    goto done;
+fail:
+    Py_CLEAR(result);
+done:
+    if (fd >= 0)
+        free(k.buf);
+    free(w.buf);
+    for (Py_ssize_t i = 0; i < pm->n; i++)
+        Py_XDECREF(bytes[i]);
+    free(bytes);
+    return result;
 }
 
 /* join_json(items, prefix, suffix, fd=-1, encode=None) -> prefix + b",".join(items) + suffix, as
@@ -1331,7 +1673,17 @@ static PyObject *native_join_json(PyObject *self, PyObject *args)
         return NULL;
     PyObject *result = NULL;
     Window w = {NULL, NULL, 0, 0};
-    Sink k = {NULL, 0, 0, fd};
+    Sink k;
+    k.buf = NULL;
+    k.len = k.cap = k.mark = 0;
+    k.fd = fd;
+    k.niov = 0;
+    if (Py_TYPE(items_arg) == &PathMessagesType) {
+        result = join_path_messages((PathMessages *)items_arg, &prefix, &suffix, fd, encode);
+        PyBuffer_Release(&prefix);
+        PyBuffer_Release(&suffix);
+        return result;
+    }
     PyObject *seq = PySequence_Fast(items_arg, "items must be a sequence");
     if (seq == NULL)
         goto done;
@@ -1520,9 +1872,63 @@ static int canon_item(Canon *c, Window *w, PyObject *item, int text)
     return value_canon(c, item, 0);
 }
 
+/* canonical_sha256 of a PathMessages, without a Stored object per message. */
+static PyObject *canonical_sha256_path(PathMessages *pm)
+{
+    Canon c;
+    memset(&c, 0, sizeof c);
+    Window w = {NULL, NULL, 0, 0};
+    Sha256 h;
+    sha256_init(&h, sha256_fast);
+    int rc = CANON_OK;
+    sha256_update(&h, (const unsigned char *)"[", 1);
+    for (Py_ssize_t i = 0; i < pm->n && rc == CANON_OK; i++) {
+        if (i)
+            sha256_update(&h, (const unsigned char *)",", 1);
+        if (pm->vals[i] == NULL) {
+            if (w.buf == NULL && (w.buf = malloc(WINDOW_BYTES)) == NULL) {
+                PyErr_NoMemory();
+                rc = CANON_ERR;
+                break;
+            }
+            Stored view;
+            view.src = pm->src;
+            view.off = pm->off[i];
+            view.len = pm->len[i];
+            char *owned;
+            const char *text = stored_text(&w, &view, &owned);
+            if (text == NULL) {
+                rc = CANON_ERR;
+                break;
+            }
+            rc = canon_text(&c, text, view.len);
+            free(owned);
+        } else {
+            rc = canon_item(&c, &w, pm->vals[i], PyObject_CheckBuffer(pm->vals[i]));
+        }
+        if (rc == CANON_OK)
+            sha256_update(&h, (const unsigned char *)c.out.p, c.out.len);
+        c.out.len = 0;
+        c.nm = 0;
+        c.keys.len = 0;
+    }
+    sha256_update(&h, (const unsigned char *)"]", 1);
+    free(w.buf);
+    canon_free(&c);
+    if (rc == CANON_ERR)
+        return NULL;
+    if (rc == CANON_NO)
+        Py_RETURN_NONE;
+    unsigned char digest[32];
+    sha256_final(&h, digest);
+    return hex_digest(digest);
+}
+
 static PyObject *native_canonical_sha256(PyObject *self, PyObject *arg)
 {
     (void)self;
+    if (Py_TYPE(arg) == &PathMessagesType)
+        return canonical_sha256_path((PathMessages *)arg);
     PyObject *seq = PySequence_Fast(arg, "items must be a sequence");
     if (seq == NULL)
         return NULL;
@@ -2081,7 +2487,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__native(void)
 {
     if (PyType_Ready(&TableType) < 0 || PyType_Ready(&SourceType) < 0 || PyType_Ready(&StoredType) < 0 ||
-        PyType_Ready(&PathType) < 0)
+        PyType_Ready(&PathType) < 0 || PyType_Ready(&PathMessagesType) < 0)
         return NULL;
     sha256_fast = sha256_best();
     skim_setup();

@@ -55,16 +55,17 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import _pi
+from _rss import Failed, spawn
 
 from kurahi.testing.sessions import write_session
 
 ROOT = Path(__file__).resolve().parents[1]
 KURAHI = Path(sys.executable).with_name("kurahi")
+PI_PKG = str(_pi.package_dir("1.6.0"))
 
 MSGSPEC_SRC = """
 import sys, msgspec
@@ -91,25 +92,31 @@ def ensure_file(data_dir: Path, name: str, options: dict[str, Any], log: Any) ->
     return out
 
 
-def timed(cmd: list[str], stdout: Any = subprocess.DEVNULL) -> float:
-    t0 = time.perf_counter()
-    res = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE)
-    took = time.perf_counter() - t0
-    if res.returncode != 0:
-        raise BenchError(f"{' '.join(cmd)} failed (exit {res.returncode}):\n{res.stderr.decode()[-2000:]}")
+PEAK_RSS_MB: dict[str, list[float]] = {}
+"""Peak RSS of each timed command (by its program and first two words), from :mod:`_rss`."""
+
+
+def timed(
+    cmd: list[str],
+    stdout: Any = subprocess.DEVNULL,
+    *,
+    stdin: bytes | None = None,
+    label: str = "",
+    env: dict[str, str] | None = None,
+) -> float:
+    try:
+        took, peak = spawn(cmd, stdin=stdin, stdout=stdout, env=env)
+    except Failed as exc:
+        raise BenchError(str(exc)) from None
+    if peak is not None:
+        PEAK_RSS_MB.setdefault(label or " ".join([Path(cmd[0]).name, *cmd[1:3]]), []).append(peak)
     return took
 
 
 def timed_pi(cmd: list[str], c: Path, out: Path) -> float:
     """Pi 1.6.0's whole process on C (its path on stdin), its context written to ``out``."""
-    env = {**os.environ, "PI_PKG": str(_pi.package_dir("1.6.0"))}
     with out.open("wb") as f:
-        t0 = time.perf_counter()
-        res = subprocess.run(cmd, input=str(c).encode(), stdout=f, stderr=subprocess.PIPE, env=env)
-        took = time.perf_counter() - t0
-    if res.returncode != 0:
-        raise BenchError(f"Pi on {c} failed (exit {res.returncode}):\n{res.stderr.decode()[-2000:]}")
-    return took
+        return timed(cmd, f, stdin=str(c).encode(), label="pi-1.6.0 context C", env={**os.environ, "PI_PKG": PI_PKG})
 
 
 def pi_identical(c: Path, pi_out: Path) -> bool:
@@ -189,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         for k in range(args.rounds):
             c, cat_out, rep = work / f"C{k}.jsonl", work / f"cat{k}.jsonl", work / f"r{k}.json"
             with cat_out.open("wb") as f:
-                t_cat = timed(["cat", str(a), str(b)], stdout=f)
+                t_cat = timed(["cat", str(a), str(b)], stdout=f, label="cat A B")
             stitch_cmd = [str(KURAHI), "lineage", "stitch", str(a), str(b), "--out", str(c), "--force"]
             if not args.no_report:
                 stitch_cmd += ["--report", str(rep)]
@@ -209,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
                 if name == "pi_s":
                     row[name] = timed_pi(after[name], c, pi_out)
                 else:
-                    row[name] = timed(after[name])
+                    row[name] = timed(after[name], label="msgspec decode C" if name == "msgspec_s" else "")
             rows.append(row)
             log(f"round {k + 1}: " + ", ".join(f"{n[:-2]} {v:.3f} s" for n, v in row.items()))
             if k == 0:
@@ -239,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         "median_ratio_to_pi": statistics.median(pi_ratios) if pi_ratios else None,
         "pi_ratios": pi_ratios,
         "load_average": os.getloadavg(),
+        "peak_rss_mb": {k: statistics.median(v) for k, v in PEAK_RSS_MB.items()},
         "json_output": args.json_output,
         "ratios": ratios,
         "verified": facts,
@@ -262,6 +270,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{'is' if facts.get('pi_identical') else 'is NOT'} byte-identical to Kurahi's; load average "
                 + " ".join(f"{x:.1f}" for x in result["load_average"])
             )
+        print(
+            "peak RSS (median): "
+            + ", ".join(f"{k.split('/')[-1]} {v:.0f} MB" for k, v in result["peak_rss_mb"].items())
+        )
         ok = result["median_ratio"] <= 10
         print(
             f"{'PASS' if ok else 'FAIL'} stitch + check <= 10x cat: median ratio {result['median_ratio']:.1f}x "

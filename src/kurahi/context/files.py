@@ -154,22 +154,21 @@ def _project_lines(f: QuickFile, lines: _Lines, leaf_id: str | None, copy_stored
             if whole:
                 raise Unusual("no such entry: the full reader says so")
             raise _More
-    if copy_stored and lines.checked:
-        # Printed as JSON: the path stays in C, and a path without compactions or edits (every
-        # entry a context entry) is projected from what the C table knows, a few entries read.
-        path = table.path(k)
-        if path is None:
-            raise Unusual("a parent loop: the full reader names it")
-        if not whole and path.cut():
-            raise _More(dense=2 * len(path) >= n)
+    path = table.path(k)  # kept in C
+    if path is None:
+        raise Unusual("a parent loop: the full reader names it")
+    cut = not whole and path.cut()  # the walk left the lines read
+    if cut and not path.counts().get(COMPACTION):
+        # Without a compaction every entry up to the root is in the context: nothing here can
+        # settle it (its lines are neither checked nor read).
+        raise _More(dense=2 * len(path) >= n)
+    if copy_stored and lines.checked and not cut:
+        # Printed as JSON: a path without compactions or edits (every entry a context entry)
+        # is projected from what the C table knows, a few entries read.
         ctx = _project_live(f, lines, path, table.row(k)[1])
         if ctx is not None:
             return FileContext(ctx, [], n, f.session_id)
-        chain: list[int] | None = path.rows()
-    else:
-        chain = table.walk(k)
-    if chain is None:
-        raise Unusual("a parent loop: the full reader names it")
+    chain: list[int] = path.rows()
     if not lines.checked and len(chain) > VERIFY_MAX_LINES:
         raise Unverified("a long path: checking every line costs less")
     f.verify(lines, chain)

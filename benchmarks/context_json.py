@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import _pi
-from _rss import Failed, spawn
+from _rss import Failed, Run, spawn
 
 from kurahi.testing.sessions import write_session
 
@@ -83,8 +83,8 @@ def _commands(data: Path) -> dict[str, tuple[list[str], dict[str, str], str | No
     }
 
 
-def _run(argv: list[str], env: dict[str, str], stdin: str | None, out: Path) -> tuple[float, float | None]:
-    """Wall seconds from spawn to exit, and the program's peak RSS in MB (:mod:`_rss`)."""
+def _run(argv: list[str], env: dict[str, str], stdin: str | None, out: Path) -> Run:
+    """Wall seconds from spawn to exit, the program's peak RSS in MB and its CPU seconds (:mod:`_rss`)."""
     with open(out, "wb") as f:
         try:
             return spawn(argv, stdin=None if stdin is None else stdin.encode(), stdout=f, env=env)
@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     names = list(commands)
     times: dict[str, list[float]] = {n: [] for n in names}
     rss: dict[str, list[float | None]] = {n: [] for n in names}
+    cpu: dict[str, list[float | None]] = {n: [] for n in names}
     problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="kurahi-bench-") as tmp:
         outs = {n: Path(tmp) / f"{n}.out" for n in names}
@@ -119,9 +120,10 @@ def main(argv: list[str] | None = None) -> int:
             order = names[r % len(names) :] + names[: r % len(names)]
             for n in order:
                 cmd, env, stdin = commands[n]
-                took, peak = _run(cmd, env, stdin, outs[n])
-                times[n].append(took)
-                rss[n].append(peak)
+                run = _run(cmd, env, stdin, outs[n])
+                times[n].append(run.wall_s)
+                rss[n].append(run.peak_mb)
+                cpu[n].append(run.cpu_s)
             print(f"round {r + 1}: " + "  ".join(f"{n} {times[n][-1]:.2f}s" for n in names), file=sys.stderr)
         mine = outs["kurahi"].read_bytes().rstrip(b"\n")
         theirs = outs["pi-1.6.0"].read_bytes().rstrip(b"\n")
@@ -143,11 +145,17 @@ def main(argv: list[str] | None = None) -> int:
         "median_s": med,
         "samples_s": times,
         "peak_rss_mb": {n: None if None in v else statistics.median(v) for n, v in rss.items()},
+        "cpu_s": {n: None if None in v else statistics.median(v) for n, v in cpu.items()},
         "load_average": os.getloadavg(),
         "kurahi_vs_pi_1_6_0": med["pi-1.6.0"] / med["kurahi"],
         "kurahi_vs_pi_1_6_0_cli": med["pi-1.6.0-cli"] / med["kurahi"],
         "kurahi_vs_pi_0_73_1": med["pi-0.73.1"] / med["kurahi"],
         "kurahi_over_msgspec": med["kurahi"] / med["msgspec"],
+        "kurahi_vs_pi_1_6_0_cpu": (
+            statistics.median(cpu["pi-1.6.0"]) / statistics.median(cpu["kurahi"])
+            if None not in cpu["kurahi"] + cpu["pi-1.6.0"]
+            else None
+        ),
         "byte_identical_to_pi_1_6_0": not any("byte-identical" in p for p in problems),
         "problems": problems,
     }
@@ -161,13 +169,14 @@ def main(argv: list[str] | None = None) -> int:
         for n in names:
             print(
                 f"  {n:14} median {med[n]:.2f} s   ({', '.join(f'{t:.2f}' for t in times[n])}), "
-                f"peak RSS {result['peak_rss_mb'][n] or 0:.0f} MB"
+                f"CPU {result['cpu_s'][n] or 0:.2f} s, peak RSS {result['peak_rss_mb'][n] or 0:.0f} MB"
             )
         print(
             f"  Kurahi is {result['kurahi_vs_pi_1_6_0']:.1f}x faster than Pi 1.6.0 "
             f"({result['kurahi_vs_pi_1_6_0_cli']:.1f}x counting Pi's agent load; bar 8x, issue 40), "
             f"{result['kurahi_vs_pi_0_73_1']:.1f}x faster than Pi 0.73.1, "
-            f"{result['kurahi_over_msgspec']:.2f}x msgspec's decode + encode (bar: within 3x)"
+            f"{result['kurahi_over_msgspec']:.2f}x msgspec's decode + encode (bar: within 3x); "
+            f"{result['kurahi_vs_pi_1_6_0_cpu'] or 0:.1f}x less CPU than Pi 1.6.0"
         )
     for p in problems:
         print(f"!!! {p}", file=sys.stderr)

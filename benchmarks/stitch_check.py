@@ -94,6 +94,8 @@ def ensure_file(data_dir: Path, name: str, options: dict[str, Any], log: Any) ->
 
 PEAK_RSS_MB: dict[str, list[float]] = {}
 """Peak RSS of each timed command (by its program and first two words), from :mod:`_rss`."""
+CPU_S: dict[str, list[float]] = {}
+"""CPU seconds (user + system) of each timed command, the same way."""
 
 
 def timed(
@@ -105,12 +107,14 @@ def timed(
     env: dict[str, str] | None = None,
 ) -> float:
     try:
-        took, peak = spawn(cmd, stdin=stdin, stdout=stdout, env=env)
+        run = spawn(cmd, stdin=stdin, stdout=stdout, env=env)
     except Failed as exc:
         raise BenchError(str(exc)) from None
-    if peak is not None:
-        PEAK_RSS_MB.setdefault(label or " ".join([Path(cmd[0]).name, *cmd[1:3]]), []).append(peak)
-    return took
+    name = label or " ".join([Path(cmd[0]).name, *cmd[1:3]])
+    if run.peak_mb is not None and run.cpu_s is not None:
+        PEAK_RSS_MB.setdefault(name, []).append(run.peak_mb)
+        CPU_S.setdefault(name, []).append(run.cpu_s)
+    return run.wall_s
 
 
 def timed_pi(cmd: list[str], c: Path, out: Path) -> float:
@@ -247,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         "pi_ratios": pi_ratios,
         "load_average": os.getloadavg(),
         "peak_rss_mb": {k: statistics.median(v) for k, v in PEAK_RSS_MB.items()},
+        "cpu_s": {k: statistics.median(v) for k, v in CPU_S.items()},
         "json_output": args.json_output,
         "ratios": ratios,
         "verified": facts,
@@ -271,8 +276,10 @@ def main(argv: list[str] | None = None) -> int:
                 + " ".join(f"{x:.1f}" for x in result["load_average"])
             )
         print(
-            "peak RSS (median): "
-            + ", ".join(f"{k.split('/')[-1]} {v:.0f} MB" for k, v in result["peak_rss_mb"].items())
+            "peak RSS and CPU (medians): "
+            + ", ".join(
+                f"{k.split('/')[-1]} {v:.0f} MB {result['cpu_s'][k]:.2f} s" for k, v in result["peak_rss_mb"].items()
+            )
         )
         ok = result["median_ratio"] <= 10
         print(

@@ -57,7 +57,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "_native_json.h"
@@ -1431,52 +1430,29 @@ fail:
 #define WINDOW_BYTES (4u << 20) /* file bytes read at once for the Stored items */
 #define SINK_BYTES (1u << 20)   /* output written at once to a descriptor */
 
-#define SINK_IOV 1024 /* pieces written at once by writev (Linux's IOV_MAX) */
-
-/* Where join_json writes: the result (fd -1, buf sized exactly), or a descriptor. To a
- * descriptor, small pieces (commas, encoded items) are copied into buf and a stored message is
- * referred to where it lies in the window (sink_ref), so each byte of a large context is copied
- * once, by the kernel; the pieces go out by writev, in order, before the window is read again. */
 typedef struct {
     char *buf;
     size_t len, cap;
-    int fd;             /* -1: buf is the result, sized exactly */
-    struct iovec iov[SINK_IOV];
-    int niov;
-    size_t mark;        /* buf[mark:len] is not in an iovec yet */
+    int fd; /* -1: buf is the result, sized exactly */
 } Sink;
 
 static int sink_flush(Sink *k)
 {
-    if (k->len > k->mark) {
-        k->iov[k->niov].iov_base = k->buf + k->mark;
-        k->iov[k->niov++].iov_len = k->len - k->mark;
-    }
+    size_t done = 0;
     int err = 0;
-    struct iovec *v = k->iov;
-    int left = k->niov;
     Py_BEGIN_ALLOW_THREADS
-    while (left > 0) {
-        ssize_t w = writev(k->fd, v, left);
+    while (done < k->len) {
+        ssize_t w = write(k->fd, k->buf + done, k->len - done);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
             err = errno;
             break;
         }
-        while (left > 0 && (size_t)w >= v->iov_len) {
-            w -= (ssize_t)v->iov_len;
-            v++;
-            left--;
-        }
-        if (left > 0) {
-            v->iov_base = (char *)v->iov_base + w;
-            v->iov_len -= (size_t)w;
-        }
+        done += (size_t)w;
     }
     Py_END_ALLOW_THREADS
-    k->len = k->mark = 0;
-    k->niov = 0;
+    k->len = 0;
     if (err) {
         errno = err;
         PyErr_SetFromErrno(PyExc_OSError);
@@ -1488,7 +1464,7 @@ static int sink_flush(Sink *k)
 static int sink_put(Sink *k, const char *p, size_t n)
 {
     while (n > 0) {
-        if ((k->len == k->cap || k->niov >= SINK_IOV - 1) && sink_flush(k) < 0)
+        if (k->len == k->cap && sink_flush(k) < 0)
             return -1;
         size_t take = k->cap - k->len < n ? k->cap - k->len : n;
         memcpy(k->buf + k->len, p, take);
@@ -1496,23 +1472,6 @@ static int sink_put(Sink *k, const char *p, size_t n)
         p += take;
         n -= take;
     }
-    return 0;
-}
-
-/* p[0:n] written where it lies (it must stay there until the next sink_flush), or copied into the result. */
-static int sink_ref(Sink *k, const char *p, size_t n)
-{
-    if (k->fd < 0)
-        return sink_put(k, p, n);
-    if (k->niov >= SINK_IOV - 2 && sink_flush(k) < 0)
-        return -1;
-    if (k->len > k->mark) {
-        k->iov[k->niov].iov_base = k->buf + k->mark;
-        k->iov[k->niov++].iov_len = k->len - k->mark;
-        k->mark = k->len;
-    }
-    k->iov[k->niov].iov_base = (void *)p;
-    k->iov[k->niov++].iov_len = n;
     return 0;
 }
 
@@ -1536,8 +1495,6 @@ static int put_stored(Sink *k, Window *w, const Stored *m)
         return rc;
     }
     if (w->src != m->src || m->off < w->off || m->off + m->len > w->off + w->len) {
-        if (k->fd >= 0 && sink_flush(k) < 0) /* the pieces still pointing into the window go out first */
-            return -1;
         size_t got;
         int err;
         Py_BEGIN_ALLOW_THREADS
@@ -1557,7 +1514,7 @@ static int put_stored(Sink *k, Window *w, const Stored *m)
             return -1;
         }
     }
-    return sink_ref(k, w->buf + (m->off - w->off), m->len);
+    return sink_put(k, w->buf + (m->off - w->off), m->len);
 }
 
 /* join_json of a PathMessages: the stored messages copied from the file, the others encoded. */
@@ -1565,11 +1522,7 @@ static PyObject *join_path_messages(PathMessages *pm, Py_buffer *prefix, Py_buff
 {
     PyObject *result = NULL, **bytes = calloc((size_t)(pm->n ? pm->n : 1), sizeof(PyObject *));
     Window w = {NULL, NULL, 0, 0};
-    Sink k;
-    k.buf = NULL;
-    k.len = k.cap = k.mark = 0;
-    k.fd = fd;
-    k.niov = 0;
+    Sink k = {NULL, 0, 0, fd};
     if (bytes == NULL)
         return PyErr_NoMemory();
     size_t total = (size_t)prefix->len + (size_t)suffix->len + (pm->n > 0 ? (size_t)pm->n - 1 : 0);
@@ -1673,11 +1626,7 @@ static PyObject *native_join_json(PyObject *self, PyObject *args)
         return NULL;
     PyObject *result = NULL;
     Window w = {NULL, NULL, 0, 0};
-    Sink k;
-    k.buf = NULL;
-    k.len = k.cap = k.mark = 0;
-    k.fd = fd;
-    k.niov = 0;
+    Sink k = {NULL, 0, 0, fd};
     if (Py_TYPE(items_arg) == &PathMessagesType) {
         result = join_path_messages((PathMessages *)items_arg, &prefix, &suffix, fd, encode);
         PyBuffer_Release(&prefix);

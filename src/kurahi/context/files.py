@@ -61,8 +61,7 @@ def project_file(path: str | os.PathLike[str], leaf_id: str | None = None, *, co
             (:func:`kurahi.pi.read.native.is_copied`; see
             :meth:`~kurahi.pi.transcript.Transcript.raw_messages`), for a context that is
             only written out (:meth:`~kurahi.context.project.SessionContext.to_json`) or
-            hashed. Its ``messages`` may then be a read-only sequence kept in C (a path
-            without compactions or edits), not a list.
+            hashed.
 
     Raises:
         TranscriptReadError: missing, a directory, unreadable.
@@ -196,14 +195,13 @@ def _project_live(f: QuickFile, lines: _Lines, path: Any, leaf: str) -> SessionC
 
     ``None`` for a path that has either. Then every entry on the path is a context entry, in
     order, and the projection is: each stored message (copied where the C scanner found it
-    may be, read otherwise), custom message and branch summary, root first (a sequence kept in
-    C: :func:`~kurahi.pi.read.native.join_json` and the content hash read it as it is, and an
-    item is made only when asked for); the thinking level
+    may be, read otherwise), custom message and branch summary, root first; the thinking level
     of the ``thinking_level_change`` nearest the leaf; the model of the ``model_change`` or
     assistant message nearest it. The C table answers all but the few entries read here
     (the messages from the leaf up to the first assistant, the two settings, the entries whose
-    message is not copied), so a 200k-entry path makes no Python object per entry. The tests
-    compare it with :func:`~kurahi.context.project.project_from_leaf` on the same paths.
+    message is not copied), so a 200k-entry path makes no entry object, only a reference per
+    stored message. The tests compare it with :func:`~kurahi.context.project.project_from_leaf`
+    on the same paths.
     """
     counts = path.counts()
     if any(counts.get(kind) for kind in _LIVE_BLOCKERS):
@@ -239,7 +237,7 @@ def _project_live(f: QuickFile, lines: _Lines, path: Any, leaf: str) -> SessionC
                 if v is not MISSING
             }
     # Root first, as the projection reads them (and warns): the entries whose message is not
-    # copied as stored; the rest stay where they lie in the file (a sequence kept in C).
+    # copied as stored; the rest become references to where they lie in the file.
     holes: list[QuickEntry] = lines.table.entries(QuickEntry, path.hole_rows(), lines, -1)
     warnings = ctx.warnings
     ctx.messages = path.messages(f.fd, [entry_message(e, warnings) for e in holes], MISSING)

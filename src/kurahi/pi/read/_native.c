@@ -1231,69 +1231,8 @@ static PyObject *path_hole_rows(PyObject *self, PyObject *unused)
     return out;
 }
 
-/* The messages of such a path, root first, kept in C: a stored message as where it lies in the
- * file, every other one as the Python value the projection made of it. A sequence (an item is a
- * Stored reference made when asked for, or that value), and what join_json and canonical_sha256
- * read without a Python object per message. */
-typedef struct {
-    PyObject_HEAD
-    Source *src;     /* the transcript's descriptor (NULL when nothing is stored) */
-    Py_ssize_t n;
-    uint64_t *off;   /* per message: its file offset, when stored */
-    uint32_t *len;   /* and its length; 0: the value is in vals */
-    PyObject **vals; /* per message: NULL when stored, else the value */
-} PathMessages;
-
-static PyTypeObject PathMessagesType;
-
-static void pm_dealloc(PyObject *self)
-{
-    PathMessages *m = (PathMessages *)self;
-    for (Py_ssize_t i = 0; m->vals != NULL && i < m->n; i++)
-        Py_XDECREF(m->vals[i]);
-    free(m->off);
-    free(m->len);
-    free(m->vals);
-    Py_XDECREF(m->src);
-    Py_TYPE(self)->tp_free(self);
-}
-
-static Py_ssize_t pm_len(PyObject *self) { return ((PathMessages *)self)->n; }
-
-static PyObject *pm_item(PyObject *self, Py_ssize_t i)
-{
-    PathMessages *m = (PathMessages *)self;
-    if (i < 0 || i >= m->n) {
-        PyErr_SetString(PyExc_IndexError, "message index out of range");
-        return NULL;
-    }
-    if (m->vals[i] != NULL) {
-        Py_INCREF(m->vals[i]);
-        return m->vals[i];
-    }
-    Stored *st = PyObject_New(Stored, &StoredType);
-    if (st == NULL)
-        return NULL;
-    Py_INCREF(m->src);
-    st->src = m->src;
-    st->off = m->off[i];
-    st->len = m->len[i];
-    return (PyObject *)st;
-}
-
-static PySequenceMethods pm_as_sequence = {.sq_length = pm_len, .sq_item = pm_item};
-
-static PyTypeObject PathMessagesType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kurahi.pi.read._native.PathMessages",
-    .tp_doc = "The messages of a path, root first: stored ones as where they lie in the transcript, the rest as values.",
-    .tp_basicsize = sizeof(PathMessages),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_dealloc = pm_dealloc,
-    .tp_as_sequence = &pm_as_sequence,
-};
-
-/* messages(fd, values, skip) -> PathMessages: root first, each contributing entry's message: the
- * stored bytes where they may be copied, else the next of values (in hole_rows' order), left out
+/* messages(fd, values, skip) -> root first, each contributing entry's message: a Stored reference
+ * where the stored bytes may be copied, else the next of values (in hole_rows' order), left out
  * where that value is skip (an entry Pi skips). */
 static PyObject *path_messages(PyObject *self, PyObject *args)
 {
@@ -1303,60 +1242,44 @@ static PyObject *path_messages(PyObject *self, PyObject *args)
     PyObject *values, *skip;
     if (!PyArg_ParseTuple(args, "iO!O", &fd, &PyList_Type, &values, &skip))
         return NULL;
-    PathMessages *m = PyObject_New(PathMessages, &PathMessagesType);
-    if (m == NULL)
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
         return NULL;
-    m->src = NULL;
-    m->n = 0;
-    m->off = malloc((size_t)(p->n ? p->n : 1) * sizeof(uint64_t));
-    m->len = malloc((size_t)(p->n ? p->n : 1) * sizeof(uint32_t));
-    m->vals = calloc((size_t)(p->n ? p->n : 1), sizeof(PyObject *));
-    if (m->off == NULL || m->len == NULL || m->vals == NULL) {
-        Py_DECREF(m);
-        return PyErr_NoMemory();
-    }
+    Source *src = NULL;
     Py_ssize_t next = 0, nvalues = PyList_GET_SIZE(values);
     for (Py_ssize_t i = p->n - 1; i >= 0; i--) {
         const Ent *e = ent_at(t, p->rows[i]);
         int stored;
         if (!contributes(e, &stored))
             continue;
+        PyObject *v;
         if (stored) {
-            if (m->src == NULL) {
-                m->src = PyObject_New(Source, &SourceType);
-                if (m->src == NULL) {
-                    Py_DECREF(m);
-                    return NULL;
-                }
-                m->src->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-                if (m->src->fd < 0) {
-                    PyErr_SetFromErrno(PyExc_OSError);
-                    Py_DECREF(m);
-                    return NULL;
-                }
-            }
-            m->off[m->n] = e->moff;
-            m->len[m->n++] = e->mlen;
-            continue;
-        }
-        if (next >= nvalues) {
+            v = new_stored(&src, fd, e);
+        } else if (next < nvalues) {
+            v = PyList_GET_ITEM(values, next++);
+            if (v == skip)
+                continue;
+            Py_INCREF(v);
+        } else {
             PyErr_SetString(PyExc_ValueError, "messages: fewer values than hole_rows");
-            Py_DECREF(m);
-            return NULL;
+            goto fail;
         }
-        PyObject *v = PyList_GET_ITEM(values, next++);
-        if (v == skip)
-            continue;
-        Py_INCREF(v);
-        m->vals[m->n] = v;
-        m->len[m->n++] = 0;
+        if (v == NULL || PyList_Append(out, v) < 0) {
+            Py_XDECREF(v);
+            goto fail;
+        }
+        Py_DECREF(v);
     }
     if (next != nvalues) {
         PyErr_SetString(PyExc_ValueError, "messages: more values than hole_rows");
-        Py_DECREF(m);
-        return NULL;
+        goto fail;
     }
-    return (PyObject *)m;
+    Py_XDECREF(src);
+    return out;
+fail:
+    Py_XDECREF(src);
+    Py_DECREF(out);
+    return NULL;
 }
 
 static PyMethodDef path_methods[] = {
@@ -1367,7 +1290,7 @@ static PyMethodDef path_methods[] = {
     {"hole_rows", path_hole_rows, METH_NOARGS,
      "hole_rows() -> root first, the rows of the contributing entries whose message is not copied as stored"},
     {"messages", path_messages, METH_VARARGS,
-     "messages(fd, values, skip) -> PathMessages: the stored messages in place, values for the hole_rows"},
+     "messages(fd, values, skip) -> root first: a Stored per copyable message, values for the hole_rows"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1517,102 +1440,6 @@ static int put_stored(Sink *k, Window *w, const Stored *m)
     return sink_put(k, w->buf + (m->off - w->off), m->len);
 }
 
-/* join_json of a PathMessages: the stored messages copied from the file, the others encoded. */
-static PyObject *join_path_messages(PathMessages *pm, Py_buffer *prefix, Py_buffer *suffix, int fd, PyObject *encode)
-{
-    PyObject *result = NULL, **bytes = calloc((size_t)(pm->n ? pm->n : 1), sizeof(PyObject *));
-    Window w = {NULL, NULL, 0, 0};
-    Sink k = {NULL, 0, 0, fd};
-    if (bytes == NULL)
-        return PyErr_NoMemory();
-    size_t total = (size_t)prefix->len + (size_t)suffix->len + (pm->n > 0 ? (size_t)pm->n - 1 : 0);
-    for (Py_ssize_t i = 0; i < pm->n; i++) {
-        if (pm->vals[i] == NULL) {
-            total += pm->len[i];
-            continue;
-        }
-        PyObject *v = pm->vals[i];
-        if (!PyObject_CheckBuffer(v)) {
-            if (encode == Py_None) {
-                PyErr_SetString(PyExc_TypeError, "join_json: a message that is not JSON text, and no encode");
-                goto done;
-            }
-            v = PyObject_CallOneArg(encode, v);
-            if (v == NULL)
-                goto done;
-        } else {
-            Py_INCREF(v);
-        }
-        bytes[i] = v;
-        Py_buffer b;
-        if (PyObject_GetBuffer(v, &b, PyBUF_SIMPLE) < 0)
-            goto done;
-        total += (size_t)b.len;
-        PyBuffer_Release(&b);
-    }
-    if (fd < 0) {
-        result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
-        if (result == NULL)
-            goto done;
-        k.buf = PyBytes_AS_STRING(result);
-        k.cap = total;
-    } else {
-        k.cap = SINK_BYTES;
-        if ((k.buf = malloc(k.cap)) == NULL) {
-            PyErr_NoMemory();
-            goto done;
-        }
-    }
-    if (pm->src != NULL && (w.buf = malloc(WINDOW_BYTES)) == NULL) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    if (sink_put(&k, prefix->buf, (size_t)prefix->len) < 0)
-        goto fail;
-    for (Py_ssize_t i = 0; i < pm->n; i++) {
-        if (i > 0 && sink_put(&k, ",", 1) < 0)
-            goto fail;
-        if (bytes[i] == NULL) {
-            Stored view;
-            view.src = pm->src;
-            view.off = pm->off[i];
-            view.len = pm->len[i];
-            if (put_stored(&k, &w, &view) < 0)
-                goto fail;
-            continue;
-        }
-        Py_buffer b;
-        if (PyObject_GetBuffer(bytes[i], &b, PyBUF_SIMPLE) < 0)
-            goto fail;
-        int rc = sink_put(&k, b.buf, (size_t)b.len);
-        PyBuffer_Release(&b);
-        if (rc < 0)
-            goto fail;
-    }
-    if (sink_put(&k, suffix->buf, (size_t)suffix->len) < 0)
-        goto fail;
-    if (fd >= 0) {
-        if (sink_flush(&k) < 0)
-            goto fail;
-        result = Py_None;
-        Py_INCREF(result);
-    } else if (k.len != total) {
-        PyErr_SetString(PyExc_RuntimeError, "join_json: an item changed while being joined");
-        goto fail;
-    }
-    goto done;
-fail:
-    Py_CLEAR(result);
-done:
-    if (fd >= 0)
-        free(k.buf);
-    free(w.buf);
-    for (Py_ssize_t i = 0; i < pm->n; i++)
-        Py_XDECREF(bytes[i]);
-    free(bytes);
-    return result;
-}
-
 /* join_json(items, prefix, suffix, fd=-1, encode=None) -> prefix + b",".join(items) + suffix, as
  * bytes, or written to fd (None returned). An item is a Stored reference or a bytes-like object;
  * with encode, any other item is written as encode(item) (bytes). */
@@ -1627,12 +1454,6 @@ static PyObject *native_join_json(PyObject *self, PyObject *args)
     PyObject *result = NULL;
     Window w = {NULL, NULL, 0, 0};
     Sink k = {NULL, 0, 0, fd};
-    if (Py_TYPE(items_arg) == &PathMessagesType) {
-        result = join_path_messages((PathMessages *)items_arg, &prefix, &suffix, fd, encode);
-        PyBuffer_Release(&prefix);
-        PyBuffer_Release(&suffix);
-        return result;
-    }
     PyObject *seq = PySequence_Fast(items_arg, "items must be a sequence");
     if (seq == NULL)
         goto done;
@@ -1821,63 +1642,9 @@ static int canon_item(Canon *c, Window *w, PyObject *item, int text)
     return value_canon(c, item, 0);
 }
 
-/* canonical_sha256 of a PathMessages, without a Stored object per message. */
-static PyObject *canonical_sha256_path(PathMessages *pm)
-{
-    Canon c;
-    memset(&c, 0, sizeof c);
-    Window w = {NULL, NULL, 0, 0};
-    Sha256 h;
-    sha256_init(&h, sha256_fast);
-    int rc = CANON_OK;
-    sha256_update(&h, (const unsigned char *)"[", 1);
-    for (Py_ssize_t i = 0; i < pm->n && rc == CANON_OK; i++) {
-        if (i)
-            sha256_update(&h, (const unsigned char *)",", 1);
-        if (pm->vals[i] == NULL) {
-            if (w.buf == NULL && (w.buf = malloc(WINDOW_BYTES)) == NULL) {
-                PyErr_NoMemory();
-                rc = CANON_ERR;
-                break;
-            }
-            Stored view;
-            view.src = pm->src;
-            view.off = pm->off[i];
-            view.len = pm->len[i];
-            char *owned;
-            const char *text = stored_text(&w, &view, &owned);
-            if (text == NULL) {
-                rc = CANON_ERR;
-                break;
-            }
-            rc = canon_text(&c, text, view.len);
-            free(owned);
-        } else {
-            rc = canon_item(&c, &w, pm->vals[i], PyObject_CheckBuffer(pm->vals[i]));
-        }
-        if (rc == CANON_OK)
-            sha256_update(&h, (const unsigned char *)c.out.p, c.out.len);
-        c.out.len = 0;
-        c.nm = 0;
-        c.keys.len = 0;
-    }
-    sha256_update(&h, (const unsigned char *)"]", 1);
-    free(w.buf);
-    canon_free(&c);
-    if (rc == CANON_ERR)
-        return NULL;
-    if (rc == CANON_NO)
-        Py_RETURN_NONE;
-    unsigned char digest[32];
-    sha256_final(&h, digest);
-    return hex_digest(digest);
-}
-
 static PyObject *native_canonical_sha256(PyObject *self, PyObject *arg)
 {
     (void)self;
-    if (Py_TYPE(arg) == &PathMessagesType)
-        return canonical_sha256_path((PathMessages *)arg);
     PyObject *seq = PySequence_Fast(arg, "items must be a sequence");
     if (seq == NULL)
         return NULL;
@@ -2436,7 +2203,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__native(void)
 {
     if (PyType_Ready(&TableType) < 0 || PyType_Ready(&SourceType) < 0 || PyType_Ready(&StoredType) < 0 ||
-        PyType_Ready(&PathType) < 0 || PyType_Ready(&PathMessagesType) < 0)
+        PyType_Ready(&PathType) < 0)
         return NULL;
     sha256_fast = sha256_best();
     skim_setup();

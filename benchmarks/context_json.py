@@ -14,7 +14,10 @@ Each round runs, as fresh processes, stdout to a file:
 * **pi-1.6.0-cli**: the same after loading Pi's whole agent (``dist/index.js``), as Pi's own
   command does before it opens a session;
 * **msgspec**: a Python process that reads the file, decodes every line with msgspec and
-  encodes the list of message values: the floor for "decode and encode the same lines".
+  encodes the list of message values: the floor for "decode and encode the same lines";
+* **msgspec-decode**: the same without the encode: one JSON decode of the lines;
+* **cat**: ``cat FILE`` into the same kind of output file: reading the bytes (and writing
+  more than Kurahi writes).
 
 Medians over ``--rounds`` (the order of the programs rotates each round). The run checks
 that Kurahi's output is byte-identical to Pi 1.6.0's, that both Pis printed the same context
@@ -48,6 +51,13 @@ from kurahi.testing.sessions import write_session
 ROOT = Path(__file__).resolve().parents[1]
 KURAHI = Path(sys.executable).with_name("kurahi")
 
+DECODE_SRC = """
+import sys, msgspec
+decode = msgspec.json.Decoder().decode
+with open(sys.argv[1], "rb") as f:
+    values = [decode(line) for line in f.read().split(b"\\n") if line.strip()]
+"""
+
 MSGSPEC_SRC = """
 import sys, msgspec
 decode = msgspec.json.Decoder().decode
@@ -80,6 +90,8 @@ def _commands(data: Path) -> dict[str, tuple[list[str], dict[str, str], str | No
         "pi-1.6.0-cli": ([node, pi, "context", "--no-copy", "--full-import"], pi_env("1.6.0"), str(data)),
         "pi-0.73.1": ([node, pi, "context", "--no-copy"], pi_env("0.73.1"), str(data)),
         "msgspec": ([sys.executable, "-c", MSGSPEC_SRC, str(data)], dict(os.environ), None),
+        "msgspec-decode": ([sys.executable, "-c", DECODE_SRC, str(data)], dict(os.environ), None),
+        "cat": (["cat", str(data)], dict(os.environ), None),
     }
 
 
@@ -151,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         "kurahi_vs_pi_1_6_0_cli": med["pi-1.6.0-cli"] / med["kurahi"],
         "kurahi_vs_pi_0_73_1": med["pi-0.73.1"] / med["kurahi"],
         "kurahi_over_msgspec": med["kurahi"] / med["msgspec"],
+        "kurahi_over_msgspec_decode": med["kurahi"] / med["msgspec-decode"],
+        "kurahi_over_cat": med["kurahi"] / med["cat"],
         "kurahi_vs_pi_1_6_0_cpu": (
             statistics.median(cpu["pi-1.6.0"]) / statistics.median(cpu["kurahi"])
             if None not in cpu["kurahi"] + cpu["pi-1.6.0"]
@@ -176,7 +190,9 @@ def main(argv: list[str] | None = None) -> int:
             f"({result['kurahi_vs_pi_1_6_0_cli']:.1f}x counting Pi's agent load; bar 8x, issue 40), "
             f"{result['kurahi_vs_pi_0_73_1']:.1f}x faster than Pi 0.73.1, "
             f"{result['kurahi_over_msgspec']:.2f}x msgspec's decode + encode (bar: within 3x); "
-            f"{result['kurahi_vs_pi_1_6_0_cpu'] or 0:.1f}x less CPU than Pi 1.6.0"
+            f"{result['kurahi_vs_pi_1_6_0_cpu'] or 0:.1f}x less CPU than Pi 1.6.0; "
+            f"{result['kurahi_over_msgspec_decode']:.2f}x one msgspec decode of the lines, "
+            f"{result['kurahi_over_cat']:.1f}x cat of the file"
         )
     for p in problems:
         print(f"!!! {p}", file=sys.stderr)

@@ -54,7 +54,11 @@ setup(
         Extension(
             "kurahi.pi.read._native",
             sources=["src/kurahi/pi/read/_native.c"],
-            depends=["src/kurahi/pi/read/_native_json.h", "src/kurahi/pi/read/_native_sha256.h"],
+            depends=[
+                "src/kurahi/pi/read/_native_json.h",
+                "src/kurahi/pi/read/_native_sha256.h",
+                "src/kurahi/pi/read/_native_canon.h",
+            ],
             extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra", "-Werror=implicit-function-declaration"],
         )
     ],

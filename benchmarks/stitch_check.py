@@ -26,6 +26,14 @@ first run does: an environment with ``PYTHONDONTWRITEBYTECODE`` set would otherw
 compile every module of Kurahi on every start. ``--json-output`` times both commands
 with ``--json`` (what scripts call: no table is drawn, so rich is never imported).
 
+With ``--pi`` each round also times, after the stitch and in an order that rotates with
+``check``, Pi 1.6.0's own open + context of C as a whole process (``tests/peers/pi_peer.mjs
+context --no-copy C``, stdout to a file: node's start, ``SessionManager.open`` and
+``buildSessionContext``, ``JSON.stringify`` of the context), and one JSON decode of C by
+msgspec in a fresh Python (every line decoded, nothing else): issue 40's yardstick is
+(stitch + check) / Pi, and the figures say how far Kurahi stays from one decode and from
+``cat``. Pi's context of C must be byte-identical to ``kurahi session context C --json``.
+
 Correctness is checked in the same run, untimed, and the script exits 1 if any check
 fails: C's lines after its header are A's canonical-path lines and then B's lines, byte
 for byte, except the one re-parented root; the report's per-line sha256 match C;
@@ -33,7 +41,7 @@ for byte, except the one re-parented root; the report's per-line sha256 match C;
 
 Usage::
 
-    .venv/bin/python benchmarks/stitch_check.py [--rounds 5] [--json] [--no-report] [--json-output]
+    .venv/bin/python benchmarks/stitch_check.py [--rounds 5] [--json] [--no-report] [--json-output] [--live-b] [--pi]
 """
 
 from __future__ import annotations
@@ -47,14 +55,24 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
+
+import _pi
+from _rss import Failed, spawn
 
 from kurahi.testing.sessions import write_session
 
 ROOT = Path(__file__).resolve().parents[1]
 KURAHI = Path(sys.executable).with_name("kurahi")
+PI_PKG = str(_pi.package_dir("1.6.0"))
+
+MSGSPEC_SRC = """
+import sys, msgspec
+decode = msgspec.json.Decoder().decode
+with open(sys.argv[1], "rb") as f:
+    values = [decode(line) for line in f.read().split(b"\\n") if line.strip()]
+"""
 
 
 class BenchError(RuntimeError):
@@ -74,13 +92,44 @@ def ensure_file(data_dir: Path, name: str, options: dict[str, Any], log: Any) ->
     return out
 
 
-def timed(cmd: list[str], stdout: Any = subprocess.DEVNULL) -> float:
-    t0 = time.perf_counter()
-    res = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE)
-    took = time.perf_counter() - t0
-    if res.returncode != 0:
-        raise BenchError(f"{' '.join(cmd)} failed (exit {res.returncode}):\n{res.stderr.decode()[-2000:]}")
-    return took
+PEAK_RSS_MB: dict[str, list[float]] = {}
+"""Peak RSS of each timed command (by its program and first two words), from :mod:`_rss`."""
+CPU_S: dict[str, list[float]] = {}
+"""CPU seconds (user + system) of each timed command, the same way."""
+
+
+def timed(
+    cmd: list[str],
+    stdout: Any = subprocess.DEVNULL,
+    *,
+    stdin: bytes | None = None,
+    label: str = "",
+    env: dict[str, str] | None = None,
+) -> float:
+    try:
+        run = spawn(cmd, stdin=stdin, stdout=stdout, env=env)
+    except Failed as exc:
+        raise BenchError(str(exc)) from None
+    name = label or " ".join([Path(cmd[0]).name, *cmd[1:3]])
+    if run.peak_mb is not None and run.cpu_s is not None:
+        PEAK_RSS_MB.setdefault(name, []).append(run.peak_mb)
+        CPU_S.setdefault(name, []).append(run.cpu_s)
+    return run.wall_s
+
+
+def timed_pi(cmd: list[str], c: Path, out: Path) -> float:
+    """Pi 1.6.0's whole process on C (its path on stdin), its context written to ``out``."""
+    with out.open("wb") as f:
+        return timed(cmd, f, stdin=str(c).encode(), label="pi-1.6.0 context C", env={**os.environ, "PI_PKG": PI_PKG})
+
+
+def pi_identical(c: Path, pi_out: Path) -> bool:
+    """Whether Pi's context of C is byte for byte ``kurahi session context C --json``."""
+    mine = subprocess.run([str(KURAHI), "session", "context", str(c), "--json"], capture_output=True, check=False)
+    theirs = pi_out.read_bytes()
+    if b'"error"' in theirs[:20]:
+        raise BenchError(f"Pi could not open C: {theirs[:500]!r}")
+    return mine.returncode == 0 and mine.stdout.rstrip(b"\n") == theirs.rstrip(b"\n")
 
 
 def verify(a: Path, b: Path, c: Path, report: Path | None) -> dict[str, Any]:
@@ -121,7 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--live-b", action="store_true", help="B is one path without compactions (all of it live context)")
     ap.add_argument("--json-output", action="store_true", help="time both commands with --json")
     ap.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    ap.add_argument("--pi", action="store_true", help="also time Pi 1.6.0's open + context of C, and msgspec's decode")
     args = ap.parse_args(argv)
+    if args.pi:
+        _pi.check("1.6.0")
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
@@ -148,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         for k in range(args.rounds):
             c, cat_out, rep = work / f"C{k}.jsonl", work / f"cat{k}.jsonl", work / f"r{k}.json"
             with cat_out.open("wb") as f:
-                t_cat = timed(["cat", str(a), str(b)], stdout=f)
+                t_cat = timed(["cat", str(a), str(b)], stdout=f, label="cat A B")
             stitch_cmd = [str(KURAHI), "lineage", "stitch", str(a), str(b), "--out", str(c), "--force"]
             if not args.no_report:
                 stitch_cmd += ["--report", str(rep)]
@@ -157,12 +209,25 @@ def main(argv: list[str] | None = None) -> int:
                 stitch_cmd.append("--json")
                 check_cmd.append("--json")
             t_stitch = timed(stitch_cmd)
-            t_check = timed(check_cmd)
-            rows.append({"cat_s": t_cat, "stitch_s": t_stitch, "check_s": t_check})
-            log(f"round {k + 1}: cat {t_cat:.3f} s, stitch {t_stitch:.3f} s, check {t_check:.3f} s")
+            after: dict[str, list[str]] = {"check_s": check_cmd}
+            pi_out = work / f"pi{k}.json"
+            if args.pi:
+                after["pi_s"] = [_pi.node(), str(_pi.PI_PEER), "context", "--no-copy"]
+                after["msgspec_s"] = [sys.executable, "-c", MSGSPEC_SRC, str(c)]
+            names = list(after)
+            row = {"cat_s": t_cat, "stitch_s": t_stitch}
+            for name in names[k % len(names) :] + names[: k % len(names)]:
+                if name == "pi_s":
+                    row[name] = timed_pi(after[name], c, pi_out)
+                else:
+                    row[name] = timed(after[name], label="msgspec decode C" if name == "msgspec_s" else "")
+            rows.append(row)
+            log(f"round {k + 1}: " + ", ".join(f"{n[:-2]} {v:.3f} s" for n, v in row.items()))
             if k == 0:
                 facts = verify(a, b, c, None if args.no_report else rep)
-            for p in (c, cat_out, rep):
+                if args.pi:
+                    facts["pi_identical"] = pi_identical(c, pi_out)
+            for p in (c, cat_out, rep, pi_out):
                 p.unlink(missing_ok=True)
     except BenchError as exc:
         log(f"!!! {exc}")
@@ -171,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
 
     ratios = [(r["stitch_s"] + r["check_s"]) / r["cat_s"] for r in rows]
+    pi_ratios = [(r["stitch_s"] + r["check_s"]) / r["pi_s"] for r in rows if "pi_s" in r]
     result = {
         "a": {"path": str(a), "mb": a.stat().st_size / 1e6},
         "b": {"path": str(b), "mb": b.stat().st_size / 1e6},
@@ -179,6 +245,13 @@ def main(argv: list[str] | None = None) -> int:
         "median_stitch_s": statistics.median(r["stitch_s"] for r in rows),
         "median_check_s": statistics.median(r["check_s"] for r in rows),
         "median_ratio": statistics.median(ratios),
+        "median_pi_s": statistics.median(r["pi_s"] for r in rows) if pi_ratios else None,
+        "median_msgspec_s": statistics.median(r["msgspec_s"] for r in rows) if pi_ratios else None,
+        "median_ratio_to_pi": statistics.median(pi_ratios) if pi_ratios else None,
+        "pi_ratios": pi_ratios,
+        "load_average": os.getloadavg(),
+        "peak_rss_mb": {k: statistics.median(v) for k, v in PEAK_RSS_MB.items()},
+        "cpu_s": {k: statistics.median(v) for k, v in CPU_S.items()},
         "json_output": args.json_output,
         "ratios": ratios,
         "verified": facts,
@@ -193,6 +266,20 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"median over {len(rows)} rounds: cat {result['median_cat_s']:.3f} s | stitch "
             f"{result['median_stitch_s']:.3f} s + check {result['median_check_s']:.3f} s"
+        )
+        if pi_ratios:
+            print(
+                f"Pi 1.6.0 open + context of C {result['median_pi_s']:.3f} s, msgspec decode of C "
+                f"{result['median_msgspec_s']:.3f} s: (stitch + check) / Pi median {result['median_ratio_to_pi']:.2f}x "
+                f"(rounds: {', '.join(f'{r:.2f}' for r in pi_ratios)}; bar 1.0x); Pi's context of C "
+                f"{'is' if facts.get('pi_identical') else 'is NOT'} byte-identical to Kurahi's; load average "
+                + " ".join(f"{x:.1f}" for x in result["load_average"])
+            )
+        print(
+            "peak RSS and CPU (medians): "
+            + ", ".join(
+                f"{k.split('/')[-1]} {v:.0f} MB {result['cpu_s'][k]:.2f} s" for k, v in result["peak_rss_mb"].items()
+            )
         )
         ok = result["median_ratio"] <= 10
         print(

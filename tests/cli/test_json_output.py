@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kurahi.js.stringify import js_json, js_stringify, json_utf8
 from kurahi.js.values import js_number
@@ -57,6 +60,21 @@ def test_the_fast_path_is_taken_only_where_it_cannot_differ() -> None:
     assert js_json({"a": [1, "x", 0.5, None]}) == b'{"a":[1,"x",0.5,null]}'
     assert js_json({"a": 1.0, "1": 2}) == b'{"1":2,"a":1}'
     assert js_json([2**64]) == b"[18446744073709552000]"
+
+
+_NUMBERS = st.one_of(
+    st.floats(),
+    st.integers(-(2**60), 2**60).map(float),
+    st.sampled_from([-0.0, 2.0**53, 2.0**53 - 1, -(2.0**53), 2.0**53 + 2, 1e21, 1e20, 1791360105000.0, 0.5]),
+    st.integers(-(2**70), 2**70),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["timestamp", "a", "1", "b"]), _NUMBERS | st.text(max_size=3), max_size=4))
+def test_an_object_of_numbers_is_written_as_javascript_writes_it(value: dict[str, Any]) -> None:
+    # The quick way's integral floats (timestamps Kurahi builds) must keep JavaScript's text.
+    assert js_json(value) == js_stringify(value).encode("utf-8")
 
 
 def test_json_utf8_escapes_only_lone_surrogates() -> None:

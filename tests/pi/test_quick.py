@@ -128,7 +128,9 @@ def test_a_path_through_most_lines_is_checked_by_the_scan_not_line_by_line(
     seen = routes(monkeypatch)
     assert quick_way(p) == full(p)
     assert seen == ["quick"]
-    assert verified and max(verified) < 60  # the tails' skimmed paths were checked one by one, the whole one was not
+    # The whole path was not checked line by line: the tails' skimmed paths (no compaction on
+    # them, so nothing they hold can settle the projection) are not even checked.
+    assert all(n < 60 for n in verified)
 
 
 def test_a_long_skimmed_path_is_checked_by_the_scan(

@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 from itertools import chain as _chain
 
-from kurahi.context.project import SessionContext, project_from_leaf
+from kurahi.context.project import SessionContext, entry_message, project_from_leaf
+from kurahi.js.values import MISSING
 from kurahi.pi.read import native
-from kurahi.pi.read.quick import QuickFile, Unusual, Unverified
+from kurahi.pi.read.quick import QuickEntry, QuickFile, Unusual, Unverified
+from kurahi.pi.vocab import COMPACTION, CONTEXT_EDIT, MESSAGE, MODEL_CHANGE, THINKING_LEVEL_CHANGE
 
 # What a fresh process that projects one file imports is most of what it costs: the full
 # reader (msgspec, typing, the Python scanner) loads only for a file the quick way leaves
@@ -16,8 +18,9 @@ TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
+    from typing import Any
 
-    from kurahi.pi.read.quick import QuickEntry, _Lines
+    from kurahi.pi.read.quick import _Lines
     from kurahi.pi.read.scan import ScanWarning
 
 __all__ = ["BACKWARD_BUDGET", "QUICK_TAILS", "SKIM_MIN_BYTES", "VERIFY_MAX_LINES", "FileContext", "project_file"]
@@ -57,7 +60,8 @@ def project_file(path: str | os.PathLike[str], leaf_id: str | None = None, *, co
             ``JSON.stringify`` writes come as those bytes or references to them
             (:func:`kurahi.pi.read.native.is_copied`; see
             :meth:`~kurahi.pi.transcript.Transcript.raw_messages`), for a context that is
-            only written out (:meth:`~kurahi.context.project.SessionContext.to_json`).
+            only written out (:meth:`~kurahi.context.project.SessionContext.to_json`) or
+            hashed.
 
     Raises:
         TranscriptReadError: missing, a directory, unreadable.
@@ -149,9 +153,21 @@ def _project_lines(f: QuickFile, lines: _Lines, leaf_id: str | None, copy_stored
             if whole:
                 raise Unusual("no such entry: the full reader says so")
             raise _More
-    chain: list[int] | None = table.walk(k)
-    if chain is None:
+    path = table.path(k)  # kept in C
+    if path is None:
         raise Unusual("a parent loop: the full reader names it")
+    cut = not whole and path.cut()  # the walk left the lines read
+    if cut and not path.counts().get(COMPACTION):
+        # Without a compaction every entry up to the root is in the context: nothing here can
+        # settle it (its lines are neither checked nor read).
+        raise _More(dense=2 * len(path) >= n)
+    if copy_stored and lines.checked and not cut:
+        # Printed as JSON: a path without compactions or edits (every entry a context entry)
+        # is projected from what the C table knows, a few entries read.
+        ctx = _project_live(f, lines, path, table.row(k)[1])
+        if ctx is not None:
+            return FileContext(ctx, [], n, f.session_id)
+    chain: list[int] = path.rows()
     if not lines.checked and len(chain) > VERIFY_MAX_LINES:
         raise Unverified("a long path: checking every line costs less")
     f.verify(lines, chain)
@@ -168,6 +184,64 @@ def _project_lines(f: QuickFile, lines: _Lines, leaf_id: str | None, copy_stored
     # Entries one by one through a C iterator: a generator per entry cost 0.05 s on a 200k path.
     ctx = project_from_leaf(_chain.from_iterable(batches()), leaf, copy_stored=copy_stored)
     return FileContext(ctx, [], n, f.session_id)
+
+
+_LIVE_BLOCKERS = (COMPACTION, CONTEXT_EDIT)
+"""Entry types that make a path's context more than all its entries' messages: the general way then."""
+
+
+def _project_live(f: QuickFile, lines: _Lines, path: Any, leaf: str) -> SessionContext | None:
+    """``project_from_leaf(path, leaf, copy_stored=True)`` of a whole path without a compaction or an edit.
+
+    ``None`` for a path that has either. Then every entry on the path is a context entry, in
+    order, and the projection is: each stored message (copied where the C scanner found it
+    may be, read otherwise), custom message and branch summary, root first; the thinking level
+    of the ``thinking_level_change`` nearest the leaf; the model of the ``model_change`` or
+    assistant message nearest it. The C table answers all but the few entries read here
+    (the messages from the leaf up to the first assistant, the two settings, the entries whose
+    message is not copied), so a 200k-entry path makes no entry object, only a reference per
+    stored message. The tests compare it with :func:`~kurahi.context.project.project_from_leaf`
+    on the same paths.
+    """
+    counts = path.counts()
+    if any(counts.get(kind) for kind in _LIVE_BLOCKERS):
+        return None
+
+    def entry(row: int) -> QuickEntry:
+        made: list[QuickEntry] = lines.table.entries(QuickEntry, [row], lines, -1)
+        return made[0]
+
+    ctx = SessionContext(leaf_id=leaf, messages=[])
+    found = path.find(THINKING_LEVEL_CHANGE, 0)
+    if found is not None:
+        ctx.thinking_level = entry(found[1]).data.get("thinkingLevel", MISSING)
+    change = path.find(MODEL_CHANGE, 0)
+    stop = change[0] if change is not None else len(path)
+    at = path.find(MESSAGE, 0)
+    while at is not None and at[0] < stop:
+        msg = entry(at[1]).data.get("message", MISSING)
+        if type(msg) is dict and msg.get("role") == "assistant":
+            ctx.model = {
+                k: v
+                for k, v in (("provider", msg.get("provider", MISSING)), ("modelId", msg.get("model", MISSING)))
+                if v is not MISSING
+            }
+            break
+        at = path.find(MESSAGE, at[0] + 1)
+    else:
+        if change is not None:
+            d = entry(change[1]).data
+            ctx.model = {
+                k: v
+                for k, v in (("provider", d.get("provider", MISSING)), ("modelId", d.get("modelId", MISSING)))
+                if v is not MISSING
+            }
+    # Root first, as the projection reads them (and warns): the entries whose message is not
+    # copied as stored; the rest become references to where they lie in the file.
+    holes: list[QuickEntry] = lines.table.entries(QuickEntry, path.hole_rows(), lines, -1)
+    warnings = ctx.warnings
+    ctx.messages = path.messages(f.fd, [entry_message(e, warnings) for e in holes], MISSING)
+    return ctx
 
 
 def _project_read(path: str | os.PathLike[str], leaf_id: str | None, copy_stored: bool) -> FileContext:

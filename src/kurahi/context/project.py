@@ -169,10 +169,11 @@ class SessionContext(Record):
         Messages kept as their stored bytes (:func:`project_from_leaf` with ``copy_stored``)
         are copied as they are: they are already those bytes.
         """
+        from kurahi.js.stringify import js_json
         from kurahi.pi.read.native import join_json
 
-        opening, items, closing = self._json_parts()
-        out = join_json(items, opening, closing)
+        opening, closing = self._json_frame()
+        out = join_json(self.messages, opening, closing, encode=js_json)
         assert out is not None  # no descriptor: the bytes are returned
         return out
 
@@ -183,20 +184,21 @@ class SessionContext(Record):
             OSError: writing failed (``BrokenPipeError`` for a closed pipe), or a stored
                 message could not be read back from its transcript.
         """
+        from kurahi.js.stringify import js_json
         from kurahi.pi.read.native import join_json
 
-        opening, items, closing = self._json_parts()
-        join_json(items, opening, closing + b"\n", fd)
+        opening, closing = self._json_frame()
+        join_json(self.messages, opening, closing + b"\n", fd, encode=js_json)
 
-    def _json_parts(self) -> tuple[bytes, list[Any], bytes]:
-        from kurahi.js.stringify import js_json, js_json_items
-        from kurahi.pi.read.native import COPIED_TYPES
+    def _json_frame(self) -> tuple[bytes, bytes]:
+        from kurahi.js.stringify import js_json
 
         head = self.to_dict()
-        messages = head.pop("messages")
-        # The messages after the rest (their key is last), each encoded alone: a 100 MB
-        # document is never checked or copied whole.
-        return js_json(head)[:-1] + b',"messages":[', js_json_items(messages, keep=COPIED_TYPES), b"]}"
+        del head["messages"]
+        # The messages after the rest (their key is last), each encoded alone by join_json (a
+        # message kept as its stored bytes copied as it is): a 100 MB document is never
+        # checked or copied whole.
+        return js_json(head)[:-1] + b',"messages":[', b"]}"
 
 
 def _present(**kv: Any) -> dict[str, Any]:

@@ -307,35 +307,47 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
         walked.append(current)
         parent = keys[current].parentId
         current = by_id.get(parent) if isinstance(parent, str) and parent else None
-    chain = out.entries = [lines.value(k) for k in reversed(walked)]
-    out.chain = [lines.texts[k] for k in reversed(walked)]
-    out.chain_kinds = [keys[k].type for k in reversed(walked)]
+    walked.reverse()
+    chain = out.entries = [lines.value(k) for k in walked]
+    out.chain = [lines.texts[k] for k in walked]
+    out.chain_kinds = [keys[k].type for k in walked]
     out.header = lines.texts[0]
 
-    compaction: dict[str, Any] | None = None
-    for e in chain:
-        kind = e.get("type")
-        if kind == THINKING_LEVEL_CHANGE:
-            out.thinking_level = e.get("thinkingLevel")
-        elif kind == MODEL_CHANGE:
+    kinds = out.chain_kinds  # each entry's "type", as the keys were read
+
+    # The settings: the last thinking level, the last model (a model_change or an assistant
+    # message), the last compaction and the last reset on the path, found from its end.
+    for i in range(len(chain) - 1, -1, -1):
+        if kinds[i] == THINKING_LEVEL_CHANGE:
+            out.thinking_level = chain[i].get("thinkingLevel")
+            break
+    for i in range(len(chain) - 1, -1, -1):
+        e = chain[i]
+        if kinds[i] == MODEL_CHANGE:
             out.model = {k: e[k] for k in ("provider", "modelId") if k in e}
-        elif kind == MESSAGE and isinstance(e.get("message"), dict) and e["message"].get("role") == "assistant":
+            break
+        if kinds[i] == MESSAGE and isinstance(e.get("message"), dict) and e["message"].get("role") == "assistant":
             m = e["message"]
             out.model = {"provider": m["provider"]} if "provider" in m else {}
             if "model" in m:
                 out.model["modelId"] = m["model"]
-        elif kind == COMPACTION:
-            compaction = e
-    for i, e in enumerate(chain):
-        if e.get("type") == RESET:
+            break
+    compaction: dict[str, Any] | None = None
+    for i in range(len(chain) - 1, -1, -1):
+        if kinds[i] == COMPACTION:
+            compaction = chain[i]
+            break
+    for i in range(len(chain) - 1, -1, -1):
+        if kinds[i] == RESET:
             out.reset_index = i
+            break
 
-    # The context entries, each with the part it belongs to and its position on the path.
-    parts: list[tuple[str, dict[str, Any]]]
+    # The context entries, by their position on the path: the summary (the compaction), the
+    # retained ones and the later ones, in that order.
     where: list[int]
     if compaction is None:
-        parts = [("later", e) for e in chain]
         where = list(range(len(chain)))
+        summary_end = retained_end = 0
     else:
         # Found again by id alone, the first entry on the path with that id.
         at = next(
@@ -344,26 +356,34 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
         want = compaction.get(FIRST_KEPT_ENTRY_ID, _ABSENT)
         kept_from = next((i for i in range(at) if chain[i].get("id", _ABSENT) == want), at)
         retained = [i for i in range(kept_from, at) if not _is_system(chain[i])]
-        parts = [("summary", compaction)]
-        parts += [("retained", chain[i]) for i in retained]
-        parts += [("later", e) for e in chain[at + 1 :]]
         where = [at, *retained, *range(at + 1, len(chain))]
+        summary_end, retained_end = 1, 1 + len(retained)
         out.compaction_id = compaction.get("id")
     edits = {}  # the latest edit per target among the context entries
-    for _, e in parts:
-        if e.get("type") == CONTEXT_EDIT and isinstance(e.get(TARGET_ID), str):
-            edits[e[TARGET_ID]] = e
+    for i in where[summary_end:]:  # the summary is the compaction itself: never an edit
+        if kinds[i] == CONTEXT_EDIT and isinstance(chain[i].get(TARGET_ID), str):
+            edits[chain[i][TARGET_ID]] = chain[i]
     counts = {"summary": 0, "retained": 0, "later": 0}
-    for index, (part, e) in enumerate(parts):
-        if e.get("type") == COMPACTION and index > 0:
+    messages, sources = out.messages, out.sources
+    for index, i in enumerate(where):
+        e = chain[i] if compaction is None or index >= summary_end else compaction
+        if index > 0 and kinds[i] == COMPACTION:
             continue  # an older compaction in the retained range contributes nothing
         contributed = _contributes(e)
-        edit = edits.get(e.get("id")) if isinstance(e.get("id"), str) else None
-        if edit is not None:
-            contributed = _edited(contributed, edit)
-        out.messages.extend(contributed)
-        out.sources.extend([where[index]] * len(contributed))
-        counts[part] += len(contributed)
+        if edits:
+            ident = e.get("id")
+            edit = edits.get(ident) if isinstance(ident, str) else None
+            if edit is not None:
+                contributed = _edited(contributed, edit)
+        if len(contributed) == 1:
+            messages.append(contributed[0])
+            sources.append(i)
+        else:
+            messages.extend(contributed)
+            sources.extend([i] * len(contributed))
+        counts["summary" if index < summary_end else "retained" if index < retained_end else "later"] += len(
+            contributed
+        )
     out.summary_count, out.retained_count, out.later_count = counts["summary"], counts["retained"], counts["later"]
     if out.reset_index is not None:
         out.runtime_messages, out.runtime_sources = _emit(chain[out.reset_index + 1 :], out.reset_index + 1)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from kurahi._gc import paused
 from kurahi.context.reference import ReferenceProjection, reference_projection
 from kurahi.errors import KurahiError, UsageError
 from kurahi.runtimes.views import reset_view, view, whole_path_views
@@ -52,7 +53,20 @@ __all__ = [
 
 
 def messages_sha256(messages: list[Any]) -> str:
-    """The content hash both projections must agree on: sha256 of canonical JSON."""
+    """The content hash both projections must agree on: sha256 of canonical JSON.
+
+    That is ``json.dumps(messages, ensure_ascii=False, sort_keys=True, separators=(",", ":"))``
+    in UTF-8 (lone surrogates passed through); activation packages record it. The C extension
+    computes the same bytes' hash without writing the text (and a message kept as its stored
+    bytes, from a projection with ``copy_stored``, without decoding it); what it does not
+    take is written here.
+    """
+    from kurahi.pi.read.native import canonical_sha256, is_copied
+
+    digest = canonical_sha256(messages)
+    if digest is not None:
+        return digest
+    messages = [_decoded(m) if is_copied(m) else m for m in messages]  # a plain list, copied ones read
     try:
         data = json.dumps(messages, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     except RecursionError:  # a value nested deeper than json's encoder goes: the same text, iteratively
@@ -60,6 +74,17 @@ def messages_sha256(messages: list[Any]) -> str:
 
         data = deepjson.dumps(messages, sort_keys=True)
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _decoded(copied: Any) -> Any:
+    """A message kept as its stored bytes, as ``json.loads`` reads them (at any depth)."""
+    text = bytes(copied)
+    try:
+        return json.loads(text)
+    except RecursionError:
+        from kurahi.js import deepjson
+
+        return deepjson.loads(text.decode("utf-8"))
 
 
 class MarkerHit(msgspec.Struct, frozen=True):
@@ -222,30 +247,15 @@ def message_text(message: Any) -> str:
 def _both_projections(path: Path) -> tuple[FileContext, ReferenceProjection]:
     """The fast projection and the reference one.
 
-    One after the other, in this process: the reference parses every line in full and is
-    nearly all of a check's time, so running the fast one beside it in a forked process
-    saved at most the fast one's few hundredths of a second (0.05 s on the 200k-entry tree),
-    and fork() is not safe in a process with threads.
+    One after the other, in this process (fork() is not safe in a process with threads). The
+    fast one keeps each message Pi reads unchanged as a reference to its stored bytes
+    (``copy_stored``): its hash is computed from those bytes, and nothing of it is decoded
+    into Python values. The reference parses every line in full, as it always has; its
+    values are what the rest of the check reads once the two agree.
     """
     from kurahi.context.files import project_file
 
-    return project_file(path), reference_projection(path)
-
-
-def _same_messages(fast: list[Any], reference: list[Any]) -> bool:
-    """Whether two projections hold the very same JSON values, without writing either canonically.
-
-    ``==`` alone takes ``1``, ``1.0`` and ``true`` for one another, and msgspec's encoding
-    alone writes ``Infinity`` as ``null``; values equal both ways are the same JSON, so
-    their :func:`messages_sha256` are too. Either answer "no" (or a value msgspec cannot
-    write: a lone surrogate, a huge integer, deep nesting) and the caller hashes both.
-    """
-    try:
-        return fast == reference and msgspec.json.encode(fast, order="sorted") == msgspec.json.encode(
-            reference, order="sorted"
-        )
-    except (msgspec.EncodeError, OverflowError, RecursionError, UnicodeEncodeError, TypeError):
-        return False
+    return project_file(path, copy_stored=True), reference_projection(path)
 
 
 def check(
@@ -274,18 +284,35 @@ def check(
         NotASessionError, TranscriptReadError, ParentCycleError: the file cannot be projected.
         UsageError: an unknown runtime, or a malformed SQLite source.
     """
-    from kurahi.context.tokens import estimate_each
-    from kurahi.runtimes.sources import RUNTIMES, materialize, runtime_of
-    from kurahi.runtimes.view import view_messages, view_of, window_for
+    from kurahi.runtimes.sources import RUNTIMES, materialize
+    from kurahi.runtimes.view import window_for
 
     if runtime is not None and runtime not in RUNTIMES:
         raise UsageError(f"--runtime {runtime!r}: not a runtime Kurahi knows (choose from {', '.join(RUNTIMES)})")
     window, window_from = (window, "--context-window") if window is not None else window_for(path)
-    with materialize(path) as p:
-        report, ref = _check(p, markers, window, reserves, system_prompt_tokens)
-        has_reset = ref.runtime_messages is not None
-        chosen, reason = (runtime, "--runtime") if runtime is not None else runtime_of(path, has_reset=has_reset)
-        report.refused = _refused(p, chosen)
+    with paused(), materialize(path) as p:
+        return _checked(path, p, runtime, markers, window, window_from, reserves, system_prompt_tokens)
+
+
+def _checked(
+    path: str | os.PathLike[str],
+    p: Path,
+    runtime: str | None,
+    markers: Sequence[str],
+    window: int,
+    window_from: str,
+    reserves: Sequence[int] | None,
+    system_prompt_tokens: Sequence[int],
+) -> CheckReport:
+    """:func:`check` of the file ``p`` that ``path`` names (collection paused by the caller)."""
+    from kurahi.context.tokens import estimate_each
+    from kurahi.runtimes.sources import runtime_of
+    from kurahi.runtimes.view import view_messages, view_of
+
+    report, ref, model = _check(p, markers, window, reserves, system_prompt_tokens)
+    has_reset = ref.runtime_messages is not None
+    chosen, reason = (runtime, "--runtime") if runtime is not None else runtime_of(path, has_reset=has_reset)
+    report.refused = _refused(p, chosen, report.pi_view if report.projections_agree else None, model)
     report.file = os.fspath(path)
     report.runtime, report.runtime_reason, report.window_from = chosen, reason, window_from
     load = max(system_prompt_tokens or [0])
@@ -307,20 +334,27 @@ def check(
     return report
 
 
-def _refused(p: Path, runtime: str) -> list[dict[str, Any]]:
+def _refused(p: Path, runtime: str, messages: list[Any] | None, model: dict[str, Any] | None) -> list[dict[str, Any]]:
     """``session doctor``'s failing findings for ``runtime`` (file findings left to the store's checks).
 
     A finding counts when the family the session sends to refuses it: the runtime sends the next
     request to the session's provider, so a body only Anthropic would refuse does not stop a
     session that talks to an OpenAI-compatible one. A session that names no family is held to all.
+
+    ``messages`` (the projection both ways agreed on) and ``model`` first go through
+    :func:`~kurahi.runtimes.requests.none_refused`: when it proves that nothing can fail, the
+    answer is none; otherwise (or without them) the transcript is checked in full.
     """
     from kurahi.pi.transcript import Transcript
-    from kurahi.runtimes.requests import check_transcript
+    from kurahi.runtimes.requests import check_transcript, none_refused
 
+    runtimes = list(view(runtime).request_runtimes)
+    if messages is not None and none_refused(messages, model, runtimes):
+        return []
     with Transcript.open(p) as t:
         report = check_transcript(t)
     family = report.family
-    failing = report.failing(list(view(runtime).request_runtimes))
+    failing = report.failing(runtimes)
     return [f.to_dict() for f in failing if f.refused_by and (family is None or family in f.refused_by)]
 
 
@@ -330,11 +364,16 @@ def _check(
     window: int,
     reserves: Sequence[int] | None,
     system_prompt_tokens: Sequence[int],
-) -> tuple[CheckReport, ReferenceProjection]:
+) -> tuple[CheckReport, ReferenceProjection, dict[str, Any] | None]:
+    from kurahi.pi.read.native import is_copied
+
     fast, ref = _both_projections(p)
-    msgs = fast.context.messages
-    fast_sha256 = messages_sha256(msgs)
-    ref_sha256 = fast_sha256 if _same_messages(msgs, ref.messages) else messages_sha256(ref.messages)
+    fast_sha256 = messages_sha256(fast.context.messages)
+    ref_sha256 = messages_sha256(ref.messages)
+    if len(fast.context.messages) == len(ref.messages) and fast_sha256 == ref_sha256:
+        msgs = ref.messages  # the same JSON values, so the same answers to everything below
+    else:
+        msgs = [_decoded(m) if is_copied(m) else m for m in fast.context.messages]
     # The compaction speaks once, or twice with a systemMessage (Pi 1.6.0): what the
     # retained and later parts do not account for.
     summary = max(0, len(msgs) - ref.retained_count - ref.later_count) if fast.context.compaction_id is not None else 0
@@ -363,7 +402,7 @@ def _check(
     report.pi_view = msgs
     report.runtime_view = ref.runtime_messages
     report.stitched_ms = _stitched_ms(p)
-    return report, ref
+    return report, ref, fast.context.model
 
 
 def _stitched_ms(path: Path) -> int | float | None:

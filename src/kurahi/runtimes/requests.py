@@ -15,12 +15,15 @@ when a family refuses it for certain and one of those runtimes would not repair 
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from kurahi.context.llm import convert_to_llm
 from kurahi.context.project import ProjectedEntry, SessionContext, project_from_leaf
-from kurahi.context.request_rules import FAMILIES, Violation, check_family, transform
+from kurahi.context.request_rules import FAMILIES, Violation, check_family, is_same_model, transform
+from kurahi.errors import UsageError
 from kurahi.js.values import MISSING
 
 TYPE_CHECKING = False
@@ -40,6 +43,7 @@ __all__ = [
     "check_transcript",
     "honour_context_edit",
     "is_request_runtime",
+    "none_refused",
     "runtime_names",
     "unmendable",
 ]
@@ -257,6 +261,93 @@ def check_context(
     return findings
 
 
+_PLAIN_CALL_ID = re.compile(r"[A-Za-z0-9_-]{0,39}[A-Za-z0-9-]")
+"""A tool-call id every family's normaliser leaves as it is: no other character, at most 40
+(the shortest limit, Chat Completions'), and not ending in ``_`` (Responses strips that)."""
+
+_LLM_ROLES = frozenset({"system", "user", "assistant", "toolResult"})
+_ERRORED = frozenset({"error", "aborted"})
+
+
+def none_refused(messages: Sequence[Any], model: dict[str, Any] | None, runtimes: Sequence[str]) -> bool:
+    """Whether no finding of :func:`check_context` on ``messages`` could fail for ``runtimes``, proved quickly.
+
+    ``True`` only when it is certain: a history the request rules cannot fault in any family,
+    no larger than Anthropic's body limit, and a window finding that every one of ``runtimes``
+    mends itself. ``False`` means "not proved here": the caller runs :func:`check_context`.
+
+    The rules find nothing when, after ``convertToLlm``, every message is one of the four LLM
+    roles and each tool call is answered at once: the results that follow an assistant which
+    calls tools (and is not dropped for an error) each answer one of its calls, a different
+    one each, before any other message; no result comes anywhere else; every call id is
+    unique in the history and one no family's normaliser changes; an assistant dropped for
+    its error calls nothing; no system message comes while calls are open; and, when the
+    session talks to OpenAI Responses, every signature of its own model's thinking is JSON.
+    ``transformMessages`` then only adds a made-up result for each call left open, just
+    before the next user or assistant message (or at the end), so every call is answered in
+    the very next turn, and Anthropic's turns, Chat Completions' tool messages and Responses'
+    outputs all pair (``tests/runtimes/test_none_refused.py`` checks it against
+    :func:`check_context` on many generated histories).
+    """
+    if any(r not in _REPAIRED_BY["context-window"] for r in runtimes):
+        return False  # the window finding could fail: the full check says
+    try:
+        llm = convert_to_llm(messages)
+    except UsageError:
+        return False  # the full check raises, naming the message as it names it
+    target_model = model or {}
+    responses = session_family(llm, target_model) == "openai-responses"
+    target = {"provider": target_model.get("provider"), "api": "openai-responses", "id": target_model.get("modelId")}
+    seen: set[str] = set()
+    expect: set[str] = set()
+    plain = _PLAIN_CALL_ID.fullmatch
+    for m in llm:
+        if type(m) is not dict:
+            return False
+        role = m.get("role")
+        if role not in _LLM_ROLES:
+            return False
+        if expect:
+            if role == "toolResult":
+                answer = m.get("toolCallId")
+                if type(answer) is not str or answer not in expect:
+                    return False
+                expect.discard(answer)
+                continue
+            if role == "system":
+                return False  # Pi's results for the open calls would come after it: the full check
+            expect = set()  # Pi makes up a result for each open call before this message
+        if role == "toolResult":
+            return False
+        if role != "assistant":
+            continue
+        content = m.get("content")
+        if type(content) is not list:
+            return False
+        calls: list[str] = []
+        for b in content:
+            if type(b) is not dict:
+                return False
+            kind = b.get("type")
+            if kind == "toolCall":
+                cid = b.get("id")
+                if type(cid) is not str or not plain(cid) or cid in seen:
+                    return False
+                seen.add(cid)
+                calls.append(cid)
+            elif responses and kind == "thinking" and b.get("thinkingSignature") and is_same_model(m, target):
+                try:
+                    json.loads(b["thinkingSignature"])
+                except (TypeError, ValueError):
+                    return False
+        if m.get("stopReason") in _ERRORED:
+            if calls:
+                return False  # dropped with its calls, while its stored results stay
+            continue
+        expect = set(calls)
+    return _body_size(llm) <= ANTHROPIC_BODY_LIMIT
+
+
 def _add(
     by_key: dict[tuple[int, str], Finding],
     order: list[tuple[int, str]],
@@ -285,23 +376,28 @@ def _add(
     f.certain = f.certain or v.certain
 
 
-def _size_findings(llm: list[Any], origins: list[ProjectedEntry], window: int) -> list[Finding]:
+def _body_size(llm: list[Any]) -> int:
+    """The bytes of the messages' JSON (0 when they cannot be written)."""
     import msgspec
 
-    from kurahi.context.tokens import estimate_context_tokens
-    from kurahi.errors import KurahiError
-
-    out: list[Finding] = []
     try:
-        size = len(msgspec.json.encode(llm))
+        return len(msgspec.json.encode(llm))
     except RecursionError:
         # A line nested deeper than msgspec encodes: the project's own encoder, as
         # `session context --json` writes it, handles any depth.
         from kurahi.js.stringify import js_json
 
-        size = len(js_json(llm))
+        return len(js_json(llm))
     except (TypeError, ValueError, OverflowError):
-        size = 0
+        return 0
+
+
+def _size_findings(llm: list[Any], origins: list[ProjectedEntry], window: int) -> list[Finding]:
+    from kurahi.context.tokens import estimate_context_tokens
+    from kurahi.errors import KurahiError
+
+    out: list[Finding] = []
+    size = _body_size(llm)
     if size > ANTHROPIC_BODY_LIMIT:
         out.append(
             Finding(

@@ -36,6 +36,12 @@
  * join_json(items, prefix, suffix, fd=-1): JSON output made of Stored references (copied
  *   from the file) and bytes, returned or written to a descriptor.
  *
+ * canonical_sha256(items) -> the hex SHA-256 of json.dumps(values, ensure_ascii=False, sort_keys=True,
+ *   separators=(",", ":")) in UTF-8 (surrogatepass), where an item is a Python value, or JSON text
+ *   (a Stored reference, read from its file, or a bytes-like object) standing for json.loads of it;
+ *   None when one of them is not taken (see _native_canon.h): the caller hashes in Python.
+ * canonical_json(value, text=False) -> those bytes for one item, or None (for tests).
+ *
  * Also SHA-256 (_native_sha256.h), for stitch reports, without the GIL:
  *   sha256_split(data, portable=False) -> the hex digest of each piece of data.split(b"\n")
  *   sha256_fd(fd, size, portable=False) -> the hex digest of the first size bytes of fd
@@ -55,6 +61,7 @@
 
 #include "_native_json.h"
 #include "_native_sha256.h"
+#include "_native_canon.h"
 
 #define READ_BYTES (1u << 20)       /* pread size; a line longer than the buffer grows it */
 #define MAX_BUFFERED (16u << 20)    /* longer lines are flagged unread and read by Python */
@@ -913,6 +920,392 @@ fail:
     return NULL;
 }
 
+/* -- a path, kept in C ----------------------------------------------------------------------
+ *
+ * Table.path(k) walks from entry k up its parents as walk() does, but keeps the rows here: a
+ * path of 200k entries as a list of Python ints cost more than the walk. A projection asks it
+ * what it needs (which types are on it, where the nearest of a type is) and, for a context
+ * printed as JSON, the messages root first (Path.items): Stored references for the stored
+ * messages that may be copied as they are, and the row of each other entry that contributes,
+ * for Python to read. */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *table; /* the Table the rows are in */
+    Py_ssize_t *rows; /* leaf first */
+    Py_ssize_t n;
+    int cut; /* the walk stopped at a parent id no line has (not at a null or empty one) */
+} Path;
+
+static PyTypeObject PathType;
+
+static void path_dealloc(PyObject *self)
+{
+    Path *p = (Path *)self;
+    free(p->rows);
+    Py_XDECREF(p->table);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static Py_ssize_t path_len(PyObject *self) { return ((Path *)self)->n; }
+
+static inline int ent_type_is(const Ent *e, const char *t, size_t n)
+{
+    return e->tlen == n && memcmp(e->fields, t, n) == 0;
+}
+
+static Py_ssize_t probe_hashed(Table *t, const char *p, size_t n, uint64_t h)
+{
+    for (int i = t->nparts - 1; i >= 0; i--) {
+        Part *q = &t->parts[i];
+        Py_ssize_t pos = probe_part(q, p, n, -1, h);
+        if (pos >= 0)
+            return q->lo + pos;
+    }
+    return -1;
+}
+
+static inline const char *ent_parent(const Ent *e) { return e->fields + e->tlen + e->ilen; }
+
+/* The walk of table_walk into rows (leaf first). With guess, a parent that is the entry just
+ * before is taken without a lookup and marked in guessed (a bitmap of link positions): Pi's
+ * writer appends each entry after its parent, so on a long path nearly every link is such, and
+ * the lookups that check them (can a later line have that id?) then run side by side, their
+ * memory fetched ahead, instead of one after another. -1 when out of memory. */
+static int walk_rows(Table *t, Py_ssize_t k, int guess, Py_ssize_t **rows_out, Py_ssize_t *n_out, int *cut,
+                     int *loop, unsigned char **guessed_out)
+{
+    unsigned char *seen = calloc((size_t)t->n / 8 + 1, 1);
+    size_t cap = 1024;
+    Py_ssize_t *rows = malloc(cap * sizeof(Py_ssize_t));
+    unsigned char *guessed = guess ? calloc(cap / 8, 1) : NULL;
+    if (seen == NULL || rows == NULL || (guess && guessed == NULL))
+        goto oom;
+    Py_ssize_t n = 0;
+    *cut = *loop = 0;
+    for (;;) {
+        if (seen[k >> 3] & (1u << (k & 7))) {
+            *loop = 1;
+            break;
+        }
+        seen[k >> 3] |= (unsigned char)(1u << (k & 7));
+        if ((size_t)n == cap) {
+            Py_ssize_t *nr = realloc(rows, 2 * cap * sizeof(Py_ssize_t));
+            if (nr == NULL)
+                goto oom;
+            rows = nr;
+            if (guess) {
+                unsigned char *ng = realloc(guessed, 2 * cap / 8);
+                if (ng == NULL)
+                    goto oom;
+                memset(ng + cap / 8, 0, cap / 8);
+                guessed = ng;
+            }
+            cap *= 2;
+        }
+        rows[n++] = k;
+        const Ent *e = ent_at(t, k);
+        if (e->plen <= 0)
+            break; /* null, or "" (falsy in JavaScript) */
+        if (guess && k > 0) {
+            const Ent *prev = ent_at(t, k - 1);
+            if (prev->ilen == (uint32_t)e->plen && memcmp(ent_id(prev), ent_parent(e), prev->ilen) == 0) {
+                guessed[(n - 1) >> 3] |= (unsigned char)(1u << ((n - 1) & 7));
+                k = k - 1;
+                continue;
+            }
+        }
+        Py_ssize_t next = probe(t, ent_parent(e), (size_t)e->plen);
+        if (next < 0) {
+            *cut = 1;
+            break;
+        }
+        k = next;
+    }
+    free(seen);
+    *rows_out = rows;
+    *n_out = n;
+    *guessed_out = guessed;
+    return 0;
+oom:
+    free(seen);
+    free(rows);
+    free(guessed);
+    PyErr_NoMemory();
+    return -1;
+}
+
+/* Whether every guessed link of rows is what a lookup gives (the entry before is the last line
+ * with that id), the lookups a batch at a time with their slots fetched ahead. */
+static int guesses_hold(Table *t, const Py_ssize_t *rows, Py_ssize_t n, const unsigned char *guessed)
+{
+    enum { AHEAD = 16 };
+    Py_ssize_t links[AHEAD];
+    uint64_t hashes[AHEAD];
+    Py_ssize_t i = 0;
+    while (i < n) {
+        int m = 0;
+        for (; i < n && m < AHEAD; i++) {
+            if (!(guessed[i >> 3] & (1u << (i & 7))))
+                continue;
+            const Ent *e = ent_at(t, rows[i]);
+            uint64_t h = hash_bytes(ent_parent(e), (size_t)e->plen);
+            for (int j = 0; j < t->nparts; j++)
+                __builtin_prefetch(&t->parts[j].slots[h & t->parts[j].mask]);
+            links[m] = i;
+            hashes[m++] = h;
+        }
+        for (int j = 0; j < m; j++) {
+            const Ent *e = ent_at(t, rows[links[j]]);
+            if (probe_hashed(t, ent_parent(e), (size_t)e->plen, hashes[j]) != rows[links[j] + 1])
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* path(k) -> a Path from k up its parents (k first), None when the chain loops. */
+static PyObject *table_path(PyObject *self, PyObject *arg)
+{
+    Table *t = (Table *)self;
+    Py_ssize_t k;
+    if (row_of(t, arg, &k) < 0)
+        return NULL;
+    Py_ssize_t *rows, n;
+    int cut, loop;
+    unsigned char *guessed;
+    if (walk_rows(t, k, 1, &rows, &n, &cut, &loop, &guessed) < 0)
+        return NULL;
+    if (!loop && !guesses_hold(t, rows, n, guessed)) {
+        /* A later line has the id of an entry the guess took (or a guess hid a loop): walk again,
+         * every link looked up. */
+        free(rows);
+        free(guessed);
+        if (walk_rows(t, k, 0, &rows, &n, &cut, &loop, &guessed) < 0)
+            return NULL;
+    }
+    free(guessed);
+    if (loop) {
+        free(rows);
+        Py_RETURN_NONE;
+    }
+    Path *p = PyObject_New(Path, &PathType);
+    if (p == NULL) {
+        free(rows);
+        return NULL;
+    }
+    Py_INCREF(self);
+    p->table = self;
+    p->rows = rows;
+    p->n = n;
+    p->cut = cut;
+    return (PyObject *)p;
+}
+
+static PyObject *path_rows(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    Path *p = (Path *)self;
+    PyObject *out = PyList_New(p->n);
+    for (Py_ssize_t i = 0; out != NULL && i < p->n; i++) {
+        PyObject *v = PyLong_FromSsize_t(p->rows[i]);
+        if (v == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, v);
+    }
+    return out;
+}
+
+static PyObject *path_counts(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    Path *p = (Path *)self;
+    Table *t = (Table *)p->table;
+    enum { MAXK = 64 };
+    const Ent *kinds[MAXK];
+    Py_ssize_t counts[MAXK];
+    int nk = 0;
+    PyObject *out = PyDict_New();
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < p->n; i++) {
+        const Ent *e = ent_at(t, p->rows[i]);
+        int j = 0;
+        while (j < nk && !ent_type_is(kinds[j], e->fields, e->tlen))
+            j++;
+        if (j == nk) {
+            if (nk == MAXK) { /* many types: count the rest in Python's dict directly */
+                PyObject *key = type_str(t, e->fields, e->tlen), *old = NULL, *val = NULL;
+                if (key != NULL) {
+                    old = PyDict_GetItemWithError(out, key);
+                    if (old != NULL || !PyErr_Occurred())
+                        val = PyLong_FromSsize_t(old != NULL ? PyLong_AsSsize_t(old) + 1 : 1);
+                }
+                if (val == NULL || PyDict_SetItem(out, key, val) < 0) {
+                    Py_XDECREF(key);
+                    Py_XDECREF(val);
+                    Py_DECREF(out);
+                    return NULL;
+                }
+                Py_DECREF(key);
+                Py_DECREF(val);
+                continue;
+            }
+            kinds[nk] = e;
+            counts[nk++] = 0;
+        }
+        counts[j]++;
+    }
+    for (int j = 0; j < nk; j++) {
+        PyObject *key = type_str(t, kinds[j]->fields, kinds[j]->tlen), *old = NULL, *val = NULL;
+        if (key != NULL) {
+            old = PyDict_GetItemWithError(out, key);
+            if (old != NULL || !PyErr_Occurred())
+                val = PyLong_FromSsize_t(counts[j] + (old != NULL ? PyLong_AsSsize_t(old) : 0));
+        }
+        if (val == NULL || PyDict_SetItem(out, key, val) < 0) {
+            Py_XDECREF(key);
+            Py_XDECREF(val);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(key);
+        Py_DECREF(val);
+    }
+    return out;
+}
+
+/* find(type, start) -> (position, row) of the first entry from position start on (0 is the leaf)
+ * whose type is `type`, or None. */
+static PyObject *path_find(PyObject *self, PyObject *args)
+{
+    Path *p = (Path *)self;
+    Table *t = (Table *)p->table;
+    const char *type;
+    Py_ssize_t tn, start;
+    if (!PyArg_ParseTuple(args, "s#n", &type, &tn, &start))
+        return NULL;
+    for (Py_ssize_t i = start < 0 ? 0 : start; i < p->n; i++) {
+        if (ent_type_is(ent_at(t, p->rows[i]), type, (size_t)tn))
+            return Py_BuildValue("(nn)", i, p->rows[i]);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *path_cut(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(((Path *)self)->cut);
+}
+
+static inline int contributes(const Ent *e, int *stored)
+{
+    *stored = 0;
+    if (ent_type_is(e, "message", 7)) {
+        *stored = e->mlen != 0;
+        return 1;
+    }
+    return ent_type_is(e, "custom_message", 14) || ent_type_is(e, "branch_summary", 14);
+}
+
+/* hole_rows() -> root first, the row of each entry that contributes to a context printed as JSON
+ * (when the path holds no compaction and no context_edit) and whose message is not a stored one
+ * that may be copied as it is: every other message, custom_message and branch_summary entry. */
+static PyObject *path_hole_rows(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    Path *p = (Path *)self;
+    Table *t = (Table *)p->table;
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = p->n - 1; out != NULL && i >= 0; i--) {
+        int stored;
+        if (!contributes(ent_at(t, p->rows[i]), &stored) || stored)
+            continue;
+        PyObject *v = PyLong_FromSsize_t(p->rows[i]);
+        if (v == NULL || PyList_Append(out, v) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(v);
+    }
+    return out;
+}
+
+/* messages(fd, values, skip) -> root first, each contributing entry's message: a Stored reference
+ * where the stored bytes may be copied, else the next of values (in hole_rows' order), left out
+ * where that value is skip (an entry Pi skips). */
+static PyObject *path_messages(PyObject *self, PyObject *args)
+{
+    Path *p = (Path *)self;
+    Table *t = (Table *)p->table;
+    int fd;
+    PyObject *values, *skip;
+    if (!PyArg_ParseTuple(args, "iO!O", &fd, &PyList_Type, &values, &skip))
+        return NULL;
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    Source *src = NULL;
+    Py_ssize_t next = 0, nvalues = PyList_GET_SIZE(values);
+    for (Py_ssize_t i = p->n - 1; i >= 0; i--) {
+        const Ent *e = ent_at(t, p->rows[i]);
+        int stored;
+        if (!contributes(e, &stored))
+            continue;
+        PyObject *v;
+        if (stored) {
+            v = new_stored(&src, fd, e);
+        } else if (next < nvalues) {
+            v = PyList_GET_ITEM(values, next++);
+            if (v == skip)
+                continue;
+            Py_INCREF(v);
+        } else {
+            PyErr_SetString(PyExc_ValueError, "messages: fewer values than hole_rows");
+            goto fail;
+        }
+        if (v == NULL || PyList_Append(out, v) < 0) {
+            Py_XDECREF(v);
+            goto fail;
+        }
+        Py_DECREF(v);
+    }
+    if (next != nvalues) {
+        PyErr_SetString(PyExc_ValueError, "messages: more values than hole_rows");
+        goto fail;
+    }
+    Py_XDECREF(src);
+    return out;
+fail:
+    Py_XDECREF(src);
+    Py_DECREF(out);
+    return NULL;
+}
+
+static PyMethodDef path_methods[] = {
+    {"rows", path_rows, METH_NOARGS, "rows() -> the rows, leaf first (what Table.walk gives)"},
+    {"counts", path_counts, METH_NOARGS, "counts() -> {type: entries of that type on the path}"},
+    {"find", path_find, METH_VARARGS, "find(type, start) -> (position, row) of the first such entry from start (0: the leaf), or None"},
+    {"cut", path_cut, METH_NOARGS, "cut() -> whether the walk stopped at a parent id no line has"},
+    {"hole_rows", path_hole_rows, METH_NOARGS,
+     "hole_rows() -> root first, the rows of the contributing entries whose message is not copied as stored"},
+    {"messages", path_messages, METH_VARARGS,
+     "messages(fd, values, skip) -> root first: a Stored per copyable message, values for the hole_rows"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods path_as_sequence = {.sq_length = path_len};
+
+static PyTypeObject PathType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kurahi.pi.read._native.Path",
+    .tp_doc = "A path of a Table's entries, from an entry up its parents, kept in C.",
+    .tp_basicsize = sizeof(Path),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = path_dealloc,
+    .tp_methods = path_methods,
+    .tp_as_sequence = &path_as_sequence,
+};
+
 /* stored(rows, fd) -> per row a Stored reference to its message value when it may be copied
  * into JSON output as stored (see classify), else None. fd is duplicated once: the Stored
  * objects keep the file readable after the caller closes its descriptor. */
@@ -1047,15 +1440,16 @@ static int put_stored(Sink *k, Window *w, const Stored *m)
     return sink_put(k, w->buf + (m->off - w->off), m->len);
 }
 
-/* join_json(items, prefix, suffix, fd=-1) -> prefix + b",".join(items) + suffix, as bytes, or
- * written to fd (None returned). An item is a Stored reference or a bytes-like object. */
+/* join_json(items, prefix, suffix, fd=-1, encode=None) -> prefix + b",".join(items) + suffix, as
+ * bytes, or written to fd (None returned). An item is a Stored reference or a bytes-like object;
+ * with encode, any other item is written as encode(item) (bytes). */
 static PyObject *native_join_json(PyObject *self, PyObject *args)
 {
-    PyObject *items_arg;
+    PyObject *items_arg, *encode = Py_None, *encoded = NULL;
     Py_buffer prefix, suffix;
     int fd = -1;
     (void)self;
-    if (!PyArg_ParseTuple(args, "Oy*y*|i", &items_arg, &prefix, &suffix, &fd))
+    if (!PyArg_ParseTuple(args, "Oy*y*|iO", &items_arg, &prefix, &suffix, &fd, &encode))
         return NULL;
     PyObject *result = NULL;
     Window w = {NULL, NULL, 0, 0};
@@ -1065,6 +1459,30 @@ static PyObject *native_join_json(PyObject *self, PyObject *args)
         goto done;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject **items = PySequence_Fast_ITEMS(seq);
+    if (encode != Py_None) {
+        /* The items that are neither Stored nor bytes-like, encoded first: the same list, in which
+         * such an item is replaced by encode(item). */
+        for (Py_ssize_t i = 0; i < n && encoded == NULL; i++)
+            if (Py_TYPE(items[i]) != &StoredType && !PyObject_CheckBuffer(items[i]))
+                encoded = PyList_New(n);
+        if (encoded != NULL) {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                PyObject *v = items[i];
+                if (Py_TYPE(v) != &StoredType && !PyObject_CheckBuffer(v)) {
+                    v = PyObject_CallOneArg(encode, v);
+                    if (v == NULL)
+                        goto done;
+                } else {
+                    Py_INCREF(v);
+                }
+                PyList_SET_ITEM(encoded, i, v);
+            }
+            Py_DECREF(seq);
+            seq = encoded;
+            encoded = NULL;
+            items = PySequence_Fast_ITEMS(seq);
+        }
+    }
     size_t total = (size_t)prefix.len + (size_t)suffix.len + (n > 0 ? (size_t)n - 1 : 0);
     int any_stored = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -1134,9 +1552,159 @@ done:
         free(k.buf);
     free(w.buf);
     Py_XDECREF(seq);
+    Py_XDECREF(encoded);
     PyBuffer_Release(&prefix);
     PyBuffer_Release(&suffix);
     return result;
+}
+
+static sha256_blocks_fn sha256_fast; /* chosen once, at import */
+
+/* A digest as the lowercase hex str hashlib's hexdigest() gives. */
+static PyObject *hex_digest(const unsigned char digest[32])
+{
+    static const char hexdigits[] = "0123456789abcdef";
+    PyObject *hex = PyUnicode_New(64, 127);
+    if (hex == NULL)
+        return NULL;
+    Py_UCS1 *out = PyUnicode_1BYTE_DATA(hex);
+    for (int i = 0; i < 32; i++) {
+        out[2 * i] = (Py_UCS1)hexdigits[digest[i] >> 4];
+        out[2 * i + 1] = (Py_UCS1)hexdigits[digest[i] & 15];
+    }
+    return hex;
+}
+
+/* -- the content hash: canonical JSON of stored messages and values (_native_canon.h) ------- */
+
+/* The bytes of a Stored item: in the window (read when it does not hold them) or, for one
+ * larger than a window, in *owned (to free). NULL with an exception set when reading fails. */
+static const char *stored_text(Window *w, const Stored *m, char **owned)
+{
+    *owned = NULL;
+    if (m->len > WINDOW_BYTES) {
+        char *tmp = malloc(m->len ? m->len : 1);
+        if (tmp == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        if (stored_read(m, tmp) < 0) {
+            free(tmp);
+            return NULL;
+        }
+        *owned = tmp;
+        return tmp;
+    }
+    if (w->src != m->src || m->off < w->off || m->off + m->len > w->off + w->len) {
+        size_t got;
+        int err;
+        Py_BEGIN_ALLOW_THREADS
+        err = read_full(m->src->fd, w->buf, WINDOW_BYTES, m->off, &got);
+        Py_END_ALLOW_THREADS
+        if (!err && got < m->len)
+            err = EIO; /* the file got shorter since it was scanned */
+        if (err) {
+            errno = err;
+            PyErr_SetFromErrno(PyExc_OSError);
+            return NULL;
+        }
+        w->src = m->src;
+        w->off = m->off;
+        w->len = got;
+    }
+    return w->buf + (m->off - w->off);
+}
+
+/* One item's canonical bytes appended to c->out: CANON_OK, CANON_NO or CANON_ERR. */
+static int canon_item(Canon *c, Window *w, PyObject *item, int text)
+{
+    if (Py_TYPE(item) == &StoredType) {
+        if (w->buf == NULL && (w->buf = malloc(WINDOW_BYTES)) == NULL) {
+            PyErr_NoMemory();
+            return CANON_ERR;
+        }
+        char *owned;
+        const char *p = stored_text(w, (const Stored *)item, &owned);
+        if (p == NULL)
+            return CANON_ERR;
+        int rc = canon_text(c, p, ((const Stored *)item)->len);
+        free(owned);
+        return rc;
+    }
+    if (text) {
+        Py_buffer b;
+        if (PyObject_GetBuffer(item, &b, PyBUF_SIMPLE) < 0)
+            return CANON_ERR;
+        int rc = canon_text(c, (const char *)b.buf, (size_t)b.len);
+        PyBuffer_Release(&b);
+        return rc;
+    }
+    return value_canon(c, item, 0);
+}
+
+static PyObject *native_canonical_sha256(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    PyObject *seq = PySequence_Fast(arg, "items must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Canon c;
+    memset(&c, 0, sizeof c);
+    Window w = {NULL, NULL, 0, 0};
+    Sha256 h;
+    sha256_init(&h, sha256_fast);
+    int rc = CANON_OK;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    sha256_update(&h, (const unsigned char *)"[", 1);
+    for (Py_ssize_t i = 0; i < n && rc == CANON_OK; i++) {
+        if (i)
+            sha256_update(&h, (const unsigned char *)",", 1);
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        /* Buffers (bytes, msgspec.Raw) stand for JSON text; json.dumps would refuse them as values. */
+        Py_INCREF(item);
+        rc = canon_item(&c, &w, item, PyObject_CheckBuffer(item));
+        Py_DECREF(item);
+        if (rc == CANON_OK)
+            sha256_update(&h, (const unsigned char *)c.out.p, c.out.len);
+        c.out.len = 0;
+        c.nm = 0;
+        c.keys.len = 0;
+    }
+    sha256_update(&h, (const unsigned char *)"]", 1);
+    free(w.buf);
+    canon_free(&c);
+    Py_DECREF(seq);
+    if (rc == CANON_ERR)
+        return NULL;
+    if (rc == CANON_NO)
+        Py_RETURN_NONE;
+    unsigned char digest[32];
+    sha256_final(&h, digest);
+    return hex_digest(digest);
+}
+
+static PyObject *native_canonical_json(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"value", "text", NULL};
+    PyObject *value;
+    int text = 0;
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p:canonical_json", kwlist, &value, &text))
+        return NULL;
+    Canon c;
+    memset(&c, 0, sizeof c);
+    Window w = {NULL, NULL, 0, 0};
+    int rc = canon_item(&c, &w, value, text);
+    PyObject *out = NULL;
+    if (rc == CANON_OK) {
+        out = PyBytes_FromStringAndSize(c.out.p ? c.out.p : "", (Py_ssize_t)c.out.len);
+    } else if (rc == CANON_NO) {
+        out = Py_None;
+        Py_INCREF(out);
+    }
+    free(w.buf);
+    canon_free(&c);
+    return out;
 }
 
 static void table_dealloc(PyObject *self)
@@ -1224,6 +1792,7 @@ static PyMethodDef table_methods[] = {
     {"row", table_row, METH_O, "row(k) -> (type, id, parent): entry k (parent None for null)"},
     {"get", table_get, METH_O, "get(id) -> position of the last entry with that id, or -1 (also for an id that is not a str)"},
     {"walk", table_walk, METH_O, "walk(k) -> positions from k up its parents (k first), None on a loop"},
+    {"path", table_path, METH_O, "path(k) -> a Path from k up its parents (k first), kept in C; None on a loop"},
     {"types", table_types, METH_NOARGS, "types() -> list of every entry's type"},
     {"ids", table_ids, METH_NOARGS, "ids() -> list of every entry's id"},
     {"parents", table_parents, METH_NOARGS, "parents() -> list of every entry's parent (None for null)"},
@@ -1501,23 +2070,6 @@ static PyObject *native_message_span(PyObject *self, PyObject *arg)
     return Py_BuildValue("(II)", (unsigned int)m.off, (unsigned int)m.len);
 }
 
-static sha256_blocks_fn sha256_fast; /* chosen once, at import */
-
-/* A digest as the lowercase hex str hashlib's hexdigest() gives. */
-static PyObject *hex_digest(const unsigned char digest[32])
-{
-    static const char hexdigits[] = "0123456789abcdef";
-    PyObject *hex = PyUnicode_New(64, 127);
-    if (hex == NULL)
-        return NULL;
-    Py_UCS1 *out = PyUnicode_1BYTE_DATA(hex);
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = (Py_UCS1)hexdigits[digest[i] >> 4];
-        out[2 * i + 1] = (Py_UCS1)hexdigits[digest[i] & 15];
-    }
-    return hex;
-}
-
 static PyObject *native_sha256_split(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     /* The hex SHA-256 of each piece of data.split(b"\n"), hashed without the GIL. */
@@ -1629,7 +2181,11 @@ static PyMethodDef methods[] = {
      "skim(line, impl=0) -> (type, id, parent) | None, the top level only (see skim)"},
     {"message_span", native_message_span, METH_O, "message_span(line) -> (offset, length) | None"},
     {"join_json", native_join_json, METH_VARARGS,
-     "join_json(items, prefix, suffix, fd=-1) -> prefix + b','.join(items) + suffix (bytes, or written to fd)"},
+     "join_json(items, prefix, suffix, fd=-1, encode=None) -> prefix + b','.join(items) + suffix (bytes, or written to fd)"},
+    {"canonical_sha256", native_canonical_sha256, METH_O,
+     "canonical_sha256(items) -> hex SHA-256 of the items' sorted canonical JSON (as json.dumps), or None"},
+    {"canonical_json", (PyCFunction)(void (*)(void))native_canonical_json, METH_VARARGS | METH_KEYWORDS,
+     "canonical_json(value, text=False) -> json.dumps(value or json.loads(text), sort_keys=True, ...) bytes, or None"},
     {"sha256_split", (PyCFunction)(void (*)(void))native_sha256_split, METH_VARARGS | METH_KEYWORDS,
      "sha256_split(data, portable=False) -> hex SHA-256 of each piece of data.split(b'\\n')"},
     {"sha256_fd", (PyCFunction)(void (*)(void))native_sha256_fd, METH_VARARGS | METH_KEYWORDS,
@@ -1646,7 +2202,8 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__native(void)
 {
-    if (PyType_Ready(&TableType) < 0 || PyType_Ready(&SourceType) < 0 || PyType_Ready(&StoredType) < 0)
+    if (PyType_Ready(&TableType) < 0 || PyType_Ready(&SourceType) < 0 || PyType_Ready(&StoredType) < 0 ||
+        PyType_Ready(&PathType) < 0)
         return NULL;
     sha256_fast = sha256_best();
     skim_setup();

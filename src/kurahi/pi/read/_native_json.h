@@ -352,6 +352,8 @@ static int classify(const char *p, const char *pe, Field f[3], Span *m)
 /* Whitespace between tokens; inside the message value JSON.stringify writes none. */
 #define WS()                                                                                                         \
     do {                                                                                                             \
+        if (p < pe && (unsigned char)*p > ' ')                                                                       \
+            break; /* the usual case: no whitespace at all */                                                        \
         const char *q_ = skip_ws(p, pe);                                                                           \
         if (q_ != p && in_msg)                                                                                       \
             canon = 0;                                                                                               \
@@ -403,7 +405,7 @@ obj_key:
             if (odd || (keylen > 0 && is_digit((unsigned char)key[0])))
                 canon = 0;
             for (int i = kbase[depth - 1]; i < ktop && canon; i++)
-                if (kn[i] == keylen && memcmp(kp[i], key, keylen) == 0)
+                if (kn[i] == keylen && (keylen == 0 || (kp[i][0] == key[0] && memcmp(kp[i], key, keylen) == 0)))
                     canon = 0; /* JSON.parse keeps one of them */
             if (ktop < MAX_KEYS) {
                 kp[ktop] = key;

@@ -23,7 +23,7 @@ import os
 # msgspec load when a function here needs them (importing them costs a process ~40 ms).
 TYPE_CHECKING = False  # mypy reads it as typing.TYPE_CHECKING
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     import msgspec
@@ -33,6 +33,7 @@ __all__ = [
     "ENABLED",
     "THREADS_MIN_BYTES",
     "available",
+    "canonical_sha256",
     "copyable_message",
     "fd_sha256",
     "is_copied",
@@ -108,19 +109,28 @@ def is_copied(value: object) -> bool:
     return type(value) in _copied_types()
 
 
-def join_json(items: Sequence[Any], prefix: bytes, suffix: bytes, fd: int | None = None) -> bytes | None:
+def join_json(
+    items: Sequence[Any],
+    prefix: bytes,
+    suffix: bytes,
+    fd: int | None = None,
+    encode: Callable[[Any], bytes] | None = None,
+) -> bytes | None:
     """``prefix + b",".join(items) + suffix``, returned, or written to the descriptor ``fd``.
 
     Each item is a bytes-like object (``msgspec.Raw`` included) or a stored reference from
     :meth:`~kurahi.pi.transcript.Transcript.raw_messages`, whose bytes are copied from
-    the file here, a few MB per read, without a Python object per message.
+    the file here, a few MB per read, without a Python object per message. With ``encode``,
+    any other item is written as ``encode(item)``.
 
     Raises:
         OSError: a read or write failed, or the transcript got shorter since it was scanned.
     """
     if available():
-        out: bytes | None = _native.join_json(items, prefix, suffix, -1 if fd is None else fd)
+        out: bytes | None = _native.join_json(items, prefix, suffix, -1 if fd is None else fd, encode)
         return out
+    if encode is not None:
+        items = [i if _is_text(i) else encode(i) for i in items]
     data = prefix + b",".join(map(bytes, items)) + suffix
     if fd is None:
         return data
@@ -128,6 +138,33 @@ def join_json(items: Sequence[Any], prefix: bytes, suffix: bytes, fd: int | None
     while view:
         view = view[os.write(fd, view) :]
     return None
+
+
+def canonical_sha256(items: Sequence[Any]) -> str | None:
+    """The hex SHA-256 of ``json.dumps(items, ensure_ascii=False, sort_keys=True, separators=(",", ":"))``.
+
+    Encoded in UTF-8 with lone surrogates passed through, computed in C without building the
+    text (``_native_canon.h``). A stored reference or a bytes-like item (``msgspec.Raw``)
+    stands for ``json.loads`` of its JSON text, read from the transcript without a Python
+    object per value. ``None`` when the extension is missing or off, or an item is not one
+    it takes (a type ``json.dumps`` would convert or refuse, a non-string key, nesting past
+    512 levels, text that is not JSON or not UTF-8): the caller computes it in Python.
+
+    Raises:
+        OSError: a stored message could not be read back from its transcript.
+    """
+    if not available():
+        return None
+    digest: str | None = _native.canonical_sha256(items)
+    return digest
+
+
+def _is_text(item: object) -> bool:
+    try:
+        memoryview(item)  # type: ignore[arg-type]
+    except TypeError:
+        return type(item) in _copied_types()
+    return True
 
 
 def line_digests(joined: bytes) -> list[str]:

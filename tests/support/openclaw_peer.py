@@ -84,9 +84,11 @@ turns without waiting for the hour."""
 CONTEXT_WINDOW = 128_000
 """The stand-in's ``contextWindow`` unless a peer is given another (a small one makes a short
 history overflow it)."""
-IDLE_MINUTES = 7 * 24 * 60
-"""The idle reset window the harness configures unless told otherwise: a week, so that no
-session rolls over during a test unless the test asks for it (OpenClaw's smallest is 1)."""
+IDLE_MINUTES = 10 * 365 * 24 * 60
+"""The idle reset window the harness configures unless told otherwise: ten years, so that no
+session rolls over during a test unless the test asks for it (OpenClaw's smallest is 1). It was a
+week, and the kept samples age with the repository: a week after `2026.5.28-upgraded` was made,
+OpenClaw rolled its activated session over on the next turn and the repair test failed."""
 
 
 class OpenClawUnavailable(RuntimeError):

@@ -109,7 +109,7 @@ class Scenario:
         """Start OpenClaw on this dir, take one turn on ``key`` with a fresh phrase, stop; return
         the request that carried the turn (the runtime's view of the key, as sent).
 
-        The peer gets a week-long idle window, so the turn itself rolls nothing over.
+        The peer gets a ten-year idle window, so the turn itself rolls nothing over.
         """
         require(self.version)
         probe = phrase("PROBE")

@@ -13,25 +13,23 @@ from pathlib import Path
 from typing import Any
 
 from kurahi.locations.dirs import Location, count_files, subdirs
-from kurahi.runtimes.base import SessionAppend
 from kurahi.runtimes.openclaw import layout
 from kurahi.runtimes.openclaw.config import openclaw_state_dir
 from kurahi.runtimes.openclaw.running import running
 from kurahi.runtimes.openclaw.state import AgentState, agents_of, list_agents, open_agent
 from kurahi.runtimes.openclaw.versions import VERSIONS, Release, of_era
+from kurahi.runtimes.pi_transcripts import PiTranscripts
 
 __all__ = ["OPENCLAW", "OpenClaw"]
 
 
-class OpenClaw:
+class OpenClaw(PiTranscripts):
     """OpenClaw's state dir (``~/.openclaw``), JSON era and SQLite era, and a Kurahi home."""
 
     name = "openclaw"
     label = "OpenClaw"
     keyed = True
     """Its state has agents and session keys (``lineage find``, ``kurahi rescue`` read it by them)."""
-    pi_transcripts = True
-    """Its transcripts are Pi's format (version 4 entries): Kurahi's transcript reader reads them."""
     versions: tuple[Release, ...] = VERSIONS
     how_to_stop = (
         "`openclaw gateway stop` when it runs as a service (or `systemctl --user stop openclaw-gateway`), "
@@ -41,8 +39,6 @@ class OpenClaw:
 
     state_words = "OpenClaw state"
     """What its state is called in a sentence about it."""
-    session_append: SessionAppend | None = None
-    """Not mended by appending to a session file."""
 
     def inventory(self, root: Path) -> tuple[dict[str, object], str]:
         """Its agents, the JSON era's transcripts and the SQLite era's stores."""
@@ -136,30 +132,6 @@ class OpenClaw:
     def activation_store(self, root: Path, agent: str) -> str:
         """``sqlite`` for a SQLite-era agent (a store and no catalog), else ``files``."""
         return "sqlite" if layout.sqlite_era(root, agent) else "files"
-
-    def sent_view(self, path: Path, sure: bool = False) -> Any:
-        """``None``: its sessions are Pi transcripts, which Kurahi's transcript reader reads."""
-        return None
-
-    def own_keys(self, root: Path) -> list[str]:
-        """None: its histories are read through :meth:`open_agent` or :meth:`session_files`."""
-        return []
-
-    def own_sessions(self, root: Path, key: str) -> list[Any]:
-        """None: its histories are read through :meth:`open_agent` or :meth:`session_files`."""
-        return []
-
-    def own_lineage(self, root: Path, session: str | None = None) -> None:
-        """``None``: its lineages are found by agent and key."""
-        return None
-
-    def own_stitch(self, sources: list[Path], out: Path) -> None:
-        """``None``: its sessions are Pi transcripts, stitched as such."""
-        return None
-
-    def own_doctor(self, path: Path, *, fix: bool, dry_run: bool, sure: bool = False) -> None:
-        """``None``: its sessions are Pi transcripts, judged by ``kurahi.doctor.session``."""
-        return None
 
 
 def _stat(path: Path) -> tuple[int, int, int] | None:

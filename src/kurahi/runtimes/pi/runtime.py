@@ -14,22 +14,20 @@ from typing import Any
 
 from kurahi.errors import UsageError
 from kurahi.locations.dirs import Location, count_files, subdirs
-from kurahi.runtimes.base import SessionAppend
 from kurahi.runtimes.pi.facts import VERSIONS
 from kurahi.runtimes.pi.sessions import PiSessionListing, list_pi_sessions, pi_sessions_dir
+from kurahi.runtimes.pi_transcripts import PiTranscripts
 
 __all__ = ["PI", "Pi"]
 
 
-class Pi:
+class Pi(PiTranscripts):
     """Pi's sessions folder (``~/.pi/agent/sessions``)."""
 
     name = "pi"
     label = "Pi"
     keyed = False
     """No agents, no keys: a session is a file (``session context``, ``lineage check`` read it)."""
-    pi_transcripts = True
-    """Its transcripts are Pi's format: Kurahi's transcript reader reads them."""
     versions: tuple[str, ...] = VERSIONS
     how_to_stop = "quit Pi"
     no_losses = "Pi starts a new session only when asked and keeps every one: no loss to find there"
@@ -46,8 +44,6 @@ class Pi:
         return [root, *subdirs(root)]
 
     state_words = "Pi sessions"
-    session_append: SessionAppend | None = None
-    """Not mended by appending to a session file."""
     """What its state is called in a sentence about it."""
 
     def inventory(self, root: Path) -> tuple[dict[str, object], str]:
@@ -98,30 +94,6 @@ class Pi:
     def activation_store(self, root: Path, agent: str) -> str:
         """``files``: a session is one file."""
         return "files"
-
-    def sent_view(self, path: Path, sure: bool = False) -> Any:
-        """``None``: its sessions are Pi transcripts, which Kurahi's transcript reader reads."""
-        return None
-
-    def own_keys(self, root: Path) -> list[str]:
-        """None: its histories are read through :meth:`open_agent` or :meth:`session_files`."""
-        return []
-
-    def own_sessions(self, root: Path, key: str) -> list[Any]:
-        """None: its histories are read through :meth:`open_agent` or :meth:`session_files`."""
-        return []
-
-    def own_lineage(self, root: Path, session: str | None = None) -> None:
-        """``None``: its lineages are found by agent and key."""
-        return None
-
-    def own_stitch(self, sources: list[Path], out: Path) -> None:
-        """``None``: its sessions are Pi transcripts, stitched as such."""
-        return None
-
-    def own_doctor(self, path: Path, *, fix: bool, dry_run: bool, sure: bool = False) -> None:
-        """``None``: its sessions are Pi transcripts, judged by ``kurahi.doctor.session``."""
-        return None
 
 
 PI = Pi()

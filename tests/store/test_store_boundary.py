@@ -66,9 +66,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("lifecycle/activation/targets/sqlite_store/target.py", "_evidence"): "the package's evidence file",
     ("lifecycle/activation/targets/sqlite_store/target.py", "backward"): "the package's journal",
     ("lifecycle/activation/targets/sqlite_store/target.py", "forward"): "the candidate inside a SQLite package",
-    ("lifecycle/activation/targets/session_append/target.py", "read_session"): (
-        "a runtime's append-only session file, read back (never a link) to plan and verify"
-    ),
     ("lifecycle/activation/targets/session_append/plan.py", "open_plan"): "a session-append package's plan",
     ("lineage/packet.py", "verify_packet"): "an evidence packet's checksums and manifest",
     ("lineage/provenance.py", "_read_text"): "workspace files searched for a quoted fact",

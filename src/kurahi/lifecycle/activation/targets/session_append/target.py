@@ -22,6 +22,7 @@ place of the shared result.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from pathlib import Path
@@ -29,7 +30,7 @@ from typing import Any, cast
 
 from kurahi.errors import PreconditionError
 from kurahi.fs import durable as fsio
-from kurahi.fs.safe import open_regular
+from kurahi.fs.safe import open_regular, read_regular
 from kurahi.lifecycle.activation.outcome import ActivationResult, Phase, VerifyReport
 from kurahi.lifecycle.activation.package import Package
 from kurahi.lifecycle.activation.targets.session_append.plan import AppendPlan, open_plan
@@ -39,13 +40,27 @@ __all__ = ["SessionAppendTarget", "read_session"]
 
 
 def read_session(path: Path) -> bytes:
-    """The session file's bytes (never through a link)."""
-    fd = open_regular(path, os.O_RDONLY, what="the session file")
-    try:
-        with os.fdopen(fd, "rb", buffering=0, closefd=False) as f:
-            return f.readall()
-    finally:
-        os.close(fd)
+    """The session file's bytes (never through a link).
+
+    Raises:
+        FileNotFoundError: it is gone.
+        UnsafeFileError: a symlink, or not a regular file.
+    """
+    data = read_regular(path, what="the session file")
+    if data is None:
+        raise FileNotFoundError(errno.ENOENT, "the session file is gone", str(path))
+    return data
+
+
+def _changed_otherwise(path: Path, head: dict[str, Any], after_hash: str | None, size: int) -> PreconditionError:
+    """A rollback's refusal of a file changed otherwise than by appending since the repair."""
+    return PreconditionError(
+        f"{path} was changed otherwise since the repair (its first {head['sizeAfter']} bytes differ): "
+        "nothing was changed",
+        part="session file",
+        expected=head["sha256After"],
+        actual=after_hash or f"{size} bytes",
+    )
 
 
 def _hash_prefix(fd: int, size: int) -> str:
@@ -96,28 +111,25 @@ class SessionAppendTarget:
         fd = open_regular(path, os.O_RDWR | os.O_APPEND, what="the session file")
         try:
             size = os.fstat(fd).st_size
-            if size == head["sizeAfter"] and _hash_prefix(fd, size) == head["sha256After"]:
-                self._outcome = "already applied (the file ends with the repair)"
-                if phase.name == "applying":
-                    res.steps.append("resume")
-                else:
-                    journal.add("apply", "begin", attempt=phase.attempt + 1, gatewayPort=None)
+            done = size == head["sizeAfter"] and _hash_prefix(fd, size) == head["sha256After"]
+            now = None if done else _hash_prefix(fd, size)
+            if not done and (size != head["sizeBefore"] or now != head["sha256Before"]):
+                raise PreconditionError(
+                    f"{path} changed since the plan ({size} bytes now, {head['sizeBefore']} planned): "
+                    "plan again with `kurahi rescue plan`; nothing was changed",
+                    part="session file",
+                    expected=head["sha256Before"],
+                    actual=now or "",
+                )
+            if phase.name == "applying":
+                res.steps.append("resume")
             else:
-                if size != head["sizeBefore"] or _hash_prefix(fd, size) != head["sha256Before"]:
-                    raise PreconditionError(
-                        f"{path} changed since the plan ({size} bytes now, {head['sizeBefore']} planned): "
-                        "plan again with `kurahi rescue plan`; nothing was changed",
-                        part="session file",
-                        expected=head["sha256Before"],
-                        actual=_hash_prefix(fd, size),
-                    )
-                if phase.name == "applying":
-                    res.steps.append("resume")
-                else:
-                    journal.add("apply", "begin", attempt=phase.attempt + 1, gatewayPort=None)
+                journal.add("apply", "begin", attempt=phase.attempt + 1, gatewayPort=None)
+            if done:
+                self._outcome = "already applied (the file ends with the repair)"
+            else:
                 journal.add("apply", "intent", step="append", size=size)
                 fsio.append_durably(fd, appended, size_before=size, durable=True)
-                fsio.ops.fsync(fd)
                 journal.add("apply", "done", step="append", size=size + len(appended))
                 res.steps.append("append")
                 self._outcome = f"appended {len(appended)} byte(s) ({self.rules.rows(head)} row(s)) to {path}"
@@ -158,13 +170,7 @@ class SessionAppendTarget:
             return
         after_hash = hashlib.sha256(data[: head["sizeAfter"]]).hexdigest() if size >= head["sizeAfter"] else None
         if after_hash != head["sha256After"]:
-            raise PreconditionError(
-                f"{path} was changed otherwise since the repair (its first {head['sizeAfter']} bytes differ): "
-                "nothing was changed",
-                part="session file",
-                expected=head["sha256After"],
-                actual=after_hash or f"{size} bytes",
-            )
+            raise _changed_otherwise(path, head, after_hash, size)
 
     def rollback_port(self, phase: Phase) -> int | None:
         """No gateway."""
@@ -190,8 +196,7 @@ class SessionAppendTarget:
                 count, rows = self.rules.rows_before(head)
                 data = (b"" if _ends_with_newline(fd, size) else b"\n") + rows
                 journal.add("rollback", "intent", step="append", size=size, append=len(data))
-                fsio.append_durably(fd, data, size_before=size, durable=True)
-                fsio.ops.fsync(fd)
+                fsio.append_durably(fd, data, size_before=size, durable=True)  # flushed there
                 journal.add("rollback", "done", step="append", size=size + len(data))
                 res.steps.append("append")
                 self._outcome = (
@@ -200,13 +205,7 @@ class SessionAppendTarget:
                     "later turns stay"
                 )
             else:
-                raise PreconditionError(
-                    f"{path} was changed otherwise since the repair (its first {head['sizeAfter']} bytes differ): "
-                    "nothing was changed",
-                    part="session file",
-                    expected=head["sha256After"],
-                    actual=after_hash or f"{size} bytes",
-                )
+                raise _changed_otherwise(path, head, after_hash, size)
         finally:
             os.close(fd)
         journal.add("rollback", "rolled-back")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -142,15 +143,28 @@ def test_an_unreadable_config_dir_is_a_clear_error(tmp_path: Path) -> None:
         find_losses(tmp_path)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a folder whatever its mode")
 def test_a_config_dir_without_read_permission_is_a_clear_error(tmp_path: Path) -> None:
+    """The real command on a ``projects/`` of mode 0. Root reads any folder through its
+    CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, so as root the command runs without them
+    (``setpriv``), as any other user would."""
     four_turns()[0].write(tmp_path)
+    before = snapshot(tmp_path)
+    drop = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
     (tmp_path / "projects").chmod(0)
     try:
-        with pytest.raises(TranscriptReadError, match="Permission denied"):
-            find_losses(tmp_path)
+        done = subprocess.run(
+            [*drop, sys.executable, "-m", "kurahi.cli", "rescue", "--claude", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         (tmp_path / "projects").chmod(0o700)
+    assert done.returncode == 3 and "Traceback" not in done.stderr, done.stderr
+    assert "Permission denied" in done.stderr and "projects" in done.stderr, done.stderr
+    after = snapshot(tmp_path)
+    del before["projects"], after["projects"]  # its ctime: the chmod's, not the command's
+    assert after == before
 
 
 def test_listing_writes_nothing_not_even_an_access_time(tmp_path: Path) -> None:

@@ -68,6 +68,7 @@ SLOW_TESTS = frozenset(
         "cli/test_agent_cli.py::test_send_then_actions_ls_and_show",
         "runtimes/test_none_refused.py::test_what_the_quick_proof_passes_the_full_check_passes",
         "lifecycle/test_rescue_disk.py::test_on_a_real_full_disk_apply_fails_cleanly_or_verifies_and_never_half_writes",
+        "runtimes/test_claude_bad_input.py::test_a_config_dir_without_read_permission_is_a_clear_error",
         "cli/test_conventions.py::test_KURAHI_HOME_beside_KOLO_HOME",
         "cli/test_conventions.py::test_a_dash_for_the_activation_candidate_and_the_provenance_transcript",
         "cli/test_conventions.py::test_a_dash_reads_the_file_from_stdin",

@@ -14,7 +14,6 @@ SQLite's ``-shm`` file is its shared-memory index, rebuilt by whoever opens the 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -23,6 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from support.testdata import tree_hash
 
 SIZE = 4 * 1024 * 1024
 """The tmpfs's size: room for every sample state dir and its repair."""
@@ -39,14 +40,6 @@ def available() -> str | None:
         timeout=30,
     )
     return None if probe.returncode == 0 else f"user namespaces cannot mount a tmpfs here: {probe.stderr.strip()}"
-
-
-def files(root: Path) -> dict[str, str]:
-    """Every file and folder under ``root`` with the sha256 of its bytes (folders: ``dir``)."""
-    return {
-        str(p.relative_to(root)): "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-    }
 
 
 def run(state: Path, leave: int, args: list[str]) -> dict[str, Any]:
@@ -77,7 +70,7 @@ def _inside(state: Path, leave: int, args: list[str]) -> dict[str, Any]:
             left -= f.write(block[: min(left, len(block))])
         f.flush()
         os.fsync(f.fileno())
-    before = files(copy)
+    before = tree_hash(copy)
     argv = [a.replace("{state}", str(copy)) for a in args]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KURAHI_", "OPENCLAW_"))}
     done = subprocess.run(
@@ -89,7 +82,7 @@ def _inside(state: Path, leave: int, args: list[str]) -> dict[str, Any]:
         "stderr": done.stderr,
         "free": os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize,
         "before": before,
-        "after": files(copy),
+        "after": tree_hash(copy),
         "state": str(copy),
     }
 

@@ -17,12 +17,20 @@ from typing import Any
 import pytest
 
 from kurahi.errors import GuessNotAcceptedError, RescueError
-from kurahi.lifecycle.rescue.claude import apply_claude, rollback_claude
+from kurahi.lifecycle.activation import driver
+from kurahi.lifecycle.rescue.claude import apply_claude
 from kurahi.runtimes.claude.loader import comparable, resume_view
 from kurahi.runtimes.claude.losses import find_losses
 from kurahi.runtimes.claude.rows import parse_rows
 from kurahi.testing.claude_code import ClaudeSession
 from support.claude_sessions import PROMPTS, REPLIES, four_turns
+
+
+def rollback(package: Path) -> str:
+    """``kurahi activate rollback PACKAGE``'s outcome, through the driver as the command runs it."""
+    report = driver.rollback_package(package, None, None).report
+    assert report is not None
+    return str(report["outcome"])
 
 
 def _sent(path: Path) -> list[tuple[str, str, str]]:
@@ -68,7 +76,7 @@ def test_apply_appends_and_the_model_then_sends_the_whole_session(kind: str, tmp
     assert path.read_bytes().startswith(before) and find_losses(root).losses == []
     assert _sent(path) == comparable(resume_view(parse_rows(whole.to_bytes())).message_dicts())
     assert not [n for n in find_losses(root).notes if "is written on lines" in n]
-    assert "byte for byte" in rollback_claude(tmp_path / "pkg").outcome
+    assert "byte for byte" in rollback(tmp_path / "pkg")
     assert path.read_bytes() == before
 
 
@@ -82,7 +90,7 @@ def test_a_torn_last_line_is_ended_before_the_append(tmp_path: Path) -> None:
     [loss] = find_losses(root).losses
     assert apply_claude(root, loss.id, tmp_path / "pkg").verified
     assert path.read_bytes().startswith(before + b"\n{")
-    rollback_claude(tmp_path / "pkg")
+    rollback(tmp_path / "pkg")
     assert path.read_bytes() == before
 
 

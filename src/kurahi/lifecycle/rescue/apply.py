@@ -216,7 +216,7 @@ def _has_reset(piece: Piece) -> bool:
     return bool(piece.reset_entries)
 
 
-def default_package_dir(loss: Loss) -> Path:
+def default_package_dir(loss_id: str) -> Path:
     """Where ``rescue apply`` keeps a package when not told: ``$XDG_STATE_HOME/kurahi/rescue/<id>-<time>-<random>``.
 
     Outside the state dir on purpose: OpenClaw's folders get no foreign files. The time says
@@ -224,7 +224,7 @@ def default_package_dir(loss: Loss) -> Path:
     retry after a failed apply, the same loss on two copies of a state).
     """
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    return rescue_dir() / f"{loss.id}-{stamp}-{secrets.token_hex(4)}"
+    return rescue_dir() / f"{loss_id}-{stamp}-{secrets.token_hex(4)}"
 
 
 class Prepared(msgspec.Struct, rename="camel"):
@@ -493,7 +493,7 @@ def apply_rescue(
     if report is None:
         report = find_losses(root, agent=agent)
     if out is None:
-        out = default_package_dir(pick(report, loss_id))
+        out = default_package_dir(pick(report, loss_id).id)
         Path(out).parent.mkdir(parents=True, exist_ok=True)
     plan = plan_rescue(root, loss_id, out, markers=markers, accept_guess=accept_guess, agent=agent, report=report)
     refuse_if_running(root)

@@ -40,7 +40,6 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +75,6 @@ __all__ = [
     "find_claude_loss",
     "plan_claude",
     "refuse_if_running",
-    "rollback_claude",
-    "verify_claude_package",
 ]
 
 
@@ -328,34 +325,14 @@ def apply_claude(
     accept_guess: list[str] | None = None,
 ) -> ClaudeApplied:
     """Plan and apply one Claude Code loss's repair in one go (``kurahi rescue apply``)."""
-    from kurahi.lifecycle.rescue.applied import rescue_dir
+    from kurahi.lifecycle.rescue.apply import default_package_dir
 
     base = Path(os.path.abspath(root))
     report = find_losses(base)
     loss = find_claude_loss(report, loss_id)
     refuse_if_running(base, loss.session_id)
     if out is None:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        fsio.make_dirs(rescue_dir())
-        out = rescue_dir() / f"{loss.id}-{stamp}-{os.urandom(4).hex()}"
+        out = default_package_dir(loss.id)
+        fsio.make_dirs(out.parent)
     plan = plan_claude(base, loss.id, out, markers=markers, accept_guess=accept_guess)
     return apply_claude_package(plan.package, plan)
-
-
-def verify_claude_package(package: str | os.PathLike[str]) -> ClaudeApplied:
-    """Whether the session file holds the repair and the model of the loader sends what it brought back; reads only.
-
-    Raises:
-        PackageError: the package is missing or was changed.
-    """
-    return _applied(driver.verify_package(package, None).report)
-
-
-def rollback_claude(package: str | os.PathLike[str]) -> ClaudeApplied:
-    """Undo a Claude Code repair (see the module docstring), through the activation driver.
-
-    Raises:
-        ClaudeRunningError: a ``claude`` has the session open (exit 5); nothing was changed.
-        PreconditionError: the file was changed otherwise than by appending after the repair.
-    """
-    return _applied(driver.rollback_package(package, None, None).report)

@@ -550,7 +550,8 @@ def _claude_apply(
     from kurahi.runtimes.claude.losses import find_losses
 
     with activation_errors():
-        loss = find_claude_loss(find_losses(root), loss_id)
+        report = find_losses(root)  # read once: apply finds the loss in it again, not in the dir
+        loss = find_claude_loss(report, loss_id)
         refuse_if_running(root, loss.session_id)
         if not yes:
             if as_json or not sys.stdin.isatty():
@@ -558,7 +559,7 @@ def _claude_apply(
             say(f"{loss.id}: {loss.kind} in session {loss.session_id}, {loss.lost_messages} message(s) lost")
             if not typer.confirm("Bring it back now?", default=False):
                 fail("nothing was changed", EXIT.FAILED)
-        res = apply_claude(root, loss.id, out, markers=markers, accept_guess=accept_guess)
+        res = apply_claude(root, loss.id, out, markers=markers, accept_guess=accept_guess, report=report)
     if as_json:
         print_json(res.to_dict())
     else:

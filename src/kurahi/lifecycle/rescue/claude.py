@@ -61,7 +61,7 @@ from kurahi.runtimes.claude.files import list_sessions
 from kurahi.runtimes.claude.graph import Graph
 from kurahi.runtimes.claude.losses import CONTINUE_ELSEWHERE, find_losses
 from kurahi.runtimes.claude.losses import loss_id as id_of
-from kurahi.runtimes.claude.repair import Mend, mend, mend_elsewhere, refusal, verify
+from kurahi.runtimes.claude.repair import Mend, Verified, mend, mend_elsewhere, refusal, verify
 from kurahi.runtimes.claude.rows import ParsedRows, parse_rows
 from kurahi.runtimes.claude.versions import newest
 from kurahi.runtimes.session_losses import SessionLoss, SessionLosses
@@ -174,10 +174,9 @@ def find_break(parsed: ParsedRows, session_id: str, loss_id: str) -> Break | Non
 
 
 def _prepare(
-    root: Path, loss_id: str, markers: list[str], accept_guess: list[str]
-) -> tuple[SessionLoss, Path, bytes, Mend]:
-    report = find_losses(root)
-    loss = find_claude_loss(report, loss_id)
+    root: Path, loss: SessionLoss, markers: list[str], accept_guess: list[str]
+) -> tuple[Path, bytes, Mend, Verified]:
+    """The file to append to, its bytes, the mend and the model's verdict on the file with it."""
     refused = refusal(loss.kind, loss.session_id, loss.project, Path(loss.source).stem)
     if refused is not None:
         raise RescueError(f"{loss.id} ({loss.kind}, session {loss.session_id}): {refused}; nothing was changed")
@@ -207,7 +206,7 @@ def _prepare(
             f"{loss.id}: appending the re-linked row would not send everything back by the loader's model "
             f"({'; '.join(checked.problems)}); nothing was changed"
         )
-    return loss, path, data, m
+    return path, data, m, checked
 
 
 def _new_session(root: Path, session_id: str) -> Path:
@@ -231,8 +230,11 @@ def plan_claude(
     *,
     markers: list[str] | None = None,
     accept_guess: list[str] | None = None,
+    report: SessionLosses | None = None,
 ) -> ClaudePlan:
     """Plan one Claude Code loss's repair and write its package to ``out`` (see the module docstring).
+
+    ``report``: the listing already read (else the Claude Code dir is read again to find the loss).
 
     Raises:
         LossNotFoundError: no such loss.
@@ -244,9 +246,9 @@ def plan_claude(
     target = Path(os.path.abspath(out))
     if Path(os.path.realpath(target)).is_relative_to(os.path.realpath(base)):
         raise UsageError(f"{target}: the package must be outside the Claude Code dir {base}")
-    loss, path, data, m = _prepare(base, loss_id, markers or [], accept_guess or [])
+    loss = find_claude_loss(report or find_losses(base), loss_id)
+    path, data, m, checked = _prepare(base, loss, markers or [], accept_guess or [])
     appended = _tail(data, m)
-    after = data + appended
     rules = targets.appender(STORE_KIND)  # the session-append target writes the package
     assert rules is not None
     write_plan(
@@ -267,7 +269,6 @@ def plan_claude(
             "markers": markers or [],
         },
     )
-    checked = verify(after, m, markers or [])
     return ClaudePlan(
         str(target),
         loss,
@@ -323,16 +324,20 @@ def apply_claude(
     *,
     markers: list[str] | None = None,
     accept_guess: list[str] | None = None,
+    report: SessionLosses | None = None,
 ) -> ClaudeApplied:
-    """Plan and apply one Claude Code loss's repair in one go (``kurahi rescue apply``)."""
+    """Plan and apply one Claude Code loss's repair in one go (``kurahi rescue apply``).
+
+    ``report``: the listing already read (else the Claude Code dir is read to find the loss).
+    """
     from kurahi.lifecycle.rescue.apply import default_package_dir
 
     base = Path(os.path.abspath(root))
-    report = find_losses(base)
+    report = report or find_losses(base)
     loss = find_claude_loss(report, loss_id)
     refuse_if_running(base, loss.session_id)
     if out is None:
         out = default_package_dir(loss.id)
         fsio.make_dirs(out.parent)
-    plan = plan_claude(base, loss.id, out, markers=markers, accept_guess=accept_guess)
+    plan = plan_claude(base, loss.id, out, markers=markers, accept_guess=accept_guess, report=report)
     return apply_claude_package(plan.package, plan)

@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from kurahi.errors import GuessNotAcceptedError, RescueError
+from kurahi.errors import GuessNotAcceptedError, PreconditionError, RescueError
 from kurahi.lifecycle.activation import driver
 from kurahi.lifecycle.rescue.claude import apply_claude
 from kurahi.runtimes.claude.loader import comparable, resume_view
 from kurahi.runtimes.claude.losses import find_losses
 from kurahi.runtimes.claude.rows import parse_rows
 from kurahi.testing.claude_code import ClaudeSession
-from support.claude_sessions import PROMPTS, REPLIES, four_turns
+from support.claude_sessions import PROMPTS, REPLIES, four_turns, kept_tail_lost
 
 
 def rollback(package: Path) -> str:
@@ -111,7 +111,43 @@ def test_continue_elsewhere_carries_the_earlier_history_into_the_new_session_onc
     assert find_losses(root).losses == []
 
 
-def test_preserved_missing_is_refused_with_its_reason_and_nothing_changes(tmp_path: Path) -> None:
+def test_preserved_missing_comes_back_from_the_request_record_and_rolls_back(tmp_path: Path) -> None:
+    s, _, kept = kept_tail_lost()
+    whole = s.to_bytes()
+    s.drop(kept)
+    root = tmp_path / "claude"
+    path = s.write(root)
+    before = path.read_bytes()
+    [loss] = find_losses(root).losses
+    assert loss.kind == "preserved-missing" and loss.apply_refused is None
+    res = apply_claude(root, loss.id, tmp_path / "pkg", markers=[REPLIES[3]])
+    assert res.verified, res.problems
+    assert res.plan is not None and res.plan.rows == kept
+    assert _sent(path) == comparable(resume_view(parse_rows(whole)).message_dicts())
+    assert find_losses(root).losses == [] and not [n for n in find_losses(root).notes if "written on lines" in n]
+    assert "byte for byte" in rollback(tmp_path / "pkg")
+    assert path.read_bytes() == before
+    assert driver.apply_package(tmp_path / "pkg", None, None).report["verified"]  # type: ignore[index]
+
+
+def test_preserved_missing_rollback_after_claude_appended_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    s, _, kept = kept_tail_lost()
+    s.drop(kept)
+    root = tmp_path / "claude"
+    path = s.write(root)
+    [loss] = find_losses(root).losses
+    assert apply_claude(root, loss.id, tmp_path / "pkg").verified
+    with path.open("ab") as f:  # claude went on after the repair
+        f.write(b'{"type":"last-prompt","lastPrompt":"later","leafUuid":null}\n')
+    grown = path.read_bytes()
+    with pytest.raises(PreconditionError, match="appending cannot take a row away"):
+        rollback(tmp_path / "pkg")
+    assert path.read_bytes() == grown
+
+
+def test_preserved_missing_without_its_request_record_is_refused_with_its_reason_and_nothing_changes(
+    tmp_path: Path,
+) -> None:
     s, turns = four_turns()
     s.compact("SUMMARY", [turns[3].prompt, turns[3].reply])
     s.turn("echo prompt five", "echo reply five")
@@ -120,8 +156,8 @@ def test_preserved_missing_is_refused_with_its_reason_and_nothing_changes(tmp_pa
     path = s.write(root)
     before = path.read_bytes()
     [loss] = find_losses(root).losses
-    assert loss.apply_refused and "cannot be rebuilt exactly" in loss.apply_refused
-    with pytest.raises(RescueError, match="cannot be rebuilt exactly"):
+    assert loss.apply_refused and "no request after the compaction is recorded" in loss.apply_refused
+    with pytest.raises(RescueError, match="cannot be rebuilt from this file: no request after the compaction"):
         apply_claude(root, loss.id, tmp_path / "pkg")
     assert path.read_bytes() == before and not (tmp_path / "pkg").exists()
 

@@ -29,6 +29,7 @@ __all__ = [
     "Turn",
     "claude_process",
     "four_turns",
+    "kept_tail_lost",
     "proc_start",
     "real_sample",
     "snapshot",
@@ -40,6 +41,60 @@ SAMPLE = "2.1.332-base"
 
 PROMPTS = ("alpha prompt one", "bravo prompt two", "charlie prompt three", "delta prompt four")
 REPLIES = ("alpha reply one", "bravo reply two", "charlie reply three", "delta reply four")
+
+
+SUMMARY = "SUMMARY of the first three turns"
+CAVEAT = "<local-command-caveat>The command below was run directly in Claude Code.</local-command-caveat>"
+FIVE = ("echo prompt five", "echo reply five")
+REMINDER = {"type": "text", "text": "<system-reminder>\nAttribution lines\n</system-reminder>\n"}
+
+
+def kept_tail_lost(
+    *,
+    keep: str = "reply+hook",
+    region: list[dict[str, Any]] | None = None,
+    record: bool = True,
+    thinking: bool = False,
+) -> tuple[ClaudeSession, list[Turn], list[str]]:
+    """Four turns, ``/compact`` keeping the tail ``keep`` names, the caveat, turn five and its request's record.
+
+    As 2.1.332 writes it: the kept rows (``reply+hook``: the last reply and its
+    ``stop_hook_summary``), the boundary, the summary, the command's caveat, the next turn, and
+    the record of the first request after the compaction (``[summary, an empty system entry,
+    the kept tail (or ``region``), the next turn's user message]``; none without ``record``).
+    Returns the session, its turns and the kept uuids (the caller takes them out of the file).
+    """
+    s = ClaudeSession("/home/ava/work")
+    turns = [
+        s.turn(p, r, thinking="pondering four" if thinking and n == 3 else None)
+        for n, (p, r) in enumerate(zip(PROMPTS, REPLIES, strict=True))
+    ]
+    hook = s.system("stop_hook_summary", hookCount=1)
+    four = turns[3]
+    replies = [u for u in four.rows if s.row(u)["type"] == "assistant"]
+    kept = {"reply+hook": [*replies, hook], "prompt+reply": [four.prompt, *replies], "reply": replies}[keep]
+    s.compact(SUMMARY, kept)
+    s.add("user", {"message": {"role": "user", "content": CAVEAT}, "isMeta": True})
+    s.turn(*FIVE)
+    if record:
+        blocks = ([{"type": "thinking", "thinking": "pondering four", "signature": "sig"}] if thinking else []) + [
+            {"type": "text", "text": REPLIES[3]}
+        ]
+        tail = region if region is not None else [{"role": "assistant", "content": blocks}]
+        if keep == "prompt+reply" and region is None:
+            tail = [{"role": "user", "content": PROMPTS[3]}, *tail]
+        s.request(
+            [
+                {"role": "user", "content": SUMMARY},
+                {"role": "system", "content": [], "output_config": {"effort": "medium"}},
+                *tail,
+                {
+                    "role": "user",
+                    "content": [REMINDER, {"type": "text", "text": CAVEAT + "\n"}, {"type": "text", "text": FIVE[0]}],
+                },
+            ]
+        )
+    return s, turns, kept
 
 
 def four_turns(cwd: str = "/home/ava/work", *, seed: int = 0) -> tuple[ClaudeSession, list[Turn]]:

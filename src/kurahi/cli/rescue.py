@@ -31,7 +31,8 @@ app = typer.Typer(
         "sibling-fork, compact-null, preserved-missing, continue-elsewhere; what a rewind could have written is a "
         "guess. `rescue apply ID --claude DIR` appends the broken row re-linked (the way Claude Code writes; "
         "a later row with the same uuid wins), keeps a package, verifies; `kurahi activate rollback PKG` undoes "
-        "it. preserved-missing is not brought back (the listing says why). "
+        "it. preserved-missing: the kept rows are rebuilt from the request records the file keeps, when they "
+        "hold their words unambiguously (else the listing says why). "
         "See docs/claude-code.md."
     ),
     invoke_without_command=True,

@@ -2,7 +2,8 @@
 
 :class:`ClaudeSession` builds one session row by row (a prompt, the attachments the CLI adds,
 a tool call and its result, a reply of several blocks sharing one ``message.id``, the
-``last-prompt`` row, a compaction, a subagent's rows, metadata rows without a uuid) and writes
+``last-prompt`` row, a compaction, a subagent's rows, metadata rows without a uuid, the record
+of a request the CLI sent: ``api-request-blob`` and ``api-request`` rows) and writes
 it where Claude Code keeps it: ``projects/<slug of cwd>/<session id>.jsonl``. Every id and
 time comes from the seed. Rows can be changed afterwards (:meth:`ClaudeSession.row`) and raw
 lines put in (a torn line, NUL bytes), which is how tests make the damage users meet.
@@ -16,6 +17,8 @@ size, for the benchmark of ``kurahi rescue --claude``::
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import random
 import re
 import uuid
@@ -147,6 +150,22 @@ class ClaudeSession:
     def meta(self, kind: str, **fields: Any) -> None:
         """A row without a uuid (``queue-operation``, ``cost-state``, ``api-request``, ...)."""
         self.rows.append({"type": kind, **fields, "sessionId": self.session_id, "timestamp": self.tick()})
+
+    def request(self, messages: list[dict[str, Any]], *, base: str | None = None, keep: int = 0) -> str:
+        """The CLI's record of one request (its id), as 2.1.332 writes it after a compaction.
+
+        A blob row per message (sha256 of its JSON, keys sorted), then the ``api-request`` row:
+        the first ``keep`` messages of request ``base``, then these.
+        """
+        tail: list[str] = []
+        for m in messages:
+            text = json.dumps(m, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            h = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+            self.meta("api-request-blob", hash=h, message=m)
+            tail.append(h)
+        rid = self.new_id()
+        self.meta("api-request", id=rid, **({"base": base} if base is not None else {}), keep=keep, tail=tail)
+        return rid
 
     def prompt(self, text: str, *, parent: str | None = HEAD) -> str:
         """A prompt the user typed, numbered for the path it is written on (``turnPosition``)."""

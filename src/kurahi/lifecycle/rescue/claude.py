@@ -8,10 +8,11 @@ module finds the loss and says what to append; the steps as a whole:
 
 Claude Code appends to its session files and lets a later row with the same uuid replace an
 earlier one (measured on 2.1.332), so a loss is mended the way Claude Code itself writes: one
-append of the broken row, re-linked (:mod:`kurahi.runtimes.claude.repair`). The steps:
+append of the broken row, re-linked, or of the rows a compaction kept, rebuilt from the file's
+own request records (:mod:`kurahi.runtimes.claude.repair`). The steps:
 
-1. **plan**: find the loss (its id from ``kurahi rescue --claude``), refuse a kind that is not
-   mended by appending (with the reason) and a ``guess`` not accepted with ``--accept-guess``;
+1. **plan**: find the loss (its id from ``kurahi rescue --claude``), refuse one the listing says
+   cannot be brought back (with the reason) and a ``guess`` not accepted with ``--accept-guess``;
    read the session file, compute the rows to append, check with the loader's model that the
    file with them sends every lost row, text and tool pair in order (and each ``--marker``);
    write the package (below). Nothing in the Claude Code dir changes.
@@ -24,7 +25,8 @@ append of the broken row, re-linked (:mod:`kurahi.runtimes.claude.repair`). The 
 3. **rollback** (``kurahi activate rollback PKG``): refused while a ``claude`` has the session
    open. When the file is as the apply left it, it is cut back to its size before (byte for
    byte the file the plan saw). When Claude Code appended after the repair, the rows as they
-   were before the repair are appended again (a later row wins), so the later turns are kept.
+   were before the repair are appended again (a later row wins), so the later turns are kept;
+   a ``preserved-missing`` repair only added rows (there were none before), so that is refused.
    A file changed otherwise (its bytes up to the repair's end differ) is refused.
 
 The package (``PACKAGE/``, outside the Claude Code dir)::
@@ -177,7 +179,7 @@ def _prepare(
     root: Path, loss: SessionLoss, markers: list[str], accept_guess: list[str]
 ) -> tuple[Path, bytes, Mend, Verified]:
     """The file to append to, its bytes, the mend and the model's verdict on the file with it."""
-    refused = refusal(loss.kind, loss.session_id, loss.project, Path(loss.source).stem)
+    refused = loss.apply_refused or refusal(loss.kind, loss.session_id, loss.project, Path(loss.source).stem)
     if refused is not None:
         raise RescueError(f"{loss.id} ({loss.kind}, session {loss.session_id}): {refused}; nothing was changed")
     if loss.confidence == "guess" and not any(loss.id.startswith(g) for g in accept_guess if g):
@@ -199,11 +201,16 @@ def _prepare(
         b = find_break(parsed, loss.session_id, loss.id)
         if b is None:
             raise LossNotFoundError(f"{loss.id}: the session changed while it was read; list the losses again")
-        m = mend(parsed, b, loss.id)
+        try:
+            m = mend(parsed, b, loss.id)
+        except ValueError as exc:
+            raise RescueError(
+                f"{loss.id} ({loss.kind}, session {loss.session_id}): {exc}; nothing was changed"
+            ) from exc
     checked = verify(data + _tail(data, m), m, markers)
     if not checked.ok:
         raise RescueError(
-            f"{loss.id}: appending the re-linked row would not send everything back by the loader's model "
+            f"{loss.id}: appending the repair's row(s) would not send everything back by the loader's model "
             f"({'; '.join(checked.problems)}); nothing was changed"
         )
     return path, data, m, checked

@@ -22,7 +22,8 @@ rewind (a new prompt under an earlier reply). A link that is neither is a *break
     A ``system/stop_hook_summary`` row names the parent of the reply it follows (#88597): the
     delivered reply is off the path.
 ``preserved-missing``
-    The walk ends at a compaction whose preserved tail names rows the file lacks.
+    The walk ends at a compaction whose preserved tail names rows the file lacks: none of the
+    tail is sent, not even its rows still in the file.
 
 Each break says how sure it is. A prompt row of 2.1.332 carries ``turnPosition.turnIndex``,
 one more than the last numbered row on the path it was written on (``numbers_turns``); so a
@@ -391,12 +392,12 @@ def find_breaks(g: Graph) -> Found:
     boundary = g.boundary_of(last) if last is not None else None
     if last is not None and boundary is not None and g.release.splices_preserved_tail:
         uuids, summary = g.preserved(boundary)
-        mine = owner.get(summary if summary is not None else last, owner[last])
+        missing = [u for u in uuids if u not in g.by_uuid]
+        mine = len(breaks) if missing else owner.get(summary if summary is not None else last, owner[last])
         for u in uuids:
             k = g.by_uuid.get(u)
             if k is not None and k not in owner:
-                owner[k] = mine
-        missing = [u for u in uuids if u not in g.by_uuid]
+                owner[k] = mine  # with one missing, the listed rows still in the file are not sent either
         if missing:
             shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
             breaks.append(

@@ -15,7 +15,9 @@ The model of the loader, as measured on Claude Code 2.1.332 (each step names the
   there. ``progress`` and subagent (``isSidechain``) rows are walked through like any other.
 - **The splice** (``splices_preserved_tail``): when the walk ends at a ``compact_boundary`` (or
   at the summary row after it, whose own ``null`` parent loses nothing), the rows its
-  ``compactMetadata`` names as preserved are put back right after the summary row. A row after
+  ``compactMetadata`` names as preserved are put back right after the summary row (wherever the
+  file has them: rows put back at its end are taken too, and are no leaf); when one of them is
+  missing, none is (the kept reply in the file without its ``stop_hook_summary`` is not sent). A row after
   the compaction whose parent is one of those preserved rows is walked to the summary (the
   preserved rows sit before the boundary in the file; the walk must not pass the boundary).
 
@@ -247,6 +249,31 @@ class Graph:
                 j = by_uuid.get(p)
                 if j is not None:
                     out.add(j)
+        out |= self._relinked_inner()
+        return out
+
+    def _relinked_inner(self) -> set[int]:
+        """The last compaction's kept rows, as the loader relinks them before it picks the leaf.
+
+        When every listed row is in the file, each hangs under the one listed before it and the
+        rows that hung under the summary hang under the last: none is a leaf then, wherever the
+        file has them (measured: rows put back at the end of a file without ``last-prompt``).
+        """
+        if not self.boundaries or not self.release.splices_preserved_tail:
+            return set()
+        b = self.boundaries[-1]
+        uuids, summary = self.preserved(b)
+        found = [self.by_uuid.get(u) for u in uuids]
+        if not uuids or summary is None or any(k is None for k in found):
+            return set()
+        kept = [k for k in found if k is not None]
+        meta = self.parsed.get(b, "compactMetadata")
+        listed = meta.get("preservedMessages") if isinstance(meta, dict) else None
+        anchor = listed.get("anchorUuid") if isinstance(listed, dict) else None
+        anchor = anchor if isinstance(anchor, str) else self.rows[summary].uuid
+        out = set(kept[:-1])
+        if any(r.parent_uuid == anchor and r.uuid != uuids[0] and r.type in CONVERSATION_TYPES for r in self.rows):
+            out.add(kept[-1])
         return out
 
     def leaf(self) -> tuple[int | None, str]:
@@ -313,5 +340,7 @@ class Graph:
             elif j not in have:
                 present.append(j)
                 have.add(j)
+        if walk.missing_preserved:
+            return  # one listed row gone: the loader relinks none of them (measured: the reply without its hook row)
         walk.chain[at:at] = present
         walk.spliced = present

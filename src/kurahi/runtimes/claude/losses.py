@@ -26,7 +26,7 @@ from kurahi.runtimes.claude.files import SessionPath, list_sessions, prefetch, r
 from kurahi.runtimes.claude.graph import Graph, linear
 from kurahi.runtimes.claude.layout import ASSISTANT, USER
 from kurahi.runtimes.claude.loader import resume_view
-from kurahi.runtimes.claude.repair import is_repair_row, refusal
+from kurahi.runtimes.claude.repair import is_repair_row, rebuilt, refusal
 from kurahi.runtimes.claude.rows import ParsedRows, parse_rows
 from kurahi.runtimes.claude.running import running
 from kurahi.runtimes.claude.tokens import estimate_message
@@ -147,18 +147,30 @@ def _project(parsed: ParsedRows, sp: SessionPath) -> str:
 def _loss(s: _Session, g: Graph, b: Break, view: list[int], root: Path, rel: Release) -> SessionLoss | None:
     weight = _weigh(s, b.lost, view)
     lost_messages = weight.messages + len(b.missing)
-    if lost_messages == 0:
-        return None  # only rows that carry no words (attachments, system rows) left the view
-    evidence = list(b.evidence)
-    if b.kind == PRESERVED_MISSING:
-        evidence.append(
-            "those rows are not in the file: each counts as a message (some may be rows without words), "
-            "and their tokens are not counted"
-        )
     row = g.rows[b.row]
     sid = s.path.session_id
+    the_id = loss_id(sid, b.kind, row.uuid or str(s.parsed.lines[b.row]))
+    evidence = list(b.evidence)
+    refused = refusal(b.kind, sid, s.project)
+    if b.kind == PRESERVED_MISSING:
+        found = rebuilt(s.parsed, b, the_id, rel)
+        if isinstance(found, str):
+            refused = found
+            evidence.append(
+                "those rows are not in the file: each counts as a message (some may be rows without words), "
+                "and their tokens are not counted"
+            )
+        else:
+            lost_messages = weight.messages + len(found.said)
+            weight.tokens += sum(estimate_message(m["role"], m["content"]) for m in found.said)
+            evidence.append(
+                f"their words survive in the request Claude Code sent after the compaction (the api-request row on "
+                f"line {found.line}): `rescue apply` writes the {len(found.rows)} row(s) back under their own uuids"
+            )
+    if lost_messages == 0:
+        return None  # only rows that carry no words (attachments, system rows) left the view
     return SessionLoss(
-        id=loss_id(sid, b.kind, row.uuid or str(s.parsed.lines[b.row])),
+        id=the_id,
         agent=s.project,
         key=sid,
         project=s.project,
@@ -179,7 +191,7 @@ def _loss(s: _Session, g: Graph, b: Break, view: list[int], root: Path, rel: Rel
         lost_rows=len(b.lost) + len(b.missing),
         runtime=rel.view,
         state_dir=str(root),
-        apply_refused=refusal(b.kind, sid, s.project),
+        apply_refused=refused,
     )
 
 

@@ -17,7 +17,16 @@ never touched: the finder does not name them) and ``sibling-fork`` (the
 (:func:`mend_elsewhere`): the rows the earlier session's ``--resume`` walks are appended to the
 new session's file, in order, and the new session's first row again under the earlier leaf, so
 ``claude --continue`` in the new folder sends the earlier history, then the new turns.
-``preserved-missing`` is refused with a reason (:func:`refusal`).
+``preserved-missing`` (:func:`mend_preserved`): the rows the compaction's
+``preservedMessages.uuids`` names and the file lacks are rebuilt, under their own uuids, from
+the request the CLI sent after the compaction, which the file keeps (its ``api-request`` and
+``api-request-blob`` rows; :mod:`kurahi.runtimes.claude.preserved` says how they are matched,
+and refuses what is ambiguous or not recorded, with the reason); appended at the end of the
+file, they are spliced back after the summary by ``--resume``, which needs every listed uuid
+and takes them in the list's order (measured). A rebuilt reply gets a ``message.id`` of its
+own. Nothing was in the file before them, so a rollback after Claude Code appended more cannot
+take them back by appending (the session-append target refuses it; a rollback of the file as
+the apply left it cuts them off).
 
 This module computes and checks; it writes nothing (the lifecycle room writes the bytes).
 """
@@ -31,6 +40,7 @@ from typing import Any
 from kurahi.runtimes.claude.breaks import PRESERVED_MISSING, Break
 from kurahi.runtimes.claude.graph import Graph
 from kurahi.runtimes.claude.loader import comparable, messages_of, resume_view
+from kurahi.runtimes.claude.preserved import Rebuilt, rebuild
 from kurahi.runtimes.claude.rows import ParsedRows, parse_rows
 from kurahi.runtimes.claude.versions import Release, newest
 
@@ -41,6 +51,8 @@ __all__ = [
     "is_repair_row",
     "mend",
     "mend_elsewhere",
+    "mend_preserved",
+    "rebuilt",
     "refusal",
     "verify",
 ]
@@ -50,14 +62,24 @@ REPAIR_MARK = "kurahiRepair"
 
 
 def refusal(kind: str, session_id: str, project: str, earlier: str | None = None) -> str | None:
-    """Why ``rescue apply`` does not bring a loss of ``kind`` back (``None``: it does)."""
-    if kind == PRESERVED_MISSING:
-        return (
-            "the rows the compaction kept are gone from the file; their words survive only as api-request-blob "
-            "payloads, which name no row (no uuid, no message id, no parent, no time), so they cannot be rebuilt "
-            "exactly and Kurahi makes nothing up"
-        )
+    """Why ``rescue apply`` does not bring any loss of ``kind`` back (``None``: it does).
+
+    Every kind is brought back. A ``preserved-missing`` loss whose words the file does not hold
+    unambiguously is refused loss by loss (:func:`rebuilt` says why; the listing's
+    ``apply_refused`` carries it).
+    """
     return None
+
+
+def rebuilt(parsed: ParsedRows, b: Break, loss_id: str, release: Release | None = None) -> Rebuilt | str:
+    """A ``preserved-missing`` break's rows rebuilt from the file's request records, or why they cannot be.
+
+    The words: "cannot be brought back: ..." is what the listing and ``rescue apply`` say.
+    """
+    found = rebuild(Graph(parsed, release or newest()), b.row, loss_id)
+    if isinstance(found, str):
+        return f"the rows the compaction kept cannot be rebuilt from this file: {found}; Kurahi makes nothing up"
+    return found
 
 
 def is_repair_row(value: Any) -> bool:
@@ -95,6 +117,8 @@ def mend(parsed: ParsedRows, b: Break, loss_id: str, release: Release | None = N
         ValueError: ``b`` is a kind mended otherwise (:func:`refusal`), or has no repair.
     """
     rel = release or newest()
+    if b.kind == PRESERVED_MISSING:
+        return mend_preserved(parsed, b, loss_id, rel)
     if b.repair is None or refusal(b.kind, "", "") is not None:
         raise ValueError(f"{b.kind}: not mended by appending")
     row = parsed.value(b.row)
@@ -106,6 +130,19 @@ def mend(parsed: ParsedRows, b: Break, loss_id: str, release: Release | None = N
     lost_uuids = [parsed.rows[i].uuid or "" for i in b.lost if parsed.rows[i].uuid]
     lost_items = comparable(m.to_dict() for m in messages_of(parsed, b.lost, rel) if not m.synthetic)
     return Mend([fixed], [row], lost_uuids, lost_items)
+
+
+def mend_preserved(parsed: ParsedRows, b: Break, loss_id: str, release: Release | None = None) -> Mend:
+    """The rebuilt kept rows of a compaction that mend ``preserved-missing`` break ``b`` (see the module docstring).
+
+    Raises:
+        ValueError: they cannot be rebuilt (the reason).
+    """
+    found = rebuilt(parsed, b, loss_id, release)
+    if isinstance(found, str):
+        raise ValueError(found)
+    rows = [{**r, REPAIR_MARK: loss_id} for r in found.rows]
+    return Mend(rows, [], list(found.missing), comparable(found.said))
 
 
 def mend_elsewhere(

@@ -11,8 +11,9 @@ mended the way it writes itself: one append. The runtime's room says what (its
 - **rollback**: refused while the runtime has the session open. When the file is as the apply
   left it, it is cut back to its size before (byte for byte the file the plan saw). When the
   runtime appended after the repair, the rows as they were are appended again (a later row
-  wins), so the later turns are kept. A file changed otherwise (its bytes up to the repair's end
-  differ) is refused.
+  wins), so the later turns are kept; a repair that only added rows the file never had (none
+  as they were) cannot be taken back so and is refused. A file changed otherwise (its bytes up
+  to the repair's end differ) is refused.
 - **verify**: the file holds the repair, and the loader sends what it brought back; reads only.
 
 There is no home, gateway or store: ``home`` and the host are not used. What the run did is the
@@ -60,6 +61,18 @@ def _changed_otherwise(path: Path, head: dict[str, Any], after_hash: str | None,
         part="session file",
         expected=head["sha256After"],
         actual=after_hash or f"{size} bytes",
+    )
+
+
+def _nothing_to_append(path: Path, head: dict[str, Any], size: int, writer: str) -> PreconditionError:
+    """A rollback's refusal of a grown file whose repair only added rows: appending cannot take them back."""
+    return PreconditionError(
+        f"{path} grew after the repair ({writer} appended {size - head['sizeAfter']} bytes), and the repair "
+        "added rows the file never had: appending cannot take a row away (a later row replaces one, none "
+        f"removes one), and cutting the file back would lose what {writer} wrote since; nothing was changed",
+        part="session file",
+        expected=head["sha256After"],
+        actual=f"{size} bytes",
     )
 
 
@@ -171,6 +184,8 @@ class SessionAppendTarget:
         after_hash = hashlib.sha256(data[: head["sizeAfter"]]).hexdigest() if size >= head["sizeAfter"] else None
         if after_hash != head["sha256After"]:
             raise _changed_otherwise(path, head, after_hash, size)
+        if size > head["sizeAfter"] and self.rules.rows_before(head)[0] == 0:
+            raise _nothing_to_append(path, head, size, self.rules.writer)
 
     def rollback_port(self, phase: Phase) -> int | None:
         """No gateway."""
@@ -194,6 +209,8 @@ class SessionAppendTarget:
                 self._outcome = f"cut {path} back to its {head['sizeBefore']} bytes before the repair (byte for byte)"
             elif after_hash == head["sha256After"]:
                 count, rows = self.rules.rows_before(head)
+                if count == 0:
+                    raise _nothing_to_append(path, head, size, self.rules.writer)
                 data = (b"" if _ends_with_newline(fd, size) else b"\n") + rows
                 journal.add("rollback", "intent", step="append", size=size, append=len(data))
                 fsio.append_durably(fd, data, size_before=size, durable=True)  # flushed there

@@ -9,9 +9,11 @@ says ``verified: yes``, ``kurahi activate rollback PKG`` gives the file back byt
 holds every word of the session in order, tool pairs intact (the stand-in refuses a request
 that breaks the API's rules: the CLI would exit non-zero), and no prompt that is not the
 session's. A rollback after Claude Code appended a turn to the repaired file appends the rows as
-they were: the next request loses the old turns again and keeps the later one. The kinds Kurahi
-cannot rebuild exactly (``preserved-missing``) is refused with its reason, exit 1, the file
-unchanged; ``continue-elsewhere`` is mended in the new session's file (the earlier session's
+they were: the next request loses the old turns again and keeps the later one.
+``preserved-missing`` is mended by the kept rows rebuilt from the file's own request records
+(the reply under its uuid with a message id of its own, the ``stop_hook_summary`` as a row that
+says nothing); where the file keeps no such record it is refused with its reason, exit 1, the
+file unchanged; ``continue-elsewhere`` is mended in the new session's file (the earlier session's
 rows, then its first row again under their leaf) and proven by the next ``claude --continue``
 in the other folder; what 2.1.332 bridges or does by design lists nothing.
 A running ``claude`` on the session makes apply and rollback refuse, exit 5.
@@ -30,12 +32,12 @@ import pytest
 
 from support.claude_api import SUMMARY_MARK, prompt_of, reply_for
 from support.claude_damage import LOSSES, NON_LOSSES, ON_COMPACTED, ON_COMPACTED_NON_LOSSES, Damaged, Session
-from support.claude_peer import phrases_in, request_text
+from support.claude_peer import phrases_in, request_text, write_rows
 
 pytestmark = pytest.mark.claude
 
 KURAHI = [sys.executable, "-m", "kurahi.cli"]
-MENDED = [k for k in LOSSES if k != "preserved_missing"]
+MENDED = list(LOSSES)
 KIND = {k: k.replace("_", "-").replace("stop-hook-fork", "sibling-fork") for k in LOSSES}
 
 
@@ -120,15 +122,18 @@ def test_rollback_after_claude_appended_keeps_the_later_turn(claude_base: Sessio
     assert len(listed(s)) == 1  # listed again (the rows as they were are the newest in the file now)
 
 
-def test_what_appending_cannot_mend_is_refused_with_its_reason(claude_compacted: Session, tmp_path: Path) -> None:
-    kind = "preserved_missing"
-    d = LOSSES[kind](claude_compacted.copy(tmp_path))
+def test_a_kept_tail_the_file_keeps_no_request_record_of_is_refused_with_its_reason(
+    claude_compacted: Session, tmp_path: Path
+) -> None:
+    d = LOSSES["preserved_missing"](claude_compacted.copy(tmp_path))
     s = d.session
-    body = d.next_request("premise")
-    assert not phrases_in(body, d.lost)
+    rows = s.rows()
+    at = next(i for i, r in enumerate(rows) if r.get("subtype") == "compact_boundary")
+    records = ("api-request", "api-request-blob")
+    write_rows(s.path, [r for i, r in enumerate(rows) if i < at or r.get("type") not in records])  # as kept by none
     found = listed(s)
-    assert [x["kind"] for x in found] == [KIND[kind]], found
-    assert found[0]["applyRefused"]
+    assert [x["kind"] for x in found] == [KIND["preserved_missing"]], found
+    assert "no request after the compaction is recorded" in found[0]["applyRefused"]
     files = {p: p.read_bytes() for p in (s.peer.config_dir / "projects").rglob("*.jsonl")}
     out = kurahi("rescue", "apply", found[0]["id"], "--claude", str(s.peer.config_dir), "--yes", code=1)
     assert found[0]["applyRefused"].split(";")[0] in out.stderr + out.stdout

@@ -137,6 +137,7 @@ AMBIGUOUS = {
         },
         "which row said which cannot be told",
     ),
+    "sent when they were already gone": ({"region": []}, "it was sent when the kept rows were already gone"),
     "a system entry among them": (
         {
             "region": [

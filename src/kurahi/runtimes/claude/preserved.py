@@ -31,8 +31,9 @@ written out whole: ``[summary, ..., the preserved tail, the next turn's user mes
   one each, in order; with none, the missing rows said nothing; with fewer parts than missing
   rows, only when the whole list is gone and the parts are the blocks of one assistant message
   (the shape 2.1.332 writes: the last reply, then rows that send nothing, such as its
-  ``stop_hook_summary``): the blocks go to the list's first uuids, in order. Anything else is
-  ambiguous and refused with the reason.
+  ``stop_hook_summary``): the blocks go to the list's first uuids, in order. A request with no
+  part there was sent when the rows were already gone (the CLI splices none of a tail with one
+  row missing): refused. Anything else is ambiguous and refused with the reason.
 
 A rebuilt row carries its uuid from the list, ``parentUuid`` the list's previous uuid (the
 first: the summary), the session's ``sessionId``/``cwd``/``version`` and the boundary's time;
@@ -280,6 +281,11 @@ def rebuild(g: Graph, boundary: int, seed: str) -> Rebuilt | str:
                 parts.append((USER, content if isinstance(content, str) else kept_blocks, k))
         else:
             return f"the request on line {line} sends a message of role {role!r} among the kept rows"
+    if not parts:
+        return (
+            f"the request on line {line} holds no words between the summary and the next turn: it was sent when "
+            "the kept rows were already gone (or they said nothing)"
+        )
     assigned = _assign(g, listed, missing, parts)
     if isinstance(assigned, str):
         return f"{assigned} (the request on line {line})"

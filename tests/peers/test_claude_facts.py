@@ -7,6 +7,8 @@ These facts decide how ``kurahi rescue apply`` mends a Claude Code session (docs
   appending the damaged row as it should be;
 - a ``last-prompt`` row names the leaf ``--resume`` starts from when it names a leaf; one naming
   an inner row is ignored (the newest leaf in file order is taken);
+- a compaction's kept tail is spliced back only when every row its ``preservedMessages`` lists is
+  in the file (the kept reply appended alone brings nothing back);
 - assistant rows that share a ``message.id`` are sent as one message, whichever branch holds them;
 - a running ``claude`` announces itself in ``~/.claude/sessions/<pid>.json`` (its pid, the
   session id, its start time as ``/proc/<pid>/stat`` gives it) and removes the file when it exits
@@ -101,6 +103,15 @@ def test_appending_the_rows_as_they_were_mends_each_kind(
     append_rows(damaged.session.path, damaged.before)
     live = damaged.session.words() - damaged.session.dropped
     assert phrases_in(damaged.next_request(), live) == live
+
+
+def test_a_kept_tail_comes_back_only_whole(claude_compacted: Session, tmp_path: Path) -> None:
+    # The kept reply appended without its stop_hook_summary row: the splice needs every listed uuid.
+    damaged = LOSSES["preserved_missing"](claude_compacted.copy(tmp_path))
+    reply = [r for r in damaged.before if r["type"] == "assistant"]
+    assert reply and len(reply) < len(damaged.before)
+    append_rows(damaged.session.path, reply)
+    assert not phrases_in(damaged.next_request(), damaged.lost)
 
 
 def _proc_start(pid: int) -> str:

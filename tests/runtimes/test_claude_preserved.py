@@ -121,7 +121,9 @@ def test_only_the_hook_row_missing_is_put_back_as_a_row_that_says_nothing() -> N
     assert REPLIES[3] not in [t for _, _, t in sent(data)]  # the reply is in the file, but not sent
     parsed, b = the_break(data)
     m = mend(parsed, b, "x")
-    assert [(r["uuid"], r["type"]) for r in m.rows] == [(kept[1], "system")] and m.lost_items == []
+    assert [(r["uuid"], r["type"]) for r in m.rows] == [(kept[1], "system")]
+    assert m.lost_uuids == kept and m.lost_items == [("assistant", "text", REPLIES[3])]  # the reply comes back too
+    assert verify(appended(data, m.rows), m, []).ok
     assert sent(appended(data, m.rows)) == sent(whole)
 
 

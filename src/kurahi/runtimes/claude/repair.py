@@ -74,7 +74,7 @@ def refusal(kind: str, session_id: str, project: str, earlier: str | None = None
 def rebuilt(parsed: ParsedRows, b: Break, loss_id: str, release: Release | None = None) -> Rebuilt | str:
     """A ``preserved-missing`` break's rows rebuilt from the file's request records, or why they cannot be.
 
-    The words: "cannot be brought back: ..." is what the listing and ``rescue apply`` say.
+    The reason is what the listing (``apply_refused``) and ``rescue apply`` say.
     """
     found = rebuild(Graph(parsed, release or newest()), b.row, loss_id)
     if isinstance(found, str):
@@ -92,7 +92,7 @@ class Mend:
     """The rows to append for one loss, and what must come back."""
 
     rows: list[dict[str, Any]]
-    """The rows to append, in order (each a copy of a row of the file, re-linked)."""
+    """The rows to append, in order (each a copy of a row of the file, re-linked, or rebuilt: ``preserved-missing``)."""
     before: list[dict[str, Any]]
     """The same rows as the file holds them now (what a rollback appends again when the file grew)."""
     lost_uuids: list[str]
@@ -142,7 +142,11 @@ def mend_preserved(parsed: ParsedRows, b: Break, loss_id: str, release: Release 
     if isinstance(found, str):
         raise ValueError(found)
     rows = [{**r, REPAIR_MARK: loss_id} for r in found.rows]
-    return Mend(rows, [], list(found.missing), comparable(found.said))
+    rel = release or newest()
+    # The kept rows still in the file were not sent either (the loader splices none of a tail with one missing).
+    still = [parsed.rows[i].uuid or "" for i in b.lost if parsed.rows[i].uuid]
+    items = comparable(m.to_dict() for m in messages_of(parsed, b.lost, rel) if not m.synthetic)
+    return Mend(rows, [], [*still, *found.missing], [*items, *comparable(found.said)])
 
 
 def mend_elsewhere(

@@ -14,8 +14,9 @@ from kurahi.lifecycle.activation import apply_package, rollback_package, verify_
 from kurahi.lifecycle.activation.outcome import journal_phase
 from kurahi.lifecycle.activation.package import Package
 from kurahi.lifecycle.activation.targets import homed, stops_gateway
-from kurahi.lifecycle.rescue.claude import plan_claude
+from kurahi.lifecycle.rescue.appending import plan_append
 from kurahi.runtimes.claude.losses import find_losses
+from kurahi.runtimes.registry import named
 from support.claude_sessions import four_turns
 
 KEYS = {"action", "package", "file", "outcome", "verified", "problems", "rollback"}
@@ -27,7 +28,7 @@ def _planned(tmp_path: Path) -> tuple[Path, Path, bytes]:
     root = tmp_path / "claude"
     path = s.write(root)
     [loss] = find_losses(root).losses
-    plan_claude(root, loss.id, tmp_path / "pkg")
+    plan_append(named("claude"), root, loss.id, tmp_path / "pkg")
     return tmp_path / "pkg", path, path.read_bytes()
 
 

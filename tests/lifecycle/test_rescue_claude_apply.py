@@ -18,12 +18,18 @@ import pytest
 
 from kurahi.errors import GuessNotAcceptedError, PreconditionError, RescueError
 from kurahi.lifecycle.activation import driver
-from kurahi.lifecycle.rescue.claude import apply_claude
+from kurahi.lifecycle.rescue.appending import AppendApplied, apply_append
 from kurahi.runtimes.claude.loader import comparable, resume_view
 from kurahi.runtimes.claude.losses import find_losses
 from kurahi.runtimes.claude.rows import parse_rows
+from kurahi.runtimes.registry import named
 from kurahi.testing.claude_code import ClaudeSession
 from support.claude_sessions import PROMPTS, REPLIES, four_turns, kept_tail_lost
+
+
+def apply_claude(root: Path, loss_id: str, out: Path, **kw: Any) -> AppendApplied:
+    """``kurahi rescue apply ID --claude ROOT``'s library call."""
+    return apply_append(named("claude"), root, loss_id, out, **kw)
 
 
 def rollback(package: Path) -> str:

@@ -476,12 +476,11 @@ def apply_cmd(
         refuse_if_running(root)
         report = find_losses(root, agent=agent)
         loss = _pick_or_say_applied(root, report, loss_id)
-        if not yes:
-            if as_json or not sys.stdin.isatty():
-                fail("not a terminal to ask on: pass --yes to apply without asking; nothing was changed", EXIT.USAGE)
-            say(f"{loss.id}: {loss.kind} of {loss.key} at {_short(loss.at)}, {loss.lost_messages} message(s) lost")
-            if not typer.confirm("Bring it back now?", default=False):
-                fail("nothing was changed", EXIT.FAILED)
+        _confirm(
+            f"{loss.id}: {loss.kind} of {loss.key} at {_short(loss.at)}, {loss.lost_messages} message(s) lost",
+            yes,
+            as_json,
+        )
         res = apply_rescue(
             root,
             loss.id,
@@ -531,10 +530,11 @@ def _claude_root(claude: Path | None, openclaw: Path | None, home: Path | None, 
 def _claude_plan(
     root: Path, loss_id: str, out: Path, markers: list[str], accept_guess: list[str], as_json: bool
 ) -> None:
-    from kurahi.lifecycle.rescue.claude import plan_claude
+    from kurahi.lifecycle.rescue.appending import plan_append
+    from kurahi.runtimes.registry import named
 
     with activation_errors():
-        plan = plan_claude(root, loss_id, out, markers=markers, accept_guess=accept_guess)
+        plan = plan_append(named("claude"), root, loss_id, out, markers=markers, accept_guess=accept_guess)
     if as_json:
         print_json(plan.to_dict())
         return
@@ -544,23 +544,35 @@ def _claude_plan(
     say("wrote ", (plan.package, "bold"), f"; apply it with `kurahi activate apply {plan.package}`")
 
 
+def _confirm(what: str, yes: bool, as_json: bool) -> None:
+    """Ask before applying (``what``: the loss in a line), unless ``--yes``; refuse to ask off a terminal."""
+    if yes:
+        return
+    if as_json or not sys.stdin.isatty():
+        fail("not a terminal to ask on: pass --yes to apply without asking; nothing was changed", EXIT.USAGE)
+    say(what)
+    if not typer.confirm("Bring it back now?", default=False):
+        fail("nothing was changed", EXIT.FAILED)
+
+
 def _claude_apply(
     root: Path, loss_id: str, out: Path | None, markers: list[str], accept_guess: list[str], yes: bool, as_json: bool
 ) -> None:
-    from kurahi.lifecycle.rescue.claude import apply_claude, find_claude_loss, refuse_if_running
-    from kurahi.runtimes.claude.losses import find_losses
+    from kurahi.lifecycle.rescue.appending import apply_append, find_loss
+    from kurahi.runtimes.registry import named
 
+    runtime = named("claude")
+    rules = runtime.session_append
+    assert rules is not None  # Claude Code's losses are mended by appending
     with activation_errors():
-        report = find_losses(root)  # read once: apply finds the loss in it again, not in the dir
-        loss = find_claude_loss(report, loss_id)
-        refuse_if_running(root, loss.session_id)
-        if not yes:
-            if as_json or not sys.stdin.isatty():
-                fail("not a terminal to ask on: pass --yes to apply without asking; nothing was changed", EXIT.USAGE)
-            say(f"{loss.id}: {loss.kind} in session {loss.session_id}, {loss.lost_messages} message(s) lost")
-            if not typer.confirm("Bring it back now?", default=False):
-                fail("nothing was changed", EXIT.FAILED)
-        res = apply_claude(root, loss.id, out, markers=markers, accept_guess=accept_guess, report=report)
+        report = runtime.losses(root)  # read once: apply finds the loss in it again, not in the dir
+        assert report is not None  # Claude Code lists its own losses
+        loss = find_loss(report, loss_id, runtime)
+        rules.refuse_open(root, loss.session_id)
+        _confirm(
+            f"{loss.id}: {loss.kind} in session {loss.session_id}, {loss.lost_messages} message(s) lost", yes, as_json
+        )
+        res = apply_append(runtime, root, loss.id, out, markers=markers, accept_guess=accept_guess, report=report)
     if as_json:
         print_json(res.to_dict())
     else:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,9 +28,9 @@ if TYPE_CHECKING:  # the views' facts are read on every check: they must not loa
     from kurahi.locations.dirs import Location
     from kurahi.pi.transcript import Transcript
     from kurahi.runtimes.own_files import OwnSession, SentView
-    from kurahi.runtimes.session_losses import SessionLosses
+    from kurahi.runtimes.session_losses import SessionLoss, SessionLosses
 
-__all__ = ["Agent", "Boundary", "ResetPolicy", "Runtime", "SessionAppend", "View"]
+__all__ = ["Agent", "AppendRepair", "Boundary", "ResetPolicy", "Runtime", "SessionAppend", "View"]
 
 
 class View(msgspec.Struct, frozen=True, kw_only=True):
@@ -120,6 +121,28 @@ class Agent(Protocol):
         """Session id → the reason the runtime recorded for opening it (when it records one)."""
 
 
+@dataclass
+class AppendRepair:
+    """What a runtime's room appends to one session file to mend one loss, checked by its loader's model."""
+
+    file: Path
+    """The session file to append to."""
+    data: bytes
+    """Its bytes the repair was computed on (the apply refuses a file that is no longer these)."""
+    appended: bytes
+    """The bytes to append, as the runtime writes its rows."""
+    rows: list[str]
+    """The ids of the rows appended, in order."""
+    lost_rows: int
+    """Rows the repair puts back on the path the runtime's loader walks."""
+    lost_items: int
+    """Texts, tool calls and tool results that must be sent again."""
+    view_messages: int
+    """Messages the loader's model sends once the repair is appended."""
+    own: dict[str, Any] = field(default_factory=dict)
+    """What the package keeps for the room's own checks (rows as they were, what must come back)."""
+
+
 class SessionAppend(Protocol):
     """What a runtime whose sessions are append-only files says about a repair appended to one.
 
@@ -138,6 +161,19 @@ class SessionAppend(Protocol):
 
     def refuse_if_running(self, plan: Mapping[str, Any]) -> None:
         """Raise (a :class:`~kurahi.errors.KurahiError` exiting 5) while the runtime has the session open."""
+
+    def refuse_open(self, root: Path, session_id: str) -> None:
+        """The same, before there is a plan: ``session_id`` of the state at ``root``."""
+
+    def repair(self, root: Path, loss: SessionLoss, markers: list[str]) -> AppendRepair:
+        """What to append to mend ``loss`` (one of :meth:`Runtime.losses`), checked by the loader's model.
+
+        ``markers``: phrases the loader must send once it is appended.
+
+        Raises:
+            LossNotFoundError: the session changed since it was listed.
+            RescueError: no append mends it (the reason), or the model does not confirm the repair.
+        """
 
     def rows(self, plan: Mapping[str, Any]) -> int:
         """How many rows the repair appends."""

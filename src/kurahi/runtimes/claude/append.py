@@ -3,10 +3,11 @@
 The target (:mod:`kurahi.lifecycle.activation.targets.session_append`) appends bytes to one
 append-only session file and cuts them off again; it knows no runtime. What is Claude Code's
 own is said here and reached through :attr:`kurahi.runtimes.claude.runtime.ClaudeCode.session_append`:
-the ``store`` its packages name, which rows a rollback appends again (the rows as they were,
-written as Claude Code writes a row), whether a ``claude`` has the session open (the note it keeps
-in ``sessions/<pid>.json``: :mod:`.running`) and the check with the loader's model that the file
-sends what the repair brought back (:func:`~kurahi.runtimes.claude.repair.verify`).
+what to append to mend a loss (:mod:`.mending`), the ``store`` its packages name, which rows a
+rollback appends again (the rows as they were, written as Claude Code writes a row), whether a
+``claude`` has the session open (the note it keeps in ``sessions/<pid>.json``: :mod:`.running`)
+and the check with the loader's model that the file sends what the repair brought back
+(:func:`~kurahi.runtimes.claude.repair.verify`).
 """
 
 from __future__ import annotations
@@ -17,20 +18,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kurahi.errors import ClaudeRunningError
+from kurahi.runtimes.claude.rows import encode_row
 from kurahi.runtimes.claude.running import claude_processes
 
 if TYPE_CHECKING:  # the runtime is loaded on every command: the loader's model only when a repair is checked
+    from kurahi.runtimes.base import AppendRepair
     from kurahi.runtimes.claude.repair import Mend
+    from kurahi.runtimes.session_losses import SessionLoss
 
-__all__ = ["STORE_KIND", "ClaudeAppend", "encode_row", "mend_of", "refuse_if_running"]
+__all__ = ["STORE_KIND", "ClaudeAppend", "mend_of", "refuse_if_running"]
 
 STORE_KIND = "claude-append"
 """The ``store`` a Claude Code repair package's plan names."""
-
-
-def encode_row(row: dict[str, Any]) -> bytes:
-    """A row as Claude Code writes one: compact JSON, one line (``JSON.stringify``)."""
-    return json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
 
 
 def mend_of(plan: Mapping[str, Any]) -> Mend:
@@ -68,6 +67,16 @@ class ClaudeAppend:
     def refuse_if_running(self, plan: Mapping[str, Any]) -> None:
         """Refuse while a ``claude`` has the plan's session open (exit 5); nothing was changed."""
         refuse_if_running(Path(plan["configDir"]), plan["sessionId"])
+
+    def refuse_open(self, root: Path, session_id: str) -> None:
+        """Refuse while a ``claude`` has ``session_id`` open (exit 5); nothing was changed."""
+        refuse_if_running(root, session_id)
+
+    def repair(self, root: Path, loss: SessionLoss, markers: list[str]) -> AppendRepair:
+        """The rows that mend ``loss``, checked by the loader's model (:func:`.mending.repair_of`)."""
+        from kurahi.runtimes.claude.mending import repair_of
+
+        return repair_of(root, loss, markers)
 
     def rows(self, plan: Mapping[str, Any]) -> int:
         """How many rows the repair appends."""

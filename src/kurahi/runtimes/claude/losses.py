@@ -26,7 +26,7 @@ from kurahi.runtimes.claude.files import SessionPath, list_sessions, prefetch, r
 from kurahi.runtimes.claude.graph import Graph, linear
 from kurahi.runtimes.claude.layout import ASSISTANT, USER
 from kurahi.runtimes.claude.loader import resume_view
-from kurahi.runtimes.claude.repair import is_repair_row, rebuilt, refusal
+from kurahi.runtimes.claude.repair import is_repair_row, rebuilt
 from kurahi.runtimes.claude.rows import ParsedRows, parse_rows
 from kurahi.runtimes.claude.running import running
 from kurahi.runtimes.claude.tokens import estimate_message
@@ -151,7 +151,7 @@ def _loss(s: _Session, g: Graph, b: Break, view: list[int], root: Path, rel: Rel
     sid = s.path.session_id
     the_id = loss_id(sid, b.kind, row.uuid or str(s.parsed.lines[b.row]))
     evidence = list(b.evidence)
-    refused = refusal(b.kind, sid, s.project)
+    refused: str | None = None
     if b.kind == PRESERVED_MISSING:
         found = rebuilt(s.parsed, b, the_id, rel)
         if isinstance(found, str):
@@ -283,7 +283,7 @@ def _elsewhere(pair: Pair, root: Path, rel: Release, notes: list[str]) -> Sessio
         lost_rows=len(view.rows),
         runtime=rel.view,
         state_dir=str(root),
-        apply_refused=refusal(CONTINUE_ELSEWHERE, new.session_id, new.project, earlier.session_id),
+        apply_refused=None,
     )
 
 

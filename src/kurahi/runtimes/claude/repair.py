@@ -53,22 +53,11 @@ __all__ = [
     "mend_elsewhere",
     "mend_preserved",
     "rebuilt",
-    "refusal",
     "verify",
 ]
 
 REPAIR_MARK = "kurahiRepair"
 """The field Kurahi adds to each row it appends (the loss's id); Claude Code writes no such field."""
-
-
-def refusal(kind: str, session_id: str, project: str, earlier: str | None = None) -> str | None:
-    """Why ``rescue apply`` does not bring any loss of ``kind`` back (``None``: it does).
-
-    Every kind is brought back. A ``preserved-missing`` loss whose words the file does not hold
-    unambiguously is refused loss by loss (:func:`rebuilt` says why; the listing's
-    ``apply_refused`` carries it).
-    """
-    return None
 
 
 def rebuilt(parsed: ParsedRows, b: Break, loss_id: str, release: Release | None = None) -> Rebuilt | str:
@@ -114,13 +103,13 @@ def mend(parsed: ParsedRows, b: Break, loss_id: str, release: Release | None = N
     """The rows that mend break ``b`` by appending (see the module docstring).
 
     Raises:
-        ValueError: ``b`` is a kind mended otherwise (:func:`refusal`), or has no repair.
+        ValueError: ``b`` has no repair (no row to link it to), or its rows cannot be rebuilt.
     """
     rel = release or newest()
     if b.kind == PRESERVED_MISSING:
         return mend_preserved(parsed, b, loss_id, rel)
-    if b.repair is None or refusal(b.kind, "", "") is not None:
-        raise ValueError(f"{b.kind}: not mended by appending")
+    if b.repair is None:
+        raise ValueError(f"{b.kind}: no row to link it to")
     row = parsed.value(b.row)
     parent = parsed.rows[b.repair].uuid
     fixed = json.loads(json.dumps(row))

@@ -12,6 +12,7 @@ unexpected type reads as JavaScript would judge it (``isSidechain: "yes"`` is tr
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,12 @@ import msgspec
 
 from kurahi.js.ops import truthy
 
-__all__ = ["ParsedRows", "Row", "decode_line", "parse_rows"]
+__all__ = ["ParsedRows", "Row", "decode_line", "encode_row", "parse_rows"]
+
+
+def encode_row(row: dict[str, Any]) -> bytes:
+    """A row as Claude Code writes one: compact JSON, one line (``JSON.stringify``)."""
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
 
 
 class Row(msgspec.Struct, rename="camel", kw_only=True, gc=False):

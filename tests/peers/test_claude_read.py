@@ -5,7 +5,9 @@
   session and on a copy whose last prompt lost its parent;
 - the real CLI, given ``kurahi mcp --claude DIR`` as an MCP server, calls ``mcp__kurahi__recall``
   (the stand-in asks for it) after a ``/clear``, and the phrase said before the ``/clear``, which
-  its first request no longer holds, reaches its next request in the tool result.
+  its first request no longer holds, reaches its next request in the tool result;
+- ``kurahi lineage find --claude`` joins the session before a ``/clear`` and one begun after the
+  project folder moved, and ``lineage stitch`` makes one session the next ``--resume`` sends whole.
 """
 
 from __future__ import annotations
@@ -133,6 +135,43 @@ def test_lineage_find_joins_a_clear_and_stitch_makes_one_session_the_cli_sends_w
         if isinstance(b, dict) and b.get("type") == "tool_result"
     ]
     assert ids and ids == results  # every call with its result, in order
+
+
+def test_lineage_find_joins_a_moved_project_folder_and_stitch_makes_one_session_the_cli_sends_whole(
+    claude_api: MessagesStandIn, tmp_path: Path
+) -> None:
+    old = tmp_path / "old" / "kiwi"
+    peer = ClaudePeer(claude_api, tmp_path / "peer", project=old)
+    before = peer.session(["remember M1-MOVED-ALPHA", "and M2-MOVED-BRAVO"])
+    moved = tmp_path / "new" / "kiwi"
+    moved.parent.mkdir()
+    old.rename(moved)  # the user moves the project folder; the CLI files its sessions under the new path
+    after = peer.prompt("in the new place M3-MOVED-CHARLIE", cwd=moved).session
+    assert after != before
+    assert "M1-MOVED-ALPHA" not in request_text(peer.next_request(after, cwd=moved))  # the premise
+    found = subprocess.run(
+        [str(KURAHI), "lineage", "find", "--claude", str(peer.config_dir), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    pieces = json.loads(found.stdout)["pieces"]
+    assert [(p["sessionId"], p["foundBy"][0], p["confidence"]) for p in pieces][:1] == [(before, "moved", "guess")]
+    assert [p["sessionId"] for p in pieces] == [before, after]
+    new = "0b0b0b0b-1111-4222-8333-444455556666"
+    out = peer.transcript(new, cwd=moved)
+    subprocess.run(
+        [str(KURAHI), "lineage", "stitch", *(p["source"] for p in pieces), "--out", str(out), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    model = comparable(_context(out)["messages"])
+    body = peer.next_request(new, cwd=moved)
+    text = request_text(body)
+    assert all(w in text for w in ("M1-MOVED-ALPHA", "M2-MOVED-BRAVO", "M3-MOVED-CHARLIE"))
+    assert text.index("M1-MOVED-ALPHA") < text.index("M2-MOVED-BRAVO") < text.index("M3-MOVED-CHARLIE")
+    assert model == comparable(body["messages"])[:-1]
 
 
 def _split_pair(s: Session) -> None:

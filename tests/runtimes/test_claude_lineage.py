@@ -60,6 +60,19 @@ def test_continue_from_another_folder_and_a_moved_folder_are_joined_as_guesses(t
     assert "no longer exists" in str(lineage.boundaries[0].reason)
 
 
+def test_a_folder_moved_minutes_ago_is_moved_not_a_continue_elsewhere(tmp_path: Path) -> None:
+    root = tmp_path / "claude"
+    (tmp_path / "here").mkdir()
+    (tmp_path / "new" / "proj").mkdir(parents=True)
+    gone = _session(root, str(tmp_path / "old" / "proj"), 1, _at(9), "said before the move")
+    after = _session(root, str(tmp_path / "new" / "proj"), 2, _at(9, 20), "said after the move")
+    lineage = find_lineage(root, after.session_id)
+    assert [p.session_id for p in lineage.pieces] == [gone.session_id, after.session_id]
+    assert [b.kind for b in lineage.boundaries] == ["moved"]
+    beside = _session(root, str(tmp_path / "here"), 3, _at(9, 30), "a --continue from a folder that exists")
+    assert [b.kind for b in find_lineage(root, beside.session_id).boundaries] == ["moved", "continue-elsewhere"]
+
+
 def test_nothing_joins_a_session_that_is_not_cleared_moved_or_continued(tmp_path: Path) -> None:
     root = tmp_path / "claude"
     (tmp_path / "a").mkdir()

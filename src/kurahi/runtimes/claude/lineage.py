@@ -119,11 +119,12 @@ def _earlier(cur: Summary, every: list[Summary], pairs: dict[str, str]) -> tuple
         return None
     if cur.base.session_id in pairs and pairs[cur.base.session_id] in by_id:
         prev = by_id[pairs[cur.base.session_id]]
-        why = (
-            f"session {cur.base.session_id} is the first in {cur.base.project} and began soon after "
-            f"{prev.base.session_id} in {prev.base.project} ended (claude --continue from another directory)"
-        )
-        return prev, CONTINUE_ELSEWHERE, "guess", why
+        if os.path.isdir(prev.base.project):  # a folder that is gone was moved (the rule below)
+            why = (
+                f"session {cur.base.session_id} is the first in {cur.base.project} and began soon after "
+                f"{prev.base.session_id} in {prev.base.project} ended (claude --continue from another directory)"
+            )
+            return prev, CONTINUE_ELSEWHERE, "guess", why
     for prev in _before(cur, every, same_project=False):
         old = prev.base.project
         if os.path.isdir(old):

@@ -65,11 +65,11 @@ def test_a_folder_moved_minutes_ago_is_moved_not_a_continue_elsewhere(tmp_path: 
     (tmp_path / "here").mkdir()
     (tmp_path / "new" / "proj").mkdir(parents=True)
     gone = _session(root, str(tmp_path / "old" / "proj"), 1, _at(9), "said before the move")
-    after = _session(root, str(tmp_path / "new" / "proj"), 2, _at(9, 20), "said after the move")
+    after = _session(root, str(tmp_path / "new" / "proj"), 2, _at(9, 5), "said after the move")
     lineage = find_lineage(root, after.session_id)
     assert [p.session_id for p in lineage.pieces] == [gone.session_id, after.session_id]
     assert [b.kind for b in lineage.boundaries] == ["moved"]
-    beside = _session(root, str(tmp_path / "here"), 3, _at(9, 30), "a --continue from a folder that exists")
+    beside = _session(root, str(tmp_path / "here"), 3, _at(9, 10), "a --continue from a folder that exists")
     assert [b.kind for b in find_lineage(root, beside.session_id).boundaries] == ["moved", "continue-elsewhere"]
 
 

@@ -131,8 +131,10 @@ lint: install
 	$(BIN)/ruff format --check src tests benchmarks tools
 	$(BIN)/mypy
 
+# The whole suite, as two pytest sessions side by side (tools/test_halves.py: the peers' half and
+# the rest). `$(BIN)/pytest -q` runs the same tests one after the other, in about twice the time.
 test: install peer postgres browser strace lint
-	KURAHI_HYPOTHESIS_PROFILE=ci $(BIN)/pytest -q
+	KURAHI_HYPOTHESIS_PROFILE=ci $(BIN)/python tools/test_halves.py
 
 # The quick answer while working (under 90 s here): ruff, mypy and the fast tier of the tests,
 # every test not marked slow (tests/support/tiers.py names the ones that start a peer or PostgreSQL,

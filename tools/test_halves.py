@@ -4,7 +4,7 @@ Most of the suite's time is real peers starting (OpenClaw's gateway and CLI, Cla
 the continuity suite's gateways) and crash campaigns waiting on processes; one after the other
 it took about 97 minutes here (2026-12-07), past CI's limit. On the two cores this is written
 for, two halves side by side take a little over half of that when they are about as long
-(:data:`PEERS_HALF`).
+(:func:`peers_half`).
 
 Each half is its own pytest session: its own temporary directory (``--basetemp``), its own
 throwaway PostgreSQL when it needs one, its own leak scan over what it left. The rest's output
@@ -29,12 +29,22 @@ import time
 from pathlib import Path
 from types import FrameType
 
-PEERS_HALF = ("tests/peers", "tests/crash", "tests/crashstates", "tests/lifecycle")
-"""The half run in the background: the real peers' tests (about 37 minutes of the whole suite's
-97, one after the other, here), the crash campaigns and the activation/rescue tests, so that
-the two halves take about as long (the OpenClaw continuity suite, about 20 minutes, is in the
-rest). With the continuity suite in this half, the rest took 35 minutes and this half had run
-78 of its 253 tests after 52."""
+ALONGSIDE = ("tests/crash", "tests/crashstates")
+"""The crash campaigns, which wait on processes, run in the peers' half too."""
+
+
+def peers_half(root: Path) -> list[str]:
+    """The half run in the background: every real-peer test file but Claude Code's, and :data:`ALONGSIDE`.
+
+    Measured on 2026-12-07 (2 cores): one after the other the suite took about 97 minutes; the
+    OpenClaw peer tests are most of the peers' time (each starts its gateway two or three times,
+    about 24 s a start, and every turn is a CLI start). A first split, the peers, the continuity
+    suite and the crash campaigns against the rest, took 35 minutes for the rest and about an
+    hour for the peers alone; so the OpenClaw continuity suite (about 20 minutes) and Claude
+    Code's peer tests (a few minutes: one shared session per run) run with the rest.
+    """
+    peers = sorted(p for p in (root / "tests" / "peers").glob("test_*.py") if not p.name.startswith("test_claude"))
+    return [*(p.relative_to(root).as_posix() for p in peers), *ALONGSIDE]
 
 
 def _pytest(args: list[str], basetemp: Path, extra: list[str]) -> list[str]:
@@ -47,11 +57,12 @@ def main(argv: list[str]) -> int:
     root = Path(__file__).resolve().parent.parent
     work = Path(tempfile.mkdtemp(prefix="kurahi-tests-"))
     log = work / "peers-half.log"
-    ignores = [f"--ignore={p}" for p in PEERS_HALF]
+    half = peers_half(root)
+    ignores = [f"--ignore={p}" for p in half]
     started = time.monotonic()
     with log.open("wb") as out:
         peers = subprocess.Popen(
-            _pytest([*PEERS_HALF, "-p", "no:cacheprovider"], work / "peers", extra),
+            _pytest([*half, "-p", "no:cacheprovider"], work / "peers", extra),
             cwd=root,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -71,10 +82,10 @@ def main(argv: list[str]) -> int:
     rest_code = rest.wait()
     rest_time = time.monotonic() - started
     if peers.poll() is None:
-        print(f"\n(the rest took {rest_time:.0f} s; waiting for the peers' half: {', '.join(PEERS_HALF)})", flush=True)
+        print(f"\n(the rest took {rest_time:.0f} s; waiting for the peers' half)", flush=True)
     peers_code = peers.wait()
     peers_time = time.monotonic() - started
-    print(f"\n===== the peers' half ({', '.join(PEERS_HALF)}): {peers_time:.0f} s =====", flush=True)
+    print(f"\n===== the peers' half ({len(half)} paths): {peers_time:.0f} s =====", flush=True)
     sys.stdout.buffer.write(log.read_bytes())
     print(f"===== the rest: {rest_time:.0f} s, exit {rest_code}; the peers' half: exit {peers_code} =====", flush=True)
     if rest_code or peers_code:

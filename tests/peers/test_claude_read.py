@@ -39,6 +39,21 @@ def _context(path: Path) -> dict[str, Any]:
     return result
 
 
+def _found(config_dir: Path) -> list[dict[str, Any]]:
+    """``kurahi lineage find --claude DIR --json``'s pieces, oldest first."""
+    argv = [str(KURAHI), "lineage", "find", "--claude", str(config_dir), "--json"]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True)
+    pieces: list[dict[str, Any]] = json.loads(out.stdout)["pieces"]
+    return pieces
+
+
+def _stitch(pieces: list[dict[str, Any]], out: Path) -> None:
+    """``kurahi lineage stitch`` of the pieces' files into ``out``."""
+    sources = [p["source"] for p in pieces]
+    argv = [str(KURAHI), "lineage", "stitch", *sources, "--out", str(out), "--json"]
+    subprocess.run(argv, capture_output=True, check=True)
+
+
 @pytest.mark.parametrize("case", ["whole", "null_parent"])
 def test_session_context_is_what_the_next_resume_sends(case: str, claude_base: Session, tmp_path: Path) -> None:
     s = claude_base.copy(tmp_path)
@@ -97,23 +112,12 @@ def test_lineage_find_joins_a_clear_and_stitch_makes_one_session_the_cli_sends_w
     cleared = s.peer.prompt("/clear", resume=s.sid, cwd=s.cwd).session
     s.peer.prompt("after the clear P6-FOXTROT", resume=cleared, cwd=s.cwd)
     assert "P1-ALPHA" not in request_text(s.peer.next_request(cleared, cwd=s.cwd))  # the premise
-    found = subprocess.run(
-        [str(KURAHI), "lineage", "find", "--claude", str(s.peer.config_dir), "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    pieces = json.loads(found.stdout)["pieces"]
+    pieces = _found(s.peer.config_dir)
     assert [(p["sessionId"], p["foundBy"][0], p["confidence"]) for p in pieces][:1] == [(s.sid, "clear", "recorded")]
     assert pieces[-1]["sessionId"] == cleared
     new = "0a0a0a0a-1111-4222-8333-444455556666"
     out = s.peer.transcript(new, cwd=s.cwd)
-    subprocess.run(
-        [str(KURAHI), "lineage", "stitch", *(p["source"] for p in pieces), "--out", str(out), "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    _stitch(pieces, out)
     model = comparable(_context(out)["messages"])
     body = s.peer.next_request(new, cwd=s.cwd)  # exit 0, nothing on stderr, the stand-in's pairing rules held
     text = request_text(body)
@@ -149,23 +153,12 @@ def test_lineage_find_joins_a_moved_project_folder_and_stitch_makes_one_session_
     after = peer.prompt("in the new place M3-MOVED-CHARLIE", cwd=moved).session
     assert after != before
     assert "M1-MOVED-ALPHA" not in request_text(peer.next_request(after, cwd=moved))  # the premise
-    found = subprocess.run(
-        [str(KURAHI), "lineage", "find", "--claude", str(peer.config_dir), "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    pieces = json.loads(found.stdout)["pieces"]
+    pieces = _found(peer.config_dir)
     assert [(p["sessionId"], p["foundBy"][0], p["confidence"]) for p in pieces][:1] == [(before, "moved", "guess")]
     assert [p["sessionId"] for p in pieces] == [before, after]
     new = "0b0b0b0b-1111-4222-8333-444455556666"
     out = peer.transcript(new, cwd=moved)
-    subprocess.run(
-        [str(KURAHI), "lineage", "stitch", *(p["source"] for p in pieces), "--out", str(out), "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    _stitch(pieces, out)
     model = comparable(_context(out)["messages"])
     body = peer.next_request(new, cwd=moved)
     text = request_text(body)

@@ -12,10 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from kurahi.errors import LossNotFoundError, RescueError
-from kurahi.fs.safe import read_regular
 from kurahi.runtimes.base import AppendRepair
 from kurahi.runtimes.claude.breaks import Break, find_breaks
-from kurahi.runtimes.claude.files import list_sessions
+from kurahi.runtimes.claude.files import list_sessions, read_session
 from kurahi.runtimes.claude.graph import Graph
 from kurahi.runtimes.claude.losses import CONTINUE_ELSEWHERE
 from kurahi.runtimes.claude.losses import loss_id as id_of
@@ -35,19 +34,6 @@ def find_break(parsed: ParsedRows, session_id: str, loss_id: str) -> Break | Non
         if id_of(session_id, b.kind, row.uuid or str(parsed.lines[b.row])).startswith(loss_id):
             return b
     return None
-
-
-def _read(path: Path) -> bytes:
-    """A session file's bytes, never through a link.
-
-    Raises:
-        LossNotFoundError: it is gone.
-        UnsafeFileError: a link, or not a regular file.
-    """
-    data = read_regular(path, what="the session file")
-    if data is None:
-        raise LossNotFoundError(f"{path} is gone; list the losses again")
-    return data
 
 
 def _new_session(root: Path, session_id: str) -> Path:
@@ -75,11 +61,11 @@ def repair_of(root: Path, loss: SessionLoss, markers: list[str]) -> AppendRepair
     try:
         if loss.kind == CONTINUE_ELSEWHERE:
             path = _new_session(root, loss.session_id)
-            data = _read(path)
-            m = mend_elsewhere(parse_rows(_read(Path(loss.source))), parse_rows(data), loss.row or "", loss.id)
+            data = read_session(path)
+            m = mend_elsewhere(parse_rows(read_session(Path(loss.source))), parse_rows(data), loss.row or "", loss.id)
         else:
             path = Path(loss.source)
-            data = _read(path)
+            data = read_session(path)
             parsed = parse_rows(data)
             b = find_break(parsed, loss.session_id, loss.id)
             if b is None:

@@ -58,6 +58,7 @@ setup(
                 "src/kurahi/pi/read/_native_json.h",
                 "src/kurahi/pi/read/_native_sha256.h",
                 "src/kurahi/pi/read/_native_canon.h",
+                "src/kurahi/pi/read/_native_estimate.h",
             ],
             extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra", "-Werror=implicit-function-declaration"],
         )

@@ -14,11 +14,23 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kurahi.context.tokens import _estimate_any, _plain_estimate, estimate_tokens
+from kurahi.context.tokens import (
+    _estimate_any,
+    _plain_estimate,
+    _stringified_length,
+    estimate_each,
+    estimate_tokens,
+)
 from kurahi.errors import UsageError
 from kurahi.js.values import MISSING
+from kurahi.pi.read import native
 
-_text = st.text(st.characters(codec="utf-8") | st.sampled_from(["😀", "\ud800", "é", "\u2028", '"', "\\", "\n"]))
+_text = st.lists(
+    st.characters(codec="utf-8")
+    | st.sampled_from(["😀", "\ud800", "\ud83d\ude00", "é", "\u2028", '"', "\\", "\n", "\x00", "\x1f", "\b"]),
+    max_size=12,
+).map("".join)
+"""Strings as a transcript's values may hold them: astral characters, lone surrogates, a pair as two code points."""
 _odd = st.sampled_from([None, 1, 1.5, True, [], {}, ["a"], {"length": 3}, MISSING])
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**60), 2**60) | st.floats(allow_nan=False) | _text,
@@ -81,3 +93,62 @@ def test_the_usual_messages_take_the_quick_way() -> None:
     ]
     for m in usual:
         assert _plain_estimate(m) == _estimate_any(m)
+    if native.available():
+        assert native.plain_estimates(usual, _stringified_length) == [_estimate_any(m) for m in usual]
+
+
+def _each_rule_by_rule(messages: list[Any]) -> list[int | None]:
+    out: list[int | None] = []
+    for m in messages:
+        try:
+            out.append(_estimate_any(m))
+        except UsageError:
+            out.append(None)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_message(), max_size=6))
+def test_the_c_count_is_the_python_quick_count(messages: list[Any]) -> None:
+    """The extension's count of the usual shapes gives what the Python quick count gives, ``None`` alike."""
+    if native.available():
+        assert native.plain_estimates(messages, _stringified_length) == [_plain_estimate(m) for m in messages]
+    assert estimate_each(messages) == _each_rule_by_rule(messages)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json)
+def test_arguments_measured_in_c_are_json_stringify_lengths(arguments: Any) -> None:
+    """Arguments the C count measures itself have JSON.stringify's length; the rest go to the callable."""
+    if not native.available():
+        return
+    deferred: list[Any] = []
+
+    def measure(value: Any) -> int:
+        deferred.append(value)
+        return _stringified_length(value)
+
+    # A name of 4 code units, so that the estimate is ceil((4 + length) / 4) and tells lengths apart.
+    message = {"role": "assistant", "content": [{"type": "toolCall", "name": "four", "arguments": arguments}]}
+    got = native.plain_estimates([message], measure)
+    assert got == [-(-(4 + _stringified_length(arguments)) // 4)]
+    if not deferred:  # measured in C: the exact length, checked against the estimate's rounding too
+        for pad in range(1, 4):
+            padded = {**message, "content": [{**message["content"][0], "name": "x" * pad}]}
+            assert native.plain_estimates([padded], measure) == [-(-(pad + _stringified_length(arguments)) // 4)]
+
+
+def test_a_measure_that_raises_leaves_the_message_to_the_rules() -> None:
+    """When the arguments' measure fails, the C count gives up on that message only, and raises nothing."""
+    if not native.available():
+        return
+    messages = [
+        {"role": "assistant", "content": [{"type": "toolCall", "name": "x", "arguments": {"f": 0.5}}]},  # a float: measured by the callable
+        {"role": "user", "content": "four"},
+    ]
+
+    def refuse(value: Any) -> int:
+        raise ValueError("no")
+
+    assert native.plain_estimates(messages, refuse) == [None, 1]
+    assert native.plain_estimates(messages, lambda v: "2") == [None, 1]  # not an int: not trusted

@@ -424,11 +424,24 @@ def estimate_projected_context_tokens(projection: SessionContext, path: Sequence
 
 
 def estimate_each(messages: Sequence[Any]) -> list[int | None]:
-    """:func:`estimate_tokens` of every message, ``None`` for one Pi would crash on."""
+    """:func:`estimate_tokens` of every message, ``None`` for one Pi would crash on.
+
+    The usual shapes are counted in C when the extension is built (a history of 20k messages
+    in a few milliseconds, against about 0.08 s here); the rest rule by rule.
+    """
+    from kurahi.pi.read.native import plain_estimates
+
+    plain = plain_estimates(messages, _stringified_length) if type(messages) is list else None
+    if plain is not None and None not in plain:
+        return plain
     out: list[int | None] = []
-    for message in messages:
+    for i, message in enumerate(messages):
+        known = plain[i] if plain is not None else _plain_estimate(message)
+        if known is not None:
+            out.append(known)
+            continue
         try:
-            out.append(_estimate(message))
+            out.append(_estimate_any(message))
         except UsageError:
             out.append(None)
     return out

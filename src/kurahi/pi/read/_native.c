@@ -62,6 +62,7 @@
 #include "_native_json.h"
 #include "_native_sha256.h"
 #include "_native_canon.h"
+#include "_native_estimate.h"
 
 #define READ_BYTES (1u << 20)       /* pread size; a line longer than the buffer grows it */
 #define MAX_BUFFERED (16u << 20)    /* longer lines are flagged unread and read by Python */
@@ -2186,6 +2187,8 @@ static PyMethodDef methods[] = {
      "canonical_sha256(items) -> hex SHA-256 of the items' sorted canonical JSON (as json.dumps), or None"},
     {"canonical_json", (PyCFunction)(void (*)(void))native_canonical_json, METH_VARARGS | METH_KEYWORDS,
      "canonical_json(value, text=False) -> json.dumps(value or json.loads(text), sort_keys=True, ...) bytes, or None"},
+    {"plain_estimates", native_plain_estimates, METH_VARARGS,
+     "plain_estimates(messages, stringified_length) -> Pi's token estimate of each plain message, None for the others"},
     {"sha256_split", (PyCFunction)(void (*)(void))native_sha256_split, METH_VARARGS | METH_KEYWORDS,
      "sha256_split(data, portable=False) -> hex SHA-256 of each piece of data.split(b'\\n')"},
     {"sha256_fd", (PyCFunction)(void (*)(void))native_sha256_fd, METH_VARARGS | METH_KEYWORDS,

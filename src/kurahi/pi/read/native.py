@@ -39,6 +39,7 @@ __all__ = [
     "is_copied",
     "join_json",
     "line_digests",
+    "plain_estimates",
 ]
 
 try:  # by name: the extension has no stub for the type checker to read
@@ -157,6 +158,19 @@ def canonical_sha256(items: Sequence[Any]) -> str | None:
         return None
     digest: str | None = _native.canonical_sha256(items)
     return digest
+
+
+def plain_estimates(messages: list[Any], stringified_length: Callable[[Any], int]) -> list[int | None] | None:
+    """Pi's token estimate of each message of the shapes nearly every history has, in C.
+
+    ``kurahi.context.tokens._plain_estimate`` for each message (``None`` where it gives
+    ``None``: Python estimates those rule by rule), ``stringified_length`` measuring a tool
+    call's arguments (``_native_estimate.h``). ``None`` when the extension is missing or off.
+    """
+    if not available():
+        return None
+    estimates: list[int | None] = _native.plain_estimates(messages, stringified_length)
+    return estimates
 
 
 def _is_text(item: object) -> bool:

@@ -143,7 +143,8 @@ def test_a_measure_that_raises_leaves_the_message_to_the_rules() -> None:
     if not native.available():
         return
     messages = [
-        {"role": "assistant", "content": [{"type": "toolCall", "name": "x", "arguments": {"f": 0.5}}]},  # a float: measured by the callable
+        # a float: measured by the callable
+        {"role": "assistant", "content": [{"type": "toolCall", "name": "x", "arguments": {"f": 0.5}}]},
         {"role": "user", "content": "four"},
     ]
 

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 __all__ = [
     "FAMILIES",
@@ -51,8 +52,7 @@ _ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 _ERRORED = frozenset({"error", "aborted"})
 
 
-@dataclass
-class Sent:
+class Sent(msgspec.Struct):
     """One message of the transformed list and where it came from.
 
     Attributes:
@@ -66,8 +66,7 @@ class Sent:
     synthetic: bool = False
 
 
-@dataclass(frozen=True)
-class Violation:
+class Violation(msgspec.Struct, frozen=True):
     """A rule the family's request breaks, at one projected message.
 
     Attributes:
@@ -207,10 +206,9 @@ def check_family(sent: list[Sent], family: str, target: dict[str, Any] | None) -
 # -- Anthropic Messages ---------------------------------------------------------------
 
 
-@dataclass
-class _Turn:
+class _Turn(msgspec.Struct):
     role: str
-    blocks: list[tuple[dict[str, Any], int]] = field(default_factory=list)  # (wire block, origin)
+    blocks: list[tuple[dict[str, Any], int]] = msgspec.field(default_factory=list)  # (wire block, origin)
 
 
 def _anthropic_messages(sent: list[Sent]) -> list[_Turn]:

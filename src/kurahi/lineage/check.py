@@ -19,7 +19,6 @@ Otherwise every projected message is estimated, as Pi does when it distrusts a u
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -73,6 +72,8 @@ def messages_sha256(messages: list[Any]) -> str:
         from kurahi.js import deepjson
 
         data = deepjson.dumps(messages, sort_keys=True)
+    import hashlib  # only here: the extension hashes the usual messages
+
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
 
 

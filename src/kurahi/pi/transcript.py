@@ -9,7 +9,6 @@ labels, a tree view). Raw lines stay byte-identical for copying.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -305,6 +304,8 @@ class Transcript:
                 raise os_error(TranscriptReadError, "read failed", exc, path=self.name) from exc
             if digest is not None:
                 return digest
+        import hashlib  # the extension hashes the file when it is built
+
         h = hashlib.sha256()
         buf = bytearray(min(size, 1 << 20))  # small enough to stay in the cache between read and hash
         view = memoryview(buf)

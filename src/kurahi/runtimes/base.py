@@ -16,18 +16,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
-from kurahi.runtimes.pieces import Lineage, Piece
-
 if TYPE_CHECKING:  # the views' facts are read on every check: they must not load the reading stack
     from kurahi.locations.dirs import Location
     from kurahi.pi.transcript import Transcript
     from kurahi.runtimes.own_files import OwnSession, SentView
+    from kurahi.runtimes.pieces import Lineage, Piece
     from kurahi.runtimes.session_losses import SessionLoss, SessionLosses
 
 __all__ = ["Agent", "AppendRepair", "Boundary", "ResetPolicy", "Runtime", "SessionAppend", "View"]
@@ -121,8 +119,7 @@ class Agent(Protocol):
         """Session id → the reason the runtime recorded for opening it (when it records one)."""
 
 
-@dataclass
-class AppendRepair:
+class AppendRepair(msgspec.Struct, kw_only=True):
     """What a runtime's room appends to one session file to mend one loss, checked by its loader's model."""
 
     file: Path
@@ -139,7 +136,7 @@ class AppendRepair:
     """Texts, tool calls and tool results that must be sent again."""
     view_messages: int
     """Messages the loader's model sends once the repair is appended."""
-    own: dict[str, Any] = field(default_factory=dict)
+    own: dict[str, Any] = msgspec.field(default_factory=dict)
     """What the package keeps for the room's own checks (rows as they were, what must come back)."""
 
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from kurahi.context.llm import convert_to_llm
 from kurahi.context.project import ProjectedEntry, SessionContext, project_from_leaf
@@ -124,8 +125,7 @@ def runtime_names() -> list[str]:
     return list(RUNTIMES)
 
 
-@dataclass
-class Finding:
+class Finding(msgspec.Struct):
     """One thing that makes the next request fail (or might), tied to an entry.
 
     Attributes:
@@ -143,8 +143,8 @@ class Finding:
     entry_id: str | None
     line: int | None
     message: str
-    refused_by: list[str] = field(default_factory=list)
-    repaired_by: list[str] = field(default_factory=list)
+    refused_by: list[str] = msgspec.field(default_factory=list)
+    repaired_by: list[str] = msgspec.field(default_factory=list)
     certain: bool = True
     role: str | None = None
 
@@ -172,8 +172,7 @@ class Finding:
         }
 
 
-@dataclass
-class CheckReport:
+class CheckReport(msgspec.Struct):
     """Everything the check found, with the projection it checked.
 
     Attributes:

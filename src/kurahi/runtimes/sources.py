@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -86,6 +84,9 @@ def materialize(source: str | os.PathLike[str]) -> Iterator[Path]:
     if parsed is None:
         yield Path(source)
         return
+    import shutil
+    import tempfile
+
     from kurahi.runtimes.openclaw.sqlite.read import export_session_jsonl
 
     db, sid = parsed

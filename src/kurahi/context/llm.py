@@ -140,7 +140,11 @@ def convert_to_llm(messages: Sequence[Any]) -> list[Any]:
         UsageError: a message is ``null`` (Pi throws ``TypeError`` reading its role).
     """
     out: list[Any] = []
+    passes = _PASS_THROUGH
     for index, m in enumerate(messages):
+        if type(m) is dict and type(role := m.get("role")) is str and role in passes:
+            out.append(m)  # nearly every message: passed on as the same object
+            continue
         try:
             converted = _convert_one(m)
         except UsageError as exc:

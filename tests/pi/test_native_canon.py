@@ -80,6 +80,25 @@ def test_a_value_is_written_as_json_dumps_writes_it(value: Any) -> None:
     assert c_value(value) == canon(value)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(_text, _scalars, min_size=1, max_size=40), st.lists(_scalars, max_size=3))
+def test_objects_of_every_size_and_key_kind_are_written_in_key_order(members: dict[str, Any], items: list[Any]) -> None:
+    """Up to 16 members the extension sorts the keys itself (one-byte keys by their bytes, others as
+    Python compares them); past that, Python's own sort: both must give ``sort_keys``' order."""
+    value = {**members, "é": items, "😀": 1, "\ud800": 2, "a\x00": 3, "": 4}
+    assert c_value(value) == canon(value)
+    assert c_value([members, {"nested": members}]) == canon([members, {"nested": members}])
+
+
+def test_strings_long_enough_to_be_scanned_eight_bytes_at_a_time() -> None:
+    """The escape scan steps over 8 bytes at once: an escape at every position of the block is still found."""
+    for at in range(20):
+        for ch in ('"', "\\", "\x00", "\x1f", "\n", "\x7f", "é", "\u2028"):
+            text = "a" * at + ch + "b" * (19 - at)
+            assert c_value(text) == canon(text)
+            assert c_value({text: text}) == canon({text: text})
+
+
 def _random_text(value: Any, rng: random.Random) -> bytes:
     """One of the many JSON texts of ``value``: spacing, escapes, key order and encodings vary."""
     style = rng.randrange(4)

@@ -122,11 +122,18 @@ def _run() -> None:
     if (sys.argv[1:2] == ["lineage"] and sys.argv[2:3] in (["stitch"], ["check"])) or (
         sys.argv[1:3] == ["session", "context"] and "--json" in sys.argv
     ):
+        import gc
+
         from kurahi.cli.fast.dispatch import run  # only for the commands it serves
 
+        # One command, then the process leaves without teardown: the cyclic collector would
+        # only walk the million containers a large history decodes into (once the library's
+        # own pause ends, its next pass took 7% of `lineage check`), and none of them is garbage.
+        gc.disable()
         code = run(sys.argv[1:])
         if code is not None:
             _exit_at_once(code)
+        gc.enable()
     if os.environ.get("_KURAHI_COMPLETE"):  # the shell asks for completions (`kurahi completion SHELL`)
         from typer._completion_classes import completion_init
 

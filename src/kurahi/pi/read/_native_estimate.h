@@ -191,8 +191,10 @@ static PyObject *native_plain_estimates(PyObject *self, PyObject *args)
     if (out == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
-        /* The list may not change under us: the callable is ours, and only measures a value. */
-        long long e = plain_estimate(PyList_GET_ITEM(messages, i), stringified_length);
+        /* Held while the callable (ours, and it only measures a value) may run Python code. */
+        PyObject *m = Py_NewRef(PyList_GET_ITEM(messages, i));
+        long long e = plain_estimate(m, stringified_length);
+        Py_DECREF(m);
         PyObject *v = e == -2 ? NULL : e == -1 ? Py_NewRef(Py_None) : PyLong_FromLongLong(e);
         if (v == NULL) {
             Py_DECREF(out);

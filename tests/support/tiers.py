@@ -60,6 +60,7 @@ SLOW_MODULES = frozenset(
 
 SLOW_TESTS = frozenset(
     {
+        "test_test_halves.py::test_a_run_exits_with_the_halves_code_and_keeps_what_they_left",
         "agent/test_compaction_jobs.py::test_jobs_succeed_and_fail_with_their_reasons",
         "agent/test_providers.py::test_a_full_turn_with_a_tool_call_through_a_real_provider",
         "agent/test_providers.py::test_anthropic_streams_text_and_tool_calls",

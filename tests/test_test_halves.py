@@ -21,12 +21,12 @@ def _halves() -> ModuleType:
     return module
 
 
-def test_the_peers_half_is_every_peer_file_but_claude_codes_and_the_crash_campaigns() -> None:
+def test_the_peers_half_is_every_peer_file_but_claude_codes() -> None:
     half = _halves().peers_half(ROOT)
     peers = {p.relative_to(ROOT).as_posix() for p in (ROOT / "tests" / "peers").glob("test_*.py")}
     claude = {p for p in peers if Path(p).name.startswith("test_claude")}
     assert claude, "Claude Code's peer tests run with the rest"
-    assert set(half) == (peers - claude) | {"tests/crash", "tests/crashstates"}
+    assert set(half) == peers - claude
     assert len(half) == len(set(half))
     assert all((ROOT / p).exists() for p in half)
 

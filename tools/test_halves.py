@@ -1,10 +1,9 @@
 """Run the whole suite as two pytest processes at once (`make test`): the peers' half and the rest.
 
 Most of the suite's time is real peers starting (OpenClaw's gateway and CLI, Claude Code,
-the continuity suite's gateways) and crash campaigns waiting on processes; one after the other
-it took about 97 minutes here (2026-12-07), past CI's limit. On the two cores this is written
-for, two halves side by side take a little over half of that when they are about as long
-(:func:`peers_half`).
+the continuity suite's gateways); one after the other it took about 97 minutes here
+(2026-12-07), past CI's limit. On the two cores this is written for, two halves side by side
+take a little over half of that when they are about as long (:func:`peers_half`).
 
 Each half is its own pytest session: its own temporary directory (``--basetemp``), its own
 throwaway PostgreSQL when it needs one, its own leak scan over what it left. The rest's output
@@ -29,22 +28,19 @@ import time
 from pathlib import Path
 from types import FrameType
 
-ALONGSIDE = ("tests/crash", "tests/crashstates")
-"""The crash campaigns, which wait on processes, run in the peers' half too."""
-
 
 def peers_half(root: Path) -> list[str]:
-    """The half run in the background: every real-peer test file but Claude Code's, and :data:`ALONGSIDE`.
+    """The half run in the background: every real-peer test file but Claude Code's.
 
-    Measured on 2026-12-07 (2 cores): one after the other the suite took about 97 minutes; the
-    OpenClaw peer tests are most of the peers' time (each starts its gateway two or three times,
-    about 24 s a start, and every turn is a CLI start). A first split, the peers, the continuity
-    suite and the crash campaigns against the rest, took 35 minutes for the rest and about an
-    hour for the peers alone; so the OpenClaw continuity suite (about 20 minutes) and Claude
-    Code's peer tests (a few minutes: one shared session per run) run with the rest.
+    Measured (2 cores, 2026-12-07): one after the other the suite took about 97 minutes, most
+    of it OpenClaw (each peer test starts its gateway two or three times, about 24 s a start,
+    and every turn is a CLI start). In a CI-style run of this split with the crash campaigns in
+    this half (``--durations=0``, 17:49-19:05), this half took 73 minutes (the OpenClaw and Pi
+    peer files 69, the crash campaigns 3.5) and the rest 63 (the OpenClaw continuity suite 21 of
+    them): so the crash campaigns now run with the rest, which leaves both at about 67-70.
     """
     peers = sorted(p for p in (root / "tests" / "peers").glob("test_*.py") if not p.name.startswith("test_claude"))
-    return [*(p.relative_to(root).as_posix() for p in peers), *ALONGSIDE]
+    return [p.relative_to(root).as_posix() for p in peers]
 
 
 def _pytest(args: list[str], basetemp: Path, extra: list[str]) -> list[str]:

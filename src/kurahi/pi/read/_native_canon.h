@@ -600,8 +600,8 @@ static int value_dict(Canon *c, PyObject *d, int depth)
         return cb_put(&c->out, "{}", 2) < 0 ? CANON_ERR : CANON_OK;
     if (n <= SMALL_DICT) {
         /* The usual object: its members taken in one pass and put in key order by insertion
-         * sort, on the stack. References are held while values are written: a value's
-         * canonical form runs no Python code, but a str key's comparison might allocate. */
+         * sort, on the stack (no key list, no sort through Python, no lookup per key). The
+         * references are held while the members are written, as the list of keys held them. */
         PyObject *k[SMALL_DICT], *v[SMALL_DICT];
         Py_ssize_t pos = 0, m = 0;
         PyObject *key, *value;

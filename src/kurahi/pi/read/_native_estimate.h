@@ -14,8 +14,8 @@
 
 #define IMAGE_CHARS 4800 /* kurahi.context.tokens.IMAGE_CHARS */
 
-static PyObject *est_keys[8];
 enum { K_ROLE, K_CONTENT, K_TYPE, K_TEXT, K_THINKING, K_NAME, K_ARGUMENTS, K_COUNT };
+static PyObject *est_keys[K_COUNT]; /* the keys read, interned once */
 
 static int est_setup(void)
 {
@@ -38,13 +38,13 @@ static Py_ssize_t utf16_units(PyObject *s)
     return n + astral;
 }
 
-/* value is the str s (exactly, as dict.get compared with a literal). */
+/* value == s in Python: a str (a subclass too) equal to the ASCII literal s. */
 static int is_ascii_str(PyObject *value, const char *s)
 {
     return value != NULL && PyUnicode_Check(value) && PyUnicode_CompareWithASCIIString(value, s) == 0;
 }
 
-/* d.get(key): a borrowed reference, NULL when absent. -2 in *err on an error. */
+/* d.get(key): a borrowed reference, NULL when absent; *err set to 1 on an error (raised). */
 static PyObject *get(PyObject *d, int key, int *err)
 {
     PyObject *v = PyDict_GetItemWithError(d, est_keys[key]);

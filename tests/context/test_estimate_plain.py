@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -93,7 +94,7 @@ def test_the_usual_messages_take_the_quick_way() -> None:
     ]
     for m in usual:
         assert _plain_estimate(m) == _estimate_any(m)
-    if native.available():
+    if native.available():  # without it, the Python quick count above is the count
         assert native.plain_estimates(usual, _stringified_length) == [_estimate_any(m) for m in usual]
 
 
@@ -107,21 +108,23 @@ def _each_rule_by_rule(messages: list[Any]) -> list[int | None]:
     return out
 
 
+_NEEDS_C = pytest.mark.skipif(not native.available(), reason="the C extension is not built (conftest says so loudly)")
+
+
+@_NEEDS_C
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_message(), max_size=6))
 def test_the_c_count_is_the_python_quick_count(messages: list[Any]) -> None:
     """The extension's count of the usual shapes gives what the Python quick count gives, ``None`` alike."""
-    if native.available():
-        assert native.plain_estimates(messages, _stringified_length) == [_plain_estimate(m) for m in messages]
+    assert native.plain_estimates(messages, _stringified_length) == [_plain_estimate(m) for m in messages]
     assert estimate_each(messages) == _each_rule_by_rule(messages)
 
 
+@_NEEDS_C
 @settings(max_examples=300, deadline=None)
 @given(_json)
 def test_arguments_measured_in_c_are_json_stringify_lengths(arguments: Any) -> None:
     """Arguments the C count measures itself have JSON.stringify's length; the rest go to the callable."""
-    if not native.available():
-        return
     deferred: list[Any] = []
 
     def measure(value: Any) -> int:
@@ -138,10 +141,9 @@ def test_arguments_measured_in_c_are_json_stringify_lengths(arguments: Any) -> N
             assert native.plain_estimates([padded], measure) == [-(-(pad + _stringified_length(arguments)) // 4)]
 
 
+@_NEEDS_C
 def test_a_measure_that_raises_leaves_the_message_to_the_rules() -> None:
     """When the arguments' measure fails, the C count gives up on that message only, and raises nothing."""
-    if not native.available():
-        return
     messages = [
         # a float: measured by the callable
         {"role": "assistant", "content": [{"type": "toolCall", "name": "x", "arguments": {"f": 0.5}}]},

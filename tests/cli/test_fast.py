@@ -21,6 +21,7 @@ from kurahi.cli.lineage.commands import app
 from kurahi.cli.session import app as session_app
 from kurahi.testing import build_session
 from support.cli_probe import run_main
+from support.refused import bricked
 
 _APPS = {"stitch": app, "check": app, "context": session_app}
 """The Typer app that holds each command the fast parser serves."""
@@ -217,6 +218,20 @@ def test_stitch_and_check_give_the_same_results_both_ways_and_the_fast_way_never
     # The people's table goes through the same code too.
     code, out, err, loaded = _kurahi("lineage", "check", str(c), "--marker", "AFTER-RESET-PLUM")
     assert code == 0 and not loaded and "AFTER-RESET-PLUM" in out and "agree" in out
+
+
+def test_check_finds_what_a_provider_refuses_the_fast_way_as_the_full_cli_does(tmp_path: Path) -> None:
+    # The fast way proves "nothing refused" beside the rest (in a forked child); when the
+    # proof fails, the transcript is checked in full, here as in the full CLI.
+    f = bricked(tmp_path / "c.jsonl")
+    for extra in ([], ["--runtime", "openclaw-2026.5"]):
+        slow = CliRunner().invoke(app, ["check", str(f), "--json", *extra])
+        code, out, err, loaded = _kurahi("lineage", "check", str(f), "--json", *extra)
+        assert slow.exit_code == code and not loaded, err
+        assert json.loads(out) == json.loads(slow.stdout)
+    assert [r["code"] for r in json.loads(slow.stdout)["refused"]] == []  # OpenClaw drops the orphan
+    slow = CliRunner().invoke(app, ["check", str(f), "--json"])
+    assert slow.exit_code == 1 and [r["code"] for r in json.loads(slow.stdout)["refused"]] == ["result-without-call"]
 
 
 @pytest.mark.parametrize(

@@ -102,7 +102,7 @@ def _decode(line: str) -> Any:
         ValueError: the line is not JSON.
     """
     try:
-        return msgspec.json.decode(line)
+        return _read_value(line)
     except (msgspec.DecodeError, msgspec.ValidationError):
         pass
     except RecursionError:
@@ -123,6 +123,8 @@ class _Keys(msgspec.Struct, gc=False):
 
 
 _read_keys = msgspec.json.Decoder(_Keys).decode
+_read_value = msgspec.json.Decoder().decode
+"""A decoder made once: ``msgspec.json.decode`` sets one up per call, a third of a short line's cost."""
 _NOT_AN_OBJECT = _Keys()
 """Stands for a line whose JSON value is not an object (it reads as ``{}``)."""
 
@@ -308,7 +310,12 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
         parent = keys[current].parentId
         current = by_id.get(parent) if isinstance(parent, str) and parent else None
     walked.reverse()
-    chain = out.entries = [lines.value(k) for k in walked]
+    # Lines.value() for each, without keeping what it decodes: one call per line less, and
+    # no dict of 20,000 values built only to be read once.
+    full, texts = lines.full, lines.texts
+    chain = out.entries = [
+        {} if keys[k] is _NOT_AN_OBJECT else full[k] if k in full else _decode(texts[k]) for k in walked
+    ]
     out.chain = [lines.texts[k] for k in walked]
     out.chain_kinds = [keys[k].type for k in walked]
     out.header = lines.texts[0]

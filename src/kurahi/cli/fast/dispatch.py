@@ -201,4 +201,5 @@ def run(argv: list[str]) -> int | None:
         evidence=ns["evidence"],
         runtime=ns["runtime"],
         as_json=ns["json"],
+        one_shot=True,  # the caller (kurahi.cli._run) leaves by os._exit
     )

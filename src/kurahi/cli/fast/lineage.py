@@ -117,10 +117,13 @@ def run_check(
     evidence: Path | None = None,
     runtime: str | None = None,
     as_json: bool = False,
+    one_shot: bool = False,
 ) -> int:
     """Check ``file``; print the report.
 
     1 when a marker is missing from the chosen runtime's view or the projections disagree.
+    ``one_shot``: this process runs this one command, then leaves by ``os._exit`` (see
+    :func:`kurahi.lineage.check.check`).
     """
     from kurahi.lineage.check import check, own_view_of
     from kurahi.runtimes.views import reset_view, whole_path_views
@@ -137,6 +140,7 @@ def run_check(
             reserves=list(reserves) or None,
             system_prompt_tokens=list(system_prompt_tokens) or [0],
             runtime=runtime,
+            one_shot=one_shot,
         )
         if evidence is not None:
             from kurahi.lineage.evidence_dir import write_evidence

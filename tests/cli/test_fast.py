@@ -221,8 +221,8 @@ def test_stitch_and_check_give_the_same_results_both_ways_and_the_fast_way_never
 
 
 def test_check_finds_what_a_provider_refuses_the_fast_way_as_the_full_cli_does(tmp_path: Path) -> None:
-    # The fast way proves "nothing refused" beside the rest (in a forked child); when the
-    # proof fails, the transcript is checked in full, here as in the full CLI.
+    # When the quick proof that nothing is refused fails, the transcript is checked in full:
+    # the same findings the fast way as through the full CLI.
     f = bricked(tmp_path / "c.jsonl")
     for extra in ([], ["--runtime", "openclaw-2026.5"]):
         slow = CliRunner().invoke(app, ["check", str(f), "--json", *extra])

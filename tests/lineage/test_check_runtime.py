@@ -131,3 +131,25 @@ def test_unknown_sqlite_session(sqlite_source: tuple[Path, str]) -> None:
     _, source = sqlite_source
     res = runner.invoke(app, ["lineage", "check", source.rpartition("#")[0] + "#nope"])
     assert res.exit_code == EXIT.USAGE and "no transcript events for session 'nope'" in res.output
+
+
+def test_only_a_one_shot_check_leaves_its_projections_for_the_exit(tmp_path: Path) -> None:
+    # A gateway or the continuity suite checks many files in one process: nothing of a check
+    # may stay behind there. The CLI's fast path, which leaves by os._exit, keeps them.
+    import importlib
+
+    from kurahi.testing import build_session
+
+    check_module = importlib.import_module("kurahi.lineage.check")  # the package names its function `check`
+
+    f = tmp_path / "s.jsonl"
+    build_session(f, entries=40, seed=3)
+    left = check_module._LEFT_FOR_EXIT
+    before = len(left)
+    try:
+        plain = check_module.check(f)
+        assert len(left) == before
+        once = check_module.check(f, one_shot=True)
+        assert len(left) == before + 1 and once.to_dict() == plain.to_dict()
+    finally:
+        del left[before:]

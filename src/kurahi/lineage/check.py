@@ -248,11 +248,11 @@ def message_text(message: Any) -> str:
 def _both_projections(path: Path) -> tuple[FileContext, ReferenceProjection]:
     """The fast projection and the reference one.
 
-    One after the other, in this process. The fast one keeps each message Pi reads unchanged
-    as a reference to its stored bytes (``copy_stored``): its hash is computed from those
-    bytes, and nothing of it is decoded into Python values. The reference parses every line
-    in full, as it always has; its values are what the rest of the check reads once the two
-    agree.
+    One after the other, in this process (fork() is not safe in a process with threads). The
+    fast one keeps each message Pi reads unchanged as a reference to its stored bytes
+    (``copy_stored``): its hash is computed from those bytes, and nothing of it is decoded
+    into Python values. The reference parses every line in full, as it always has; its
+    values are what the rest of the check reads once the two agree.
     """
     from kurahi.context.files import project_file
 
@@ -279,11 +279,10 @@ def check(
     A marker counts only when the runtime sends it under that window
     (:func:`~kurahi.runtimes.view.runtime_view`).
     ``reserves`` defaults to Pi's own reserve (:data:`kurahi.context.budget.DEFAULT_RESERVE_TOKENS`).
-    ``one_shot`` says the process runs this one check, on one thread, and then leaves without
-    teardown (the CLI's fast path): the reference's hash and the refusal proof then run in a forked child
-    on the other core (:mod:`kurahi._aside`), and the decoded history is left for the exit to
-    free (freeing 20,000 entries one by one cost a check of them a twentieth of its time).
-    Never for a server's process.
+    ``one_shot`` says the process runs this one check and then leaves without teardown (the
+    CLI's fast path): the decoded history is then left for the exit to free (freeing 20,000
+    entries one by one cost a check of them a twentieth of its time). A server's process, or
+    any caller that goes on, leaves it unset.
 
     Raises:
         CheckError: a version-1/2 session, which Pi rewrites to version 3 when it opens it;
@@ -301,14 +300,6 @@ def check(
         return _checked(path, p, runtime, markers, window, window_from, reserves, system_prompt_tokens, one_shot)
 
 
-class _Beside(msgspec.Struct, array_like=True):
-    """What the reference's messages answer on their own (see :func:`_checked`)."""
-
-    sha256: str
-    proved: bool
-    """:func:`~kurahi.runtimes.requests.none_refused`: no request rule can fault them."""
-
-
 def _checked(
     path: str | os.PathLike[str],
     p: Path,
@@ -321,38 +312,25 @@ def _checked(
     one_shot: bool,
 ) -> CheckReport:
     """:func:`check` of the file ``p`` that ``path`` names (collection paused by the caller)."""
-    from kurahi._aside import Aside
     from kurahi.context.tokens import estimate_each
-    from kurahi.runtimes.requests import none_refused
     from kurahi.runtimes.sources import runtime_of
     from kurahi.runtimes.view import view_messages, view_of
 
     fast, ref = _both_projections(p)
+    report = _report(
+        p, fast, ref, messages_sha256(fast.context.messages), messages_sha256(ref.messages), markers, window
+    )
     has_reset = ref.runtime_messages is not None
     chosen, reason = (runtime, "--runtime") if runtime is not None else runtime_of(path, has_reset=has_reset)
-    model = fast.context.model
-    runtimes = list(view(chosen).request_runtimes)
-
-    def beside() -> _Beside:
-        # Read only when the projections agree, and then they are the same messages.
-        return _Beside(messages_sha256(ref.messages), none_refused(ref.messages, model, runtimes))
-
-    # Two halves that need nothing of each other: the reference's hash and the refusal proof
-    # beside (in a child when `one_shot`), the fast hash and the runtime's view here.
-    with Aside(beside, _Beside, fork=one_shot) as aside:
-        fast_sha256 = messages_sha256(fast.context.messages)
-        load = max(system_prompt_tokens or [0])
-        shown = view_messages(ref, chosen)
-        each = estimate_each(shown)
-        runtime_view = view_of(
-            ref, chosen, context_window=window, window_from=window_from, system_prompt_tokens=load, each=each
-        )
-        got = aside.result()
-    report = _report(p, fast, ref, fast_sha256, got.sha256, markers, window)
-    report.refused = [] if report.projections_agree and got.proved else _refused(p, chosen)
+    report.refused = _refused(p, chosen, report.pi_view if report.projections_agree else None, fast.context.model)
     report.file = os.fspath(path)
     report.runtime, report.runtime_reason, report.window_from = chosen, reason, window_from
-    report.view = runtime_view
+    load = max(system_prompt_tokens or [0])
+    shown = view_messages(ref, chosen)
+    each = estimate_each(shown)
+    report.view = view_of(
+        ref, chosen, context_window=window, window_from=window_from, system_prompt_tokens=load, each=each
+    )
     sent = set(report.view.sent)
     report.markers = [
         msgspec.structs.replace(m, sent=(i := report.view_index(m)) is not None and i in sent) for m in report.markers
@@ -372,20 +350,23 @@ _LEFT_FOR_EXIT: list[tuple[FileContext, ReferenceProjection]] = []
 """A one-shot check's projections, kept from being freed one object at a time before the exit."""
 
 
-def _refused(p: Path, runtime: str) -> list[dict[str, Any]]:
+def _refused(p: Path, runtime: str, messages: list[Any] | None, model: dict[str, Any] | None) -> list[dict[str, Any]]:
     """``session doctor``'s failing findings for ``runtime`` (file findings left to the store's checks).
 
     A finding counts when the family the session sends to refuses it: the runtime sends the next
     request to the session's provider, so a body only Anthropic would refuse does not stop a
     session that talks to an OpenAI-compatible one. A session that names no family is held to all.
 
-    Asked only when :func:`~kurahi.runtimes.requests.none_refused` did not prove the
-    projection both ways agreed on clean: the transcript is then checked in full.
+    ``messages`` (the projection both ways agreed on) and ``model`` first go through
+    :func:`~kurahi.runtimes.requests.none_refused`: when it proves that nothing can fail, the
+    answer is none; otherwise (or without them) the transcript is checked in full.
     """
     from kurahi.pi.transcript import Transcript
-    from kurahi.runtimes.requests import check_transcript
+    from kurahi.runtimes.requests import check_transcript, none_refused
 
     runtimes = list(view(runtime).request_runtimes)
+    if messages is not None and none_refused(messages, model, runtimes):
+        return []
     with Transcript.open(p) as t:
         report = check_transcript(t)
     family = report.family

@@ -9,8 +9,10 @@ out, offsets and fractions of any length, and numbers; one node process reads ea
 and :func:`kurahi.js.values.date_ms` must give the same for every value (``None`` for NaN).
 
 Only the ECMAScript date-time format (what Pi writes, and its documented shortenings) is
-held to node here: V8's fallback parser for other text ("Jan 1 2020", "2020/1/1") is its
-own heuristic, which Kurahi reads only for RFC 2822 dates. Times without an offset are local
+held to node here, with what V8's fallback parser makes of the format's own shape when the
+format refuses it (three numbers joined by ``-``: ``"0001-12-32"`` is 12 January 2032). The
+fallback's other text ("Jan 1 2020", "2020/1/1") is its own heuristic, which Kurahi reads
+only for RFC 2822 dates. Times without an offset are local
 time: node runs in the test's own time zone, and Kurahi asks Python's ``datetime`` for the
 offset, which knows years 1 to 9999 (outside them it takes none; in UTC, as this machine is,
 that is exact).
@@ -196,3 +198,32 @@ def test_odd_values_read_as_node_reads_them() -> None:
         "-000002-06-01T00:00:00.000Z",
     ]
     assert _mismatches(values, node_times(values)) == []
+
+
+# Three numbers joined by "-" that the date-time format refuses go to V8's fallback: month-day-year
+# when the first could be a day, else year-month-day, two-digit years as 19xx/20xx, local midnight.
+_NUMERIC_FALLBACK = [
+    "0001-12-32", "0001-12-00", "0012-31-49", "0001-01-50", "0002-31-01", "0013-01-32", "0032-01-32",
+    "12-01-05", "13-01-05", "31-01-05", "32-01-05", "0-01-05", "1-1-1", "123456-01-01", "275761-01-01",
+    "  0001-12-32", "0001-12-32\n", "0001-12-32T05:06", "+000001-12-32", "+000005-03-00", "+000031-12-32",
+    "-000001-12-32",
+]  # fmt: skip
+
+
+def test_the_format_s_own_shape_refused_is_read_as_v8_s_fallback_reads_it() -> None:
+    assert _mismatches(_NUMERIC_FALLBACK, node_times(_NUMERIC_FALLBACK)) == []
+    assert date_ms("0001-12-32") == date_ms("2032-01-12T00:00:00")  # a local midnight
+
+
+@settings(max_examples=6, deadline=None, phases=_NO_SHRINK)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["", "+"]), st.lists(st.text("0123456789", min_size=1, max_size=7), min_size=3, max_size=3)
+        ).map(lambda t: t[0] + "-".join(t[1])),
+        min_size=300,
+        max_size=300,
+    )
+)
+def test_three_numbers_joined_by_a_dash_are_read_as_node_reads_them(texts: list[str]) -> None:
+    assert _mismatches(texts, node_times(texts)) == []

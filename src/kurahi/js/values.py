@@ -188,8 +188,37 @@ def _local_to_utc_ms(local_ms: int) -> int:
     return local_ms - (offset // _dt.timedelta(milliseconds=1) if offset else 0)
 
 
+def _legacy_numeric_ms(text: str) -> float | None:
+    """V8's fallback parser on three numbers joined by ``-`` (``"0001-12-32"``, ``"12-01-05"``), else ``None``.
+
+    When the date-time format refuses such a text (a field out of range, a year not of four
+    digits), V8's fallback reads the numbers as month-day-year when the first could be a day
+    (1 to 31), else as year-month-day; a year of 0-49 is 20xx, 50-99 19xx; the month must be
+    1 to 12 and the day 1 to 31 (a day past the month's end runs into the next); the moment
+    is local midnight. A leading ``+`` changes nothing. Held to node over random texts of parts
+    up to seven digits; longer parts, a leading ``-`` and the fallback's two-number forms
+    (``"0001-13"`` is 13 January 2001 to V8) are not modelled: they read as NaN here.
+    """
+    parts = text.removeprefix("+").split("-")
+    if len(parts) != 3 or not all(p.isascii() and p.isdigit() and len(p) <= 7 for p in parts):
+        return None
+    a, b, c = (int(p) for p in parts)
+    year, month, day = (c, a, b) if 1 <= a <= 31 else (a, b, c)
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    if year <= 49:
+        year += 2000
+    elif year <= 99:
+        year += 1900
+    ms = _local_to_utc_ms((_days_from_civil(year, month, 1) + day - 1) * 86_400_000)
+    return float(ms) if abs(ms) <= _MAX_MS else None
+
+
 def _fallback_ms(text: str) -> float | None:
     # V8 also accepts RFC 2822-like strings ("Mon, 01 Jun 2025 10:00:00 GMT").
+    numeric = _legacy_numeric_ms(text)
+    if numeric is not None:
+        return numeric
     import calendar  # imported here: only this rare form needs it
     from email.utils import parsedate_tz
 

@@ -142,12 +142,15 @@ class _Lines(msgspec.Struct):
     """Lines already decoded in full (those msgspec could not read keys-only)."""
 
     def value(self, k: int) -> dict[str, Any]:
-        """Line ``k`` as a dict (``{}`` for a JSON value that is not an object)."""
+        """Line ``k`` as a dict (``{}`` for a JSON value that is not an object).
+
+        Decoded on each call, not kept: the walk asks once per path line (and once for the
+        header), so a cache would only be a second dict of every value.
+        """
         if self.keys[k] is _NOT_AN_OBJECT:
             return {}
-        if k not in self.full:
-            self.full[k] = _decode(self.texts[k])
-        return self.full[k]  # type: ignore[no-any-return]
+        got = self.full.get(k)
+        return got if got is not None else _decode(self.texts[k])  # type: ignore[no-any-return]
 
 
 def _lines_of(path: Path) -> list[str]:
@@ -310,12 +313,7 @@ def reference_projection(path: str | Path) -> ReferenceProjection:
         parent = keys[current].parentId
         current = by_id.get(parent) if isinstance(parent, str) and parent else None
     walked.reverse()
-    # Lines.value() for each, without keeping what it decodes: one call per line less, and
-    # no dict of 20,000 values built only to be read once.
-    full, texts = lines.full, lines.texts
-    chain = out.entries = [
-        {} if keys[k] is _NOT_AN_OBJECT else full[k] if k in full else _decode(texts[k]) for k in walked
-    ]
+    chain = out.entries = [lines.value(k) for k in walked]
     out.chain = [lines.texts[k] for k in walked]
     out.chain_kinds = [keys[k].type for k in walked]
     out.header = lines.texts[0]

@@ -204,14 +204,8 @@ def _legacy_numeric_ms(text: str) -> float | None:
         return None
     a, b, c = (int(p) for p in parts)
     year, month, day = (c, a, b) if 1 <= a <= 31 else (a, b, c)
-    if not (1 <= month <= 12 and 1 <= day <= 31):
-        return None
-    if year <= 49:
-        year += 2000
-    elif year <= 99:
-        year += 1900
-    ms = _local_to_utc_ms((_days_from_civil(year, month, 1) + day - 1) * 86_400_000)
-    return float(ms) if abs(ms) <= _MAX_MS else None
+    year += 2000 if year <= 49 else 1900 if year <= 99 else 0
+    return _civil_ms(year, month, day, 0, 0, 0, 0, None, True)  # a date-time without an offset: local
 
 
 def _fallback_ms(text: str) -> float | None:

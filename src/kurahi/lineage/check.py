@@ -281,7 +281,7 @@ def check(
     ``reserves`` defaults to Pi's own reserve (:data:`kurahi.context.budget.DEFAULT_RESERVE_TOKENS`).
     ``one_shot`` says the process runs this one check and then leaves without teardown (the
     CLI's fast path): the decoded history is then left for the exit to free (freeing 20,000
-    entries one by one cost a check of them a twentieth of its time). A server's process, or
+    entries one by one cost a check of them an eighth of its time). A server's process, or
     any caller that goes on, leaves it unset.
 
     Raises:
@@ -316,10 +316,7 @@ def _checked(
     from kurahi.runtimes.sources import runtime_of
     from kurahi.runtimes.view import view_messages, view_of
 
-    fast, ref = _both_projections(p)
-    report = _report(
-        p, fast, ref, messages_sha256(fast.context.messages), messages_sha256(ref.messages), markers, window
-    )
+    report, fast, ref = _check(p, markers, window)
     has_reset = ref.runtime_messages is not None
     chosen, reason = (runtime, "--runtime") if runtime is not None else runtime_of(path, has_reset=has_reset)
     report.refused = _refused(p, chosen, report.pi_view if report.projections_agree else None, fast.context.model)
@@ -374,18 +371,13 @@ def _refused(p: Path, runtime: str, messages: list[Any] | None, model: dict[str,
     return [f.to_dict() for f in failing if f.refused_by and (family is None or family in f.refused_by)]
 
 
-def _report(
-    p: Path,
-    fast: FileContext,
-    ref: ReferenceProjection,
-    fast_sha256: str,
-    ref_sha256: str,
-    markers: Sequence[str],
-    window: int,
-) -> CheckReport:
-    """The report's projections part: what both found, and where each marker sits."""
+def _check(p: Path, markers: Sequence[str], window: int) -> tuple[CheckReport, FileContext, ReferenceProjection]:
+    """Both projections and the report's part of them: what both found, where each marker sits."""
     from kurahi.pi.read.native import is_copied
 
+    fast, ref = _both_projections(p)
+    fast_sha256 = messages_sha256(fast.context.messages)
+    ref_sha256 = messages_sha256(ref.messages)
     if len(fast.context.messages) == len(ref.messages) and fast_sha256 == ref_sha256:
         msgs = ref.messages  # the same JSON values, so the same answers to everything below
     else:
@@ -418,7 +410,7 @@ def _report(
     report.pi_view = msgs
     report.runtime_view = ref.runtime_messages
     report.stitched_ms = _stitched_ms(p)
-    return report
+    return report, fast, ref
 
 
 def _stitched_ms(path: Path) -> int | float | None:
